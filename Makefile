@@ -1,0 +1,44 @@
+# The front door: every target creates .venv and installs what it needs when missing.
+#   make preview STACK=l4 [FORMAT=json]   offline plan of a stack (no CLI, no credentials, no network)
+#   make test                             the test suite
+#   make lint                             ruff, mypy --strict, shellcheck, workflow linters
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STACK ?= l4
+FORMAT ?= text
+
+.PHONY: preview test lint format clean
+
+# Set-up output goes to stderr so that `FORMAT=json` leaves stdout to the JSON document alone.
+$(BIN)/python:
+	@$(PYTHON) -m venv $(VENV) 1>&2
+
+$(VENV)/.runtime-installed: requirements.txt | $(BIN)/python
+	@echo "installing runtime requirements into $(VENV) ..." 1>&2
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt 1>&2
+	@touch $@
+
+$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(BIN)/python
+	@echo "installing development requirements into $(VENV) ..." 1>&2
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt 1>&2
+	@touch $(VENV)/.runtime-installed $@
+
+preview: $(VENV)/.runtime-installed
+	@$(BIN)/python -m preview --stack "$(STACK)" --format "$(FORMAT)"
+
+test: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+
+format: $(VENV)/.dev-installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
