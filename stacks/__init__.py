@@ -1,0 +1,1 @@
+"""Typed stack settings: everything a stack file may say, validated once, before any resource exists."""
