@@ -1,0 +1,195 @@
+"""vLLM serving settings as a typed model, rendered into the `vllm serve` argument list.
+
+Why a model and a list: the hand-made deployments passed flags through `gcloud --args`, whose comma
+splitting mangled JSON values such as `--speculative-config`, and they used flags vLLM had removed.
+Here each setting is typed and checked against the recorded facts of the vLLM release we target, and the
+arguments stay a list from the model to the container, so JSON values arrive intact.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal, Self
+
+from pydantic import AfterValidator, Field, JsonValue, model_validator
+
+from stacks.base import SettingsModel
+from stacks.vllm_args import check_serve_args
+from stacks.vllm_facts import vllm_facts
+
+# Arguments the program renders itself; a stack must set them through their typed settings instead.
+MANAGED_FLAGS = frozenset(
+    {
+        "--model",
+        "--host",
+        "--port",
+        "--served-model-name",
+        "--api-key",
+        "--speculative-config",
+        "--max-model-len",
+        "--max-num-seqs",
+        "--tensor-parallel-size",
+    }
+)
+
+# Speculative methods that look their drafts up in the prompt and so need no draft model.
+MODEL_FREE_SPECULATIVE_METHODS = frozenset({"ngram", "suffix"})
+
+
+def _one_of(registry: str, label: str) -> AfterValidator:
+    def check(value: str) -> str:
+        names = vllm_facts().names(registry)
+        if value not in names:
+            raise ValueError(
+                f"{value!r} is not a {label} that vLLM {vllm_facts().release} accepts; allowed: {', '.join(names)}"
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+KvCacheDtype = Annotated[str, _one_of("kv_cache_dtype", "kv-cache dtype")]
+ModelDtype = Annotated[str, _one_of("dtype", "dtype")]
+ToolCallParser = Annotated[str, _one_of("tool_call_parser", "tool-call parser")]
+ReasoningParser = Annotated[str, _one_of("reasoning_parser", "reasoning parser")]
+SpeculativeMethod = Annotated[str, _one_of("speculative_config.method", "speculative method")]
+
+
+class SpeculativeDecoding(SettingsModel):
+    """Speculative decoding; Gemma 4 MTP drafts with its matching `-assistant` checkpoint."""
+
+    method: SpeculativeMethod = "mtp"
+    # Path of the draft checkpoint relative to the model mount (e.g. gemma-4-12B-it-assistant).
+    drafter: str | None = None
+    num_speculative_tokens: int = Field(default=3, ge=1, le=16)
+    # Further SpeculativeConfig keys, passed through as JSON (validated against vLLM's key list).
+    extra: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _drafter_when_needed(self) -> Self:
+        if self.method not in MODEL_FREE_SPECULATIVE_METHODS and not self.drafter:
+            raise ValueError(
+                f"vllm.speculative.drafter: method {self.method!r} needs a drafter model; Gemma 4 MTP uses the "
+                "matching '-assistant' checkpoint (e.g. drafter: gemma-4-12B-it-assistant). Without it vLLM "
+                "would draft with the target model itself."
+            )
+        known = set(vllm_facts().names("speculative_config.keys"))
+        managed = {"method", "model", "num_speculative_tokens"}
+        bad = sorted(key for key in self.extra if key not in known or key in managed)
+        if bad:
+            raise ValueError(
+                f"vllm.speculative.extra: keys {bad} are not allowed (managed here or unknown to vLLM "
+                f"{vllm_facts().release}); allowed: {', '.join(sorted(known - managed))}"
+            )
+        return self
+
+    def config_json(self, model_root: str) -> str:
+        config: dict[str, JsonValue] = {"method": self.method}
+        if self.drafter:
+            config["model"] = f"{model_root.rstrip('/')}/{self.drafter.strip('/')}"
+        config["num_speculative_tokens"] = self.num_speculative_tokens
+        config.update(self.extra)
+        return json.dumps(config, separators=(",", ":"))
+
+
+class VllmSettings(SettingsModel):
+    """The engine settings of `vllm serve` that a stack chooses."""
+
+    max_model_len: int = Field(ge=128, le=1_048_576)
+    max_num_seqs: int = Field(ge=1, le=4096)
+    gpu_memory_utilization: float = Field(default=0.90, gt=0.0, le=1.0)
+    dtype: ModelDtype = "auto"
+    quantization: str | None = None
+    kv_cache_dtype: KvCacheDtype = "auto"
+    max_num_batched_tokens: int | None = Field(default=None, ge=128)
+    enable_chunked_prefill: bool | None = None
+    enable_prefix_caching: bool | None = None
+    async_scheduling: bool = False
+    tensor_parallel_size: int = Field(default=1, ge=1, le=8)
+    enable_auto_tool_choice: bool = False
+    tool_call_parser: ToolCallParser | None = None
+    reasoning_parser: ReasoningParser | None = None
+    load_format: str | None = None
+    speculative: SpeculativeDecoding | None = None
+    # Anything else, as `vllm serve` arguments; checked against vLLM's flags (managed flags refused).
+    extra_args: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Self:
+        if self.enable_auto_tool_choice and not self.tool_call_parser:
+            raise ValueError(
+                "vllm.enableAutoToolChoice needs vllm.toolCallParser (vLLM answers 400 to tool_choice=auto "
+                "without one); for Gemma 4 use toolCallParser: gemma4"
+            )
+        batched = self.max_num_batched_tokens
+        if batched is not None and self.enable_chunked_prefill is False and batched < self.max_model_len:
+            raise ValueError(
+                f"vllm.maxNumBatchedTokens ({batched}) is below maxModelLen ({self.max_model_len}) with chunked "
+                "prefill off: a full-length prompt could never be scheduled; enable chunked prefill or raise "
+                "maxNumBatchedTokens"
+            )
+        managed = sorted({arg.partition("=")[0] for arg in self.extra_args} & MANAGED_FLAGS)
+        if managed:
+            raise ValueError(
+                f"vllm.extraArgs sets {managed}, which the program renders from typed settings; set them "
+                "through vllm.maxModelLen, vllm.maxNumSeqs, vllm.speculative, model.servedName instead"
+            )
+        problems = check_serve_args(["model", *self.extra_args])
+        if problems:
+            raise ValueError("vllm.extraArgs: " + "; ".join(problems))
+        return self
+
+    def serve_args(self, *, model_path: str, served_model_name: str, port: int, model_root: str) -> list[str]:
+        """The full `vllm serve` argument list: model first (positional; --model is deprecated)."""
+        args = [
+            model_path,
+            "--served-model-name",
+            served_model_name,
+            "--host",
+            "0.0.0.0",  # noqa: S104 - inside the container; Cloud Run / the firewall guard the edge
+            "--port",
+            str(port),
+            "--max-model-len",
+            str(self.max_model_len),
+            "--max-num-seqs",
+            str(self.max_num_seqs),
+            "--gpu-memory-utilization",
+            f"{self.gpu_memory_utilization:g}",
+            "--dtype",
+            self.dtype,
+            "--kv-cache-dtype",
+            self.kv_cache_dtype,
+        ]
+        if self.tensor_parallel_size != 1:
+            args += ["--tensor-parallel-size", str(self.tensor_parallel_size)]
+        if self.quantization:
+            args += ["--quantization", self.quantization]
+        if self.load_format:
+            args += ["--load-format", self.load_format]
+        if self.max_num_batched_tokens is not None:
+            args += ["--max-num-batched-tokens", str(self.max_num_batched_tokens)]
+        args += _switch("enable-chunked-prefill", self.enable_chunked_prefill)
+        args += _switch("enable-prefix-caching", self.enable_prefix_caching)
+        if self.async_scheduling:
+            args.append("--async-scheduling")
+        if self.enable_auto_tool_choice:
+            args.append("--enable-auto-tool-choice")
+        if self.tool_call_parser:
+            args += ["--tool-call-parser", self.tool_call_parser]
+        if self.reasoning_parser:
+            args += ["--reasoning-parser", self.reasoning_parser]
+        if self.speculative is not None:
+            args += ["--speculative-config", self.speculative.config_json(model_root)]
+        args += list(self.extra_args)
+        return args
+
+
+def _switch(name: str, value: bool | None) -> list[str]:
+    """vLLM's paired boolean flags: unset leaves vLLM's own default."""
+    if value is None:
+        return []
+    return [f"--{name}" if value else f"--no-{name}"]
+
+
+PortNumber = Annotated[int, Field(ge=1, le=65535)]
+ApiKind = Literal["chat", "completions"]
