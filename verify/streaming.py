@@ -1,0 +1,376 @@
+"""The measurement of one streamed completion: the unit every health check and benchmark is built on.
+
+Why this exists as one small module: the numbers users act on (time to first token, time per output
+token, tokens per second) are only as honest as the way one request is timed. The rules, all taken
+from how vLLM 0.32 streams and how `vllm bench serve` measures:
+
+- TTFT stops at the first chunk whose delta carries text (content, reasoning or tool-call arguments),
+  never at vLLM's first chunk, which only announces ``role: assistant``.
+- ITL is the list of gaps between successive text-bearing chunks. With speculative decoding one chunk
+  can carry several tokens, so tokens are never counted from chunks.
+- E2EL ends at the last chunk that carries a choice (the one with ``finish_reason``), as
+  `vllm bench serve` measures it; the usage chunk and ``[DONE]`` follow within microseconds.
+- Output and prompt tokens come only from the final ``usage`` chunk (``stream_options.include_usage``).
+- A measured request is never retried: a retry would hide exactly the failures a benchmark must count.
+  Every failure is put in one class, with the HTTP status and a short body excerpt when there is one.
+
+Every function takes the HTTP client as a parameter and the clock is injectable.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import aiohttp
+import httpx
+import pydantic
+
+Clock = Callable[[], float]
+
+CHAT_PATH = "/v1/chat/completions"
+COMPLETIONS_PATH = "/v1/completions"
+# Long enough to show vLLM's error message, short enough for a table cell and a JSON line.
+BODY_EXCERPT_CHARS = 200
+
+
+class Api(enum.StrEnum):
+    """Which OpenAI-compatible endpoint a request goes to."""
+
+    CHAT = "chat"
+    COMPLETIONS = "completions"
+
+    @property
+    def path(self) -> str:
+        return CHAT_PATH if self is Api.CHAT else COMPLETIONS_PATH
+
+
+class FailureKind(enum.StrEnum):
+    """Why a request did not produce a usable measurement; the value is what results record."""
+
+    HTTP_429 = "http_429"  # Cloud Run: no instance can admit it (concurrency x max instances)
+    HTTP_503 = "http_503"  # starting/failing instance, or an overloaded server
+    HTTP_504 = "http_504"  # the platform's request timeout
+    HTTP_STATUS = "http_status"  # any other non-200 status (see `status`)
+    CONNECT_ERROR = "connect_error"  # refused, reset or DNS failure before the request was sent
+    CONNECT_TIMEOUT = "connect_timeout"
+    READ_TIMEOUT = "read_timeout"  # the server went silent for longer than the read timeout
+    STREAM_INTERRUPTED = "stream_interrupted"  # connection cut, or an error event, before [DONE]
+    EMPTY_OUTPUT = "empty_output"  # a complete stream without a single text-bearing chunk
+    MALFORMED_STREAM = "malformed_stream"  # not SSE, not JSON, or no usage chunk
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequest:
+    """What to send. ``ignore_eos``/``min_tokens`` are vLLM extensions that force the output length."""
+
+    model: str
+    prompt: str
+    max_tokens: int
+    api: Api = Api.CHAT
+    ignore_eos: bool = False
+    min_tokens: int | None = None
+    extra_body: Mapping[str, object] = field(default_factory=dict)
+
+    def payload(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if self.api is Api.CHAT:
+            body["messages"] = [{"role": "user", "content": self.prompt}]
+        else:
+            body["prompt"] = self.prompt
+        if self.ignore_eos:
+            body["ignore_eos"] = True
+        if self.min_tokens is not None:
+            body["min_tokens"] = self.min_tokens
+        body.update(self.extra_body)
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFailure:
+    kind: FailureKind
+    detail: str
+    status: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamResult:
+    """One request's timings in seconds. On failure, whatever was measured before it is kept."""
+
+    ttft_s: float | None
+    itl_s: tuple[float, ...]
+    e2el_s: float
+    output_tokens: int | None
+    prompt_tokens: int | None
+    finish_reason: str | None
+    text: str
+    content_chunks: int
+    failure: StreamFailure | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def tpot_s(self) -> float | None:
+        """(E2EL - TTFT) / (output tokens - 1), vLLM's definition; None when it is undefined."""
+        if self.ttft_s is None or self.output_tokens is None or self.output_tokens < 2:
+            return None
+        return (self.e2el_s - self.ttft_s) / (self.output_tokens - 1)
+
+
+# --- the wire format, parsed at the edge ------------------------------------------------------------
+
+
+class _Wire(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore", frozen=True)
+
+
+class _FunctionDelta(_Wire):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(_Wire):
+    function: _FunctionDelta | None = None
+
+
+class _Delta(_Wire):
+    content: str | None = None
+    reasoning: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+
+    def text(self) -> str:
+        parts = [self.reasoning or self.reasoning_content or "", self.content or ""]
+        parts.extend(
+            (call.function.name or "") + (call.function.arguments or "")
+            for call in self.tool_calls or ()
+            if call.function is not None
+        )
+        return "".join(parts)
+
+
+class _Choice(_Wire):
+    delta: _Delta | None = None
+    text: str | None = None
+    finish_reason: str | None = None
+
+    def carried_text(self) -> str:
+        if self.delta is not None:
+            return self.delta.text()
+        return self.text or ""
+
+
+class _Usage(_Wire):
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class _Chunk(_Wire):
+    choices: list[_Choice] = pydantic.Field(default_factory=list)
+    usage: _Usage | None = None
+    error: dict[str, object] | str | None = None
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+class _Progress:
+    """What has been seen so far; mutable only inside one measurement."""
+
+    __slots__ = (
+        "content_chunks",
+        "done",
+        "finish_reason",
+        "first_text_at",
+        "itl",
+        "last_choice_at",
+        "last_text_at",
+        "start",
+        "text_parts",
+        "usage",
+    )
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.first_text_at: float | None = None
+        self.last_text_at: float | None = None
+        self.last_choice_at: float | None = None
+        self.itl: list[float] = []
+        self.text_parts: list[str] = []
+        self.content_chunks = 0
+        self.finish_reason: str | None = None
+        self.usage: _Usage | None = None
+        self.done = False
+
+    def take(self, chunk: _Chunk, now: float) -> None:
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        if not chunk.choices:
+            return
+        choice = chunk.choices[0]
+        self.last_choice_at = now
+        if choice.finish_reason is not None:
+            self.finish_reason = choice.finish_reason
+        text = choice.carried_text()
+        if not text:
+            return
+        if self.first_text_at is None:
+            self.first_text_at = now
+        elif self.last_text_at is not None:
+            self.itl.append(now - self.last_text_at)
+        self.last_text_at = now
+        self.content_chunks += 1
+        self.text_parts.append(text)
+
+    def result(self, now: float, failure: StreamFailure | None) -> StreamResult:
+        end = self.last_choice_at if (failure is None and self.last_choice_at is not None) else now
+        return StreamResult(
+            ttft_s=None if self.first_text_at is None else self.first_text_at - self.start,
+            itl_s=tuple(self.itl),
+            e2el_s=end - self.start,
+            output_tokens=None if self.usage is None else self.usage.completion_tokens,
+            prompt_tokens=None if self.usage is None else self.usage.prompt_tokens,
+            finish_reason=self.finish_reason,
+            text="".join(self.text_parts),
+            content_chunks=self.content_chunks,
+            failure=failure,
+        )
+
+    def completion_failure(self) -> StreamFailure | None:
+        """Judge a stream that ended without a transport error."""
+        if not self.done:
+            return StreamFailure(FailureKind.STREAM_INTERRUPTED, "the stream ended before data: [DONE]")
+        if self.first_text_at is None:
+            return StreamFailure(FailureKind.EMPTY_OUTPUT, "the stream completed without any generated text")
+        if self.usage is None:
+            return StreamFailure(
+                FailureKind.MALFORMED_STREAM,
+                "no usage chunk although stream_options.include_usage was requested",
+            )
+        return None
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= BODY_EXCERPT_CHARS else flat[: BODY_EXCERPT_CHARS - 3] + "..."
+
+
+def status_failure(status: int, body: str) -> StreamFailure:
+    """Name a non-200 answer; 429/503/504 get their own class because platforms send them."""
+    kinds = {429: FailureKind.HTTP_429, 503: FailureKind.HTTP_503, 504: FailureKind.HTTP_504}
+    return StreamFailure(kinds.get(status, FailureKind.HTTP_STATUS), _excerpt(body), status)
+
+
+def classify_transport_error(exc: httpx.HTTPError) -> StreamFailure:
+    """Name a transport error, looking through httpx to the aiohttp cause when there is one.
+
+    Why the cause: httpx-aiohttp 0.2 maps every aiohttp connection error (refused, or the server
+    disconnecting mid-stream) to ``httpx.ConnectTimeout`` and aiohttp's connect timeout to a bare
+    ``httpx.TimeoutException``, so the httpx type alone would mislabel them.
+    """
+    cause = exc.__cause__
+    if isinstance(cause, aiohttp.ClientError):
+        return _classify_aiohttp(cause, exc)
+    return _classify_httpx(exc)
+
+
+def _classify_aiohttp(cause: aiohttp.ClientError, exc: httpx.HTTPError) -> StreamFailure:
+    detail = _excerpt(f"{type(cause).__name__}: {cause}")
+    if isinstance(cause, aiohttp.ConnectionTimeoutError):
+        kind = FailureKind.CONNECT_TIMEOUT
+    elif isinstance(cause, aiohttp.SocketTimeoutError | aiohttp.ServerTimeoutError):
+        kind = FailureKind.READ_TIMEOUT
+    elif isinstance(cause, aiohttp.ClientConnectorError):
+        kind = FailureKind.CONNECT_ERROR
+    elif isinstance(cause, aiohttp.ClientPayloadError | aiohttp.ClientConnectionError):
+        # A payload cut short, a server disconnect or a reset after the request was sent.
+        kind = FailureKind.STREAM_INTERRUPTED
+    else:
+        return _classify_httpx(exc)
+    return StreamFailure(kind, detail)
+
+
+def _classify_httpx(exc: httpx.HTTPError) -> StreamFailure:
+    detail = _excerpt(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+        kind = FailureKind.CONNECT_TIMEOUT
+    elif isinstance(exc, httpx.TimeoutException):
+        kind = FailureKind.READ_TIMEOUT
+    elif isinstance(exc, httpx.ConnectError):
+        kind = FailureKind.CONNECT_ERROR
+    else:
+        kind = FailureKind.STREAM_INTERRUPTED
+    return StreamFailure(kind, detail)
+
+
+def _data_of(line: str) -> str | None:
+    """The payload of an SSE ``data:`` line; None for blank lines, comments and other fields."""
+    if not line.startswith("data:"):
+        return None
+    return line[5:].strip()
+
+
+async def _read_events(response: httpx.Response, progress: _Progress, clock: Clock) -> StreamFailure | None:
+    async for line in response.aiter_lines():
+        data = _data_of(line)
+        if data is None or not data:
+            continue
+        if data == "[DONE]":
+            progress.done = True
+            break
+        now = clock()
+        try:
+            chunk = _Chunk.model_validate_json(data)
+        except pydantic.ValidationError:
+            return StreamFailure(FailureKind.MALFORMED_STREAM, _excerpt(f"not a completion chunk: {data}"))
+        if chunk.error is not None:
+            return StreamFailure(FailureKind.STREAM_INTERRUPTED, _excerpt(f"error event: {chunk.error}"))
+        progress.take(chunk, now)
+    return progress.completion_failure()
+
+
+async def measure_stream(
+    client: httpx.AsyncClient,
+    request: StreamRequest,
+    *,
+    timeouts: httpx.Timeout | None = None,
+    clock: Clock = time.perf_counter,
+) -> StreamResult:
+    """Send one streamed completion and time it; never raises for HTTP trouble, never retries.
+
+    ``client`` carries the base URL and auth; ``timeouts`` override the client's per request (the read
+    timeout bounds the silence between two chunks, which is how a stalled stream is caught).
+    """
+    progress = _Progress(clock())
+    failure: StreamFailure | None
+    try:
+        async with client.stream(
+            "POST",
+            request.api.path,
+            json=request.payload(),
+            timeout=timeouts if timeouts is not None else httpx.USE_CLIENT_DEFAULT,
+        ) as response:
+            if response.status_code != httpx.codes.OK:
+                body = (await response.aread()).decode("utf-8", errors="replace")
+                failure = status_failure(response.status_code, body)
+            elif "text/event-stream" not in response.headers.get("content-type", ""):
+                body = (await response.aread()).decode("utf-8", errors="replace")
+                failure = StreamFailure(
+                    FailureKind.MALFORMED_STREAM,
+                    _excerpt(f"expected text/event-stream, got {response.headers.get('content-type')}: {body}"),
+                    response.status_code,
+                )
+            else:
+                failure = await _read_events(response, progress, clock)
+    except httpx.HTTPError as exc:
+        failure = classify_transport_error(exc)
+    return progress.result(clock(), failure)
