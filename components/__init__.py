@@ -1,0 +1,1 @@
+"""Reusable Pulumi components; each takes typed Args and never reads `pulumi.Config` itself."""

@@ -1,0 +1,58 @@
+"""A dedicated service account for one vLLM deployment.
+
+Why its own component: the identity must exist before the bucket grants it read access and before the
+service runs as it, and it must not be the project's default compute account (which holds Editor).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+_ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class ServingIdentityArgs:
+    """Who the serving containers run as."""
+
+    account_id: str
+    display_name: str
+
+    def __post_init__(self) -> None:
+        if not _ACCOUNT_ID.match(self.account_id):
+            raise ValueError(
+                f"ServingIdentityArgs.account_id {self.account_id!r}: 6-30 characters, lowercase letters, digits "
+                "and '-', starting with a letter and not ending with '-'"
+            )
+
+
+def account_id_for(stack: str, role: str) -> str:
+    """A valid service-account id derived from the stack name (`gemma-<stack>-<role>`, at most 30 chars)."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", stack.lower()).strip("-") or "stack"
+    suffix = f"-{role}"
+    base = f"gemma-{slug}"[: 30 - len(suffix)].rstrip("-")
+    return f"{base}{suffix}"
+
+
+class ServingIdentity(pulumi.ComponentResource):
+    """A service account that serving containers run as. Owns: the account. Grants: none by itself."""
+
+    email: pulumi.Output[str]
+    member: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ServingIdentityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gemma:iam:ServingIdentity", name, None, opts)
+        account = gcp.serviceaccount.Account(
+            f"{name}-sa",
+            account_id=args.account_id,
+            display_name=args.display_name,
+            description="Runs gemma-serving's vLLM containers; reads the model bucket only.",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.email = account.email
+        self.member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        self.register_outputs({"email": self.email, "member": self.member})

@@ -1,0 +1,287 @@
+"""A Pulumi dynamic provider for TPU queued resources, over the v2alpha1 REST API.
+
+Why a provider and not `gcloud` in pulumi-command: Pulumi needs create, read (refresh), diff (replace
+on any change, since Google cannot update a queued resource) and delete to be real operations with
+state, and the wait for capacity needs to report progress and fail with Google's own reason.
+
+Lifecycle it implements:
+- create: POST the body; on 409 adopt the request if it carries our fingerprint (a retried `pulumi up`),
+  re-queue it if it is our FAILED/SUSPENDED leftover, refuse anyone else's. Then poll until ACTIVE within
+  `activeDeadlineSeconds`, reporting each state change. On FAILED or deadline the request is withdrawn
+  (forced delete) before the error is raised: Pulumi records nothing from a failed create, and a
+  forgotten request that turns ACTIVE later would bill for a TPU nobody manages.
+- read: the live state; a request that is gone, FAILED, or SUSPENDED (flex-start run over) reads as gone,
+  so the next `pulumi up` requests capacity again.
+- diff: any change of project, zone, id or request body means replace (delete first: the id is reused and
+  the quota is per project); a new deadline alone is an in-place no-op update.
+- delete: forced (removes the node too) and waits until Google no longer lists it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pulumi
+import pulumi.dynamic
+
+from components.tpu.request_body import fingerprint, fingerprint_label
+from components.tpu.rest import DEFAULT_BASE_URL, TokenProvider, TpuApiError, TpuRestClient, google_token_provider
+
+Report = Callable[[str], None]
+Clock = Callable[[], float]
+Sleep = Callable[[float], None]
+
+# Inputs whose change means a new queued resource (Google has no update call for them).
+REPLACE_KEYS = ("project", "zone", "queuedResourceId", "nodeId", "requestBody")
+# Inputs that only steer this provider.
+UPDATE_KEYS = ("activeDeadlineSeconds",)
+REQUIRED_KEYS = (*REPLACE_KEYS, "activeDeadlineSeconds")
+
+ACTIVE = "ACTIVE"
+FAILED = "FAILED"
+# States after which a request will never become ACTIVE again without being re-queued.
+ENDED = frozenset({"SUSPENDING", "SUSPENDED", "DELETING"})
+
+
+class QueuedResourceError(Exception):
+    """The queued resource could not be brought to ACTIVE (or removed); the message says why and what to do."""
+
+
+def queued_resource_name(props: Mapping[str, Any]) -> str:
+    return f"projects/{props['project']}/locations/{props['zone']}/queuedResources/{props['queuedResourceId']}"
+
+
+def node_name(props: Mapping[str, Any]) -> str:
+    return f"projects/{props['project']}/locations/{props['zone']}/nodes/{props['nodeId']}"
+
+
+def state_of(queued_resource: Mapping[str, Any] | None) -> str:
+    if queued_resource is None:
+        return "NOT_FOUND"
+    state = queued_resource.get("state") or {}
+    return str(state.get("state") or "STATE_UNSPECIFIED")
+
+
+def failure_reason(queued_resource: Mapping[str, Any]) -> str:
+    """Google's explanation of a FAILED request (`state.failedData.error`), or a plain fallback."""
+    error = ((queued_resource.get("state") or {}).get("failedData") or {}).get("error") or {}
+    message = error.get("message") or "Google gave no reason"
+    code = error.get("code")
+    return f"{message} (code {code})" if code is not None else str(message)
+
+
+def observed_outputs(name: str, queued_resource: Mapping[str, Any], node: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the stack exports about a live request: its name, state and the node's addresses."""
+    endpoints = (node or {}).get("networkEndpoints") or [{}]
+    first = endpoints[0] if endpoints else {}
+    return {
+        "name": name,
+        "state": state_of(queued_resource),
+        "nodeName": (node or {}).get("name", ""),
+        "internalIp": first.get("ipAddress", ""),
+        "externalIp": (first.get("accessConfig") or {}).get("externalIp", ""),
+    }
+
+
+class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
+    """CRUD for one TPU queued resource. Every collaborator (HTTP, auth, time, logging) is injectable.
+
+    The instance is pickled into the stack state by Pulumi, so it holds only plain settings; the HTTP
+    client and credentials are made per call.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        token_provider: TokenProvider | None = None,
+        sleep: Sleep | None = None,
+        clock: Clock | None = None,
+        report: Report | None = None,
+        poll_seconds: float = 15.0,
+        heartbeat_seconds: float = 600.0,
+        delete_deadline_seconds: float = 1800.0,
+    ) -> None:
+        super().__init__()
+        self.base_url = base_url
+        self.token_provider = token_provider
+        self.sleep = sleep
+        self.clock = clock
+        self.report = report
+        self.poll_seconds = poll_seconds
+        self.heartbeat_seconds = heartbeat_seconds
+        self.delete_deadline_seconds = delete_deadline_seconds
+
+    # -- collaborators ---------------------------------------------------------------------------
+
+    def _client(self) -> TpuRestClient:
+        token = self.token_provider or google_token_provider()
+        return TpuRestClient(token, base_url=self.base_url, sleep=self._sleep)
+
+    def _sleep(self, seconds: float) -> None:
+        (self.sleep or time.sleep)(seconds)
+
+    def _now(self) -> float:
+        return (self.clock or time.monotonic)()
+
+    def _say(self, message: str) -> None:
+        (self.report or pulumi.log.info)(message)
+
+    # -- Pulumi's operations ---------------------------------------------------------------------
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
+        failures = [
+            pulumi.dynamic.CheckFailure(key, f"{key} is required") for key in REQUIRED_KEYS if news.get(key) is None
+        ]
+        return pulumi.dynamic.CheckResult(news, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        replaces = [key for key in REPLACE_KEYS if olds.get(key) != news.get(key)]
+        updates = [key for key in UPDATE_KEYS if olds.get(key) != news.get(key)]
+        return pulumi.dynamic.DiffResult(
+            changes=bool(replaces or updates), replaces=replaces, delete_before_replace=True
+        )
+
+    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
+        name = queued_resource_name(props)
+        with self._client() as client:
+            operation = self._submit(client, props, name)
+            live = self._wait_until_active(client, props, name, operation)
+            node = client.get_node(node_name(props))
+        return pulumi.dynamic.CreateResult(name, {**props, **observed_outputs(name, live, node)})
+
+    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+        name = id_ or queued_resource_name(props)
+        with self._client() as client:
+            live = client.get_queued_resource(name)
+            state = state_of(live)
+            if live is None or state == FAILED or state in ENDED:
+                if live is not None:
+                    self._say(
+                        f"{name} is {state}; treating it as gone so that the next `pulumi up` queues a new "
+                        "request" + (f" (reason: {failure_reason(live)})" if state == FAILED else "")
+                    )
+                return pulumi.dynamic.ReadResult("", {})
+            node = client.get_node(node_name(props)) if state == ACTIVE else None
+        return pulumi.dynamic.ReadResult(name, {**props, **observed_outputs(name, live, node)})
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        # Only provider settings can reach here (everything Google sees forces a replace in `diff`).
+        observed = {key: olds[key] for key in ("name", "state", "nodeName", "internalIp", "externalIp") if key in olds}
+        return pulumi.dynamic.UpdateResult({**news, **observed})
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        name = id_ or queued_resource_name(props)
+        with self._client() as client:
+            self._delete_and_wait(client, name)
+
+    # -- steps -----------------------------------------------------------------------------------
+
+    def _submit(self, client: TpuRestClient, props: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+        """POST the request; returns Google's operation, or None when an identical request is adopted."""
+        parent = name.rsplit("/queuedResources/", 1)[0]
+        body = props["requestBody"]
+        try:
+            return client.create_queued_resource(parent, props["queuedResourceId"], body)
+        except TpuApiError as error:
+            if error.status != 409:
+                raise QueuedResourceError(f"Google refused the queued resource {name}: {error.message}") from None
+        existing = client.get_queued_resource(name)
+        if existing is None:
+            raise QueuedResourceError(f"{name}: Google answered 409 already exists, yet it cannot be read back")
+        ours = fingerprint(body)
+        theirs = fingerprint_label(existing)
+        if theirs != ours:
+            raise QueuedResourceError(
+                f"{name} already exists and was not created from this stack's spec (label gemma-spec is "
+                f"{theirs!r}, this spec is {ours!r}). Delete it (`gcloud alpha compute tpus queued-resources "
+                f"delete {props['queuedResourceId']} --zone {props['zone']} --force`) or give this stack "
+                "another name; this provider never takes over a request it did not make."
+            )
+        state = state_of(existing)
+        if state == FAILED or state in ENDED:
+            self._say(f"{name}: an earlier identical request is {state}; deleting it and queueing again")
+            self._delete_and_wait(client, name)
+            return client.create_queued_resource(parent, props["queuedResourceId"], body)
+        self._say(f"{name}: adopting the identical request already queued (state {state})")
+        return None
+
+    def _wait_until_active(
+        self, client: TpuRestClient, props: Mapping[str, Any], name: str, operation: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        deadline = float(props["activeDeadlineSeconds"])
+        start = self._now()
+        last_state = ""
+        last_heartbeat = start
+        while True:
+            live = client.get_queued_resource(name)
+            state = state_of(live)
+            elapsed = self._now() - start
+            if live is None and operation is not None:
+                self._raise_if_operation_failed(client, name, operation)
+            if state != last_state:
+                self._say(f"{name}: {state} after {_minutes(elapsed)}")
+                last_state = state
+                last_heartbeat = self._now()
+            if live is not None and state == ACTIVE:
+                return live
+            if live is not None and state == FAILED:
+                reason = failure_reason(live)
+                self._withdraw(client, name)
+                raise QueuedResourceError(
+                    f"{name} FAILED: {reason}. Check the TPU quota for the tier (flex-start and spot use "
+                    "preemptible quota), the zone's v6e offer, and the service account; the request was "
+                    "deleted so the next `pulumi up` can try again."
+                )
+            if live is not None and state in ENDED:
+                raise QueuedResourceError(f"{name} turned {state} before it became ACTIVE; run `pulumi up` again")
+            if elapsed >= deadline:
+                self._withdraw(client, name)
+                raise QueuedResourceError(
+                    f"{name} was still {state} after {_minutes(elapsed)} (tpu.activeDeadline). Capacity for "
+                    f"{props.get('zone')} was not available in time; the request was withdrawn. Try another "
+                    "zone (tpu.zone), another tier (tpu.provisioning.model) or a longer tpu.activeDeadline."
+                )
+            if self._now() - last_heartbeat >= self.heartbeat_seconds:
+                self._say(f"{name}: still {state} after {_minutes(elapsed)} (deadline {_minutes(deadline)})")
+                last_heartbeat = self._now()
+            self._sleep(self.poll_seconds)
+
+    def _raise_if_operation_failed(self, client: TpuRestClient, name: str, operation: Mapping[str, Any]) -> None:
+        """A request rejected after the POST (e.g. invalid for the zone) never appears: say why."""
+        operation_name = operation.get("name")
+        if not operation_name:
+            return
+        current = client.get_operation(str(operation_name)) or {}
+        error = current.get("error")
+        if current.get("done") and error:
+            raise QueuedResourceError(
+                f"Google rejected the queued resource {name}: {error.get('message', error)} (code {error.get('code')})"
+            )
+
+    def _withdraw(self, client: TpuRestClient, name: str) -> None:
+        try:
+            self._delete_and_wait(client, name)
+        except (TpuApiError, QueuedResourceError) as error:
+            self._say(f"{name}: could not withdraw the request ({error}); delete it by hand to stop billing")
+
+    def _delete_and_wait(self, client: TpuRestClient, name: str) -> None:
+        try:
+            client.delete_queued_resource(name, force=True)
+        except TpuApiError as error:
+            # A delete already in progress is refused as a precondition failure: wait for it instead.
+            if error.status not in (400, 409) or state_of(client.get_queued_resource(name)) != "DELETING":
+                raise
+        start = self._now()
+        while client.get_queued_resource(name) is not None:
+            if self._now() - start >= self.delete_deadline_seconds:
+                raise QueuedResourceError(f"{name} was still listed {_minutes(self.delete_deadline_seconds)} after delete")
+            self._sleep(self.poll_seconds)
+        self._say(f"{name}: deleted")
+
+
+def _minutes(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s"

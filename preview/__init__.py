@@ -1,0 +1,1 @@
+"""The offline plan: the real program under Pulumi's mocks, with a stack file's config, and no cloud."""

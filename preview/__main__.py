@@ -1,0 +1,64 @@
+"""`python -m preview --stack l4 [--format json]`: the offline plan of one stack.
+
+Exit codes: 0 plan rendered; 1 the stack's settings or program are invalid (the messages say why);
+2 usage errors (no such stack, unreadable files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from preview.capture import run_program
+from preview.render import plan_document, text_plan
+from preview.stack_file import StackFileError, available_stacks, read_stack_config
+from stacks.loading import StackConfigError, settings_from_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m preview", description=__doc__)
+    parser.add_argument("--stack", required=True, help=f"one of: {', '.join(available_stacks(ROOT))}")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--root", type=Path, default=ROOT, help="folder with Pulumi.yaml (default: this repo)")
+    args = parser.parse_args(argv)
+    try:
+        config = read_stack_config(args.root, args.stack)
+    except StackFileError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        settings_from_config(config.values, project=config.project)
+    except StackConfigError as error:
+        print(f"Pulumi.{args.stack}.yaml is not valid:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    try:
+        capture = run_program(
+            args.root / "__main__.py",
+            project=config.project,
+            stack=args.stack,
+            config=config.values,
+            secret_keys=config.secret_keys,
+        )
+    except (ValueError, TypeError) as error:
+        print(f"the program refused stack {args.stack!r}: {error}", file=sys.stderr)
+        return 1
+    errors = [message for severity, message in capture.logs if severity == "error"]
+    if errors:
+        print("\n".join(errors), file=sys.stderr)
+        return 1
+    if args.format == "json":
+        document = plan_document(capture, stack=args.stack, project=config.project, notes=config.notes)
+        print(json.dumps(document, indent=2, sort_keys=False))
+    else:
+        print(text_plan(capture, stack=args.stack, project=config.project, notes=config.notes), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

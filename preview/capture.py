@@ -1,0 +1,151 @@
+"""Run the real program under Pulumi's mocks and capture every resource registration and the exports.
+
+Why a capture rather than assertions on component attributes: the plan, the tests and the policy checks
+all read what the engine would receive (type, name, parent, inputs in wire form), so nothing a
+component does on the side can escape them.
+"""
+
+from __future__ import annotations
+
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+# The wire marker Pulumi wraps secret values in.
+SECRET_SIGNATURE = rpc._special_secret_sig
+UNKNOWN = rpc.UNKNOWN
+
+
+@dataclass
+class CapturedResource:
+    """One resource as the engine would receive it."""
+
+    type: str
+    name: str
+    parent: str | None
+    inputs: dict[str, Any]
+    urn: str
+
+
+@dataclass
+class Capture:
+    resources: list[CapturedResource] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    logs: list[tuple[str, str]] = field(default_factory=list)
+
+    def of_type(self, type_token: str) -> list[CapturedResource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def one(self, type_token: str) -> CapturedResource:
+        found = self.of_type(type_token)
+        if len(found) != 1:
+            raise AssertionError(f"expected one {type_token}, found {len(found)}")
+        return found[0]
+
+
+class UnansweredInvokeError(RuntimeError):
+    """The program asked the provider something the offline plan has no answer for."""
+
+
+class OfflineMocks(pulumi_mocks.Mocks):
+    """Echo inputs as outputs (like a preview of new resources) and answer the invokes we use."""
+
+    def __init__(self, project: str) -> None:
+        self.project = project
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        state = dict(args.inputs)
+        if args.typ == "gcp:serviceaccount/account:Account" and "accountId" in state:
+            state["email"] = f"{state['accountId']}@{self.project}.iam.gserviceaccount.com"
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        token = args.token
+        if token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105 - an invoke name
+            return {
+                "accessToken": "offline-preview-no-token",
+                "project": self.project,
+                "region": "",
+                "zone": "",
+                "id": "offline",
+            }, None
+        if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - an invoke name
+            return {"projectId": self.project, "number": "000000000000", "name": self.project}, None
+        raise UnansweredInvokeError(
+            f"the offline plan has no answer for the invoke {token!r}; add one to preview/capture.py"
+        )
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """A mock monitor that also remembers each registration's type, name, parent and inputs."""
+
+    def __init__(self, mocks: pulumi_mocks.Mocks, capture: Capture) -> None:
+        super().__init__(mocks)
+        self.capture = capture
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: ANN401, N802 - the engine's gRPC method
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        if request.type != "pulumi:pulumi:Stack":
+            inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+            self.capture.resources.append(
+                CapturedResource(
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent or None,
+                    inputs=inputs,
+                    urn=response.urn,
+                )
+            )
+        return response
+
+
+class _LogEngine(pulumi_mocks.MockEngine):
+    def __init__(self, capture: Capture) -> None:
+        super().__init__(None)
+        self.capture = capture
+
+    def Log(self, request: Any) -> None:  # noqa: ANN401, N802 - the engine's gRPC method
+        severity = {0: "debug", 1: "info", 2: "warning", 3: "error"}.get(int(request.severity), "info")
+        self.capture.logs.append((severity, str(request.message)))
+
+
+def run_program(program: Path, *, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Capture:
+    """Execute `program` (the real `__main__.py`) as a preview under mocks and return what it registered."""
+    capture = Capture()
+    mocks = OfflineMocks(project=config.get("gcp:project", "offline"))
+    pulumi_settings.reset_options()
+    pulumi_mocks.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=RecordingMonitor(mocks, capture))
+    settings = pulumi_settings.SETTINGS
+    settings.engine = _LogEngine(capture)
+    set_all_config(config, secret_keys)
+
+    def body() -> None:
+        runpy.run_path(str(program), run_name="__main__")
+
+    # The SDK's own test driver runs programs this way.
+    _sync_await(run_pulumi_func(body))
+    root = pulumi_settings.get_root_resource()
+    exports: dict[str, Any] = getattr(root, "outputs", {}) or {}
+    for key, value in exports.items():
+        capture.outputs[key] = _sync_await(_resolve(value))
+    return capture
+
+
+async def _resolve(value: Any) -> Any:  # noqa: ANN401 - any exported value
+    output = pulumi.Output.from_input(value)
+    known = await output.is_known()
+    if not known:
+        return UNKNOWN
+    resolved = await output.future()
+    if await output.is_secret():
+        return {SECRET_SIGNATURE: "1b47061264138c4ac30d75fd1eb44270", "value": resolved}
+    return resolved

@@ -1,0 +1,209 @@
+"""Render a captured offline plan as a readable text plan or as one JSON document.
+
+Why both: reviewers read the text on a pull request; tools (policy checks, diffs between branches) read
+the JSON. Both come from the same capture, and both mask secrets and mark values only the cloud knows.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from pulumi.output import Unknown
+
+from preview.capture import SECRET_SIGNATURE, UNKNOWN, Capture, CapturedResource
+
+SECRET_MASK = "[secret]"  # noqa: S105 - the mask, not a secret
+COMPUTED = "<computed>"
+OFFLINE_BANNER = (
+    "OFFLINE PLAN: the real program ran under Pulumi's mocks with this stack file's config. It is not "
+    "`pulumi preview`: no provider defaults, no diff against deployed state, and values only Google Cloud "
+    "knows are shown as <computed>."
+)
+
+# Extra plan sections (for example the capacity planner's table) register here.
+Section = Callable[[Capture], list[str]]
+EXTRA_SECTIONS: list[Section] = []
+
+
+def clean(value: Any) -> Any:  # noqa: ANN401 - any captured input or output
+    """Mask secrets and mark unknowns, recursively; floats that are whole numbers become ints."""
+    if isinstance(value, dict):
+        return SECRET_MASK if SECRET_SIGNATURE in value else {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(item) for item in value]
+    if isinstance(value, Unknown) or (isinstance(value, str) and value == UNKNOWN):
+        return COMPUTED
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def plan_document(capture: Capture, *, stack: str, project: str, notes: list[str]) -> dict[str, Any]:
+    """The JSON form: `{"stack", "resources": [{"type", "name", "parent", "inputs"}], "outputs"}`."""
+    return {
+        "stack": stack,
+        "project": project,
+        "offline": True,
+        "notes": notes,
+        "resources": [
+            {
+                "type": resource.type,
+                "name": resource.name,
+                "parent": resource.parent,
+                "urn": resource.urn,
+                "inputs": clean(resource.inputs),
+            }
+            for resource in ordered(capture)
+        ],
+        "outputs": clean(capture.outputs),
+    }
+
+
+def ordered(capture: Capture) -> list[CapturedResource]:
+    """Resources in tree order (parents before children), siblings by name, for stable output."""
+    by_parent: dict[str | None, list[CapturedResource]] = {}
+    urns = {resource.urn for resource in capture.resources}
+    for resource in capture.resources:
+        parent = resource.parent if resource.parent in urns else None
+        by_parent.setdefault(parent, []).append(resource)
+    result: list[CapturedResource] = []
+
+    def walk(parent: str | None) -> None:
+        for resource in sorted(by_parent.get(parent, []), key=lambda r: (r.type.count(":") < 2, r.name)):
+            result.append(resource)
+            walk(resource.urn)
+
+    walk(None)
+    return result
+
+
+def _depth(resource: CapturedResource, capture: Capture) -> int:
+    by_urn = {r.urn: r for r in capture.resources}
+    depth = 0
+    parent = resource.parent
+    while parent in by_urn:
+        depth += 1
+        parent = by_urn[parent].parent
+    return depth
+
+
+def text_plan(capture: Capture, *, stack: str, project: str, notes: list[str]) -> str:
+    lines = [f"Stack {stack!r} of project {project!r}", OFFLINE_BANNER, ""]
+    if notes:
+        lines += ["Notes:", *(f"  ! {note}" for note in notes), ""]
+    resources = ordered(capture)
+    lines.append(f"Resources to create ({len(resources)}):")
+    for resource in resources:
+        indent = "    " * _depth(resource, capture)
+        lines.append(f"  + {indent}{resource.type:<48} {resource.name}")
+    lines.append("")
+    for service in capture.of_type("gcp:cloudrunv2/service:Service"):
+        lines += describe_cloud_run_service(service, capture)
+    for section in EXTRA_SECTIONS:
+        lines += section(capture)
+    lines.append("Outputs:")
+    for key, value in clean(capture.outputs).items():
+        shown = value if not isinstance(value, list) else shlex.join(str(v) for v in value)
+        lines.append(f"  {key}: {shown}")
+    warnings = [message for severity, message in capture.logs if severity in {"warning", "error"}]
+    if warnings:
+        lines += ["", "Warnings from the program:", *(f"  ! {message}" for message in warnings)]
+    return "\n".join(lines) + "\n"
+
+
+def describe_cloud_run_service(service: CapturedResource, capture: Capture) -> list[str]:
+    """The settings a reviewer must see for a GPU service, read back from the registered inputs."""
+    inputs = clean(service.inputs)
+    template = inputs.get("template", {})
+    container = (template.get("containers") or [{}])[0]
+    resources = container.get("resources", {})
+    limits = resources.get("limits", {})
+    startup = container.get("startupProbe", {})
+    liveness = container.get("livenessProbe", {})
+    scaling = template.get("scaling", {})
+    gcs = (template.get("volumes") or [{}])[0].get("gcs", {})
+    mount = (container.get("volumeMounts") or [{}])[0]
+    concurrency = template.get("maxInstanceRequestConcurrency")
+    max_instances = scaling.get("maxInstanceCount")
+    admitted = concurrency * max_instances if isinstance(concurrency, int) and isinstance(max_instances, int) else "?"
+    invokers = [
+        clean(r.inputs).get("member")
+        for r in capture.of_type("gcp:cloudrunv2/serviceIamMember:ServiceIamMember")
+        if r.parent == service.parent
+    ]
+    envs = ", ".join(f"{env.get('name')}={env.get('value')}" for env in container.get("envs") or [])
+    rows = [
+        (
+            "GPU",
+            (
+                f"{limits.get('nvidia.com/gpu')} x {template.get('nodeSelector', {}).get('accelerator')} "
+                f"(zonal redundancy {'off' if template.get('gpuZonalRedundancyDisabled') else 'on'})"
+            ),
+        ),
+        (
+            "CPU / memory",
+            (
+                f"{limits.get('cpu')} CPU / {limits.get('memory')} "
+                f"(cpuIdle={str(resources.get('cpuIdle')).lower()}: instance-based billing; "
+                f"startup CPU boost {'on' if resources.get('startupCpuBoost') else 'off'})"
+            ),
+        ),
+        ("Image", container.get("image")),
+        (
+            "Model mount",
+            (
+                f"gs://{gcs.get('bucket')} at {mount.get('mountPath')} "
+                f"({'read-only' if gcs.get('readOnly') else 'READ-WRITE'}; "
+                f"options {','.join(gcs.get('mountOptions') or [])})"
+            ),
+        ),
+        ("Startup probe", f"{_probe(startup)}; window {_probe_window(startup)} s (initialDelay + period x failures)"),
+        ("Liveness probe", _probe(liveness)),
+        (
+            "Concurrency",
+            (
+                f"{concurrency} per instance x {scaling.get('minInstanceCount')}..{max_instances} instances "
+                f"(Cloud Run admits {admitted} requests at once)"
+            ),
+        ),
+        ("Request timeout", template.get("timeout")),
+        (
+            "Access",
+            f"ingress {inputs.get('ingress')}; invokers: {', '.join(invokers) or 'none granted'} (never allUsers)",
+        ),
+        ("Identity", template.get("serviceAccount")),
+        ("Env", envs or "none"),
+    ]
+    lines = [f"Cloud Run service {service.name} ({inputs.get('location')}):"]
+    lines += [f"  {label + ':':<17} {value}" for label, value in rows]
+    lines += ["  vLLM command:", "    " + _command_line(["vllm", "serve", *(container.get("args") or [])]), ""]
+    return lines
+
+
+def _probe(probe: dict[str, Any]) -> str:
+    return (
+        f"GET {probe.get('httpGet', {}).get('path')} every {probe.get('periodSeconds')} s, timeout "
+        f"{probe.get('timeoutSeconds')} s, initial delay {probe.get('initialDelaySeconds')} s, "
+        f"{probe.get('failureThreshold')} failures"
+    )
+
+
+def _probe_window(probe: dict[str, Any]) -> int | str:
+    try:
+        return int(probe["initialDelaySeconds"]) + int(probe["periodSeconds"]) * int(probe["failureThreshold"])
+    except (KeyError, TypeError, ValueError):
+        return "?"
+
+
+def _command_line(argv: list[str]) -> str:
+    """One flag per line, shell-quoted, so JSON values show exactly as the container receives them."""
+    parts: list[str] = []
+    for token in argv:
+        quoted = shlex.quote(str(token))
+        if str(token).startswith("--") and parts:
+            parts.append(" \\\n      " + quoted)
+        else:
+            parts.append((" " if parts else "") + quoted)
+    return "".join(parts)

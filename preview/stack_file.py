@@ -1,0 +1,94 @@
+"""Read `Pulumi.yaml` and `Pulumi.<stack>.yaml` into the flat config map the Pulumi engine would pass.
+
+Why: without the CLI nobody hands the program its config; this reproduces what the engine does
+(project defaults, then the stack's values; structured values as JSON text) so the offline plan runs
+the program on exactly what `pulumi up` would give it, except secrets, which cannot be decrypted here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# Shown in place of values that are secret (encrypted in the stack file, or declared secret).
+SECRET_PLACEHOLDER = "offline-preview-fake-secret"  # noqa: S105 - a visible stand-in, never a credential
+# Used where the stack file leaves gcp:project unset (a real `pulumi up` requires it).
+PLACEHOLDER_PROJECT = "offline-placeholder-project"
+
+
+class StackFileError(ValueError):
+    """The stack or project file is missing or not valid YAML/Pulumi config."""
+
+
+@dataclass
+class StackConfig:
+    project: str
+    stack: str
+    values: dict[str, str]
+    secret_keys: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise StackFileError(f"{path.name} not found in {path.parent}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise StackFileError(f"{path.name} is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise StackFileError(f"{path.name} must be a YAML mapping")
+    return data
+
+
+def _as_config_string(value: Any) -> str:  # noqa: ANN401 - any YAML value
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value)
+
+
+def available_stacks(root: Path) -> list[str]:
+    return sorted(path.name[len("Pulumi.") : -len(".yaml")] for path in root.glob("Pulumi.*.yaml"))
+
+
+def read_stack_config(root: Path, stack: str) -> StackConfig:
+    """Merge project defaults and the stack's config into the engine's flat string map."""
+    project_file = _load_yaml(root / "Pulumi.yaml")
+    project = str(project_file.get("name", ""))
+    if not project:
+        raise StackFileError("Pulumi.yaml has no project name")
+    stack_path = root / f"Pulumi.{stack}.yaml"
+    if not stack_path.is_file():
+        known = ", ".join(available_stacks(root)) or "none"
+        raise StackFileError(f"no stack file Pulumi.{stack}.yaml; stacks here: {known}")
+    stack_file = _load_yaml(stack_path)
+    values: dict[str, str] = {}
+    secret_keys: list[str] = []
+    notes: list[str] = []
+    for key, declaration in (project_file.get("config") or {}).items():
+        full_key = key if ":" in key else f"{project}:{key}"
+        if isinstance(declaration, dict) and "default" in declaration:
+            values[full_key] = _as_config_string(declaration["default"])
+    for key, value in (stack_file.get("config") or {}).items():
+        full_key = key if ":" in key else f"{project}:{key}"
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            values[full_key] = SECRET_PLACEHOLDER
+            secret_keys.append(full_key)
+            notes.append(f"{full_key} is encrypted in the stack file: the offline plan uses a fake stand-in")
+            continue
+        values[full_key] = _as_config_string(value)
+    if not values.get("gcp:project"):
+        values["gcp:project"] = PLACEHOLDER_PROJECT
+        notes.append(
+            f"gcp:project is not set in Pulumi.{stack}.yaml: the offline plan uses {PLACEHOLDER_PROJECT!r}; "
+            "a real `pulumi up` needs `pulumi config set gcp:project <your-project-id>`"
+        )
+    return StackConfig(project=project, stack=stack, values=values, secret_keys=secret_keys, notes=notes)

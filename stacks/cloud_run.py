@@ -1,0 +1,170 @@
+"""Cloud Run service settings for a vLLM server with one GPU, with Cloud Run's own limits built in.
+
+Why: each limit here was a failed rollout in the hand-made deployments (probe values Cloud Run rejects,
+a startup window shorter than the model load, a request timeout above the maximum); the model refuses
+them with the key and the allowed range before anything is deployed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Literal, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from stacks.base import SettingsModel
+
+# Source: https://cloud.google.com/run/docs/reference/rest/v2/Container#probe (startup/liveness probes:
+# initialDelaySeconds 0-240, periodSeconds 1-240, timeoutSeconds 1-240 and not above periodSeconds).
+PROBE_MAX_SECONDS = 240
+# Source: https://cloud.google.com/run/docs/configuring/request-timeout (at most 60 minutes).
+MAX_REQUEST_TIMEOUT_SECONDS = 3600
+# Source: https://cloud.google.com/run/docs/about-concurrency (maximum concurrency per instance 1000).
+MAX_CONCURRENCY = 1000
+
+_MEMBER = re.compile(r"^(user|serviceAccount|group|domain|principal|principalSet):\S+$")
+_PUBLIC_MEMBERS = frozenset({"allUsers", "allAuthenticatedUsers"})
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Environment names that carry credentials: those belong in Secret Manager, never in plain env values.
+_SECRET_LOOKING_ENV = re.compile(r"(TOKEN|SECRET|PASSWORD|API_KEY|APIKEY|PRIVATE_KEY)", re.IGNORECASE)
+_MOUNT_OPTION = re.compile(r"^[a-z][a-z0-9-]*(=[^;\s]+)?$")
+
+
+class ProbeSettings(SettingsModel):
+    """An HTTP probe on vLLM's /health, in Cloud Run's units and ranges."""
+
+    initial_delay_seconds: int = Field(default=0, ge=0, le=PROBE_MAX_SECONDS)
+    period_seconds: int = Field(default=10, ge=1, le=PROBE_MAX_SECONDS)
+    timeout_seconds: int = Field(default=5, ge=1, le=PROBE_MAX_SECONDS)
+    # Unset for the startup probe: derived from cloudRun.modelLoadSeconds so the window covers the load.
+    failure_threshold: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _timeout_within_period(self) -> Self:
+        if self.timeout_seconds > self.period_seconds:
+            raise ValueError(
+                f"timeoutSeconds ({self.timeout_seconds}) must not exceed periodSeconds ({self.period_seconds}): "
+                "Cloud Run rejects such a probe"
+            )
+        return self
+
+    def window_seconds(self, failure_threshold: int) -> int:
+        """How long the container gets before Cloud Run gives up on it."""
+        return self.initial_delay_seconds + self.period_seconds * failure_threshold
+
+
+class GcsMountSettings(SettingsModel):
+    """How the model bucket is mounted through Cloud Storage FUSE."""
+
+    mount_path: str = "/mnt/models"
+    # The hand-made deployments' container user; upstream's vllm-openai image runs as root by default and
+    # its optional non-root user is uid 2000 gid 0, so both stay configurable.
+    uid: int = Field(default=1001, ge=0)
+    gid: int = Field(default=1001, ge=0)
+    # Further gcsfuse flags without leading dashes, e.g. implicit-dirs, metadata-cache-ttl-secs=-1.
+    extra_options: tuple[str, ...] = ()
+
+    @field_validator("mount_path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not value.startswith("/") or value == "/":
+            raise ValueError(f"{value!r} must be an absolute directory path such as /mnt/models")
+        return value.rstrip("/")
+
+    @field_validator("extra_options")
+    @classmethod
+    def _gcsfuse_flags(cls, options: tuple[str, ...]) -> tuple[str, ...]:
+        for option in options:
+            if option.startswith("-") or not _MOUNT_OPTION.match(option):
+                raise ValueError(
+                    f"{option!r} is not a gcsfuse mount option; write flags without dashes, one per item "
+                    "(e.g. implicit-dirs, metadata-cache-ttl-secs=-1)"
+                )
+            if option.split("=", 1)[0] in {"uid", "gid"}:
+                raise ValueError(f"{option!r}: set uid/gid through cloudRun.mount.uid and cloudRun.mount.gid")
+        return options
+
+    def mount_options(self) -> list[str]:
+        return [f"uid={self.uid}", f"gid={self.gid}", *self.extra_options]
+
+
+class CloudRunSettings(SettingsModel):
+    """The Cloud Run service that hosts one vLLM server per GPU instance."""
+
+    cpu: int = Field(ge=1)
+    memory_gib: int = Field(ge=1)
+    # Requests one instance admits at once; unset means vllm.maxNumSeqs, so Cloud Run never caps the batch.
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    min_instances: int = Field(default=0, ge=0)
+    max_instances: int = Field(default=1, ge=1)
+    request_timeout_seconds: int = Field(default=MAX_REQUEST_TIMEOUT_SECONDS, ge=1, le=MAX_REQUEST_TIMEOUT_SECONDS)
+    # The time a cold instance needs to load the model and answer /health; the startup probe covers it.
+    model_load_seconds: int = Field(default=1200, ge=30, le=7200)
+    startup_probe: ProbeSettings = ProbeSettings(initial_delay_seconds=30, period_seconds=10, timeout_seconds=5)
+    liveness_probe: ProbeSettings = ProbeSettings(period_seconds=30, timeout_seconds=10, failure_threshold=3)
+    ingress: Literal["all", "internal", "internal-and-cloud-load-balancing"] = "all"
+    # Who may call the service (IAM members); never allUsers/allAuthenticatedUsers.
+    invokers: tuple[str, ...] = ()
+    # Cloud Run's default (zonal redundancy on) draws on a GPU quota projects rarely have.
+    gpu_zonal_redundancy_disabled: bool = True
+    env: dict[str, str] = Field(default_factory=dict)
+    mount: GcsMountSettings = GcsMountSettings()
+    port: int = Field(default=8000, ge=1, le=65535)
+    deletion_protection: bool = False
+
+    @field_validator("invokers")
+    @classmethod
+    def _private_invokers(cls, members: tuple[str, ...]) -> tuple[str, ...]:
+        for member in members:
+            if member in _PUBLIC_MEMBERS:
+                raise ValueError(
+                    f"{member!r} would make the service public; name users, groups or service accounts "
+                    "(user:…, group:…, serviceAccount:…, domain:…)"
+                )
+            if not _MEMBER.match(member):
+                raise ValueError(
+                    f"{member!r} is not an IAM member; write user:…, group:…, serviceAccount:…, domain:… "
+                    "or principal://…"
+                )
+        return members
+
+    @field_validator("env")
+    @classmethod
+    def _plain_env(cls, env: dict[str, str]) -> dict[str, str]:
+        for name in env:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid environment variable name")
+            if _SECRET_LOOKING_ENV.search(name):
+                raise ValueError(
+                    f"{name!r} looks like a credential: plain env values are visible to every project viewer; "
+                    "keep it in Secret Manager (see the secrets section of the README)"
+                )
+        return env
+
+    @model_validator(mode="after")
+    def _instances(self) -> Self:
+        if self.max_instances < self.min_instances:
+            raise ValueError(
+                f"cloudRun.maxInstances ({self.max_instances}) must be at least cloudRun.minInstances "
+                f"({self.min_instances})"
+            )
+        threshold = self.startup_probe.failure_threshold
+        if threshold is not None and self.startup_probe.window_seconds(threshold) < self.model_load_seconds:
+            raise ValueError(
+                f"cloudRun.startupProbe gives the container {self.startup_probe.window_seconds(threshold)} s "
+                f"(initialDelaySeconds + periodSeconds x failureThreshold) but cloudRun.modelLoadSeconds is "
+                f"{self.model_load_seconds} s: Cloud Run would kill the instance mid-load; leave failureThreshold "
+                "unset to size it from modelLoadSeconds"
+            )
+        return self
+
+    def startup_failure_threshold(self) -> int:
+        """The startup probe's threshold: explicit, or just enough to cover the model load."""
+        if self.startup_probe.failure_threshold is not None:
+            return self.startup_probe.failure_threshold
+        remaining = max(self.model_load_seconds - self.startup_probe.initial_delay_seconds, 0)
+        return max(1, math.ceil(remaining / self.startup_probe.period_seconds))
+
+    def liveness_failure_threshold(self) -> int:
+        return self.liveness_probe.failure_threshold or 3

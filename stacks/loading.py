@@ -1,0 +1,117 @@
+"""Turn a stack's Pulumi config into `StackSettings`, or into one clear message per mistake.
+
+Why: Pulumi hands config to the program as strings (structured values as JSON); parsing them once, here,
+means components never read `pulumi.Config` and a typo anywhere fails with the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from stacks.settings import StackSettings
+
+PROJECT = "gemma-serving"
+# Provider config the program reads besides its own namespace.
+GCP_PROJECT_KEY = "gcp:project"
+
+
+class StackConfigError(ValueError):
+    """A stack file that cannot be deployed; each line names a key and what is allowed."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _decode(value: str) -> Any:  # noqa: ANN401 - config values are untyped until validated
+    """Pulumi passes structured config as JSON text and scalars as plain strings."""
+    text = value.strip()
+    if text[:1] in "{[":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -> StackSettings:
+    """Validate the `<project>:*` keys (plus `gcp:project`) of a flat Pulumi config map."""
+    prefix = f"{project}:"
+    raw: dict[str, Any] = {
+        key.removeprefix(prefix): _decode(value) for key, value in config.items() if key.startswith(prefix)
+    }
+    if "project" in raw:
+        raise StackConfigError([f"{prefix}project: set the Google Cloud project as gcp:project instead"])
+    if config.get(GCP_PROJECT_KEY):
+        raw["project"] = config[GCP_PROJECT_KEY]
+    try:
+        return StackSettings.model_validate(raw)
+    except ValidationError as error:
+        raise StackConfigError(format_errors(error, project)) from None
+
+
+def format_errors(error: ValidationError, project: str = PROJECT) -> list[str]:
+    """One line per problem: `<project>:<key.path>: what is wrong and what is allowed`."""
+    lines: list[str] = []
+    for item in error.errors(include_url=False):
+        loc = [str(part) for part in item["loc"]]
+        message = str(item["msg"]).removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(_allowed_keys(StackSettings, loc[:-1])))
+            message = f"unknown key (a typo?); allowed here: {allowed}"
+        elif item["type"] == "missing":
+            message = "required but not set"
+        key = f"{project}:{'.'.join(loc)}" if loc else f"{project}"
+        # Model-level rules already name their keys in the message.
+        lines.append(f"{key}: {message}" if loc else f"{project}:{message}")
+    return lines
+
+
+def _allowed_keys(model: type[BaseModel], path: Iterable[str]) -> list[str]:
+    """The keys a stack file may write at `path` (walked through nested settings models)."""
+    current: type[BaseModel] | None = model
+    for part in path:
+        if current is None:
+            return []
+        current = _nested_model(current, part)
+    if current is None:
+        return []
+    return [field.alias or name for name, field in current.model_fields.items()]
+
+
+def _nested_model(model: type[BaseModel], key: str) -> type[BaseModel] | None:
+    for name, field in model.model_fields.items():
+        if key in (name, field.alias):
+            return _model_in(field.annotation)
+    return None
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:  # noqa: ANN401 - any typing construct
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def current_config() -> dict[str, str]:
+    """The config the Pulumi engine gave this program run (set in-process or through PULUMI_CONFIG)."""
+    from pulumi.runtime import config as runtime_config  # noqa: PLC0415 - only the program needs Pulumi
+
+    merged: dict[str, str] = {str(k): str(v) for k, v in runtime_config.get_config_env().items()}
+    merged.update({str(k): str(v) for k, v in runtime_config.CONFIG.get().items()})
+    return merged
+
+
+def load_stack_settings() -> StackSettings:
+    """Parse the running stack's config once; the program's single entry to its settings."""
+    return settings_from_config(current_config())

@@ -1,0 +1,142 @@
+"""One stack's complete settings: parsed once from its config, then read-only everywhere.
+
+Why: every default that differs per accelerator and every cross-field rule (GPU minimums, regions,
+Cloud Run concurrency versus vLLM's batch) is decided here, before a resource exists, so a wrong stack
+file fails the preview with the key at fault rather than a rollout ten minutes later.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Self
+
+from pydantic import Field, field_validator, model_validator
+
+from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu
+from stacks.base import SettingsModel
+from stacks.cloud_run import CloudRunSettings
+from stacks.gpu_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from stacks.images import PinnedImage
+from stacks.vllm import VllmSettings
+
+# The vLLM images the stacks pull unless they name another pinned one.
+DEFAULT_IMAGES: dict[Accelerator, str] = {
+    Accelerator.NVIDIA_L4: "vllm/vllm-openai:v0.32.0",
+    Accelerator.NVIDIA_RTX_PRO_6000: "vllm/vllm-openai:v0.32.0",
+    Accelerator.TPU_V6E: "vllm/vllm-tpu:v0.32.0",
+}
+
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+_OBJECT_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
+
+
+def _bucket_path(value: str) -> str:
+    if not _OBJECT_PATH.match(value) or ".." in value.split("/"):
+        raise ValueError(f"{value!r} must be a relative object path inside the model bucket, e.g. gemma-4-12B-it")
+    return value
+
+
+class ModelSettings(SettingsModel):
+    """Which checkpoint to serve and under what name clients ask for it."""
+
+    # Directory of the checkpoint inside the model bucket (mounted at cloudRun.mount.mountPath).
+    path: str
+    served_name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
+
+    @field_validator("path")
+    @classmethod
+    def _inside_bucket(cls, value: str) -> str:
+        return _bucket_path(value)
+
+
+class BucketSettings(SettingsModel):
+    """The private GCS bucket that holds the weights."""
+
+    # Bucket location; unset means the stack's region (same-region reads are fastest and free).
+    location: str | None = None
+    force_destroy: bool = False
+
+
+class StackSettings(SettingsModel):
+    """Everything one stack file says, validated as a whole."""
+
+    accelerator: Accelerator
+    # Where `gcp:project` is unset the offline preview substitutes a placeholder; `pulumi up` requires it.
+    project: str | None = None
+    region: str
+    image: PinnedImage | None = None
+    model: ModelSettings
+    vllm: VllmSettings
+    cloud_run: CloudRunSettings | None = None
+    bucket: BucketSettings = BucketSettings()
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _gcp_labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        for key, value in labels.items():
+            if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value):
+                raise ValueError(
+                    f"label {key}={value!r}: keys and values must be lowercase letters, digits, '_' or '-' "
+                    "(keys start with a letter; at most 63 characters)"
+                )
+        return labels
+
+    @model_validator(mode="after")
+    def _fits_the_platform(self) -> Self:
+        gpu = CLOUD_RUN_GPUS.get(self.accelerator)
+        if gpu is not None:
+            self._check_cloud_run(gpu)
+        elif self.accelerator in TPU_CHIPS and self.cloud_run is not None:
+            raise ValueError("cloudRun: a TPU stack does not run on Cloud Run; remove the cloudRun block")
+        return self
+
+    def _check_cloud_run(self, gpu: CloudRunGpu) -> None:
+        if self.cloud_run is None:
+            raise ValueError(f"cloudRun: a {gpu.display_name} stack needs a cloudRun block (cpu, memoryGib, ...)")
+        run = self.cloud_run
+        problems = [
+            region_problem(gpu, self.region, key="region"),
+            *gpu_sizing_problems(
+                gpu, cpu=run.cpu, memory_gib=run.memory_gib, cpu_key="cloudRun.cpu", memory_key="cloudRun.memoryGib"
+            ),
+        ]
+        if run.concurrency is not None:
+            problems.append(
+                concurrency_problem(
+                    concurrency=run.concurrency, max_num_seqs=self.vllm.max_num_seqs, key="cloudRun.concurrency"
+                )
+            )
+        found = [problem for problem in problems if problem]
+        if found:
+            raise ValueError("; ".join(found))
+        if self.vllm.tensor_parallel_size != 1:
+            raise ValueError("vllm.tensorParallelSize: Cloud Run attaches exactly one GPU per instance; allowed: 1")
+
+    @property
+    def image_ref(self) -> str:
+        return self.image or DEFAULT_IMAGES[self.accelerator]
+
+    @property
+    def gpu(self) -> CloudRunGpu | None:
+        return CLOUD_RUN_GPUS.get(self.accelerator)
+
+    def cloud_run_concurrency(self) -> int:
+        """Per-instance concurrency: never below what vLLM batches."""
+        assert self.cloud_run is not None
+        return self.cloud_run.concurrency or self.vllm.max_num_seqs
+
+    def model_root(self) -> str:
+        return self.cloud_run.mount.mount_path if self.cloud_run else "/mnt/models"
+
+    def serve_args(self) -> list[str]:
+        """The container's `vllm serve` arguments."""
+        port = self.cloud_run.port if self.cloud_run else 8000
+        root = self.model_root()
+        return self.vllm.serve_args(
+            model_path=f"{root}/{self.model.path}",
+            served_model_name=self.model.served_name,
+            port=port,
+            model_root=root,
+        )

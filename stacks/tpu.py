@@ -1,0 +1,239 @@
+"""Settings of a TPU v6e stack: where to queue for a node, on what terms, and who may reach it.
+
+Why a model of its own: capacity for TPU v6e comes through queued resources, zone by zone and tier by
+tier, and the hand-made deployment got each of these wrong at least once (a zone without v6e, vLLM on a
+public IP with no firewall, a flex-start request with no end). Everything here is checked before the
+first request is queued, with a message naming the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+import re
+from typing import Annotated, Literal, Self
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from stacks.base import SettingsModel
+from stacks.images import PinnedImage
+
+# Zones that offer TPU v6e, from Google's "TPU regions and zones" page
+# (https://cloud.google.com/tpu/docs/regions-zones, v6e rows, read 2026-11).
+V6E_ZONES: tuple[str, ...] = (
+    "us-central1-b",
+    "us-east1-d",
+    "us-east5-a",
+    "us-east5-b",
+    "europe-west4-a",
+    "asia-northeast1-b",
+)
+
+# Zones where Google lets flex-start queue for v6e: "You can only request Flex-start TPU v6e ... in the
+# specified zones" (https://cloud.google.com/tpu/docs/request-using-flex-start#limitations, read 2026-11).
+# Even there capacity comes and goes: a request can wait for hours in one zone and be served at once in
+# the other, so switching zones (tpu.zone) is the first thing to try when a request keeps waiting.
+FLEX_START_V6E_ZONES: tuple[str, ...] = ("us-east5-a", "asia-northeast1-b")
+
+# Single-host v6e slices. For a 12B model one chip (v6e-1, tensor parallel 1) served about 3x the requests
+# of a 4-chip v6e-4 in the hand-made benchmarks: 4-way sharding of a small model spends its time in
+# all-reduce. Scale out with more v6e-1 nodes, not a bigger slice; v6e-4/v6e-8 are for larger models.
+V6E_CHIPS: dict[str, int] = {"v6e-1": 1, "v6e-4": 4, "v6e-8": 8}
+
+# Flex-start runs for at most 7 days (request-using-flex-start#limitations). Below 30 minutes a node
+# would spend most of its run loading weights and compiling (about 10 minutes before vLLM is ready).
+FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600
+FLEX_START_MIN_RUN_SECONDS = 30 * 60
+
+_DURATION = re.compile(r"^(\d+)\s*([smhd])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_RESERVATION = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^projects/[^/]+/locations/[^/]+/reservations/[^/]+$")
+_NETWORK_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^projects/[^/]+/(global|regions/[^/]+)/[a-z]+/[^/]+$")
+_SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$|^projects/[^/]+/secrets/[A-Za-z0-9_-]{1,255}$")
+
+
+def parse_duration(value: object) -> int:
+    """Seconds from `4h`, `90m`, `7d`, `3600s` or a plain number of seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 4h, 90m, 7d or 3600s")
+    if isinstance(value, int):
+        seconds = value
+    elif isinstance(value, str) and (match := _DURATION.match(value.strip())):
+        seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    else:
+        raise ValueError(f"{value!r} is not a duration; write a whole number with s, m, h or d (e.g. 4h, 90m)")
+    if seconds <= 0:
+        raise ValueError(f"{value!r}: a duration must be positive")
+    return seconds
+
+
+# A duration in seconds, written in stack files as 4h / 90m / 7d / 3600s.
+Duration = Annotated[int, BeforeValidator(parse_duration)]
+
+
+class ProvisioningModel(enum.StrEnum):
+    """How the queued resource obtains capacity."""
+
+    # Dynamic Workload Scheduler: waits for capacity, then runs for at most maxRunDuration (<= 7 days);
+    # needs preemptible quota; the node is deleted when the run ends (the request turns SUSPENDED).
+    FLEX_START = "flex-start"
+    # Spot: cheapest, no run limit, but Google can preempt the node at any time.
+    SPOT = "spot"
+    # Guaranteed (on-demand quota or a reservation): not preempted; optionally bound to a reservation.
+    GUARANTEED = "guaranteed"
+
+
+class TpuProvisioning(SettingsModel):
+    """The tier a queued resource asks for, with the terms that only make sense for that tier."""
+
+    model: ProvisioningModel = ProvisioningModel.FLEX_START
+    # flex-start only: the most the node may run before Google deletes it (cost control). Default 4h.
+    max_run_duration: Duration | None = None
+    # guaranteed only: a reservation name (or projects/.../locations/<zone>/reservations/<name>).
+    reservation: str | None = None
+
+    @field_validator("reservation")
+    @classmethod
+    def _reservation_name(cls, value: str | None) -> str | None:
+        if value is not None and not _RESERVATION.match(value):
+            raise ValueError(
+                f"{value!r} is not a reservation name; write its name (lowercase letters, digits, '-') or "
+                "projects/<project>/locations/<zone>/reservations/<name>"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _terms_match_the_tier(self) -> Self:
+        if self.model is ProvisioningModel.FLEX_START:
+            run = self.max_run_duration if self.max_run_duration is not None else 4 * 3600
+            if not FLEX_START_MIN_RUN_SECONDS <= run <= FLEX_START_MAX_RUN_SECONDS:
+                raise ValueError(
+                    f"tpu.provisioning.maxRunDuration: {run}s is outside what flex-start allows here: "
+                    f"between 30m (vLLM needs ~10 minutes to load and compile) and 7d (Google's limit)"
+                )
+            object.__setattr__(self, "max_run_duration", run)
+        elif self.max_run_duration is not None:
+            raise ValueError(
+                f"tpu.provisioning.maxRunDuration applies only to model flex-start, not {self.model.value}; "
+                "remove it (spot and guaranteed nodes run until deleted or preempted)"
+            )
+        if self.reservation is not None and self.model is not ProvisioningModel.GUARANTEED:
+            raise ValueError(
+                f"tpu.provisioning.reservation applies only to model guaranteed, not {self.model.value}"
+            )
+        return self
+
+
+def _cidr(value: str) -> str:
+    try:
+        network = ipaddress.ip_network(value, strict=True)
+    except ValueError as error:
+        raise ValueError(f"{value!r} is not a CIDR range such as 203.0.113.0/24 ({error})") from None
+    if network.prefixlen == 0:
+        raise ValueError(
+            f"{value!r} would open the vLLM port to the whole internet; vLLM's --api-key guards only /v1/*, "
+            "so /metrics, /tokenize and the engine itself would be exposed. Name the networks that call it."
+        )
+    return str(network)
+
+
+class TpuSettings(SettingsModel):
+    """Everything a TPU stack says about its node (the `tpu:` block of the stack settings)."""
+
+    zone: str
+    accelerator_type: Literal["v6e-1", "v6e-4", "v6e-8"] = "v6e-1"
+    provisioning: TpuProvisioning = TpuProvisioning()
+    # Queueing policy: Google fails the request if no capacity arrived within this time (unset: no limit).
+    valid_until_duration: Duration | None = None
+    # How long `pulumi up` waits for the request to turn ACTIVE before giving up (and withdrawing it).
+    active_deadline: Duration = 2 * 3600
+    network: str = "default"
+    subnetwork: str | None = None
+    # false (default): internal IP only. true: an external IP, reachable only from allowedSourceRanges.
+    public_endpoint: bool = False
+    # Who may open the vLLM port (CIDRs). Required when publicEndpoint is true; never 0.0.0.0/0 or ::/0.
+    allowed_source_ranges: tuple[str, ...] = ()
+    # Allow SSH from Google's IAP range (35.235.240.0/20) so `gcloud ... tpu-vm ssh --tunnel-through-iap`
+    # can forward the port to a laptop; IAP still requires roles/iap.tunnelResourceAccessor.
+    iap_ssh: bool = True
+    # Cloud NAT so an internal-only node can pull the image; turn off when the VPC already has NAT.
+    egress_nat: bool = True
+    image: PinnedImage | None = None
+    port: int = Field(default=8000, ge=1024, le=65535)
+    # An existing Secret Manager secret with a Hugging Face token, only for checkpoints fetched from the Hub.
+    hf_token_secret: str | None = None
+
+    @field_validator("zone")
+    @classmethod
+    def _v6e_zone(cls, zone: str) -> str:
+        if zone not in V6E_ZONES:
+            raise ValueError(
+                f"tpu.zone {zone!r} has no TPU v6e; allowed: {', '.join(V6E_ZONES)} "
+                "(source: https://cloud.google.com/tpu/docs/regions-zones)"
+            )
+        return zone
+
+    @field_validator("allowed_source_ranges", mode="before")
+    @classmethod
+    def _ranges(cls, value: object) -> object:
+        if isinstance(value, str):
+            raise ValueError("tpu.allowedSourceRanges must be a list of CIDRs, e.g. [203.0.113.0/24]")
+        return value
+
+    @field_validator("allowed_source_ranges")
+    @classmethod
+    def _no_open_ranges(cls, ranges: tuple[str, ...]) -> tuple[str, ...]:
+        problems: list[str] = []
+        checked: list[str] = []
+        for value in ranges:
+            try:
+                checked.append(_cidr(value))
+            except ValueError as error:
+                problems.append(str(error))
+        if problems:
+            raise ValueError("tpu.allowedSourceRanges: " + "; ".join(problems))
+        return tuple(checked)
+
+    @field_validator("network", "subnetwork")
+    @classmethod
+    def _network_name(cls, value: str | None) -> str | None:
+        if value is not None and not _NETWORK_NAME.match(value):
+            raise ValueError(f"{value!r} is not a VPC network/subnetwork name or projects/... path")
+        return value
+
+    @field_validator("hf_token_secret")
+    @classmethod
+    def _secret_id(cls, value: str | None) -> str | None:
+        if value is not None and not _SECRET_ID.match(value):
+            raise ValueError(f"tpu.hfTokenSecret {value!r} is not a secret id or projects/<p>/secrets/<id>")
+        return value
+
+    @field_validator("active_deadline")
+    @classmethod
+    def _deadline(cls, seconds: int) -> int:
+        if not 10 * 60 <= seconds <= 7 * 24 * 3600:
+            raise ValueError(f"tpu.activeDeadline {seconds}s: allowed between 10m and 7d")
+        return seconds
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Self:
+        if self.public_endpoint and not self.allowed_source_ranges:
+            raise ValueError(
+                "tpu.allowedSourceRanges: publicEndpoint is true, so name the CIDRs allowed to reach the vLLM "
+                "port (e.g. [203.0.113.0/24]); an open port would expose /metrics and the engine to anyone"
+            )
+        if self.provisioning.model is ProvisioningModel.FLEX_START and self.zone not in FLEX_START_V6E_ZONES:
+            raise ValueError(
+                f"tpu.zone {self.zone!r}: flex-start for v6e is offered only in {', '.join(FLEX_START_V6E_ZONES)} "
+                "(https://cloud.google.com/tpu/docs/request-using-flex-start#limitations); pick one of them "
+                "or use provisioning.model spot or guaranteed"
+            )
+        return self
+
+    @property
+    def chips(self) -> int:
+        return V6E_CHIPS[self.accelerator_type]
+
+    @property
+    def region(self) -> str:
+        return self.zone.rsplit("-", 1)[0]
