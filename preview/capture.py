@@ -8,6 +8,7 @@ component does on the side can escape them.
 from __future__ import annotations
 
 import runpy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,19 +119,19 @@ class _LogEngine(pulumi_mocks.MockEngine):
         self.capture.logs.append((severity, str(request.message)))
 
 
-def run_program(program: Path, *, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Capture:
-    """Execute `program` (the real `__main__.py`) as a preview under mocks and return what it registered."""
+def install_mocks(*, project: str, stack: str, config: dict[str, str], secret_keys: list[str] | None = None) -> Capture:
+    """Replace the Pulumi engine in-process with recording mocks (a preview, like `pulumi preview`)."""
     capture = Capture()
     mocks = OfflineMocks(project=config.get("gcp:project", "offline"))
     pulumi_settings.reset_options()
     pulumi_mocks.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=RecordingMonitor(mocks, capture))
-    settings = pulumi_settings.SETTINGS
-    settings.engine = _LogEngine(capture)
-    set_all_config(config, secret_keys)
+    pulumi_settings.SETTINGS.engine = _LogEngine(capture)
+    set_all_config(config, secret_keys or [])
+    return capture
 
-    def body() -> None:
-        runpy.run_path(str(program), run_name="__main__")
 
+def run_registrations(body: Callable[[], None], capture: Capture) -> Capture:
+    """Run `body` (which registers resources) to completion and collect the stack's exports."""
     # The SDK's own test driver runs programs this way.
     _sync_await(run_pulumi_func(body))
     root = pulumi_settings.get_root_resource()
@@ -138,6 +139,16 @@ def run_program(program: Path, *, project: str, stack: str, config: dict[str, st
     for key, value in exports.items():
         capture.outputs[key] = _sync_await(_resolve(value))
     return capture
+
+
+def run_program(program: Path, *, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Capture:
+    """Execute `program` (the real `__main__.py`) as a preview under mocks and return what it registered."""
+    capture = install_mocks(project=project, stack=stack, config=config, secret_keys=secret_keys)
+
+    def body() -> None:
+        runpy.run_path(str(program), run_name="__main__")
+
+    return run_registrations(body, capture)
 
 
 async def _resolve(value: Any) -> Any:  # noqa: ANN401 - any exported value
