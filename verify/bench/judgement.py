@@ -1,0 +1,120 @@
+"""What a cell's numbers mean: cost, the physical ceiling, and whether failures were the platform's.
+
+Why these three: the hand-made sweeps reported a 16K-context throughput about 25 times what the
+hardware can compute and blamed the model for Cloud Run's own 429s. A number that cannot be true
+must be flagged where it is printed, and a failure must be attributed to what caused it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
+from verify.streaming import FailureKind
+
+SECONDS_PER_HOUR = 3600.0
+PER_MILLION = 1_000_000.0
+# Failures Cloud Run answers itself when every admitted slot is taken.
+ADMISSION_FAILURES = frozenset({FailureKind.HTTP_429.value, FailureKind.HTTP_503.value})
+
+_PARAMS_IN_NAME = re.compile(r"(?<![a-z0-9])e?(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
+# Mixture-of-experts names say the active parameters per token as `-A4B`; compute follows those.
+_ACTIVE_PARAMS_IN_NAME = re.compile(r"(?<![a-z0-9])a(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class AcceleratorFacts:
+    """Peak FLOP/s and hourly price of what serves the endpoint (either may be unknown)."""
+
+    name: str | None
+    peak_flops: float | None
+    price_per_hour_usd: float | None
+
+
+def accelerator_facts(
+    accelerator: str | None, *, count: int = 1, price_override: float | None = None
+) -> AcceleratorFacts:
+    """Look ``accelerator`` (a stack's ``accelerator`` output) up in the stacks' table, times ``count``
+    (TPU chips or GPUs). ``price_override`` (``--price-per-hour``) replaces the table's price."""
+    peak: float | None = None
+    price: float | None = None
+    if accelerator is not None:
+        try:
+            kind = Accelerator(accelerator)
+        except ValueError:
+            allowed = ", ".join(a.value for a in Accelerator)
+            raise ValueError(f"--accelerator {accelerator!r} is not one of: {allowed}") from None
+        facts = CLOUD_RUN_GPUS.get(kind) or TPU_CHIPS.get(kind)
+        if facts is not None:
+            peak = None if facts.peak_dense_bf16_flops is None else facts.peak_dense_bf16_flops * count
+            price = None if facts.hourly_price_usd is None else facts.hourly_price_usd * count
+    if price_override is not None:
+        price = price_override
+    return AcceleratorFacts(accelerator, peak, price)
+
+
+def params_from_model_name(name: str) -> float | None:
+    """Parameters computed per token, read from a served name: ``gemma-4-12b-it`` (12e9),
+    ``gemma-4-E4B`` (4e9 effective), ``gemma-4-26B-A4B`` (4e9 active); None when the name does not say."""
+    match = _ACTIVE_PARAMS_IN_NAME.search(name) or _PARAMS_IN_NAME.search(name)
+    return float(match.group(1)) * 1e9 if match else None
+
+
+def parse_params(text: str) -> float:
+    """``--model-params``: ``12e9``, ``12000000000`` or ``12B``."""
+    cleaned = text.strip()
+    try:
+        value = float(cleaned[:-1]) * 1e9 if cleaned[-1:].lower() == "b" else float(cleaned)
+    except ValueError:
+        raise ValueError(f"--model-params takes a parameter count like 12B or 12e9, got {text!r}") from None
+    if not value > 0:
+        raise ValueError(f"--model-params must be positive, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    per_1m_requests_usd: float | None
+    per_1m_output_tokens_usd: float | None
+
+
+def cost(price_per_hour_usd: float | None, request_throughput: float, output_throughput: float) -> Cost:
+    """What a million requests (or output tokens) cost at the measured rate, if the hardware ran at it
+    for the whole hour. One instance is assumed: with several Cloud Run instances multiply by them."""
+    if price_per_hour_usd is None:
+        return Cost(None, None)
+    per_second = price_per_hour_usd / SECONDS_PER_HOUR
+    return Cost(
+        per_1m_requests_usd=per_second / request_throughput * PER_MILLION if request_throughput > 0 else None,
+        per_1m_output_tokens_usd=per_second / output_throughput * PER_MILLION if output_throughput > 0 else None,
+    )
+
+
+def ceiling_request_throughput(
+    peak_flops: float | None, params: float | None, tokens_per_request: float
+) -> float | None:
+    """Requests/s the hardware could at most compute: peak FLOP/s / (2 x params x tokens per request).
+
+    A forward pass costs about 2 FLOPs per parameter per token (prompt and output alike), so no
+    serving trick (batching, caching aside) can exceed this; a measured rate above it means the
+    measurement is wrong (e.g. prompts served from the prefix cache) or the facts are.
+    """
+    if peak_flops is None or params is None or tokens_per_request <= 0:
+        return None
+    return peak_flops / (2.0 * params * tokens_per_request)
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformVerdict:
+    admission_limit: int | None
+    over_limit: bool
+    limited_failures: int
+
+
+def platform_verdict(concurrency: int, admission_limit: int | None, errors: dict[str, int]) -> PlatformVerdict:
+    """Failures at a concurrency above what Cloud Run admits (concurrency x max instances) that Cloud
+    Run itself answers (429, and 503 when no instance can start) are the platform's, not the model's."""
+    over = admission_limit is not None and concurrency > admission_limit
+    limited = sum(count for kind, count in errors.items() if kind in ADMISSION_FAILURES) if over else 0
+    return PlatformVerdict(admission_limit, over, limited)

@@ -1,0 +1,88 @@
+"""``--slo key=value`` gates: the exit code CI reads after a deploy.
+
+Why keys are result-file keys: an SLO is then checked against exactly the number that is printed and
+stored (``p99_ttft_ms``, ``success_rate``, ``request_throughput``...). Latencies (``*_ms``) are upper
+bounds; rates and throughputs are lower bounds. ``ttft_p99_ms``-style spellings are accepted too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from verify.bench.results import CellRecord
+
+_LOWER_BOUNDS = ("success_rate", "request_throughput", "output_throughput", "total_token_throughput")
+_METRIC_ORDER = re.compile(r"^(ttft|tpot|itl|e2el)_(mean|median|p\d+)_ms$")
+
+
+def _latency_keys() -> list[str]:
+    return [name for name in CellRecord.model_fields if name.endswith("_ms") and not name.startswith("std_")]
+
+
+def allowed_keys() -> list[str]:
+    return [*_LOWER_BOUNDS, *_latency_keys()]
+
+
+@dataclass(frozen=True, slots=True)
+class Slo:
+    key: str
+    limit: float
+
+    @property
+    def is_lower_bound(self) -> bool:
+        return self.key in _LOWER_BOUNDS
+
+    def describe(self) -> str:
+        return f"{self.key} {'>=' if self.is_lower_bound else '<='} {self.limit:g}"
+
+    def holds(self, value: float) -> bool:
+        return value >= self.limit if self.is_lower_bound else value <= self.limit
+
+
+def parse_slo(text: str) -> Slo:
+    """``p99_ttft_ms=2000`` (or ``ttft_p99_ms=2000``); raises ValueError naming the allowed keys."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep:
+        raise ValueError(f"--slo takes key=value, e.g. p99_ttft_ms=2000 or success_rate=0.99, got {text!r}")
+    reordered = _METRIC_ORDER.match(key)
+    if reordered:
+        key = f"{reordered.group(2)}_{reordered.group(1)}_ms"
+    if key not in allowed_keys():
+        raise ValueError(f"--slo key {key!r} is not one of: {', '.join(allowed_keys())}")
+    try:
+        limit = float(raw)
+    except ValueError:
+        raise ValueError(f"--slo {key} needs a number after '=', got {raw!r}") from None
+    return Slo(key, limit)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    slo: Slo
+    cell: str
+    value: float | None
+
+    def describe(self) -> str:
+        shown = "no value (no request succeeded)" if self.value is None else f"{self.value:.4g}"
+        return f"{self.cell}: {self.slo.key} = {shown}, SLO {self.slo.describe()}"
+
+
+def cell_label(record: CellRecord) -> str:
+    return f"context {record.requested_context} x concurrency {record.max_concurrency}"
+
+
+def violations(slos: Iterable[Slo], records: Iterable[CellRecord]) -> list[Violation]:
+    """Every measured cell must meet every SLO; skipped cells are not judged."""
+    found: list[Violation] = []
+    measured = [record for record in records if record.measured]
+    for slo in slos:
+        for record in measured:
+            value = getattr(record, slo.key)
+            # A latency with no successful request is not "0 ms": it failed the SLO.
+            no_sample = record.completed == 0 and not slo.is_lower_bound
+            if value is None or no_sample or not slo.holds(float(value)):
+                found.append(Violation(slo, cell_label(record), None if no_sample else value))
+    return found

@@ -1,0 +1,298 @@
+"""The sweep: for each context x concurrency cell, a closed loop of streamed requests, then one line.
+
+Why closed loop: "c users" means c requests in flight at all times, each user sending its next
+request the moment the previous one ends, which is what `vllm bench serve --max-concurrency c`
+does with an unlimited request rate. Per cell: warm-up requests first (not counted: they open
+connections and let the server settle), then ``requests`` measured ones, never retried. The cell's
+line is appended to the results file as soon as it is computed, so an interruption keeps it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+
+from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
+from verify.bench.metrics import CellMetrics, cell_metrics
+from verify.bench.prompts import PromptBook, PromptShape, TokenCounter, calibrate
+from verify.bench.results import CellKey, CellRecord, append_record
+from verify.streaming import Api, Clock, StreamRequest, StreamResult, measure_stream
+
+MIN_REQUESTS_PER_CELL = 32
+REQUESTS_PER_USER = 4
+MAX_DEFAULT_WARMUPS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    """The workload: which cells, and what every request asks for."""
+
+    model: str
+    contexts: tuple[int, ...]
+    concurrencies: tuple[int, ...]
+    max_tokens: int
+    api: Api = Api.CHAT
+    requests: int | None = None  # per cell; None: max(4 x concurrency, 32)
+    warmups: int | None = None  # per cell; None: min(concurrency, 8)
+    ignore_eos: bool = True
+    timeouts: httpx.Timeout | None = None
+
+    def requests_for(self, concurrency: int) -> int:
+        if self.requests is not None:
+            return self.requests
+        return max(REQUESTS_PER_USER * concurrency, MIN_REQUESTS_PER_CELL)
+
+    def warmups_for(self, concurrency: int) -> int:
+        return self.warmups if self.warmups is not None else min(concurrency, MAX_DEFAULT_WARMUPS)
+
+    def cells(self) -> list[tuple[int, int]]:
+        """(context, concurrency) in the order they run: each context from few users to many."""
+        return list(itertools.product(self.contexts, self.concurrencies))
+
+    def key(self, context: int, concurrency: int) -> CellKey:
+        return CellKey(self.model, self.api.value, context, concurrency, self.max_tokens)
+
+    def request(self, prompt: str) -> StreamRequest:
+        return StreamRequest(
+            model=self.model,
+            prompt=prompt,
+            max_tokens=self.max_tokens,
+            api=self.api,
+            ignore_eos=self.ignore_eos,
+            # vLLM stops at EOS unless told otherwise; min_tokens makes the output length exact.
+            min_tokens=self.max_tokens if self.ignore_eos else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Facts about the server recorded with every cell and used to judge it."""
+
+    base_url: str
+    platform: str | None = None
+    vllm_version: str | None = None
+    max_model_len: int | None = None
+    admission_limit: int | None = None
+    transport: str | None = None
+    accelerator: AcceleratorFacts = field(default_factory=lambda: AcceleratorFacts(None, None, None))
+    model_params: float | None = None
+
+
+class SweepObserver(Protocol):
+    """Progress reporting; the sweep works the same without one."""
+
+    def cell_started(self, label: str, requests: int) -> None: ...
+
+    def request_finished(self, result: StreamResult) -> None: ...
+
+    def cell_finished(self, record: CellRecord) -> None: ...
+
+
+class QuietObserver:
+    def cell_started(self, label: str, requests: int) -> None:
+        """Nothing to show."""
+
+    def request_finished(self, result: StreamResult) -> None:
+        """Nothing to show."""
+
+    def cell_finished(self, record: CellRecord) -> None:
+        """Nothing to show."""
+
+
+async def closed_loop(
+    client: httpx.AsyncClient,
+    requests: Sequence[StreamRequest],
+    concurrency: int,
+    *,
+    timeouts: httpx.Timeout | None = None,
+    clock: Clock = time.perf_counter,
+    on_result: Callable[[StreamResult], None] | None = None,
+) -> tuple[list[StreamResult], float]:
+    """Keep ``concurrency`` requests in flight until all are done; results in request order and the
+    wall time from the first send to the last answer."""
+    pending = iter(enumerate(requests))
+    results: list[StreamResult | None] = [None] * len(requests)
+
+    async def user() -> None:
+        # One shared iterator: each user takes the next request when its previous one ends.
+        for index, request in pending:
+            result = await measure_stream(client, request, timeouts=timeouts, clock=clock)
+            results[index] = result
+            if on_result is not None:
+                on_result(result)
+
+    started = clock()
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(concurrency, len(requests))):
+            group.create_task(user())
+    duration = clock() - started
+    return [result for result in results if result is not None], duration
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _base_fields(plan: SweepPlan, endpoint: Endpoint, context: int, concurrency: int) -> dict[str, object]:
+    return {
+        "timestamp": _now(),
+        "model": plan.model,
+        "api": plan.api.value,
+        "requested_context": context,
+        "max_concurrency": concurrency,
+        "max_tokens": plan.max_tokens,
+        "num_prompts": plan.requests_for(concurrency),
+        "num_warmups": plan.warmups_for(concurrency),
+        "base_url": endpoint.base_url,
+        "platform": endpoint.platform,
+        "accelerator": endpoint.accelerator.name,
+        "vllm_version": endpoint.vllm_version,
+        "max_model_len": endpoint.max_model_len,
+        "transport": endpoint.transport,
+        "admission_limit": endpoint.admission_limit,
+    }
+
+
+def skip_reason(plan: SweepPlan, endpoint: Endpoint, context: int) -> str | None:
+    if endpoint.max_model_len is not None and context + plan.max_tokens > endpoint.max_model_len:
+        return (
+            f"prompt {context} + max tokens {plan.max_tokens} exceeds the server's max_model_len "
+            f"{endpoint.max_model_len}"
+        )
+    return None
+
+
+def measured_record(
+    plan: SweepPlan,
+    endpoint: Endpoint,
+    *,
+    context: int,
+    concurrency: int,
+    metrics: CellMetrics,
+    shape: PromptShape,
+) -> CellRecord:
+    """Turn a cell's metrics into its line, with the judgements attached."""
+    warnings: list[str] = []
+    if not shape.exact:
+        warnings.append(
+            f"prompts are {shape.measured} tokens, not {context}: the shortest unique prompt the server "
+            "accepts (chat template + prefix) or the closest length its tokenizer allows"
+        )
+    verdict = platform_verdict(concurrency, endpoint.admission_limit, metrics.errors)
+    if verdict.over_limit:
+        warnings.append(
+            f"concurrency {concurrency} exceeds what Cloud Run admits ({verdict.admission_limit} = concurrency "
+            f"x max instances): {verdict.limited_failures} failures are the platform's limit, not the model's"
+        )
+    completed = max(metrics.completed, 1)
+    tokens_per_request = (metrics.total_input_tokens + metrics.total_output_tokens) / completed
+    ceiling = ceiling_request_throughput(endpoint.accelerator.peak_flops, endpoint.model_params, tokens_per_request)
+    exceeds = ceiling is not None and metrics.request_throughput > ceiling
+    if exceeds:
+        warnings.append(
+            f"{metrics.request_throughput:.3g} req/s is above the physical ceiling of {ceiling:.3g} req/s "
+            f"(peak FLOP/s / (2 x params x {tokens_per_request:.0f} tokens)): this number cannot be true; "
+            "look for prompts served from the prefix cache or a wrong accelerator/params"
+        )
+    spend = cost(endpoint.accelerator.price_per_hour_usd, metrics.request_throughput, metrics.output_throughput)
+    fields = _base_fields(plan, endpoint, context, concurrency)
+    fields.update(metrics.as_fields())
+    fields.update(
+        {
+            "status": "measured",
+            "prompt_length_source": shape.source.value,
+            "platform_limited": verdict.over_limit and verdict.limited_failures > 0,
+            "platform_limited_failures": verdict.limited_failures,
+            "price_per_hour_usd": endpoint.accelerator.price_per_hour_usd,
+            "cost_per_1m_requests_usd": spend.per_1m_requests_usd,
+            "cost_per_1m_output_tokens_usd": spend.per_1m_output_tokens_usd,
+            "ceiling_request_throughput": ceiling,
+            "exceeds_ceiling": exceeds,
+            "warnings": warnings,
+        }
+    )
+    return CellRecord.model_validate(fields)
+
+
+async def run_cell(
+    client: httpx.AsyncClient,
+    plan: SweepPlan,
+    endpoint: Endpoint,
+    context: int,
+    concurrency: int,
+    *,
+    counter: TokenCounter,
+    book: PromptBook,
+    observer: SweepObserver,
+    clock: Clock = time.perf_counter,
+) -> CellRecord:
+    """Calibrate prompts, warm up, measure, judge: one cell's line (not yet written)."""
+    shape = await calibrate(counter, context, nonce=book.nonce)
+    warmups = plan.warmups_for(concurrency)
+    requests = plan.requests_for(concurrency)
+    prompts = book.take(shape, warmups + requests)
+    if warmups:
+        await closed_loop(
+            client, [plan.request(p) for p in prompts[:warmups]], concurrency, timeouts=plan.timeouts, clock=clock
+        )
+    observer.cell_started(f"context {context} x concurrency {concurrency}", requests)
+    results, duration = await closed_loop(
+        client,
+        [plan.request(p) for p in prompts[warmups:]],
+        concurrency,
+        timeouts=plan.timeouts,
+        clock=clock,
+        on_result=observer.request_finished,
+    )
+    metrics = cell_metrics(results, duration)
+    return measured_record(plan, endpoint, context=context, concurrency=concurrency, metrics=metrics, shape=shape)
+
+
+async def run_sweep(
+    client: httpx.AsyncClient,
+    plan: SweepPlan,
+    endpoint: Endpoint,
+    *,
+    results_path: Path,
+    done: set[CellKey],
+    counter: TokenCounter,
+    book: PromptBook | None = None,
+    observer: SweepObserver | None = None,
+    clock: Clock = time.perf_counter,
+) -> list[CellRecord]:
+    """Run every cell not in ``done``, appending each line to ``results_path`` as it finishes."""
+    watcher = observer if observer is not None else QuietObserver()
+    prompts = book if book is not None else PromptBook()
+    written: list[CellRecord] = []
+    for context, concurrency in plan.cells():
+        if plan.key(context, concurrency) in done:
+            continue
+        reason = skip_reason(plan, endpoint, context)
+        if reason is not None:
+            fields = _base_fields(plan, endpoint, context, concurrency)
+            fields.update({"status": "skipped", "skip_reason": reason})
+            record = CellRecord.model_validate(fields)
+        else:
+            record = await run_cell(
+                client,
+                plan,
+                endpoint,
+                context,
+                concurrency,
+                counter=counter,
+                book=prompts,
+                observer=watcher,
+                clock=clock,
+            )
+        append_record(results_path, record)
+        written.append(record)
+        watcher.cell_finished(record)
+    return written
