@@ -1,0 +1,53 @@
+"""Shared fixtures: Pulumi's mocks (recording every registration) and rendering of whole stacks.
+
+Every test runs with fresh recording mocks installed (autouse), so a component constructed in a test
+registers into `pulumi_capture` and never reaches a real engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from preview.capture import Capture, install_mocks, run_program, run_registrations
+from preview.stack_file import StackConfig, read_stack_config
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_PROJECT = "gemma-serving"
+TEST_GCP_PROJECT = "test-project"
+
+
+@pytest.fixture(autouse=True)
+def pulumi_capture() -> Capture:
+    """Fresh recording mocks for every test."""
+    return install_mocks(project=TEST_PROJECT, stack="test", config={"gcp:project": TEST_GCP_PROJECT})
+
+
+@pytest.fixture
+def register(pulumi_capture: Capture) -> Callable[[Callable[[], None]], Capture]:
+    """Run a function that creates resources to completion; returns what was registered."""
+
+    def run(body: Callable[[], None]) -> Capture:
+        return run_registrations(body, pulumi_capture)
+
+    return run
+
+
+def stack_config(stack: str, overrides: dict[str, str] | None = None) -> StackConfig:
+    config = read_stack_config(ROOT, stack)
+    config.values.update(overrides or {})
+    return config
+
+
+def render_stack(stack: str, overrides: dict[str, str] | None = None) -> Capture:
+    """The whole program for one stack file (optionally with config overrides), as the preview runs it."""
+    config = stack_config(stack, overrides)
+    return run_program(
+        ROOT / "__main__.py",
+        project=config.project,
+        stack=stack,
+        config=config.values,
+        secret_keys=config.secret_keys,
+    )

@@ -1,0 +1,195 @@
+"""The whole program for each GPU stack, rendered under mocks: what the engine would receive."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from preview.capture import Capture, CapturedResource
+from preview.render import clean
+from stacks.accelerators import CLOUD_RUN_GPUS, Accelerator
+from stacks.images import image_pin_problem
+from stacks.vllm_args import check_serve_args
+from tests.conftest import render_stack
+
+GPU_STACKS = {"l4": Accelerator.NVIDIA_L4, "rtx6000": Accelerator.NVIDIA_RTX_PRO_6000}
+SERVICE = "gcp:cloudrunv2/service:Service"
+
+
+@pytest.fixture(scope="module", params=sorted(GPU_STACKS))
+def rendered(request: pytest.FixtureRequest) -> tuple[str, Capture]:
+    stack: str = request.param
+    return stack, render_stack(stack)
+
+
+def service_inputs(capture: Capture) -> dict[str, Any]:
+    return dict(clean(capture.one(SERVICE).inputs))
+
+
+def container(capture: Capture) -> dict[str, Any]:
+    containers = service_inputs(capture)["template"]["containers"]
+    assert len(containers) == 1
+    return dict(containers[0])
+
+
+def test_gpu_limit_and_node_selector(rendered: tuple[str, Capture]) -> None:
+    """One GPU per instance, and the node selector that makes Cloud Run attach the right one."""
+    stack, capture = rendered
+    template = service_inputs(capture)["template"]
+    gpu = CLOUD_RUN_GPUS[GPU_STACKS[stack]]
+    assert container(capture)["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert template["nodeSelector"] == {"accelerator": gpu.node_selector}
+    assert template["gpuZonalRedundancyDisabled"] is True
+
+
+def test_instance_billing_and_startup_boost(rendered: tuple[str, Capture]) -> None:
+    """Cloud Run refuses a GPU with CPU throttling; boost shortens the model load."""
+    _, capture = rendered
+    resources = container(capture)["resources"]
+    assert resources["cpuIdle"] is False
+    assert resources["startupCpuBoost"] is True
+
+
+def test_cpu_and_memory_meet_gpu_minimum(rendered: tuple[str, Capture]) -> None:
+    stack, capture = rendered
+    gpu = CLOUD_RUN_GPUS[GPU_STACKS[stack]]
+    limits = container(capture)["resources"]["limits"]
+    assert int(limits["cpu"]) >= gpu.min_cpu
+    assert int(limits["memory"].removesuffix("Gi")) >= gpu.min_memory_gib
+
+
+def test_gcs_mount_with_uid_gid_read_only_gen2(rendered: tuple[str, Capture]) -> None:
+    """Without uid/gid the container user cannot read the weights."""
+    _, capture = rendered
+    template = service_inputs(capture)["template"]
+    assert template["executionEnvironment"] == "EXECUTION_ENVIRONMENT_GEN2"
+    (volume,) = template["volumes"]
+    assert volume["gcs"]["readOnly"] is True
+    assert volume["gcs"]["mountOptions"][:2] == ["uid=1001", "gid=1001"]
+    (mount,) = container(capture)["volumeMounts"]
+    assert mount == {"name": volume["name"], "mountPath": "/mnt/models"}
+    assert container(capture)["args"][0].startswith("/mnt/models/")
+
+
+def test_probes_within_cloud_run_limits_and_cover_the_load(rendered: tuple[str, Capture]) -> None:
+    _, capture = rendered
+    probe = container(capture)["startupProbe"]
+    assert probe["httpGet"]["path"] == "/health"
+    for key in ("initialDelaySeconds", "periodSeconds", "timeoutSeconds"):
+        assert 0 <= probe[key] <= 240
+    assert probe["timeoutSeconds"] <= probe["periodSeconds"]
+    window = probe["initialDelaySeconds"] + probe["periodSeconds"] * probe["failureThreshold"]
+    assert window >= 900  # the stacks' modelLoadSeconds
+    liveness = container(capture)["livenessProbe"]
+    assert liveness["timeoutSeconds"] <= liveness["periodSeconds"] <= 240
+
+
+def test_concurrency_not_below_max_num_seqs(rendered: tuple[str, Capture]) -> None:
+    """The known failure: Cloud Run concurrency below vLLM's batch capped throughput at ~3 req/s."""
+    _, capture = rendered
+    args = container(capture)["args"]
+    max_num_seqs = int(args[args.index("--max-num-seqs") + 1])
+    assert service_inputs(capture)["template"]["maxInstanceRequestConcurrency"] >= max_num_seqs
+    assert capture.outputs["concurrency"] >= max_num_seqs
+
+
+def test_request_timeout_and_port(rendered: tuple[str, Capture]) -> None:
+    _, capture = rendered
+    template = service_inputs(capture)["template"]
+    assert template["timeout"] == "3600s"
+    args = container(capture)["args"]
+    assert container(capture)["ports"]["containerPort"] == int(args[args.index("--port") + 1])
+
+
+def test_no_public_invoker_and_private_bucket(rendered: tuple[str, Capture]) -> None:
+    """Neither the GPU endpoint nor the weights may be public."""
+    _, capture = rendered
+    for member in capture.of_type("gcp:cloudrunv2/serviceIamMember:ServiceIamMember"):
+        assert member.inputs["member"] not in {"allUsers", "allAuthenticatedUsers"}
+    assert service_inputs(capture)["invokerIamDisabled"] is False
+    bucket = clean(capture.one("gcp:storage/bucket:Bucket").inputs)
+    assert bucket["uniformBucketLevelAccess"] is True
+    assert bucket["publicAccessPrevention"] == "enforced"
+    assert bucket["forceDestroy"] is False
+
+
+def test_service_account_reads_the_bucket_only(rendered: tuple[str, Capture]) -> None:
+    """The serving identity is dedicated and gets objectViewer on the model bucket, nothing broader."""
+    _, capture = rendered
+    account = capture.one("gcp:serviceaccount/account:Account")
+    email = f"{account.inputs['accountId']}@offline-placeholder-project.iam.gserviceaccount.com"
+    assert service_inputs(capture)["template"]["serviceAccount"] == email
+    readers = [
+        r for r in capture.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if r.inputs["member"].endswith(email)
+    ]
+    assert [r.inputs["role"] for r in readers] == ["roles/storage.objectViewer"]
+    assert not capture.of_type("gcp:projects/iAMMember:IAMMember") or all(
+        not r.inputs["member"].endswith(email) for r in capture.of_type("gcp:projects/iAMMember:IAMMember")
+    )
+
+
+def test_vllm_args_accepted_by_the_recorded_parser(rendered: tuple[str, Capture]) -> None:
+    """Every flag and choice must be one vLLM 0.32 accepts (checked against the repo's own copy)."""
+    _, capture = rendered
+    assert check_serve_args(container(capture)["args"]) == []
+
+
+def test_children_are_parented_and_named_after_their_component(rendered: tuple[str, Capture]) -> None:
+    _, capture = rendered
+    components = {r.urn: r for r in capture.resources if r.type.startswith("gemma:")}
+    for resource in capture.resources:
+        if resource.type.startswith("gemma:"):
+            continue
+        parent: CapturedResource | None = components.get(resource.parent or "")
+        assert parent is not None, f"{resource.type} {resource.name} has no component parent"
+        assert resource.name.startswith(parent.name + "-")
+
+
+def test_outputs_verify_needs(rendered: tuple[str, Capture]) -> None:
+    stack, capture = rendered
+    outputs = capture.outputs
+    assert outputs["authKind"] == "google-id-token"
+    assert outputs["platform"] == "cloud-run"
+    assert outputs["accelerator"] == GPU_STACKS[stack].value
+    assert outputs["servedModelName"] == "gemma-4-12b-it"
+    assert {"endpoint", "maxModelLen", "maxNumSeqs", "maxInstances"} <= set(outputs)
+
+
+def test_l4_stack_encodes_the_best_l4_configuration() -> None:
+    """The L4 settings the hand-made sweeps found best, including the CUDA compatibility switch."""
+    capture = render_stack("l4")
+    args = container(capture)["args"]
+    for flag, value in [
+        ("--quantization", "compressed-tensors"),
+        ("--dtype", "bfloat16"),
+        ("--kv-cache-dtype", "fp8"),
+        ("--max-model-len", "32768"),
+        ("--gpu-memory-utilization", "0.95"),
+        ("--max-num-batched-tokens", "8192"),
+        ("--tool-call-parser", "gemma4"),
+        ("--reasoning-parser", "gemma4"),
+    ]:
+        assert args[args.index(flag) + 1] == value
+    for switch in ("--enable-chunked-prefill", "--async-scheduling", "--enable-auto-tool-choice"):
+        assert switch in args
+    assert "--speculative-config" not in args
+    envs = {env["name"]: env["value"] for env in container(capture)["envs"]}
+    assert envs["VLLM_ENABLE_CUDA_COMPATIBILITY"] == "1"
+    assert envs["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert envs["HF_HUB_OFFLINE"] == "1"
+
+
+def test_rtx6000_speculative_config_survives_as_one_json_argument() -> None:
+    """gcloud's comma splitting once mangled this JSON; as a list item it must arrive intact."""
+    capture = render_stack("rtx6000")
+    args = container(capture)["args"]
+    config = json.loads(args[args.index("--speculative-config") + 1])
+    assert config == {"method": "mtp", "model": "/mnt/models/gemma-4-12B-it-assistant", "num_speculative_tokens": 3}
+    assert not any(flag in args for flag in ("--speculative-model", "--num-speculative-tokens", "--model"))
+
+
+def test_image_is_pinned(rendered: tuple[str, Capture]) -> None:
+    _, capture = rendered
+    assert image_pin_problem(container(capture)["image"].split("/", 3)[-1]) is None
