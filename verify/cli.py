@@ -1,0 +1,46 @@
+"""`python -m verify <subcommand>`: one argparse parser, one module per subcommand.
+
+Adding a subcommand is one import and one call in ``build_parser``: the module exposes
+``register(subparsers) -> None``, which adds its parser (usually with
+``verify.target.add_target_arguments``) and sets ``handler``, a function ``(args) -> exit code``.
+
+Exit codes for every subcommand: 0 all checks pass, 1 a check or SLO failed, 2 a usage error or an
+endpoint that is unreachable or refuses our credential.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from verify import UsageError, health
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m verify",
+        description="Post-deploy checks and benchmarks for a vLLM OpenAI-compatible endpoint.",
+        epilog="exit codes: 0 pass, 1 a check or SLO failed, 2 usage error or endpoint unreachable/unauthorised",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    health.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, run the subcommand's handler, and turn expected errors into messages and exit codes."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # argparse itself exits 2 on bad flags, naming them
+    try:
+        code: int = args.handler(args)
+    except UsageError as exc:
+        print(f"{parser.prog} {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{parser.prog} {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return code

@@ -1,0 +1,262 @@
+"""Which endpoint to check, and how to reach it: from a Pulumi stack's outputs or from a URL.
+
+Why a resolved ``Target`` rather than raw flags: every subcommand (health, bench, compare) needs the
+same facts (base URL, served name, auth kind, the limits the server was started with) and must get
+them the same way, so a stack and a hand-typed URL lead to identical behaviour afterwards.
+
+The stack outputs read here are the contract in docs/architecture.md ("Stack outputs").
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import subprocess
+from collections.abc import Callable, Sequence
+from typing import Literal
+from urllib.parse import urlsplit
+
+import pydantic
+
+from verify import UsageError
+
+# A stack's outputs are read with this command; tests replace the runner, never the arguments.
+PulumiRunner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+# The longest silence tolerated inside one request (between two stream chunks, or before a
+# non-streamed answer). A cold Cloud Run instance can take minutes, but readiness polling absorbs
+# that; once /health answers, two minutes of silence means something is wrong.
+DEFAULT_READ_TIMEOUT_S = 120.0
+# The environment variable vLLM itself reads its --api-key from; the natural place to keep it.
+DEFAULT_API_KEY_ENV = "VLLM_API_KEY"
+
+
+class AuthKind(enum.StrEnum):
+    """How requests prove who they are; the values are what ``--auth`` accepts."""
+
+    GOOGLE = "google"  # Cloud Run with IAM: a Google ID token whose audience is the service URL
+    API_KEY = "api-key"  # vLLM's --api-key: a bearer key read from an environment variable
+    NONE = "none"  # local servers and endpoints protected by the network alone
+
+
+# The stack output `authKind` spells the Google case after the credential it needs.
+_STACK_AUTH_KINDS: dict[str, AuthKind] = {
+    "google-id-token": AuthKind.GOOGLE,
+    "api-key": AuthKind.API_KEY,
+    "none": AuthKind.NONE,
+}
+
+
+class Target(pydantic.BaseModel):
+    """One endpoint to verify. ``model`` is None when nobody named it: the checks then use the one
+    name ``/v1/models`` lists and say so. Limits are None when the source does not know them."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str
+    model: str | None
+    auth_kind: AuthKind
+    source: str
+    api_key_secret: str | None = None
+    platform: str | None = None
+    accelerator: str | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    concurrency: int | None = None
+    max_instances: int | None = None
+
+    @property
+    def audience(self) -> str:
+        """The Google ID token audience Cloud Run expects: the service URL, scheme and host only."""
+        parts = urlsplit(self.base_url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def admission_limit(self) -> int | None:
+        """Requests Cloud Run admits at once before answering 429 (concurrency x max instances)."""
+        if self.concurrency is None or self.max_instances is None:
+            return None
+        return self.concurrency * self.max_instances
+
+
+class StackOutputs(pydantic.BaseModel):
+    """The outputs a stack exports for verify; other outputs are ignored."""
+
+    model_config = pydantic.ConfigDict(extra="ignore", frozen=True)
+
+    endpoint: str
+    served_model_name: str = pydantic.Field(alias="servedModelName")
+    auth_kind: Literal["google-id-token", "api-key", "none"] = pydantic.Field(alias="authKind")
+    api_key_secret: str | None = pydantic.Field(default=None, alias="apiKeySecret")
+    platform: str | None = None
+    accelerator: str | None = None
+    max_model_len: int | None = pydantic.Field(default=None, alias="maxModelLen")
+    max_num_seqs: int | None = pydantic.Field(default=None, alias="maxNumSeqs")
+    concurrency: int | None = None
+    max_instances: int | None = pydantic.Field(default=None, alias="maxInstances")
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every subcommand that talks to an endpoint shares (health, bench)."""
+    where = parser.add_argument_group("target (one of --stack or --url)")
+    exclusive = where.add_mutually_exclusive_group(required=True)
+    exclusive.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="read the endpoint from `pulumi stack output --json --stack NAME` (run from the project)",
+    )
+    exclusive.add_argument("--url", metavar="URL", help="base URL of a vLLM OpenAI-compatible server")
+    where.add_argument(
+        "--model",
+        metavar="NAME",
+        help="served model name clients use (default: the stack's servedModelName, or the one name /v1/models lists)",
+    )
+    auth = parser.add_argument_group("authentication")
+    auth.add_argument(
+        "--auth",
+        choices=[kind.value for kind in (AuthKind.GOOGLE, AuthKind.API_KEY, AuthKind.NONE)] + ["auto"],
+        default="auto",
+        help="auto: the stack's authKind; for --url, google for https://*.run.app, api-key when "
+        "--api-key-env is given, else none",
+    )
+    auth.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help=f"environment variable holding the vLLM --api-key (default with api-key auth: {DEFAULT_API_KEY_ENV})",
+    )
+    limits = parser.add_argument_group("timeouts")
+    limits.add_argument(
+        "--connect-timeout",
+        type=_positive_seconds("--connect-timeout"),
+        default=DEFAULT_CONNECT_TIMEOUT_S,
+        metavar="S",
+        help=f"seconds to open a connection (default {DEFAULT_CONNECT_TIMEOUT_S:g})",
+    )
+    limits.add_argument(
+        "--timeout",
+        type=_positive_seconds("--timeout"),
+        default=DEFAULT_READ_TIMEOUT_S,
+        metavar="S",
+        help=f"longest silence within one request, e.g. between stream chunks (default {DEFAULT_READ_TIMEOUT_S:g})",
+    )
+
+
+def resolve_target(args: argparse.Namespace, *, run_pulumi: PulumiRunner | None = None) -> Target:
+    """Turn the parsed target flags into a ``Target``; raises ``UsageError`` for anything unusable."""
+    requested = str(args.auth)
+    if args.stack is not None:
+        target = target_from_stack(str(args.stack), run_pulumi=run_pulumi or _run_pulumi)
+        if args.model is not None:
+            target = target.model_copy(update={"model": args.model})
+        if requested != "auto":
+            target = target.model_copy(update={"auth_kind": AuthKind(requested)})
+        return target
+    return target_from_url(
+        str(args.url),
+        model=args.model,
+        auth=requested,
+        api_key_env_given=args.api_key_env is not None,
+    )
+
+
+def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given: bool) -> Target:
+    base_url = normalise_base_url(url, flag="--url")
+    kind = AuthKind(auth) if auth != "auto" else _auto_auth_for_url(base_url, api_key_env_given)
+    return Target(base_url=base_url, model=model, auth_kind=kind, source="url")
+
+
+def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
+    command = ["pulumi", "stack", "output", "--json", "--stack", stack]
+    try:
+        completed = run_pulumi(command)
+    except FileNotFoundError as exc:
+        raise UsageError(
+            "--stack needs the Pulumi CLI, but `pulumi` is not on PATH; install it "
+            "(https://www.pulumi.com/docs/install/) or pass --url URL [--model NAME] instead"
+        ) from exc
+    if completed.returncode != 0:
+        raise UsageError(
+            f"`{' '.join(command)}` failed with exit code {completed.returncode}: "
+            f"{_excerpt(completed.stderr or completed.stdout)} (is {stack!r} a stack of this project, "
+            "and are you logged in to its backend? run verify from the project directory)"
+        )
+    return target_from_outputs(stack, _parse_outputs_json(stack, completed.stdout))
+
+
+def target_from_outputs(stack: str, raw: object) -> Target:
+    try:
+        outputs = StackOutputs.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'outputs'}: {error['msg']}" for error in exc.errors()
+        )
+        raise UsageError(
+            f"stack {stack!r} does not export what verify needs ({problems}); expected outputs: "
+            "endpoint, servedModelName, authKind (see docs/architecture.md)"
+        ) from None
+    return Target(
+        base_url=normalise_base_url(outputs.endpoint, flag=f"stack {stack!r} output endpoint"),
+        model=outputs.served_model_name,
+        auth_kind=_STACK_AUTH_KINDS[outputs.auth_kind],
+        source=f"stack {stack}",
+        api_key_secret=outputs.api_key_secret,
+        platform=outputs.platform,
+        accelerator=outputs.accelerator,
+        max_model_len=outputs.max_model_len,
+        max_num_seqs=outputs.max_num_seqs,
+        concurrency=outputs.concurrency,
+        max_instances=outputs.max_instances,
+    )
+
+
+def normalise_base_url(url: str, *, flag: str) -> str:
+    """An http(s) URL without a trailing slash, so paths like ``/v1/models`` join cleanly."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise UsageError(f"{flag} must be an http:// or https:// URL with a host, got {url!r}")
+    if parts.query or parts.fragment:
+        raise UsageError(f"{flag} must be a base URL without ?query or #fragment, got {url!r}")
+    return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
+
+
+def _auto_auth_for_url(base_url: str, api_key_env_given: bool) -> AuthKind:
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if parts.scheme == "https" and host.endswith(".run.app"):
+        return AuthKind.GOOGLE
+    if api_key_env_given:
+        return AuthKind.API_KEY
+    return AuthKind.NONE
+
+
+def _parse_outputs_json(stack: str, stdout: str) -> object:
+    try:
+        return json.loads(stdout)
+    except json.JSONDecodeError:
+        raise UsageError(
+            f"`pulumi stack output --json --stack {stack}` did not print JSON: {_excerpt(stdout)}"
+        ) from None
+
+
+def _run_pulumi(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(command), capture_output=True, text=True, check=False, timeout=120)
+
+
+def _positive_seconds(flag: str) -> Callable[[str], float]:
+    def parse(value: str) -> float:
+        try:
+            seconds = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes seconds as a number, got {value!r}") from None
+        if not seconds > 0:
+            raise argparse.ArgumentTypeError(f"{flag} must be more than 0 seconds, got {value!r}")
+        return seconds
+
+    return parse
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
