@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from verify import UsageError, health
+from verify.bench import cli as bench_cli
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     health.register(subparsers)
+    bench_cli.register(subparsers)
     return parser
 
 

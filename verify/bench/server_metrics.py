@@ -1,0 +1,67 @@
+"""``/metrics`` before and after a sweep: what the server itself saw while we measured.
+
+Why: the client's numbers say how fast; the server's counters say why. A prefix-cache hit rate
+above zero during a sweep means prompts were served from cache (ours are built not to be), and
+preemptions or a speculative-decoding acceptance rate explain throughput that surprises.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+
+from verify.prom import MetricsParseError, VllmMetrics, parse_metrics
+
+
+async def snapshot(client: httpx.AsyncClient, model: str) -> VllmMetrics | None:
+    """One scrape of ``/metrics``; None when the endpoint has none (or not vLLM's)."""
+    try:
+        response = await client.get("/metrics")
+    except httpx.HTTPError:
+        return None
+    if response.status_code != httpx.codes.OK:
+        return None
+    try:
+        return parse_metrics(response.text, model=model)
+    except MetricsParseError:
+        return None
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def summary_markdown(before: VllmMetrics | None, after: VllmMetrics | None) -> str | None:
+    """The counters' change over the sweep and the gauges at its end, as a Markdown table."""
+    if before is None or after is None:
+        return None
+    during = after.since(before)
+    rows = [
+        ("prompt tokens processed", _num(during.prompt_tokens)),
+        ("generation tokens", _num(during.generation_tokens)),
+        ("prefix-cache hit rate (should be ~0: prompts are unique)", _pct(during.prefix_cache_hit_rate)),
+        ("preemptions", _num(during.preemptions)),
+        ("speculative decoding acceptance rate", _pct(during.spec_decode_acceptance_rate)),
+        ("speculative decoding mean acceptance length", _num(during.spec_decode_mean_acceptance_length)),
+        ("requests running / waiting at the end", f"{_num(after.running)} / {_num(after.waiting)}"),
+        ("KV-cache usage at the end", _pct(after.kv_cache_usage)),
+    ]
+    lines = ["| during the sweep | value |", "| --- | ---: |"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+def write_snapshots(path: Path, before: VllmMetrics | None, after: VllmMetrics | None) -> None:
+    """``<results>.metrics.json``: both scrapes and their difference, for later digging."""
+    document = {
+        "before": None if before is None else before.model_dump(mode="json"),
+        "after": None if after is None else after.model_dump(mode="json"),
+        "during": None if before is None or after is None else after.since(before).model_dump(mode="json"),
+    }
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
