@@ -130,10 +130,14 @@ def install_mocks(*, project: str, stack: str, config: dict[str, str], secret_ke
     return capture
 
 
-def run_registrations(body: Callable[[], None], capture: Capture) -> Capture:
+def run_registrations(body: Callable[[], object], capture: Capture) -> Capture:
     """Run `body` (which registers resources) to completion and collect the stack's exports."""
+
+    def program() -> None:
+        body()
+
     # The SDK's own test driver runs programs this way.
-    _sync_await(run_pulumi_func(body))
+    _sync_await(run_pulumi_func(program))
     root = pulumi_settings.get_root_resource()
     exports: dict[str, Any] = getattr(root, "outputs", {}) or {}
     for key, value in exports.items():

@@ -26,10 +26,10 @@ def pulumi_capture() -> Capture:
 
 
 @pytest.fixture
-def register(pulumi_capture: Capture) -> Callable[[Callable[[], None]], Capture]:
+def register(pulumi_capture: Capture) -> Callable[[Callable[[], object]], Capture]:
     """Run a function that creates resources to completion; returns what was registered."""
 
-    def run(body: Callable[[], None]) -> Capture:
+    def run(body: Callable[[], object]) -> Capture:
         return run_registrations(body, pulumi_capture)
 
     return run

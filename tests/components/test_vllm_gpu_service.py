@@ -1,0 +1,67 @@
+"""VllmGpuService on its own: Args validation and invoker bindings, without a stack file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
+from preview.capture import Capture
+from stacks.accelerators import CLOUD_RUN_GPUS, Accelerator
+from stacks.cloud_run import CloudRunSettings
+
+L4 = CLOUD_RUN_GPUS[Accelerator.NVIDIA_L4]
+
+
+def args(**changes: object) -> VllmGpuServiceArgs:
+    run = CloudRunSettings(cpu=4, memory_gib=16, invokers=("group:ml-team@example.com", "user:ana@example.com"))
+    values: dict[str, object] = {
+        "region": "us-east4",
+        "gpu": L4,
+        "image": "vllm/vllm-openai:v0.32.0",
+        "serve_args": ["/mnt/models/m", "--served-model-name", "m", "--port", "8000", "--max-num-seqs", "16"],
+        "max_num_seqs": 16,
+        "run": run,
+        "bucket_name": "weights",
+        "service_account_email": "sa@p.iam.gserviceaccount.com",
+    }
+    values.update(changes)
+    return VllmGpuServiceArgs(**values)  # type: ignore[arg-type]
+
+
+def test_invokers_are_bound_one_by_one(register: Callable[[Callable[[], object]], Capture]) -> None:
+    capture = register(lambda: VllmGpuService("svc", args()))
+    members = sorted(r.inputs["member"] for r in capture.of_type("gcp:cloudrunv2/serviceIamMember:ServiceIamMember"))
+    assert members == ["group:ml-team@example.com", "user:ana@example.com"]
+    for binding in capture.of_type("gcp:cloudrunv2/serviceIamMember:ServiceIamMember"):
+        assert binding.inputs["role"] == "roles/run.invoker"
+        assert binding.name.startswith("svc-invoker-")
+
+
+def test_args_refuse_concurrency_below_batch() -> None:
+    run = CloudRunSettings(cpu=4, memory_gib=16, concurrency=8)
+    with pytest.raises(ValueError, match=r"run.concurrency: 8 is below vllm.maxNumSeqs \(16\)"):
+        args(run=run)
+
+
+def test_args_refuse_undersized_instance() -> None:
+    run = CloudRunSettings(cpu=2, memory_gib=8)
+    with pytest.raises(ValueError, match=r"run\.cpu: 2 is below the NVIDIA L4 minimum") as caught:
+        args(run=run)
+    assert "run.memory_gib: 8 is below the NVIDIA L4 minimum of 16 GiB" in str(caught.value)
+
+
+def test_args_refuse_removed_vllm_flags() -> None:
+    with pytest.raises(ValueError, match="--num-speculative-tokens was removed from vLLM"):
+        args(serve_args=["/mnt/models/m", "--num-speculative-tokens", "3"])
+
+
+def test_args_refuse_model_outside_the_mount() -> None:
+    with pytest.raises(ValueError, match="the model path must come first"):
+        args(serve_args=["--served-model-name", "m"])
+
+
+def test_args_refuse_region_without_gpu() -> None:
+    with pytest.raises(ValueError, match="'us-west1' has no Cloud Run NVIDIA L4"):
+        args(region="us-west1")

@@ -1,0 +1,90 @@
+"""The offline preview as users run it: `python -m preview --stack ... [--format json]`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+
+def run_preview(*args: str, root: Path | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "preview", *args]
+    if root is not None:
+        command += ["--root", str(root)]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+
+
+def stack_root_with(tmp_path: Path, stack: str, edit: dict[str, object]) -> Path:
+    """A copy of the project with one stack file changed."""
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    shutil.copy(ROOT / "__main__.py", tmp_path / "__main__.py")
+    document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
+    document["config"].update(edit)
+    (tmp_path / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(document))
+    return tmp_path
+
+
+def test_text_plan_says_it_is_offline_and_shows_the_command() -> None:
+    result = run_preview("--stack", "rtx6000")
+    assert result.returncode == 0, result.stderr
+    assert "OFFLINE PLAN" in result.stdout
+    assert "not `pulumi preview`" in result.stdout
+    assert "gcp:project is not set" in result.stdout
+    assert "vllm serve /mnt/models/gemma-4-12B-it-qat-w4a16-ct" in result.stdout
+    assert '\'{"method":"mtp","model":"/mnt/models/gemma-4-12B-it-assistant","num_speculative_tokens":3}\'' in (
+        result.stdout
+    )
+    assert "uid=1001,gid=1001" in result.stdout
+
+
+def test_json_plan_is_the_only_thing_on_stdout() -> None:
+    """`FORMAT=json` output is piped into tools: one JSON document, nothing else."""
+    result = run_preview("--stack", "l4", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["stack"] == "l4"
+    assert document["offline"] is True
+    types = {resource["type"] for resource in document["resources"]}
+    assert "gcp:cloudrunv2/service:Service" in types
+    for resource in document["resources"]:
+        assert set(resource) >= {"type", "name", "parent", "inputs"}
+    assert document["outputs"]["servedModelName"] == "gemma-4-12b-it"
+
+
+def test_bad_stack_file_gives_the_message_not_a_traceback(tmp_path: Path) -> None:
+    root = stack_root_with(tmp_path, "l4", {"gemma-serving:cloudRun": {"cpu": 2, "memoryGib": 16, "concurrency": 4}})
+    result = run_preview("--stack", "l4", root=root)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "cloudRun.cpu: 2 is below the NVIDIA L4 minimum of 4 CPU per instance" in result.stderr
+    assert "cloudRun.concurrency: 4 is below vllm.maxNumSeqs (64)" in result.stderr
+    assert result.stdout == ""
+
+
+def test_unknown_stack_is_a_usage_error() -> None:
+    result = run_preview("--stack", "h100")
+    assert result.returncode == 2
+    assert "no stack file Pulumi.h100.yaml; stacks here:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_secure_values_are_masked(tmp_path: Path) -> None:
+    """Encrypted stack values cannot be decrypted offline; they are stood in for and never printed."""
+    root = stack_root_with(tmp_path, "l4", {"gemma-serving:someSecret": {"secure": "v1:AAAAcipher"}})
+    result = run_preview("--stack", "l4", root=root)
+    # The program refuses the unknown key, but the ciphertext must not leak into any message.
+    assert "v1:AAAAcipher" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("stack", ["l4", "rtx6000"])
+def test_every_shipped_stack_previews(stack: str) -> None:
+    result = run_preview("--stack", stack, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["resources"]
