@@ -118,9 +118,7 @@ class TpuProvisioning(SettingsModel):
                 "remove it (spot and guaranteed nodes run until deleted or preempted)"
             )
         if self.reservation is not None and self.model is not ProvisioningModel.GUARANTEED:
-            raise ValueError(
-                f"tpu.provisioning.reservation applies only to model guaranteed, not {self.model.value}"
-            )
+            raise ValueError(f"tpu.provisioning.reservation applies only to model guaranteed, not {self.model.value}")
         return self
 
 

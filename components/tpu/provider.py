@@ -38,6 +38,8 @@ REPLACE_KEYS = ("project", "zone", "queuedResourceId", "nodeId", "requestBody")
 # Inputs that only steer this provider.
 UPDATE_KEYS = ("activeDeadlineSeconds",)
 REQUIRED_KEYS = (*REPLACE_KEYS, "activeDeadlineSeconds")
+# Outputs read from Google, on top of the inputs.
+OBSERVED_KEYS = ("queuedResourceName", "state", "nodeName", "internalIp", "externalIp")
 
 ACTIVE = "ACTIVE"
 FAILED = "FAILED"
@@ -77,7 +79,7 @@ def observed_outputs(name: str, queued_resource: Mapping[str, Any], node: Mappin
     endpoints = (node or {}).get("networkEndpoints") or [{}]
     first = endpoints[0] if endpoints else {}
     return {
-        "name": name,
+        "queuedResourceName": name,
         "state": state_of(queued_resource),
         "nodeName": (node or {}).get("name", ""),
         "internalIp": first.get("ipAddress", ""),
@@ -169,7 +171,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         # Only provider settings can reach here (everything Google sees forces a replace in `diff`).
-        observed = {key: olds[key] for key in ("name", "state", "nodeName", "internalIp", "externalIp") if key in olds}
+        observed = {key: olds[key] for key in OBSERVED_KEYS if key in olds}
         return pulumi.dynamic.UpdateResult({**news, **observed})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
@@ -277,7 +279,9 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
         start = self._now()
         while client.get_queued_resource(name) is not None:
             if self._now() - start >= self.delete_deadline_seconds:
-                raise QueuedResourceError(f"{name} was still listed {_minutes(self.delete_deadline_seconds)} after delete")
+                raise QueuedResourceError(
+                    f"{name} was still listed {_minutes(self.delete_deadline_seconds)} after delete"
+                )
             self._sleep(self.poll_seconds)
         self._say(f"{name}: deleted")
 

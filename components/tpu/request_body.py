@@ -80,9 +80,7 @@ class QueuedResourceSpec:
     def __post_init__(self) -> None:
         for key, value in (("queuedResourceId", self.queued_resource_id), ("nodeId", self.node_id)):
             if not _ID.match(value):
-                raise ValueError(
-                    f"{key} {value!r}: use 1-63 lowercase letters, digits or '-', starting with a letter"
-                )
+                raise ValueError(f"{key} {value!r}: use 1-63 lowercase letters, digits or '-', starting with a letter")
         if isinstance(self.provisioning, FlexStart) and self.provisioning.max_run_duration_seconds <= 0:
             raise ValueError("maxRunDuration must be positive for flex-start")
 

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import google.auth
+import google.auth.transport.requests
 import httpx
 
 # Google's TPU endpoint; tests pass the URL of a local fake instead.
@@ -57,15 +59,13 @@ class RetryPolicy:
 
 def google_token_provider() -> TokenProvider:
     """Bearer tokens from Application Default Credentials, refreshed when they expire."""
-    import google.auth
-    import google.auth.transport.requests
 
     credentials, _project = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
     request = google.auth.transport.requests.Request()
 
     def token() -> str:
         if not credentials.valid:
-            credentials.refresh(request)
+            credentials.refresh(request)  # type: ignore[no-untyped-call]
         return str(credentials.token)
 
     return token
@@ -151,9 +151,7 @@ class TpuRestClient:
 
     # -- transport --------------------------------------------------------------------------------
 
-    def _json_or_none(
-        self, method: str, path: str, params: Mapping[str, str] | None = None
-    ) -> dict[str, Any] | None:
+    def _json_or_none(self, method: str, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any] | None:
         try:
             return self._json(method, path, params=params)
         except TpuApiError as error:

@@ -1,0 +1,324 @@
+"""`TpuVllmNode`: vLLM on one TPU v6e node, with its identity, secrets and network edge.
+
+Owns: a dedicated service account; its read binding on the model bucket; the vLLM API key (a random
+value stored as a Secret Manager secret, readable only by that account); a log-writer binding so the
+container's output reaches Cloud Logging; firewall rules (the vLLM port only from named source ranges,
+SSH only from Google's IAP range); Cloud NAT when the node is internal-only (so it can pull the image);
+and the TPU queued resource whose startup script runs vLLM.
+Does not own: the model bucket or the weights in it.
+
+Secure defaults: internal IP only, no rule open to 0.0.0.0/0 or ::/0 (refused here and in the settings),
+the key never in plain text in metadata, the plan or a command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_random as random
+
+from components.tpu.provider import QueuedResourceProvider
+from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
+from components.tpu.request_body import Provisioning
+from components.tpu.startup_script import StartupScriptSpec, render_startup_script
+
+# Source of IAP TCP forwarding (SSH tunnels): https://cloud.google.com/iap/docs/using-tcp-forwarding
+IAP_SOURCE_RANGE = "35.235.240.0/20"
+_V6E_TYPE = re.compile(r"^v6e-(\d+)$")
+_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class TpuVllmNodeArgs:
+    """Inputs of one TPU vLLM node. Defaults are the secure choice."""
+
+    project: str
+    zone: str
+    provisioning: Provisioning
+    image: str
+    # The full `vllm serve` arguments (model path under model_root first), from the stack's vLLM settings.
+    serve_args: Sequence[str]
+    model_bucket: pulumi.Input[str]
+    # Checkpoint directories in the bucket the VM needs (the model, and a drafter if any).
+    model_dirs: Sequence[str]
+    accelerator_type: str = "v6e-1"
+    runtime_version: str = "v2-alpha-tpuv6e"
+    tensor_parallel_size: int = 1
+    port: int = 8000
+    model_root: str = "/mnt/models"
+    network: str = "default"
+    subnetwork: str | None = None
+    public_endpoint: bool = False
+    allowed_source_ranges: Sequence[str] = ()
+    iap_ssh: bool = True
+    egress_nat: bool = True
+    hf_token_secret: str | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: {"HF_HUB_OFFLINE": "1"})
+    labels: Mapping[str, str] = field(default_factory=dict)
+    valid_until_seconds: int | None = None
+    active_deadline_seconds: int = 2 * 3600
+
+    def problems(self) -> list[str]:
+        """Every reason these inputs would build an unsafe or unworkable node."""
+        found: list[str] = []
+        match = _V6E_TYPE.match(self.accelerator_type)
+        if not match:
+            found.append(f"accelerator_type {self.accelerator_type!r}: expected v6e-<chips>, e.g. v6e-1")
+        elif not 1 <= self.tensor_parallel_size <= int(match.group(1)):
+            found.append(
+                f"tensor_parallel_size {self.tensor_parallel_size} does not fit {self.accelerator_type} "
+                f"({match.group(1)} chip(s)); for a 12B model use v6e-1 with tensor parallel 1"
+            )
+        if self.public_endpoint and not self.allowed_source_ranges:
+            found.append("allowed_source_ranges is required when public_endpoint is true")
+        for cidr in self.allowed_source_ranges:
+            found.extend(_range_problems(cidr))
+        if "--tensor-parallel-size" in self.serve_args:
+            index = list(self.serve_args).index("--tensor-parallel-size")
+            given = self.serve_args[index + 1] if index + 1 < len(self.serve_args) else ""
+            if given != str(self.tensor_parallel_size):
+                found.append(f"serve_args say --tensor-parallel-size {given!r}, the node {self.tensor_parallel_size}")
+        if not 1024 <= self.port <= 65535:
+            found.append(f"port {self.port}: use 1024-65535")
+        return found
+
+
+def _range_problems(cidr: str) -> list[str]:
+    try:
+        network = ipaddress.ip_network(cidr, strict=True)
+    except ValueError as error:
+        return [f"allowed source range {cidr!r} is not a CIDR ({error})"]
+    if network.prefixlen == 0:
+        return [f"allowed source range {cidr!r} opens the vLLM port to the whole internet; name the callers' networks"]
+    return []
+
+
+def service_account_id(name: str) -> str:
+    """A valid, stable account id (6-30 chars) derived from the component name."""
+    base = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+    if not base or not base[0].isalpha():
+        base = f"tpu-{base}"
+    candidate = base if len(base) >= 6 else f"{base}-vllm"
+    if len(candidate) > 30:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:6]
+        candidate = f"{base[:23].rstrip('-')}-{digest}"
+    if not _ACCOUNT_ID.match(candidate):
+        raise ValueError(f"cannot derive a service account id from {name!r}; got {candidate!r}")
+    return candidate
+
+
+class TpuVllmNode(pulumi.ComponentResource):
+    """vLLM on a TPU v6e node obtained through a queued resource; reachable only where allowed."""
+
+    endpoint: pulumi.Output[str]
+    queued_resource_name: pulumi.Output[str]
+    node_id: pulumi.Output[str]
+    api_key_secret: pulumi.Output[str]
+    service_account_email: pulumi.Output[str]
+    internal_ip: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        args: TpuVllmNodeArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        provider: QueuedResourceProvider | None = None,
+    ) -> None:
+        problems = args.problems()
+        if problems:
+            raise ValueError(f"TpuVllmNode {name}: " + "; ".join(problems))
+        super().__init__("gemma:tpu:TpuVllmNode", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        region = args.zone.rsplit("-", 1)[0]
+        tag = f"{name}-vllm"
+
+        account_id = service_account_id(name)
+        account = gcp.serviceaccount.Account(
+            f"{name}-sa",
+            account_id=account_id,
+            display_name=f"gemma-serving TPU vLLM node {name}",
+            project=args.project,
+            opts=child,
+        )
+        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        # Known before the account exists, so the plan can show the full queued-resource request.
+        email = f"{account_id}@{args.project}.iam.gserviceaccount.com"
+
+        grants: list[pulumi.Resource] = [
+            gcp.storage.BucketIAMMember(
+                f"{name}-weights-reader",
+                bucket=args.model_bucket,
+                role="roles/storage.objectViewer",
+                member=member,
+                opts=child,
+            ),
+            gcp.projects.IAMMember(
+                f"{name}-log-writer",
+                project=args.project,
+                role="roles/logging.logWriter",
+                member=member,
+                opts=child,
+            ),
+        ]
+
+        secret_id = f"{name}-vllm-api-key"
+        api_key = random.RandomPassword(f"{name}-api-key", length=48, special=False, opts=child)
+        secret = gcp.secretmanager.Secret(
+            f"{name}-api-key",
+            secret_id=secret_id,
+            project=args.project,
+            replication=gcp.secretmanager.SecretReplicationArgs(auto=gcp.secretmanager.SecretReplicationAutoArgs()),
+            labels=dict(args.labels),
+            opts=child,
+        )
+        version = gcp.secretmanager.SecretVersion(
+            f"{name}-api-key", secret=secret.id, secret_data=api_key.result, opts=child
+        )
+        grants += [
+            version,
+            gcp.secretmanager.SecretIamMember(
+                f"{name}-api-key-reader",
+                project=args.project,
+                secret_id=secret.secret_id,
+                role="roles/secretmanager.secretAccessor",
+                member=member,
+                opts=child,
+            ),
+        ]
+        if args.hf_token_secret:
+            grants.append(
+                gcp.secretmanager.SecretIamMember(
+                    f"{name}-hf-token-reader",
+                    project=args.project,
+                    secret_id=args.hf_token_secret.rsplit("/", 1)[-1],
+                    role="roles/secretmanager.secretAccessor",
+                    member=member,
+                    opts=child,
+                )
+            )
+        grants += self._network_edge(name, args, region, tag, child)
+
+        script = pulumi.Output.from_input(args.model_bucket).apply(
+            lambda bucket: render_startup_script(
+                StartupScriptSpec(
+                    project=args.project,
+                    image=args.image,
+                    serve_args=_with_tensor_parallel(args.serve_args, args.tensor_parallel_size),
+                    model_bucket=str(bucket),
+                    model_dirs=list(args.model_dirs),
+                    api_key_secret=secret_id,
+                    hf_token_secret=args.hf_token_secret,
+                    port=args.port,
+                    model_root=args.model_root,
+                    env=dict(args.env),
+                )
+            )
+        )
+        queued = QueuedResource(
+            f"{name}-qr",
+            QueuedResourceArgs(
+                project=args.project,
+                zone=args.zone,
+                queued_resource_id=name,
+                node_id=name,
+                accelerator_type=args.accelerator_type,
+                runtime_version=args.runtime_version,
+                service_account_email=email,
+                startup_script=script,
+                provisioning=args.provisioning,
+                network=args.network,
+                subnetwork=args.subnetwork,
+                enable_external_ips=args.public_endpoint,
+                labels=dict(args.labels),
+                network_tags=[tag],
+                valid_until_seconds=args.valid_until_seconds,
+                active_deadline_seconds=args.active_deadline_seconds,
+            ),
+            # The VM reads the bucket and the secret at first boot: every grant must exist before it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[account, *grants]),
+            provider=provider,
+        )
+
+        address = queued.external_ip if args.public_endpoint else queued.internal_ip
+        self.endpoint = address.apply(lambda ip: f"http://{ip}:{args.port}")
+        self.queued_resource_name = queued.queued_resource_name
+        self.node_id = pulumi.Output.from_input(name)
+        self.api_key_secret = pulumi.Output.from_input(f"projects/{args.project}/secrets/{secret_id}")
+        self.service_account_email = account.email
+        self.internal_ip = queued.internal_ip
+        self.register_outputs(
+            {
+                "endpoint": self.endpoint,
+                "queuedResourceName": self.queued_resource_name,
+                "nodeId": self.node_id,
+                "apiKeySecret": self.api_key_secret,
+                "serviceAccountEmail": self.service_account_email,
+                "internalIp": self.internal_ip,
+            }
+        )
+
+    @staticmethod
+    def _network_edge(
+        name: str, args: TpuVllmNodeArgs, region: str, tag: str, child: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """Firewall rules for exactly the named sources, and NAT for an internal-only node's egress."""
+        edge: list[pulumi.Resource] = []
+        if args.allowed_source_ranges:
+            edge.append(
+                gcp.compute.Firewall(
+                    f"{name}-vllm-port",
+                    project=args.project,
+                    network=args.network,
+                    direction="INGRESS",
+                    description=f"vLLM port of TPU node {name}, from named ranges only",
+                    allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(args.port)])],
+                    source_ranges=list(args.allowed_source_ranges),
+                    target_tags=[tag],
+                    opts=child,
+                )
+            )
+        if args.iap_ssh:
+            edge.append(
+                gcp.compute.Firewall(
+                    f"{name}-iap-ssh",
+                    project=args.project,
+                    network=args.network,
+                    direction="INGRESS",
+                    description=f"SSH to TPU node {name} through IAP TCP forwarding only",
+                    allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+                    source_ranges=[IAP_SOURCE_RANGE],
+                    target_tags=[tag],
+                    opts=child,
+                )
+            )
+        if args.egress_nat and not args.public_endpoint:
+            router = gcp.compute.Router(
+                f"{name}-router", project=args.project, region=region, network=args.network, opts=child
+            )
+            edge.append(
+                gcp.compute.RouterNat(
+                    f"{name}-nat",
+                    project=args.project,
+                    region=region,
+                    router=router.name,
+                    nat_ip_allocate_option="AUTO_ONLY",
+                    source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+                    log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+                    opts=child,
+                )
+            )
+        return edge
+
+
+def _with_tensor_parallel(serve_args: Sequence[str], size: int) -> list[str]:
+    """State the tensor-parallel size explicitly on TPU (one chip: 1), unless the arguments already do."""
+    args = list(serve_args)
+    if not any(arg == "--tensor-parallel-size" or arg.startswith("--tensor-parallel-size=") for arg in args):
+        args += ["--tensor-parallel-size", str(size)]
+    return args

@@ -1,0 +1,302 @@
+"""The TPU VM's startup script, rendered from data with shell quoting.
+
+Why this shape: the hand-made deployment rendered its script with `str.format` (once producing a script
+that did nothing), put the Hugging Face token into instance metadata in plain text, and pip-installed
+from git at every boot. Here the script is a fixed body (never formatted) preceded by a block of variable
+assignments whose every value goes through `shlex.quote`, so no value can change the script's meaning;
+JSON-valued vLLM flags pass through a bash array untouched.
+
+What the script does at every boot (GCE runs `startup-script` metadata on each boot, as root):
+1. syncs the checkpoint directories from the model bucket to the boot disk (`gcloud storage rsync`, which
+   skips what is already there, so a reboot does not download the weights again);
+2. reads the vLLM API key (and, if configured, a Hugging Face token) from Secret Manager with the VM's
+   own service account, through the metadata server's token, into a root-only env file under /run (a
+   tmpfs): the secret never appears in metadata or on any command line;
+3. replaces the container and starts the pinned `vllm/vllm-tpu` image with `--privileged --net=host
+   --shm-size`, `--restart unless-stopped` (Docker restarts it if it exits) and the gcplogs log driver
+   (container output goes to Cloud Logging); vLLM takes the key from `VLLM_API_KEY`, which is exactly
+   `--api-key` (vllm/entrypoints/serve/middleware/register.py) without putting the key on a command line;
+4. logs each step to the serial console / Cloud Logging and waits (bounded) for `/health`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+# Where the env file with secrets lives: /run is a tmpfs, so it never reaches the disk.
+STATE_DIR = "/run/gemma-vllm"
+ENV_FILE = f"{STATE_DIR}/vllm.env"
+# The marker after which the script is fixed text; tests source everything above it.
+DATA_END_MARKER = "# --- end of rendered data ---"
+
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_RELATIVE_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]$")
+_RESERVED_ENV = frozenset({"VLLM_API_KEY", "HF_TOKEN"})
+
+
+@dataclass(frozen=True)
+class StartupScriptSpec:
+    """Everything the startup script needs, as plain values (none of them secret)."""
+
+    project: str
+    image: str
+    # The full `vllm serve` argument list (model path first), as rendered by the stack's vLLM settings.
+    serve_args: Sequence[str]
+    model_bucket: str
+    # Checkpoint directories inside the bucket to bring onto the VM (the model, and a drafter if any).
+    model_dirs: Sequence[str]
+    api_key_secret: str
+    port: int
+    hf_token_secret: str | None = None
+    # Where the serve arguments expect the checkpoints (mounted read-only into the container).
+    model_root: str = "/mnt/models"
+    host_model_dir: str = "/var/lib/gemma-vllm/models"
+    env: Mapping[str, str] = field(default_factory=dict)
+    shm_size: str = "10gb"
+    container_name: str = "gemma-vllm"
+    ready_timeout_seconds: int = 1800
+
+    def __post_init__(self) -> None:
+        problems = [*self._arg_problems(), *self._path_problems()]
+        for name, value in self.env.items():
+            if not _ENV_NAME.match(name) or name in _RESERVED_ENV:
+                problems.append(f"env {name!r}: use UPPER_CASE names other than {sorted(_RESERVED_ENV)}")
+            if "\n" in value:
+                problems.append(f"env {name}: values cannot contain newlines")
+        if problems:
+            raise ValueError("startup script: " + "; ".join(problems))
+
+    def _arg_problems(self) -> list[str]:
+        args = list(self.serve_args)
+        problems: list[str] = []
+        if not args or args[0].startswith("-"):
+            problems.append("serve_args must start with the model path")
+        elif not args[0].startswith(self.model_root.rstrip("/") + "/"):
+            problems.append(f"the model path {args[0]!r} is not under {self.model_root}, where the weights are mounted")
+        if any(arg == "--api-key" or arg.startswith("--api-key=") for arg in args):
+            problems.append(
+                "--api-key must not be an argument (it would show in `ps` and in metadata); the key "
+                "comes from Secret Manager through the env file"
+            )
+        if "--port" in args:
+            index = args.index("--port")
+            if index + 1 >= len(args) or args[index + 1] != str(self.port):
+                problems.append(f"--port in serve_args differs from the node's port {self.port}")
+        return problems
+
+    def _path_problems(self) -> list[str]:
+        problems: list[str] = []
+        if not _BUCKET.match(self.model_bucket):
+            problems.append(f"model_bucket {self.model_bucket!r} is not a bucket name")
+        if not self.model_dirs:
+            problems.append("model_dirs is empty: nothing to bring onto the VM")
+        problems.extend(
+            f"model dir {directory!r} must be a relative path inside the bucket"
+            for directory in self.model_dirs
+            if not _RELATIVE_PATH.match(directory) or ".." in directory.split("/")
+        )
+        for key, path in (("model_root", self.model_root), ("host_model_dir", self.host_model_dir)):
+            if not path.startswith("/") or ":" in path:
+                problems.append(f"{key} {path!r} must be an absolute path without ':'")
+        return problems
+
+
+def docker_run_argv(spec: StartupScriptSpec) -> list[str]:
+    """The arguments after `docker`: the container exactly as it will run."""
+    argv = [
+        "run",
+        "--detach",
+        "--name",
+        spec.container_name,
+        "--restart",
+        "unless-stopped",
+        "--privileged",
+        "--net",
+        "host",
+        "--shm-size",
+        spec.shm_size,
+        "--volume",
+        "/dev/shm:/dev/shm",  # noqa: S108 - the TPU runtime's shared memory, as Google's vLLM guide runs it
+        "--volume",
+        f"{spec.host_model_dir}:{spec.model_root}:ro",
+        "--env-file",
+        ENV_FILE,
+        "--log-driver",
+        "gcplogs",
+    ]
+    for name, value in sorted(spec.env.items()):
+        argv += ["--env", f"{name}={value}"]
+    # The image's own entrypoint is not relied upon: run `vllm serve` explicitly.
+    argv += ["--entrypoint", "vllm", spec.image, "serve", *spec.serve_args]
+    return argv
+
+
+def _assign(name: str, value: str | int) -> str:
+    return f"{name}={shlex.quote(str(value))}"
+
+
+def _assign_array(name: str, values: Sequence[str]) -> str:
+    """One line per flag and its value, so a reviewer reads the command as it will run."""
+    if not values:
+        return f"{name}=()"
+    lines: list[list[str]] = []
+    for value in values:
+        follows_flag = bool(lines) and len(lines[-1]) == 1 and lines[-1][0].startswith("--")
+        if follows_flag and not value.startswith("-"):
+            lines[-1].append(value)
+        else:
+            lines.append([value])
+    items = "\n".join("  " + " ".join(shlex.quote(value) for value in line) for line in lines)
+    return f"{name}=(\n{items}\n)"
+
+
+def render_startup_script(spec: StartupScriptSpec) -> str:
+    """The whole script: a header of quoted assignments, then the fixed body."""
+    data = [
+        _assign("PROJECT", spec.project),
+        _assign("MODEL_BUCKET", spec.model_bucket),
+        _assign_array("MODEL_DIRS", list(spec.model_dirs)),
+        _assign("HOST_MODEL_DIR", spec.host_model_dir),
+        _assign("API_KEY_SECRET", spec.api_key_secret),
+        _assign("HF_TOKEN_SECRET", spec.hf_token_secret or ""),
+        _assign("STATE_DIR", STATE_DIR),
+        _assign("ENV_FILE", ENV_FILE),
+        _assign("IMAGE", spec.image),
+        _assign("CONTAINER", spec.container_name),
+        _assign("PORT", spec.port),
+        _assign("READY_TIMEOUT_SECONDS", spec.ready_timeout_seconds),
+        _assign_array("DOCKER_RUN_ARGS", docker_run_argv(spec)),
+    ]
+    return "\n".join([_PREAMBLE, *data, DATA_END_MARKER, _BODY])
+
+
+_PREAMBLE = """#!/bin/bash
+# gemma-serving: vLLM on a TPU VM. Rendered from data by components/tpu/startup_script.py (every value
+# below is shell-quoted; nothing after the data block is generated). Runs as root at every boot.
+# Holds no secret: the API key is read from Secret Manager on the VM.
+set -euo pipefail
+"""
+
+# Fixed text: never passed through str.format or f-strings. The variables come from the data block.
+_BODY = r"""
+log() {
+  # startup-script output reaches the serial console and Cloud Logging through the guest agent.
+  echo "gemma-vllm-startup: $*"
+}
+
+# retry ATTEMPTS COMMAND...: run COMMAND until it succeeds, waiting longer after each failure.
+retry() {
+  local attempts=$1 n=1
+  shift
+  until "$@"; do
+    if (( n >= attempts )); then
+      return 1
+    fi
+    log "$1 failed (attempt $n of $attempts); retrying"
+    sleep $(( n * 15 ))
+    n=$(( n + 1 ))
+  done
+}
+
+# fetch_secret SECRET: print the latest version of a Secret Manager secret, using the VM's service
+# account through the metadata server. The value goes to stdout only (never argv, never metadata).
+fetch_secret() {
+  python3 - "$PROJECT" "$1" <<'PY'
+import base64
+import json
+import sys
+import urllib.request
+
+project, secret = sys.argv[1], sys.argv[2]
+token_request = urllib.request.Request(
+    "http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token",
+    headers={"Metadata-Flavor": "Google"},
+)
+with urllib.request.urlopen(token_request, timeout=10) as answer:
+    token = json.load(answer)["access_token"]
+name = secret if secret.startswith("projects/") else "projects/" + project + "/secrets/" + secret
+access = urllib.request.Request(
+    "https://secretmanager.googleapis.com/v1/" + name + "/versions/latest:access",
+    headers={"Authorization": "Bearer " + token},
+)
+with urllib.request.urlopen(access, timeout=30) as answer:
+    value = base64.b64decode(json.load(answer)["payload"]["data"]).decode("utf-8").strip()
+if not value or "\n" in value or "\0" in value:
+    sys.exit("secret " + name + " is empty or spans several lines")
+sys.stdout.write(value)
+PY
+}
+
+copy_weights() {
+  local dir
+  install -d -m 0755 "$HOST_MODEL_DIR" || return 1
+  for dir in "${MODEL_DIRS[@]}"; do
+    log "syncing gs://$MODEL_BUCKET/$dir to $HOST_MODEL_DIR/$dir"
+    install -d -m 0755 "$HOST_MODEL_DIR/$dir" || return 1
+    gcloud storage rsync --recursive "gs://$MODEL_BUCKET/$dir" "$HOST_MODEL_DIR/$dir" || return 1
+  done
+}
+
+# The env file docker reads the secrets from: root-only, on tmpfs, removed once the container exists.
+write_env_file() {
+  local tmp key token=""
+  install -d -m 0700 "$STATE_DIR" || return 1
+  key=$(fetch_secret "$API_KEY_SECRET") || return 1
+  if [[ -n "$HF_TOKEN_SECRET" ]]; then
+    token=$(fetch_secret "$HF_TOKEN_SECRET") || return 1
+  fi
+  tmp=$(mktemp "$STATE_DIR/env.XXXXXX") || return 1
+  {
+    printf 'VLLM_API_KEY=%s\n' "$key"
+    if [[ -n "$token" ]]; then
+      printf 'HF_TOKEN=%s\n' "$token"
+    fi
+  } > "$tmp" || return 1
+  mv -f "$tmp" "$ENV_FILE"
+}
+
+start_container() {
+  docker pull "$IMAGE" || return 1
+  docker rm --force "$CONTAINER" > /dev/null 2>&1 || true
+  docker "${DOCKER_RUN_ARGS[@]}" > /dev/null || return 1
+}
+
+wait_until_ready() {
+  local waited=0
+  until curl --silent --fail --max-time 5 "http://127.0.0.1:$PORT/health" > /dev/null; do
+    if (( waited >= READY_TIMEOUT_SECONDS )); then
+      log "vLLM is not ready after ${waited}s; see 'docker logs $CONTAINER' or Cloud Logging"
+      return 0
+    fi
+    sleep 15
+    waited=$(( waited + 15 ))
+  done
+  log "vLLM is ready on port $PORT after ${waited}s"
+}
+
+main() {
+  log "starting: image $IMAGE, port $PORT, weights from gs://$MODEL_BUCKET"
+  if ! retry 5 copy_weights; then
+    log "could not copy the weights from gs://$MODEL_BUCKET (does the service account have objectViewer?)"
+    exit 1
+  fi
+  if ! retry 5 write_env_file; then
+    log "could not read secret $API_KEY_SECRET (does the service account have secretAccessor on it?)"
+    exit 1
+  fi
+  if ! retry 5 start_container; then
+    rm -f "$ENV_FILE"
+    log "could not start $IMAGE (can the VM reach the registry? internal-only nodes need Cloud NAT)"
+    exit 1
+  fi
+  rm -f "$ENV_FILE"
+  log "container $CONTAINER started; Docker restarts it if it exits"
+  wait_until_ready
+}
+
+main "$@"
+"""
