@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pulumi
 import pytest
 
 from preview.capture import Capture, CapturedResource
@@ -193,3 +194,15 @@ def test_rtx6000_speculative_config_survives_as_one_json_argument() -> None:
 def test_image_is_pinned(rendered: tuple[str, Capture]) -> None:
     _, capture = rendered
     assert image_pin_problem(container(capture)["image"].split("/", 3)[-1]) is None
+
+
+def test_real_run_requires_a_project() -> None:
+    """`pulumi up` without gcp:project must stop with the command to fix it, not deploy somewhere."""
+    with pytest.raises(pulumi.RunError, match="pulumi config set gcp:project"):
+        render_stack("l4", {"gcp:project": ""})
+
+
+def test_program_reports_invalid_settings_cleanly() -> None:
+    """The program itself (not only the preview) refuses a bad stack with the key at fault."""
+    with pytest.raises(pulumi.RunError, match=r"cloudRun\.concurrency: 4 is below vllm\.maxNumSeqs"):
+        render_stack("l4", {"gemma-serving:cloudRun": json.dumps({"cpu": 8, "memoryGib": 32, "concurrency": 4})})
