@@ -98,6 +98,12 @@ class FakeVllmConfig:
     metrics: MetricsValues = field(default_factory=MetricsValues)
     spec_decode: SpecDecodeValues | None = None
     metrics_body: str | None = None  # replaces the generated text entirely (malformed metrics)
+    # Prompt tokens, for benchmarks: a toy tokenizer (one token per whitespace-separated word, plus
+    # chat_template_tokens with the chat API) answers POST /tokenize and, with count_prompt_words,
+    # usage.prompt_tokens (otherwise a fixed 13). tokenize_route=False: a server without /tokenize.
+    count_prompt_words: bool = False
+    chat_template_tokens: int = 0
+    tokenize_route: bool = True
 
     @property
     def output_tokens(self) -> int:
@@ -153,6 +159,8 @@ class FakeVllm:
         app.router.add_post(CHAT_PATH, self._chat)
         app.router.add_post(COMPLETIONS_PATH, self._completions)
         app.router.add_get("/metrics", self._metrics)
+        if self.config.tokenize_route:
+            app.router.add_post("/tokenize", self._tokenize)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", self._port)
@@ -262,13 +270,14 @@ class FakeVllm:
         if body.get("stream"):
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+            request["prompt_tokens"] = self._prompt_tokens(body, chat=chat)
             return await self._stream(request, chat=chat, include_usage=include_usage)
         total_wait = sum(self.config.gap_before(i) for i in range(len(self.config.pieces)))
         if total_wait:
             await asyncio.sleep(total_wait)
-        return web.json_response(self._full_answer(chat=chat))
+        return web.json_response(self._full_answer(chat=chat, prompt_tokens=self._prompt_tokens(body, chat=chat)))
 
-    def _full_answer(self, *, chat: bool) -> dict[str, object]:
+    def _full_answer(self, *, chat: bool, prompt_tokens: int = 13) -> dict[str, object]:
         cfg = self.config
         text = "".join(cfg.pieces)
         choice: dict[str, object]
@@ -293,11 +302,29 @@ class FakeVllm:
             "model": cfg.served_name,
             "choices": [choice],
             "system_fingerprint": f"vllm-{cfg.version}-fake",
-            "usage": None if cfg.omit_usage else self._usage(),
+            "usage": None if cfg.omit_usage else self._usage(prompt_tokens),
         }
 
-    def _usage(self) -> dict[str, int]:
-        prompt = 13
+    def _prompt_tokens(self, body: dict[str, object], *, chat: bool) -> int:
+        return self.toy_token_count(body, chat=chat) if self.config.count_prompt_words else 13
+
+    def toy_token_count(self, body: dict[str, object], *, chat: bool) -> int:
+        """One token per word of the prompt (or of every message, plus the chat template's tokens)."""
+        messages = body.get("messages")
+        if chat or isinstance(messages, list):
+            listed = messages if isinstance(messages, list) else []
+            contents = [m.get("content") for m in listed if isinstance(m, dict)]
+            words = sum(len(str(content).split()) for content in contents if content is not None)
+            return words + self.config.chat_template_tokens
+        return len(str(body.get("prompt", "")).split())
+
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        body = json.loads(await request.read())
+        count = self.toy_token_count(body, chat="messages" in body)
+        answer = {"count": count, "max_model_len": self.config.max_model_len, "tokens": list(range(count))}
+        return web.json_response({**answer, "token_strs": None})
+
+    def _usage(self, prompt: int = 13) -> dict[str, int]:
         return {
             "prompt_tokens": prompt,
             "total_tokens": prompt + self.config.output_tokens,
@@ -345,7 +372,12 @@ class FakeVllm:
         if not cfg.pieces:
             await send(chunk("", "stop"))
         if include_usage and not cfg.omit_usage:
-            usage_chunk = {"id": ident, "object": "chat.completion.chunk", "choices": [], "usage": self._usage()}
+            usage_chunk = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "choices": [],
+                "usage": self._usage(request["prompt_tokens"]),
+            }
             await send(usage_chunk)
         await send("[DONE]")
         await response.write_eof()
@@ -375,8 +407,8 @@ def _openai_error(status: int, kind: str, message: str, *, param: str | None = N
 
 
 def metrics_text(config: FakeVllmConfig) -> str:
-    """Prometheus text as vLLM 0.32 writes it: HELP/TYPE lines, engine and model_name labels,
-    ``_total`` and ``_created`` samples for counters."""
+    """Prometheus text as vLLM 0.32 writes it: HELP/TYPE lines, engine and model_name labels, and each
+    counter as a ``_total`` counter followed by a ``_created`` gauge (as recorded from a real server)."""
     labels = f'engine="0",model_name="{config.served_name}"'
     created = f"{time.time():.6e}"
     values = config.metrics
@@ -391,6 +423,8 @@ def metrics_text(config: FakeVllmConfig) -> str:
                 f"# HELP {name}_total {help_text}",
                 f"# TYPE {name}_total counter",
                 f"{name}_total{{{labels}}} {value!r}",
+                f"# HELP {name}_created {help_text}",
+                f"# TYPE {name}_created gauge",
                 f"{name}_created{{{labels}}} {created}",
             ]
         )

@@ -1,0 +1,179 @@
+"""Target resolution: a stack's outputs or a URL become the same ``Target``; bad input exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from verify import UsageError
+from verify.target import AuthKind, add_target_arguments, resolve_target, target_from_url
+
+L4_OUTPUTS = {
+    "endpoint": "https://gemma-l4-abc123-uc.a.run.app/",
+    "servedModelName": "gemma-4-12b",
+    "authKind": "google-id-token",
+    "platform": "cloud-run",
+    "accelerator": "nvidia-l4",
+    "maxModelLen": 8192,
+    "maxNumSeqs": 64,
+    "concurrency": 64,
+    "maxInstances": 2,
+    "modelBucket": "an output verify does not read",
+}
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_target_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def pulumi_answering(stdout: str = "", returncode: int = 0, stderr: str = ""):
+    seen: list[list[str]] = []
+
+    def run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        seen.append(list(command))
+        return subprocess.CompletedProcess(list(command), returncode, stdout, stderr)
+
+    return run, seen
+
+
+@pytest.mark.parametrize(
+    ("url", "extra", "expected"),
+    [
+        ("https://gemma-l4-abc123-uc.a.run.app", (), AuthKind.GOOGLE),
+        ("http://127.0.0.1:8000", (), AuthKind.NONE),
+        ("http://localhost:8000/", (), AuthKind.NONE),
+        ("http://10.128.0.7:8000", (), AuthKind.NONE),
+        ("http://34.1.2.3:8000", (), AuthKind.NONE),
+        ("http://34.1.2.3:8000", ("--api-key-env", "MY_KEY"), AuthKind.API_KEY),
+        ("https://gemma-l4-abc123-uc.a.run.app", ("--auth", "none"), AuthKind.NONE),
+        ("http://127.0.0.1:8000", ("--auth", "google"), AuthKind.GOOGLE),
+    ],
+)
+def test_url_auth_auto_and_override(url: str, extra: tuple[str, ...], expected: AuthKind) -> None:
+    """A Cloud Run URL must get an ID token by default (else every request 401s), a local one none."""
+    target = resolve_target(parse("--url", url, *extra))
+    assert target.auth_kind is expected
+    assert not target.base_url.endswith("/")
+    assert target.source == "url"
+
+
+def test_url_without_model_leaves_discovery_to_the_checks() -> None:
+    """No --model: the target must say "unknown" rather than invent a name."""
+    assert resolve_target(parse("--url", "http://127.0.0.1:8000")).model is None
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000", "ftp://host/", "http://", "http://host:8000/?x=1"])
+def test_bad_url_is_a_usage_error_naming_the_flag(url: str) -> None:
+    """A URL without scheme or host must fail before any request, naming --url."""
+    with pytest.raises(UsageError, match="--url"):
+        target_from_url(url, model=None, auth="auto", api_key_env_given=False)
+
+
+def test_audience_is_the_service_url_without_path() -> None:
+    """Cloud Run rejects tokens whose audience carries a path; the audience must be scheme://host."""
+    target = target_from_url("https://svc-uc.a.run.app/v1/", model=None, auth="auto", api_key_env_given=False)
+    assert target.base_url == "https://svc-uc.a.run.app/v1"
+    assert target.audience == "https://svc-uc.a.run.app"
+
+
+def test_stack_outputs_become_a_target() -> None:
+    """The outputs named in docs/architecture.md must all arrive in the Target, typed."""
+    run, seen = pulumi_answering(json.dumps(L4_OUTPUTS))
+    target = resolve_target(parse("--stack", "l4"), run_pulumi=run)
+    assert seen == [["pulumi", "stack", "output", "--json", "--stack", "l4"]]
+    assert target.base_url == "https://gemma-l4-abc123-uc.a.run.app"
+    assert target.model == "gemma-4-12b"
+    assert target.auth_kind is AuthKind.GOOGLE
+    assert (target.platform, target.accelerator) == ("cloud-run", "nvidia-l4")
+    assert (target.max_model_len, target.max_num_seqs) == (8192, 64)
+    assert target.admission_limit == 128
+    assert target.source == "stack l4"
+
+
+def test_stack_api_key_output_and_overrides() -> None:
+    """A TPU stack's api-key auth must carry its secret id; --model and --auth override the stack."""
+    outputs = {
+        "endpoint": "http://10.0.0.5:8000",
+        "servedModelName": "gemma-4-12b",
+        "authKind": "api-key",
+        "apiKeySecret": "vllm-api-key",
+        "platform": "tpu",
+        "accelerator": "tpu-v6e",
+    }
+    run, _ = pulumi_answering(json.dumps(outputs))
+    target = resolve_target(parse("--stack", "tpu-v6e"), run_pulumi=run)
+    assert (target.auth_kind, target.api_key_secret) == (AuthKind.API_KEY, "vllm-api-key")
+    assert target.admission_limit is None
+    overridden = resolve_target(parse("--stack", "tpu-v6e", "--model", "other", "--auth", "none"), run_pulumi=run)
+    assert (overridden.model, overridden.auth_kind) == ("other", AuthKind.NONE)
+
+
+def test_stack_missing_output_names_it() -> None:
+    """A stack that does not export servedModelName must say so, not fail later with a KeyError."""
+    outputs = {key: value for key, value in L4_OUTPUTS.items() if key != "servedModelName"}
+    run, _ = pulumi_answering(json.dumps(outputs))
+    with pytest.raises(UsageError, match="servedModelName"):
+        resolve_target(parse("--stack", "l4"), run_pulumi=run)
+
+
+def test_stack_unknown_auth_kind_is_rejected() -> None:
+    """An authKind verify does not know must not silently become "none"."""
+    run, _ = pulumi_answering(json.dumps({**L4_OUTPUTS, "authKind": "mtls"}))
+    with pytest.raises(UsageError, match="authKind"):
+        resolve_target(parse("--stack", "l4"), run_pulumi=run)
+
+
+def test_pulumi_failure_is_a_usage_error_with_its_message() -> None:
+    """`pulumi` failing (no such stack, not logged in) must surface its own message."""
+    run, _ = pulumi_answering(returncode=255, stderr="error: no stack named 'l5' found\n")
+    with pytest.raises(UsageError, match="no stack named 'l5' found"):
+        resolve_target(parse("--stack", "l5"), run_pulumi=run)
+
+
+def test_pulumi_printing_no_json_is_a_usage_error() -> None:
+    run, _ = pulumi_answering(stdout="warning: upgrade available\n")
+    with pytest.raises(UsageError, match="did not print JSON"):
+        resolve_target(parse("--stack", "l4"), run_pulumi=run)
+
+
+def test_real_subprocess_reads_a_pulumi_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default runner must really execute `pulumi` from PATH with the arguments as a list."""
+    script = tmp_path / "pulumi"
+    record = tmp_path / "args"
+    script.write_text(f'#!/bin/sh\necho "$@" > {record}\ncat <<"JSON"\n{json.dumps(L4_OUTPUTS)}\nJSON\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    target = resolve_target(parse("--stack", "l4"))
+    assert target.model == "gemma-4-12b"
+    assert record.read_text().split() == ["stack", "output", "--json", "--stack", "l4"]
+
+
+def test_missing_pulumi_binary_says_how_to_proceed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the Pulumi CLI the user must be told so, and offered --url."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError, match=r"`pulumi` is not on PATH.*--url"):
+        resolve_target(parse("--stack", "l4"))
+
+
+@pytest.mark.parametrize("flag", ["--timeout", "--connect-timeout"])
+def test_timeouts_must_be_positive(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A zero or negative timeout must be refused by name, not turn into "no timeout"."""
+    with pytest.raises(SystemExit) as exited:
+        parse("--url", "http://127.0.0.1:8000", flag, "0")
+    assert exited.value.code == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_stack_and_url_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse("--stack", "l4", "--url", "http://127.0.0.1:8000")
+    assert "not allowed with" in capsys.readouterr().err
