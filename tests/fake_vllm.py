@@ -31,6 +31,8 @@ from aiohttp.typedefs import Handler
 
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
+# The prompt's token count, kept on the request between parsing it and streaming the usage chunk.
+PROMPT_TOKENS = web.RequestKey("prompt_tokens", int)
 
 # Bodies the platforms in front of vLLM send with their statuses (Google's front end, Cloud Run).
 PLATFORM_BODIES: Mapping[int, str] = {
@@ -270,7 +272,7 @@ class FakeVllm:
         if body.get("stream"):
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-            request["prompt_tokens"] = self._prompt_tokens(body, chat=chat)
+            request[PROMPT_TOKENS] = self._prompt_tokens(body, chat=chat)
             return await self._stream(request, chat=chat, include_usage=include_usage)
         total_wait = sum(self.config.gap_before(i) for i in range(len(self.config.pieces)))
         if total_wait:
@@ -376,7 +378,7 @@ class FakeVllm:
                 "id": ident,
                 "object": "chat.completion.chunk",
                 "choices": [],
-                "usage": self._usage(request["prompt_tokens"]),
+                "usage": self._usage(request[PROMPT_TOKENS]),
             }
             await send(usage_chunk)
         await send("[DONE]")

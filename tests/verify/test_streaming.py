@@ -1,0 +1,231 @@
+"""verify.streaming: one streamed request, timed by vLLM's definitions and failures put in classes.
+
+Runs against tests/fake_vllm.py on 127.0.0.1 (real sockets), over both transports the CLI can use,
+because the two report the same network trouble as different exceptions.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aiohttp
+import httpx
+import pytest
+
+from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig, free_port
+from verify.client import UNLIMITED, aiohttp_transport
+from verify.streaming import (
+    Api,
+    FailureKind,
+    StreamRequest,
+    classify_transport_error,
+    measure_stream,
+)
+
+TRANSPORTS: dict[str, Callable[[], httpx.AsyncBaseTransport]] = {
+    "aiohttp": aiohttp_transport,
+    "httpx": lambda: httpx.AsyncHTTPTransport(limits=UNLIMITED),
+}
+FAST = httpx.Timeout(5.0, connect=2.0)
+Serve = Callable[[FakeVllmConfig], Awaitable[httpx.AsyncClient]]
+
+
+def request(api: Api = Api.CHAT, **overrides: object) -> StreamRequest:
+    fields: dict[str, object] = {"model": "tiny-gemma", "prompt": "hi", "max_tokens": 5, "api": api}
+    fields.update(overrides)
+    return StreamRequest(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=sorted(TRANSPORTS))
+def transport_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def serve(transport_name: str) -> AsyncIterator[Serve]:
+    """Start a fake server with a config and give back a client for it (closed after the test)."""
+    servers: list[FakeVllm] = []
+    clients: list[httpx.AsyncClient] = []
+
+    async def start(config: FakeVllmConfig) -> httpx.AsyncClient:
+        server = FakeVllm(config)
+        await server.start()
+        servers.append(server)
+        client = httpx.AsyncClient(base_url=server.url, transport=TRANSPORTS[transport_name](), timeout=FAST)
+        clients.append(client)
+        return client
+
+    yield start
+    for client in clients:
+        await client.aclose()
+    for server in servers:
+        await server.stop()
+
+
+def ticking_clock() -> Callable[[], float]:
+    """A clock that advances one second per reading: every timestamp the code takes is known."""
+    ticks = itertools.count()
+    return lambda: float(next(ticks))
+
+
+@pytest.mark.parametrize("api", list(Api))
+async def test_timings_follow_vllm_definitions_exactly(serve: Serve, api: Api) -> None:
+    """Guards against TTFT stopped on vLLM's role-only first chunk, ITL counted from it, and E2EL
+    stretched to the usage chunk: with a clock that ticks once per reading the numbers are exact."""
+    client = await serve(FakeVllmConfig(pieces=("a", "b", "c", "d"), tokens_per_piece=1))
+    result = await measure_stream(client, request(api), clock=ticking_clock())
+    # Readings: start=0; chat only: role chunk=1; text chunks next; then the usage chunk; then the end.
+    first_text = 2.0 if api is Api.CHAT else 1.0
+    assert result.ok, result.failure
+    assert result.ttft_s == first_text
+    assert result.itl_s == (1.0, 1.0, 1.0)
+    assert result.e2el_s == first_text + 3.0  # the last choice chunk, not the usage chunk after it
+    assert result.tpot_s == pytest.approx(1.0)
+    assert result.text == "abcd"
+    assert result.finish_reason == "length"
+
+
+async def test_output_tokens_come_from_usage_not_chunks(serve: Serve) -> None:
+    """Guards against counting SSE chunks as tokens: with speculative decoding a chunk carries several."""
+    client = await serve(FakeVllmConfig(pieces=("ab", "cd", "ef"), tokens_per_piece=3))
+    result = await measure_stream(client, request())
+    assert result.content_chunks == 3
+    assert result.output_tokens == 9
+    assert result.prompt_tokens == 13
+
+
+async def test_injected_delays_are_measured_within_tight_tolerance(serve: Serve) -> None:
+    """Guards against a timing bug (wrong clock, wrong chunk) that real delays would expose."""
+    client = await serve(FakeVllmConfig(pieces=("a", "b", "c"), ttft_s=0.15, itl_s=[0.05, 0.1]))
+    result = await measure_stream(client, request())
+    assert result.ok
+    assert result.ttft_s is not None
+    assert 0.15 <= result.ttft_s < 0.15 + 0.06
+    assert len(result.itl_s) == 2
+    assert 0.05 <= result.itl_s[0] < 0.05 + 0.05
+    assert 0.1 <= result.itl_s[1] < 0.1 + 0.05
+    assert 0.30 <= result.e2el_s < 0.30 + 0.08
+
+
+async def test_reasoning_text_counts_as_the_first_token(serve: Serve) -> None:
+    """Guards against a reasoning model reporting no TTFT because its first text is in `reasoning`."""
+    client = await serve(FakeVllmConfig(text_field="reasoning"))
+    result = await measure_stream(client, request())
+    assert result.ok
+    assert result.ttft_s is not None
+    assert result.text == " Hello from a fake server"
+
+
+async def test_payload_forces_the_output_length_on_vllm() -> None:
+    """Guards against benchmarks whose outputs end early at EOS (ignore_eos/min_tokens not sent) or
+    carry no usage (include_usage not asked for)."""
+    server = FakeVllm(FakeVllmConfig())
+    async with server, httpx.AsyncClient(base_url=server.url, transport=aiohttp_transport()) as client:
+        await measure_stream(client, request(ignore_eos=True, min_tokens=5))
+    body = server.requests[-1].body
+    assert isinstance(body, dict)
+    assert body["ignore_eos"] is True
+    assert body["min_tokens"] == 5
+    assert body["max_tokens"] == 5
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (429, FailureKind.HTTP_429),
+        (503, FailureKind.HTTP_503),
+        (504, FailureKind.HTTP_504),
+        (500, FailureKind.HTTP_STATUS),
+    ],
+)
+async def test_statuses_are_classified_with_body_excerpt(serve: Serve, status: int, kind: FailureKind) -> None:
+    """Guards against platform answers (Cloud Run 429/503/504) being lumped into one 'error'."""
+    client = await serve(FakeVllmConfig(status_sequences={CHAT_PATH: [status]}))
+    result = await measure_stream(client, request())
+    assert result.failure is not None
+    assert result.failure.kind is kind
+    assert result.failure.status == status
+    assert result.failure.detail
+
+
+async def test_unknown_model_keeps_vllms_message(serve: Serve) -> None:
+    """Guards against a 404 whose cause (wrong served name) is lost."""
+    client = await serve(FakeVllmConfig())
+    result = await measure_stream(client, request(model="nope"))
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.HTTP_STATUS
+    assert result.failure.status == 404
+    assert "does not exist" in result.failure.detail
+
+
+async def test_refused_connection_is_a_connect_error(transport_name: str) -> None:
+    """Guards against httpx-aiohttp's mapping, which reports a refused connection as ConnectTimeout."""
+    port = free_port()
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", transport=TRANSPORTS[transport_name]()) as client:
+        result = await measure_stream(client, request(), timeouts=FAST)
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.CONNECT_ERROR
+
+
+async def test_stall_past_the_read_timeout_is_a_read_timeout(serve: Serve) -> None:
+    """Guards against a stalled stream hanging a benchmark or being called a connection error."""
+    client = await serve(FakeVllmConfig(pieces=("a", "b", "c"), itl_s=[0.0, 2.0]))
+    result = await measure_stream(client, request(), timeouts=httpx.Timeout(0.3, connect=2.0))
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.READ_TIMEOUT
+    assert result.text == "ab"  # what came before the stall is kept
+    assert result.ttft_s is not None
+
+
+async def test_stream_cut_mid_way_is_interrupted(serve: Serve) -> None:
+    """Guards against a dropped connection being counted as a success with a short output."""
+    client = await serve(FakeVllmConfig(pieces=("a", "b", "c", "d"), cut_stream_after_chunks=2))
+    result = await measure_stream(client, request())
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.STREAM_INTERRUPTED
+
+
+async def test_malformed_sse_is_reported(serve: Serve) -> None:
+    """Guards against a proxy mangling the stream without anyone noticing."""
+    client = await serve(FakeVllmConfig(malformed_sse_after_chunks=1))
+    result = await measure_stream(client, request())
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.MALFORMED_STREAM
+
+
+async def test_missing_usage_is_malformed_not_guessed(serve: Serve) -> None:
+    """Guards against falling back to chunk counts when the server ignores include_usage."""
+    client = await serve(FakeVllmConfig(omit_usage=True))
+    result = await measure_stream(client, request())
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.MALFORMED_STREAM
+    assert result.output_tokens is None
+
+
+async def test_no_text_at_all_is_empty_output(serve: Serve) -> None:
+    """Guards against a model that answers nothing being counted as a fast success."""
+    client = await serve(FakeVllmConfig(pieces=()))
+    result = await measure_stream(client, request())
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.EMPTY_OUTPUT
+
+
+async def test_no_retry_on_failure() -> None:
+    """Guards against a retry hiding a 429 from the numbers: one measure, one request on the wire."""
+    server = FakeVllm(FakeVllmConfig(status_sequences={CHAT_PATH: [429, 429]}))
+    async with server, httpx.AsyncClient(base_url=server.url, transport=aiohttp_transport()) as client:
+        result = await measure_stream(client, request())
+    assert result.failure is not None
+    assert [r.path for r in server.requests] == [CHAT_PATH]
+
+
+def test_aiohttp_connect_timeout_cause_is_a_connect_timeout() -> None:
+    """Guards against aiohttp's connect timeout (surfacing as a bare httpx.TimeoutException through
+    httpx-aiohttp) being reported as a read timeout; a real one cannot be provoked on 127.0.0.1."""
+    error = httpx.TimeoutException("timed out")
+    error.__cause__ = aiohttp.ConnectionTimeoutError("Connection timeout to host")
+    assert classify_transport_error(error).kind is FailureKind.CONNECT_TIMEOUT
+    assert classify_transport_error(httpx.ConnectTimeout("slow")).kind is FailureKind.CONNECT_TIMEOUT
