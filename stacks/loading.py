@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from stacks.secrets import SECRET_KEYS
 from stacks.settings import StackSettings
 
 PROJECT = "gemma-serving"
@@ -43,8 +44,11 @@ def _decode(value: str) -> Any:  # noqa: ANN401 - config values are untyped unti
 def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -> StackSettings:
     """Validate the `<project>:*` keys (plus `gcp:project`) of a flat Pulumi config map."""
     prefix = f"{project}:"
+    # Secret values (stacks.secrets) never enter the settings: they stay Pulumi secrets.
     raw: dict[str, Any] = {
-        key.removeprefix(prefix): _decode(value) for key, value in config.items() if key.startswith(prefix)
+        key.removeprefix(prefix): _decode(value)
+        for key, value in config.items()
+        if key.startswith(prefix) and key.removeprefix(prefix) not in SECRET_KEYS
     }
     if "project" in raw:
         raise StackConfigError([f"{prefix}project: set the Google Cloud project as gcp:project instead"])

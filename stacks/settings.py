@@ -17,7 +17,9 @@ from stacks.base import SettingsModel
 from stacks.cloud_run import CloudRunSettings
 from stacks.gpu_rules import concurrency_problem, gpu_sizing_problems, region_problem
 from stacks.images import PinnedImage
+from stacks.registry import RegistrySettings
 from stacks.vllm import VllmSettings
+from stacks.weights import ModelImportSettings, WeightSource
 
 # The vLLM images the stacks pull unless they name another pinned one.
 DEFAULT_IMAGES: dict[Accelerator, str] = {
@@ -43,6 +45,10 @@ class ModelSettings(SettingsModel):
     # Directory of the checkpoint inside the model bucket (mounted at cloudRun.mount.mountPath).
     path: str
     served_name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
+    # Where `path` comes from; the import job copies it into the bucket. Unset: you fill the bucket yourself.
+    source: WeightSource | None = None
+    # Where the speculative drafter (vllm.speculative.drafter, its own bucket path) comes from.
+    drafter_source: WeightSource | None = None
 
     @field_validator("path")
     @classmethod
@@ -70,6 +76,8 @@ class StackSettings(SettingsModel):
     vllm: VllmSettings
     cloud_run: CloudRunSettings | None = None
     bucket: BucketSettings = BucketSettings()
+    model_import: ModelImportSettings = ModelImportSettings()
+    registry: RegistrySettings = RegistrySettings()
     labels: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("labels")
@@ -82,6 +90,20 @@ class StackSettings(SettingsModel):
                     "(keys start with a letter; at most 63 characters)"
                 )
         return labels
+
+    @model_validator(mode="after")
+    def _one_source_per_path(self) -> Self:
+        drafter = self.vllm.speculative.drafter if self.vllm.speculative else None
+        if self.model.drafter_source is not None and not drafter:
+            raise ValueError("model.drafterSource: there is no vllm.speculative.drafter to import it for")
+        if drafter and self.model.source is not None and self.model.drafter_source is None:
+            raise ValueError(
+                f"model.drafterSource: vllm.speculative.drafter {drafter!r} has no source, so the import would leave "
+                "it out of the bucket; give it one (huggingFace: {repo, revision} or gcs: gs://...)"
+            )
+        if drafter and self.model.drafter_source is not None and drafter.strip("/") == self.model.path:
+            raise ValueError("vllm.speculative.drafter: the drafter needs its own bucket path, not model.path")
+        return self
 
     @model_validator(mode="after")
     def _fits_the_platform(self) -> Self:
@@ -121,6 +143,15 @@ class StackSettings(SettingsModel):
     @property
     def gpu(self) -> CloudRunGpu | None:
         return CLOUD_RUN_GPUS.get(self.accelerator)
+
+    def weight_sources(self) -> dict[str, tuple[str, WeightSource]]:
+        """Each checkpoint to import, by role (`target`, `drafter`): its bucket path and its one source."""
+        found: dict[str, tuple[str, WeightSource]] = {}
+        if self.model.source is not None:
+            found["target"] = (self.model.path, self.model.source)
+        if self.model.drafter_source is not None and self.vllm.speculative and self.vllm.speculative.drafter:
+            found["drafter"] = (self.vllm.speculative.drafter.strip("/"), self.model.drafter_source)
+        return found
 
     def cloud_run_concurrency(self) -> int:
         """Per-instance concurrency: never below what vLLM batches."""
