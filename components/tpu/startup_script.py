@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 # Where the env file with secrets lives: /run is a tmpfs, so it never reaches the disk.
 STATE_DIR = "/run/gemma-vllm"
-ENV_FILE = f"{STATE_DIR}/vllm.env"
 # The marker after which the script is fixed text; tests source everything above it.
 DATA_END_MARKER = "# --- end of rendered data ---"
 
@@ -55,6 +54,7 @@ class StartupScriptSpec:
     # Where the serve arguments expect the checkpoints (mounted read-only into the container).
     model_root: str = "/mnt/models"
     host_model_dir: str = "/var/lib/gemma-vllm/models"
+    state_dir: str = STATE_DIR
     env: Mapping[str, str] = field(default_factory=dict)
     shm_size: str = "10gb"
     container_name: str = "gemma-vllm"
@@ -69,6 +69,10 @@ class StartupScriptSpec:
                 problems.append(f"env {name}: values cannot contain newlines")
         if problems:
             raise ValueError("startup script: " + "; ".join(problems))
+
+    @property
+    def env_file(self) -> str:
+        return f"{self.state_dir}/vllm.env"
 
     def _arg_problems(self) -> list[str]:
         args = list(self.serve_args)
@@ -99,7 +103,8 @@ class StartupScriptSpec:
             for directory in self.model_dirs
             if not _RELATIVE_PATH.match(directory) or ".." in directory.split("/")
         )
-        for key, path in (("model_root", self.model_root), ("host_model_dir", self.host_model_dir)):
+        paths = {"model_root": self.model_root, "host_model_dir": self.host_model_dir, "state_dir": self.state_dir}
+        for key, path in paths.items():
             if not path.startswith("/") or ":" in path:
                 problems.append(f"{key} {path!r} must be an absolute path without ':'")
         return problems
@@ -124,7 +129,7 @@ def docker_run_argv(spec: StartupScriptSpec) -> list[str]:
         "--volume",
         f"{spec.host_model_dir}:{spec.model_root}:ro",
         "--env-file",
-        ENV_FILE,
+        spec.env_file,
         "--log-driver",
         "gcplogs",
     ]
@@ -163,8 +168,8 @@ def render_startup_script(spec: StartupScriptSpec) -> str:
         _assign("HOST_MODEL_DIR", spec.host_model_dir),
         _assign("API_KEY_SECRET", spec.api_key_secret),
         _assign("HF_TOKEN_SECRET", spec.hf_token_secret or ""),
-        _assign("STATE_DIR", STATE_DIR),
-        _assign("ENV_FILE", ENV_FILE),
+        _assign("STATE_DIR", spec.state_dir),
+        _assign("ENV_FILE", spec.env_file),
         _assign("IMAGE", spec.image),
         _assign("CONTAINER", spec.container_name),
         _assign("PORT", spec.port),

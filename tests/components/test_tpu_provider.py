@@ -1,0 +1,225 @@
+"""The queued-resource provider's create/read/update/delete/diff against a fake TPU API on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from pulumi.dynamic.dynamic import serialize_provider
+
+from components.tpu.provider import QueuedResourceError, QueuedResourceProvider
+from components.tpu.request_body import FlexStart, QueuedResourceSpec, build_request_body
+from tests.components.tpu_fake_api import FAKE_TOKEN, FakeClock, FakeTpuApi, Scenario
+
+SPEC = QueuedResourceSpec(
+    project="p",
+    zone="us-east5-a",
+    queued_resource_id="gemma-tpu",
+    node_id="gemma-tpu",
+    accelerator_type="v6e-1",
+    runtime_version="v2-alpha-tpuv6e",
+    service_account_email="sa@p.iam.gserviceaccount.com",
+    startup_script="#!/bin/bash\necho hello\n",
+    provisioning=FlexStart(4 * 3600),
+)
+NAME = "projects/p/locations/us-east5-a/queuedResources/gemma-tpu"
+
+
+def props_for(spec: QueuedResourceSpec = SPEC, deadline: int = 3600) -> dict[str, Any]:
+    return {
+        "project": spec.project,
+        "zone": spec.zone,
+        "queuedResourceId": spec.queued_resource_id,
+        "nodeId": spec.node_id,
+        "requestBody": build_request_body(spec),
+        "activeDeadlineSeconds": deadline,
+    }
+
+
+@pytest.fixture
+def api() -> Iterator[FakeTpuApi]:
+    with FakeTpuApi() as fake:
+        yield fake
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def reports() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def provider(api: FakeTpuApi, clock: FakeClock, reports: list[str]) -> QueuedResourceProvider:
+    return QueuedResourceProvider(
+        base_url=api.base_url,
+        token_provider=lambda: FAKE_TOKEN,
+        sleep=clock.sleep,
+        clock=clock.monotonic,
+        report=reports.append,
+        poll_seconds=30.0,
+    )
+
+
+def test_create_waits_for_active_and_reports_each_state(
+    provider: QueuedResourceProvider, api: FakeTpuApi, reports: list[str]
+) -> None:
+    """`pulumi up` shows the request moving through the queue and ends with the node's address."""
+    result = provider.create(props_for())
+    assert result.id == NAME
+    assert result.outs is not None
+    assert result.outs["state"] == "ACTIVE"
+    assert result.outs["internalIp"] == "10.128.0.7"
+    assert result.outs["externalIp"] == ""
+    assert result.outs["queuedResourceName"] == NAME
+    seen = [line for line in reports if line.startswith(NAME)]
+    assert [line.split(": ")[1].split(" ")[0] for line in seen] == ["WAITING_FOR_RESOURCES", "PROVISIONING", "ACTIVE"]
+    (post,) = api.calls("POST")
+    assert post.body == props_for()["requestBody"]
+    assert api.calls("DELETE") == []
+
+
+def test_create_survives_transient_api_errors(provider: QueuedResourceProvider, api: FakeTpuApi) -> None:
+    """503 and 429 from the TPU API while queueing and polling do not fail the deployment."""
+    api.scenarios["gemma-tpu"] = Scenario(create_failures=[503, 429], get_failures=[503])
+    result = provider.create(props_for())
+    assert result.outs is not None
+    assert result.outs["state"] == "ACTIVE"
+    assert len(api.calls("POST")) == 3
+
+
+def test_failed_request_reports_googles_reason_and_is_withdrawn(
+    provider: QueuedResourceProvider, api: FakeTpuApi
+) -> None:
+    """A FAILED request says why (Google's message) and is deleted so the next `up` can try again."""
+    api.scenarios["gemma-tpu"] = Scenario(
+        states=["WAITING_FOR_RESOURCES", "FAILED"], failed_reason="Insufficient preemptible quota for v6e"
+    )
+    with pytest.raises(QueuedResourceError, match="Insufficient preemptible quota for v6e") as error:
+        provider.create(props_for())
+    assert "code 8" in str(error.value)
+    (delete,) = api.calls("DELETE")
+    assert delete.query["force"] == ["true"]
+    assert NAME not in api.queued
+
+
+def test_rejected_operation_is_reported(provider: QueuedResourceProvider, api: FakeTpuApi) -> None:
+    """A request Google rejects after the POST never appears; the operation's error is shown instead."""
+    api.scenarios["gemma-tpu"] = Scenario(operation_error="Flex-start is not available for v6e-1 in this zone")
+    with pytest.raises(QueuedResourceError, match="Flex-start is not available"):
+        provider.create(props_for())
+
+
+def test_deadline_withdraws_the_request(
+    provider: QueuedResourceProvider, api: FakeTpuApi, clock: FakeClock, reports: list[str]
+) -> None:
+    """No capacity within activeDeadline: fail with advice, and leave no queued request billing later."""
+    api.scenarios["gemma-tpu"] = Scenario(states=["WAITING_FOR_RESOURCES"])
+    provider.heartbeat_seconds = 600.0
+    with pytest.raises(QueuedResourceError, match=r"still WAITING_FOR_RESOURCES after 60m.*another zone"):
+        provider.create(props_for(deadline=3600))
+    assert 3600 <= clock.now < 3600 + 5 * 30 + 1  # the deadline plus the withdrawal's polls
+    assert api.calls("DELETE")
+    assert NAME not in api.queued
+    assert any("still WAITING_FOR_RESOURCES" in line for line in reports)
+
+
+def test_409_for_our_own_request_adopts_it(
+    provider: QueuedResourceProvider, api: FakeTpuApi, reports: list[str]
+) -> None:
+    """A retried `pulumi up` whose first attempt queued the request picks it up instead of failing."""
+    api.add_existing(NAME, props_for()["requestBody"], "ACTIVE")
+    result = provider.create(props_for())
+    assert result.outs is not None
+    assert result.outs["state"] == "ACTIVE"
+    assert any("adopting" in line for line in reports)
+    assert api.calls("DELETE") == []
+
+
+def test_409_for_someone_elses_request_is_refused(provider: QueuedResourceProvider, api: FakeTpuApi) -> None:
+    """A request with the same id but another spec is never taken over or deleted: a clear error instead."""
+    other = build_request_body(replace(SPEC, accelerator_type="v6e-4"))
+    api.add_existing(NAME, other, "ACTIVE")
+    with pytest.raises(QueuedResourceError, match=r"already exists and was not created from this stack's spec"):
+        provider.create(props_for())
+    assert api.calls("DELETE") == []
+    assert NAME in api.queued
+
+
+def test_409_for_our_failed_leftover_requeues(provider: QueuedResourceProvider, api: FakeTpuApi) -> None:
+    """Our own FAILED or SUSPENDED leftover is deleted and the request queued again."""
+    api.add_existing(NAME, props_for()["requestBody"], "SUSPENDED")
+    result = provider.create(props_for())
+    assert result.outs is not None
+    assert result.outs["state"] == "ACTIVE"
+    assert len(api.calls("DELETE")) == 1
+    assert len(api.calls("POST")) == 2
+
+
+def test_read_reports_live_state_and_gone_requests(provider: QueuedResourceProvider, api: FakeTpuApi) -> None:
+    """Refresh sees ACTIVE with addresses; a deleted or flex-start-expired request reads as gone."""
+    props = props_for()
+    api.add_existing(NAME, props["requestBody"], "ACTIVE")
+    live = provider.read(NAME, props)
+    assert live.id == NAME
+    assert live.outs is not None
+    assert live.outs["internalIp"] == "10.128.0.7"
+    api.queued[NAME].fixed_state = "SUSPENDED"
+    assert provider.read(NAME, props).id == ""
+    del api.queued[NAME]
+    assert provider.read(NAME, props).id == ""
+
+
+def test_delete_is_forced_and_waits_until_gone(provider: QueuedResourceProvider, api: FakeTpuApi) -> None:
+    """Destroy removes the node with the request and returns only when Google no longer lists it."""
+    api.add_existing(NAME, props_for()["requestBody"], "ACTIVE", Scenario(deleting_polls=3))
+    provider.delete(NAME, props_for())
+    (delete,) = api.calls("DELETE")
+    assert delete.query["force"] == ["true"]
+    assert NAME not in api.queued
+    assert len(api.calls("GET", "queuedResources")) == 4
+
+
+def test_diff_replaces_on_any_request_change() -> None:
+    """Google cannot update a queued resource: a changed script, zone or tier means delete, then create."""
+    provider = QueuedResourceProvider()
+    olds = props_for()
+    assert provider.diff(NAME, olds, props_for()).changes is False
+    changed = provider.diff(NAME, olds, props_for(replace(SPEC, startup_script="#!/bin/bash\necho v2\n")))
+    assert changed.changes is True
+    assert changed.replaces == ["requestBody"]
+    assert changed.delete_before_replace is True
+    moved = provider.diff(NAME, olds, props_for(replace(SPEC, zone="asia-northeast1-b")))
+    assert "zone" in (moved.replaces or [])
+    deadline_only = provider.diff(NAME, olds, props_for(deadline=7200))
+    assert deadline_only.changes is True
+    assert deadline_only.replaces == []
+
+
+def test_update_keeps_what_was_read_from_google() -> None:
+    """A deadline-only update must not lose the node's address from the stack outputs."""
+    olds = {**props_for(), "state": "ACTIVE", "internalIp": "10.128.0.7", "queuedResourceName": NAME}
+    result = QueuedResourceProvider().update(NAME, olds, props_for(deadline=7200))
+    assert result.outs is not None
+    assert result.outs["activeDeadlineSeconds"] == 7200
+    assert result.outs["internalIp"] == "10.128.0.7"
+
+
+def test_check_names_missing_inputs() -> None:
+    """A malformed resource fails at check time with the missing key, before any API call."""
+    props = props_for()
+    del props["requestBody"]
+    failures = QueuedResourceProvider().check({}, props).failures
+    assert [failure.property for failure in failures] == ["requestBody"]
+
+
+def test_provider_serializes_without_credentials() -> None:
+    """Pulumi pickles the provider into the state: it must pickle, and carry no token or client."""
+    blob = serialize_provider(QueuedResourceProvider())
+    assert blob
+    assert FAKE_TOKEN not in blob
