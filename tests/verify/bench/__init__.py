@@ -1,0 +1,3 @@
+"""Tests of `verify bench` and `verify compare` against local servers and fixed result files."""
+
+from __future__ import annotations
