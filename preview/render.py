@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pulumi.output import Unknown
+from pulumi.runtime import rpc
 
 from preview.capture import SECRET_SIGNATURE, UNKNOWN, Capture, CapturedResource
 
@@ -30,7 +31,9 @@ EXTRA_SECTIONS: list[Section] = []
 def clean(value: Any) -> Any:  # noqa: ANN401 - any captured input or output
     """Mask secrets and mark unknowns, recursively; floats that are whole numbers become ints."""
     if isinstance(value, dict):
-        return SECRET_MASK if SECRET_SIGNATURE in value else {str(k): clean(v) for k, v in value.items()}
+        # Secrets arrive as {<sig key>: <secret sig>, "value": ...} (engine wire form) or keyed by the sig.
+        is_secret = SECRET_SIGNATURE in value or value.get(rpc._special_sig_key) == SECRET_SIGNATURE
+        return SECRET_MASK if is_secret else {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [clean(item) for item in value]
     if isinstance(value, Unknown) or (isinstance(value, str) and value == UNKNOWN):

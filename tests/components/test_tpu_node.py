@@ -1,0 +1,180 @@
+"""TpuVllmNode under Pulumi mocks: identity and grants, the API-key secret, the network edge, the request."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+import pytest
+from pulumi.runtime import mocks as pulumi_mocks
+
+from components.tpu.node import IAP_SOURCE_RANGE, TpuVllmNode, TpuVllmNodeArgs, service_account_id
+from components.tpu.request_body import FlexStart, Spot
+from preview.capture import Capture, OfflineMocks, RecordingMonitor, run_registrations
+from preview.render import clean, plan_document
+
+Register = Callable[[Callable[[], object]], Capture]
+QUEUED = "pulumi-python:dynamic/tpu:QueuedResource"
+FIREWALL = "gcp:compute/firewall:Firewall"
+SERVE_ARGS = ["/mnt/models/gemma-4-12B-it", "--served-model-name", "gemma", "--port", "8000"]
+
+
+def node_args(**changes: object) -> TpuVllmNodeArgs:
+    values: dict[str, object] = {
+        "project": "test-project",
+        "zone": "us-east5-a",
+        "provisioning": FlexStart(4 * 3600),
+        "image": "vllm/vllm-tpu:v0.32.0",
+        "serve_args": SERVE_ARGS,
+        "model_bucket": "test-project-gemma-models",
+        "model_dirs": ["gemma-4-12B-it"],
+        "labels": {"stack": "tpu-v6e"},
+    }
+    values.update(changes)
+    return TpuVllmNodeArgs(**values)  # type: ignore[arg-type]
+
+
+def body_of(capture: Capture) -> dict[str, Any]:
+    return dict(clean(capture.one(QUEUED).inputs)["requestBody"])
+
+
+def script_of(capture: Capture) -> str:
+    return str(body_of(capture)["tpu"]["nodeSpec"][0]["node"]["metadata"]["startup-script"])
+
+
+def test_internal_only_by_default(register: Register) -> None:
+    """No external IP, no vLLM-port rule, SSH only from IAP, and NAT so the node can still pull the image."""
+    capture = register(lambda: TpuVllmNode("gemma-tpu", node_args()))
+    node = body_of(capture)["tpu"]["nodeSpec"][0]["node"]
+    assert node["networkConfig"]["enableExternalIps"] is False
+    (rule,) = capture.of_type(FIREWALL)
+    assert rule.inputs["sourceRanges"] == [IAP_SOURCE_RANGE]
+    assert rule.inputs["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
+    assert rule.inputs["targetTags"] == node["tags"]
+    nat = capture.one("gcp:compute/routerNat:RouterNat")
+    assert nat.inputs["region"] == "us-east5"
+
+
+def test_public_endpoint_opens_the_port_to_named_ranges_only(register: Register) -> None:
+    """A public node gets an external IP and a rule for the vLLM port from exactly the configured ranges."""
+    ranges = ["203.0.113.0/24", "2001:db8::/32"]
+    capture = register(
+        lambda: TpuVllmNode("gemma-tpu", node_args(public_endpoint=True, allowed_source_ranges=ranges, iap_ssh=False))
+    )
+    assert body_of(capture)["tpu"]["nodeSpec"][0]["node"]["networkConfig"]["enableExternalIps"] is True
+    (rule,) = capture.of_type(FIREWALL)
+    assert rule.inputs["sourceRanges"] == ranges
+    assert rule.inputs["allows"] == [{"protocol": "tcp", "ports": ["8000"]}]
+    assert rule.inputs["direction"] == "INGRESS"
+    assert capture.of_type("gcp:compute/routerNat:RouterNat") == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"public_endpoint": True}, "allowed_source_ranges is required when public_endpoint is true"),
+        ({"allowed_source_ranges": ["0.0.0.0/0"]}, "opens the vLLM port to the whole internet"),
+        ({"allowed_source_ranges": ["::/0"]}, "opens the vLLM port to the whole internet"),
+        ({"allowed_source_ranges": ["10.0.0.1/8"]}, "is not a CIDR"),
+        ({"tensor_parallel_size": 4}, "does not fit v6e-1"),
+        ({"accelerator_type": "v5e-4"}, "expected v6e-<chips>"),
+    ],
+)
+def test_unsafe_or_unworkable_nodes_are_refused(changes: dict[str, object], message: str) -> None:
+    """An open firewall or a slice that cannot hold the tensor-parallel size never reaches a plan."""
+    with pytest.raises(ValueError, match=message):
+        TpuVllmNode("gemma-tpu", node_args(**changes))
+
+
+def test_identity_reads_the_bucket_and_only_its_own_secrets(register: Register) -> None:
+    """The node's account may read the weights, its API key (and an HF token if named), and write logs."""
+    capture = register(lambda: TpuVllmNode("gemma-tpu", node_args(hf_token_secret="hf-token")))
+    account = capture.one("gcp:serviceaccount/account:Account")
+    email = f"{account.inputs['accountId']}@test-project.iam.gserviceaccount.com"
+    member = f"serviceAccount:{email}"
+    reader = capture.one("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert (reader.inputs["bucket"], reader.inputs["role"], reader.inputs["member"]) == (
+        "test-project-gemma-models",
+        "roles/storage.objectViewer",
+        member,
+    )
+    secret_readers = capture.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")
+    assert sorted(r.inputs["secretId"] for r in secret_readers) == ["gemma-tpu-vllm-api-key", "hf-token"]
+    assert {r.inputs["role"] for r in secret_readers} == {"roles/secretmanager.secretAccessor"}
+    assert {r.inputs["member"] for r in secret_readers} == {member}
+    (log_writer,) = capture.of_type("gcp:projects/iAMMember:IAMMember")
+    assert log_writer.inputs["role"] == "roles/logging.logWriter"
+    node = body_of(capture)["tpu"]["nodeSpec"][0]["node"]
+    assert node["serviceAccount"]["email"] == email
+    assert "HF_TOKEN_SECRET=hf-token" in script_of(capture)
+
+
+def test_request_carries_the_provisioning_terms(register: Register) -> None:
+    """Flex-start with its max run duration, or spot: the tier reaches the REST body unchanged."""
+    flex = register(lambda: TpuVllmNode("gemma-tpu", node_args(valid_until_seconds=3600)))
+    body = body_of(flex)
+    assert body["provisioningModel"] == "FLEX_START"
+    assert body["runDuration"] == {"maxRunDuration": "14400s"}
+    assert body["queueingPolicy"] == {"validUntilDuration": "3600s"}
+    assert body["tpu"]["nodeSpec"][0]["node"]["acceleratorType"] == "v6e-1"
+    assert body["tpu"]["nodeSpec"][0]["node"]["runtimeVersion"] == "v2-alpha-tpuv6e"
+
+
+def test_spot_request(register: Register) -> None:
+    capture = register(lambda: TpuVllmNode("gemma-tpu", node_args(provisioning=Spot())))
+    body = body_of(capture)
+    assert body["spot"] == {}
+    assert "runDuration" not in body
+
+
+def test_startup_script_states_tensor_parallel_and_names_the_secret(register: Register) -> None:
+    """One chip, tensor parallel 1, stated explicitly; the script names the secret, never its value."""
+    script = script_of(register(lambda: TpuVllmNode("gemma-tpu", node_args())))
+    assert "--tensor-parallel-size 1" in script
+    assert "API_KEY_SECRET=gemma-tpu-vllm-api-key" in script
+    assert "MODEL_BUCKET=test-project-gemma-models" in script
+
+
+class CanaryMocks(OfflineMocks):
+    """Mocks that give the random API key a recognisable value, to prove it never appears in the plan."""
+
+    CANARY = "CANARY-api-key-value-0123456789abcdef"
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        resource_id, state = super().new_resource(args)
+        if args.typ == "random:index/randomPassword:RandomPassword":
+            state["result"] = self.CANARY
+        return resource_id, state
+
+
+def test_api_key_value_never_appears_in_the_plan() -> None:
+    """The key is generated, kept secret end to end, and masked wherever the plan could show it."""
+    capture = Capture()
+    mocks = CanaryMocks(project="test-project")
+    pulumi_mocks.set_mocks(
+        mocks, project="gemma-serving", stack="test", preview=True, monitor=RecordingMonitor(mocks, capture)
+    )
+
+    def program() -> None:
+        node = TpuVllmNode("gemma-tpu", node_args())
+        pulumi.export("apiKeySecret", node.api_key_secret)
+
+    run_registrations(program, capture)
+    version = capture.one("gcp:secretmanager/secretVersion:SecretVersion")
+    assert clean(version.inputs)["secretData"] == "[secret]"
+    document = json.dumps(plan_document(capture, stack="test", project="gemma-serving", notes=[]))
+    assert CanaryMocks.CANARY not in document
+    assert capture.outputs["apiKeySecret"] == "projects/test-project/secrets/gemma-tpu-vllm-api-key"
+
+
+def test_service_account_ids_are_valid_and_stable() -> None:
+    """Google accepts 6-30 lowercase characters; long component names still give a stable, unique id."""
+    assert service_account_id("gemma-tpu") == "gemma-tpu"
+    long_name = "gemma-tpu-v6e-vllm-node-for-a-long-stack-name"
+    derived = service_account_id(long_name)
+    assert len(derived) <= 30
+    assert derived == service_account_id(long_name)
+    assert derived != service_account_id(long_name + "-2")
+    assert service_account_id("tpu") == "tpu-vllm"
