@@ -35,6 +35,8 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
+	$(BIN)/actionlint -shellcheck $(BIN)/shellcheck -pyflakes= .github/workflows/*.yml
+	$(BIN)/zizmor --offline --no-progress -q .github/workflows
 
 format: $(VENV)/.dev-installed
 	$(BIN)/ruff format .
