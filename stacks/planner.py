@@ -167,6 +167,7 @@ class PlanInputs:
     # when set, it replaces utilisation x memory - weights - overhead.
     kv_budget_bytes: int | None = None
     layout: KvLayout = KvLayout.VLLM_HYBRID
+    # vLLM's KV block: 16 tokens on CUDA, 128 on CPU (vllm/platforms/cpu.py); rounding is per block.
     block_size: int = 16
     # Tokens scheduled but not yet settled, which sliding-window layers also hold (see module doc).
     in_flight_tokens: int = 0
@@ -205,32 +206,41 @@ def _layer_bytes_per_token(layer: AttentionLayer, element: KvElement, tp: int, l
 class _CacheLayer:
     kind: LayerKind
     bytes_per_token: int
+    # Tokens per block of this layer: vLLM gives layers with smaller pages proportionally larger blocks
+    # so that every layer's page has the same size (unify_kv_cache_spec_page_size).
+    block_tokens: int
 
 
 def _cache_layers(inputs: PlanInputs, element: KvElement) -> list[_CacheLayer]:
-    """The layers that allocate KV cache (model and drafter), with their per-token cost."""
+    """The layers that allocate KV cache (model and drafter), with their per-token cost and block."""
     tp = inputs.tensor_parallel_size
     layers = [layer for layer in inputs.model.architecture.layers if not layer.kv_shared]
     if inputs.drafter is not None:
         layers += [layer for layer in inputs.drafter.architecture.layers if not layer.kv_shared]
     costs = [_layer_bytes_per_token(layer, element, tp, inputs.layout) for layer in layers]
+    largest = max(costs, default=0)
+    block = inputs.block_size
     if inputs.layout is KvLayout.TPU:
-        page = max(costs, default=0)
-        return [_CacheLayer(LayerKind.FULL, page) for _ in layers]
-    return [_CacheLayer(layer.kind, cost) for layer, cost in zip(layers, costs, strict=True)]
+        return [_CacheLayer(LayerKind.FULL, largest, block) for _ in layers]
+    cache_layers = []
+    for layer, cost in zip(layers, costs, strict=True):
+        if largest % cost == 0:
+            cache_layers.append(_CacheLayer(layer.kind, cost, block * (largest // cost)))
+        else:  # vLLM pads a page that does not divide the largest one up to it
+            cache_layers.append(_CacheLayer(layer.kind, largest, block))
+    return cache_layers
 
 
 def _sequence_bytes(layers: list[_CacheLayer], length: int, inputs: PlanInputs, window: int | None) -> int:
     """KV bytes one sequence of `length` tokens holds, rounded to whole blocks per layer."""
-    block = inputs.block_size
-    full_tokens = _round_to_blocks(length, block)
     total = 0
     for layer in layers:
+        block = layer.block_tokens
         if layer.kind is LayerKind.SLIDING and window is not None:
             held = min(window - 1 + inputs.in_flight_tokens, length)
             tokens = _round_to_blocks(held, block) + block
         else:
-            tokens = full_tokens
+            tokens = _round_to_blocks(length, block)
         total += tokens * layer.bytes_per_token
     return total
 
@@ -466,8 +476,10 @@ def render_table(plan: CapacityPlan) -> str:
         ("KV budget", gib(plan.kv_budget_bytes)),
         (
             "KV per token",
-            f"{plan.kv_bytes_per_token:,.0f} B at {inputs.max_model_len:,} tokens "
-            f"({plan.kv_bytes_per_token_uncapped:,} B uncapped, {inputs.kv_cache_dtype}, {inputs.layout})",
+            (
+                f"{plan.kv_bytes_per_token:,.0f} B at {inputs.max_model_len:,} tokens "
+                f"({plan.kv_bytes_per_token_uncapped:,} B uncapped, {inputs.kv_cache_dtype}, {inputs.layout})"
+            ),
         ),
         ("capacity", f"{plan.capacity_tokens:,} tokens"),
         (
