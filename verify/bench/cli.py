@@ -32,7 +32,6 @@ from verify.bench.results import CellRecord, done_keys, load_results
 from verify.bench.slo import Slo, parse_slo, violations
 from verify.bench.sweep import Endpoint, SweepPlan, run_sweep
 from verify.client import client_for, default_timeout
-from verify.prom import VllmMetrics
 from verify.responses import ModelList, VersionInfo, body_excerpt
 from verify.streaming import Api
 from verify.target import Target, add_target_arguments, resolve_target
@@ -250,7 +249,7 @@ def _existing_records(path: Path, *, resume: bool, console: Console) -> list[Cel
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     target = resolve_target(args)
     output: Path = args.output if args.output is not None else _default_output()
     existing = _existing_records(output, resume=args.resume, console=console)
@@ -290,16 +289,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
 
 
 def _metrics_summary(path: Path) -> str | None:
-    if not path.exists():
-        return None
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        before, after = (
-            None if document.get(side) is None else VllmMetrics.model_validate(document[side])
-            for side in ("before", "after")
-        )
-    except (ValueError, pydantic.ValidationError):
-        return None
+    before, after = server_metrics.load_snapshots(path)
     return server_metrics.summary_markdown(before, after)
 
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pydantic
 
 from verify.prom import MetricsParseError, VllmMetrics, parse_metrics
 
@@ -65,3 +66,20 @@ def write_snapshots(path: Path, before: VllmMetrics | None, after: VllmMetrics |
         "during": None if before is None or after is None else after.since(before).model_dump(mode="json"),
     }
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def load_snapshots(path: Path) -> tuple[VllmMetrics | None, VllmMetrics | None]:
+    """Read back what ``write_snapshots`` wrote (computed ratios are recomputed, not read)."""
+    if not path.exists():
+        return None, None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return _side(document.get("before")), _side(document.get("after"))
+    except (ValueError, AttributeError, pydantic.ValidationError):
+        return None, None
+
+
+def _side(raw: object) -> VllmMetrics | None:
+    if not isinstance(raw, dict):
+        return None
+    return VllmMetrics.model_validate({key: raw.get(key) for key in VllmMetrics.model_fields})
