@@ -1,0 +1,54 @@
+"""The TPU component as a stack builds it, through every guardrail: bounded requests pass, unbounded fail.
+
+Guards the TPU guardrails against drifting from the real queued-resource resource (its dynamic type
+token, the `requestBody` marker, the startup script that names the image) while the tpu-v6e stack file
+is not there yet to be checked whole by test_stacks_pass_policies.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from components.tpu.node import TpuVllmNode, TpuVllmNodeArgs
+from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
+from policy.rules import GUARDRAILS
+from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
+from preview.capture import Capture
+from tests.policy.test_stacks_pass_policies import judge
+
+Register = Callable[[Callable[[], object]], Capture]
+QUEUED = "pulumi-python:dynamic/tpu:QueuedResource"
+
+
+def build(register: Register, provisioning: Provisioning) -> Capture:
+    args = TpuVllmNodeArgs(
+        project="test-project",
+        zone="us-east5-a",
+        provisioning=provisioning,
+        image="vllm/vllm-tpu:v0.32.0",
+        serve_args=["/mnt/models/gemma-4-12B-it", "--served-model-name", "gemma", "--port", "8000"],
+        model_bucket="test-project-gemma-models",
+        model_dirs=["gemma-4-12B-it"],
+        labels={"stack": "tpu-v6e"},
+    )
+    return register(lambda: TpuVllmNode("gemma-tpu", args))
+
+
+@pytest.mark.parametrize("provisioning", [FlexStart(4 * 3600), Spot()], ids=["flex-start", "spot"])
+def test_bounded_tpu_node_passes_every_guardrail(register: Register, provisioning: Provisioning) -> None:
+    """The TPU shapes we recommend are not blocked, and the TPU guardrails really judged the request."""
+    violations, not_evaluated, applied = judge(build(register, provisioning).resources)
+    assert violations == []
+    assert not_evaluated == []
+    assert {"tpu-queued-resource-bounded", "images-pinned", "no-plaintext-secrets"} <= applied
+    assert {g.name for g in GUARDRAILS if g.applies_to(QUEUED)} <= applied
+
+
+def test_guaranteed_tpu_node_is_refused(register: Register) -> None:
+    """An on-demand TPU that nobody deletes bills forever: the pack refuses it."""
+    capture = build(register, Guaranteed())
+    violations, _, _ = judge(capture.resources)
+    assert violations
+    assert all(TPU_QUEUED_RESOURCE_BOUNDED.name in v for v in violations)
