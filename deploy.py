@@ -12,8 +12,12 @@ import pulumi
 
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
+from components.tpu.node import TpuVllmNode, TpuVllmNodeArgs, with_tensor_parallel
+from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
 from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
 from stacks.settings import StackSettings
+from stacks.tpu import ProvisioningModel, TpuProvisioning
+from supply import google_cloud, image_supply, model_supply
 
 # Labels every resource carries, so costs and ownership can be traced back to the stack.
 MANAGED_BY = "gemma-serving"
@@ -24,6 +28,8 @@ def deploy(settings: StackSettings, stack: str) -> dict[str, Any]:
     labels = {"managed-by": MANAGED_BY, "stack": _label_value(stack), **settings.labels}
     if settings.gpu is not None:
         return _deploy_cloud_run(settings, stack, labels)
+    if settings.tpu is not None:
+        return _deploy_tpu(settings, stack, labels)
     raise NotImplementedError(f"accelerator {settings.accelerator.value!r} has no deployment wired yet")
 
 
@@ -33,12 +39,15 @@ def _deploy_cloud_run(settings: StackSettings, stack: str, labels: dict[str, str
     assert gpu is not None
     assert run is not None
     base = f"gemma-{stack}"
+    # Every component uses a Google provider that waits for the project's APIs (supply.google_cloud).
+    cloud = google_cloud(settings, stack)
     identity = ServingIdentity(
         f"{base}-identity",
         ServingIdentityArgs(
             account_id=account_id_for(stack, "vllm"),
             display_name=f"gemma-serving {stack} vLLM",
         ),
+        cloud,
     )
     bucket = ModelBucket(
         f"{base}-models",
@@ -48,20 +57,25 @@ def _deploy_cloud_run(settings: StackSettings, stack: str, labels: dict[str, str
             labels=labels,
             force_destroy=settings.bucket.force_destroy,
         ),
+        cloud,
     )
+    images = image_supply(settings, stack, labels, cloud)
+    weights = model_supply(settings, stack, bucket.name, labels, cloud, job_image=images.job)
     service = VllmGpuService(
         f"{base}-vllm",
         VllmGpuServiceArgs(
             region=settings.region,
             gpu=gpu,
-            image=settings.image_ref,
+            image=images.serving,
             serve_args=settings.serve_args(),
             max_num_seqs=settings.vllm.max_num_seqs,
             run=run,
             bucket_name=bucket.name,
             service_account_email=identity.email,
             labels=labels,
+            wait_for=weights.ready,
         ),
+        cloud,
     )
     return {
         "endpoint": service.url,
@@ -77,9 +91,85 @@ def _deploy_cloud_run(settings: StackSettings, stack: str, labels: dict[str, str
         "serviceName": service.service_name,
         "modelBucket": bucket.name,
         "serviceAccount": identity.email,
-        "image": settings.image_ref,
+        "image": images.serving,
+        "importJobs": weights.by_hand(),
         "vllmArgs": settings.serve_args(),
     }
+
+
+def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A model bucket and one TPU v6e node running vLLM (its identity, key, firewall and request)."""
+    tpu = settings.tpu
+    assert tpu is not None
+    assert settings.project is not None
+    base = f"gemma-{stack}"
+    # The node grants its own account read access (that account is created inside the node).
+    bucket = ModelBucket(
+        f"{base}-models",
+        ModelBucketArgs(
+            location=settings.bucket.location or settings.region,
+            labels=labels,
+            force_destroy=settings.bucket.force_destroy,
+        ),
+    )
+    drafter = settings.vllm.speculative.drafter if settings.vllm.speculative else None
+    tensor_parallel = settings.vllm.tensor_parallel_size
+    serve_args = with_tensor_parallel(settings.serve_args(), tensor_parallel)
+    node = TpuVllmNode(
+        f"{base}-vllm",
+        TpuVllmNodeArgs(
+            project=settings.project,
+            zone=tpu.zone,
+            accelerator_type=tpu.accelerator_type,
+            provisioning=_tpu_provisioning(tpu.provisioning),
+            image=settings.image_ref,
+            serve_args=serve_args,
+            tensor_parallel_size=tensor_parallel,
+            port=tpu.port,
+            model_bucket=bucket.name,
+            model_dirs=[settings.model.path, *([drafter.strip("/")] if drafter else [])],
+            model_root=settings.model_root(),
+            network=tpu.network,
+            subnetwork=tpu.subnetwork,
+            public_endpoint=tpu.public_endpoint,
+            allowed_source_ranges=tpu.allowed_source_ranges,
+            iap_ssh=tpu.iap_ssh,
+            egress_nat=tpu.egress_nat,
+            hf_token_secret=tpu.hf_token_secret,
+            labels=labels,
+            valid_until_seconds=tpu.valid_until_duration,
+            active_deadline_seconds=tpu.active_deadline,
+        ),
+    )
+    return {
+        "endpoint": node.endpoint,
+        "servedModelName": settings.model.served_name,
+        "authKind": "api-key",
+        "apiKeySecret": node.api_key_secret,
+        "platform": "tpu",
+        "accelerator": settings.accelerator.value,
+        "region": settings.region,
+        "zone": tpu.zone,
+        "acceleratorType": tpu.accelerator_type,
+        "provisioningModel": tpu.provisioning.model.value,
+        "maxModelLen": settings.vllm.max_model_len,
+        "maxNumSeqs": settings.vllm.max_num_seqs,
+        "queuedResourceName": node.queued_resource_name,
+        "nodeId": node.node_id,
+        "modelBucket": bucket.name,
+        "serviceAccount": node.service_account_email,
+        "image": settings.image_ref,
+        "vllmArgs": serve_args,
+    }
+
+
+def _tpu_provisioning(provisioning: TpuProvisioning) -> Provisioning:
+    if provisioning.model is ProvisioningModel.FLEX_START:
+        assert provisioning.max_run_duration is not None
+        return FlexStart(provisioning.max_run_duration)
+    if provisioning.model is ProvisioningModel.SPOT:
+        return Spot()
+    return Guaranteed(provisioning.reservation)
 
 
 def _label_value(value: str) -> str:

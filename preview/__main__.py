@@ -14,6 +14,8 @@ from pathlib import Path
 from preview.capture import run_program
 from preview.render import plan_document, text_plan
 from preview.stack_file import StackFileError, available_stacks, read_stack_config
+from preview.supply_plan import register as register_supply_section
+from preview.tpu_plan import register as register_tpu_section
 from stacks.loading import StackConfigError, settings_from_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         document = plan_document(capture, stack=args.stack, project=config.project, notes=config.notes)
         print(json.dumps(document, indent=2, sort_keys=False))
     else:
+        register_tpu_section()
+        register_supply_section()
         print(text_plan(capture, stack=args.stack, project=config.project, notes=config.notes), end="")
     return 0
 

@@ -18,6 +18,7 @@ from stacks.cloud_run import CloudRunSettings
 from stacks.gpu_rules import concurrency_problem, gpu_sizing_problems, region_problem
 from stacks.images import PinnedImage
 from stacks.registry import RegistrySettings
+from stacks.tpu import TpuSettings
 from stacks.vllm import VllmSettings
 from stacks.weights import ModelImportSettings, WeightSource
 
@@ -75,6 +76,8 @@ class StackSettings(SettingsModel):
     model: ModelSettings
     vllm: VllmSettings
     cloud_run: CloudRunSettings | None = None
+    # TPU stacks (accelerator tpu-v6e): zone, tier, network edge of the queued-resource node.
+    tpu: TpuSettings | None = None
     bucket: BucketSettings = BucketSettings()
     model_import: ModelImportSettings = ModelImportSettings()
     registry: RegistrySettings = RegistrySettings()
@@ -112,7 +115,25 @@ class StackSettings(SettingsModel):
             self._check_cloud_run(gpu)
         elif self.accelerator in TPU_CHIPS and self.cloud_run is not None:
             raise ValueError("cloudRun: a TPU stack does not run on Cloud Run; remove the cloudRun block")
+        if self.accelerator in TPU_CHIPS:
+            self._check_tpu()
+        elif self.tpu is not None:
+            raise ValueError("tpu: only a tpu-v6e stack takes a tpu block; remove it")
         return self
+
+    def _check_tpu(self) -> None:
+        if self.tpu is None:
+            raise ValueError("tpu: a tpu-v6e stack needs a tpu block (at least tpu.zone, e.g. us-east5-a)")
+        if self.region != self.tpu.region:
+            raise ValueError(
+                f"region: {self.region!r} must be the region of tpu.zone {self.tpu.zone!r} ({self.tpu.region}), "
+                "where the model bucket should live too"
+            )
+        if self.vllm.tensor_parallel_size > self.tpu.chips:
+            raise ValueError(
+                f"vllm.tensorParallelSize {self.vllm.tensor_parallel_size} exceeds the {self.tpu.chips} chip(s) of "
+                f"tpu.acceleratorType {self.tpu.accelerator_type}"
+            )
 
     def _check_cloud_run(self, gpu: CloudRunGpu) -> None:
         if self.cloud_run is None:
@@ -163,7 +184,7 @@ class StackSettings(SettingsModel):
 
     def serve_args(self) -> list[str]:
         """The container's `vllm serve` arguments."""
-        port = self.cloud_run.port if self.cloud_run else 8000
+        port = self.cloud_run.port if self.cloud_run else (self.tpu.port if self.tpu else 8000)
         root = self.model_root()
         return self.vllm.serve_args(
             model_path=f"{root}/{self.model.path}",

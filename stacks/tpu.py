@@ -16,7 +16,6 @@ from typing import Annotated, Literal, Self
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from stacks.base import SettingsModel
-from stacks.images import PinnedImage
 
 # Zones that offer TPU v6e, from Google's "TPU regions and zones" page
 # (https://cloud.google.com/tpu/docs/regions-zones, v6e rows, read 2026-11).
@@ -156,7 +155,7 @@ class TpuSettings(SettingsModel):
     iap_ssh: bool = True
     # Cloud NAT so an internal-only node can pull the image; turn off when the VPC already has NAT.
     egress_nat: bool = True
-    image: PinnedImage | None = None
+    # The vLLM port on the node (the image is the stack's top-level `image`, default vllm/vllm-tpu).
     port: int = Field(default=8000, ge=1024, le=65535)
     # An existing Secret Manager secret with a Hugging Face token, only for checkpoints fetched from the Hub.
     hf_token_secret: str | None = None

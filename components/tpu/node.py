@@ -26,7 +26,7 @@ import pulumi_random as random
 from components.tpu.provider import QueuedResourceProvider
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Provisioning
-from components.tpu.startup_script import StartupScriptSpec, render_startup_script
+from components.tpu.startup_script import BUCKET_METADATA_KEY, StartupScriptSpec, render_startup_script
 
 # Source of IAP TCP forwarding (SSH tunnels): https://cloud.google.com/iap/docs/using-tcp-forwarding
 IAP_SOURCE_RANGE = "35.235.240.0/20"
@@ -133,10 +133,25 @@ class TpuVllmNode(pulumi.ComponentResource):
         problems = args.problems()
         if problems:
             raise ValueError(f"TpuVllmNode {name}: " + "; ".join(problems))
+        secret_id = f"{name}-api-key"
+        # Rendered (and validated) before anything registers; it names the secret, never its value.
+        script = render_startup_script(
+            StartupScriptSpec(
+                project=args.project,
+                image=args.image,
+                serve_args=with_tensor_parallel(args.serve_args, args.tensor_parallel_size),
+                model_dirs=list(args.model_dirs),
+                api_key_secret=secret_id,
+                hf_token_secret=args.hf_token_secret,
+                port=args.port,
+                model_root=args.model_root,
+                env=dict(args.env),
+            )
+        )
         super().__init__("gemma:tpu:TpuVllmNode", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         region = args.zone.rsplit("-", 1)[0]
-        tag = f"{name}-vllm"
+        tag = name
 
         account_id = service_account_id(name)
         account = gcp.serviceaccount.Account(
@@ -167,7 +182,6 @@ class TpuVllmNode(pulumi.ComponentResource):
             ),
         ]
 
-        secret_id = f"{name}-vllm-api-key"
         api_key = random.RandomPassword(f"{name}-api-key", length=48, special=False, opts=child)
         secret = gcp.secretmanager.Secret(
             f"{name}-api-key",
@@ -204,22 +218,6 @@ class TpuVllmNode(pulumi.ComponentResource):
             )
         grants += self._network_edge(name, args, region, tag, child)
 
-        script = pulumi.Output.from_input(args.model_bucket).apply(
-            lambda bucket: render_startup_script(
-                StartupScriptSpec(
-                    project=args.project,
-                    image=args.image,
-                    serve_args=_with_tensor_parallel(args.serve_args, args.tensor_parallel_size),
-                    model_bucket=str(bucket),
-                    model_dirs=list(args.model_dirs),
-                    api_key_secret=secret_id,
-                    hf_token_secret=args.hf_token_secret,
-                    port=args.port,
-                    model_root=args.model_root,
-                    env=dict(args.env),
-                )
-            )
-        )
         queued = QueuedResource(
             f"{name}-qr",
             QueuedResourceArgs(
@@ -236,6 +234,7 @@ class TpuVllmNode(pulumi.ComponentResource):
                 subnetwork=args.subnetwork,
                 enable_external_ips=args.public_endpoint,
                 labels=dict(args.labels),
+                metadata={BUCKET_METADATA_KEY: args.model_bucket},
                 network_tags=[tag],
                 valid_until_seconds=args.valid_until_seconds,
                 active_deadline_seconds=args.active_deadline_seconds,
@@ -316,7 +315,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         return edge
 
 
-def _with_tensor_parallel(serve_args: Sequence[str], size: int) -> list[str]:
+def with_tensor_parallel(serve_args: Sequence[str], size: int) -> list[str]:
     """State the tensor-parallel size explicitly on TPU (one chip: 1), unless the arguments already do."""
     args = list(serve_args)
     if not any(arg == "--tensor-parallel-size" or arg.startswith("--tensor-parallel-size=") for arg in args):

@@ -26,7 +26,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.tpu.request_body import fingerprint, fingerprint_label
+from components.tpu.request_body import fingerprint, fingerprint_label, with_fingerprint_label
 from components.tpu.rest import DEFAULT_BASE_URL, TokenProvider, TpuApiError, TpuRestClient, google_token_provider
 
 Report = Callable[[str], None]
@@ -184,7 +184,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
     def _submit(self, client: TpuRestClient, props: Mapping[str, Any], name: str) -> dict[str, Any] | None:
         """POST the request; returns Google's operation, or None when an identical request is adopted."""
         parent = name.rsplit("/queuedResources/", 1)[0]
-        body = props["requestBody"]
+        body = with_fingerprint_label(props["requestBody"])
         try:
             return client.create_queued_resource(parent, props["queuedResourceId"], body)
         except TpuApiError as error:

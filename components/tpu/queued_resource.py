@@ -20,7 +20,7 @@ from components.tpu.request_body import Provisioning, QueuedResourceSpec, build_
 
 @dataclass(frozen=True)
 class QueuedResourceArgs:
-    """What to request. Strings that come from other resources may be Pulumi outputs."""
+    """What to request. Only `metadata` values may be Pulumi outputs, so that the plan shows the body."""
 
     project: str
     zone: str
@@ -28,19 +28,21 @@ class QueuedResourceArgs:
     node_id: str
     accelerator_type: str
     runtime_version: str
-    service_account_email: pulumi.Input[str]
-    startup_script: pulumi.Input[str]
+    service_account_email: str
+    startup_script: str
     provisioning: Provisioning
     network: str = "default"
     subnetwork: str | None = None
     enable_external_ips: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
+    # Instance metadata beside the startup script, e.g. the model bucket's name (known after creation).
+    metadata: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     network_tags: Sequence[str] = ()
     valid_until_seconds: int | None = None
     # How long `pulumi up` waits for ACTIVE before withdrawing the request and failing.
     active_deadline_seconds: int = 2 * 3600
 
-    def spec(self, service_account_email: str, startup_script: str) -> QueuedResourceSpec:
+    def spec(self) -> QueuedResourceSpec:
         return QueuedResourceSpec(
             project=self.project,
             zone=self.zone,
@@ -48,13 +50,14 @@ class QueuedResourceArgs:
             node_id=self.node_id,
             accelerator_type=self.accelerator_type,
             runtime_version=self.runtime_version,
-            service_account_email=service_account_email,
-            startup_script=startup_script,
+            service_account_email=self.service_account_email,
+            startup_script=self.startup_script,
             provisioning=self.provisioning,
             network=self.network,
             subnetwork=self.subnetwork,
             enable_external_ips=self.enable_external_ips,
             labels=self.labels,
+            metadata=self.metadata,
             network_tags=self.network_tags,
             valid_until_seconds=self.valid_until_seconds,
         )
@@ -70,11 +73,8 @@ class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource
         opts: pulumi.ResourceOptions | None = None,
         provider: QueuedResourceProvider | None = None,
     ) -> None:
-        # Validate the plain parts now, so a bad id fails the preview rather than the POST.
-        args.spec("validated@example.invalid", "#")
-        body = pulumi.Output.all(args.service_account_email, args.startup_script).apply(
-            lambda values: build_request_body(args.spec(str(values[0]), str(values[1])))
-        )
+        # Built (and validated) now: a bad id fails the preview, and the plan shows the whole body.
+        body = build_request_body(args.spec())
         props: dict[str, Any] = {
             "project": args.project,
             "zone": args.zone,

@@ -28,7 +28,9 @@ from typing import Any
 from components.tpu.rest import CLOUD_PLATFORM_SCOPE
 
 # A node label carrying a fingerprint of the request, so that after a "409 already exists" the provider
-# can tell its own earlier request (adopt it) from someone else's (refuse, with a clear message).
+# can tell its own earlier request (adopt it) from someone else's (refuse, with a clear message). The
+# provider adds it when it POSTs (`with_fingerprint_label`): the plan can show the body before values
+# such as the bucket name are known, and the fingerprint is taken of the final, resolved body.
 SPEC_LABEL = "gemma-spec"
 
 _ID = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -73,6 +75,8 @@ class QueuedResourceSpec:
     subnetwork: str | None = None
     enable_external_ips: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
+    # Further instance metadata beside the startup script (values may be Pulumi outputs; passed as-is).
+    metadata: Mapping[str, object] = field(default_factory=dict)
     network_tags: Sequence[str] = ()
     valid_until_seconds: int | None = None
     description: str = "gemma-serving: vLLM on TPU"
@@ -109,7 +113,7 @@ def reservation_name(project: str, zone: str, reservation: str) -> str:
 
 
 def build_request_body(spec: QueuedResourceSpec) -> dict[str, Any]:
-    """The JSON body of `POST .../queuedResources?queuedResourceId=...`, fingerprint label included."""
+    """The JSON body of `POST .../queuedResources?queuedResourceId=...` (the provider adds the fingerprint)."""
     network_config: dict[str, Any] = {"network": spec.network, "enableExternalIps": spec.enable_external_ips}
     if spec.subnetwork:
         network_config["subnetwork"] = spec.subnetwork
@@ -120,7 +124,7 @@ def build_request_body(spec: QueuedResourceSpec) -> dict[str, Any]:
         "networkConfig": network_config,
         # Scope cloud-platform and let IAM decide: the account itself holds only the roles it needs.
         "serviceAccount": {"email": spec.service_account_email, "scope": [CLOUD_PLATFORM_SCOPE]},
-        "metadata": {"startup-script": spec.startup_script},
+        "metadata": {**dict(sorted(spec.metadata.items())), "startup-script": spec.startup_script},
         "labels": dict(sorted(spec.labels.items())),
     }
     if spec.network_tags:
@@ -131,8 +135,15 @@ def build_request_body(spec: QueuedResourceSpec) -> dict[str, Any]:
     body.update(_provisioning_fields(spec))
     if spec.valid_until_seconds is not None:
         body["queueingPolicy"] = {"validUntilDuration": google_duration(spec.valid_until_seconds)}
-    node["labels"][SPEC_LABEL] = fingerprint(body)
     return body
+
+
+def with_fingerprint_label(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the resolved body whose node carries the `gemma-spec` fingerprint label."""
+    labelled: dict[str, Any] = json.loads(json.dumps(body))
+    for node_spec in labelled.get("tpu", {}).get("nodeSpec", []):
+        node_spec.setdefault("node", {}).setdefault("labels", {})[SPEC_LABEL] = fingerprint(body)
+    return labelled
 
 
 def _provisioning_fields(spec: QueuedResourceSpec) -> dict[str, Any]:

@@ -7,8 +7,10 @@ assignments whose every value goes through `shlex.quote`, so no value can change
 JSON-valued vLLM flags pass through a bash array untouched.
 
 What the script does at every boot (GCE runs `startup-script` metadata on each boot, as root):
-1. syncs the checkpoint directories from the model bucket to the boot disk (`gcloud storage rsync`, which
-   skips what is already there, so a reboot does not download the weights again);
+1. reads the model bucket's name from instance metadata (`gemma-model-bucket`: the bucket is named by
+   Google at creation, and keeping it out of the script lets the plan show the whole script) and syncs
+   the checkpoint directories to the boot disk (`gcloud storage rsync`, which skips what is already
+   there, so a reboot does not download the weights again);
 2. reads the vLLM API key (and, if configured, a Hugging Face token) from Secret Manager with the VM's
    own service account, through the metadata server's token, into a root-only env file under /run (a
    tmpfs): the secret never appears in metadata or on any command line;
@@ -28,12 +30,13 @@ from dataclasses import dataclass, field
 
 # Where the env file with secrets lives: /run is a tmpfs, so it never reaches the disk.
 STATE_DIR = "/run/gemma-vllm"
+# The instance-metadata key that carries the model bucket's name.
+BUCKET_METADATA_KEY = "gemma-model-bucket"
 # The marker after which the script is fixed text; tests source everything above it.
 DATA_END_MARKER = "# --- end of rendered data ---"
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _RELATIVE_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]$")
 _RESERVED_ENV = frozenset({"VLLM_API_KEY", "HF_TOKEN"})
 
 
@@ -45,7 +48,6 @@ class StartupScriptSpec:
     image: str
     # The full `vllm serve` argument list (model path first), as rendered by the stack's vLLM settings.
     serve_args: Sequence[str]
-    model_bucket: str
     # Checkpoint directories inside the bucket to bring onto the VM (the model, and a drafter if any).
     model_dirs: Sequence[str]
     api_key_secret: str
@@ -94,8 +96,6 @@ class StartupScriptSpec:
 
     def _path_problems(self) -> list[str]:
         problems: list[str] = []
-        if not _BUCKET.match(self.model_bucket):
-            problems.append(f"model_bucket {self.model_bucket!r} is not a bucket name")
         if not self.model_dirs:
             problems.append("model_dirs is empty: nothing to bring onto the VM")
         problems.extend(
@@ -163,7 +163,7 @@ def render_startup_script(spec: StartupScriptSpec) -> str:
     """The whole script: a header of quoted assignments, then the fixed body."""
     data = [
         _assign("PROJECT", spec.project),
-        _assign("MODEL_BUCKET", spec.model_bucket),
+        _assign("BUCKET_METADATA_KEY", BUCKET_METADATA_KEY),
         _assign_array("MODEL_DIRS", list(spec.model_dirs)),
         _assign("HOST_MODEL_DIR", spec.host_model_dir),
         _assign("API_KEY_SECRET", spec.api_key_secret),
@@ -190,7 +190,13 @@ set -euo pipefail
 _BODY = r"""
 log() {
   # startup-script output reaches the serial console and Cloud Logging through the guest agent.
-  echo "gemma-vllm-startup: $*"
+  echo "gemma-vllm-startup: $*" >&2
+}
+
+# metadata_attribute KEY: a value the deployment put in this VM's instance metadata.
+metadata_attribute() {
+  curl --silent --fail --max-time 10 --header "Metadata-Flavor: Google" \
+    "http://metadata.google.internal/computeMetadata/v1/instance/attributes/$1"
 }
 
 # retry ATTEMPTS COMMAND...: run COMMAND until it succeeds, waiting longer after each failure.
@@ -284,6 +290,11 @@ wait_until_ready() {
 }
 
 main() {
+  MODEL_BUCKET=$(retry 5 metadata_attribute "$BUCKET_METADATA_KEY") || MODEL_BUCKET=""
+  if [[ ! "$MODEL_BUCKET" =~ ^[a-z0-9][a-z0-9._-]+$ ]]; then
+    log "instance metadata $BUCKET_METADATA_KEY does not name the model bucket"
+    exit 1
+  fi
   log "starting: image $IMAGE, port $PORT, weights from gs://$MODEL_BUCKET"
   if ! retry 5 copy_weights; then
     log "could not copy the weights from gs://$MODEL_BUCKET (does the service account have objectViewer?)"

@@ -101,7 +101,7 @@ def test_identity_reads_the_bucket_and_only_its_own_secrets(register: Register) 
         member,
     )
     secret_readers = capture.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")
-    assert sorted(r.inputs["secretId"] for r in secret_readers) == ["gemma-tpu-vllm-api-key", "hf-token"]
+    assert sorted(r.inputs["secretId"] for r in secret_readers) == ["gemma-tpu-api-key", "hf-token"]
     assert {r.inputs["role"] for r in secret_readers} == {"roles/secretmanager.secretAccessor"}
     assert {r.inputs["member"] for r in secret_readers} == {member}
     (log_writer,) = capture.of_type("gcp:projects/iAMMember:IAMMember")
@@ -130,11 +130,14 @@ def test_spot_request(register: Register) -> None:
 
 
 def test_startup_script_states_tensor_parallel_and_names_the_secret(register: Register) -> None:
-    """One chip, tensor parallel 1, stated explicitly; the script names the secret, never its value."""
-    script = script_of(register(lambda: TpuVllmNode("gemma-tpu", node_args())))
+    """One chip, tensor parallel 1, stated explicitly; the script names the secret, never its value; the
+    bucket (named by Google at creation) reaches the VM as metadata beside the script."""
+    capture = register(lambda: TpuVllmNode("gemma-tpu", node_args()))
+    script = script_of(capture)
     assert "--tensor-parallel-size 1" in script
-    assert "API_KEY_SECRET=gemma-tpu-vllm-api-key" in script
-    assert "MODEL_BUCKET=test-project-gemma-models" in script
+    assert "API_KEY_SECRET=gemma-tpu-api-key" in script
+    metadata = body_of(capture)["tpu"]["nodeSpec"][0]["node"]["metadata"]
+    assert metadata["gemma-model-bucket"] == "test-project-gemma-models"
 
 
 class CanaryMocks(OfflineMocks):
@@ -166,7 +169,7 @@ def test_api_key_value_never_appears_in_the_plan() -> None:
     assert clean(version.inputs)["secretData"] == "[secret]"
     document = json.dumps(plan_document(capture, stack="test", project="gemma-serving", notes=[]))
     assert CanaryMocks.CANARY not in document
-    assert capture.outputs["apiKeySecret"] == "projects/test-project/secrets/gemma-tpu-vllm-api-key"
+    assert capture.outputs["apiKeySecret"] == "projects/test-project/secrets/gemma-tpu-api-key"
 
 
 def test_service_account_ids_are_valid_and_stable() -> None:

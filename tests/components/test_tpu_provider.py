@@ -10,7 +10,7 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
 from components.tpu.provider import QueuedResourceError, QueuedResourceProvider
-from components.tpu.request_body import FlexStart, QueuedResourceSpec, build_request_body
+from components.tpu.request_body import FlexStart, QueuedResourceSpec, build_request_body, with_fingerprint_label
 from tests.components.tpu_fake_api import FAKE_TOKEN, FakeClock, FakeTpuApi, Scenario
 
 SPEC = QueuedResourceSpec(
@@ -80,7 +80,9 @@ def test_create_waits_for_active_and_reports_each_state(
     seen = [line for line in reports if line.startswith(NAME)]
     assert [line.split(": ")[1].split(" ")[0] for line in seen] == ["WAITING_FOR_RESOURCES", "PROVISIONING", "ACTIVE"]
     (post,) = api.calls("POST")
-    assert post.body == props_for()["requestBody"]
+    # Exactly the planned body, plus the fingerprint label that identifies it after a 409.
+    assert post.body == with_fingerprint_label(props_for()["requestBody"])
+    assert post.body["tpu"]["nodeSpec"][0]["node"]["labels"]["gemma-spec"]
     assert api.calls("DELETE") == []
 
 
@@ -133,7 +135,7 @@ def test_409_for_our_own_request_adopts_it(
     provider: QueuedResourceProvider, api: FakeTpuApi, reports: list[str]
 ) -> None:
     """A retried `pulumi up` whose first attempt queued the request picks it up instead of failing."""
-    api.add_existing(NAME, props_for()["requestBody"], "ACTIVE")
+    api.add_existing(NAME, with_fingerprint_label(props_for()["requestBody"]), "ACTIVE")
     result = provider.create(props_for())
     assert result.outs is not None
     assert result.outs["state"] == "ACTIVE"
@@ -143,7 +145,7 @@ def test_409_for_our_own_request_adopts_it(
 
 def test_409_for_someone_elses_request_is_refused(provider: QueuedResourceProvider, api: FakeTpuApi) -> None:
     """A request with the same id but another spec is never taken over or deleted: a clear error instead."""
-    other = build_request_body(replace(SPEC, accelerator_type="v6e-4"))
+    other = with_fingerprint_label(build_request_body(replace(SPEC, accelerator_type="v6e-4")))
     api.add_existing(NAME, other, "ACTIVE")
     with pytest.raises(QueuedResourceError, match=r"already exists and was not created from this stack's spec"):
         provider.create(props_for())
@@ -153,7 +155,7 @@ def test_409_for_someone_elses_request_is_refused(provider: QueuedResourceProvid
 
 def test_409_for_our_failed_leftover_requeues(provider: QueuedResourceProvider, api: FakeTpuApi) -> None:
     """Our own FAILED or SUSPENDED leftover is deleted and the request queued again."""
-    api.add_existing(NAME, props_for()["requestBody"], "SUSPENDED")
+    api.add_existing(NAME, with_fingerprint_label(props_for()["requestBody"]), "SUSPENDED")
     result = provider.create(props_for())
     assert result.outs is not None
     assert result.outs["state"] == "ACTIVE"

@@ -15,6 +15,7 @@ from components.tpu.request_body import (
     build_request_body,
     fingerprint,
     fingerprint_label,
+    with_fingerprint_label,
 )
 
 SPEC = QueuedResourceSpec(
@@ -82,8 +83,11 @@ def test_node_defaults_are_internal_and_identified() -> None:
 def test_fingerprint_label_identifies_the_spec() -> None:
     """The label lets a 409 tell our request from someone else's: same spec, same label; any change, another."""
     body = build_request_body(SPEC)
-    label = node_of(body)["labels"][SPEC_LABEL]  # type: ignore[index]
-    assert label == fingerprint(body) == fingerprint_label(body)
+    assert SPEC_LABEL not in node_of(body)["labels"]  # type: ignore[operator]
+    labelled = with_fingerprint_label(body)
+    label = node_of(labelled)["labels"][SPEC_LABEL]  # type: ignore[index]
+    assert label == fingerprint(body) == fingerprint(labelled) == fingerprint_label(labelled)
+    assert {k: v for k, v in node_of(labelled)["labels"].items() if k != SPEC_LABEL} == node_of(body)["labels"]  # type: ignore[attr-defined]
     assert len(label) <= 63
     assert label.isalnum()
     assert build_request_body(SPEC) == body

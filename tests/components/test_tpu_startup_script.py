@@ -40,7 +40,6 @@ SPEC = StartupScriptSpec(
         "--tensor-parallel-size",
         "1",
     ],
-    model_bucket="my-models-bucket",
     model_dirs=["gemma-4-12B-it", "gemma-4-12B-it-assistant"],
     api_key_secret="gemma-tpu-vllm-api-key",
     port=8000,
@@ -135,7 +134,6 @@ def test_no_secret_and_no_api_key_flag_in_the_script() -> None:
         ({"serve_args": ["/models/x"]}, "is not under /mnt/models"),
         ({"port": 9000}, "differs from the node's port 9000"),
         ({"model_dirs": ["../etc"]}, "must be a relative path"),
-        ({"model_bucket": "gs://bucket"}, "is not a bucket name"),
         ({"env": {"VLLM_API_KEY": "x"}}, "use UPPER_CASE names other than"),
     ],
 )
@@ -166,8 +164,10 @@ cat > /dev/null
 printf '%s\\0' python3 "$@" >> "$STUB_LOG"; printf '\\n' >> "$STUB_LOG"
 printf 'value-of-%s' "$3"
 """,
+    # Answers the metadata server's question for the bucket name; every other call (health) succeeds.
     "curl": """#!/bin/bash
 printf '%s\\0' curl "$@" >> "$STUB_LOG"; printf '\\n' >> "$STUB_LOG"
+if [[ "${*: -1}" == */instance/attributes/gemma-model-bucket ]]; then printf 'my-models-bucket'; fi
 """,
 }
 
@@ -192,7 +192,7 @@ def test_full_run_with_stub_commands_and_a_second_boot(tmp_path: Path) -> None:
     for _boot in range(2):
         result = subprocess.run(["bash", str(script)], check=False, env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert "vLLM is ready on port 8000" in result.stdout
+        assert "vLLM is ready on port 8000" in result.stderr
     calls = [line.split("\0")[:-1] for line in log.read_text().splitlines() if line]
     docker_calls = [call[1:] for call in calls if call[0] == "docker"]
     assert [call[0] for call in docker_calls] == ["pull", "rm", "run"] * 2

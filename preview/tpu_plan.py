@@ -1,0 +1,102 @@
+"""The TPU part of the text plan: the queued-resource request, the network edge and the startup script.
+
+Why spelled out: a TPU stack's risks are in three places a resource list hides: the request body Google
+receives (tier, run limit, internal IP, identity), the firewall rules (who can reach vLLM), and the
+script that runs as root at every boot (what it fetches, which container it starts, with what flags).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from preview.capture import Capture, CapturedResource
+from preview.render import EXTRA_SECTIONS, clean
+
+QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
+FIREWALL = "gcp:compute/firewall:Firewall"
+SECRET_READER = "gcp:secretmanager/secretIamMember:SecretIamMember"  # noqa: S105 - a type token
+STARTUP_SCRIPT = "startup-script"
+
+
+def _tier(body: dict[str, Any]) -> str:
+    if body.get("provisioningModel") == "FLEX_START":
+        run = (body.get("runDuration") or {}).get("maxRunDuration")
+        return f"flex-start, max run duration {run} (Google deletes the node after it)"
+    if "spot" in body:
+        return "spot (preemptible at any time; runs until deleted)"
+    if "guaranteed" in body:
+        reservation = body.get("reservationName")
+        return "guaranteed" + (f" from reservation {reservation}" if reservation else " (on-demand quota)")
+    return "NO TIER SET"
+
+
+def describe_queued_resource(resource: CapturedResource, capture: Capture) -> list[str]:
+    inputs = clean(resource.inputs)
+    body: dict[str, Any] = inputs.get("requestBody") or {}
+    spec = ((body.get("tpu") or {}).get("nodeSpec") or [{}])[0]
+    node = spec.get("node") or {}
+    network = node.get("networkConfig") or {}
+    script = (node.get("metadata") or {}).get(STARTUP_SCRIPT, "")
+    queueing = (body.get("queueingPolicy") or {}).get("validUntilDuration")
+    where = f"{spec.get('nodeId')} in {inputs.get('zone')}"
+    subnetwork = f"/{network['subnetwork']}" if network.get("subnetwork") else ""
+    exposure = "EXTERNAL IP" if network.get("enableExternalIps") else "internal IP only"
+    rows = [
+        ("Node", f"{where}: {node.get('acceleratorType')}, runtime {node.get('runtimeVersion')}"),
+        ("Tier", _tier(body)),
+        ("Queueing", f"Google fails the request after {queueing}" if queueing else "waits until capacity arrives"),
+        ("Wait in `up`", f"{inputs.get('activeDeadlineSeconds')} s, then the request is withdrawn"),
+        ("Network", f"{network.get('network')}{subnetwork}, {exposure}; tags {node.get('tags')}"),
+        ("Identity", (node.get("serviceAccount") or {}).get("email")),
+    ]
+    shown = json.loads(json.dumps(body))
+    for shown_spec in (shown.get("tpu") or {}).get("nodeSpec") or []:
+        metadata = (shown_spec.get("node") or {}).get("metadata") or {}
+        if STARTUP_SCRIPT in metadata:
+            metadata[STARTUP_SCRIPT] = "<the startup script below>"
+    lines = [f"TPU queued resource {inputs.get('queuedResourceId')} (project {inputs.get('project')}):"]
+    lines += [f"  {label + ':':<14} {value}" for label, value in rows]
+    lines += ["  Request body (POST v2alpha1 .../queuedResources; the provider adds the gemma-spec label):"]
+    lines += ["    " + line for line in json.dumps(shown, indent=2, sort_keys=True).splitlines()]
+    lines += ["  Startup script (instance metadata, runs as root at every boot):"]
+    lines += ["    | " + line for line in str(script).splitlines()]
+    lines.append("")
+    return lines
+
+
+def describe_firewalls(capture: Capture) -> list[str]:
+    lines = ["Firewall rules:"]
+    rules = capture.of_type(FIREWALL)
+    for rule in rules:
+        inputs = clean(rule.inputs)
+        allows = ", ".join(
+            f"{allow.get('protocol')}:{','.join(allow.get('ports') or ['all'])}" for allow in inputs.get("allows") or []
+        )
+        lines.append(
+            f"  {rule.name}: {inputs.get('direction')} {allows} from {', '.join(inputs.get('sourceRanges') or [])} "
+            f"to tags {', '.join(inputs.get('targetTags') or [])} (network {inputs.get('network')})"
+        )
+    if not rules:
+        lines.append("  none (no port is opened)")
+    readers = [clean(r.inputs) for r in capture.of_type(SECRET_READER)]
+    lines.append("Secret readers:")
+    lines += [f"  {r.get('secretId')}: {r.get('role')} for {r.get('member')}" for r in readers] or ["  none"]
+    return [*lines, ""]
+
+
+def tpu_section(capture: Capture) -> list[str]:
+    """The TPU part of the text plan (empty for stacks without a queued resource)."""
+    queued = capture.of_type(QUEUED_RESOURCE)
+    if not queued:
+        return []
+    lines: list[str] = []
+    for resource in queued:
+        lines += describe_queued_resource(resource, capture)
+    return lines + describe_firewalls(capture)
+
+
+def register() -> None:
+    """Add the TPU section to the text plan (once)."""
+    if tpu_section not in EXTRA_SECTIONS:
+        EXTRA_SECTIONS.append(tpu_section)
