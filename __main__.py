@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 
 from deploy import deploy, export_all
+from stacks.capacity import assess_stack
 from stacks.loading import StackConfigError, load_stack_settings
 
 try:
@@ -12,6 +13,10 @@ try:
 except StackConfigError as error:
     # RunError ends the run with this message and no traceback: a list of what is wrong in the stack file.
     raise pulumi.RunError(f"stack {pulumi.get_stack()!r} has invalid settings:\n{error}") from None
+
+# Capacity warnings (e.g. max_num_seqs full-length sequences do not fit at once) show in preview and up.
+for warning in assess_stack(settings).warnings:
+    pulumi.log.warn(f"capacity: {warning}")
 
 if not settings.project:
     raise pulumi.RunError("gcp:project is not set: run `pulumi config set gcp:project <your-project-id>`")

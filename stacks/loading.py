@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from stacks.capacity import assess_stack, capacity_problems
 from stacks.secrets import SECRET_KEYS
 from stacks.settings import StackSettings
 
@@ -55,9 +56,17 @@ def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -
     if config.get(GCP_PROJECT_KEY):
         raw["project"] = config[GCP_PROJECT_KEY]
     try:
-        return StackSettings.model_validate(raw)
+        settings = StackSettings.model_validate(raw)
     except ValidationError as error:
         raise StackConfigError(format_errors(error, project)) from None
+    # Will it fit? A stack whose weights or one full-length sequence cannot fit fails here, with numbers.
+    try:
+        problems = capacity_problems(assess_stack(settings))
+    except ValueError as error:
+        problems = [str(error)]
+    if problems:
+        raise StackConfigError([f"{prefix}{problem}" for problem in problems])
+    return settings
 
 
 def format_errors(error: ValidationError, project: str = PROJECT) -> list[str]:

@@ -1,0 +1,260 @@
+"""Will this stack fit? The capacity planner applied to one stack's settings, for the loader and preview.
+
+Why here: the planner (stacks/planner.py) is pure arithmetic; this module decides what each platform
+means for it (the accelerator's memory, vLLM's block size and in-flight tokens, the runtime overhead we
+assume) and which checkpoint profile a stack serves, so that a stack that cannot fit fails at load with
+the planner's numbers, and one that will queue says so in the preview and in `pulumi preview`/`up`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
+from stacks.base import SettingsModel
+from stacks.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
+from stacks.model_profiles import profile_from_config_file as _profile_from_config_file
+from stacks.planner import (
+    GIB,
+    CapacityPlan,
+    KvLayout,
+    ModelProfile,
+    PlanInputs,
+    Severity,
+    UnsupportedKvDtypeError,
+    gib,
+    plan_capacity,
+    render_table,
+)
+
+if TYPE_CHECKING:
+    from stacks.settings import StackSettings
+
+# Assumed memory the engine keeps besides weights and KV cache (activation peak at the batch size,
+# CUDA graphs, CUDA context and libraries). An ESTIMATE: vLLM measures it at start-up; ours errs on the
+# side of a smaller KV budget. Override per stack with capacity.runtimeOverheadGib.
+GPU_RUNTIME_OVERHEAD_GIB = 2.0
+TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP = 1.0
+
+# vLLM's KV block size per platform: 16 on CUDA (CacheConfig.DEFAULT_BLOCK_SIZE); 256 on TPU, which is
+# consistent with the users' TPU v6e-4 figure (242,944 tokens = 949 blocks of 256).
+GPU_BLOCK_SIZE = 16
+TPU_BLOCK_SIZE = 256
+
+# vLLM 0.32's default --max-num-batched-tokens for the OpenAI server when a stack leaves it unset
+# (vllm/engine/arg_utils.py): GPUs under 70 GiB 2048, larger ones 8192; TPU v6e 1024.
+SMALL_GPU_BATCHED_TOKENS = 2048
+LARGE_GPU_BATCHED_TOKENS = 8192
+LARGE_GPU_MIN_GIB = 70
+TPU_V6E_BATCHED_TOKENS = 1024
+# Async scheduling is on by default on CUDA in vLLM 0.32 and keeps two batches in flight.
+ASYNC_CONCURRENT_BATCHES = 2
+
+
+class CapacitySettings(SettingsModel):
+    """How to plan a stack's capacity when the defaults do not fit its checkpoint."""
+
+    # A built-in profile name (stacks/model_profiles) or the path of a checkpoint's config.json
+    # (relative to the Pulumi project). Unset: the built-in profile named like model.path's last part.
+    profile: str | None = None
+    # The same for the speculative drafter (unset: named like vllm.speculative.drafter).
+    drafter_profile: str | None = None
+    # The checkpoint's weight bytes, when `profile` is a config.json with no index or safetensors beside it.
+    weight_bytes: int | None = Field(default=None, ge=1)
+    # Replaces the assumed runtime overhead (GiB per accelerator).
+    runtime_overhead_gib: float | None = Field(default=None, ge=0)
+
+
+class CapacityUnknownError(ValueError):
+    """The planner cannot judge this stack (unknown checkpoint, unmodelled kv-cache dtype)."""
+
+
+@dataclass(frozen=True)
+class StackCapacity:
+    """A stack's capacity verdict: the plan, or why there is none, and what was assumed."""
+
+    plan: CapacityPlan | None
+    unknown_reason: str | None
+    # What the platform is assumed to do (in-flight tokens, runtime overhead, TPU layout).
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def errors(self) -> list[str]:
+        return [finding.message for finding in self.plan.errors] if self.plan else []
+
+    @property
+    def warnings(self) -> list[str]:
+        if self.plan is None:
+            return [f"capacity not checked: {self.unknown_reason}"]
+        return [finding.message for finding in self.plan.warnings]
+
+    def as_dict(self) -> dict[str, object]:
+        """The `capacity` key of the FORMAT=json preview."""
+        if self.plan is None:
+            return {"checked": False, "reason": self.unknown_reason, "warnings": self.warnings}
+        profiles = [self.plan.inputs.model, *([self.plan.inputs.drafter] if self.plan.inputs.drafter else [])]
+        return {
+            "checked": True,
+            **self.plan.as_dict(),
+            "weightSources": {profile.name: profile.weight_source for profile in profiles},
+            "assumptions": list(self.assumptions),
+        }
+
+    def lines(self) -> list[str]:
+        """The text preview's section: the planner's table, what it assumed, its verdicts."""
+        lines = ["Capacity (will it fit?):"]
+        if self.plan is None:
+            return [*lines, f"  not checked: {self.unknown_reason}", ""]
+        lines += [f"  {line}" for line in render_table(self.plan).splitlines()]
+        lines += [f"  assumed: {assumption}" for assumption in self.assumptions]
+        estimated = [
+            f"{profile.name} {', '.join(note.split(':', 1)[0] for note in profile.estimates)}"
+            for profile in (self.plan.inputs.model, self.plan.inputs.drafter)
+            if profile is not None and profile.estimates
+        ]
+        if estimated:
+            lines.append(f"  estimated: {'; '.join(estimated)} (sources: FORMAT=json, capacity)")
+        return [*lines, ""]
+
+
+def _capacity_settings(settings: StackSettings) -> CapacitySettings:
+    found = getattr(settings, "capacity", None)
+    return found if isinstance(found, CapacitySettings) else CapacitySettings()
+
+
+def _resolve_profile(
+    reference: str | None, fallback_path: str, *, key: str, weight_bytes: int | None, root: Path
+) -> ModelProfile:
+    if reference is None:
+        profile = find_builtin_profile(fallback_path)
+        if profile is None:
+            raise CapacityUnknownError(
+                f"no model profile for {fallback_path!r} (built-in: {', '.join(builtin_profile_names())}); set "
+                f"{key} to one of them or to the path of the checkpoint's config.json"
+            )
+        return profile
+    if reference in builtin_profile_names():
+        return builtin_profile(reference)
+    path = Path(reference)
+    path = path if path.is_absolute() else root / path
+    if not path.is_file():
+        raise ValueError(
+            f"{key}: {reference!r} is neither a built-in profile ({', '.join(builtin_profile_names())}) "
+            "nor a config.json file"
+        )
+    try:
+        return _profile_from_config_file(path, weight_bytes=weight_bytes)
+    except ConfigError as error:
+        raise ValueError(f"{key}: {error}") from error
+
+
+def _batched_tokens(settings: StackSettings, accelerator_gib: float) -> int:
+    if settings.vllm.max_num_batched_tokens is not None:
+        return settings.vllm.max_num_batched_tokens
+    if settings.accelerator in TPU_CHIPS:
+        return TPU_V6E_BATCHED_TOKENS
+    return LARGE_GPU_BATCHED_TOKENS if accelerator_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
+
+
+def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tuple[str, ...]]:
+    """The planner's inputs for a stack, and the assumptions behind them (shown in the preview)."""
+    capacity = _capacity_settings(settings)
+    model = _resolve_profile(
+        capacity.profile,
+        settings.model.path,
+        key="capacity.profile",
+        weight_bytes=capacity.weight_bytes,
+        root=root,
+    )
+    drafter = None
+    speculative = settings.vllm.speculative
+    if speculative is not None and (speculative.drafter or capacity.drafter_profile):
+        drafter = _resolve_profile(
+            capacity.drafter_profile,
+            speculative.drafter or "",
+            key="capacity.drafterProfile",
+            weight_bytes=None,
+            root=root,
+        )
+    vllm = settings.vllm
+    gpu = CLOUD_RUN_GPUS.get(settings.accelerator)
+    chip = TPU_CHIPS.get(settings.accelerator)
+    assumptions: list[str] = []
+    override = capacity.runtime_overhead_gib
+    if gpu is not None:
+        memory_gib, label, layout, block = gpu.memory_gib, gpu.display_name, KvLayout.VLLM_HYBRID, GPU_BLOCK_SIZE
+        overhead_gib = (
+            GPU_RUNTIME_OVERHEAD_GIB if capacity.runtime_overhead_gib is None else capacity.runtime_overhead_gib
+        )
+        batched = _batched_tokens(settings, memory_gib)
+        in_flight = batched * ASYNC_CONCURRENT_BATCHES
+        assumptions.append(
+            f"sliding-window layers also hold {in_flight:,} in-flight tokens (--max-num-batched-tokens {batched:,} "
+            "x 2 batches: async scheduling, on by default in vLLM 0.32 on CUDA)"
+        )
+    elif chip is not None:
+        memory_gib, label, layout, block = chip.hbm_gib_per_chip, chip.display_name, KvLayout.TPU, TPU_BLOCK_SIZE
+        per_chip = (
+            TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP
+            if capacity.runtime_overhead_gib is None
+            else capacity.runtime_overhead_gib
+        )
+        overhead_gib = per_chip * vllm.tensor_parallel_size
+        in_flight = 0  # tpu-inference keeps every token in every Gemma 4 layer: nothing slides out
+        assumptions.append(
+            "TPU layout: every layer stores every token (tpu-inference disables Gemma 4's sliding window)"
+        )
+    else:  # pragma: no cover - every Accelerator is in one of the two tables
+        raise CapacityUnknownError(f"accelerator {settings.accelerator.value!r} has no memory figure")
+    source = "capacity.runtimeOverheadGib" if override is not None else "an estimate"
+    assumptions.append(f"runtime overhead {gib(overhead_gib * GIB)} besides weights and KV cache ({source})")
+    inputs = PlanInputs(
+        model=model,
+        drafter=drafter,
+        max_model_len=vllm.max_model_len,
+        max_num_seqs=vllm.max_num_seqs,
+        kv_cache_dtype=vllm.kv_cache_dtype,
+        model_dtype_bits=32 if vllm.dtype == "float32" else 16,
+        device_memory_bytes=round(memory_gib * GIB),
+        gpu_memory_utilization=vllm.gpu_memory_utilization,
+        tensor_parallel_size=vllm.tensor_parallel_size,
+        runtime_overhead_bytes=round(overhead_gib * GIB),
+        layout=layout,
+        block_size=block,
+        in_flight_tokens=in_flight,
+        accelerator_label=label,
+    )
+    return inputs, tuple(assumptions)
+
+
+def assess_stack(settings: StackSettings, *, root: Path | None = None) -> StackCapacity:
+    """Plan a stack's capacity. ValueError (naming the key) when its capacity settings are unusable."""
+    try:
+        inputs, assumptions = plan_inputs(settings, root=root or Path.cwd())
+        return StackCapacity(plan=plan_capacity(inputs), unknown_reason=None, assumptions=assumptions)
+    except (CapacityUnknownError, UnsupportedKvDtypeError) as error:
+        return StackCapacity(plan=None, unknown_reason=str(error), assumptions=())
+
+
+# The stack key each planner verdict is about, so the loader's message names it.
+FINDING_KEYS = {
+    "weights-exceed-memory": "model.path",
+    "sequence-does-not-fit": "vllm.maxModelLen",
+    "context-above-model-limit": "vllm.maxModelLen",
+    "batch-does-not-fit": "vllm.maxNumSeqs",
+}
+
+
+def capacity_problems(capacity: StackCapacity) -> list[str]:
+    """The loader's error lines (`<key>: capacity: <planner message>`) for a stack that cannot fit."""
+    if capacity.plan is None:
+        return []
+    return [
+        f"{FINDING_KEYS.get(finding.code, 'vllm')}: capacity: {finding.message}"
+        for finding in capacity.plan.findings
+        if finding.severity is Severity.ERROR
+    ]

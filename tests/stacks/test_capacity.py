@@ -1,0 +1,117 @@
+"""Capacity checks on whole stacks: a stack that cannot fit fails at load; one that will queue warns."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from preview.stack_file import read_stack_config
+from stacks.capacity import assess_stack
+from stacks.loading import StackConfigError, settings_from_config
+from stacks.settings import StackSettings
+from tests.conftest import ROOT, render_stack
+
+PREFIX = "gemma-serving:"
+
+
+def load(stack: str, **edits: object) -> StackSettings:
+    """A shipped stack file's settings, with top-level keys (`vllm`, `model`, ...) edited."""
+    config = read_stack_config(ROOT, stack)
+    for key, change in edits.items():
+        full = PREFIX + key
+        current = json.loads(config.values[full]) if full in config.values else {}
+        current.update(change)  # type: ignore[call-overload]
+        config.values[full] = json.dumps(current)
+    return settings_from_config(config.values, project=config.project)
+
+
+def load_errors(stack: str, **edits: object) -> list[str]:
+    with pytest.raises(StackConfigError) as caught:
+        load(stack, **edits)
+    return caught.value.problems
+
+
+def test_bf16_12b_on_l4_fails_at_load_with_the_numbers() -> None:
+    """The bf16 12B checkpoint on an L4 fails the preview before any rollout (weights alone fill the card)."""
+    problems = load_errors("l4", model={"path": "gemma-4-12B-it"})
+    assert len(problems) == 1
+    assert problems[0].startswith("gemma-serving:model.path: capacity: weights need 23.90 GB (22.26 GiB)")
+    assert "only 21.23 GiB is usable (0.95 x 1 x 22.35 GiB on NVIDIA L4)" in problems[0]
+
+
+def test_16k_at_64_sequences_on_l4_warns_with_the_numbers() -> None:
+    """16K contexts at 64 sequences on an L4: one fits, 64 do not; the warning gives the concurrency."""
+    capacity = assess_stack(load("l4", vllm={"maxModelLen": 16384, "maxNumSeqs": 64}))
+    assert capacity.plan is not None
+    assert capacity.errors == []
+    (warning,) = capacity.warnings
+    assert "--max-num-seqs 64 sequences of 16,384 tokens" in warning
+    assert f"holds {capacity.plan.max_concurrency:.2f} of them at once" in warning
+    assert 1 <= capacity.plan.full_length_sequences < 64
+
+
+def test_the_shipped_gpu_stacks_fit_but_say_how_many_full_length_sequences_do() -> None:
+    """The l4 and rtx6000 stacks load (one 32K sequence fits) and warn that max-num-seqs of them do not."""
+    for stack, at_least in (("l4", 2), ("rtx6000", 20)):
+        capacity = assess_stack(load(stack))
+        assert capacity.plan is not None
+        assert capacity.errors == []
+        assert capacity.plan.full_length_sequences >= at_least
+        assert len(capacity.warnings) == 1
+
+
+def test_the_mtp_drafter_is_planned_with_the_rtx6000_stack() -> None:
+    """The rtx6000 stack's drafter weights count; its KV does not (it reads the target's cache)."""
+    plan = assess_stack(load("rtx6000")).plan
+    assert plan is not None
+    assert plan.inputs.drafter is not None
+    assert plan.inputs.drafter.name == "gemma-4-12B-it-assistant"
+    assert plan.weight_bytes == plan.inputs.model.weight_bytes + plan.inputs.drafter.weight_bytes
+
+
+def test_a_context_above_what_the_tpu_stack_holds_fails_at_load() -> None:
+    """A TPU v6e-1 stack raised to 32K contexts cannot hold one sequence; the error gives the longest that fits."""
+    if not (ROOT / "Pulumi.tpu-v6e.yaml").exists():
+        pytest.skip("no TPU stack file yet; test_planner.py covers the TPU arithmetic directly")
+    problems = load_errors("tpu-v6e", vllm={"maxModelLen": 32768})
+    (problem,) = problems
+    assert problem.startswith("gemma-serving:vllm.maxModelLen: capacity: one --max-model-len 32,768 sequence needs")
+    assert "The longest sequence that fits is" in problem
+    assert "TPU v6e" in problem
+
+
+def test_the_tpu_stack_fits_one_full_length_sequence() -> None:
+    """The shipped TPU stack's context limit is within what one chip holds after bf16 weights."""
+    if not (ROOT / "Pulumi.tpu-v6e.yaml").exists():
+        pytest.skip("no TPU stack file yet")
+    capacity = assess_stack(load("tpu-v6e"))
+    assert capacity.plan is not None
+    assert capacity.errors == []
+    assert capacity.plan.max_concurrency >= 1
+
+
+def test_an_unknown_checkpoint_is_not_checked_and_says_so() -> None:
+    """A checkpoint without a profile loads, and the preview says capacity was not checked and how to fix it."""
+    capacity = assess_stack(load("l4", model={"path": "my-own-finetune"}))
+    assert capacity.plan is None
+    (warning,) = capacity.warnings
+    assert "capacity not checked: no model profile for 'my-own-finetune'" in warning
+    assert capacity.as_dict()["checked"] is False
+
+
+def test_the_program_warns_through_pulumi_log() -> None:
+    """`pulumi preview`/`up` show the capacity warning: the program logs it as a Pulumi warning."""
+    capture = render_stack("l4")
+    warnings = [message for severity, message in capture.logs if severity == "warning"]
+    assert any(message.startswith("capacity: --max-num-seqs 64 sequences of 32,768 tokens") for message in warnings)
+
+
+def test_json_summary_carries_the_table() -> None:
+    """The `capacity` document has the table's figures and the assumptions behind them."""
+    document = json.loads(json.dumps(assess_stack(load("l4")).as_dict()))
+    for key in ("weightBytes", "kvBytesPerToken", "capacityTokens", "maxConcurrency", "headroomBytes"):
+        assert key in document
+    assert document["checked"] is True
+    assert any("in-flight tokens" in assumption for assumption in document["assumptions"])
+    assert document["estimates"]
