@@ -15,7 +15,7 @@ from typing import Any
 
 from policy.guardrail import Guardrail
 from policy.images import CONTAINER_PATHS
-from policy.props import field, mappings, strings, walk_strings
+from policy.props import field, has_key, mappings, strings, walk_strings
 from policy.tpu import DYNAMIC_PREFIX, GCP_QUEUED_RESOURCE, node_specs, queued_resource_body
 from policy.vllm_args import flag_values, tokens
 
@@ -38,8 +38,8 @@ def _container_problems(resource_type: str, props: Mapping[str, Any]) -> Iterato
         where = f"{'.'.join(path)}[{index}]"
         for env in mappings(field(container, "envs")):
             name = field(env, "name")
-            value = field(env, "value")
-            if isinstance(name, str) and _SECRET_NAME.search(name) and isinstance(value, str) and value:
+            # A plain `value` is plain text whatever it holds, so it need not be known to be refused.
+            if isinstance(name, str) and _SECRET_NAME.search(name) and has_key(env, "value"):
                 yield (
                     f"{where}: env {name} has a plain value; reference a Secret Manager secret "
                     "(valueSource.secretKeyRef) instead"

@@ -58,6 +58,12 @@ def field(value: Any, *path: str | int) -> Any:  # noqa: ANN401
     return current
 
 
+def has_key(value: Any, key: str) -> bool:  # noqa: ANN401
+    """Whether a mapping sets `key`, without reading the value (which may be unknown during preview)."""
+    value = unwrap(value)
+    return isinstance(value, Mapping) and any(existing == key for existing in value)
+
+
 def is_sequence(value: Any) -> bool:  # noqa: ANN401
     """A list-like value (the engine's proxy or a plain list), never a string."""
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)

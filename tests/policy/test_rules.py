@@ -755,3 +755,16 @@ def test_pin_rule_agrees_with_the_stack_settings(reference: str) -> None:
     other refuses)."""
     assert policy_images.FLOATING_TAGS == stack_images.FLOATING_TAGS
     assert (policy_images.image_pin_problem(reference) is None) == (stack_images.image_pin_problem(reference) is None)
+
+
+def test_secret_env_with_a_computed_value_is_still_plain_text() -> None:
+    """A token wired in as a plain env value from another resource's output is refused even while its
+    value is unknown, and an unrelated env var with a computed value does not stop the check."""
+    props = gpu_service()
+    container(props)["envs"] = [
+        {"name": "MODEL_BUCKET", "value": Unknown()},  # type: ignore[no-untyped-call]
+        {"name": "HF_TOKEN", "value": Unknown()},  # type: ignore[no-untyped-call]
+    ]
+    messages = reported(NO_PLAINTEXT_SECRETS, SERVICE, props)
+    assert len(messages) == 1
+    assert "HF_TOKEN" in messages[0]
