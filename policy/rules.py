@@ -8,9 +8,6 @@ through every guardrail.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pulumi_policy import EnforcementLevel, Policy, PolicyConfigSchema, ResourceValidationPolicy
 
 from policy.access import BUCKET_NOT_PUBLIC, BUCKET_PRIVATE, CLOUD_RUN_NOT_PUBLIC
@@ -41,16 +38,6 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     TPU_QUEUED_RESOURCE_BOUNDED,
     NO_PLAINTEXT_SECRETS,
 )
-
-
-def violations(resource_type: str, props: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Each guardrail's complaints about one resource (guardrails with none are left out)."""
-    found: dict[str, list[str]] = {}
-    for guardrail in GUARDRAILS:
-        messages = guardrail.violations(resource_type, props)
-        if messages:
-            found[guardrail.name] = messages
-    return found
 
 
 def as_policy(guardrail: Guardrail) -> ResourceValidationPolicy:
