@@ -35,7 +35,8 @@ class VllmGpuServiceArgs:
 
     region: str
     gpu: CloudRunGpu
-    image: str
+    # A pinned reference (a Docker Hub tag through the stack's mirror, or a derived image's digest).
+    image: pulumi.Input[str]
     # The full `vllm serve` argument list, model path first.
     serve_args: Sequence[str]
     max_num_seqs: int
@@ -43,6 +44,9 @@ class VllmGpuServiceArgs:
     bucket_name: pulumi.Input[str]
     service_account_email: pulumi.Input[str]
     labels: Mapping[str, str] = field(default_factory=dict)
+    # What must finish before the service rolls out (the weight imports): a revision that starts before
+    # its weights exist fails its startup probe.
+    wait_for: Sequence[pulumi.Resource] = ()
 
     def __post_init__(self) -> None:
         concurrency = self.run.concurrency or self.max_num_seqs
@@ -162,7 +166,7 @@ class VllmGpuService(pulumi.ComponentResource):
                     )
                 ],
             ),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for)),
         )
         for member in run.invokers:
             gcp.cloudrunv2.ServiceIamMember(

@@ -119,7 +119,8 @@ def test_no_public_invoker_and_private_bucket(rendered: tuple[str, Capture]) -> 
 def test_service_account_reads_the_bucket_only(rendered: tuple[str, Capture]) -> None:
     """The serving identity is dedicated and gets objectViewer on the model bucket, nothing broader."""
     _, capture = rendered
-    account = capture.one("gcp:serviceaccount/account:Account")
+    # The serving identity's account (the weight imports have accounts of their own).
+    (account,) = [r for r in capture.of_type("gcp:serviceaccount/account:Account") if r.name.endswith("-identity-sa")]
     email = f"{account.inputs['accountId']}@offline-placeholder-project.iam.gserviceaccount.com"
     assert service_inputs(capture)["template"]["serviceAccount"] == email
     readers = [

@@ -1,0 +1,97 @@
+"""A Secret Manager secret whose value comes from Pulumi secret config, readable by named identities only.
+
+Why a component: the value must travel from `pulumi config set --secret` to Secret Manager without ever
+being plain text (it stays a Pulumi secret, so Pulumi encrypts it in state and masks it in every plan),
+and the readers must be granted on this one secret, never project-wide.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+
+_SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+_ACCESSOR_KEY = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
+
+
+@dataclass(frozen=True)
+class ManagedSecretArgs:
+    """The secret's id, where its data lives, its value and who may read it.
+
+    `accessors` maps a short stable key (used in child names) to an IAM member. Identities that read the
+    secret can also be granted later through `ManagedSecret.grant`, next to the thing that needs it.
+    """
+
+    secret_id: str
+    value: pulumi.Input[str]
+    # The replica location: the secret's data stays in the stack's region.
+    location: str
+    accessors: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not _SECRET_ID.match(self.secret_id):
+            raise ValueError(f"ManagedSecretArgs.secret_id {self.secret_id!r}: 1-255 letters, digits, '-' or '_'")
+        if not self.location:
+            raise ValueError("ManagedSecretArgs.location is required (a region such as us-east4)")
+        for key in self.accessors:
+            if not _ACCESSOR_KEY.match(key):
+                raise ValueError(f"ManagedSecretArgs.accessors key {key!r}: lowercase letters, digits and '-'")
+
+
+class ManagedSecret(pulumi.ComponentResource):
+    """Owns: the secret, its one version and the accessor bindings it was given. Never exports the value."""
+
+    secret_id: pulumi.Output[str]
+    # The full resource name (projects/<p>/secrets/<id>) and the pinned version number.
+    name: pulumi.Output[str]
+    version: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ManagedSecretArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gemma:secrets:ManagedSecret", name, None, opts)
+        self._name = name
+        child = pulumi.ResourceOptions(parent=self)
+        secret = gcp.secretmanager.Secret(
+            f"{name}-secret",
+            secret_id=args.secret_id,
+            replication=gcp.secretmanager.SecretReplicationArgs(
+                user_managed=gcp.secretmanager.SecretReplicationUserManagedArgs(
+                    replicas=[gcp.secretmanager.SecretReplicationUserManagedReplicaArgs(location=args.location)]
+                )
+            ),
+            labels=dict(args.labels),
+            opts=child,
+        )
+        version = gcp.secretmanager.SecretVersion(
+            f"{name}-version",
+            secret=secret.id,
+            # Always a Pulumi secret, even if a caller passed a plain Input by mistake.
+            secret_data=pulumi.Output.secret(args.value),
+            opts=child,
+        )
+        self._secret = secret
+        for key, member in args.accessors.items():
+            self.grant(key, member)
+        self.secret_id = secret.secret_id
+        self.name = secret.name
+        self.version = version.version
+        self.register_outputs({"secret_id": self.secret_id, "name": self.name, "version": self.version})
+
+    def grant(
+        self, key: str, member: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None
+    ) -> gcp.secretmanager.SecretIamMember:
+        """Let one identity read this secret (roles/secretmanager.secretAccessor on this secret only)."""
+        if not _ACCESSOR_KEY.match(key):
+            raise ValueError(f"ManagedSecret.grant key {key!r}: lowercase letters, digits and '-'")
+        return gcp.secretmanager.SecretIamMember(
+            f"{self._name}-accessor-{key}",
+            secret_id=self._secret.id,
+            role=ACCESSOR_ROLE,
+            member=member,
+            opts=opts or pulumi.ResourceOptions(parent=self),
+        )

@@ -1,0 +1,226 @@
+"""A Cloud Run job that copies one checkpoint into the model bucket, with an identity that can do nothing else.
+
+Why: weights were copied by hand from workstations, so nobody could say which revision a stack served
+and a rebuilt project needed a person with a laptop. This job copies a Hugging Face repo at a pinned
+commit (or a GCS prefix) into `<bucket>/<prefix>/`, in parallel, and is safe to run again: a completion
+marker (`<prefix>/.gemma-import-complete.json`, holding source and revision) makes a re-run skip a
+complete copy, and a partial one resumes (components/model_import_job/job.py decides which).
+
+Least privilege, per import:
+- its own service account, not the serving identity and not the default compute account;
+- `roles/storage.objectUser` on a managed folder for its prefix only. objectCreator is too little: it
+  cannot list (no resume), read the marker (no skip) or replace an object (a stale shard of an older
+  revision would stay). objectAdmin is too much: it may also rewrite IAM on the folder. A managed folder
+  scopes the grant to `<prefix>/`, so the drafter's import cannot touch the target's weights;
+- `roles/secretmanager.secretAccessor` on the Hugging Face token secret only, and only for a Hugging
+  Face source. The token reaches the container as an env var referencing Secret Manager, never as text.
+
+How it runs: on `pulumi up`, a pulumi-command `local.Command` runs
+`gcloud run jobs execute <job> --region <region> --project <project> --wait` on the deployer's machine,
+again whenever the bucket, prefix, source, revision or selection changes (its triggers); the service
+depends on it, so it rolls out only after the weights are there. By hand: the same command (exported
+as `importJobs`). Cloud Run's native run-on-deploy token (`run_execution_token`) was not used: with the
+provider as of 2026-09 an execution started by hand makes the next `pulumi up` re-send the token and
+fail (GoogleCloudPlatform/magic-modules#19060).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_command as command
+import pulumi_gcp as gcp
+
+from components.managed_secret import ACCESSOR_ROLE, ManagedSecret
+from components.model_import_job import script_source
+from stacks.weights import ModelImportSettings
+
+WRITER_ROLE = "roles/storage.objectUser"
+CONTAINER_NAME = "import"
+_PREFIX = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
+_ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+# Cloud Run job names: lowercase letters, digits and '-', starting with a letter, at most 63 characters.
+_JOB_NAME = re.compile(r"^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class ModelImportArgs:
+    """One checkpoint to copy: from `source_uri` (at `revision`) into `<bucket>/<prefix>/`."""
+
+    project: str
+    region: str
+    bucket_name: pulumi.Input[str]
+    prefix: str
+    # hf://owner/name or gs://bucket/path
+    source_uri: str
+    # The pinned commit for hf://; empty for gs:// (the job fingerprints the source listing instead).
+    revision: str
+    image: pulumi.Input[str]
+    account_id: str
+    exclude: tuple[str, ...] = ()
+    settings: ModelImportSettings = field(default_factory=ModelImportSettings)
+    # The Hugging Face token secret; only a Hugging Face source is given access to it.
+    hf_token: ManagedSecret | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not _PREFIX.match(self.prefix) or ".." in self.prefix.split("/"):
+            problems.append(f"ModelImportArgs.prefix {self.prefix!r}: a relative path inside the bucket")
+        if self.from_hub:
+            if not _COMMIT.match(self.revision):
+                problems.append(f"ModelImportArgs.revision {self.revision!r}: a 40-hex commit id, never a branch")
+        elif not self.source_uri.startswith("gs://"):
+            problems.append(f"ModelImportArgs.source_uri {self.source_uri!r}: hf://owner/name or gs://bucket/path")
+        if not _ACCOUNT_ID.match(self.account_id):
+            problems.append(f"ModelImportArgs.account_id {self.account_id!r}: 6-30 lowercase letters, digits, '-'")
+        if not self.project or not self.region:
+            problems.append("ModelImportArgs.project and .region are required")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @property
+    def from_hub(self) -> bool:
+        return self.source_uri.startswith("hf://")
+
+    def job_env(self) -> dict[str, str]:
+        """The job's plain configuration (no secret is ever in here)."""
+        return {
+            "IMPORT_SOURCE": self.source_uri,
+            "IMPORT_REVISION": self.revision,
+            "IMPORT_PREFIX": self.prefix,
+            "IMPORT_EXCLUDE": json.dumps(list(self.exclude)),
+            "IMPORT_WORKERS": str(self.settings.workers),
+            "IMPORT_CHUNK_MIB": str(self.settings.chunk_mib),
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+
+class ModelImport(pulumi.ComponentResource):
+    """Owns: the import's service account, its folder grant (and secret grant), the job and its run."""
+
+    job_name: pulumi.Output[str]
+    service_account_email: pulumi.Output[str]
+    run_command: pulumi.Output[str]
+    # What a consumer waits for: the run on `pulumi up` (or the job itself when it runs by hand).
+    ready: pulumi.Resource
+
+    def __init__(self, name: str, args: ModelImportArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        if not _JOB_NAME.match(name):
+            raise ValueError(f"ModelImport name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
+        super().__init__("gemma:storage:ModelImport", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        account = gcp.serviceaccount.Account(
+            f"{name}-sa",
+            account_id=args.account_id,
+            display_name=f"gemma-serving import of {args.prefix}",
+            description=f"Copies {args.source_uri} into the model bucket under {args.prefix}/ and nothing else.",
+            opts=child,
+        )
+        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        folder = gcp.storage.ManagedFolder(
+            f"{name}-folder",
+            bucket=args.bucket_name,
+            name=f"{args.prefix}/",
+            # Deleting the folder leaves its objects in place; the bucket's own settings decide their fate.
+            force_destroy=True,
+            opts=child,
+        )
+        grants: list[pulumi.Resource] = [
+            gcp.storage.ManagedFolderIamMember(
+                f"{name}-writer",
+                bucket=args.bucket_name,
+                managed_folder=folder.name,
+                role=WRITER_ROLE,
+                member=member,
+                opts=child,
+            )
+        ]
+        envs = [gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(name=k, value=v) for k, v in args.job_env().items()]
+        envs.append(gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(name="IMPORT_BUCKET", value=args.bucket_name))
+        if args.from_hub and args.hf_token is not None:
+            grants.append(
+                gcp.secretmanager.SecretIamMember(
+                    f"{name}-token-reader",
+                    project=args.project,
+                    secret_id=args.hf_token.secret_id,
+                    role=ACCESSOR_ROLE,
+                    member=member,
+                    opts=child,
+                )
+            )
+            envs.append(
+                gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(
+                    name="HF_TOKEN",
+                    value_source=gcp.cloudrunv2.JobTemplateTemplateContainerEnvValueSourceArgs(
+                        secret_key_ref=gcp.cloudrunv2.JobTemplateTemplateContainerEnvValueSourceSecretKeyRefArgs(
+                            secret=args.hf_token.secret_id, version=args.hf_token.version
+                        )
+                    ),
+                )
+            )
+        settings = args.settings
+        job = gcp.cloudrunv2.Job(
+            f"{name}-job",
+            # A fixed name, so the plan and the README can say which job to run by hand.
+            name=name,
+            location=args.region,
+            project=args.project,
+            deletion_protection=False,
+            labels=dict(args.labels),
+            template=gcp.cloudrunv2.JobTemplateArgs(
+                task_count=1,
+                parallelism=1,
+                labels=dict(args.labels),
+                template=gcp.cloudrunv2.JobTemplateTemplateArgs(
+                    service_account=account.email,
+                    timeout=f"{settings.timeout_minutes * 60}s",
+                    # A retried task resumes where the failed one stopped (the job is idempotent).
+                    max_retries=settings.max_retries,
+                    containers=[
+                        gcp.cloudrunv2.JobTemplateTemplateContainerArgs(
+                            name=CONTAINER_NAME,
+                            image=args.image,
+                            # The script travels in the job spec: no image build, no install at start.
+                            commands=["python3"],
+                            args=["-c", script_source()],
+                            envs=envs,
+                            resources=gcp.cloudrunv2.JobTemplateTemplateContainerResourcesArgs(
+                                limits={"cpu": str(settings.cpu), "memory": f"{settings.memory_gib}Gi"}
+                            ),
+                        )
+                    ],
+                ),
+            ),
+            # Cloud Run checks the job's identity can read the secret it references.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=grants),
+        )
+        self.run_command = job.name.apply(
+            lambda job_name: (
+                f"gcloud run jobs execute {job_name} --region {args.region} --project {args.project} --wait"
+            )
+        )
+        self.ready = job
+        if settings.run_on_up:
+            self.ready = command.local.Command(
+                f"{name}-run",
+                create=self.run_command,
+                # Run again when what the prefix must hold changes; the job itself skips a complete copy.
+                triggers=[args.bucket_name, args.prefix, args.source_uri, args.revision, json.dumps(args.exclude)],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[job, *grants]),
+            )
+        self.job_name = job.name
+        self.service_account_email = account.email
+        self.register_outputs(
+            {
+                "job_name": self.job_name,
+                "service_account_email": self.service_account_email,
+                "run_command": self.run_command,
+            }
+        )
