@@ -16,6 +16,7 @@ from preview.render import plan_document, text_plan
 from preview.stack_file import StackFileError, available_stacks, read_stack_config
 from preview.supply_plan import register as register_supply_section
 from preview.tpu_plan import register as register_tpu_section
+from stacks.capacity import assess_stack
 from stacks.loading import StackConfigError, settings_from_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        settings_from_config(config.values, project=config.project)
+        settings = settings_from_config(config.values, project=config.project)
     except StackConfigError as error:
         print(f"Pulumi.{args.stack}.yaml is not valid:", file=sys.stderr)
         for problem in error.problems:
@@ -54,13 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         print("\n".join(errors), file=sys.stderr)
         return 1
+    capacity = assess_stack(settings, root=args.root)
     if args.format == "json":
         document = plan_document(capture, stack=args.stack, project=config.project, notes=config.notes)
+        document["capacity"] = capacity.as_dict()
         print(json.dumps(document, indent=2, sort_keys=False))
     else:
         register_tpu_section()
         register_supply_section()
-        print(text_plan(capture, stack=args.stack, project=config.project, notes=config.notes), end="")
+        text = text_plan(
+            capture, stack=args.stack, project=config.project, notes=config.notes, sections=[capacity.lines()]
+        )
+        print(text, end="")
     return 0
 
 

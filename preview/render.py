@@ -7,7 +7,7 @@ the JSON. Both come from the same capture, and both mask secrets and mark values
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pulumi.output import Unknown
@@ -92,7 +92,10 @@ def _depth(resource: CapturedResource, capture: Capture) -> int:
     return depth
 
 
-def text_plan(capture: Capture, *, stack: str, project: str, notes: list[str]) -> str:
+def text_plan(
+    capture: Capture, *, stack: str, project: str, notes: list[str], sections: Sequence[list[str]] = ()
+) -> str:
+    """The text form; `sections` are extra blocks of lines computed from the settings (e.g. capacity)."""
     lines = [f"Stack {stack!r} of project {project!r}", OFFLINE_BANNER, ""]
     if notes:
         lines += ["Notes:", *(f"  ! {note}" for note in notes), ""]
@@ -106,6 +109,8 @@ def text_plan(capture: Capture, *, stack: str, project: str, notes: list[str]) -
         lines += describe_cloud_run_service(service, capture)
     for section in EXTRA_SECTIONS:
         lines += section(capture)
+    for block in sections:
+        lines += block
     lines.append("Outputs:")
     for key, value in clean(capture.outputs).items():
         shown = value if not isinstance(value, list) else shlex.join(str(v) for v in value)

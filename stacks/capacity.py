@@ -121,11 +121,6 @@ class StackCapacity:
         return [*lines, ""]
 
 
-def _capacity_settings(settings: StackSettings) -> CapacitySettings:
-    found = getattr(settings, "capacity", None)
-    return found if isinstance(found, CapacitySettings) else CapacitySettings()
-
-
 def _resolve_profile(
     reference: str | None, fallback_path: str, *, key: str, weight_bytes: int | None, root: Path
 ) -> ModelProfile:
@@ -162,7 +157,7 @@ def _batched_tokens(settings: StackSettings, accelerator_gib: float) -> int:
 
 def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tuple[str, ...]]:
     """The planner's inputs for a stack, and the assumptions behind them (shown in the preview)."""
-    capacity = _capacity_settings(settings)
+    capacity = settings.capacity
     model = _resolve_profile(
         capacity.profile,
         settings.model.path,

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu
 from stacks.base import SettingsModel
+from stacks.capacity import CapacitySettings
 from stacks.cloud_run import CloudRunSettings
 from stacks.gpu_rules import concurrency_problem, gpu_sizing_problems, region_problem
 from stacks.images import PinnedImage
@@ -81,6 +82,8 @@ class StackSettings(SettingsModel):
     bucket: BucketSettings = BucketSettings()
     model_import: ModelImportSettings = ModelImportSettings()
     registry: RegistrySettings = RegistrySettings()
+    # How to plan capacity when model.path is not a built-in profile (stacks/capacity.py).
+    capacity: CapacitySettings = CapacitySettings()
     labels: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("labels")

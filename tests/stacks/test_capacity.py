@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from preview.stack_file import read_stack_config
 from stacks.capacity import assess_stack
 from stacks.loading import StackConfigError, settings_from_config
+from stacks.model_profiles import builtin_profile_files
 from stacks.settings import StackSettings
 from tests.conftest import ROOT, render_stack
 
@@ -115,3 +121,63 @@ def test_json_summary_carries_the_table() -> None:
     assert document["checked"] is True
     assert any("in-flight tokens" in assumption for assumption in document["assumptions"])
     assert document["estimates"]
+
+
+def test_a_stack_can_point_at_another_checkpoints_config_json(tmp_path: Path) -> None:
+    """A checkpoint without a built-in profile is planned from its own config.json and index."""
+    config = builtin_profile_files()["calibration-tiny-gemma4"].config
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 5 * 10**9}}))
+    pointed: dict[str, object] = {
+        "model": {"path": "my-own-finetune"},
+        "capacity": {"profile": str(tmp_path / "config.json")},
+    }
+    # Its config.json says 4,096 positions: the stack's 32K context is refused with that number...
+    (problem,) = load_errors("l4", **pointed)
+    assert "max_position_embeddings 4,096" in problem
+    # ...and at 4K it is planned from that config and the index's total_size.
+    settings = load("l4", **pointed, vllm={"maxModelLen": 4096})
+    plan = assess_stack(settings).plan
+    assert plan is not None
+    assert plan.weight_bytes == 5 * 10**9
+    assert plan.inputs.model.name == tmp_path.name
+
+
+def test_a_capacity_profile_that_does_not_exist_names_the_key() -> None:
+    """A typo in capacity.profile fails at load with the key and the built-in names."""
+    (problem,) = load_errors("l4", capacity={"profile": "gemma-4-12b-typo"})
+    assert problem.startswith("gemma-serving:capacity.profile: 'gemma-4-12b-typo' is neither a built-in profile")
+    assert "gemma-4-12B-it-qat-w4a16-ct" in problem
+
+
+def run_preview(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "preview", *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_preview_prints_the_capacity_table_and_json_key() -> None:
+    """`make preview STACK=l4` shows the planner's table; FORMAT=json carries it under "capacity"."""
+    text = run_preview("--stack", "l4")
+    assert text.returncode == 0, text.stderr
+    assert "Capacity (will it fit?):" in text.stdout
+    for label in ("weights", "KV per token", "capacity", "concurrency", "headroom"):
+        assert f"  {label}" in text.stdout
+    assert "capacity: --max-num-seqs 64 sequences of 32,768 tokens" in text.stdout  # the program's warning
+    document = json.loads(run_preview("--stack", "l4", "--format", "json").stdout)
+    assert document["capacity"]["checked"] is True
+    assert document["capacity"]["maxModelLen"] == 32768
+    assert document["capacity"]["warnings"]
+
+
+def test_preview_of_a_stack_that_cannot_fit_exits_with_the_message(tmp_path: Path) -> None:
+    """The bf16 12B on the L4 stack: the preview prints the capacity error and exits 1, no traceback."""
+    document = yaml.safe_load((ROOT / "Pulumi.l4.yaml").read_text())
+    document["config"]["gemma-serving:model"]["path"] = "gemma-4-12B-it"
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "Pulumi.l4.yaml").write_text(yaml.safe_dump(document))
+    result = run_preview("--stack", "l4", "--root", str(tmp_path))
+    assert result.returncode == 1
+    assert "model.path: capacity: weights need 23.90 GB" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
