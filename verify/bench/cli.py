@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import datetime
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,7 +281,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([record.model_dump(mode="json") for record in written], indent=2))
     else:
-        Console().print(summary_table(records))
+        # Piped output (CI logs) gets a wide table rather than rich's 80-column default.
+        Console(width=None if sys.stdout.isatty() else 160).print(summary_table(records))
     console.print(f"results: {output}; reports: {', '.join(str(path) for path in reports)}")
     broken = violations(args.slo, records)
     for violation in broken:

@@ -76,47 +76,46 @@ def _num(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}g}"
 
 
+def _notes(record: CellRecord) -> str:
+    notes = []
+    if record.failed:
+        notes.append(", ".join(f"{kind} {count}" for kind, count in sorted(record.errors.items())))
+    if record.platform_limited:
+        notes.append("platform limit")
+    if record.exceeds_ceiling:
+        notes.append("[red]above physical ceiling[/]")
+    return "; ".join(notes)
+
+
 def summary_table(records: Sequence[CellRecord]) -> Table:
-    table = Table(title="verify bench", show_lines=False)
-    for heading in (
-        "context",
-        "actual",
-        "users",
-        "req/s",
-        "out tok/s",
-        "p50 TTFT ms",
-        "mean TPOT ms",
-        "p99 E2EL ms",
-        "success",
-        "$/1M out tok",
-        "notes",
-    ):
+    """One row per cell; the cost and notes columns only when some cell has one."""
+    ordered = sorted(records, key=lambda r: (r.requested_context, r.max_concurrency))
+    priced = any(r.cost_per_1m_output_tokens_usd is not None for r in ordered)
+    noted = any(not r.measured or _notes(r) for r in ordered)
+    headings = ["context", "actual", "users", "req/s", "out tok/s", "TTFT p50 ms", "TPOT ms", "E2EL p99 ms", "success"]
+    headings += ["$/1M out tok"] if priced else []
+    headings += ["notes"] if noted else []
+    table = Table(title="verify bench")
+    for heading in headings:
         table.add_column(heading, justify="left" if heading == "notes" else "right")
-    for record in sorted(records, key=lambda r: (r.requested_context, r.max_concurrency)):
+    for record in ordered:
+        row = [str(record.requested_context), _num(record.actual_context, 5), str(record.max_concurrency)]
         if not record.measured:
-            table.add_row(str(record.requested_context), "", str(record.max_concurrency), *[""] * 7, "skipped")
+            row += [""] * (len(headings) - len(row) - 1) + ["skipped"]
+            table.add_row(*row)
             continue
-        notes = []
-        if record.failed:
-            notes.append(", ".join(f"{kind} {count}" for kind, count in sorted(record.errors.items())))
-        if record.platform_limited:
-            notes.append("platform limit")
-        if record.exceeds_ceiling:
-            notes.append("[red]above physical ceiling[/]")
         success = record.success_rate or 0.0
-        table.add_row(
-            str(record.requested_context),
-            _num(record.actual_context, 5),
-            str(record.max_concurrency),
+        row += [
             _num(record.request_throughput),
             _num(record.output_throughput),
             _num(record.median_ttft_ms),
             _num(record.mean_tpot_ms, 3),
             _num(record.p99_e2el_ms),
             f"[{'green' if success == 1.0 else 'red'}]{success * 100:.1f}%[/]",
-            _num(record.cost_per_1m_output_tokens_usd, 3),
-            "; ".join(notes),
-        )
+        ]
+        row += [_num(record.cost_per_1m_output_tokens_usd, 3)] if priced else []
+        row += [_notes(record)] if noted else []
+        table.add_row(*row)
     return table
 
 
