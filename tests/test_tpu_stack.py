@@ -117,7 +117,7 @@ def test_text_plan_shows_request_firewall_and_script(rendered: Capture) -> None:
     assert '"provisioningModel": "FLEX_START"' in section
     assert '"maxRunDuration": "14400s"' in section
     assert "INGRESS tcp:22 from 35.235.240.0/20" in section
-    assert "| docker pull" not in section  # the body is shown, not re-rendered as commands
+    assert '"startup-script": "<the startup script below>"' in section
     assert '|   docker "${DOCKER_RUN_ARGS[@]}"' in section
 
 
