@@ -199,7 +199,7 @@ class GcloudDouble:
 @pytest.fixture
 def no_google_auth_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(_audience: str) -> str:
-        raise google_exceptions.DefaultCredentialsError(
+        raise google_exceptions.DefaultCredentialsError(  # type: ignore[no-untyped-call]
             "Neither metadata server or valid service account credentials are found."
         )
 

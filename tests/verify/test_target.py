@@ -7,7 +7,7 @@ import json
 import os
 import stat
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -35,7 +35,9 @@ def parse(*argv: str) -> argparse.Namespace:
     return parser.parse_args(list(argv))
 
 
-def pulumi_answering(stdout: str = "", returncode: int = 0, stderr: str = ""):
+def pulumi_answering(
+    stdout: str = "", returncode: int = 0, stderr: str = ""
+) -> tuple[Callable[[Sequence[str]], subprocess.CompletedProcess[str]], list[list[str]]]:
     seen: list[list[str]] = []
 
     def run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,168 @@
+"""`python -m verify health` as users run it: a real process, real sockets, exit codes and messages."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.fake_vllm import FakeVllm, FakeVllmConfig, free_port
+from verify import UsageError, cli, health
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+async def verify(*argv: str, env: dict[str, str] | None = None) -> Run:
+    """Run the CLI in a child process while this test's event loop keeps serving the fake server."""
+    environ = {**os.environ, "COLUMNS": "200", **(env or {})}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "verify",
+        *argv,
+        cwd=ROOT,
+        env=environ,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return Run(process.returncode, out.decode(), err.decode())
+
+
+async def test_healthy_server_exit_0_with_a_table() -> None:
+    async with FakeVllm() as server:
+        run = await verify("health", "--url", server.url, "--model", "tiny-gemma")
+    assert run.code == 0, run.err
+    for name in ("readiness", "models", "version", "chat", "chat-stream", "metrics"):
+        assert name in run.out
+    assert "all 6 checks passed" in run.out
+
+
+async def test_json_prints_the_same_facts_as_one_document() -> None:
+    """--json must be machine-readable on stdout alone: one document, the same checks and exit code."""
+    async with FakeVllm() as server:
+        run = await verify("health", "--url", server.url, "--model", "tiny-gemma", "--json")
+    assert run.code == 0, run.err
+    document = json.loads(run.out)
+    assert [check["name"] for check in document["checks"]] == [
+        "readiness",
+        "models",
+        "version",
+        "chat",
+        "chat-stream",
+        "metrics",
+    ]
+    assert {check["status"] for check in document["checks"]} == {"pass"}
+    assert document["exit_code"] == 0
+    assert document["vllm_version"] == "0.32.0"
+    assert document["target"]["model"] == "tiny-gemma"
+
+
+async def test_wrong_model_exit_1_naming_the_served_names() -> None:
+    async with FakeVllm() as server:
+        run = await verify("health", "--url", server.url, "--model", "gemma-4-12b")
+    assert run.code == 1
+    assert "'gemma-4-12b' not served" in run.out
+    assert "tiny-gemma" in run.out
+    assert "likely cause" in run.out
+
+
+async def test_stopped_server_exit_2_naming_connection_refused() -> None:
+    run = await verify("health", "--url", f"http://127.0.0.1:{free_port()}", "--wait", "1")
+    assert run.code == 2
+    assert "connection refused" in run.out
+    assert "not started" in run.out
+    assert "waiting for readiness" in run.err  # progress goes to stderr, keeping stdout for results
+
+
+async def test_unauthorised_exit_2_with_the_fix() -> None:
+    """vLLM with --api-key and no key given: exit 2, telling the user how to pass one."""
+    async with FakeVllm(FakeVllmConfig(api_key="right")) as server:
+        run = await verify("health", "--url", server.url, "--model", "tiny-gemma", "--json")
+    assert run.code == 2
+    document = json.loads(run.out)
+    models = document["checks"][1]
+    assert models["status"] == "unauthorised"
+    assert "--api-key-env" in models["cause"]
+
+
+async def test_wrong_api_key_is_never_printed() -> None:
+    secret = "sk-verify-test-7f3a9c"
+    async with FakeVllm(FakeVllmConfig(api_key="right")) as server:
+        run = await verify("health", "--url", server.url, "--api-key-env", "TEST_KEY", env={"TEST_KEY": secret})
+        sent = [seen.headers.get("Authorization") for seen in server.requests if seen.path == "/v1/models"]
+    assert run.code == 2
+    assert sent == [f"Bearer {secret}"]
+    assert secret not in run.out + run.err
+    assert "$TEST_KEY" in run.out
+
+
+async def test_unset_api_key_variable_is_a_usage_error_naming_it() -> None:
+    env = {key: value for key, value in os.environ.items() if key != "NOT_SET_ANYWHERE"}
+    run = await verify(
+        "health", "--url", "http://10.0.0.5:8000", "--auth", "api-key", "--api-key-env", "NOT_SET_ANYWHERE", env=env
+    )
+    assert run.code == 2
+    assert "NOT_SET_ANYWHERE" in run.err
+    assert run.out == ""
+
+
+async def test_stack_without_pulumi_is_a_usage_error(tmp_path: Path) -> None:
+    run = await verify("health", "--stack", "l4", env={"PATH": str(tmp_path)})
+    assert run.code == 2
+    assert "`pulumi` is not on PATH" in run.err
+
+
+async def test_bad_flag_value_names_the_flag() -> None:
+    run = await verify("health", "--url", "http://127.0.0.1:1", "--wait", "soon")
+    assert run.code == 2
+    assert "--wait" in run.err
+
+
+def test_subcommands_register_through_one_call() -> None:
+    """Adding a subcommand (bench, compare) must take only a register(subparsers) call."""
+    parser = cli.build_parser()
+    args = parser.parse_args(["health", "--url", "http://127.0.0.1:8000"])
+    assert callable(args.handler)
+    assert args.wait == 900.0
+
+    calls: list[argparse.Namespace] = []
+
+    def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+        sub = subparsers.add_parser("probe")
+
+        def handle(ns: argparse.Namespace) -> int:
+            calls.append(ns)
+            return 0
+
+        sub.set_defaults(handler=handle)
+
+    extended = cli.build_parser()
+    register(next(a for a in extended._actions if isinstance(a, argparse._SubParsersAction)))
+    assert extended.parse_args(["probe"]).handler(argparse.Namespace()) == 0
+    assert len(calls) == 1
+
+
+def test_usage_errors_from_handlers_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Any subcommand raising UsageError must print one line on stderr and exit 2, no traceback."""
+
+    def handler(_args: argparse.Namespace) -> int:
+        raise UsageError("--thing must be one of a, b")
+
+    monkeypatch.setattr(health, "run_health_command", handler)
+    assert cli.main(["health", "--url", "http://127.0.0.1:1", "--wait", "0"]) == 2
+    assert "--thing must be one of a, b" in capsys.readouterr().err
