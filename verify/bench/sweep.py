@@ -232,10 +232,13 @@ async def run_cell(
     counter: TokenCounter,
     book: PromptBook,
     observer: SweepObserver,
+    shape: PromptShape | None = None,
     clock: Clock = time.perf_counter,
 ) -> CellRecord:
-    """Calibrate prompts, warm up, measure, judge: one cell's line (not yet written)."""
-    shape = await calibrate(counter, context, nonce=book.nonce)
+    """Calibrate prompts (unless ``shape`` is given), warm up, measure, judge: one cell's line (not yet
+    written)."""
+    if shape is None:
+        shape = await calibrate(counter, context, nonce=book.nonce)
     warmups = plan.warmups_for(concurrency)
     requests = plan.requests_for(concurrency)
     prompts = book.take(shape, warmups + requests)
@@ -272,6 +275,8 @@ async def run_sweep(
     watcher = observer if observer is not None else QuietObserver()
     prompts = book if book is not None else PromptBook()
     written: list[CellRecord] = []
+    # One calibration per context: the prompt length does not depend on the number of users.
+    shapes: dict[int, PromptShape] = {}
     for context, concurrency in plan.cells():
         if plan.key(context, concurrency) in done:
             continue
@@ -281,6 +286,8 @@ async def run_sweep(
             fields.update({"status": "skipped", "skip_reason": reason})
             record = CellRecord.model_validate(fields)
         else:
+            if context not in shapes:
+                shapes[context] = await calibrate(counter, context, nonce=prompts.nonce)
             record = await run_cell(
                 client,
                 plan,
@@ -290,6 +297,7 @@ async def run_sweep(
                 counter=counter,
                 book=prompts,
                 observer=watcher,
+                shape=shapes[context],
                 clock=clock,
             )
         append_record(results_path, record)
