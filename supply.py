@@ -28,7 +28,7 @@ from components.project_apis import ProjectApis, ProjectApisArgs
 from components.serving_identity import account_id_for
 from stacks.accelerators import Accelerator
 from stacks.registry import docker_hub_path
-from stacks.secrets import HF_TOKEN_KEY, hf_token, set_secret_command
+from stacks.secrets import HF_TOKEN_KEY, PlainSecretError, hf_token, set_secret_command
 from stacks.settings import DEFAULT_IMAGES, StackSettings
 
 ROOT = Path(__file__).resolve().parent
@@ -48,8 +48,8 @@ TPU_APIS = ("compute.googleapis.com", "tpu.googleapis.com")
 IMPORT_IMAGE_FALLBACK = DEFAULT_IMAGES[Accelerator.NVIDIA_L4]
 
 
-class MissingSecretError(ValueError):
-    """A stack needs a secret config value that is not set."""
+class SecretConfigError(pulumi.RunError, ValueError):
+    """A secret config value is missing or stored in plain text (Pulumi prints it without a traceback)."""
 
 
 def required_apis(settings: StackSettings) -> tuple[str, ...]:
@@ -180,10 +180,13 @@ def model_supply(
     if not sources:
         return supply
     base = f"gemma-{stack}"
-    token = hf_token()
+    try:
+        token = hf_token()
+    except PlainSecretError as error:
+        raise SecretConfigError(str(error)) from None
     gated = [f"{path} ({source.uri})" for path, source in sources.values() if source.needs_token]
     if gated and token is None:
-        raise MissingSecretError(
+        raise SecretConfigError(
             f"gemma-serving:{HF_TOKEN_KEY} is not set, but {', '.join(gated)} is a gated Hugging Face repo: accept its "
             f"license on the Hub, then run `{set_secret_command(HF_TOKEN_KEY)}` with a read token of that account"
         )

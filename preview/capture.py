@@ -70,6 +70,7 @@ class OfflineMocks(pulumi_mocks.Mocks):
         return f"{args.name}-id", state
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        # The failures list must be a list: the SDK's mock monitor iterates it (None crashes the invoke).
         token = args.token
         if token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105 - an invoke name
             return {
@@ -78,9 +79,9 @@ class OfflineMocks(pulumi_mocks.Mocks):
                 "region": "",
                 "zone": "",
                 "id": "offline",
-            }, None
+            }, []
         if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - an invoke name
-            return {"projectId": self.project, "number": "000000000000", "name": self.project}, None
+            return {"projectId": self.project, "number": "000000000000", "name": self.project}, []
         raise UnansweredInvokeError(
             f"the offline plan has no answer for the invoke {token!r}; add one to preview/capture.py"
         )
