@@ -245,10 +245,8 @@ def auth_advice(target: Target, *, api_key_env: str | None) -> str:
         )
     if target.auth_kind is AuthKind.API_KEY:
         variable = api_key_env or DEFAULT_API_KEY_ENV
-        return (
-            f"the server did not accept the API key from ${variable}: it must equal vLLM's --api-key "
-            f"(the stack's Secret Manager secret{' ' + target.api_key_secret if target.api_key_secret else ''})"
-        )
+        where = f" (kept in the Secret Manager secret {target.api_key_secret})" if target.api_key_secret else ""
+        return f"the server did not accept the API key from ${variable}: it must equal vLLM's --api-key{where}"
     return (
         "the endpoint requires credentials but none were sent: for Cloud Run use --auth google (ID token, "
         "roles/run.invoker); for vLLM started with --api-key use --api-key-env VAR"

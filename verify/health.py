@@ -163,7 +163,7 @@ async def run_health(
     """Run every check in order against ``client`` (which carries the base URL and credential)."""
     opts = options if options is not None else HealthOptions()
     checks: list[CheckResult] = []
-    model = target.model
+    model = target.model  # the name to ask; None when the models check could not confirm one
     version: str | None = None
 
     checks.append(await check_readiness(client, opts, clock=clock, sleep=sleep, on_waiting=on_waiting))
@@ -194,7 +194,7 @@ async def run_health(
         base_url=target.base_url,
         source=target.source,
         auth=target.auth_kind.value,
-        model=model,
+        model=target.model or model,
         model_discovered=target.model is None and model is not None,
         platform=target.platform,
         accelerator=target.accelerator,
@@ -253,7 +253,7 @@ async def check_readiness(
                 return _result(
                     name, CheckStatus.UNREACHABLE, clock() - start, got, expected=expected, got=got, cause=cause
                 )
-            observation, cause = _transport_observation(exc)
+            not_ready = _transport_not_ready(exc)
         else:
             status = response.status_code
             body = response.text
@@ -273,21 +273,21 @@ async def check_readiness(
                     "the wrong port, or another service)"
                 )
                 return _result(name, CheckStatus.FAIL, clock() - start, got, expected=expected, got=got, cause=cause)
-            observation, cause = got, _not_ready_cause(status)
+            not_ready = _NotReady(f"{status} {httpx.codes.get_reason_phrase(status)}", got, _not_ready_cause(status))
         now = clock()
         if now >= deadline:
             return _result(
                 name,
                 CheckStatus.UNREACHABLE,
                 now - start,
-                f"not ready after {now - start:.0f} s: {observation}",
+                f"not ready after {now - start:.0f} s: {not_ready.short}",
                 facts={"polls": polls},
                 expected=expected,
-                got=f"{observation} (last of {polls} polls)",
-                cause=cause,
+                got=f"{not_ready.detail} (last of {polls} polls)",
+                cause=not_ready.cause,
             )
         if on_waiting is not None:
-            on_waiting(Waiting(now - start, options.wait_s, observation))
+            on_waiting(Waiting(now - start, options.wait_s, not_ready.short))
         await sleep(min(delay, deadline - now))
         delay = min(delay * options.backoff_factor, options.max_backoff_s)
 
@@ -334,25 +334,34 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def _transport_observation(exc: httpx.HTTPError) -> tuple[str, str]:
+@dataclass(frozen=True)
+class _NotReady:
+    """One unsuccessful poll: a few words for the table and progress, the detail for "got"."""
+
+    short: str
+    detail: str
+    cause: str
+
+
+def _transport_not_ready(exc: httpx.HTTPError) -> _NotReady:
     failure = streaming.classify_transport_error(exc)
     if failure.kind is streaming.FailureKind.CONNECT_ERROR:
-        return (
+        return _NotReady(
+            "connection refused",
             f"connection refused or reset ({failure.detail})",
-            (
-                "nothing accepts connections at this address: the server is not started (a TPU VM still "
-                "running its startup script), it crashed while loading, or the URL's host or port is wrong"
-            ),
+            "nothing accepts connections at this address: the server is not started (a TPU VM still "
+            "running its startup script), it crashed while loading, or the URL's host or port is wrong",
         )
     if failure.kind in {streaming.FailureKind.CONNECT_TIMEOUT, streaming.FailureKind.READ_TIMEOUT}:
-        return (
+        return _NotReady(
+            "no answer in time",
             f"no answer in time ({failure.detail})",
-            (
-                "the address does not answer: a firewall dropping packets (TPU: the VPC rule for port 8000), "
-                "or an instance too busy to answer /health"
-            ),
+            "the address does not answer: a firewall dropping packets (TPU: the VPC rule for port 8000), "
+            "or an instance too busy to answer /health",
         )
-    return (failure.detail, "the connection broke while the server was starting")
+    return _NotReady(
+        failure.kind.value.replace("_", " "), failure.detail, "the connection broke while the server was starting"
+    )
 
 
 def _not_ready_cause(status: int) -> str:
@@ -665,7 +674,7 @@ async def check_metrics(
         f"running {_num(metrics.running)}",
         f"waiting {_num(metrics.waiting)}",
         f"KV cache {_pct(metrics.kv_cache_usage)}",
-        f"prefix-cache hits {_pct(metrics.prefix_cache_hit_rate)}",
+        f"prefix-cache hits {_pct(metrics.prefix_cache_hit_rate)} since start",
         f"preemptions {_num(metrics.preemptions)}",
         "spec decode "
         + (f"acceptance {_pct(metrics.spec_decode_acceptance_rate)}" if metrics.spec_decode_enabled else "off"),

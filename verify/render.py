@@ -6,6 +6,7 @@ is always passed as ``rich.text.Text`` so brackets in it are never taken for con
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -29,9 +30,9 @@ PROGRESS_EVERY_S = 30.0
 
 
 def print_health(report: HealthReport, console: Console | None = None) -> None:
-    out = console if console is not None else Console()
+    out = console if console is not None else _stdout_console()
     target = report.target
-    model = target.model or "?"
+    model = target.model or "not given"
     if target.model_discovered:
         model += " (discovered)"
     out.print(Text.assemble(("verify health ", "bold"), target.base_url, f" ({target.source})"))
@@ -55,6 +56,14 @@ def print_health(report: HealthReport, console: Console | None = None) -> None:
             if value:
                 out.print(Text.assemble(f"  {label}: ", (value, "")))
     out.print(_verdict(report))
+
+
+def _stdout_console() -> Console:
+    """The terminal's width on a terminal; 120 columns in CI logs and pipes (rich would use 80)."""
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        return Console(width=120)
+    return console
 
 
 def _verdict(report: HealthReport) -> Text:
