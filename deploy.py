@@ -103,6 +103,8 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
     assert tpu is not None
     assert settings.project is not None
     base = f"gemma-{stack}"
+    # The APIs (tpu and compute included) are enabled first; the node's Google resources wait for them.
+    cloud = google_cloud(settings, stack)
     # The node grants its own account read access (that account is created inside the node).
     bucket = ModelBucket(
         f"{base}-models",
@@ -111,6 +113,7 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
             labels=labels,
             force_destroy=settings.bucket.force_destroy,
         ),
+        cloud,
     )
     drafter = settings.vllm.speculative.drafter if settings.vllm.speculative else None
     tensor_parallel = settings.vllm.tensor_parallel_size
@@ -140,6 +143,7 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
             valid_until_seconds=tpu.valid_until_duration,
             active_deadline_seconds=tpu.active_deadline,
         ),
+        cloud,
     )
     return {
         "endpoint": node.endpoint,
