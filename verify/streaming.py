@@ -322,11 +322,14 @@ def _data_of(line: str) -> str | None:
 async def _read_events(response: httpx.Response, progress: _Progress, clock: Clock) -> StreamFailure | None:
     async for line in response.aiter_lines():
         data = _data_of(line)
-        if data is None or not data:
+        if data is None or not data or progress.done:
+            # After [DONE] the body is still read to its end: a response left half-read cannot go
+            # back to the pool, and the next request would pay a new connection (a TLS handshake on
+            # Cloud Run) inside its TTFT.
             continue
         if data == "[DONE]":
             progress.done = True
-            break
+            continue
         now = clock()
         try:
             chunk = _Chunk.model_validate_json(data)

@@ -6,6 +6,7 @@ because the two report the same network trouble as different exceptions.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -229,3 +230,53 @@ def test_aiohttp_connect_timeout_cause_is_a_connect_timeout() -> None:
     error.__cause__ = aiohttp.ConnectionTimeoutError("Connection timeout to host")
     assert classify_transport_error(error).kind is FailureKind.CONNECT_TIMEOUT
     assert classify_transport_error(httpx.ConnectTimeout("slow")).kind is FailureKind.CONNECT_TIMEOUT
+
+
+class _SlowTerminatorServer(asyncio.Protocol):
+    """Answers each request with a complete stream, but sends the chunked body's terminator a moment
+    after ``[DONE]`` (as a real server's last TCP segment can arrive), counting connections."""
+
+    connections = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        type(self).connections += 1
+        self._transport = transport
+        self._buffer = b""
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        head, sep, rest = self._buffer.partition(b"\r\n\r\n")
+        length = next(
+            (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")),
+            0,
+        )
+        if not sep or len(rest) < length:
+            return
+        self._buffer = rest[length:]
+        events = [
+            b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"length"}]}\n\n',
+            b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\n',
+            b"data: [DONE]\n\n",
+        ]
+        body = b"".join(f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events)
+        headers = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        self._transport.write(headers + body)
+        asyncio.get_running_loop().call_later(0.05, self._transport.write, b"0\r\n\r\n")
+
+
+async def test_connections_are_reused_after_done(transport_name: str) -> None:
+    """Guards against closing a half-read response at [DONE]: the next request would then pay a new
+    connection (a TLS handshake on Cloud Run) inside its TTFT."""
+    _SlowTerminatorServer.connections = 0
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(_SlowTerminatorServer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", transport=TRANSPORTS[transport_name]()) as c:
+            results = [await measure_stream(c, request(), timeouts=FAST) for _ in range(3)]
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert all(result.ok for result in results), [r.failure for r in results]
+    assert _SlowTerminatorServer.connections == 1
