@@ -14,9 +14,13 @@ What the script does at every boot (GCE runs `startup-script` metadata on each b
 2. reads the vLLM API key (and, if configured, a Hugging Face token) from Secret Manager with the VM's
    own service account, through the metadata server's token, into a root-only env file under /run (a
    tmpfs): the secret never appears in metadata or on any command line;
-3. replaces the container and starts the pinned `vllm/vllm-tpu` image with `--privileged --net=host
-   --shm-size`, `--restart unless-stopped` (Docker restarts it if it exits) and the gcplogs log driver
-   (container output goes to Cloud Logging); vLLM takes the key from `VLLM_API_KEY`, which is exactly
+3. when the image lives in Artifact Registry (the stack's Docker Hub mirror, `<region>-docker.pkg.dev`),
+   lets docker authenticate to that host as the VM's service account (`gcloud auth configure-docker`,
+   whose credential helper asks the metadata server for a token at each pull; where the helper is not on
+   PATH, a `docker login` with a metadata-server token passed on stdin), then replaces the container and
+   starts the pinned `vllm/vllm-tpu` image with `--privileged --net=host --shm-size`, `--restart
+   unless-stopped` (Docker restarts it if it exits) and the gcplogs log driver (container output goes to
+   Cloud Logging); vLLM takes the key from `VLLM_API_KEY`, which is exactly
    `--api-key` (vllm/entrypoints/serve/middleware/register.py) without putting the key on a command line;
 4. logs each step to the serial console / Cloud Logging and waits (bounded) for `/health`.
 """
@@ -36,6 +40,8 @@ BUCKET_METADATA_KEY = "gemma-model-bucket"
 DATA_END_MARKER = "# --- end of rendered data ---"
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+# Artifact Registry's Docker hosts (https://cloud.google.com/artifact-registry/docs/docker/names).
+_ARTIFACT_REGISTRY_HOST = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*-docker\.pkg\.dev$")
 _RELATIVE_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 _RESERVED_ENV = frozenset({"VLLM_API_KEY", "HF_TOKEN"})
 
@@ -64,6 +70,8 @@ class StartupScriptSpec:
 
     def __post_init__(self) -> None:
         problems = [*self._arg_problems(), *self._path_problems()]
+        if not self.image or any(ch.isspace() for ch in self.image):
+            problems.append(f"image {self.image!r}: a non-empty reference without whitespace")
         for name, value in self.env.items():
             if not _ENV_NAME.match(name) or name in _RESERVED_ENV:
                 problems.append(f"env {name!r}: use UPPER_CASE names other than {sorted(_RESERVED_ENV)}")
@@ -75,6 +83,11 @@ class StartupScriptSpec:
     @property
     def env_file(self) -> str:
         return f"{self.state_dir}/vllm.env"
+
+    @property
+    def registry_host(self) -> str:
+        """The Artifact Registry host docker must log in to for this image, or '' (e.g. Docker Hub)."""
+        return artifact_registry_host(self.image) or ""
 
     def _arg_problems(self) -> list[str]:
         args = list(self.serve_args)
@@ -108,6 +121,12 @@ class StartupScriptSpec:
             if not path.startswith("/") or ":" in path:
                 problems.append(f"{key} {path!r} must be an absolute path without ':'")
         return problems
+
+
+def artifact_registry_host(image: str) -> str | None:
+    """`us-east5-docker.pkg.dev` for an image in Artifact Registry; None for any other registry."""
+    host, slash, _ = image.partition("/")
+    return host if slash and _ARTIFACT_REGISTRY_HOST.match(host) else None
 
 
 def docker_run_argv(spec: StartupScriptSpec) -> list[str]:
@@ -171,6 +190,7 @@ def render_startup_script(spec: StartupScriptSpec) -> str:
         _assign("STATE_DIR", spec.state_dir),
         _assign("ENV_FILE", spec.env_file),
         _assign("IMAGE", spec.image),
+        _assign("REGISTRY_HOST", spec.registry_host),
         _assign("CONTAINER", spec.container_name),
         _assign("PORT", spec.port),
         _assign("READY_TIMEOUT_SECONDS", spec.ready_timeout_seconds),
@@ -270,7 +290,39 @@ write_env_file() {
   mv -f "$tmp" "$ENV_FILE"
 }
 
+# A metadata-server access token for the VM's service account, on stdout only.
+access_token() {
+  python3 - <<'PY'
+import json
+import urllib.request
+
+request = urllib.request.Request(
+    "http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token",
+    headers={"Metadata-Flavor": "Google"},
+)
+with urllib.request.urlopen(request, timeout=10) as answer:
+    print(json.load(answer)["access_token"])
+PY
+}
+
+# Let docker pull from the stack's Artifact Registry repository as the VM's service account (which holds
+# artifactregistry.reader on that repository only). Nothing to do for other registries.
+registry_login() {
+  if [[ -z "$REGISTRY_HOST" ]]; then
+    return 0
+  fi
+  if command -v docker-credential-gcloud > /dev/null; then
+    # Writes a credHelpers entry to /root/.docker/config.json; the helper fetches a token at each pull.
+    gcloud auth configure-docker "$REGISTRY_HOST" --quiet || return 1
+  else
+    log "docker-credential-gcloud is not on PATH; logging docker in to $REGISTRY_HOST with a short-lived token"
+    access_token | docker login --username oauth2accesstoken --password-stdin "https://$REGISTRY_HOST" > /dev/null \
+      || return 1
+  fi
+}
+
 start_container() {
+  registry_login || return 1
   docker pull "$IMAGE" || return 1
   docker rm --force "$CONTAINER" > /dev/null 2>&1 || true
   docker "${DOCKER_RUN_ARGS[@]}" > /dev/null || return 1
@@ -290,6 +342,8 @@ wait_until_ready() {
 }
 
 main() {
+  # Startup scripts may run without HOME; docker and gcloud keep their config under it.
+  export HOME="${HOME:-/root}"
   MODEL_BUCKET=$(retry 5 metadata_attribute "$BUCKET_METADATA_KEY") || MODEL_BUCKET=""
   if [[ ! "$MODEL_BUCKET" =~ ^[a-z0-9][a-z0-9._-]+$ ]]; then
     log "instance metadata $BUCKET_METADATA_KEY does not name the model bucket"
@@ -306,7 +360,8 @@ main() {
   fi
   if ! retry 5 start_container; then
     rm -f "$ENV_FILE"
-    log "could not start $IMAGE (can the VM reach the registry? internal-only nodes need Cloud NAT)"
+    log "could not start $IMAGE (can the VM reach $IMAGE's registry? internal-only nodes need Cloud NAT;"
+    log "  pulling through the mirror needs artifactregistry.reader on it for the node's account)"
     exit 1
   fi
   rm -f "$ENV_FILE"
