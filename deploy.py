@@ -12,7 +12,7 @@ import pulumi
 
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
-from components.tpu.node import TpuVllmNode, TpuVllmNodeArgs, with_tensor_parallel
+from components.tpu.node import NodeIdentity, TpuVllmNode, TpuVllmNodeArgs, with_tensor_parallel
 from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
 from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
 from stacks.settings import StackSettings
@@ -98,14 +98,21 @@ def _deploy_cloud_run(settings: StackSettings, stack: str, labels: dict[str, str
 
 
 def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> dict[str, Any]:
-    """A model bucket and one TPU v6e node running vLLM (its identity, key, firewall and request)."""
+    """A model bucket filled by the import jobs, the image mirror, and one TPU v6e node running vLLM."""
     tpu = settings.tpu
     assert tpu is not None
     assert settings.project is not None
     base = f"gemma-{stack}"
     # The APIs (tpu and compute included) are enabled first; the node's Google resources wait for them.
     cloud = google_cloud(settings, stack)
-    # The node grants its own account read access (that account is created inside the node).
+    # Made before the node, so the image mirror can grant it artifactregistry.reader on that repository only.
+    account_id = account_id_for(stack, "vllm")
+    identity = ServingIdentity(
+        f"{base}-identity",
+        ServingIdentityArgs(account_id=account_id, display_name=f"gemma-serving {stack} TPU vLLM node"),
+        cloud,
+    )
+    # The node grants its account read access on the bucket (with its other grants).
     bucket = ModelBucket(
         f"{base}-models",
         ModelBucketArgs(
@@ -115,6 +122,9 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
         ),
         cloud,
     )
+    # The VM pulls the pinned vllm/vllm-tpu tag through the mirror in the stack's region (the TPU zone's).
+    images = image_supply(settings, stack, labels, cloud, readers={"tpu-node": identity.member})
+    weights = model_supply(settings, stack, bucket.name, labels, cloud, job_image=images.job)
     drafter = settings.vllm.speculative.drafter if settings.vllm.speculative else None
     tensor_parallel = settings.vllm.tensor_parallel_size
     serve_args = with_tensor_parallel(settings.serve_args(), tensor_parallel)
@@ -125,7 +135,7 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
             zone=tpu.zone,
             accelerator_type=tpu.accelerator_type,
             provisioning=_tpu_provisioning(tpu.provisioning),
-            image=settings.image_ref,
+            image=images.serving,
             serve_args=serve_args,
             tensor_parallel_size=tensor_parallel,
             port=tpu.port,
@@ -142,6 +152,9 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
             labels=labels,
             valid_until_seconds=tpu.valid_until_duration,
             active_deadline_seconds=tpu.active_deadline,
+            identity=NodeIdentity(account_id=account_id, member=identity.member, resource=identity),
+            # vLLM must never boot against an empty bucket path, nor before it may pull through the mirror.
+            wait_for=[*weights.ready, *([images.mirror] if images.mirror is not None else [])],
         ),
         cloud,
     )
@@ -162,7 +175,8 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
         "nodeId": node.node_id,
         "modelBucket": bucket.name,
         "serviceAccount": node.service_account_email,
-        "image": settings.image_ref,
+        "image": node.image,
+        "importJobs": weights.by_hand(),
         "vllmArgs": serve_args,
     }
 

@@ -35,6 +35,8 @@ class CapturedResource:
     parent: str | None
     inputs: dict[str, Any]
     urn: str
+    # URNs the resource waits for (depends_on, with components expanded to their children).
+    dependencies: tuple[str, ...] = ()
 
 
 @dataclass
@@ -105,6 +107,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     parent=request.parent or None,
                     inputs=inputs,
                     urn=response.urn,
+                    dependencies=tuple(request.dependencies),
                 )
             )
         return response

@@ -11,6 +11,7 @@ from typing import Any
 
 from preview.capture import Capture, CapturedResource
 from preview.render import EXTRA_SECTIONS, clean
+from preview.tpu_plan import pulled_image, startup_scripts
 
 API = "gcp:projects/service:Service"
 REPOSITORY = "gcp:artifactregistry/repository:Repository"
@@ -55,6 +56,7 @@ def _images(capture: Capture) -> list[str]:
         for job in capture.of_type(JOB)
         for container in _inputs(job).get("template", {}).get("template", {}).get("containers") or []
     ]
+    lines += [f"tpu node {node_id} <- {pulled_image(script)}" for node_id, script in startup_scripts(capture)]
     for image in capture.of_type(DOCKER_IMAGE):
         inputs = _inputs(image)
         build = inputs.get("build", {})

@@ -8,6 +8,7 @@ script that runs as root at every boot (what it fetches, which container it star
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 from preview.capture import Capture, CapturedResource
@@ -17,6 +18,34 @@ QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
 FIREWALL = "gcp:compute/firewall:Firewall"
 SECRET_READER = "gcp:secretmanager/secretIamMember:SecretIamMember"  # noqa: S105 - a type token
 STARTUP_SCRIPT = "startup-script"
+
+
+def script_value(script: str, name: str) -> str | None:
+    """The value a startup script's data block assigns to NAME (one shell-quoted word), if it does."""
+    for line in script.splitlines():
+        if line.startswith(f"{name}="):
+            words = shlex.split(line[len(name) + 1 :])
+            return words[0] if words else ""
+    return None
+
+
+def startup_scripts(capture: Capture) -> list[tuple[str, str]]:
+    """(node id, startup script) of every node every queued resource asks for."""
+    found: list[tuple[str, str]] = []
+    for resource in capture.of_type(QUEUED_RESOURCE):
+        body = clean(resource.inputs).get("requestBody") or {}
+        for spec in (body.get("tpu") or {}).get("nodeSpec") or []:
+            script = ((spec.get("node") or {}).get("metadata") or {}).get(STARTUP_SCRIPT)
+            found.append((str(spec.get("nodeId")), script if isinstance(script, str) else ""))
+    return found
+
+
+def pulled_image(script: str) -> str:
+    """What a node's script pulls, and how docker is authenticated for it."""
+    image = script_value(script, "IMAGE") or "<not in the script>"
+    host = script_value(script, "REGISTRY_HOST")
+    how = f"docker logs in to {host} as the node's account" if host else "anonymous pull"
+    return f"{image} ({how})"
 
 
 def _tier(body: dict[str, Any]) -> str:
@@ -49,6 +78,7 @@ def describe_queued_resource(resource: CapturedResource, capture: Capture) -> li
         ("Wait in `up`", f"{inputs.get('activeDeadlineSeconds')} s, then the request is withdrawn"),
         ("Network", f"{network.get('network')}{subnetwork}, {exposure}; tags {node.get('tags')}"),
         ("Identity", (node.get("serviceAccount") or {}).get("email")),
+        ("Image", pulled_image(str(script))),
     ]
     shown = json.loads(json.dumps(body))
     for shown_spec in (shown.get("tpu") or {}).get("nodeSpec") or []:

@@ -137,6 +137,11 @@ class StackSettings(SettingsModel):
                 f"vllm.tensorParallelSize {self.vllm.tensor_parallel_size} exceeds the {self.tpu.chips} chip(s) of "
                 f"tpu.acceleratorType {self.tpu.accelerator_type}"
             )
+        if self.registry.build is not None:
+            raise ValueError(
+                "registry.build: a TPU node pulls its pinned image through the stack's Docker Hub mirror only "
+                "(its account reads that repository alone); remove registry.build from a tpu-v6e stack"
+            )
 
     def _check_cloud_run(self, gpu: CloudRunGpu) -> None:
         if self.cloud_run is None:

@@ -53,6 +53,10 @@ def test_the_tpu_stack_file_is_valid() -> None:
         ),
         ({"tpu": None}, "a tpu-v6e stack needs a tpu block"),
         ({"image": "vllm/vllm-tpu:nightly"}, "floating tag :nightly"),
+        (
+            {"registry": {"build": {"context": "images/vllm-gemma", "tag": "v0.32.0-gemma1"}}},
+            "registry.build: a TPU node pulls its pinned image through the stack's Docker Hub mirror only",
+        ),
     ],
 )
 def test_tpu_mistakes_name_the_key(changes: dict[str, Any], message: str) -> None:

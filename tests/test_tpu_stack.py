@@ -1,9 +1,18 @@
-"""The whole program for the tpu-v6e stack under mocks: what Google would receive, and what it must not."""
+"""The whole program for the tpu-v6e stack under mocks: what Google would receive, and what it must not.
+
+Also what the node needs before vLLM starts: the pinned image pulled through the stack's Docker Hub mirror
+(its account a reader of that repository only, docker logged in to the registry host), and the weights
+imported into the bucket before the queued resource is even requested.
+"""
 
 from __future__ import annotations
 
 import json
 import runpy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,15 +20,24 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.config import set_all_config
 
+from components.tpu.startup_script import DATA_END_MARKER
+from policy.images import IMAGES_PINNED
 from preview.capture import SECRET_SIGNATURE, Capture, OfflineMocks, RecordingMonitor, run_registrations
 from preview.render import clean, plan_document, text_plan
-from preview.tpu_plan import tpu_section
+from preview.supply_plan import supply_section
+from preview.tpu_plan import script_value, tpu_section
 from stacks.vllm_args import check_serve_args
+from supply import SecretConfigError
 from tests.conftest import ROOT, render_stack, stack_config
 
 QUEUED = "pulumi-python:dynamic/tpu:QueuedResource"
 FIREWALL = "gcp:compute/firewall:Firewall"
+REPOSITORY = "gcp:artifactregistry/repository:Repository"
+REPOSITORY_READER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
+IMPORT_RUN = "command:local:Command"
 STACK = "tpu-v6e"
+# The bf16 checkpoint the stack serves, at the commit the stack file pins.
+CHECKPOINT = "hf://google/gemma-4-12B-it @ 707f0a3b8a3c7ad586ed01e27eafbad8a27dd0f7"
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +47,108 @@ def rendered() -> Capture:
 
 def body(capture: Capture) -> dict[str, Any]:
     return dict(clean(capture.one(QUEUED).inputs)["requestBody"])
+
+
+def script(capture: Capture) -> str:
+    return str(body(capture)["tpu"]["nodeSpec"][0]["node"]["metadata"]["startup-script"])
+
+
+def node_member(capture: Capture) -> str:
+    return "serviceAccount:" + str(body(capture)["tpu"]["nodeSpec"][0]["node"]["serviceAccount"]["email"])
+
+
+def test_node_pulls_the_pinned_tpu_image_through_the_stack_mirror(rendered: Capture) -> None:
+    """No Docker Hub pull from the VM (rate limits, unpinned drift): the script runs the pinned tag from
+    the mirror in the TPU zone's own region, and the `image` output names exactly that reference."""
+    (repository,) = [clean(r.inputs) for r in rendered.of_type(REPOSITORY)]
+    assert repository["remoteRepositoryConfig"]["dockerRepository"]["publicRepository"] == "DOCKER_HUB"
+    assert repository["location"] == "us-east5"
+    assert body(rendered)["tpu"]["nodeSpec"][0]["parent"].endswith(f"/locations/{repository['location']}-a")
+    expected = (
+        f"{repository['location']}-docker.pkg.dev/{repository['project']}/{repository['repositoryId']}"
+        "/vllm/vllm-tpu:v0.32.0"
+    )
+    assert script_value(script(rendered), "IMAGE") == expected
+    assert clean(rendered.outputs)["image"] == expected
+    data = script(rendered).split(DATA_END_MARKER, 1)[0] + '\nprintf "%s\\0" "${DOCKER_RUN_ARGS[@]}"\n'
+    argv = subprocess.run(["bash", "-c", data], capture_output=True, check=True, timeout=30).stdout.decode().split("\0")
+    assert argv[argv.index("serve") - 1] == expected
+    assert IMAGES_PINNED.violations(QUEUED, rendered.one(QUEUED).inputs) == []
+
+
+def test_pinning_policy_reads_the_mirrored_reference(rendered: Capture) -> None:
+    """The images-pinned guardrail still sees the image behind the mirror path: a moving tag is caught."""
+    inputs = json.loads(json.dumps(clean(rendered.one(QUEUED).inputs)))
+    metadata = inputs["requestBody"]["tpu"]["nodeSpec"][0]["node"]["metadata"]
+    metadata["startup-script"] = metadata["startup-script"].replace("vllm-tpu:v0.32.0", "vllm-tpu:latest")
+    assert IMAGES_PINNED.violations(QUEUED, inputs)
+
+
+def test_node_account_reads_the_mirror_and_no_other_repository(rendered: Capture) -> None:
+    """The VM pulls with its own account: reader on the stack's mirror only, never project-wide."""
+    readers = [clean(r.inputs) for r in rendered.of_type(REPOSITORY_READER)]
+    (repository,) = [clean(r.inputs) for r in rendered.of_type(REPOSITORY)]
+    assert [(r["repository"], r["location"], r["role"], r["member"]) for r in readers] == [
+        (repository["repositoryId"], repository["location"], "roles/artifactregistry.reader", node_member(rendered))
+    ]
+    project_roles = [clean(r.inputs)["role"] for r in rendered.of_type("gcp:projects/iAMMember:IAMMember")]
+    assert project_roles == ["roles/logging.logWriter"]
+
+
+def test_startup_script_logs_docker_in_to_the_registry_and_is_valid_bash(rendered: Capture, tmp_path: Path) -> None:
+    """Without docker credentials for <region>-docker.pkg.dev the pull is refused and vLLM never starts; a
+    script that does not parse does nothing at boot."""
+    text = script(rendered)
+    assert script_value(text, "REGISTRY_HOST") == "us-east5-docker.pkg.dev"
+    assert 'gcloud auth configure-docker "$REGISTRY_HOST" --quiet' in text
+    path = tmp_path / "startup.sh"
+    path.write_text(text)
+    subprocess.run(["bash", "-n", str(path)], check=True, timeout=30)
+    shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).with_name("shellcheck"))
+    result = subprocess.run(
+        [shellcheck, "--severity=style", str(path)], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout
+
+
+def test_queued_resource_waits_for_the_weight_import_and_the_mirror_grant(rendered: Capture) -> None:
+    """vLLM must never boot against an empty bucket path, nor try to pull before it may read the mirror:
+    the request depends on the import run and the reader binding."""
+    dependencies = set(rendered.one(QUEUED).dependencies)
+    (run,) = rendered.of_type(IMPORT_RUN)
+    (reader,) = rendered.of_type(REPOSITORY_READER)
+    assert run.urn in dependencies
+    assert reader.urn in dependencies
+
+
+def test_weights_come_from_the_bf16_checkpoint_at_a_pinned_commit(rendered: Capture) -> None:
+    """The import copies the checkpoint the node serves (model.path, bf16) into that very bucket path."""
+    (job,) = rendered.of_type("gcp:cloudrunv2/job:Job")
+    container = clean(job.inputs)["template"]["template"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["envs"]}
+    assert (env["IMPORT_SOURCE"], env["IMPORT_REVISION"]) == ("hf://google/gemma-4-12B-it", CHECKPOINT[-40:])
+    assert env["IMPORT_PREFIX"] == "gemma-4-12B-it"
+    assert "MODEL_DIRS=(\n  gemma-4-12B-it\n)" in script(rendered)
+    assert set(clean(rendered.outputs)["importJobs"]) == {"target"}
+
+
+def test_plan_shows_the_import_job_and_the_image_the_node_pulls(rendered: Capture) -> None:
+    """`make preview STACK=tpu-v6e` shows what runs before vLLM: the import and the node's image."""
+    section = "\n".join(supply_section(rendered))
+    assert "Weight import gemma-tpu-v6e-import-target:" in section
+    assert CHECKPOINT in section
+    image = script_value(script(rendered), "IMAGE")
+    assert f"tpu node gemma-tpu-v6e-vllm <- {image} (docker logs in to us-east5-docker.pkg.dev" in section
+    assert f"readers: {node_member(rendered)}" in section
+    assert f"Image:         {image}" in "\n".join(tpu_section(rendered))
+
+
+def test_gated_checkpoint_without_a_token_names_the_key() -> None:
+    """Should the checkpoint become gated, `pulumi up` stops with the key to set, not a 401 in the job."""
+    model = json.loads(stack_config(STACK).values["gemma-serving:model"])
+    model["source"]["huggingFace"]["gated"] = True
+    with pytest.raises(SecretConfigError, match="pulumi config set --secret gemma-serving:hfToken"):
+        render_stack(STACK, {"gemma-serving:model": json.dumps(model)})
 
 
 def test_request_is_a_v6e_1_flex_start_node_with_internal_ip(rendered: Capture) -> None:
@@ -125,6 +245,8 @@ class CanaryMocks(OfflineMocks):
     """Gives the generated API key a recognisable value; it must never surface unmasked."""
 
     CANARY = "CANARY-generated-vllm-key-6f1d2c"
+    # A Hugging Face token set with `pulumi config set --secret` (the import job would read it).
+    HF_TOKEN = "hf_CanaryTokenForTheTpuStack0123456789"
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         resource_id, state = super().new_resource(args)
@@ -141,13 +263,17 @@ def _unmasked(value: Any) -> list[str]:
         return [hit for item in value.values() for hit in _unmasked(item)]
     if isinstance(value, list):
         return [hit for item in value for hit in _unmasked(item)]
-    return [value] if isinstance(value, str) and CanaryMocks.CANARY in value else []
+    canaries = (CanaryMocks.CANARY, CanaryMocks.HF_TOKEN)
+    return [value] if isinstance(value, str) and any(canary in value for canary in canaries) else []
 
 
 def test_no_secret_value_anywhere_in_the_plan() -> None:
-    """The API key is a secret end to end: wrapped in every input that carries it, absent from both plans."""
+    """The API key and a Hugging Face token are secrets end to end: wrapped in every input that carries
+    them, absent from both plans, the outputs and the log; only the import job may read the token."""
     config = stack_config(STACK)
     config.values.setdefault("gcp:project", "test-project")
+    config.values["gemma-serving:hfToken"] = CanaryMocks.HF_TOKEN
+    config.secret_keys = [*config.secret_keys, "gemma-serving:hfToken"]
     capture = Capture()
     mocks = CanaryMocks(project="test-project")
     pulumi_settings.reset_options()
@@ -157,11 +283,31 @@ def test_no_secret_value_anywhere_in_the_plan() -> None:
     set_all_config(config.values, config.secret_keys)
     run_registrations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), capture)
     carriers = [r for r in capture.resources if "secretData" in r.inputs]
-    assert [r.type for r in carriers] == ["gcp:secretmanager/secretVersion:SecretVersion"]
-    # The canary did reach the plan (so the checks below are not vacuous), wrapped as a secret.
-    assert carriers[0].inputs["secretData"]["value"] == CanaryMocks.CANARY
+    assert {r.type for r in carriers} == {"gcp:secretmanager/secretVersion:SecretVersion"}
+    # Both canaries did reach the plan (so the checks below are not vacuous), wrapped as secrets.
+    assert sorted(r.inputs["secretData"]["value"] for r in carriers) == sorted(
+        [CanaryMocks.CANARY, CanaryMocks.HF_TOKEN]
+    )
     assert [hit for r in capture.resources for hit in _unmasked(r.inputs)] == []
-    text = text_plan(capture, stack=STACK, project=config.project, notes=[]) + "\n".join(tpu_section(capture))
+    text = "\n".join(
+        [
+            text_plan(capture, stack=STACK, project=config.project, notes=[]),
+            *tpu_section(capture),
+            *supply_section(capture),
+        ]
+    )
     document = json.dumps(plan_document(capture, stack=STACK, project=config.project, notes=[]))
-    assert CanaryMocks.CANARY not in text
-    assert CanaryMocks.CANARY not in document
+    outputs = json.dumps(clean(capture.outputs))
+    for canary in (CanaryMocks.CANARY, CanaryMocks.HF_TOKEN):
+        assert canary not in text
+        assert canary not in document
+        assert canary not in outputs
+        assert all(canary not in message for _, message in capture.logs)
+    token_readers = [
+        clean(r.inputs)
+        for r in capture.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")
+        if clean(r.inputs)["secretId"].endswith("hf-token")
+    ]
+    assert [r["member"] for r in token_readers] == [
+        "serviceAccount:gemma-tpu-v6e-imp-target@test-project.iam.gserviceaccount.com"
+    ]

@@ -1,11 +1,13 @@
 """`TpuVllmNode`: vLLM on one TPU v6e node, with its identity, secrets and network edge.
 
-Owns: a dedicated service account; its read binding on the model bucket; the vLLM API key (a random
+Owns: a dedicated service account (unless one is given, see `NodeIdentity`); its read binding on the
+model bucket; the vLLM API key (a random
 value stored as a Secret Manager secret, readable only by that account); a log-writer binding so the
 container's output reaches Cloud Logging; firewall rules (the vLLM port only from named source ranges,
 SSH only from Google's IAP range); Cloud NAT when the node is internal-only (so it can pull the image);
 and the TPU queued resource whose startup script runs vLLM.
-Does not own: the model bucket or the weights in it.
+Does not own: the model bucket or the weights in it, nor the image repository it pulls from (the stack
+grants the node's identity `artifactregistry.reader` on its Docker Hub mirror: supply.image_supply).
 
 Secure defaults: internal IP only, no rule open to 0.0.0.0/0 or ::/0 (refused here and in the settings),
 the key never in plain text in metadata, the plan or a command line.
@@ -17,7 +19,7 @@ import hashlib
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pulumi
 import pulumi_gcp as gcp
@@ -28,10 +30,30 @@ from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Provisioning
 from components.tpu.startup_script import BUCKET_METADATA_KEY, StartupScriptSpec, render_startup_script
 
+# Stands in for an image reference that is still a Pulumi output while the script's other values are
+# validated at construction; the script itself is rendered from the resolved reference.
+_UNRESOLVED_IMAGE = "unresolved.invalid/image:pending"
+
 # Source of IAP TCP forwarding (SSH tunnels): https://cloud.google.com/iap/docs/using-tcp-forwarding
 IAP_SOURCE_RANGE = "35.235.240.0/20"
 _V6E_TYPE = re.compile(r"^v6e-(\d+)$")
 _ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class NodeIdentity:
+    """A service account made outside the node, so that others can grant it before the node exists.
+
+    Why: the stack's image mirror must grant the node's account `artifactregistry.reader`, and the node's
+    image reference comes from that mirror; an account made inside the node would exist only after both.
+    """
+
+    # The account id (6-30 characters), so the request body shows the email before the account exists.
+    account_id: str
+    # `serviceAccount:<email>`, an output of the account (bindings on it wait for the account).
+    member: pulumi.Input[str]
+    # What the request must wait for: the account (or the component that owns it).
+    resource: pulumi.Resource
 
 
 @dataclass(frozen=True)
@@ -41,7 +63,8 @@ class TpuVllmNodeArgs:
     project: str
     zone: str
     provisioning: Provisioning
-    image: str
+    # The pinned image; an output when it comes through the stack's Artifact Registry mirror.
+    image: pulumi.Input[str]
     # The full `vllm serve` arguments (model path under model_root first), from the stack's vLLM settings.
     serve_args: Sequence[str]
     model_bucket: pulumi.Input[str]
@@ -63,6 +86,11 @@ class TpuVllmNodeArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
     valid_until_seconds: int | None = None
     active_deadline_seconds: int = 2 * 3600
+    # None: the node makes its own dedicated account.
+    identity: NodeIdentity | None = None
+    # What must exist before the VM boots besides the node's own grants: the weight imports (so vLLM never
+    # starts against an empty bucket path) and the image mirror with its reader binding.
+    wait_for: Sequence[pulumi.Resource] = ()
 
     def problems(self) -> list[str]:
         """Every reason these inputs would build an unsafe or unworkable node."""
@@ -86,6 +114,8 @@ class TpuVllmNodeArgs:
                 found.append(f"serve_args say --tensor-parallel-size {given!r}, the node {self.tensor_parallel_size}")
         if not 1024 <= self.port <= 65535:
             found.append(f"port {self.port}: use 1024-65535")
+        if self.identity is not None and not _ACCOUNT_ID.match(self.identity.account_id):
+            found.append(f"identity.account_id {self.identity.account_id!r}: 6-30 lowercase letters, digits, '-'")
         return found
 
 
@@ -122,6 +152,7 @@ class TpuVllmNode(pulumi.ComponentResource):
     api_key_secret: pulumi.Output[str]
     service_account_email: pulumi.Output[str]
     internal_ip: pulumi.Output[str]
+    image: pulumi.Output[str]
 
     def __init__(
         self,
@@ -134,34 +165,41 @@ class TpuVllmNode(pulumi.ComponentResource):
         if problems:
             raise ValueError(f"TpuVllmNode {name}: " + "; ".join(problems))
         secret_id = f"{name}-api-key"
-        # Rendered (and validated) before anything registers; it names the secret, never its value.
-        script = render_startup_script(
-            StartupScriptSpec(
-                project=args.project,
-                image=args.image,
-                serve_args=with_tensor_parallel(args.serve_args, args.tensor_parallel_size),
-                model_dirs=list(args.model_dirs),
-                api_key_secret=secret_id,
-                hf_token_secret=args.hf_token_secret,
-                port=args.port,
-                model_root=args.model_root,
-                env=dict(args.env),
-            )
+        # Validated before anything registers; the script names the secret, never its value.
+        spec = StartupScriptSpec(
+            project=args.project,
+            image=args.image if isinstance(args.image, str) else _UNRESOLVED_IMAGE,
+            serve_args=with_tensor_parallel(args.serve_args, args.tensor_parallel_size),
+            model_dirs=list(args.model_dirs),
+            api_key_secret=secret_id,
+            hf_token_secret=args.hf_token_secret,
+            port=args.port,
+            model_root=args.model_root,
+            env=dict(args.env),
+        )
+        # Rendered from the resolved image reference (a string in apply; no resource is made there).
+        script = pulumi.Output.from_input(args.image).apply(
+            lambda image: render_startup_script(replace(spec, image=image))
         )
         super().__init__("gemma:tpu:TpuVllmNode", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         region = args.zone.rsplit("-", 1)[0]
         tag = name
 
-        account_id = service_account_id(name)
-        account = gcp.serviceaccount.Account(
-            f"{name}-sa",
-            account_id=account_id,
-            display_name=f"gemma-serving TPU vLLM node {name}",
-            project=args.project,
-            opts=child,
-        )
-        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        account: pulumi.Resource
+        member: pulumi.Input[str]
+        if args.identity is None:
+            account_id = service_account_id(name)
+            own = gcp.serviceaccount.Account(
+                f"{name}-sa",
+                account_id=account_id,
+                display_name=f"gemma-serving TPU vLLM node {name}",
+                project=args.project,
+                opts=child,
+            )
+            account, member = own, own.email.apply(lambda email: f"serviceAccount:{email}")
+        else:
+            account_id, member, account = args.identity.account_id, args.identity.member, args.identity.resource
         # Known before the account exists, so the plan can show the full queued-resource request.
         email = f"{account_id}@{args.project}.iam.gserviceaccount.com"
 
@@ -239,8 +277,9 @@ class TpuVllmNode(pulumi.ComponentResource):
                 valid_until_seconds=args.valid_until_seconds,
                 active_deadline_seconds=args.active_deadline_seconds,
             ),
-            # The VM reads the bucket and the secret at first boot: every grant must exist before it.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[account, *grants]),
+            # The VM reads the bucket and the secret and pulls the image at first boot: every grant, the
+            # weights and the image repository must exist before it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[account, *grants, *args.wait_for]),
             provider=provider,
         )
 
@@ -249,7 +288,9 @@ class TpuVllmNode(pulumi.ComponentResource):
         self.queued_resource_name = queued.queued_resource_name
         self.node_id = pulumi.Output.from_input(name)
         self.api_key_secret = pulumi.Output.from_input(f"projects/{args.project}/secrets/{secret_id}")
-        self.service_account_email = account.email
+        # From the member output, so whoever uses the email waits for the account.
+        self.service_account_email = pulumi.Output.from_input(member).apply(lambda m: m.split(":", 1)[1])
+        self.image = pulumi.Output.from_input(args.image)
         self.internal_ip = queued.internal_ip
         self.register_outputs(
             {
@@ -259,6 +300,7 @@ class TpuVllmNode(pulumi.ComponentResource):
                 "apiKeySecret": self.api_key_secret,
                 "serviceAccountEmail": self.service_account_email,
                 "internalIp": self.internal_ip,
+                "image": self.image,
             }
         )
 

@@ -20,7 +20,8 @@ from components.tpu.request_body import Provisioning, QueuedResourceSpec, build_
 
 @dataclass(frozen=True)
 class QueuedResourceArgs:
-    """What to request. Only `metadata` values may be Pulumi outputs, so that the plan shows the body."""
+    """What to request. Only the instance metadata (the startup script, `metadata` values) may be Pulumi
+    outputs, so that the plan shows the rest of the body as it is built."""
 
     project: str
     zone: str
@@ -29,7 +30,8 @@ class QueuedResourceArgs:
     accelerator_type: str
     runtime_version: str
     service_account_email: str
-    startup_script: str
+    # An output when rendered from resolved values (e.g. an image reference through the mirror).
+    startup_script: pulumi.Input[str]
     provisioning: Provisioning
     network: str = "default"
     subnetwork: str | None = None

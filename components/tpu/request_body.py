@@ -60,7 +60,7 @@ Provisioning = FlexStart | Spot | Guaranteed
 
 @dataclass(frozen=True)
 class QueuedResourceSpec:
-    """Everything the request says, as plain values (no Pulumi outputs)."""
+    """Everything the request says, as plain values (only the instance metadata may hold Pulumi outputs)."""
 
     project: str
     zone: str
@@ -69,7 +69,8 @@ class QueuedResourceSpec:
     accelerator_type: str
     runtime_version: str
     service_account_email: str
-    startup_script: str
+    # The startup script; like `metadata` values it may be a Pulumi output (passed as-is).
+    startup_script: object
     provisioning: Provisioning
     network: str = "default"
     subnetwork: str | None = None

@@ -1,4 +1,5 @@
-"""TpuVllmNode under Pulumi mocks: identity and grants, the API-key secret, the network edge, the request."""
+"""TpuVllmNode under Pulumi mocks: identity and grants, the API-key secret, the network edge, the request,
+and a startup script rendered from an image reference that is an output (the stack's mirror)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pulumi
+import pulumi_gcp as gcp
 import pytest
 from pulumi.runtime import mocks as pulumi_mocks
 
-from components.tpu.node import IAP_SOURCE_RANGE, TpuVllmNode, TpuVllmNodeArgs, service_account_id
+from components.tpu.node import IAP_SOURCE_RANGE, NodeIdentity, TpuVllmNode, TpuVllmNodeArgs, service_account_id
 from components.tpu.request_body import FlexStart, Spot
 from preview.capture import Capture, OfflineMocks, RecordingMonitor, run_registrations
 from preview.render import clean, plan_document
@@ -181,3 +183,67 @@ def test_service_account_ids_are_valid_and_stable() -> None:
     assert derived == service_account_id(long_name)
     assert derived != service_account_id(long_name + "-2")
     assert service_account_id("tpu") == "tpu-vllm"
+
+
+MIRROR_IMAGE = "us-east5-docker.pkg.dev/test-project/gemma-tpu-dockerhub/vllm/vllm-tpu:v0.32.0"
+
+
+def mirrored_image() -> pulumi.Output[str]:
+    """An image reference that is an output of another resource, as the stack's mirror gives it."""
+    repository = gcp.artifactregistry.Repository(
+        "mirror-repo", project="test-project", location="us-east5", repository_id="gemma-tpu-dockerhub", format="DOCKER"
+    )
+    host = "us-east5-docker.pkg.dev/test-project"
+    return repository.repository_id.apply(lambda repo: f"{host}/{repo}/vllm/vllm-tpu:v0.32.0")
+
+
+def test_script_is_rendered_from_an_image_output(register: Register) -> None:
+    """An image reference known only as an output still reaches the script whole, with docker logged in
+    to its registry host; the stand-in used for early validation never does."""
+    capture = register(lambda: TpuVllmNode("gemma-tpu", node_args(image=mirrored_image())))
+    script = script_of(capture)
+    assert f"IMAGE={MIRROR_IMAGE}" in script
+    assert "REGISTRY_HOST=us-east5-docker.pkg.dev" in script
+    assert "unresolved.invalid" not in script
+
+
+def test_bad_arguments_fail_at_construction_even_with_an_image_output() -> None:
+    """Rendering waits for the image, but a script that would serve nothing is refused before that."""
+    image = pulumi.Output.from_input(MIRROR_IMAGE)
+    with pytest.raises(ValueError, match="is not under /mnt/models"):
+        TpuVllmNode("gemma-tpu", node_args(image=image, serve_args=["/elsewhere/model", "--port", "8000"]))
+
+
+def test_given_identity_is_used_and_the_request_waits_for_it(register: Register) -> None:
+    """With an identity made outside (so the mirror can grant it first), the node makes no account of its
+    own, grants that identity, and its request waits for the identity and for everything in wait_for."""
+
+    def build() -> None:
+        account = gcp.serviceaccount.Account("outside-sa", account_id="gemma-tpu-node", project="test-project")
+        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        weights = gcp.storage.BucketObject("weights-marker", bucket="test-project-gemma-models", content="done")
+        TpuVllmNode(
+            "gemma-tpu",
+            node_args(
+                identity=NodeIdentity(account_id="gemma-tpu-node", member=member, resource=account),
+                wait_for=[weights],
+            ),
+        )
+
+    capture = register(build)
+    (account,) = capture.of_type("gcp:serviceaccount/account:Account")
+    assert account.name == "outside-sa"
+    member = "serviceAccount:gemma-tpu-node@test-project.iam.gserviceaccount.com"
+    assert capture.one("gcp:storage/bucketIAMMember:BucketIAMMember").inputs["member"] == member
+    assert body_of(capture)["tpu"]["nodeSpec"][0]["node"]["serviceAccount"]["email"] == member.split(":", 1)[1]
+    queued = capture.one(QUEUED)
+    marker = capture.one("gcp:storage/bucketObject:BucketObject")
+    assert {account.urn, marker.urn} <= set(queued.dependencies)
+
+
+def test_invalid_identity_is_refused() -> None:
+    """A malformed account id would only fail at Google after the other grants were made."""
+    account = gcp.serviceaccount.Account("outside-sa", account_id="gemma-tpu-node", project="test-project")
+    identity = NodeIdentity(account_id="Bad_Id", member="serviceAccount:x@test-project.iam", resource=account)
+    with pytest.raises(ValueError, match=r"identity\.account_id 'Bad_Id'"):
+        TpuVllmNode("gemma-tpu", node_args(identity=identity))
