@@ -229,6 +229,11 @@ def test_outputs_are_what_verify_reads(rendered: Capture) -> None:
     assert outputs["apiKeySecret"].endswith("/secrets/gemma-tpu-v6e-vllm-api-key")
     assert "endpoint" in outputs
     assert "queuedResourceName" in outputs
+    assert (outputs["zone"], outputs["acceleratorType"], outputs["provisioningModel"]) == (
+        "us-east5-a",
+        "v6e-1",
+        "flex-start",
+    )
 
 
 def test_text_plan_shows_request_firewall_and_script(rendered: Capture) -> None:
