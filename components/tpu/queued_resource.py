@@ -7,62 +7,26 @@ the provider where no reviewer sees it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pulumi
 import pulumi.dynamic
 
 from components.tpu.provider import QueuedResourceProvider
-from components.tpu.request_body import Provisioning, QueuedResourceSpec, build_request_body
+from components.tpu.request_body import QueuedResourceSpec, build_request_body
 
 
 @dataclass(frozen=True)
-class QueuedResourceArgs:
-    """What to request. Only the instance metadata (the startup script, `metadata` values) may be Pulumi
-    outputs, so that the plan shows the rest of the body as it is built."""
+class QueuedResourceArgs(QueuedResourceSpec):
+    """The request (every field of the body, validated as the spec is) plus how long `pulumi up` waits for it.
 
-    project: str
-    zone: str
-    queued_resource_id: str
-    node_id: str
-    accelerator_type: str
-    runtime_version: str
-    service_account_email: str
-    # An output when rendered from resolved values (e.g. an image reference through the mirror).
-    startup_script: pulumi.Input[str]
-    provisioning: Provisioning
-    network: str = "default"
-    subnetwork: str | None = None
-    enable_external_ips: bool = False
-    labels: Mapping[str, str] = field(default_factory=dict)
-    # Instance metadata beside the startup script, e.g. the model bucket's name (known after creation).
-    metadata: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
-    network_tags: Sequence[str] = ()
-    valid_until_seconds: int | None = None
+    Only the instance metadata (the startup script, `metadata` values) may be Pulumi outputs, so that the
+    plan shows the rest of the body as it is built.
+    """
+
     # How long `pulumi up` waits for ACTIVE before withdrawing the request and failing.
     active_deadline_seconds: int = 2 * 3600
-
-    def spec(self) -> QueuedResourceSpec:
-        return QueuedResourceSpec(
-            project=self.project,
-            zone=self.zone,
-            queued_resource_id=self.queued_resource_id,
-            node_id=self.node_id,
-            accelerator_type=self.accelerator_type,
-            runtime_version=self.runtime_version,
-            service_account_email=self.service_account_email,
-            startup_script=self.startup_script,
-            provisioning=self.provisioning,
-            network=self.network,
-            subnetwork=self.subnetwork,
-            enable_external_ips=self.enable_external_ips,
-            labels=self.labels,
-            metadata=self.metadata,
-            network_tags=self.network_tags,
-            valid_until_seconds=self.valid_until_seconds,
-        )
 
 
 class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource"):
@@ -75,8 +39,8 @@ class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource
         opts: pulumi.ResourceOptions | None = None,
         provider: QueuedResourceProvider | None = None,
     ) -> None:
-        # Built (and validated) now: a bad id fails the preview, and the plan shows the whole body.
-        body = build_request_body(args.spec())
+        # Built now (the args were validated when made): the plan shows the whole body.
+        body = build_request_body(args)
         props: dict[str, Any] = {
             "project": args.project,
             "zone": args.zone,
