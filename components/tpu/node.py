@@ -25,7 +25,6 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_random as random
 
-from components.tpu.provider import QueuedResourceProvider
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Provisioning
 from components.tpu.startup_script import BUCKET_METADATA_KEY, StartupScriptSpec, render_startup_script
@@ -154,13 +153,7 @@ class TpuVllmNode(pulumi.ComponentResource):
     internal_ip: pulumi.Output[str]
     image: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        args: TpuVllmNodeArgs,
-        opts: pulumi.ResourceOptions | None = None,
-        provider: QueuedResourceProvider | None = None,
-    ) -> None:
+    def __init__(self, name: str, args: TpuVllmNodeArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         problems = args.problems()
         if problems:
             raise ValueError(f"TpuVllmNode {name}: " + "; ".join(problems))
@@ -280,7 +273,6 @@ class TpuVllmNode(pulumi.ComponentResource):
             # The VM reads the bucket and the secret and pulls the image at first boot: every grant, the
             # weights and the image repository must exist before it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[account, *grants, *args.wait_for]),
-            provider=provider,
         )
 
         address = queued.external_ip if args.public_endpoint else queued.internal_ip

@@ -32,13 +32,7 @@ class QueuedResourceArgs(QueuedResourceSpec):
 class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource"):
     """One TPU queued resource (and the node it brings up), managed through the v2alpha1 REST API."""
 
-    def __init__(
-        self,
-        name: str,
-        args: QueuedResourceArgs,
-        opts: pulumi.ResourceOptions | None = None,
-        provider: QueuedResourceProvider | None = None,
-    ) -> None:
+    def __init__(self, name: str, args: QueuedResourceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # Built now (the args were validated when made): the plan shows the whole body.
         body = build_request_body(args)
         props: dict[str, Any] = {
@@ -55,7 +49,7 @@ class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource
             "internalIp": None,
             "externalIp": None,
         }
-        super().__init__(provider or QueuedResourceProvider(), name, props, opts)
+        super().__init__(QueuedResourceProvider(), name, props, opts)
 
     def _output(self, key: str) -> pulumi.Output[str]:
         # The SDK sets one attribute per output key (camelCase, as the provider returns them).
