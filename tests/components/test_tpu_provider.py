@@ -10,20 +10,10 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
 from components.tpu.provider import QueuedResourceError, QueuedResourceProvider
-from components.tpu.request_body import FlexStart, QueuedResourceSpec, build_request_body, with_fingerprint_label
+from components.tpu.request_body import QueuedResourceSpec, build_request_body, with_fingerprint_label
 from tests.components.tpu_fake_api import FAKE_TOKEN, FakeClock, FakeTpuApi, Scenario
+from tests.components.tpu_request import SPEC
 
-SPEC = QueuedResourceSpec(
-    project="p",
-    zone="us-east5-a",
-    queued_resource_id="gemma-tpu",
-    node_id="gemma-tpu",
-    accelerator_type="v6e-1",
-    runtime_version="v2-alpha-tpuv6e",
-    service_account_email="sa@p.iam.gserviceaccount.com",
-    startup_script="#!/bin/bash\necho hello\n",
-    provisioning=FlexStart(4 * 3600),
-)
 NAME = "projects/p/locations/us-east5-a/queuedResources/gemma-tpu"
 
 

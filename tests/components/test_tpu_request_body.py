@@ -8,29 +8,14 @@ import pytest
 
 from components.tpu.request_body import (
     SPEC_LABEL,
-    FlexStart,
     Guaranteed,
-    QueuedResourceSpec,
     Spot,
     build_request_body,
     fingerprint,
     fingerprint_label,
     with_fingerprint_label,
 )
-
-SPEC = QueuedResourceSpec(
-    project="p",
-    zone="us-east5-a",
-    queued_resource_id="gemma-tpu",
-    node_id="gemma-tpu",
-    accelerator_type="v6e-1",
-    runtime_version="v2-alpha-tpuv6e",
-    service_account_email="sa@p.iam.gserviceaccount.com",
-    startup_script="#!/bin/bash\n",
-    provisioning=FlexStart(4 * 3600),
-    labels={"stack": "tpu-v6e"},
-    network_tags=["gemma-tpu-vllm"],
-)
+from tests.components.tpu_request import SPEC
 
 
 def node_of(body: dict[str, object]) -> dict[str, object]:
