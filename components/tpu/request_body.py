@@ -93,14 +93,6 @@ class QueuedResourceSpec:
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.zone}"
 
-    @property
-    def name(self) -> str:
-        return f"{self.parent}/queuedResources/{self.queued_resource_id}"
-
-    @property
-    def node_name(self) -> str:
-        return f"{self.parent}/nodes/{self.node_id}"
-
 
 def google_duration(seconds: int) -> str:
     """protobuf Duration in JSON: whole seconds with an `s` suffix."""
