@@ -2,7 +2,8 @@
 
 Why a component: the value must travel from `pulumi config set --secret` to Secret Manager without ever
 being plain text (it stays a Pulumi secret, so Pulumi encrypts it in state and masks it in every plan),
-and the readers must be granted on this one secret, never project-wide.
+and the readers must be granted on this one secret, never project-wide. Each reader is granted by the
+component that needs the value (a ModelImport grants its own account), next to the reason for the grant.
 """
 
 from __future__ import annotations
@@ -15,23 +16,18 @@ import pulumi
 import pulumi_gcp as gcp
 
 _SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
-_ACCESSOR_KEY = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+# The role whoever reads the secret is granted, on this secret only (e.g. by each ModelImport that needs it).
 ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
 
 
 @dataclass(frozen=True)
 class ManagedSecretArgs:
-    """The secret's id, where its data lives, its value and who may read it.
-
-    `accessors` maps a short stable key (used in child names) to an IAM member. Identities that read the
-    secret can also be granted later through `ManagedSecret.grant`, next to the thing that needs it.
-    """
+    """The secret's id, where its data lives and its value. Readers are granted next to what reads it."""
 
     secret_id: str
     value: pulumi.Input[str]
     # The replica location: the secret's data stays in the stack's region.
     location: str
-    accessors: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -39,13 +35,10 @@ class ManagedSecretArgs:
             raise ValueError(f"ManagedSecretArgs.secret_id {self.secret_id!r}: 1-255 letters, digits, '-' or '_'")
         if not self.location:
             raise ValueError("ManagedSecretArgs.location is required (a region such as us-east4)")
-        for key in self.accessors:
-            if not _ACCESSOR_KEY.match(key):
-                raise ValueError(f"ManagedSecretArgs.accessors key {key!r}: lowercase letters, digits and '-'")
 
 
 class ManagedSecret(pulumi.ComponentResource):
-    """Owns: the secret, its one version and the accessor bindings it was given. Never exports the value."""
+    """Owns: the secret and its one version. Never exports the value; grants nobody by itself."""
 
     secret_id: pulumi.Output[str]
     # The full resource name (projects/<p>/secrets/<id>) and the pinned version number.
@@ -54,7 +47,6 @@ class ManagedSecret(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ManagedSecretArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gemma:secrets:ManagedSecret", name, None, opts)
-        self._name = name
         child = pulumi.ResourceOptions(parent=self)
         secret = gcp.secretmanager.Secret(
             f"{name}-secret",
@@ -74,24 +66,7 @@ class ManagedSecret(pulumi.ComponentResource):
             secret_data=pulumi.Output.secret(args.value),
             opts=child,
         )
-        self._secret = secret
-        for key, member in args.accessors.items():
-            self.grant(key, member)
         self.secret_id = secret.secret_id
         self.name = secret.name
         self.version = version.version
         self.register_outputs({"secret_id": self.secret_id, "name": self.name, "version": self.version})
-
-    def grant(
-        self, key: str, member: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None
-    ) -> gcp.secretmanager.SecretIamMember:
-        """Let one identity read this secret (roles/secretmanager.secretAccessor on this secret only)."""
-        if not _ACCESSOR_KEY.match(key):
-            raise ValueError(f"ManagedSecret.grant key {key!r}: lowercase letters, digits and '-'")
-        return gcp.secretmanager.SecretIamMember(
-            f"{self._name}-accessor-{key}",
-            secret_id=self._secret.id,
-            role=ACCESSOR_ROLE,
-            member=member,
-            opts=opts or pulumi.ResourceOptions(parent=self),
-        )
