@@ -46,7 +46,9 @@ class Capture:
     logs: list[tuple[str, str]] = field(default_factory=list)
 
     def of_type(self, type_token: str) -> list[CapturedResource]:
-        return [r for r in self.resources if r.type == type_token]
+        """The resources of one type, by name: registration order varies from run to run (a resource
+        registers once its inputs resolve), and the plan must read the same every time."""
+        return sorted((r for r in self.resources if r.type == type_token), key=lambda r: (r.name, r.urn))
 
     def one(self, type_token: str) -> CapturedResource:
         found = self.of_type(type_token)

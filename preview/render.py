@@ -65,7 +65,7 @@ def plan_document(capture: Capture, *, stack: str, project: str, notes: list[str
 
 
 def ordered(capture: Capture) -> list[CapturedResource]:
-    """Resources in tree order (parents before children), siblings by name, for stable output."""
+    """Resources in tree order (parents before children), siblings by name then type, for stable output."""
     by_parent: dict[str | None, list[CapturedResource]] = {}
     urns = {resource.urn for resource in capture.resources}
     for resource in capture.resources:
@@ -74,7 +74,7 @@ def ordered(capture: Capture) -> list[CapturedResource]:
     result: list[CapturedResource] = []
 
     def walk(parent: str | None) -> None:
-        for resource in sorted(by_parent.get(parent, []), key=lambda r: (r.type.count(":") < 2, r.name)):
+        for resource in sorted(by_parent.get(parent, []), key=lambda r: (r.type.count(":") < 2, r.name, r.type)):
             result.append(resource)
             walk(resource.urn)
 
