@@ -14,7 +14,7 @@ the same order, so they live in small functions each branch calls:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,7 +56,7 @@ def required_apis(settings: StackSettings) -> tuple[str, ...]:
     return tuple(sorted({*BASE_APIS, *(TPU_APIS if settings.gpu is None else ())}))
 
 
-def google_cloud(settings: StackSettings, stack: str, extra_apis: Sequence[str] = ()) -> pulumi.ResourceOptions:
+def google_cloud(settings: StackSettings, stack: str) -> pulumi.ResourceOptions:
     """Enable the stack's APIs and return component options whose Google provider waits for them.
 
     The provider is explicit, so it does not read the stack's other `gcp:*` keys by itself; it takes
@@ -68,7 +68,7 @@ def google_cloud(settings: StackSettings, stack: str, extra_apis: Sequence[str] 
         f"gemma-{stack}-project",
         ProjectApisArgs(
             project=settings.project,
-            apis=sorted({*required_apis(settings), *extra_apis}),
+            apis=required_apis(settings),
             impersonate_service_account=pulumi.Config("gcp").get("impersonateServiceAccount"),
         ),
     )
@@ -81,8 +81,8 @@ class ImageSupply:
 
     serving: pulumi.Input[str]
     job: pulumi.Input[str]
+    # The Docker Hub mirror, when the stack has one: a TPU node must wait for it (and its reader grant).
     mirror: ImageMirror | None = None
-    derived: DerivedImage | None = None
 
 
 def image_supply(
@@ -121,7 +121,6 @@ def image_supply(
         return mirror.image(reference) if mirror is not None and docker_hub_path(reference) else reference
 
     serving: pulumi.Input[str] = pulled(serving_base)
-    derived: DerivedImage | None = None
     if registry.build is not None:
         build = registry.build
         if not (ROOT / build.context / build.dockerfile).is_file():
@@ -145,7 +144,7 @@ def image_supply(
             opts,
         )
         serving = derived.repo_digest
-    return ImageSupply(serving=serving, job=pulled(job_base), mirror=mirror, derived=derived)
+    return ImageSupply(serving=serving, job=pulled(job_base), mirror=mirror)
 
 
 @dataclass
@@ -190,9 +189,10 @@ def model_supply(
             f"gemma-serving:{HF_TOKEN_KEY} is not set, but {', '.join(gated)} is a gated Hugging Face repo: accept its "
             f"license on the Hub, then run `{set_secret_command(HF_TOKEN_KEY)}` with a read token of that account"
         )
-    if token is not None and not any(source.hugging_face for _, source in sources.values()):
+    from_hub = any(source.hugging_face for _, source in sources.values())
+    if token is not None and not from_hub:
         pulumi.log.warn(f"gemma-serving:{HF_TOKEN_KEY} is set but no weight source is a Hugging Face repo; unused")
-    if token is not None and any(source.hugging_face for _, source in sources.values()):
+    if token is not None and from_hub:
         supply.token = ManagedSecret(
             f"{base}-hf-token",
             ManagedSecretArgs(secret_id=f"{base}-hf-token", value=token, location=settings.region, labels=labels),
