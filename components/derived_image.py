@@ -10,7 +10,6 @@ tags are immutable as well.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -19,13 +18,13 @@ import pulumi
 import pulumi_docker as docker
 import pulumi_gcp as gcp
 
+from components.gcp_names import RFC1035_ID
 from stacks.images import image_pin_problem
 from stacks.registry import registry_host
 
 # Artifact Registry accepts an OAuth access token as the password of this fixed user name
 # (https://cloud.google.com/artifact-registry/docs/docker/authentication#token).
 REGISTRY_USER = "oauth2accesstoken"
-_REPOSITORY_ID = re.compile(r"^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ class DerivedImageArgs:
 
     def __post_init__(self) -> None:
         problems: list[str] = []
-        if not _REPOSITORY_ID.match(self.repository_id):
+        if not RFC1035_ID.match(self.repository_id):
             problems.append(f"DerivedImageArgs.repository_id {self.repository_id!r}: lowercase letters, digits, '-'")
         if PurePosixPath(self.context).is_absolute() or ".." in PurePosixPath(self.context).parts:
             problems.append(f"DerivedImageArgs.context {self.context!r}: a path inside the repository")

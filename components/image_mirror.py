@@ -13,18 +13,16 @@ grants nobody; `readers` is for identities that pull themselves, such as a TPU V
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 
+from components.gcp_names import BINDING_KEY, RFC1035_ID
 from stacks.registry import docker_hub_path, registry_host
 
 READER_ROLE = "roles/artifactregistry.reader"
-_REPOSITORY_ID = re.compile(r"^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$")
-_READER_KEY = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 
 
 @dataclass(frozen=True)
@@ -42,13 +40,13 @@ class ImageMirrorArgs:
     def __post_init__(self) -> None:
         if not self.project or not self.region:
             raise ValueError("ImageMirrorArgs.project and .region are required")
-        if not _REPOSITORY_ID.match(self.repository_id):
+        if not RFC1035_ID.match(self.repository_id):
             raise ValueError(
                 f"ImageMirrorArgs.repository_id {self.repository_id!r}: lowercase letters, digits and '-', "
                 "starting with a letter (at most 63)"
             )
         for key in self.readers:
-            if not _READER_KEY.match(key):
+            if not BINDING_KEY.match(key):
                 raise ValueError(f"ImageMirrorArgs.readers key {key!r}: lowercase letters, digits and '-'")
         if self.keep_untagged_days < 1:
             raise ValueError("ImageMirrorArgs.keep_untagged_days must be at least 1")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 
-_READER_KEY = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+from components.gcp_names import BINDING_KEY
 
 
 @dataclass(frozen=True)
@@ -30,7 +29,7 @@ class ModelBucketArgs:
         if not self.location:
             raise ValueError("ModelBucketArgs.location is required (a region such as us-east4)")
         for key in self.readers:
-            if not _READER_KEY.match(key):
+            if not BINDING_KEY.match(key):
                 raise ValueError(f"ModelBucketArgs.readers key {key!r}: lowercase letters, digits and '-'")
 
 

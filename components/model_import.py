@@ -35,6 +35,7 @@ import pulumi
 import pulumi_command as command
 import pulumi_gcp as gcp
 
+from components.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID
 from components.managed_secret import ACCESSOR_ROLE, ManagedSecret
 from components.model_import_job import script_source
 from stacks.weights import ModelImportSettings
@@ -42,10 +43,7 @@ from stacks.weights import ModelImportSettings
 WRITER_ROLE = "roles/storage.objectUser"
 CONTAINER_NAME = "import"
 _PREFIX = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
-_ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-# Cloud Run job names: lowercase letters, digits and '-', starting with a letter, at most 63 characters.
-_JOB_NAME = re.compile(r"^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -77,7 +75,7 @@ class ModelImportArgs:
                 problems.append(f"ModelImportArgs.revision {self.revision!r}: a 40-hex commit id, never a branch")
         elif not self.source_uri.startswith("gs://"):
             problems.append(f"ModelImportArgs.source_uri {self.source_uri!r}: hf://owner/name or gs://bucket/path")
-        if not _ACCOUNT_ID.match(self.account_id):
+        if not SERVICE_ACCOUNT_ID.match(self.account_id):
             problems.append(f"ModelImportArgs.account_id {self.account_id!r}: 6-30 lowercase letters, digits, '-'")
         if not self.project or not self.region:
             problems.append("ModelImportArgs.project and .region are required")
@@ -112,7 +110,7 @@ class ModelImport(pulumi.ComponentResource):
     ready: pulumi.Resource
 
     def __init__(self, name: str, args: ModelImportArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        if not _JOB_NAME.match(name):
+        if not RFC1035_ID.match(name):
             raise ValueError(f"ModelImport name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
         super().__init__("gemma:storage:ModelImport", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-_ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+from components.gcp_names import SERVICE_ACCOUNT_ID
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class ServingIdentityArgs:
     display_name: str
 
     def __post_init__(self) -> None:
-        if not _ACCOUNT_ID.match(self.account_id):
+        if not SERVICE_ACCOUNT_ID.match(self.account_id):
             raise ValueError(
                 f"ServingIdentityArgs.account_id {self.account_id!r}: 6-30 characters, lowercase letters, digits "
                 "and '-', starting with a letter and not ending with '-'"

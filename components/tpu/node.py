@@ -25,6 +25,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_random as random
 
+from components.gcp_names import SERVICE_ACCOUNT_ID
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Provisioning
 from components.tpu.startup_script import BUCKET_METADATA_KEY, StartupScriptSpec, render_startup_script
@@ -36,7 +37,6 @@ _UNRESOLVED_IMAGE = "unresolved.invalid/image:pending"
 # Source of IAP TCP forwarding (SSH tunnels): https://cloud.google.com/iap/docs/using-tcp-forwarding
 IAP_SOURCE_RANGE = "35.235.240.0/20"
 _V6E_TYPE = re.compile(r"^v6e-(\d+)$")
-_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class TpuVllmNodeArgs:
                 found.append(f"serve_args say --tensor-parallel-size {given!r}, the node {self.tensor_parallel_size}")
         if not 1024 <= self.port <= 65535:
             found.append(f"port {self.port}: use 1024-65535")
-        if self.identity is not None and not _ACCOUNT_ID.match(self.identity.account_id):
+        if self.identity is not None and not SERVICE_ACCOUNT_ID.match(self.identity.account_id):
             found.append(f"identity.account_id {self.identity.account_id!r}: 6-30 lowercase letters, digits, '-'")
         return found
 
@@ -137,7 +137,7 @@ def service_account_id(name: str) -> str:
     if len(candidate) > 30:
         digest = hashlib.sha256(name.encode()).hexdigest()[:6]
         candidate = f"{base[:23].rstrip('-')}-{digest}"
-    if not _ACCOUNT_ID.match(candidate):
+    if not SERVICE_ACCOUNT_ID.match(candidate):
         raise ValueError(f"cannot derive a service account id from {name!r}; got {candidate!r}")
     return candidate
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.gcp_names import RFC1035_ID
 from components.tpu.rest import CLOUD_PLATFORM_SCOPE
 
 # A node label carrying a fingerprint of the request, so that after a "409 already exists" the provider
@@ -32,8 +32,6 @@ from components.tpu.rest import CLOUD_PLATFORM_SCOPE
 # provider adds it when it POSTs (`with_fingerprint_label`): the plan can show the body before values
 # such as the bucket name are known, and the fingerprint is taken of the final, resolved body.
 SPEC_LABEL = "gemma-spec"
-
-_ID = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -84,7 +82,7 @@ class QueuedResourceSpec:
 
     def __post_init__(self) -> None:
         for key, value in (("queuedResourceId", self.queued_resource_id), ("nodeId", self.node_id)):
-            if not _ID.match(value):
+            if not RFC1035_ID.match(value):
                 raise ValueError(f"{key} {value!r}: use 1-63 lowercase letters, digits or '-', starting with a letter")
         if isinstance(self.provisioning, FlexStart) and self.provisioning.max_run_duration_seconds <= 0:
             raise ValueError("maxRunDuration must be positive for flex-start")
