@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from stacks.loading import StackConfigError, settings_from_config
 from stacks.model_profiles import builtin_profile_files
 from stacks.settings import StackSettings
 from tests.conftest import ROOT, render_stack
+from tests.test_preview import run_preview
 
 PREFIX = "gemma-serving:"
 
@@ -148,11 +147,6 @@ def test_a_capacity_profile_that_does_not_exist_names_the_key() -> None:
     (problem,) = load_errors("l4", capacity={"profile": "gemma-4-12b-typo"})
     assert problem.startswith("gemma-serving:capacity.profile: 'gemma-4-12b-typo' is neither a built-in profile")
     assert "gemma-4-12B-it-qat-w4a16-ct" in problem
-
-
-def run_preview(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "preview", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_preview_prints_the_capacity_table_and_json_key() -> None:
