@@ -182,9 +182,7 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
     override = capacity.runtime_overhead_gib
     if gpu is not None:
         memory_gib, label, layout, block = gpu.memory_gib, gpu.display_name, KvLayout.VLLM_HYBRID, GPU_BLOCK_SIZE
-        overhead_gib = (
-            GPU_RUNTIME_OVERHEAD_GIB if capacity.runtime_overhead_gib is None else capacity.runtime_overhead_gib
-        )
+        overhead_gib = GPU_RUNTIME_OVERHEAD_GIB if override is None else override
         batched = _batched_tokens(settings, memory_gib)
         in_flight = batched * ASYNC_CONCURRENT_BATCHES
         assumptions.append(
@@ -193,11 +191,7 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
         )
     elif chip is not None:
         memory_gib, label, layout, block = chip.hbm_gib_per_chip, chip.display_name, KvLayout.TPU, TPU_BLOCK_SIZE
-        per_chip = (
-            TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP
-            if capacity.runtime_overhead_gib is None
-            else capacity.runtime_overhead_gib
-        )
+        per_chip = TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP if override is None else override
         overhead_gib = per_chip * vllm.tensor_parallel_size
         in_flight = 0  # tpu-inference keeps every token in every Gemma 4 layer: nothing slides out
         assumptions.append(
