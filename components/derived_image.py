@@ -45,6 +45,8 @@ class DerivedImageArgs:
 
     def __post_init__(self) -> None:
         problems: list[str] = []
+        if not self.project or not self.region:
+            problems.append("DerivedImageArgs.project and .region are required")
         if not RFC1035_ID.match(self.repository_id):
             problems.append(f"DerivedImageArgs.repository_id {self.repository_id!r}: lowercase letters, digits, '-'")
         if PurePosixPath(self.context).is_absolute() or ".." in PurePosixPath(self.context).parts:
