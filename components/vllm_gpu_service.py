@@ -49,11 +49,10 @@ class VllmGpuServiceArgs:
     wait_for: Sequence[pulumi.Resource] = ()
 
     def __post_init__(self) -> None:
-        concurrency = self.run.concurrency or self.max_num_seqs
         problems = [
             region_problem(self.gpu, self.region, key="VllmGpuServiceArgs.region"),
             concurrency_problem(
-                concurrency=concurrency, max_num_seqs=self.max_num_seqs, key="VllmGpuServiceArgs.run.concurrency"
+                concurrency=self.concurrency, max_num_seqs=self.max_num_seqs, key="VllmGpuServiceArgs.run.concurrency"
             ),
             *gpu_sizing_problems(
                 self.gpu,
@@ -75,6 +74,7 @@ class VllmGpuServiceArgs:
 
     @property
     def concurrency(self) -> int:
+        """Per-instance request concurrency: the stack's, or else vLLM's batch (never below it)."""
         return self.run.concurrency or self.max_num_seqs
 
 
