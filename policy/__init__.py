@@ -4,3 +4,5 @@ The rules live in plain modules (see `policy.rules.GUARDRAILS`); `policy/__main_
 a `pulumi_policy.PolicyPack` for the CLI. The pack's runtime needs nothing but pulumi-policy
 (policy/requirements.txt), so no module here imports the project's own packages.
 """
+
+from __future__ import annotations
