@@ -9,7 +9,7 @@ arguments stay a list from the model to the container, so JSON values arrive int
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal, Self
+from typing import Annotated, Self
 
 from pydantic import AfterValidator, Field, JsonValue, model_validator
 
@@ -189,7 +189,3 @@ def _switch(name: str, value: bool | None) -> list[str]:
     if value is None:
         return []
     return [f"--{name}" if value else f"--no-{name}"]
-
-
-PortNumber = Annotated[int, Field(ge=1, le=65535)]
-ApiKind = Literal["chat", "completions"]
