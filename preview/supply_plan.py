@@ -26,7 +26,6 @@ JOB = "gcp:cloudrunv2/job:Job"
 SERVICE = "gcp:cloudrunv2/service:Service"
 RUN = "command:local:Command"
 FOLDER_WRITER = "gcp:storage/managedFolderIamMember:ManagedFolderIamMember"
-ACCOUNT = "gcp:serviceaccount/account:Account"
 
 
 def _inputs(resource: CapturedResource) -> dict[str, Any]:

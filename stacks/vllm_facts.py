@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-VLLM_RELEASE = "0.32.0"
-
 # Flags that older guides still use but that vLLM removed; the message says what replaced them.
 REMOVED_FLAGS: dict[str, str] = {
     "--speculative-model": 'use --speculative-config \'{"method": ..., "model": ...}\'',
