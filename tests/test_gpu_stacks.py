@@ -54,6 +54,7 @@ def test_instance_billing_and_startup_boost(rendered: tuple[str, Capture]) -> No
 
 
 def test_cpu_and_memory_meet_gpu_minimum(rendered: tuple[str, Capture]) -> None:
+    """Each shipped GPU stack asks for at least the GPU's minimum CPU and memory (Cloud Run rejects less)."""
     stack, capture = rendered
     gpu = CLOUD_RUN_GPUS[GPU_STACKS[stack]]
     limits = container(capture)["resources"]["limits"]
@@ -75,6 +76,7 @@ def test_gcs_mount_with_uid_gid_read_only_gen2(rendered: tuple[str, Capture]) ->
 
 
 def test_probes_within_cloud_run_limits_and_cover_the_load(rendered: tuple[str, Capture]) -> None:
+    """Probe values outside Cloud Run's ranges are rejected; a startup window shorter than the load kills instances."""
     _, capture = rendered
     probe = container(capture)["startupProbe"]
     assert probe["httpGet"]["path"] == "/health"
@@ -97,6 +99,7 @@ def test_concurrency_not_below_max_num_seqs(rendered: tuple[str, Capture]) -> No
 
 
 def test_request_timeout_and_port(rendered: tuple[str, Capture]) -> None:
+    """Long generations need the 60-minute timeout, and Cloud Run must route to the port vLLM listens on."""
     _, capture = rendered
     template = service_inputs(capture)["template"]
     assert template["timeout"] == "3600s"
@@ -139,6 +142,7 @@ def test_vllm_args_accepted_by_the_recorded_parser(rendered: tuple[str, Capture]
 
 
 def test_children_are_parented_and_named_after_their_component(rendered: tuple[str, Capture]) -> None:
+    """Every resource sits under a component and is named after it, so the plan reads as a tree."""
     _, capture = rendered
     components = {r.urn: r for r in capture.resources if r.type.startswith("gemma:")}
     for resource in capture.resources:
@@ -150,6 +154,7 @@ def test_children_are_parented_and_named_after_their_component(rendered: tuple[s
 
 
 def test_outputs_verify_needs(rendered: tuple[str, Capture]) -> None:
+    """`verify --stack` reads these outputs; a GPU stack without them could not be health-checked."""
     stack, capture = rendered
     outputs = capture.outputs
     assert outputs["authKind"] == "google-id-token"
@@ -193,6 +198,7 @@ def test_rtx6000_speculative_config_survives_as_one_json_argument() -> None:
 
 
 def test_image_is_pinned(rendered: tuple[str, Capture]) -> None:
+    """The service runs a pinned image, so two `pulumi up` runs of one commit deploy the same vLLM build."""
     _, capture = rendered
     assert image_pin_problem(container(capture)["image"].split("/", 3)[-1]) is None
 

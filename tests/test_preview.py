@@ -32,6 +32,7 @@ def stack_root_with(tmp_path: Path, stack: str, edit: dict[str, object]) -> Path
 
 
 def test_text_plan_says_it_is_offline_and_shows_the_command() -> None:
+    """Reviewers see that the plan is offline and read the exact vLLM command, JSON flags and mount options intact."""
     result = run_preview("--stack", "rtx6000")
     assert result.returncode == 0, result.stderr
     assert "OFFLINE PLAN" in result.stdout
@@ -59,6 +60,7 @@ def test_json_plan_is_the_only_thing_on_stdout() -> None:
 
 
 def test_bad_stack_file_gives_the_message_not_a_traceback(tmp_path: Path) -> None:
+    """A stack file mistake prints one line per problem with its key, exits 1, and prints no traceback or plan."""
     root = stack_root_with(tmp_path, "l4", {"gemma-serving:cloudRun": {"cpu": 2, "memoryGib": 16, "concurrency": 4}})
     result = run_preview("--stack", "l4", root=root)
     assert result.returncode == 1
@@ -69,6 +71,7 @@ def test_bad_stack_file_gives_the_message_not_a_traceback(tmp_path: Path) -> Non
 
 
 def test_unknown_stack_is_a_usage_error() -> None:
+    """A mistyped stack name is a usage error (exit 2) that lists the stacks there are."""
     result = run_preview("--stack", "h100")
     assert result.returncode == 2
     assert "no stack file Pulumi.h100.yaml; stacks here:" in result.stderr
@@ -85,6 +88,7 @@ def test_secure_values_are_masked(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("stack", ["l4", "rtx6000"])
 def test_every_shipped_stack_previews(stack: str) -> None:
+    """FORMAT=json prints one parseable document with the resources, for every GPU stack file we ship."""
     result = run_preview("--stack", stack, "--format", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["resources"]

@@ -63,6 +63,7 @@ def test_token_appears_nowhere_in_the_plan(with_token: tuple[str, Capture]) -> N
 
 
 def test_secret_version_holds_the_token_as_a_pulumi_secret(with_token: tuple[str, Capture]) -> None:
+    """The token is masked in the plan (a Pulumi secret), and its data stays in the stack's region."""
     _, capture = with_token
     (version,) = capture.of_type("gcp:secretmanager/secretVersion:SecretVersion")
     assert clean(version.inputs)["secretData"] == SECRET_MASK
@@ -112,6 +113,7 @@ def test_no_token_no_secret() -> None:
 
 
 def test_gated_repo_without_token_names_the_key_and_the_command() -> None:
+    """A gated repo without a token fails before deploying, with the key and the command, not a 401 in the job."""
     with pytest.raises(SecretConfigError) as caught:
         render("l4", token=None, gated=True)
     message = str(caught.value)

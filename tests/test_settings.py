@@ -119,6 +119,7 @@ def test_concurrency_below_max_num_seqs() -> None:
 
 
 def test_max_instances_below_min_instances() -> None:
+    """maxInstances below minInstances is refused naming both keys (Cloud Run would reject the service)."""
     message = problems_of(config_with(cloudRun__minInstances=3, cloudRun__maxInstances=1))
     assert "cloudRun.maxInstances (1) must be at least cloudRun.minInstances (3)" in message
 
@@ -140,6 +141,7 @@ def test_typo_inside_nested_block() -> None:
 
 
 def test_typo_two_levels_deep() -> None:
+    """A typo in a nested key is an error naming it and the keys allowed there, never an ignored setting."""
     message = problems_of(config_with(cloudRun__mount__uidd=1001))
     assert "gemma-serving:cloudRun.mount.uidd: unknown key (a typo?); allowed here:" in message
     assert "extraOptions, gid, mountPath, uid" in message
@@ -152,6 +154,7 @@ def test_speculative_decoding_without_drafter() -> None:
 
 
 def test_unknown_speculative_method() -> None:
+    """A speculative method vLLM 0.32 does not know fails the preview, not the container's start."""
     message = problems_of(config_with("rtx6000", vllm__speculative__method="medusa2"))
     assert "'medusa2' is not a speculative method that vLLM 0.32.0 accepts" in message
 
@@ -183,6 +186,7 @@ def test_unpinned_image(image: str) -> None:
 
 
 def test_pinned_digest_is_accepted() -> None:
+    """A digest is a valid pin: the pin check must not refuse the most exact reference there is."""
     digest = "vllm/vllm-openai@sha256:" + "a" * 64
     assert settings_from_config(config_with(image=digest)).image_ref == digest
 
@@ -195,6 +199,7 @@ def test_removed_vllm_flags_in_extra_args() -> None:
 
 
 def test_extra_args_cannot_override_managed_flags() -> None:
+    """extraArgs cannot set a flag the program renders (it would be given twice, or contradict the settings)."""
     message = problems_of(config_with(vllm__extraArgs=["--max-num-seqs", "999"]))
     assert "vllm.extraArgs sets ['--max-num-seqs']" in message
 
@@ -206,33 +211,39 @@ def test_public_invoker_refused() -> None:
 
 
 def test_credential_in_plain_env_refused() -> None:
+    """A credential in a plain env value (visible to every project viewer) is refused without echoing it."""
     message = problems_of(config_with(cloudRun__env={"HF_TOKEN": "hf_abc"}))
     assert "'HF_TOKEN' looks like a credential" in message
     assert "hf_abc" not in message
 
 
 def test_mount_options_are_gcsfuse_flags_without_dashes() -> None:
+    """gcsfuse options written as command-line flags ('--implicit-dirs') would break the mount."""
     message = problems_of(config_with(cloudRun__mount__extraOptions=["--implicit-dirs"]))
     assert "is not a gcsfuse mount option" in message
 
 
 def test_tensor_parallel_above_one_on_cloud_run() -> None:
+    """Cloud Run gives an instance one GPU: tensor parallel 2 would never start."""
     message = problems_of(config_with(vllm__tensorParallelSize=2))
     assert "vllm.tensorParallelSize: Cloud Run attaches exactly one GPU per instance" in message
 
 
 def test_auto_tool_choice_needs_a_parser() -> None:
+    """Auto tool choice without a parser makes vLLM answer 400 to tool_choice=auto; the settings refuse it."""
     message = problems_of(config_with(vllm__toolCallParser=None))
     assert "vllm.enableAutoToolChoice needs vllm.toolCallParser" in message
 
 
 def test_project_set_in_the_wrong_namespace() -> None:
+    """A project under gemma-serving: instead of gcp:project is refused, saying where it belongs."""
     values = config_with()
     values["gemma-serving:project"] = "p"
     assert "set the Google Cloud project as gcp:project" in problems_of(values)
 
 
 def test_missing_required_block() -> None:
+    """A stack file without a required block says which one is missing."""
     values = config_with()
     del values["gemma-serving:vllm"]
     assert "gemma-serving:vllm: required but not set" in problems_of(values)

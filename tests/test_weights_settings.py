@@ -39,60 +39,71 @@ def test_shipped_stacks_give_every_bucket_path_one_pinned_source(stack: str) -> 
 
 @pytest.mark.parametrize("revision", ["main", "v1.0", "1d2c2d7"])
 def test_revision_must_be_a_commit(revision: str) -> None:
+    """A branch, tag or short hash can move under a running stack; only a 40-hex commit is accepted."""
     problems = problems_of(config_with(model__source=hub(revision=revision)))
     assert "gemma-serving:model.source.huggingFace.revision" in problems
     assert "40-hex commit id" in problems
 
 
 def test_repo_must_be_owner_slash_name() -> None:
+    """A repo id without its owner fails at load with the key, not with a 404 inside the import job."""
     problems = problems_of(config_with(model__source=hub(repo="gemma-4-12B")))
     assert "gemma-serving:model.source.huggingFace.repo: 'gemma-4-12B' is not a Hugging Face repo id" in problems
 
 
 def test_source_names_exactly_one_origin() -> None:
+    """A source naming both origins, or none, is ambiguous and refused."""
     both = {**hub(), "gcs": "gs://bucket/gemma"}
     assert "exactly one of huggingFace" in problems_of(config_with(model__source=both))
     assert "exactly one of huggingFace" in problems_of(config_with(model__source={}))
 
 
 def test_gcs_source_must_be_a_gs_uri() -> None:
+    """A GCS source written as an https URL is refused with the form to write instead."""
     problems = problems_of(config_with(model__source={"gcs": "https://storage.googleapis.com/b/x"}))
     assert "gemma-serving:model.source.gcs" in problems
     assert "gs://<bucket>/<path>" in problems
 
 
 def test_drafter_without_source_is_refused_when_the_model_is_imported() -> None:
+    """An imported model whose drafter has no source would leave the drafter out of the bucket."""
     problems = problems_of(config_with("rtx6000", model__drafterSource=None))
     assert "model.drafterSource: vllm.speculative.drafter 'gemma-4-12B-it-assistant' has no source" in problems
 
 
 def test_drafter_source_without_drafter_is_refused() -> None:
+    """A drafter source without a speculative drafter would import weights nothing serves."""
     problems = problems_of(config_with("l4", model__drafterSource=hub("google/gemma-4-12B-it-assistant")))
     assert "model.drafterSource: there is no vllm.speculative.drafter" in problems
 
 
 def test_drafter_needs_its_own_path() -> None:
+    """A drafter at the model's own path would make the two imports overwrite each other's files."""
     values = config_with("rtx6000", vllm__speculative__drafter="gemma-4-12B-it-qat-w4a16-ct")
     assert "the drafter needs its own bucket path" in problems_of(values)
 
 
 def test_typo_in_a_source_names_the_allowed_keys() -> None:
+    """A misspelled source key names the keys allowed there instead of importing nothing."""
     problems = problems_of(config_with(model__source={"huggingface": {"repo": "a/b", "revision": REV}}))
     assert "gemma-serving:model.source.huggingface: unknown key" in problems
     assert "huggingFace" in problems
 
 
 def test_import_settings_have_bounds() -> None:
+    """Import job settings out of bounds (no workers, more memory than allowed) fail at load, naming each key."""
     problems = problems_of(config_with(modelImport={"workers": 0, "memoryGib": 64}))
     assert "gemma-serving:modelImport.workers" in problems
     assert "gemma-serving:modelImport.memoryGib" in problems
 
 
 def test_derived_image_tag_must_name_a_build() -> None:
+    """A derived image tagged latest would not name one build; the tag is refused."""
     problems = problems_of(config_with(registry={"build": {"context": "images/vllm-gemma", "tag": "latest"}}))
     assert "gemma-serving:registry.build.tag" in problems
 
 
 def test_build_context_stays_in_the_repository() -> None:
+    """A build context outside the repository is refused: the image must build from this repository alone."""
     problems = problems_of(config_with(registry={"build": {"context": "../elsewhere", "tag": "v1"}}))
     assert "gemma-serving:registry.build.context" in problems

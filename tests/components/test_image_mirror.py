@@ -45,6 +45,8 @@ def test_docker_hub_path(image: str, inside: str | None) -> None:
 
 
 def test_mirror_is_a_docker_hub_remote_repository(register: Callable[[Callable[[], object]], Capture]) -> None:
+    """A mirror that is not a Docker Hub remote (or that grants readers unasked) would pull across the internet or
+    widen access; a non-Docker-Hub image is never rewritten to it."""
     mirrors: list[ImageMirror] = []
     capture = register(
         lambda: mirrors.append(
@@ -78,6 +80,7 @@ def test_mirror_readers_get_reader_only(register: Callable[[Callable[[], object]
 
 
 def test_mirror_args_refuse_bad_repository_id() -> None:
+    """A repository id Artifact Registry refuses fails at construction, naming the field, not on `pulumi up`."""
     with pytest.raises(ValueError, match="repository_id 'Gemma_Repo'"):
         ImageMirrorArgs(project="p", region="us-east4", repository_id="Gemma_Repo")
 
@@ -102,6 +105,7 @@ def test_every_container_pulls_a_pinned_image_through_the_regional_mirror(stack:
 
 
 def test_mirror_off_pulls_the_pinned_tag_directly() -> None:
+    """With mirrorDockerHub false no mirror is made and the service still runs the pinned tag, not rewritten."""
     capture = render_stack("l4", {"gemma-serving:registry": json.dumps({"mirrorDockerHub": False})})
     assert not capture.of_type(REPOSITORY)
     (container,) = clean(capture.one(SERVICE).inputs)["template"]["containers"]
@@ -137,5 +141,6 @@ def test_derived_image_is_declared_not_built_on_preview_and_run_by_digest() -> N
 
 
 def test_build_context_must_exist_in_the_repository() -> None:
+    """A registry.build context without its Dockerfile fails the preview with the key, not the build on `pulumi up`."""
     with pytest.raises(ValueError, match=r"registry.build: no Dockerfile in images/nope/"):
         render_stack("l4", {"gemma-serving:registry": json.dumps({"build": {"context": "images/nope", "tag": "v1"}})})

@@ -74,6 +74,7 @@ def test_writes_its_own_folder_only(register: Callable[[Callable[[], object]], C
 
 
 def test_only_the_import_identity_reads_the_token(register: Callable[[Callable[[], object]], Capture]) -> None:
+    """The Hugging Face token is readable by the import job's own account only, on that one secret."""
     capture = register(with_token())
     (reader,) = capture.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")
     assert reader.inputs["role"] == "roles/secretmanager.secretAccessor"
@@ -105,6 +106,7 @@ def test_gcs_source_gets_no_token(register: Callable[[Callable[[], object]], Cap
 
 
 def test_job_runs_the_script_with_its_configuration(register: Callable[[Callable[[], object]], Capture]) -> None:
+    """A job with another script, source, revision, bucket or prefix would copy the wrong weights, or none."""
     capture = register(with_token())
     spec = container(capture)
     assert spec["commands"] == ["python3"]
@@ -122,6 +124,7 @@ def test_job_runs_the_script_with_its_configuration(register: Callable[[Callable
 
 
 def test_runs_on_up_and_again_only_when_the_source_changes(register: Callable[[Callable[[], object]], Capture]) -> None:
+    """`pulumi up` runs the import with the exported command, again only when what the prefix must hold changes."""
     capture = register(with_token())
     (run,) = capture.of_type("command:local:Command")
     assert run.inputs["create"] == (
@@ -137,6 +140,7 @@ def test_runs_on_up_and_again_only_when_the_source_changes(register: Callable[[C
 
 
 def test_run_on_up_can_be_left_to_hand(register: Callable[[Callable[[], object]], Capture]) -> None:
+    """With runOnUp false the job still exists (to run by hand) but `pulumi up` does not execute it."""
     capture = register(with_token(settings=ModelImportSettings(run_on_up=False)))
     assert not capture.of_type("command:local:Command")
     assert len(capture.of_type(JOB)) == 1
@@ -152,5 +156,6 @@ def test_run_on_up_can_be_left_to_hand(register: Callable[[Callable[[], object]]
     ],
 )
 def test_args_refuse(changes: dict[str, str], message: str) -> None:
+    """A branch revision, a prefix leaving its path, an unknown source or a bad account id fails at construction."""
     with pytest.raises(ValueError, match=message):
         import_args(**changes)

@@ -135,6 +135,7 @@ def test_source_with_no_files_is_an_error() -> None:
 
 
 def test_unreadable_marker_proves_nothing() -> None:
+    """A corrupt or partial completion marker must never make the job skip a copy; a valid one round-trips."""
     assert Marker.from_json("{not json") is None
     assert Marker.from_json(json.dumps({"source": SOURCE})) is None
     text = marker_for(SOURCE, REV_A, MANIFEST_A).to_json()

@@ -125,6 +125,7 @@ def test_request_carries_the_provisioning_terms(register: Register) -> None:
 
 
 def test_spot_request(register: Register) -> None:
+    """A spot node asks for the spot tier, without flex-start's run duration (which bounds flex-start only)."""
     capture = register(lambda: TpuVllmNode("gemma-tpu", node_args(provisioning=Spot())))
     body = body_of(capture)
     assert body["spot"] == {}

@@ -31,6 +31,7 @@ def args(**changes: object) -> VllmGpuServiceArgs:
 
 
 def test_invokers_are_bound_one_by_one(register: Callable[[Callable[[], object]], Capture]) -> None:
+    """Each listed invoker gets its own run.invoker binding, named after the component: nobody else may call."""
     capture = register(lambda: VllmGpuService("svc", args()))
     members = sorted(r.inputs["member"] for r in capture.of_type("gcp:cloudrunv2/serviceIamMember:ServiceIamMember"))
     assert members == ["group:ml-team@example.com", "user:ana@example.com"]
@@ -40,12 +41,14 @@ def test_invokers_are_bound_one_by_one(register: Callable[[Callable[[], object]]
 
 
 def test_args_refuse_concurrency_below_batch() -> None:
+    """Concurrency below vLLM's batch would make Cloud Run answer 429 to requests vLLM could serve."""
     run = CloudRunSettings(cpu=4, memory_gib=16, concurrency=8)
     with pytest.raises(ValueError, match=r"run.concurrency: 8 is below vllm.maxNumSeqs \(16\)"):
         args(run=run)
 
 
 def test_args_refuse_undersized_instance() -> None:
+    """CPU or memory below the GPU's minimum is refused at construction; Cloud Run would reject the revision."""
     run = CloudRunSettings(cpu=2, memory_gib=8)
     with pytest.raises(ValueError, match=r"run\.cpu: 2 is below the NVIDIA L4 minimum") as caught:
         args(run=run)
@@ -53,15 +56,18 @@ def test_args_refuse_undersized_instance() -> None:
 
 
 def test_args_refuse_removed_vllm_flags() -> None:
+    """A flag vLLM removed would crash-loop the container; the component refuses it before anything deploys."""
     with pytest.raises(ValueError, match="--num-speculative-tokens was removed from vLLM"):
         args(serve_args=["/mnt/models/m", "--num-speculative-tokens", "3"])
 
 
 def test_args_refuse_model_outside_the_mount() -> None:
+    """Serve arguments without a model path under the mount would start vLLM without the bucket's weights."""
     with pytest.raises(ValueError, match="the model path must come first"):
         args(serve_args=["--served-model-name", "m"])
 
 
 def test_args_refuse_region_without_gpu() -> None:
+    """A region where Cloud Run has no such GPU is refused at construction, listing the regions that do."""
     with pytest.raises(ValueError, match="'us-west1' has no Cloud Run NVIDIA L4"):
         args(region="us-west1")
