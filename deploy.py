@@ -125,7 +125,6 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
     # The VM pulls the pinned vllm/vllm-tpu tag through the mirror in the stack's region (the TPU zone's).
     images = image_supply(settings, stack, labels, cloud, readers={"tpu-node": identity.member})
     weights = model_supply(settings, stack, bucket.name, labels, cloud, job_image=images.job)
-    drafter = settings.vllm.speculative.drafter if settings.vllm.speculative else None
     tensor_parallel = settings.vllm.tensor_parallel_size
     serve_args = with_tensor_parallel(settings.serve_args(), tensor_parallel)
     node = TpuVllmNode(
@@ -140,7 +139,7 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
             tensor_parallel_size=tensor_parallel,
             port=tpu.port,
             model_bucket=bucket.name,
-            model_dirs=[settings.model.path, *([drafter.strip("/")] if drafter else [])],
+            model_dirs=[settings.model.path, *([settings.drafter_path] if settings.drafter_path else [])],
             model_root=settings.model_root(),
             network=tpu.network,
             subnetwork=tpu.subnetwork,

@@ -98,8 +98,17 @@ class StackSettings(SettingsModel):
         return labels
 
     @model_validator(mode="after")
+    def _drafter_inside_bucket(self) -> Self:
+        if self.drafter_path is not None:
+            try:
+                _bucket_path(self.drafter_path)
+            except ValueError as error:
+                raise ValueError(f"vllm.speculative.drafter: {error}") from None
+        return self
+
+    @model_validator(mode="after")
     def _one_source_per_path(self) -> Self:
-        drafter = self.vllm.speculative.drafter if self.vllm.speculative else None
+        drafter = self.drafter_path
         if self.model.drafter_source is not None and not drafter:
             raise ValueError("model.drafterSource: there is no vllm.speculative.drafter to import it for")
         if drafter and self.model.source is not None and self.model.drafter_source is None:
@@ -107,7 +116,7 @@ class StackSettings(SettingsModel):
                 f"model.drafterSource: vllm.speculative.drafter {drafter!r} has no source, so the import would leave "
                 "it out of the bucket; give it one (huggingFace: {repo, revision} or gcs: gs://...)"
             )
-        if drafter and self.model.drafter_source is not None and drafter.strip("/") == self.model.path:
+        if drafter and self.model.drafter_source is not None and drafter == self.model.path:
             raise ValueError("vllm.speculative.drafter: the drafter needs its own bucket path, not model.path")
         return self
 
@@ -173,13 +182,19 @@ class StackSettings(SettingsModel):
     def gpu(self) -> CloudRunGpu | None:
         return CLOUD_RUN_GPUS.get(self.accelerator)
 
+    @property
+    def drafter_path(self) -> str | None:
+        """The speculative drafter's directory in the model bucket (vllm.speculative.drafter), if there is one."""
+        drafter = self.vllm.speculative.drafter if self.vllm.speculative else None
+        return drafter.strip("/") if drafter else None
+
     def weight_sources(self) -> dict[str, tuple[str, WeightSource]]:
         """Each checkpoint to import, by role (`target`, `drafter`): its bucket path and its one source."""
         found: dict[str, tuple[str, WeightSource]] = {}
         if self.model.source is not None:
             found["target"] = (self.model.path, self.model.source)
-        if self.model.drafter_source is not None and self.vllm.speculative and self.vllm.speculative.drafter:
-            found["drafter"] = (self.vllm.speculative.drafter.strip("/"), self.model.drafter_source)
+        if self.model.drafter_source is not None and self.drafter_path:
+            found["drafter"] = (self.drafter_path, self.model.drafter_source)
         return found
 
     def cloud_run_concurrency(self) -> int:

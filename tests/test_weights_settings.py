@@ -77,6 +77,21 @@ def test_drafter_source_without_drafter_is_refused() -> None:
     assert "model.drafterSource: there is no vllm.speculative.drafter" in problems
 
 
+@pytest.mark.parametrize("drafter", ["../gemma-4-12B-it-assistant", "gemma 4 assistant", "/"])
+def test_drafter_must_be_a_path_inside_the_bucket(drafter: str) -> None:
+    """A drafter path outside the bucket fails at load naming the key, on every platform, not in a component."""
+    values = config_with("rtx6000", vllm__speculative__drafter=drafter)
+    assert "vllm.speculative.drafter: " in problems_of(values)
+    assert "must be a relative object path inside the model bucket" in problems_of(values)
+
+
+def test_drafter_with_slashes_is_the_same_bucket_path() -> None:
+    """Leading or trailing slashes on the drafter name the same directory the import fills and vLLM reads."""
+    settings = settings_from_config(config_with("rtx6000", vllm__speculative__drafter="/gemma-4-12B-it-assistant/"))
+    assert settings.drafter_path == "gemma-4-12B-it-assistant"
+    assert settings.weight_sources()["drafter"][0] == "gemma-4-12B-it-assistant"
+
+
 def test_drafter_needs_its_own_path() -> None:
     """A drafter at the model's own path would make the two imports overwrite each other's files."""
     values = config_with("rtx6000", vllm__speculative__drafter="gemma-4-12B-it-qat-w4a16-ct")
