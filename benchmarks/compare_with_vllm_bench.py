@@ -5,14 +5,17 @@ For each context x concurrency cell, runs the two back to back, ``--repeats`` ti
 each with their relative difference. Alternating and taking medians is what makes the comparison
 fair on a small shared machine, where the server's speed drifts with everyone else's load.
 
-The workload is matched exactly: vLLM's random dataset with ``--random-input-len`` chosen so the
-server counts the same prompt tokens as ours (for the chat API, ours counts the chat template, so
-vLLM's input length is the context minus the template's tokens, measured with ``/tokenize``),
-``--random-output-len`` = ``--max-tokens`` with ``--ignore-eos``, ``--max-concurrency`` = users,
-``--num-prompts`` = our measured requests, ``--num-warmups`` = our warm-ups, and a fresh ``--seed`` per
-run: with its default seed the random dataset repeats the same prompts on every invocation, and from the
-second run on the server answers them from its prefix cache (measured: 89% of prompt tokens on
-tiny-gemma at 1024 x 32). The prefix-cache hits of every run are read from ``/metrics`` and printed.
+The workload is matched exactly. By default (``--vllm-prompts ours``) `vllm bench serve` sends the
+very prompts a bench cell builds (as a ShareGPT-format dataset file, a fresh unique prefix per run, the chat template
+applied by the server as for ours). ``--vllm-prompts random`` uses its random dataset instead, with
+``--random-input-len`` chosen so the server counts the same prompt tokens as ours (for the chat API,
+ours counts the chat template, so vLLM's input length is the context minus the template's tokens,
+measured with ``/tokenize``). Either way: output length = ``--max-tokens`` with ``--ignore-eos``,
+``--max-concurrency`` = users, ``--num-prompts`` = our measured requests, ``--num-warmups`` = our
+warm-ups, and a fresh ``--seed`` per run (with its default seed the random dataset repeats the same
+prompts on every invocation, which the server then serves from its prefix cache). The prefix-cache
+hit rate of every run is read from ``/metrics`` and printed: vLLM's random dataset was measured at
+17-28% (fresh seeds) and 89% (default seed) on tiny-gemma at 1024 tokens, ours at 0%.
 
 Usage (vLLM's CLI must be runnable as ``--vllm-command``)::
 
@@ -37,7 +40,7 @@ from pathlib import Path
 
 import httpx
 
-from verify.bench.prompts import PromptBook, choose_counter
+from verify.bench.prompts import PromptBook, calibrate, choose_counter
 from verify.bench.sweep import Endpoint, QuietObserver, SweepPlan, run_cell
 from verify.client import aiohttp_transport, make_client
 from verify.prom import parse_metrics
@@ -88,9 +91,34 @@ async def ours(url: str, plan: SweepPlan, context: int, concurrency: int) -> Fig
     )
 
 
-def vllms(args: argparse.Namespace, plan: SweepPlan, input_len: int, concurrency: int) -> Figures:
+async def our_prompts(url: str, plan: SweepPlan, context: int, count: int) -> list[str]:
+    """Prompts exactly as a bench cell builds them (calibrated length, a fresh unique prefix each)."""
+    async with make_client(url, None) as client:
+        counter = await choose_counter(client, plan.model, plan.api)
+        book = PromptBook()
+        shape = await calibrate(counter, context, nonce=book.nonce)
+        return book.take(shape, count)
+
+
+def _dataset_flags(
+    args: argparse.Namespace, plan: SweepPlan, *, context: int, input_len: int, count: int, scratch: Path
+) -> list[str]:
+    if args.vllm_prompts == "random":
+        return ["--dataset-name", "random", "--random-input-len", str(input_len)]
+    prompts = asyncio.run(our_prompts(args.url, plan, context, count))
+    # ShareGPT's file format, because its loader needs only json (the custom dataset's needs pandas);
+    # vllm bench sends each prompt as the user message and the server applies the chat template.
+    dataset = scratch / "prompts.json"
+    conversations = [{"conversations": [{"from": "human", "value": p}, {"from": "gpt", "value": "-"}]} for p in prompts]
+    dataset.write_text(json.dumps(conversations))
+    return ["--dataset-name", "sharegpt", "--dataset-path", str(dataset), "--disable-shuffle"]
+
+
+def vllms(args: argparse.Namespace, plan: SweepPlan, context: int, input_len: int, concurrency: int) -> Figures:
     with tempfile.TemporaryDirectory() as scratch:
         result = Path(scratch) / "result.json"
+        count = plan.requests_for(concurrency)
+        dataset = _dataset_flags(args, plan, context=context, input_len=input_len, count=count, scratch=Path(scratch))
         backend, endpoint = (
             ("openai-chat", "/v1/chat/completions") if plan.api is Api.CHAT else ("openai", "/v1/completions")
         )
@@ -108,11 +136,8 @@ def vllms(args: argparse.Namespace, plan: SweepPlan, input_len: int, concurrency
             plan.model,
             "--tokenizer",
             args.tokenizer,
-            "--dataset-name",
-            "random",
-            "--random-input-len",
-            str(input_len),
-            "--random-output-len",
+            *dataset,
+            "--random-output-len" if args.vllm_prompts == "random" else "--sharegpt-output-len",
             str(plan.max_tokens),
             "--ignore-eos",
             "--max-concurrency",
@@ -175,6 +200,13 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--requests", type=int, default=None, help="per cell (default: verify bench's)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--vllm-prompts",
+        choices=["ours", "random"],
+        default="ours",
+        help="ours: vllm bench serve sends verify bench's prompts (custom dataset), so both run the same "
+        "workload; random: its random dataset (partly served from the prefix cache, see the hit rates)",
+    )
     parser.add_argument("--json", type=Path, help="write every run's figures here")
     args = parser.parse_args()
     plan = SweepPlan(
@@ -200,7 +232,7 @@ def main() -> int:
             start = _cache_counters(args.url, plan.model)
             mine.append(asyncio.run(ours(args.url, plan, context, concurrency)))
             middle = _cache_counters(args.url, plan.model)
-            theirs.append(vllms(args, plan, context - template, concurrency))
+            theirs.append(vllms(args, plan, context, context - template, concurrency))
             end = _cache_counters(args.url, plan.model)
             mine[-1] = _with_hit_rate(mine[-1], start, middle)
             theirs[-1] = _with_hit_rate(theirs[-1], middle, end)
