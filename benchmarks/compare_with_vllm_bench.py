@@ -1,7 +1,7 @@
 """Does `verify bench` agree with `vllm bench serve` on the same workload and server?
 
-For each context x concurrency cell, runs the two back to back, ``--repeats`` times alternating
-(ours, vLLM's, ours, vLLM's ...), and prints the median request throughput, mean TTFT and mean TPOT of
+For each context x concurrency cell, runs the two back to back, ``--repeats`` times in ABBA order
+(ours, vLLM's, vLLM's, ours, ...), and prints the median request throughput, mean TTFT and mean TPOT of
 each with their relative difference. Alternating and taking medians is what makes the comparison
 fair on a small shared machine, where the server's speed drifts with everyone else's load.
 
@@ -228,14 +228,16 @@ def main() -> int:
     for context, concurrency in plan.cells():
         mine: list[Figures] = []
         theirs: list[Figures] = []
-        for _ in range(args.repeats):
-            start = _cache_counters(args.url, plan.model)
-            mine.append(asyncio.run(ours(args.url, plan, context, concurrency)))
-            middle = _cache_counters(args.url, plan.model)
-            theirs.append(vllms(args, plan, context, context - template, concurrency))
-            end = _cache_counters(args.url, plan.model)
-            mine[-1] = _with_hit_rate(mine[-1], start, middle)
-            theirs[-1] = _with_hit_rate(theirs[-1], middle, end)
+        for repeat in range(args.repeats):
+            # ABBA order: whichever runs first in a pair must not always be the same tool.
+            for tool in ("ours", "vllm") if repeat % 2 == 0 else ("vllm", "ours"):
+                before = _cache_counters(args.url, plan.model)
+                if tool == "ours":
+                    figures = asyncio.run(ours(args.url, plan, context, concurrency))
+                else:
+                    figures = vllms(args, plan, context, context - template, concurrency)
+                figures = _with_hit_rate(figures, before, _cache_counters(args.url, plan.model))
+                (mine if tool == "ours" else theirs).append(figures)
         runs.append(
             {
                 "context": context,
