@@ -80,14 +80,16 @@ async def test_metrics_match_injected_server_delays() -> None:
         results, duration = await closed_loop(c, [request] * 6, concurrency=2)
     metrics = cell_metrics(results, duration)
     assert metrics.completed == 6
-    # Lower bounds are exact (the server sleeps at least this long); upper bounds allow a loaded machine.
-    assert 120.0 <= metrics.ttft.mean < 120.0 + 40.0
-    assert 30.0 <= metrics.itl.median < 30.0 + 15.0
+    # Lower bounds are exact (the server sleeps at least this long). Upper bounds allow the event-loop
+    # delays of a loaded 2-core machine (seen: +80 ms TTFT while a benchmark ran beside the suite); a
+    # measurement that counted chunks or stopped on the role chunk would still fall far outside them.
+    assert 120.0 <= metrics.ttft.mean < 120.0 + 100.0
+    assert 30.0 <= metrics.itl.median < 30.0 + 30.0
     e2el = 120.0 + 3 * 30.0
-    assert e2el <= metrics.e2el.mean < e2el + 50.0
+    assert e2el <= metrics.e2el.mean < e2el + 150.0
     # TPOT = (E2EL - TTFT) / (8 - 1): 3 gaps of 30 ms spread over 7 tokens.
-    assert metrics.tpot.mean == pytest.approx(90.0 / 7, abs=4.0)
+    assert metrics.tpot.mean == pytest.approx(90.0 / 7, abs=8.0)
     # Closed loop: 3 rounds of ~210 ms each at 2 users.
-    assert 3 * e2el / 1000.0 <= duration < 3 * e2el / 1000.0 + 0.2
+    assert 3 * e2el / 1000.0 <= duration < 3 * e2el / 1000.0 + 0.6
     assert metrics.request_throughput == pytest.approx(6 / duration)
     assert metrics.total_output_tokens == 48
