@@ -9,7 +9,7 @@ also runs `vllm bench serve` at concurrency 256 against the same server, the ref
 load generator must match.
 
 Prints a Markdown table, then one JSON document (also written to ``--json``). Bounded to a few
-minutes: requests per point are ``max(2 x concurrency, --min-requests)``.
+minutes: requests per point are ``max(concurrency, --min-requests)`` (default 2048).
 
 Usage::
 
@@ -173,7 +173,7 @@ def main() -> int:
     try:
         for name in args.transports.split(","):
             for concurrency in concurrencies:
-                requests = max(2 * concurrency, args.min_requests)
+                requests = max(concurrency, args.min_requests)
                 row = asyncio.run(measure(url, TransportKind(name), concurrency, requests))
                 rows.append(row)
                 print(f"{row['client']} c={concurrency}: {row['req_per_s']} req/s", file=sys.stderr, flush=True)
