@@ -170,6 +170,8 @@ def chart_png(records: Sequence[CellRecord], path: Path) -> bool:
         (latency, "P99 end-to-end latency", "ms"),
     ):
         axes.set_xscale("log", base=2)
+        concurrencies = sorted({r.max_concurrency for r in measured})
+        axes.set_xticks(concurrencies, [str(c) for c in concurrencies])
         axes.set_xlabel("concurrency (users)")
         axes.set_ylabel(unit)
         axes.set_title(title)
