@@ -102,11 +102,12 @@ async def test_injected_delays_are_measured_within_tight_tolerance(serve: Serve)
     result = await measure_stream(client, request())
     assert result.ok
     assert result.ttft_s is not None
-    assert 0.15 <= result.ttft_s < 0.15 + 0.06
+    # Lower bounds are exact (the server sleeps at least this long); upper ones allow a loaded machine.
+    assert 0.15 <= result.ttft_s < 0.15 + 0.1
     assert len(result.itl_s) == 2
-    assert 0.05 <= result.itl_s[0] < 0.05 + 0.05
-    assert 0.1 <= result.itl_s[1] < 0.1 + 0.05
-    assert 0.30 <= result.e2el_s < 0.30 + 0.08
+    assert 0.05 <= result.itl_s[0] < 0.05 + 0.1
+    assert 0.1 <= result.itl_s[1] < 0.1 + 0.1
+    assert 0.30 <= result.e2el_s < 0.30 + 0.15
 
 
 async def test_reasoning_text_counts_as_the_first_token(serve: Serve) -> None:
