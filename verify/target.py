@@ -129,14 +129,14 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     limits = parser.add_argument_group("timeouts")
     limits.add_argument(
         "--connect-timeout",
-        type=_positive_seconds("--connect-timeout"),
+        type=positive_number("--connect-timeout", "seconds"),
         default=DEFAULT_CONNECT_TIMEOUT_S,
         metavar="S",
         help=f"seconds to open a connection (default {DEFAULT_CONNECT_TIMEOUT_S:g})",
     )
     limits.add_argument(
         "--timeout",
-        type=_positive_seconds("--timeout"),
+        type=positive_number("--timeout", "seconds"),
         default=DEFAULT_READ_TIMEOUT_S,
         metavar="S",
         help=f"longest silence within one request, e.g. between stream chunks (default {DEFAULT_READ_TIMEOUT_S:g})",
@@ -244,15 +244,19 @@ def _run_pulumi(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(command), capture_output=True, text=True, check=False, timeout=120)
 
 
-def _positive_seconds(flag: str) -> Callable[[str], float]:
+def positive_number(flag: str, unit: str = "") -> Callable[[str], float]:
+    """An argparse type for a number above zero; the message names the flag (and the unit, if any)."""
+    what = f"{unit} as a number" if unit else "a number"
+    above = f"0 {unit}" if unit else "0"
+
     def parse(value: str) -> float:
         try:
-            seconds = float(value)
+            number = float(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes seconds as a number, got {value!r}") from None
-        if not seconds > 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be more than 0 seconds, got {value!r}")
-        return seconds
+            raise argparse.ArgumentTypeError(f"{flag} takes {what}, got {value!r}") from None
+        if not number > 0:
+            raise argparse.ArgumentTypeError(f"{flag} must be more than {above}, got {value!r}")
+        return number
 
     return parse
 

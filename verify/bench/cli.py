@@ -35,7 +35,7 @@ from verify.bench.sweep import Endpoint, SweepPlan, run_sweep
 from verify.client import client_for, default_timeout
 from verify.responses import ModelList, VersionInfo, body_excerpt
 from verify.streaming import Api
-from verify.target import Target, add_target_arguments, resolve_target
+from verify.target import Target, add_target_arguments, positive_number, resolve_target
 
 EXIT_OK = 0
 EXIT_SLO_FAILED = 1
@@ -68,19 +68,6 @@ def _positive_int(flag: str, *, minimum: int = 1) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{flag} takes a whole number, got {value!r}") from None
         if number < minimum:
             raise argparse.ArgumentTypeError(f"{flag} must be at least {minimum}, got {value!r}")
-        return number
-
-    return parse
-
-
-def _positive_float(flag: str) -> Callable[[str], float]:
-    def parse(value: str) -> float:
-        try:
-            number = float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes a number, got {value!r}") from None
-        if not number > 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be more than 0, got {value!r}")
         return number
 
     return parse
@@ -194,7 +181,7 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     judge.add_argument(
         "--price-per-hour",
-        type=_positive_float("--price-per-hour"),
+        type=positive_number("--price-per-hour"),
         metavar="USD",
         help="hourly price of what serves the endpoint (default: the accelerator table's list price)",
     )
