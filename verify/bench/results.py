@@ -99,6 +99,9 @@ class CellRecord(pydantic.BaseModel):
     cost_per_1m_output_tokens_usd: float | None = None
     ceiling_request_throughput: float | None = None
     exceeds_ceiling: bool = False
+    # How late the client's own event loop woke up during the measured phase (see verify.bench.stall).
+    client_max_stall_ms: float | None = None
+    client_stalled_ms: float | None = None
     warnings: list[str] = pydantic.Field(default_factory=list)
 
     @property

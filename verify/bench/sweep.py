@@ -24,6 +24,7 @@ from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput,
 from verify.bench.metrics import CellMetrics, cell_metrics
 from verify.bench.prompts import PromptBook, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
+from verify.bench.stall import StallMonitor, StallSummary, stall_warning
 from verify.streaming import Api, Clock, StreamRequest, StreamResult, measure_stream
 
 MIN_REQUESTS_PER_CELL = 32
@@ -178,9 +179,13 @@ def measured_record(
     concurrency: int,
     metrics: CellMetrics,
     shape: PromptShape,
+    stalls: StallSummary | None = None,
 ) -> CellRecord:
     """Turn a cell's metrics into its line, with the judgements attached."""
     warnings: list[str] = []
+    stalled = None if stalls is None else stall_warning(stalls, metrics.ttft.mean if metrics.completed else None)
+    if stalled is not None:
+        warnings.append(stalled)
     if not shape.exact:
         warnings.append(
             f"prompts are {shape.measured} tokens, not {context}: the shortest unique prompt the server "
@@ -216,6 +221,8 @@ def measured_record(
             "cost_per_1m_output_tokens_usd": spend.per_1m_output_tokens_usd,
             "ceiling_request_throughput": ceiling,
             "exceeds_ceiling": exceeds,
+            "client_max_stall_ms": None if stalls is None else stalls.max_ms,
+            "client_stalled_ms": None if stalls is None else stalls.stalled_ms,
             "warnings": warnings,
         }
     )
@@ -247,16 +254,25 @@ async def run_cell(
             client, [plan.request(p) for p in prompts[:warmups]], concurrency, timeouts=plan.timeouts, clock=clock
         )
     observer.cell_started(f"context {context} x concurrency {concurrency}", requests)
-    results, duration = await closed_loop(
-        client,
-        [plan.request(p) for p in prompts[warmups:]],
-        concurrency,
-        timeouts=plan.timeouts,
-        clock=clock,
-        on_result=observer.request_finished,
-    )
+    async with StallMonitor() as monitor:
+        results, duration = await closed_loop(
+            client,
+            [plan.request(p) for p in prompts[warmups:]],
+            concurrency,
+            timeouts=plan.timeouts,
+            clock=clock,
+            on_result=observer.request_finished,
+        )
     metrics = cell_metrics(results, duration)
-    return measured_record(plan, endpoint, context=context, concurrency=concurrency, metrics=metrics, shape=shape)
+    return measured_record(
+        plan,
+        endpoint,
+        context=context,
+        concurrency=concurrency,
+        metrics=metrics,
+        shape=shape,
+        stalls=monitor.summary(),
+    )
 
 
 async def run_sweep(

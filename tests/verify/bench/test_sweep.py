@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import httpx
@@ -13,7 +14,7 @@ from verify.bench.prompts import PromptBook, TokenizeCounter
 from verify.bench.results import CellRecord, done_keys, load_results
 from verify.bench.sweep import Endpoint, QuietObserver, SweepPlan, run_sweep
 from verify.client import aiohttp_transport
-from verify.streaming import Api
+from verify.streaming import Api, StreamResult
 
 # Small and bounded: a few requests per cell, no delays unless a test injects them.
 PLAN = SweepPlan(
@@ -186,6 +187,30 @@ async def test_an_interrupted_sweep_keeps_finished_cells_and_resume_finishes_it(
         (64, 1),
         (64, 2),
     ]
+
+
+async def test_a_cell_whose_client_stalled_says_so(tmp_path: Path) -> None:
+    """Guards against a starved load generator (late to notice answers) passing off its own delay as the
+    server's latency: the cell records the stall and carries a warning."""
+    path = tmp_path / "r.jsonl"
+    plan = SweepPlan(model="tiny-gemma", contexts=(32,), concurrencies=(1,), max_tokens=5, requests=3, warmups=0)
+
+    class StarvedClient(QuietObserver):
+        def request_finished(self, result: StreamResult) -> None:
+            time.sleep(0.15)  # the event loop cannot run, as when the machine has no CPU to spare
+
+    async with fake() as server:
+        (record,) = await sweep(server, path, plan, observer=StarvedClient())
+    assert record.client_max_stall_ms is not None
+    assert record.client_max_stall_ms >= 140.0
+    assert any("event loop stalled for up to" in warning for warning in record.warnings)
+
+
+async def test_a_cell_records_its_stalls_even_when_there_were_none_to_speak_of(tmp_path: Path) -> None:
+    """Guards against the stall fields going missing, which would read as 'not measured'."""
+    async with fake() as server:
+        written = await sweep(server, tmp_path / "r.jsonl")
+    assert all(r.client_max_stall_ms is not None and r.client_stalled_ms is not None for r in written)
 
 
 def test_default_requests_and_warmups() -> None:
