@@ -13,7 +13,7 @@ minutes: requests per point are ``max(concurrency, --min-requests)`` (default 20
 
 Usage::
 
-    python benchmarks/client_overhead.py [--vllm-command "vllm" --tokenizer PATH] [--json out.json]
+    python -m benchmarks.client_overhead [--vllm-command "vllm" --tokenizer PATH] [--json out.json]
 """
 
 from __future__ import annotations

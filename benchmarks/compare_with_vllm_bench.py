@@ -10,18 +10,33 @@ very prompts a bench cell builds (as a ShareGPT-format dataset file, a fresh uni
 applied by the server as for ours). ``--vllm-prompts random`` uses its random dataset instead, with
 ``--random-input-len`` chosen so the server counts the same prompt tokens as ours (for the chat API,
 ours counts the chat template, so vLLM's input length is the context minus the template's tokens,
-measured with ``/tokenize``). Either way: output length = ``--max-tokens`` with ``--ignore-eos``,
+measured with ``/tokenize``). Either way: output length = ``--max-tokens`` with ``--ignore-eos`` and
+``min_tokens`` (through ``--extra-body``, as ours sends it),
 ``--max-concurrency`` = users, ``--num-prompts`` = our measured requests, ``--num-warmups`` = our
 warm-ups, and a fresh ``--seed`` per run (with its default seed the random dataset repeats the same
 prompts on every invocation, which the server then serves from its prefix cache). The prefix-cache
 hit rate of every run is read from ``/metrics`` and printed: vLLM's random dataset was measured at
 17-28% (fresh seeds) and 89% (default seed) on tiny-gemma at 1024 tokens, ours at 0%.
 
+Every run's measured phase is watched by a separate process (``python -m verify.bench.stall``) that
+records how late this machine wakes a sleeping process. On a small machine that also hosts the server, wake-ups come
+hundreds of milliseconds late in some runs and not in others, and a run with such a stall measures the
+machine, not the tool: answers are noticed late and all at once, for `vllm bench serve` exactly as for
+ours (measured: a third of the throughput, ten times the TTFT, in either tool). A run whose worst
+stall exceeds ``--max-stall-ms`` is kept in the JSON but marked disturbed, and the run is repeated
+(up to ``--max-attempts`` per tool and cell) until each tool has ``--repeats`` undisturbed runs; the
+medians use undisturbed runs only, the same rule for both tools.
+
+What removes the stalls is keeping the load generators off the server's CPUs: start the server
+pinned (``taskset -c 0 start_vllm.sh``) and pass ``--client-cpus 1``. On our 2-core machine that took
+the worst stall from hundreds of ms to under 5 ms in every run; without it, most runs of either tool
+were disturbed.
+
 Usage (vLLM's CLI must be runnable as ``--vllm-command``)::
 
-    python benchmarks/compare_with_vllm_bench.py --url http://127.0.0.1:8000 --model tiny-gemma \
+    python -m benchmarks.compare_with_vllm_bench --url http://127.0.0.1:8000 --model tiny-gemma \
         --tokenizer /path/to/tiny-model --vllm-command "vllm" --concurrency 1,8,32 --context 128,1024 \
-        --max-tokens 32 --repeats 3
+        --max-tokens 32 --repeats 5 --client-cpus 1
 """
 
 from __future__ import annotations
@@ -29,13 +44,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import httpx
@@ -47,10 +63,15 @@ from verify.prom import parse_metrics
 from verify.streaming import Api
 
 TOLERANCE = 0.10
+# A stall of L ms delays at most `users` answers by L, so it moves a cell's mean TTFT by at most
+# users x L / requests: 30 ms moves 8 users x 128 requests by under 2 ms (8% of a 25 ms TTFT).
+DEFAULT_MAX_STALL_MS = 30.0
 
 
 @dataclass(frozen=True)
 class Figures:
+    """One run's headline numbers, and how badly the machine stalled while it ran."""
+
     request_throughput: float
     mean_ttft_ms: float
     mean_tpot_ms: float
@@ -58,6 +79,43 @@ class Figures:
     completed: int
     failed: int
     prefix_cache_hit_rate: float | None = None
+    machine_max_stall_ms: float | None = None
+
+    def clean(self, max_stall_ms: float) -> bool:
+        return self.machine_max_stall_ms is not None and self.machine_max_stall_ms <= max_stall_ms
+
+
+class MachineWatch:
+    """A stall watcher process (``python -m verify.bench.stall``) over one run's measured phase only.
+
+    Started when the tool starts measuring (ours: the cell's measured phase begins; vLLM's: it prints
+    "Starting main benchmark run"), so start-up and warm-ups of either tool do not count against it.
+    """
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        if self._process is None:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "verify.bench.stall"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+
+    def stop(self) -> float | None:
+        """The worst stall seen, in ms; None if the measured phase never began."""
+        if self._process is None:
+            return None
+        report, _ = self._process.communicate(timeout=60)  # closing its stdin is what stops it
+        self._process = None
+        return float(json.loads(report)["max_ms"])
+
+
+class _StartsWatch(QuietObserver):
+    def __init__(self, watch: MachineWatch) -> None:
+        self._watch = watch
+
+    def cell_started(self, label: str, requests: int) -> None:
+        self._watch.start()
 
 
 async def _chat_template_tokens(client: httpx.AsyncClient, model: str) -> int:
@@ -68,7 +126,7 @@ async def _chat_template_tokens(client: httpx.AsyncClient, model: str) -> int:
     return int(with_template.json()["count"]) - int(without.json()["count"])
 
 
-async def ours(url: str, plan: SweepPlan, context: int, concurrency: int) -> Figures:
+async def ours(url: str, plan: SweepPlan, context: int, concurrency: int, watch: MachineWatch) -> Figures:
     async with make_client(url, None, transport=aiohttp_transport()) as client:
         counter = await choose_counter(client, plan.model, plan.api)
         record = await run_cell(
@@ -79,7 +137,7 @@ async def ours(url: str, plan: SweepPlan, context: int, concurrency: int) -> Fig
             concurrency,
             counter=counter,
             book=PromptBook(),
-            observer=QuietObserver(),
+            observer=_StartsWatch(watch),
         )
     return Figures(
         record.request_throughput or 0.0,
@@ -114,7 +172,9 @@ def _dataset_flags(
     return ["--dataset-name", "sharegpt", "--dataset-path", str(dataset), "--disable-shuffle"]
 
 
-def vllms(args: argparse.Namespace, plan: SweepPlan, context: int, input_len: int, concurrency: int) -> Figures:
+def vllms(
+    args: argparse.Namespace, plan: SweepPlan, context: int, input_len: int, concurrency: int, *, watch: MachineWatch
+) -> Figures:
     with tempfile.TemporaryDirectory() as scratch:
         result = Path(scratch) / "result.json"
         count = plan.requests_for(concurrency)
@@ -140,6 +200,10 @@ def vllms(args: argparse.Namespace, plan: SweepPlan, context: int, input_len: in
             "--random-output-len" if args.vllm_prompts == "random" else "--sharegpt-output-len",
             str(plan.max_tokens),
             "--ignore-eos",
+            # Ours also sends min_tokens (exact output length even where ignore_eos is not honoured); it
+            # costs the server a logits processor per step (measured: 3-5% of E2EL at 1024 x 8), so
+            # vLLM's runs send it too, or the two tools would not run the same workload.
+            *(["--extra-body", json.dumps({"min_tokens": plan.max_tokens})] if plan.ignore_eos else []),
             "--max-concurrency",
             str(concurrency),
             "--num-prompts",
@@ -155,12 +219,16 @@ def vllms(args: argparse.Namespace, plan: SweepPlan, context: int, input_len: in
             "--result-filename",
             str(result),
         ]
-        completed = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
-        if completed.returncode != 0 or not result.exists():
-            sys.exit(
-                f"vllm bench serve failed ({completed.returncode}):\n"
-                f"{completed.stdout[-2000:]}\n{completed.stderr[-2000:]}"
-            )
+        output: list[str] = []
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as bench:
+            assert bench.stdout is not None
+            for line in bench.stdout:
+                output.append(line)
+                if line.startswith("Starting main benchmark run"):
+                    watch.start()
+            returncode = bench.wait(timeout=900)
+        if returncode != 0 or not result.exists():
+            sys.exit(f"vllm bench serve failed ({returncode}):\n{''.join(output)[-4000:]}")
         data = json.loads(result.read_text())
     return Figures(
         data["request_throughput"],
@@ -181,14 +249,14 @@ def _with_hit_rate(figures: Figures, before: tuple[float, float], after: tuple[f
     """The server's prefix-cache hit rate over one run (the server is shared: others' traffic counts too)."""
     queries = after[1] - before[1]
     rate = (after[0] - before[0]) / queries if queries else None
-    return Figures(**{**vars(figures), "prefix_cache_hit_rate": rate})
+    return replace(figures, prefix_cache_hit_rate=rate)
 
 
 def _diff(a: float, b: float) -> float:
     return (a - b) / b if b else float("inf")
 
 
-def main() -> int:
+def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", required=True)
     parser.add_argument("--model", required=True)
@@ -199,7 +267,16 @@ def main() -> int:
     parser.add_argument("--context", default="128,1024")
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--requests", type=int, default=None, help="per cell (default: verify bench's)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="undisturbed runs wanted per tool and cell")
+    parser.add_argument(
+        "--max-stall-ms",
+        type=float,
+        default=DEFAULT_MAX_STALL_MS,
+        help="a run during which the machine stalled a sleeping process longer than this is disturbed",
+    )
+    parser.add_argument(
+        "--max-attempts", type=int, default=None, help="runs per tool and cell at most (default: 3 x --repeats)"
+    )
     parser.add_argument(
         "--vllm-prompts",
         choices=["ours", "random"],
@@ -207,8 +284,120 @@ def main() -> int:
         help="ours: vllm bench serve sends verify bench's prompts (custom dataset), so both run the same "
         "workload; random: its random dataset (partly served from the prefix cache, see the hit rates)",
     )
+    parser.add_argument(
+        "--client-cpus",
+        help="pin this script, both load generators and the watcher to these CPUs (e.g. 1, or 2-3): start the "
+        "server on the others (taskset -c 0 ...) so neither tool competes with the server for CPU",
+    )
     parser.add_argument("--json", type=Path, help="write every run's figures here")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def parse_cpus(text: str) -> set[int]:
+    """CPU numbers as taskset writes them: ``1``, ``0,2`` or ``2-3``."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise SystemExit(f"--client-cpus: {text!r} is not a CPU list like 1, 0,2 or 2-3") from None
+    return cpus
+
+
+@dataclass
+class CellRuns:
+    """Every run of one cell, per tool, in the order they ran."""
+
+    context: int
+    concurrency: int
+    ours: list[Figures]
+    vllm: list[Figures]
+
+    def clean(self, tool: str, max_stall_ms: float) -> list[Figures]:
+        return [f for f in getattr(self, tool) if f.clean(max_stall_ms)]
+
+
+def run_cell_pair(args: argparse.Namespace, plan: SweepPlan, context: int, concurrency: int, template: int) -> CellRuns:
+    """ABBA rounds until both tools have ``--repeats`` undisturbed runs or used up their attempts."""
+    runs = CellRuns(context, concurrency, [], [])
+    attempts = args.max_attempts if args.max_attempts is not None else 3 * args.repeats
+
+    def wanted(order: tuple[str, str]) -> list[str]:
+        return [
+            tool
+            for tool in order
+            if len(runs.clean(tool, args.max_stall_ms)) < args.repeats and len(getattr(runs, tool)) < attempts
+        ]
+
+    round_number = 0
+    # ABBA order: whichever runs first in a pair must not always be the same tool.
+    while tools := wanted(("ours", "vllm") if round_number % 2 == 0 else ("vllm", "ours")):
+        for tool in tools:
+            before = _cache_counters(args.url, plan.model)
+            watch = MachineWatch()
+            try:
+                if tool == "ours":
+                    figures = asyncio.run(ours(args.url, plan, context, concurrency, watch))
+                else:
+                    figures = vllms(args, plan, context, context - template, concurrency, watch=watch)
+            finally:
+                stall = watch.stop()
+            figures = replace(figures, machine_max_stall_ms=stall)
+            figures = _with_hit_rate(figures, before, _cache_counters(args.url, plan.model))
+            getattr(runs, tool).append(figures)
+            print(
+                f"context {context} x {concurrency} users, {tool}: {figures.request_throughput:.1f} req/s, "
+                f"TTFT {figures.mean_ttft_ms:.1f} ms, machine stall {figures.machine_max_stall_ms:.0f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
+        round_number += 1
+    return runs
+
+
+def _table(cells: list[CellRuns], max_stall_ms: float) -> list[str]:
+    lines = [
+        (
+            "| context | users | req/s ours / vLLM (diff) | mean TTFT ms ours / vLLM (diff) | "
+            "mean TPOT ms ours / vLLM (diff) | undisturbed runs ours / vLLM | input tokens ours / vLLM | "
+            "failed ours / vLLM | max prefix-cache hit rate ours / vLLM |"
+        ),
+        "| ---: | ---: | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for cell in cells:
+        undisturbed = all(cell.clean(tool, max_stall_ms) for tool in ("ours", "vllm"))
+        # Compare like with like: undisturbed runs on both sides, or (flagged) every run on both sides.
+        sides = {
+            tool: cell.clean(tool, max_stall_ms) if undisturbed else getattr(cell, tool) for tool in ("ours", "vllm")
+        }
+        figures = []
+        for name in ("request_throughput", "mean_ttft_ms", "mean_tpot_ms"):
+            a = statistics.median(getattr(f, name) for f in sides["ours"])
+            b = statistics.median(getattr(f, name) for f in sides["vllm"])
+            mark = "" if abs(_diff(a, b)) <= TOLERANCE else " **>10%**"
+            figures.append(f"{a:.4g} / {b:.4g} ({_diff(a, b) * 100:+.1f}%){mark}")
+        counts = " / ".join(
+            f"{len(cell.clean(tool, max_stall_ms))} of {len(getattr(cell, tool))}" for tool in ("ours", "vllm")
+        )
+        if not undisturbed:
+            counts += " (a side had no undisturbed run: all runs compared)"
+        inputs = f"{cell.ours[0].total_input_tokens} / {cell.vllm[0].total_input_tokens}"
+        failed = f"{sum(f.failed for f in cell.ours)} / {sum(f.failed for f in cell.vllm)}"
+        hits = " / ".join(f"{max((f.prefix_cache_hit_rate or 0.0) for f in sides[t]):.1%}" for t in ("ours", "vllm"))
+        lines.append(
+            f"| {cell.context} | {cell.concurrency} | "
+            + " | ".join(figures)
+            + f" | {counts} | {inputs} | {failed} | {hits} |"
+        )
+    return lines
+
+
+def main() -> int:
+    args = _parse_args()
+    if args.client_cpus:
+        # Children (vllm bench serve, the watcher) inherit the affinity.
+        os.sched_setaffinity(0, parse_cpus(args.client_cpus))
     plan = SweepPlan(
         model=args.model,
         contexts=tuple(int(x) for x in args.context.split(",")),
@@ -223,61 +412,14 @@ def main() -> int:
             return await _chat_template_tokens(client, args.model) if plan.api is Api.CHAT else 0
 
     template = asyncio.run(overhead())
-    rows = []
-    runs: list[dict[str, object]] = []
+    cells: list[CellRuns] = []
     for context, concurrency in plan.cells():
-        mine: list[Figures] = []
-        theirs: list[Figures] = []
-        for repeat in range(args.repeats):
-            # ABBA order: whichever runs first in a pair must not always be the same tool.
-            for tool in ("ours", "vllm") if repeat % 2 == 0 else ("vllm", "ours"):
-                before = _cache_counters(args.url, plan.model)
-                if tool == "ours":
-                    figures = asyncio.run(ours(args.url, plan, context, concurrency))
-                else:
-                    figures = vllms(args, plan, context, context - template, concurrency)
-                figures = _with_hit_rate(figures, before, _cache_counters(args.url, plan.model))
-                (mine if tool == "ours" else theirs).append(figures)
-        runs.append(
-            {
-                "context": context,
-                "concurrency": concurrency,
-                "ours": [vars(f) for f in mine],
-                "vllm": [vars(f) for f in theirs],
-            }
-        )
-        medians = {
-            name: (
-                statistics.median(getattr(f, name) for f in mine),
-                statistics.median(getattr(f, name) for f in theirs),
-            )
-            for name in ("request_throughput", "mean_ttft_ms", "mean_tpot_ms")
-        }
-        inputs = (mine[0].total_input_tokens, theirs[0].total_input_tokens)
-        failed = (sum(f.failed for f in mine), sum(f.failed for f in theirs))
-        hits = tuple(max((f.prefix_cache_hit_rate or 0.0) for f in side) for side in (mine, theirs))
-        rows.append((context, concurrency, medians, inputs, failed, hits))
-        print(f"done: context {context} x concurrency {concurrency}", file=sys.stderr, flush=True)
-    header = (
-        "| context | users | req/s ours / vLLM (diff) | mean TTFT ms ours / vLLM (diff) | "
-        "mean TPOT ms ours / vLLM (diff) | input tokens ours / vLLM | failed ours / vLLM | "
-        "max prefix-cache hit rate ours / vLLM |"
-    )
-    print(header)
-    print("| ---: | ---: | --- | --- | --- | --- | --- | --- |")
-    for context, concurrency, medians, inputs, failed, hits in rows:
-        cells = []
-        for name in ("request_throughput", "mean_ttft_ms", "mean_tpot_ms"):
-            a, b = medians[name]
-            mark = "" if abs(_diff(a, b)) <= TOLERANCE else " **>10%**"
-            cells.append(f"{a:.4g} / {b:.4g} ({_diff(a, b) * 100:+.1f}%){mark}")
-        print(
-            f"| {context} | {concurrency} | "
-            + " | ".join(cells)
-            + f" | {inputs[0]} / {inputs[1]} | {failed[0]} / {failed[1]} | {hits[0]:.1%} / {hits[1]:.1%} |"
-        )
-    if args.json:
-        args.json.write_text(json.dumps(runs, indent=2))
+        cells.append(run_cell_pair(args, plan, context, concurrency, template))
+        if args.json:
+            # Rewritten after every cell, so an interrupted comparison keeps what it measured.
+            args.json.write_text(json.dumps([asdict(cell) for cell in cells], indent=2))
+    print(f"undisturbed: the machine never stalled a sleeping process more than {args.max_stall_ms:g} ms")
+    print("\n".join(_table(cells, args.max_stall_ms)))
     return 0
 
 
