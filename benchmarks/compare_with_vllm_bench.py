@@ -32,11 +32,17 @@ pinned (``taskset -c 0 start_vllm.sh``) and pass ``--client-cpus 1``. On our 2-c
 the worst stall from hundreds of ms to under 5 ms in every run; without it, most runs of either tool
 were disturbed.
 
+``--settle-s`` rests the machine before each run's first request: `vllm bench serve` spends its first
+seconds importing and sampling at full speed on the client's CPU, and on a small virtual machine that
+burst slowed the *server* through the measured phase that follows (measured: 20-25% fewer req/s at
+128 x 32 than ours in two sessions; with a 10 s pause after its start-up, and the same rest before ours,
+within 8%). So vLLM's run is paused (SIGSTOP/SIGCONT) just before its first request and ours waits as long.
+
 Usage (vLLM's CLI must be runnable as ``--vllm-command``)::
 
     python -m benchmarks.compare_with_vllm_bench --url http://127.0.0.1:8000 --model tiny-gemma \
         --tokenizer /path/to/tiny-model --vllm-command "vllm" --concurrency 1,8,32 --context 128,1024 \
-        --max-tokens 32 --repeats 5 --client-cpus 1
+        --max-tokens 32 --repeats 5 --client-cpus 1 --settle-s 10
 """
 
 from __future__ import annotations
@@ -47,10 +53,12 @@ import json
 import os
 import secrets
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -220,10 +228,19 @@ def vllms(
             str(result),
         ]
         output: list[str] = []
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as bench:
+        # Unbuffered, or its progress lines reach us only when it exits (a pipe is block-buffered) and
+        # the watch would start after the measured phase instead of with it.
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as bench:
             assert bench.stdout is not None
             for line in bench.stdout:
                 output.append(line)
+                if line.startswith("Starting initial single prompt test run") and args.settle_s > 0:
+                    # Its start-up (imports, tokenizer, dataset) just ran the client CPU flat out; pause it
+                    # before its first request so it starts from the same rested machine as ours.
+                    bench.send_signal(signal.SIGSTOP)
+                    time.sleep(args.settle_s)
+                    bench.send_signal(signal.SIGCONT)
                 if line.startswith("Starting main benchmark run"):
                     watch.start()
             returncode = bench.wait(timeout=900)
@@ -267,6 +284,15 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--context", default="128,1024")
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--requests", type=int, default=None, help="per cell (default: verify bench's)")
+    parser.add_argument(
+        "--settle-s",
+        type=float,
+        default=0.0,
+        help="rest before each run's first request (vLLM's run is paused after its start-up for this long)",
+    )
+    parser.add_argument(
+        "--warmups", type=int, default=None, help="warm-up requests per run, both tools (default: verify bench's)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="undisturbed runs wanted per tool and cell")
     parser.add_argument(
         "--max-stall-ms",
@@ -338,6 +364,7 @@ def run_cell_pair(args: argparse.Namespace, plan: SweepPlan, context: int, concu
             watch = MachineWatch()
             try:
                 if tool == "ours":
+                    time.sleep(args.settle_s)  # as vLLM's run is paused after its start-up
                     figures = asyncio.run(ours(args.url, plan, context, concurrency, watch))
                 else:
                     figures = vllms(args, plan, context, context - template, concurrency, watch=watch)
@@ -405,6 +432,7 @@ def main() -> int:
         max_tokens=args.max_tokens,
         api=Api(args.api),
         requests=args.requests,
+        warmups=args.warmups,
     )
 
     async def overhead() -> int:
