@@ -29,8 +29,8 @@ medians use undisturbed runs only, the same rule for both tools.
 
 What removes the stalls is keeping the load generators off the server's CPUs: start the server
 pinned (``taskset -c 0 start_vllm.sh``) and pass ``--client-cpus 1``. On our 2-core machine that took
-the worst stall from hundreds of ms to under 5 ms in every run; without it, most runs of either tool
-were disturbed.
+the worst stall from hundreds of ms to under 12 ms in 116 of 118 runs of ours (docs/benchmarking.md);
+without it, most runs of either tool were disturbed.
 
 ``--settle-s`` rests the machine before each run's first request: `vllm bench serve` spends its first
 seconds importing and sampling at full speed on the client's CPU, and on a small virtual machine that
@@ -69,6 +69,7 @@ from verify.bench.sweep import Endpoint, QuietObserver, SweepPlan, run_cell
 from verify.client import aiohttp_transport, make_client
 from verify.prom import parse_metrics
 from verify.streaming import Api
+from verify.target import positive_int, positive_int_list, positive_number
 
 TOLERANCE = 0.10
 # A stall of L ms delays at most `users` answers by L, so it moves a cell's mean TTFT by at most
@@ -215,7 +216,7 @@ def vllms(
             "--max-concurrency",
             str(concurrency),
             "--num-prompts",
-            str(plan.requests_for(concurrency)),
+            str(count),
             "--num-warmups",
             str(plan.warmups_for(concurrency)),
             "--percentile-metrics",
@@ -280,10 +281,12 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--tokenizer", required=True, help="tokenizer path or name for vllm bench serve")
     parser.add_argument("--vllm-command", default="vllm", help='how to run vLLM\'s CLI, e.g. "vllm"')
     parser.add_argument("--api", choices=[api.value for api in Api], default=Api.CHAT.value)
-    parser.add_argument("--concurrency", default="1,8,32")
-    parser.add_argument("--context", default="128,1024")
-    parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--requests", type=int, default=None, help="per cell (default: verify bench's)")
+    parser.add_argument("--concurrency", type=positive_int_list("--concurrency"), default=(1, 8, 32))
+    parser.add_argument("--context", type=positive_int_list("--context"), default=(128, 1024))
+    parser.add_argument("--max-tokens", type=positive_int("--max-tokens"), default=32)
+    parser.add_argument(
+        "--requests", type=positive_int("--requests"), default=None, help="per cell (default: verify bench's)"
+    )
     parser.add_argument(
         "--settle-s",
         type=float,
@@ -291,17 +294,25 @@ def _parse_args() -> argparse.Namespace:
         help="rest before each run's first request (vLLM's run is paused after its start-up for this long)",
     )
     parser.add_argument(
-        "--warmups", type=int, default=None, help="warm-up requests per run, both tools (default: verify bench's)"
+        "--warmups",
+        type=positive_int("--warmups", minimum=0),
+        default=None,
+        help="warm-up requests per run, both tools (default: verify bench's)",
     )
-    parser.add_argument("--repeats", type=int, default=3, help="undisturbed runs wanted per tool and cell")
+    parser.add_argument(
+        "--repeats", type=positive_int("--repeats"), default=3, help="undisturbed runs wanted per tool and cell"
+    )
     parser.add_argument(
         "--max-stall-ms",
-        type=float,
+        type=positive_number("--max-stall-ms"),
         default=DEFAULT_MAX_STALL_MS,
         help="a run during which the machine stalled a sleeping process longer than this is disturbed",
     )
     parser.add_argument(
-        "--max-attempts", type=int, default=None, help="runs per tool and cell at most (default: 3 x --repeats)"
+        "--max-attempts",
+        type=positive_int("--max-attempts"),
+        default=None,
+        help="runs per tool and cell at most (default: 3 x --repeats)",
     )
     parser.add_argument(
         "--vllm-prompts",
@@ -427,8 +438,8 @@ def main() -> int:
         os.sched_setaffinity(0, parse_cpus(args.client_cpus))
     plan = SweepPlan(
         model=args.model,
-        contexts=tuple(int(x) for x in args.context.split(",")),
-        concurrencies=tuple(int(x) for x in args.concurrency.split(",")),
+        contexts=args.context,
+        concurrencies=args.concurrency,
         max_tokens=args.max_tokens,
         api=Api(args.api),
         requests=args.requests,

@@ -41,7 +41,7 @@ from verify.auth import AuthError, auth_advice
 from verify.client import client_for
 from verify.prom import MetricsParseError, parse_metrics
 from verify.responses import ChatCompletion, ModelList, VersionInfo, body_excerpt, error_message
-from verify.target import Target, add_target_arguments, resolve_target
+from verify.target import Target, add_target_arguments, positive_int, resolve_target
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
@@ -833,7 +833,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--max-tokens",
-        type=_positive_int,
+        type=positive_int("--max-tokens"),
         default=DEFAULT_MAX_TOKENS,
         metavar="N",
         help=f"max_tokens of the chat checks (default {DEFAULT_MAX_TOKENS})",
@@ -875,13 +875,3 @@ def _non_negative_seconds(value: str) -> float:
     if seconds < 0:
         raise argparse.ArgumentTypeError(f"--wait must be 0 or more seconds, got {value!r}")
     return seconds
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--max-tokens takes a whole number, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"--max-tokens must be at least 1, got {value!r}")
-    return number

@@ -261,6 +261,38 @@ def positive_number(flag: str, unit: str = "") -> Callable[[str], float]:
     return parse
 
 
+def positive_int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
+    """An argparse type for comma-separated whole numbers of at least 1 (duplicates dropped, order kept)."""
+
+    def parse(value: str) -> tuple[int, ...]:
+        try:
+            numbers = tuple(int(part) for part in value.split(",") if part.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag} takes comma-separated whole numbers, e.g. 1,8,32; got {value!r}"
+            ) from None
+        if not numbers or any(number < 1 for number in numbers):
+            raise argparse.ArgumentTypeError(f"{flag} needs numbers of at least 1, got {value!r}")
+        return tuple(dict.fromkeys(numbers))
+
+    return parse
+
+
+def positive_int(flag: str, *, minimum: int = 1) -> Callable[[str], int]:
+    """An argparse type for a whole number of at least ``minimum``; the message names the flag."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, got {value!r}") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"{flag} must be at least {minimum}, got {value!r}")
+        return number
+
+    return parse
+
+
 def _excerpt(text: str, limit: int = 300) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."

@@ -12,7 +12,6 @@ import asyncio
 import datetime
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +34,14 @@ from verify.bench.sweep import Endpoint, SweepPlan, run_sweep
 from verify.client import client_for, default_timeout
 from verify.responses import ModelList, VersionInfo, body_excerpt
 from verify.streaming import Api
-from verify.target import Target, add_target_arguments, positive_number, resolve_target
+from verify.target import (
+    Target,
+    add_target_arguments,
+    positive_int,
+    positive_int_list,
+    positive_number,
+    resolve_target,
+)
 
 EXIT_OK = 0
 EXIT_SLO_FAILED = 1
@@ -43,34 +49,6 @@ EXIT_INTERRUPTED = 130
 DEFAULT_CONCURRENCY = "1,8,32"
 DEFAULT_CONTEXT = "128,1024"
 DEFAULT_MAX_TOKENS = 128
-
-
-def _positive_int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
-    def parse(value: str) -> tuple[int, ...]:
-        try:
-            numbers = tuple(int(part) for part in value.split(",") if part.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag} takes comma-separated whole numbers, e.g. 1,8,32; got {value!r}"
-            ) from None
-        if not numbers or any(number < 1 for number in numbers):
-            raise argparse.ArgumentTypeError(f"{flag} needs numbers of at least 1, got {value!r}")
-        return tuple(dict.fromkeys(numbers))
-
-    return parse
-
-
-def _positive_int(flag: str, *, minimum: int = 1) -> Callable[[str], int]:
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, got {value!r}") from None
-        if number < minimum:
-            raise argparse.ArgumentTypeError(f"{flag} must be at least {minimum}, got {value!r}")
-        return number
-
-    return parse
 
 
 def _slo(value: str) -> Slo:
@@ -105,34 +83,34 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     load = parser.add_argument_group("workload")
     load.add_argument(
         "--concurrency",
-        type=_positive_int_list("--concurrency"),
-        default=_positive_int_list("--concurrency")(DEFAULT_CONCURRENCY),
+        type=positive_int_list("--concurrency"),
+        default=positive_int_list("--concurrency")(DEFAULT_CONCURRENCY),
         metavar="LIST",
         help=f"users (requests in flight), comma-separated (default {DEFAULT_CONCURRENCY})",
     )
     load.add_argument(
         "--context",
-        type=_positive_int_list("--context"),
-        default=_positive_int_list("--context")(DEFAULT_CONTEXT),
+        type=positive_int_list("--context"),
+        default=positive_int_list("--context")(DEFAULT_CONTEXT),
         metavar="LIST",
         help=f"prompt lengths in tokens as the server counts them, comma-separated (default {DEFAULT_CONTEXT})",
     )
     load.add_argument(
         "--max-tokens",
-        type=_positive_int("--max-tokens"),
+        type=positive_int("--max-tokens"),
         default=DEFAULT_MAX_TOKENS,
         metavar="N",
         help=f"output tokens per request, forced with ignore_eos and min_tokens (default {DEFAULT_MAX_TOKENS})",
     )
     load.add_argument(
         "--requests",
-        type=_positive_int("--requests"),
+        type=positive_int("--requests"),
         metavar="N",
         help="measured requests per cell (default max(4 x concurrency, 32))",
     )
     load.add_argument(
         "--warmup",
-        type=_positive_int("--warmup", minimum=0),
+        type=positive_int("--warmup", minimum=0),
         metavar="N",
         help="unmeasured warm-up requests per cell (default min(concurrency, 8))",
     )
@@ -174,7 +152,7 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     judge.add_argument(
         "--accelerator-count",
-        type=_positive_int("--accelerator-count"),
+        type=positive_int("--accelerator-count"),
         default=1,
         metavar="N",
         help="GPUs or TPU chips serving the endpoint (default 1)",
