@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks.accelerators import CloudRunGpu
-from stacks.cloud_run import CloudRunSettings
-from stacks.gpu_rules import concurrency_problem, gpu_sizing_problems, region_problem
-from stacks.vllm_args import check_serve_args
+from serving.accelerators import CloudRunGpu
+from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from serving.vllm_args import check_serve_args
 
 _INGRESS = {
     "all": "INGRESS_TRAFFIC_ALL",
@@ -27,6 +27,33 @@ _INGRESS = {
 }
 MODEL_VOLUME = "models"
 CONTAINER_NAME = "vllm"
+
+
+Ingress = Literal["all", "internal", "internal-and-cloud-load-balancing"]
+
+
+@dataclass(frozen=True)
+class HttpProbe:
+    """An HTTP probe on vLLM's /health, in Cloud Run's units."""
+
+    initial_delay_seconds: int
+    period_seconds: int
+    timeout_seconds: int
+    failure_threshold: int
+
+
+@dataclass(frozen=True)
+class ModelMount:
+    """The model bucket, mounted read-only through Cloud Storage FUSE."""
+
+    bucket_name: pulumi.Input[str]
+    path: str = "/mnt/models"
+    # gcsfuse mount options, e.g. uid=1001, gid=1001, implicit-dirs.
+    options: Sequence[str] = ()
+
+
+# Cloud Run's liveness default for vLLM: /health every 30 s, three misses restart the instance.
+DEFAULT_LIVENESS = HttpProbe(initial_delay_seconds=0, period_seconds=30, timeout_seconds=10, failure_threshold=3)
 
 
 @dataclass(frozen=True)
@@ -40,9 +67,25 @@ class VllmGpuServiceArgs:
     # The full `vllm serve` argument list, model path first.
     serve_args: Sequence[str]
     max_num_seqs: int
-    run: CloudRunSettings
-    bucket_name: pulumi.Input[str]
+    cpu: int
+    memory_gib: int
+    mount: ModelMount
     service_account_email: pulumi.Input[str]
+    # Long enough to cover the model load: Cloud Run kills an instance whose startup probe gives up.
+    startup_probe: HttpProbe
+    liveness_probe: HttpProbe = DEFAULT_LIVENESS
+    # Requests one instance admits at once; None means max_num_seqs, so Cloud Run never caps vLLM's batch.
+    concurrency: int | None = None
+    min_instances: int = 0
+    max_instances: int = 1
+    request_timeout_seconds: int = 3600
+    ingress: Ingress = "all"
+    # Who may call the service (IAM members); nobody by default.
+    invokers: Sequence[str] = ()
+    gpu_zonal_redundancy_disabled: bool = True
+    env: Mapping[str, str] = field(default_factory=dict)
+    port: int = 8000
+    deletion_protection: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
     # What must finish before the service rolls out (the weight imports): a revision that starts before
     # its weights exist fails its startup probe.
@@ -52,30 +95,30 @@ class VllmGpuServiceArgs:
         problems = [
             region_problem(self.gpu, self.region, key="VllmGpuServiceArgs.region"),
             concurrency_problem(
-                concurrency=self.concurrency, max_num_seqs=self.max_num_seqs, key="VllmGpuServiceArgs.run.concurrency"
+                concurrency=self.admitted, max_num_seqs=self.max_num_seqs, key="VllmGpuServiceArgs.concurrency"
             ),
             *gpu_sizing_problems(
                 self.gpu,
-                cpu=self.run.cpu,
-                memory_gib=self.run.memory_gib,
-                cpu_key="VllmGpuServiceArgs.run.cpu",
-                memory_key="VllmGpuServiceArgs.run.memory_gib",
+                cpu=self.cpu,
+                memory_gib=self.memory_gib,
+                cpu_key="VllmGpuServiceArgs.cpu",
+                memory_key="VllmGpuServiceArgs.memory_gib",
             ),
             *(f"VllmGpuServiceArgs.serve_args: {p}" for p in check_serve_args(list(self.serve_args))),
         ]
-        if not self.serve_args or not self.serve_args[0].startswith(self.run.mount.mount_path + "/"):
+        if not self.serve_args or not self.serve_args[0].startswith(self.mount.path + "/"):
             problems.append(
                 f"VllmGpuServiceArgs.serve_args: the model path must come first and live under the model mount "
-                f"{self.run.mount.mount_path}/"
+                f"{self.mount.path}/"
             )
         found = [problem for problem in problems if problem]
         if found:
             raise ValueError("; ".join(found))
 
     @property
-    def concurrency(self) -> int:
-        """Per-instance request concurrency: the stack's, or else vLLM's batch (never below it)."""
-        return self.run.concurrency or self.max_num_seqs
+    def admitted(self) -> int:
+        """Per-instance request concurrency: the given one, or else vLLM's batch (never below it)."""
+        return self.concurrency or self.max_num_seqs
 
 
 class VllmGpuService(pulumi.ComponentResource):
@@ -90,34 +133,33 @@ class VllmGpuService(pulumi.ComponentResource):
     def __init__(self, name: str, args: VllmGpuServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gemma:cloudrun:VllmGpuService", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        run = args.run
-        port = run.port
+        port = args.port
         service = gcp.cloudrunv2.Service(
             f"{name}-service",
             location=args.region,
-            ingress=_INGRESS[run.ingress],
-            deletion_protection=run.deletion_protection,
+            ingress=_INGRESS[args.ingress],
+            deletion_protection=args.deletion_protection,
             invoker_iam_disabled=False,
             labels=dict(args.labels),
             template=gcp.cloudrunv2.ServiceTemplateArgs(
                 service_account=args.service_account_email,
                 execution_environment="EXECUTION_ENVIRONMENT_GEN2",
-                timeout=f"{run.request_timeout_seconds}s",
-                max_instance_request_concurrency=args.concurrency,
+                timeout=f"{args.request_timeout_seconds}s",
+                max_instance_request_concurrency=args.admitted,
                 scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(
-                    min_instance_count=run.min_instances,
-                    max_instance_count=run.max_instances,
+                    min_instance_count=args.min_instances,
+                    max_instance_count=args.max_instances,
                 ),
                 node_selector=gcp.cloudrunv2.ServiceTemplateNodeSelectorArgs(accelerator=args.gpu.node_selector),
-                gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
+                gpu_zonal_redundancy_disabled=args.gpu_zonal_redundancy_disabled,
                 labels=dict(args.labels),
                 volumes=[
                     gcp.cloudrunv2.ServiceTemplateVolumeArgs(
                         name=MODEL_VOLUME,
                         gcs=gcp.cloudrunv2.ServiceTemplateVolumeGcsArgs(
-                            bucket=args.bucket_name,
+                            bucket=args.mount.bucket_name,
                             read_only=True,
-                            mount_options=run.mount.mount_options(),
+                            mount_options=list(args.mount.options),
                         ),
                     )
                 ],
@@ -128,13 +170,13 @@ class VllmGpuService(pulumi.ComponentResource):
                         args=list(args.serve_args),
                         envs=[
                             gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
-                            for key, value in sorted(run.env.items())
+                            for key, value in sorted(args.env.items())
                         ],
                         ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=port, name="http1"),
                         resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
                             limits={
-                                "cpu": str(run.cpu),
-                                "memory": f"{run.memory_gib}Gi",
+                                "cpu": str(args.cpu),
+                                "memory": f"{args.memory_gib}Gi",
                                 "nvidia.com/gpu": "1",
                             },
                             cpu_idle=False,
@@ -144,23 +186,23 @@ class VllmGpuService(pulumi.ComponentResource):
                             http_get=gcp.cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs(
                                 path="/health", port=port
                             ),
-                            initial_delay_seconds=run.startup_probe.initial_delay_seconds,
-                            period_seconds=run.startup_probe.period_seconds,
-                            timeout_seconds=run.startup_probe.timeout_seconds,
-                            failure_threshold=run.startup_failure_threshold(),
+                            initial_delay_seconds=args.startup_probe.initial_delay_seconds,
+                            period_seconds=args.startup_probe.period_seconds,
+                            timeout_seconds=args.startup_probe.timeout_seconds,
+                            failure_threshold=args.startup_probe.failure_threshold,
                         ),
                         liveness_probe=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeArgs(
                             http_get=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs(
                                 path="/health", port=port
                             ),
-                            initial_delay_seconds=run.liveness_probe.initial_delay_seconds,
-                            period_seconds=run.liveness_probe.period_seconds,
-                            timeout_seconds=run.liveness_probe.timeout_seconds,
-                            failure_threshold=run.liveness_failure_threshold(),
+                            initial_delay_seconds=args.liveness_probe.initial_delay_seconds,
+                            period_seconds=args.liveness_probe.period_seconds,
+                            timeout_seconds=args.liveness_probe.timeout_seconds,
+                            failure_threshold=args.liveness_probe.failure_threshold,
                         ),
                         volume_mounts=[
                             gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(
-                                name=MODEL_VOLUME, mount_path=run.mount.mount_path
+                                name=MODEL_VOLUME, mount_path=args.mount.path
                             )
                         ],
                     )
@@ -168,7 +210,7 @@ class VllmGpuService(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for)),
         )
-        for member in run.invokers:
+        for member in args.invokers:
             gcp.cloudrunv2.ServiceIamMember(
                 f"{name}-invoker-{_member_slug(member)}",
                 name=service.name,

@@ -141,7 +141,7 @@ def _import_block(capture: Capture, component: CapturedResource) -> list[str]:
             f"{job.get('name')}: {limits.get('cpu')} CPU / {limits.get('memory')}, {env.get('IMPORT_WORKERS')} files "
             f"at once, timeout {template.get('timeout')}, {template.get('maxRetries')} retries (each resumes)",
         ),
-        _row("script", f"python3 -c <components/model_import_job/job.py, {script.count(chr(10)) + 1} lines>"),
+        _row("script", f"python3 -c <job_scripts/import_weights.py, {script.count(chr(10)) + 1} lines>"),
         _row("runs", run_line),
         "",
     ]

@@ -13,13 +13,13 @@ from typing import Self
 
 from pydantic import Field, field_validator, model_validator
 
+from serving.gcp_names import COMMIT_ID
 from stacks.base import SettingsModel
 from stacks.images import PinnedImage
 
 # A Hugging Face repo id: `owner/name` (https://huggingface.co/docs/hub/repositories).
 _HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 # A git commit id, the only revision that cannot move under a stack (branches and tags can).
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # gs://bucket[/prefix]: bucket names are 3-63 lowercase letters, digits, '-', '_' and '.'.
 _GCS_URI = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,61}[a-z0-9](/[A-Za-z0-9._/=-]*)?$")
 _GLOB = re.compile(r"^[A-Za-z0-9._*?\[\]/-]+$")
@@ -45,7 +45,7 @@ class HuggingFaceSource(SettingsModel):
     @field_validator("revision")
     @classmethod
     def _pinned(cls, value: str) -> str:
-        if not _COMMIT.match(value):
+        if not COMMIT_ID.match(value):
             raise ValueError(
                 f"{value!r} is not a commit id: a branch or tag such as 'main' can move and change the weights under "
                 "a running stack; give the 40-hex commit id from the repo's commit history"

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from deploy.weights import SecretConfigError
 from preview.capture import Capture, run_program
 from preview.render import SECRET_MASK, clean, plan_document, text_plan
 from preview.supply_plan import register as register_supply_section
 from stacks.loading import settings_from_config
-from supply import SecretConfigError
 from tests.conftest import ROOT, stack_config
 
 TOKEN = "hf_DistinctiveFakeTokenForLeakTests0123456789"

@@ -21,13 +21,13 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.config import set_all_config
 
 from components.tpu.startup_script import DATA_END_MARKER
+from deploy.weights import SecretConfigError
 from policy.images import IMAGES_PINNED
 from preview.capture import SECRET_SIGNATURE, Capture, OfflineMocks, RecordingMonitor, run_registrations
 from preview.render import clean, plan_document, text_plan
 from preview.supply_plan import supply_section
 from preview.tpu_plan import script_value, tpu_section
-from stacks.vllm_args import check_serve_args
-from supply import SecretConfigError
+from serving.vllm_args import check_serve_args
 from tests.conftest import ROOT, render_stack, stack_config
 
 QUEUED = "pulumi-python:dynamic/tpu:QueuedResource"

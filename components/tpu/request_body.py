@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.gcp_names import RFC1035_ID
 from components.tpu.rest import CLOUD_PLATFORM_SCOPE
+from serving.gcp_names import RFC1035_ID
 
 # A node label carrying a fingerprint of the request, so that after a "409 already exists" the provider
 # can tell its own earlier request (adopt it) from someone else's (refuse, with a clear message). The

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from components.model_import_job import script_source
-from components.model_import_job.job import (
+from job_scripts import script_source
+from job_scripts.import_weights import (
     MARKER_NAME,
     CopyFailedError,
     Destination,

@@ -33,8 +33,8 @@ from policy.network import VLLM_PORT_NOT_PUBLIC
 from policy.plaintext_secrets import NO_PLAINTEXT_SECRETS
 from policy.rules import GUARDRAILS, policies
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
-from stacks import images as stack_images
-from stacks.accelerators import CLOUD_RUN_GPUS
+from serving import images as stack_images
+from serving.accelerators import CLOUD_RUN_GPUS
 from tests.policy.props import (
     JOB,
     PLAIN_DYNAMIC,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
 from verify.streaming import FailureKind
 
 SECONDS_PER_HOUR = 3600.0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
+from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
 from verify.bench.judgement import (
     accelerator_facts,
     ceiling_request_throughput,

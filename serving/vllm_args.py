@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from stacks.vllm_facts import REMOVED_FLAGS, FlagFact, VllmFacts, vllm_facts
+from serving.vllm_facts import REMOVED_FLAGS, FlagFact, VllmFacts, vllm_facts
 
 _INT_TYPES = {"int", "human_readable_int"}
 _FLOAT_TYPES = {"float"}
@@ -101,3 +101,11 @@ def check_serve_args(args: Sequence[str], facts: VllmFacts | None = None) -> lis
             continue
         problems.extend(_check_value(flag, fact, value, facts))
     return problems
+
+
+def with_tensor_parallel(serve_args: Sequence[str], size: int) -> list[str]:
+    """State the tensor-parallel size explicitly on TPU (one chip: 1), unless the arguments already do."""
+    args = list(serve_args)
+    if not any(arg == "--tensor-parallel-size" or arg.startswith("--tensor-parallel-size=") for arg in args):
+        args += ["--tensor-parallel-size", str(size)]
+    return args

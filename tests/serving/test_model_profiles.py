@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.model_profiles import (
+from serving.model_profiles import (
     ConfigError,
     builtin_profile,
     builtin_profile_files,
@@ -15,9 +15,9 @@ from stacks.model_profiles import (
     find_builtin_profile,
     profile_from_config_file,
 )
-from stacks.model_profiles.architecture import architecture_from_config
-from stacks.model_profiles.parameters import dense_parameter_counts
-from stacks.planner import GB, LayerKind
+from serving.model_profiles.architecture import architecture_from_config
+from serving.model_profiles.parameters import dense_parameter_counts
+from serving.planner import GB, LayerKind
 
 SAFETENSORS_HEADER_LIMIT = 64 * 1024
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stacks.model_profiles.architecture import architecture_from_config, text_config
-from stacks.planner import LayerKind
+from serving.model_profiles.architecture import architecture_from_config, text_config
+from serving.planner import LayerKind
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ class KvElement:
     scale_bytes_per_head: int = 0
 
 
-# Source: vLLM 0.32 `--kv-cache-dtype` choices (stacks/data/vllm-0.32-choices.json) and the element
+# Source: vLLM 0.32 `--kv-cache-dtype` choices (serving/data/vllm-0.32-choices.json) and the element
 # sizes in vllm/v1/kv_cache_interface.py; per-token-head formats add a float32 scale for K and for V per
 # head (the "(256*1)*2 + 8 = 520 bytes" comment in vllm/model_executor/models/gemma4.py).
 KV_ELEMENTS: dict[str, KvElement] = {

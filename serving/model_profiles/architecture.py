@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stacks.planner import Architecture, AttentionLayer, LayerKind
+from serving.planner import Architecture, AttentionLayer, LayerKind
 
 # transformers' Gemma 4 default when `global_head_dim` is absent (configuration_gemma4.py).
 GEMMA4_DEFAULT_GLOBAL_HEAD_DIM = 512

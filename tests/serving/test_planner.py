@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from stacks.model_profiles import builtin_profile
-from stacks.planner import (
+from serving.model_profiles import builtin_profile
+from serving.planner import (
     GB,
     GIB,
     Architecture,

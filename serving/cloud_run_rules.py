@@ -6,7 +6,7 @@ a stack file); both must enforce the same limits with the same wording.
 
 from __future__ import annotations
 
-from stacks.accelerators import CloudRunGpu
+from serving.accelerators import CloudRunGpu
 
 
 def gpu_sizing_problems(gpu: CloudRunGpu, *, cpu: int, memory_gib: int, cpu_key: str, memory_key: str) -> list[str]:

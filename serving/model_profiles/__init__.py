@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stacks.model_profiles.architecture import ConfigError, architecture_from_config
-from stacks.planner import ModelProfile
+from serving.model_profiles.architecture import ConfigError, architecture_from_config
+from serving.planner import ModelProfile
 
 __all__ = [
     "ConfigError",
@@ -61,7 +61,7 @@ class Weights(BaseModel):
 
 
 class ProfileFile(BaseModel):
-    """The JSON a built-in profile is written in (stacks/model_profiles/*.json)."""
+    """The JSON a built-in profile is written in (serving/model_profiles/*.json)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -2,7 +2,7 @@
 
 Why: the hand-made deployments failed at start-up on removed flags and misspelled choices; checking an
 argument list against the recorded parser facts turns those 10-minute failed rollouts into a preview
-error. The data was recorded from vLLM's own parser (see `stacks/data/SOURCE.md`).
+error. The data was recorded from vLLM's own parser (see `serving/data/SOURCE.md`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class VllmFacts:
 
 
 def _read_json(name: str) -> Any:  # noqa: ANN401 - raw JSON before it is typed below
-    return json.loads(resources.files("stacks.data").joinpath(name).read_text(encoding="utf-8"))
+    return json.loads(resources.files("serving.data").joinpath(name).read_text(encoding="utf-8"))
 
 
 @functools.cache
