@@ -52,6 +52,17 @@ class _SharedOutputs(BaseModel):
     )
 
 
+    @property
+    def admission(self) -> tuple[int, int] | None:
+        """(per-instance concurrency, instance cap) where the platform caps admission; else None."""
+        return None
+
+    @property
+    def api_key_reference(self) -> str | None:
+        """The Secret Manager secret holding the API key, where the platform uses one; else None."""
+        return None
+
+
 class CloudRunOutputs(_SharedOutputs):
     """A Cloud Run GPU stack (l4, rtx6000)."""
 
@@ -64,6 +75,10 @@ class CloudRunOutputs(_SharedOutputs):
     max_instances: int = Field(
         description="the instance cap; `concurrency` x `maxInstances` is what Cloud Run admits before it answers 429"
     )
+
+    @property
+    def admission(self) -> tuple[int, int] | None:
+        return (self.concurrency, self.max_instances)
 
 
 class TpuOutputs(_SharedOutputs):
@@ -85,6 +100,10 @@ class TpuOutputs(_SharedOutputs):
         description="`projects/<p>/locations/<zone>/queuedResources/<id>`, the request `pulumi up` created"
     )
     node_id: str = Field(description="the TPU VM's id (for `gcloud compute tpus tpu-vm ssh <nodeId> --zone <zone>`)")
+
+    @property
+    def api_key_reference(self) -> str | None:
+        return self.api_key_secret
 
 
 # A deployed stack's outputs, the variant chosen by `platform`.

@@ -14,7 +14,7 @@ platform it is looking at; `deploy()` dispatches on the variant once.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -187,6 +187,9 @@ def _snake(key: str) -> str:
 class CloudRunStack(_StackSettings):
     """A stack served by Cloud Run with one GPU per instance (accelerator nvidia-l4 or nvidia-rtx-pro-6000)."""
 
+    # The `platform` stack output (serving.outputs) this stack exports.
+    PLATFORM: ClassVar[str] = "cloud-run"
+
     accelerator: Literal[Accelerator.NVIDIA_L4, Accelerator.NVIDIA_RTX_PRO_6000]
     cloud_run: CloudRunSettings
 
@@ -236,6 +239,11 @@ class CloudRunStack(_StackSettings):
         return BASE_APIS
 
     @property
+    def zone(self) -> str | None:
+        """Cloud Run picks zones itself: none to name."""
+        return None
+
+    @property
     def port(self) -> int:
         return self.cloud_run.port
 
@@ -258,6 +266,8 @@ class CloudRunStack(_StackSettings):
 
 class TpuStack(_StackSettings):
     """A stack served by vLLM on one TPU node from a queued resource (accelerator tpu-v6e)."""
+
+    PLATFORM: ClassVar[str] = "tpu"
 
     accelerator: Literal[Accelerator.TPU_V6E]
     # Zone, tier and network edge of the queued-resource node.
@@ -303,6 +313,10 @@ class TpuStack(_StackSettings):
     @property
     def apis(self) -> tuple[str, ...]:
         return tuple(sorted({*BASE_APIS, *TPU_APIS}))
+
+    @property
+    def zone(self) -> str | None:
+        return self.tpu.zone
 
     @property
     def port(self) -> int:

@@ -4,7 +4,8 @@ Why a resolved ``Target`` rather than raw flags: every subcommand (health, bench
 same facts (base URL, served name, auth kind, the limits the server was started with) and must get
 them the same way, so a stack and a hand-typed URL lead to identical behaviour afterwards.
 
-The stack outputs read here are the contract in docs/architecture.md ("Stack outputs").
+The stack outputs read here are the contract in serving/outputs.py (one model per platform, the table
+in docs/architecture.md is generated from it).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import enum
 import json
 import subprocess
 from collections.abc import Callable, Sequence
-from typing import Literal
 from urllib.parse import urlsplit
 
 import pydantic
 
+from serving.outputs import parse_stack_outputs
 from verify import UsageError
 
 # A stack's outputs are read with this command; tests replace the runner, never the arguments.
@@ -79,23 +80,6 @@ class Target(pydantic.BaseModel):
         if self.concurrency is None or self.max_instances is None:
             return None
         return self.concurrency * self.max_instances
-
-
-class StackOutputs(pydantic.BaseModel):
-    """The outputs a stack exports for verify; other outputs are ignored."""
-
-    model_config = pydantic.ConfigDict(extra="ignore", frozen=True)
-
-    endpoint: str
-    served_model_name: str = pydantic.Field(alias="servedModelName")
-    auth_kind: Literal["google-id-token", "api-key", "none"] = pydantic.Field(alias="authKind")
-    api_key_secret: str | None = pydantic.Field(default=None, alias="apiKeySecret")
-    platform: str | None = None
-    accelerator: str | None = None
-    max_model_len: int | None = pydantic.Field(default=None, alias="maxModelLen")
-    max_num_seqs: int | None = pydantic.Field(default=None, alias="maxNumSeqs")
-    concurrency: int | None = None
-    max_instances: int | None = pydantic.Field(default=None, alias="maxInstances")
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -187,27 +171,30 @@ def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
 
 def target_from_outputs(stack: str, raw: object) -> Target:
     try:
-        outputs = StackOutputs.model_validate(raw)
+        outputs = parse_stack_outputs(raw)
     except pydantic.ValidationError as exc:
+        # The union names the platform first (`cloud-run.endpoint`); the stack's outputs do not.
         problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or 'outputs'}: {error['msg']}" for error in exc.errors()
+            f"{'.'.join(str(part) for part in error['loc'][1:] or error['loc']) or 'platform'}: {error['msg']}"
+            for error in exc.errors()
         )
         raise UsageError(
-            f"stack {stack!r} does not export what verify needs ({problems}); expected outputs: "
-            "endpoint, servedModelName, authKind (see docs/architecture.md)"
+            f"stack {stack!r} does not export what verify needs ({problems}); the outputs a stack exports are "
+            "listed in docs/architecture.md (serving/outputs.py)"
         ) from None
+    concurrency, max_instances = outputs.admission or (None, None)
     return Target(
         base_url=normalise_base_url(outputs.endpoint, flag=f"stack {stack!r} output endpoint"),
         model=outputs.served_model_name,
         auth_kind=_STACK_AUTH_KINDS[outputs.auth_kind],
         source=f"stack {stack}",
-        api_key_secret=outputs.api_key_secret,
+        api_key_secret=outputs.api_key_reference,
         platform=outputs.platform,
         accelerator=outputs.accelerator,
         max_model_len=outputs.max_model_len,
         max_num_seqs=outputs.max_num_seqs,
-        concurrency=outputs.concurrency,
-        max_instances=outputs.max_instances,
+        concurrency=concurrency,
+        max_instances=max_instances,
     )
 
 

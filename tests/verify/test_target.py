@@ -25,7 +25,14 @@ L4_OUTPUTS = {
     "maxNumSeqs": 64,
     "concurrency": 64,
     "maxInstances": 2,
-    "modelBucket": "an output verify does not read",
+    "serviceName": "gemma-l4-vllm-service",
+    "region": "us-east4",
+    "image": "us-east4-docker.pkg.dev/p/gemma-l4-dockerhub/vllm/vllm-openai:v0.32.0",
+    "modelBucket": "gemma-l4-models-bucket",
+    "serviceAccount": "gemma-l4-vllm@p.iam.gserviceaccount.com",
+    "vllmArgs": ["/mnt/models/gemma-4-12B-it", "--served-model-name", "gemma-4-12b"],
+    "importJobs": {},
+    "anOutputVerifyDoesNotKnow": "ignored",
 }
 
 
@@ -104,12 +111,21 @@ def test_stack_outputs_become_a_target() -> None:
 def test_stack_api_key_output_and_overrides() -> None:
     """A TPU stack's api-key auth must carry its secret id; --model and --auth override the stack."""
     outputs = {
+        **{key: L4_OUTPUTS[key] for key in ("servedModelName", "maxModelLen", "maxNumSeqs", "vllmArgs", "importJobs")},
         "endpoint": "http://10.0.0.5:8000",
-        "servedModelName": "gemma-4-12b",
         "authKind": "api-key",
         "apiKeySecret": "vllm-api-key",
         "platform": "tpu",
         "accelerator": "tpu-v6e",
+        "region": "us-east5",
+        "zone": "us-east5-a",
+        "acceleratorType": "v6e-1",
+        "provisioningModel": "flex-start",
+        "queuedResourceName": "projects/p/locations/us-east5-a/queuedResources/gemma-tpu-v6e-vllm",
+        "nodeId": "gemma-tpu-v6e-vllm",
+        "image": "us-east5-docker.pkg.dev/p/gemma-tpu-v6e-dockerhub/vllm/vllm-tpu:v0.32.0",
+        "modelBucket": "gemma-tpu-v6e-models-bucket",
+        "serviceAccount": "gemma-tpu-v6e-vllm@p.iam.gserviceaccount.com",
     }
     run, _ = pulumi_answering(json.dumps(outputs))
     target = resolve_target(parse("--stack", "tpu-v6e"), run_pulumi=run)
