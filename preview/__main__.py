@@ -13,9 +13,8 @@ from pathlib import Path
 
 from preview.capture import run_program
 from preview.render import plan_document, text_plan
+from preview.sections import standard_sections
 from preview.stack_file import StackFileError, available_stacks, read_stack_config
-from preview.supply_plan import register as register_supply_section
-from preview.tpu_plan import register as register_tpu_section
 from stacks.capacity import assess_stack
 from stacks.loading import StackConfigError, settings_from_config
 
@@ -61,10 +60,12 @@ def main(argv: list[str] | None = None) -> int:
         document["capacity"] = capacity.as_dict()
         print(json.dumps(document, indent=2, sort_keys=False))
     else:
-        register_tpu_section()
-        register_supply_section()
         text = text_plan(
-            capture, stack=args.stack, project=config.project, notes=config.notes, sections=[capacity.lines()]
+            capture,
+            stack=args.stack,
+            project=config.project,
+            notes=config.notes,
+            sections=standard_sections(lambda _: capacity.lines()),
         )
         print(text, end="")
     return 0
