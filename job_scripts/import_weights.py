@@ -270,9 +270,7 @@ def run_import(
     if plan.drop_marker:
         destination.delete(MARKER_NAME)
     result = RunResult(plan)
-    failures = _copy_all(
-        source, destination, manifest, plan.copy, workers=workers, log=log, result=result, sleep=sleep
-    )
+    failures = _copy_all(source, destination, manifest, plan.copy, workers=workers, log=log, result=result, sleep=sleep)
     if failures:
         failed = ", ".join(sorted(failures)[:5])
         raise CopyFailedError(f"{len(failures)} file(s) failed ({failed}); run the job again to resume")
@@ -302,7 +300,10 @@ def _copy_all(
 ) -> dict[str, str]:
     failures: dict[str, str] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(_copy_one, source, destination, name, manifest[name], log, sleep): name for name in names}
+        futures = {
+            pool.submit(_copy_one, source, destination, name, manifest[name], log=log, sleep=sleep): name
+            for name in names
+        }
         for future in as_completed(futures):
             name = futures[future]
             error = future.exception()
@@ -315,7 +316,7 @@ def _copy_all(
 
 
 def _copy_one(
-    source: Source, destination: Destination, name: str, file: SourceFile, log: Log, sleep: Callable[[float], None]
+    source: Source, destination: Destination, name: str, file: SourceFile, *, log: Log, sleep: Callable[[float], None]
 ) -> None:
     started = time.monotonic()
     for attempt in range(1, FILE_ATTEMPTS + 1):
