@@ -99,3 +99,9 @@ TPU_CHIPS: dict[Accelerator, TpuChip] = {
         hourly_price_usd=2.70,
     ),
 }
+
+
+def facts_of(accelerator: Accelerator) -> CloudRunGpu | TpuChip:
+    """The one table entry of an accelerator, whatever its platform (every Accelerator has exactly one)."""
+    table: dict[Accelerator, CloudRunGpu | TpuChip] = {**CLOUD_RUN_GPUS, **TPU_CHIPS}
+    return table[accelerator]

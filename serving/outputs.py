@@ -51,7 +51,6 @@ class _SharedOutputs(BaseModel):
         "(empty unless the stack file names a `model.source`)"
     )
 
-
     @property
     def admission(self) -> tuple[int, int] | None:
         """(per-instance concurrency, instance cap) where the platform caps admission; else None."""

@@ -198,8 +198,7 @@ class CloudRunStack(_StackSettings):
     def _cloud_run_blocks(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
         _refuse_foreign_block(data, "tpu", "tpu: only a tpu-v6e stack takes a tpu block; remove it")
         accelerator = data.get("accelerator") if isinstance(data, dict) else None
-        gpu = CLOUD_RUN_GPUS.get(Accelerator(accelerator)) if accelerator in set(Accelerator) else None
-        name = gpu.display_name if gpu else "Cloud Run GPU"
+        name = CLOUD_RUN_GPUS[accelerator].display_name if accelerator in CLOUD_RUN_GPUS else "Cloud Run GPU"
         _require_block(data, "cloudRun", f"cloudRun: a {name} stack needs a cloudRun block (cpu, memoryGib, ...)")
         return data
 

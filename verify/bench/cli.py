@@ -23,9 +23,9 @@ from verify import UsageError
 from verify.auth import auth_advice
 from verify.bench import compare as comparing
 from verify.bench import server_metrics
-from verify.bench.load_generator import TransportKind, make_transport, raise_fd_limit
 from verify.bench.console import ProgressObserver, comparison_table, summary_table
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
+from verify.bench.load_generator import TransportKind, make_transport, raise_fd_limit
 from verify.bench.prompts import PromptBook, choose_counter, server_max_model_len
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, done_keys, load_results

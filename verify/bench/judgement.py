@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
+from serving.accelerators import Accelerator, facts_of
 from verify.streaming import FailureKind
 
 SECONDS_PER_HOUR = 3600.0
@@ -45,10 +45,9 @@ def accelerator_facts(
         except ValueError:
             allowed = ", ".join(a.value for a in Accelerator)
             raise ValueError(f"--accelerator {accelerator!r} is not one of: {allowed}") from None
-        facts = CLOUD_RUN_GPUS.get(kind) or TPU_CHIPS.get(kind)
-        if facts is not None:
-            peak = None if facts.peak_dense_bf16_flops is None else facts.peak_dense_bf16_flops * count
-            price = None if facts.hourly_price_usd is None else facts.hourly_price_usd * count
+        facts = facts_of(kind)
+        peak = None if facts.peak_dense_bf16_flops is None else facts.peak_dense_bf16_flops * count
+        price = None if facts.hourly_price_usd is None else facts.hourly_price_usd * count
     if price_override is not None:
         price = price_override
     return AcceleratorFacts(accelerator, peak, price)
