@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from stacks.accelerators import CLOUD_RUN_GPUS, Accelerator
@@ -128,12 +128,15 @@ class TpuShape(_Model):
 
 
 BillingShape = Annotated[CloudRunShape | TpuShape, Field(discriminator="kind")]
-_SHAPE: TypeAdapter[CloudRunShape | TpuShape] = TypeAdapter(BillingShape)
+
+
+class _Billing(BaseModel):
+    shape: BillingShape
 
 
 def parse_billing(value: object) -> CloudRunShape | TpuShape:
     """A stack's `billing` output (camelCase JSON) as a shape; ValueError when it is not one."""
-    return _SHAPE.validate_python(value)
+    return _Billing.model_validate({"shape": value}).shape
 
 
 def billing_shape(settings: StackSettings) -> CloudRunShape | TpuShape:
