@@ -134,11 +134,16 @@ def manual_steps(capture: Capture) -> list[str]:
         notes += _gpu_notes(service, capture)
     for resource in capture.of_type(QUEUED_RESOURCE):
         notes += _tpu_notes(resource)
-    keeps_weights = any(not _inputs(bucket).get("forceDestroy") for bucket in capture.of_type(BUCKET))
-    if keeps_weights:
+    buckets = capture.of_type(BUCKET)
+    if any(not _inputs(bucket).get("forceDestroy") for bucket in buckets):
         notes.append(
             "teardown: `pulumi destroy` stops everything that bills by the hour but keeps the model bucket while "
             "it holds weights (bucket.forceDestroy is false) and leaves the APIs enabled (README, 'Tear a "
             "stack down')."
+        )
+    elif buckets:
+        notes.append(
+            "teardown: bucket.forceDestroy is true: `pulumi destroy` deletes the model bucket with the weights "
+            "in it (a new stack imports them again); the APIs stay enabled."
         )
     return notes

@@ -68,3 +68,10 @@ def test_notes_are_in_the_text_and_json_plans() -> None:
     assert notes[0].startswith("gcp:project is not set")
     assert any(note.startswith("teardown: `pulumi destroy`") for note in notes)
     assert any(note.startswith("quota: ") for note in notes)
+
+
+def test_force_destroy_changes_the_teardown_note() -> None:
+    """With bucket.forceDestroy the plan warns that destroy deletes the weights, instead of saying it keeps them."""
+    notes = manual_steps(render_stack("l4", {"gemma-serving:bucket": json.dumps({"forceDestroy": True})}))
+    (teardown,) = [note for note in notes if note.startswith("teardown: ")]
+    assert "deletes the model bucket with the weights" in teardown
