@@ -210,6 +210,13 @@ class HourlyPrice:
         parts = " + ".join(f"{part.label} {usd(part.usd_per_hour)}" for part in self.parts)
         return f"{usd(self.usd_per_hour)}/h ({parts})"
 
+    def citation(self) -> str:
+        """The pages the rates are published on and the days they were read, once each (the copy each
+        rate was read through is in stacks/data/pricing.json and in `sources`)."""
+        pages = sorted({source.split(",", 1)[0] for source in self.sources})
+        read = sorted({source.split("read ", 1)[1][:10] for source in self.sources if "read " in source})
+        return f"{', '.join(pages)}, read {', '.join(read)}" if pages else "no source"
+
     def as_dict(self) -> dict[str, object]:
         return {
             "usdPerHour": _rounded(self.usd_per_hour),
@@ -365,12 +372,10 @@ class StackCost:
                 hours = shape.max_run_seconds / SECONDS_PER_HOUR
                 lines.append(f"  per run:       at most {usd(per_run)} (Google deletes the node after {hours:g} h)")
         lines.append(f"  basis:         {unit.basis}")
-        pages = sorted({source.split(",", 1)[0] for source in unit.sources})
-        read = sorted({source.split("read ", 1)[1][:10] for source in unit.sources if "read " in source})
-        if pages:
+        if unit.sources:
             lines.append(
-                f"  rates:         {', '.join(pages)}, read {', '.join(read)} (stacks/data/pricing.json names the "
-                "copy each rate was read from; FORMAT=json lists them under cost)"
+                f"  rates:         {unit.citation()} (stacks/data/pricing.json names the copy each rate was read "
+                "from; FORMAT=json lists them under cost)"
             )
         return [*lines, ""]
 

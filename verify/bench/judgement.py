@@ -80,7 +80,7 @@ def accelerator_facts(
     where = "" if billing is not None else " (no stack: the smallest shape; pass --stack or --price-per-hour)"
     if price.usd_per_hour is None:
         return AcceleratorFacts(accelerator, peak, None, f"{copies}{price.basis}{where}: {price.missing}")
-    basis = f"{copies}{price.basis}{where}: {price.describe()}; {'; '.join(price.sources)}"
+    basis = f"{copies}{price.basis}{where}: {price.describe()}; rates: {price.citation()} (stacks/data/pricing.json)"
     return AcceleratorFacts(accelerator, peak, price.usd_per_hour * count, basis)
 
 
