@@ -12,16 +12,13 @@ from typing import Any
 
 from preview.capture import Capture, CapturedResource
 from preview.render import clean
+from preview.supply_plan import API, JOB, SERVICE
+from preview.supply_plan import RUN as RUN_ON_UP
+from preview.tpu_plan import QUEUED_RESOURCE
 from stacks.accelerators import CLOUD_RUN_GPUS
 
-SERVICE = "gcp:cloudrunv2/service:Service"
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
-IMPORT = "gemma:storage:ModelImport"
-JOB = "gcp:cloudrunv2/job:Job"
-RUN_ON_UP = "command:local:Command"
-QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
 BUCKET = "gcp:storage/bucket:Bucket"
-API = "gcp:projects/service:Service"
 
 
 def _inputs(resource: CapturedResource) -> dict[str, Any]:

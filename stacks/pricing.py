@@ -319,20 +319,20 @@ class StackCost:
     shape: CloudRunShape | TpuShape
     unit: HourlyPrice
 
+    def _times(self, instances: int) -> float | None:
+        """``instances`` Cloud Run instances, or the one TPU node (which runs whenever it exists)."""
+        if self.unit.usd_per_hour is None:
+            return None
+        return self.unit.usd_per_hour * (instances if isinstance(self.shape, CloudRunShape) else 1)
+
     @property
     def kept_running_usd_per_hour(self) -> float | None:
         """Billed with no traffic at all: the minimum instances, or the TPU node while it exists."""
-        if self.unit.usd_per_hour is None:
-            return None
-        count = self.shape.min_instances if isinstance(self.shape, CloudRunShape) else 1
-        return self.unit.usd_per_hour * count
+        return self._times(self.shape.min_instances if isinstance(self.shape, CloudRunShape) else 1)
 
     @property
     def full_scale_usd_per_hour(self) -> float | None:
-        if self.unit.usd_per_hour is None:
-            return None
-        count = self.shape.max_instances if isinstance(self.shape, CloudRunShape) else 1
-        return self.unit.usd_per_hour * count
+        return self._times(self.shape.max_instances if isinstance(self.shape, CloudRunShape) else 1)
 
     @property
     def per_run_usd(self) -> float | None:
