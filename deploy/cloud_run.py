@@ -8,7 +8,7 @@ from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, V
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
-from deploy.outputs import ExportedOutputs, exported
+from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.weights import model_supply
 from serving.outputs import CloudRunOutputs
 from stacks.cloud_run import CloudRunSettings
@@ -74,12 +74,8 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
     )
     return exported(
         CloudRunOutputs,
+        **settings_outputs(settings),
         endpoint=service.url,
-        served_model_name=settings.model.served_name,
-        accelerator=settings.accelerator.value,
-        region=settings.region,
-        max_model_len=settings.vllm.max_model_len,
-        max_num_seqs=settings.vllm.max_num_seqs,
         concurrency=settings.concurrency,
         max_instances=run.max_instances,
         service_name=service.service_name,
@@ -87,7 +83,6 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         service_account=identity.email,
         image=images.serving,
         import_jobs=weights.by_hand(),
-        vllm_args=serve_args,
     )
 
 

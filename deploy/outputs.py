@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 
 from serving.outputs import CloudRunOutputs, TpuOutputs
+from stacks.settings import StackSettings
 
 # Output name (camelCase) -> value; values are Pulumi inputs until the engine resolves them.
 ExportedOutputs = dict[str, pulumi.Input[Any]]
@@ -25,3 +26,17 @@ def exported(model: type[CloudRunOutputs] | type[TpuOutputs], **values: pulumi.I
     if unknown or missing:
         raise TypeError(f"{model.__name__} outputs: unknown {unknown}, missing {missing} (serving/outputs.py)")
     return {str(field.alias): values[name] if name in values else field.get_default() for name, field in fields.items()}
+
+
+def settings_outputs(settings: StackSettings) -> dict[str, Any]:
+    """The outputs every platform takes straight from the settings (the limits vLLM starts with, its args)."""
+    return {
+        "served_model_name": settings.model.served_name,
+        "accelerator": settings.accelerator.value,
+        "region": settings.region,
+        "max_model_len": settings.vllm.max_model_len,
+        "max_num_seqs": settings.vllm.max_num_seqs,
+        "vllm_args": settings.serve_args(),
+        # What is billed (GPU, CPU, memory, zonal redundancy / chips, tier): the plan and verify bench price it.
+        "billing": settings.billing_shape().model_dump(by_alias=True, mode="json"),
+    }

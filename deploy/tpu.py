@@ -11,7 +11,7 @@ from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spo
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
-from deploy.outputs import ExportedOutputs, exported
+from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.weights import model_supply
 from serving.outputs import TpuOutputs
 from stacks.settings import TpuStack
@@ -86,23 +86,18 @@ def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
     )
     return exported(
         TpuOutputs,
+        **settings_outputs(settings),
         endpoint=node.endpoint,
-        served_model_name=settings.model.served_name,
         api_key_secret=node.api_key_secret,
-        accelerator=settings.accelerator.value,
-        region=settings.region,
         zone=tpu.zone,
         accelerator_type=tpu.accelerator_type,
         provisioning_model=tpu.provisioning.model.value,
-        max_model_len=settings.vllm.max_model_len,
-        max_num_seqs=settings.vllm.max_num_seqs,
         queued_resource_name=node.queued_resource_name,
         node_id=node.node_id,
         model_bucket=bucket.name,
         service_account=node.service_account_email,
         image=node.image,
         import_jobs=weights.by_hand(),
-        vllm_args=serve_args,
     )
 
 

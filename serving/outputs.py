@@ -15,6 +15,8 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
+from serving.pricing import CloudRunShape, TpuShape
+
 
 class _SharedOutputs(BaseModel):
     """Outputs every stack exports, whatever its platform."""
@@ -70,6 +72,10 @@ class CloudRunOutputs(_SharedOutputs):
     platform: Literal["cloud-run"] = Field(default="cloud-run", description="`cloud-run`")
     auth_kind: Literal["google-id-token"] = Field(default="google-id-token", description="`google-id-token`")
     service_name: str = Field(description="the Cloud Run service's name")
+    billing: CloudRunShape = Field(
+        description="what one instance bills, priced by `serving/pricing.py` for the plan and `verify bench`: "
+        "`{kind: cloud-run, accelerator, region, cpu, memoryGib, gpuZonalRedundancy, minInstances, maxInstances}`"
+    )
     concurrency: int = Field(description="per-instance request concurrency (never below `maxNumSeqs`)")
     max_instances: int = Field(
         description="the instance cap; `concurrency` x `maxInstances` is what Cloud Run admits before it answers 429"
@@ -91,6 +97,10 @@ class TpuOutputs(_SharedOutputs):
         description="the Secret Manager secret that holds vLLM's API key (`projects/<p>/secrets/<id>`)"
     )
     zone: str = Field(description="the zone the node was queued in (its region is `region`)")
+    billing: TpuShape = Field(
+        description="what the node bills, priced by `serving/pricing.py` for the plan and `verify bench`: "
+        "`{kind: tpu, acceleratorType, chips, provisioningModel, region, maxRunSeconds}`"
+    )
     accelerator_type: str = Field(description="the slice asked for, e.g. `v6e-1`")
     provisioning_model: Literal["flex-start", "spot", "guaranteed"] = Field(
         description="`flex-start`, `spot` or `guaranteed` (`stacks/tpu.py`)"

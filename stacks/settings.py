@@ -22,6 +22,7 @@ from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRu
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
 from serving.gcp_names import bucket_path_problem
 from serving.images import DEFAULT_IMAGES
+from serving.pricing import CloudRunShape, TpuShape
 from serving.vllm_args import with_tensor_parallel
 from stacks.base import SettingsModel
 from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capacity, tpu_capacity
@@ -262,6 +263,19 @@ class CloudRunStack(_StackSettings):
     def capacity_platform(self) -> PlatformCapacity:
         return cloud_run_capacity(self.gpu, self.vllm, self.capacity)
 
+    def billing_shape(self) -> CloudRunShape:
+        """What one instance bills (GPU, CPU, memory, zonal redundancy) and how many run: the `billing` output."""
+        run = self.cloud_run
+        return CloudRunShape(
+            accelerator=self.accelerator,
+            region=self.region,
+            cpu=run.cpu,
+            memory_gib=run.memory_gib,
+            gpu_zonal_redundancy=not run.gpu_zonal_redundancy_disabled,
+            min_instances=run.min_instances,
+            max_instances=run.max_instances,
+        )
+
 
 class TpuStack(_StackSettings):
     """A stack served by vLLM on one TPU node from a queued resource (accelerator tpu-v6e)."""
@@ -332,6 +346,17 @@ class TpuStack(_StackSettings):
 
     def capacity_platform(self) -> PlatformCapacity:
         return tpu_capacity(self.chip, self.vllm, self.capacity)
+
+    def billing_shape(self) -> TpuShape:
+        """What the node bills (chips of its slice at its provisioning model's rate): the `billing` output."""
+        tpu = self.tpu
+        return TpuShape(
+            accelerator_type=tpu.accelerator_type,
+            chips=tpu.chips,
+            provisioning_model=tpu.provisioning.model.value,
+            region=tpu.region,
+            max_run_seconds=tpu.provisioning.max_run_duration,
+        )
 
 
 # One stack file: the variant is chosen by `accelerator` (stacks.loading reports a wrong one by name).

@@ -67,6 +67,9 @@ class Target(pydantic.BaseModel):
     max_num_seqs: int | None = None
     concurrency: int | None = None
     max_instances: int | None = None
+    # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
+    # verify bench prices with serving/pricing.py; None for --url and stacks that predate it.
+    billing: dict[str, object] | None = None
 
     @property
     def audience(self) -> str:
@@ -195,6 +198,7 @@ def target_from_outputs(stack: str, raw: object) -> Target:
         max_num_seqs=outputs.max_num_seqs,
         concurrency=concurrency,
         max_instances=max_instances,
+        billing=outputs.billing.model_dump(by_alias=True, mode="json"),
     )
 
 

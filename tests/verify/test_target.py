@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from verify import UsageError
-from verify.target import AuthKind, add_target_arguments, resolve_target, target_from_url
+from verify.target import AuthKind, add_target_arguments, resolve_target, target_from_outputs, target_from_url
 
 L4_OUTPUTS = {
     "endpoint": "https://gemma-l4-abc123-uc.a.run.app/",
@@ -32,6 +32,16 @@ L4_OUTPUTS = {
     "serviceAccount": "gemma-l4-vllm@p.iam.gserviceaccount.com",
     "vllmArgs": ["/mnt/models/gemma-4-12B-it", "--served-model-name", "gemma-4-12b"],
     "importJobs": {},
+    "billing": {
+        "kind": "cloud-run",
+        "accelerator": "nvidia-l4",
+        "region": "us-east4",
+        "cpu": 8,
+        "memoryGib": 32,
+        "gpuZonalRedundancy": False,
+        "minInstances": 0,
+        "maxInstances": 2,
+    },
     "anOutputVerifyDoesNotKnow": "ignored",
 }
 
@@ -126,6 +136,14 @@ def test_stack_api_key_output_and_overrides() -> None:
         "image": "us-east5-docker.pkg.dev/p/gemma-tpu-v6e-dockerhub/vllm/vllm-tpu:v0.32.0",
         "modelBucket": "gemma-tpu-v6e-models-bucket",
         "serviceAccount": "gemma-tpu-v6e-vllm@p.iam.gserviceaccount.com",
+        "billing": {
+            "kind": "tpu",
+            "acceleratorType": "v6e-1",
+            "chips": 1,
+            "provisioningModel": "flex-start",
+            "region": "us-east5",
+            "maxRunSeconds": 14400,
+        },
     }
     run, _ = pulumi_answering(json.dumps(outputs))
     target = resolve_target(parse("--stack", "tpu-v6e"), run_pulumi=run)
@@ -195,3 +213,14 @@ def test_stack_and_url_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         parse("--stack", "l4", "--url", "http://127.0.0.1:8000")
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_stack_billing_output_reaches_the_target() -> None:
+    """Bench prices what the stack bills (its `billing` output): the target must carry it from the outputs."""
+    target = target_from_outputs("l4", L4_OUTPUTS)
+    assert target.billing == L4_OUTPUTS["billing"]
+    # The billed shape is part of the contract (serving/outputs.py): a stack without it is named, not priced
+    # at a guess.
+    without = {key: value for key, value in L4_OUTPUTS.items() if key != "billing"}
+    with pytest.raises(UsageError, match="billing"):
+        target_from_outputs("l4", without)
