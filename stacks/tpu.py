@@ -1,6 +1,6 @@
 """Settings of a TPU v6e stack: where to queue for a node, on what terms, and who may reach it.
 
-Why a model of its own: capacity for TPU v6e comes through queued resources, zone by zone and tier by
+Why a model of its own: TPU v6e chips come through queued resources, zone by zone and tier by
 tier, and the hand-made deployment got each of these wrong at least once (a zone without v6e, vLLM on a
 public IP with no firewall, a flex-start request with no end). Everything here is checked before the
 first request is queued, with a message naming the key and what is allowed.
@@ -31,7 +31,7 @@ V6E_ZONES: tuple[str, ...] = (
 
 # Zones where Google lets flex-start queue for v6e: "You can only request Flex-start TPU v6e ... in the
 # specified zones" (https://cloud.google.com/tpu/docs/request-using-flex-start#limitations, read 2026-11).
-# Even there capacity comes and goes: a request can wait for hours in one zone and be served at once in
+# Even there availability comes and goes: a request can wait for hours in one zone and be served at once in
 # the other, so switching zones (tpu.zone) is the first thing to try when a request keeps waiting.
 FLEX_START_V6E_ZONES: tuple[str, ...] = ("us-east5-a", "asia-northeast1-b")
 
@@ -81,7 +81,7 @@ Duration = Annotated[int, BeforeValidator(parse_duration)]
 
 
 class ProvisioningModel(enum.StrEnum):
-    """How the queued resource obtains capacity."""
+    """How the queued resource obtains its chips."""
 
     # Dynamic Workload Scheduler: waits for capacity, then runs for at most maxRunDuration (<= 7 days);
     # needs preemptible quota; the node is deleted when the run ends (the request turns SUSPENDED).
