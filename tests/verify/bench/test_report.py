@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from verify.bench.report import CSV_COLUMNS, csv_text, markdown_report, write_reports
 from verify.bench.results import CellRecord, append_record, done_keys, load_results
 
