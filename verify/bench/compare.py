@@ -22,7 +22,8 @@ from enum import StrEnum
 from verify.bench import spread
 from verify.bench.caveats import needs_a_look, trusted
 from verify.bench.results import CellRecord
-from verify.numbers import readable, signed_percent
+from verify.bench.workload import Workload
+from verify.numbers import percent, readable, signed_percent
 
 # A change is noise while |B - A| <= this many combined standard errors (about 95% two-sided).
 NOISE_SIGMAS = 2.0
@@ -131,7 +132,7 @@ class Delta:
 
     def _value(self, value: float | None) -> str:
         if value is not None and self.field == "success_rate":
-            return f"{value * 100:.1f}%"
+            return percent(value)
         return readable(value)
 
 
@@ -252,7 +253,8 @@ def workload_mismatches(a: Sequence[CellRecord], b: Sequence[CellRecord]) -> lis
 
 def tally(rows: Sequence[CellComparison]) -> str:
     """``B is better in 3, worse in 1 and within noise in 17 of 21 comparisons``: the one line to read first."""
-    verdicts = [d.verdict for row in rows if not row.status() for d in row.deltas if d.verdict is not None]
+    compared = [row for row in rows if not row.status()]
+    verdicts = [d.verdict for row in compared for d in row.deltas if d.verdict is not None]
     counts = {verdict: verdicts.count(verdict) for verdict in Verdict}
     parts = [
         f"better in {counts[Verdict.BETTER]}",
@@ -263,17 +265,17 @@ def tally(rows: Sequence[CellComparison]) -> str:
         parts.append(f"unknown (no spread recorded) in {counts[Verdict.UNKNOWN]}")
     if counts[Verdict.UNTRUSTED]:
         parts.append(f"not judged (untrusted) in {counts[Verdict.UNTRUSTED]}")
-    return f"B is {', '.join(parts)} of {len(verdicts)} comparisons"
+    caveats = sum(row.caveat for row in compared)
+    warned = f"; {caveats} of {len(compared)} cells have warnings (⚠)" if caveats else ""
+    return f"B is {', '.join(parts)} of {len(verdicts)} comparisons{warned}"
 
 
 def describe_side(records: Sequence[CellRecord]) -> str:
+    """Model, endpoint, date and workload of one file, as the chart's title says them."""
     if not records:
         return "(no cells)"
-    first = records[0]
-    return (
-        f"{first.model} ({first.api}, {first.max_tokens} output tokens) on {first.accelerator or 'unknown'}, "
-        f"vLLM {first.vllm_version or 'unknown'}"
-    )
+    workload = Workload.of(records)
+    return f"{workload.headline()}; {workload.requests()}"
 
 
 def markdown(

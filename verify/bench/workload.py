@@ -78,7 +78,8 @@ class Workload:
 
     def headline(self) -> str:
         """``tiny-gemma at http://... (nvidia-l4, vLLM 0.32.0), 2026-11-23 15:40 UTC``"""
-        return f"{self.model} at {self.endpoint} ({self.accelerator}, vLLM {self.vllm_version}), {self.date}"
+        accelerator = "accelerator unknown" if self.accelerator == "unknown" else self.accelerator
+        return f"{self.model} at {self.endpoint} ({accelerator}, vLLM {self.vllm_version}), {self.date}"
 
     def requests(self) -> str:
         """``chat API, 128 output tokens per request, 32-128 requests per cell``"""

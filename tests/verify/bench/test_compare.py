@@ -48,7 +48,8 @@ def test_compare_reports_per_cell_deltas_with_direction() -> None:
     assert by_cell["16384 x 1"].status() == "only in A"
     text = markdown(rows, a_name="off", b_name="on", a_desc="A", b_desc="B")
     assert "| 128 x 1 | 0.5 → 0.8 (+60%) ▲ |" in text
-    assert "B is better in 8, worse in 6, within noise in 7 of 21 comparisons" in text
+    tally = "B is better in 8, worse in 6, within noise in 7 of 21 comparisons; 1 of 3 cells have warnings (⚠)"
+    assert f"- {tally}\n" in text
 
 
 def test_a_change_within_the_runs_spread_is_noise_not_a_regression() -> None:

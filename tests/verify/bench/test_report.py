@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from verify.bench.judgement import AcceleratorFacts
+from verify.bench.metrics import cell_metrics
+from verify.bench.prompts import PromptLengthSource, PromptShape
 from verify.bench.report import CSV_COLUMNS, csv_text, markdown_report, write_reports
 from verify.bench.results import CellRecord, append_record, done_keys, load_results
+from verify.bench.server_metrics import summary_markdown
+from verify.bench.sweep import Endpoint, SweepPlan, measured_record
+from verify.prom import VllmMetrics
+from verify.streaming import StreamResult
 
 DATA = Path(__file__).parent / "data"
 MTP_OFF = DATA / "l4-mtp-off.jsonl"
@@ -98,3 +105,27 @@ def test_resume_keys_and_a_cut_last_line(tmp_path: Path) -> None:
     loaded = load_results(path)
     assert loaded.unreadable_lines == [2]
     assert done_keys(loaded.records) == {first.key, second.key}
+
+
+def test_server_metrics_summary_reads_at_a_glance() -> None:
+    """Guards against the /metrics table printing a long sweep's 1,234,567 prompt tokens as 1.23457e+06."""
+    quiet = dict.fromkeys(VllmMetrics.model_fields, None) | {"model_names": ("m",)}
+    before = VllmMetrics.model_validate(quiet | {"prompt_tokens": 1000.0, "generation_tokens": 0.0})
+    after = VllmMetrics.model_validate(quiet | {"prompt_tokens": 1_235_567.0, "generation_tokens": 16_384.0})
+    summary = summary_markdown(before, after) or ""
+    assert "| prompt tokens processed | 1,234,567 |" in summary
+    assert "| generation tokens | 16,384 |" in summary
+    assert "e+" not in summary
+
+
+def test_physical_ceiling_warning_reads_at_a_glance() -> None:
+    """Guards against the warning that a cell's rate cannot be true printing its figures as 1e+05 req/s."""
+    plan = SweepPlan(model="m", contexts=(10,), concurrencies=(1,), max_tokens=5)
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", accelerator=AcceleratorFacts("x", 1e12, None), model_params=1e6)
+    answers = [StreamResult(0.0001, (), 0.0001, 5, 10, "length", "x", 1) for _ in range(10)]
+    shape = PromptShape(requested=10, body_words=4, pad_letters=0, measured=10, source=PromptLengthSource.TOKENIZE)
+    record = measured_record(
+        plan, endpoint, context=10, concurrency=1, metrics=cell_metrics(answers, duration_s=0.0001), shape=shape
+    )
+    assert record.exceeds_ceiling
+    assert record.warnings[-1].startswith("100,000 req/s is above the physical ceiling of 33,333 req/s")
