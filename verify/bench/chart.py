@@ -45,6 +45,8 @@ PALETTE = (
     "#17becf",
 )
 Y_TICKS = 5
+# The highest point sits below the frame, not on it.
+HEADROOM = 1.05
 MARKER_RADIUS = 5
 
 Font: TypeAlias = ImageFont.FreeTypeFont | ImageFont.ImageFont
@@ -128,7 +130,7 @@ def _draw_panel(
     plot: Box = (left + 80, top + 34, right - 10, bottom - 50)
     draw.text(((plot[0] + plot[2]) / 2, top + 8), panel.title, fill=INK, font=fonts["panel"], anchor="mt")
     values = [v for v in (panel.value(r) for r in measured) if v is not None]
-    ticks = y_ticks(max(values, default=0.0))
+    ticks = y_ticks(max(values, default=0.0) * HEADROOM)
     concurrencies = sorted({r.max_concurrency for r in measured})
     axes = _Axes(plot, concurrencies, ticks[-1])
     for tick in ticks:

@@ -88,4 +88,4 @@ class Workload:
         )
 
     def grid(self) -> str:
-        return f"contexts {self.contexts} tokens x concurrency {self.concurrencies}"
+        return f"context {self.contexts} tokens x concurrency {self.concurrencies}"

@@ -44,7 +44,7 @@ def test_chart_title_names_model_endpoint_date_and_workload() -> None:
         "gemma-4-12b-it at https://gemma-l4.example.run.app (nvidia-l4, vLLM 0.32.0), 2026-11-22 10:00 UTC"
     )
     assert workload == (
-        "chat API, 128 output tokens per request, 32-512 requests per cell; contexts 128, 8192, 16384 tokens x "
+        "chat API, 128 output tokens per request, 32-512 requests per cell; context 128, 8192, 16384 tokens x "
         "concurrency 1, 128; 1 of 4 cells skipped (see the report)"
     )
 
