@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from verify.bench import spread
-from verify.bench.caveats import needs_a_look, trusted
+from verify.bench.caveats import needs_a_look, trusted, untrusted_note
 from verify.bench.results import CellRecord
 from verify.bench.workload import Workload
 from verify.numbers import percent, readable, signed_percent
@@ -63,12 +63,13 @@ MARKS = {
     Verdict.NOISE: "≈",
     Verdict.SAME: "=",
     Verdict.UNKNOWN: "?",
-    Verdict.UNTRUSTED: "✗",
+    Verdict.UNTRUSTED: "?",
 }
 LEGEND = (
     "▲ better, ▼ worse; ≈ within noise (|B - A| at most "
     f"{NOISE_SIGMAS:g} combined standard errors of the two cells, from their recorded spread and request "
-    "count); ? no spread recorded; ✗ a side is untrusted, not judged; ⚠ a side has warnings (listed below)"
+    "count); ? not judged: a side is untrusted or records no spread; ⚠ a side has warnings or is untrusted "
+    "(listed below)"
 )
 
 
@@ -317,7 +318,8 @@ def caveat_notes(rows: Sequence[CellComparison]) -> list[str]:
         for side, record in (("A", row.a), ("B", row.b)):
             if record is None or not needs_a_look(record):
                 continue
-            if not trusted(record):
-                notes.append(f"{row.label} in {side}: marked untrusted by its sweep")
+            untrusted = untrusted_note(record)
+            if untrusted:
+                notes.append(f"{row.label} in {side}: {untrusted}")
             notes.extend(f"{row.label} in {side}: {warning}" for warning in record.warnings)
     return notes

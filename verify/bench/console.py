@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
-from verify.bench.caveats import trusted
+from verify.bench.caveats import untrusted_reason
 from verify.bench.compare import COMPARED, LEGEND, CellComparison, Delta, Mismatch, Verdict, caveat_notes, tally
 from verify.bench.results import CellRecord
 from verify.numbers import percent, readable
@@ -87,8 +87,9 @@ def _footnote(record: CellRecord) -> str:
     if not record.measured:
         return f"skipped: {record.skip_reason}"
     notes = []
-    if not trusted(record):
-        notes.append("[red]untrusted[/]: do not use its numbers")
+    reason = untrusted_reason(record)
+    if reason is not None:
+        notes.append(f"[red]{escape(reason)}[/]")
     if record.failed:
         kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(record.errors.items()))
         notes.append(f"{record.failed} failed ({kinds})")
@@ -96,7 +97,7 @@ def _footnote(record: CellRecord) -> str:
         notes.append("platform limit")
     if record.exceeds_ceiling:
         notes.append("[red]above physical ceiling[/]")
-    notes.extend(escape(warning) for warning in record.warnings)
+    notes.extend(escape(warning) for warning in record.warnings if warning != reason)
     return "; ".join(notes)
 
 

@@ -13,13 +13,18 @@ import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from verify.bench.caveats import needs_a_look, trusted
+from verify.bench.caveats import trusted, untrusted_note
 from verify.bench.chart import chart_png
 from verify.bench.results import CellRecord
 from verify.bench.workload import Workload
 from verify.numbers import percent, plain, readable
 
 # Before units were added the latency headers were ``avg_latency`` and ``p95_latency`` (seconds then too).
+# Beside a number measured by a load generator that was the bottleneck (the record's ``trusted``).
+UNTRUSTED_MARK = "?"
+# Beside a number whose cell has warnings (see Notes).
+WARNING_MARK = "⚠"
+
 CSV_COLUMNS = (
     "context_size",
     "concurrency",
@@ -89,11 +94,8 @@ def _matrix(title: str, cells: dict[tuple[int, int], CellRecord], value: Callabl
 
 
 def _marks(record: CellRecord) -> str:
-    return (
-        ("†" if record.platform_limited else "")
-        + ("‼" if record.exceeds_ceiling else "")
-        + ("⚠" if needs_a_look(record) else "")
-    )
+    doubt = UNTRUSTED_MARK if not trusted(record) else WARNING_MARK if record.warnings else ""
+    return ("†" if record.platform_limited else "") + ("‼" if record.exceeds_ceiling else "") + doubt
 
 
 def markdown_report(records: Sequence[CellRecord], *, metrics_summary: str | None = None) -> str:
@@ -115,7 +117,8 @@ def markdown_report(records: Sequence[CellRecord], *, metrics_summary: str | Non
         f"- client transport: {first.transport or 'unknown'}; prompt lengths from {first.prompt_length_source or '-'}",
         (
             "- marks: † failures at a concurrency above what Cloud Run admits (platform limit); ‼ faster than the "
-            "hardware can compute (the number cannot be true); ⚠ the cell has warnings or is untrusted (see Notes)"
+            f"hardware can compute (the number cannot be true); {UNTRUSTED_MARK} untrusted: the sweep says the load "
+            f"generator, not the server, set these numbers; {WARNING_MARK} the cell has warnings (see Notes)"
         ),
         "",
     ]
@@ -147,8 +150,9 @@ def _notes(records: Sequence[CellRecord]) -> list[str]:
         if not record.measured:
             notes.append(f"- {label}: skipped ({record.skip_reason})")
             continue
-        if not trusted(record):
-            notes.append(f"- {label}: marked untrusted by the sweep; do not use its numbers")
+        untrusted = untrusted_note(record)
+        if untrusted:
+            notes.append(f"- {label}: {untrusted}")
         notes.extend(f"- {label}: {warning}" for warning in record.warnings)
         if record.failed:
             breakdown = ", ".join(f"{kind} {count}" for kind, count in sorted(record.errors.items()))

@@ -50,3 +50,12 @@ def test_compare_fits_80_columns_and_shows_values_when_wide() -> None:
     assert "⚠ 128 x 128 in A: concurrency 128 exceeds what Cloud Run admits" in "\n".join(narrow)
     wide = "\n".join(shown(comparison_view(rows, a_name="off", b_name="on", width=200), 200))
     assert "0.5 → 0.8 (+60%) ▲" in wide
+
+
+def test_untrusted_cell_says_why_once_under_the_summary() -> None:
+    """Guards against an untrusted cell's numbers printed with no word of why (or the reason repeated)."""
+    reason = "untrusted: the load generator ran out of CPU"
+    cell = records("off")[0].model_copy(update={"trusted": False, "untrusted_reason": reason, "warnings": [reason]})
+    text = "\n".join(shown(summary_table([cell]), 80))
+    assert f"1 128 x 1: {reason}" in text
+    assert text.count("ran out of CPU") == 1

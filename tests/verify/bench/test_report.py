@@ -80,12 +80,20 @@ def test_large_numbers_read_at_a_glance_in_the_report_and_csv() -> None:
     assert "e+" not in row
 
 
-def test_untrusted_cells_are_marked_and_explained() -> None:
-    """Guards against a cell the sweep marked untrusted reading like any other in the report."""
-    doubtful = records(MTP_OFF)[0].model_copy(update={"trusted": False})
+def test_untrusted_cells_are_marked_and_explained_once() -> None:
+    """Guards against a cell the sweep marked untrusted reading like any other in the report, or its reason
+    (which the sweep also records among the warnings) listed twice."""
+    reason = "untrusted: the load generator ran out of CPU"
+    doubtful = records(MTP_OFF)[0].model_copy(
+        update={"trusted": False, "untrusted_reason": reason, "warnings": [reason]}
+    )
     report = markdown_report([doubtful])
-    assert "| 128 | 0.5⚠ |" in report
-    assert "context 128 x concurrency 1: marked untrusted by the sweep; do not use its numbers" in report
+    assert "| 128 | 0.5? |" in report
+    assert report.count(reason) == 1
+    bare = records(MTP_OFF)[0].model_copy(update={"trusted": False})
+    assert "- context 128 x concurrency 1: untrusted: the sweep marked this cell untrusted" in markdown_report([bare])
+    warned = records(MTP_OFF)[0].model_copy(update={"warnings": ["the load generator stalled for 200 ms"]})
+    assert "| 128 | 0.5⚠ |" in markdown_report([warned])
 
 
 def test_write_reports_puts_all_three_beside_the_results(tmp_path: Path) -> None:
