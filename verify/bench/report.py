@@ -137,6 +137,8 @@ def markdown_report(records: Sequence[CellRecord], *, metrics_summary: str | Non
             lambda r: readable(r.cost_per_1m_output_tokens_usd),
         )
         lines += _matrix("Cost per 1M requests (USD)", cells, lambda r: readable(r.cost_per_1m_requests_usd))
+        basis = next((r.price_basis for r in cells.values() if r.price_basis), None)
+        lines += [f"Cost basis: {basis}.", ""] if basis else []
     lines += _notes(list(cells.values()))
     if metrics_summary:
         lines += ["## Server metrics (/metrics) over the sweep", "", metrics_summary, ""]

@@ -53,6 +53,9 @@ def test_markdown_has_the_matrices_and_explains_marks_and_skips() -> None:
     assert "64 failed (http_429 64)" in report
     assert "skipped (prompt 16384 + max tokens 128 exceeds the server's max_model_len 16384)" in report
     assert "Cost per 1M output tokens (USD, at $1.05/hour)" in report
+    basis = "1 x Cloud Run L4 instance, 8 vCPU, 32 GiB"
+    priced = markdown_report([r.model_copy(update={"price_basis": basis}) for r in records(MTP_OFF)])
+    assert f"Cost basis: {basis}." in priced
 
 
 def test_markdown_says_what_was_measured_where_and_when() -> None:
