@@ -85,7 +85,7 @@ UNBOUNDED = 100_000
 def _footnote(record: CellRecord) -> str:
     """What the reader must know about a cell's numbers, printed under the table (any width)."""
     if not record.measured:
-        return f"skipped: {record.skip_reason}"
+        return f"skipped: {escape(record.skip_reason or '')}"
     notes = []
     reason = untrusted_reason(record)
     if reason is not None:
