@@ -25,6 +25,7 @@ from verify.bench.metrics import CellMetrics, cell_metrics
 from verify.bench.prompts import PromptBook, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.stall import StallMonitor, StallSummary, stall_warning
+from verify.numbers import readable
 from verify.streaming import Api, Clock, StreamRequest, StreamResult, measure_stream
 
 MIN_REQUESTS_PER_CELL = 32
@@ -203,7 +204,7 @@ def measured_record(
     exceeds = ceiling is not None and metrics.request_throughput > ceiling
     if exceeds:
         warnings.append(
-            f"{metrics.request_throughput:.3g} req/s is above the physical ceiling of {ceiling:.3g} req/s "
+            f"{readable(metrics.request_throughput)} req/s is above the physical ceiling of {readable(ceiling)} req/s "
             f"(peak FLOP/s / (2 x params x {tokens_per_request:.0f} tokens)): this number cannot be true; "
             "look for prompts served from the prefix cache or a wrong accelerator/params"
         )
