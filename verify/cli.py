@@ -14,8 +14,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from verify import UsageError, health
+from verify import UsageError
 from verify.bench import cli as bench_cli
+from verify.health import cli as health_cli
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -28,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 pass, 1 a check or SLO failed, 2 usage error or endpoint unreachable/unauthorised",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    health.register(subparsers)
+    health_cli.register(subparsers)
     bench_cli.register(subparsers)
     return parser
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.fake_vllm import FakeVllm, FakeVllmConfig, free_port
-from verify import UsageError, cli, health
+from verify import UsageError, cli
+from verify.health import cli as health_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -163,6 +164,6 @@ def test_usage_errors_from_handlers_exit_2(monkeypatch: pytest.MonkeyPatch, caps
     def handler(_args: argparse.Namespace) -> int:
         raise UsageError("--thing must be one of a, b")
 
-    monkeypatch.setattr(health, "run_health_command", handler)
+    monkeypatch.setattr(health_cli, "run_health_command", handler)
     assert cli.main(["health", "--url", "http://127.0.0.1:1", "--wait", "0"]) == 2
     assert "--thing must be one of a, b" in capsys.readouterr().err

@@ -91,7 +91,7 @@ async def test_timings_follow_vllm_definitions_exactly(serve: Serve, api: Api) -
 async def test_output_tokens_come_from_usage_not_chunks(serve: Serve) -> None:
     """Guards against counting SSE chunks as tokens: with speculative decoding a chunk carries several."""
     client = await serve(FakeVllmConfig(pieces=("ab", "cd", "ef"), tokens_per_piece=3))
-    result = await measure_stream(client, request())
+    result = await measure_stream(client, request(max_tokens=9))
     assert result.content_chunks == 3
     assert result.output_tokens == 9
     assert result.prompt_tokens == 13

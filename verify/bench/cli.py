@@ -16,32 +16,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import pydantic
 from rich.console import Console
 
-from verify import UsageError
+from verify import UsageError, discovery
+from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.auth import auth_advice
 from verify.bench import compare as comparing
 from verify.bench import server_metrics
 from verify.bench.capacity import TransportKind, make_transport, raise_fd_limit
 from verify.bench.console import ProgressObserver, comparison_table, summary_table
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
-from verify.bench.prompts import PromptBook, choose_counter, server_max_model_len
+from verify.bench.prompts import PromptBook, choose_counter
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, done_keys, load_results
 from verify.bench.slo import Slo, parse_slo, violations
 from verify.bench.sweep import Endpoint, SweepPlan, run_sweep
 from verify.client import client_for, default_timeout
-from verify.responses import ModelList, VersionInfo, body_excerpt
+from verify.responses import body_excerpt
 from verify.streaming import Api
-from verify.target import (
-    Target,
-    add_target_arguments,
-    positive_int,
-    positive_int_list,
-    positive_number,
-    resolve_target,
-)
+from verify.target import Target, add_target_arguments, resolve_target
 
 EXIT_OK = 0
 EXIT_SLO_FAILED = 1
@@ -263,39 +256,33 @@ def _metrics_summary(path: Path) -> str | None:
 async def _discover(client: httpx.AsyncClient, target: Target, args: argparse.Namespace) -> _Discovered:
     """Reach the endpoint once before measuring: exit 2 now rather than fill a file with failures."""
     try:
-        response = await client.get("/v1/models")
-    except httpx.HTTPError as exc:
-        raise UsageError(f"{target.base_url} is unreachable: {type(exc).__name__}: {exc}") from None
-    if response.status_code in {httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN}:
-        raise UsageError(
-            f"{target.base_url}/v1/models answered {response.status_code}: "
-            f"{auth_advice(target, api_key_env=args.api_key_env)}"
-        )
-    if response.status_code != httpx.codes.OK:
-        raise UsageError(
-            f"{target.base_url}/v1/models answered {response.status_code} ({body_excerpt(response.text)}); "
-            "is the server ready? run `python -m verify health` first"
-        )
+        models = await discovery.served_models(client)
+    except discovery.AnswerError as exc:
+        raise UsageError(_unusable(exc, target, args)) from None
+    card = discovery.find_card(models, target.model)
+    if card is None:
+        if target.model is None:
+            raise UsageError(f"the server serves {models.names}; name the one to benchmark with --model")
+        raise UsageError(f"the server does not serve {target.model!r}; it serves {models.names} (use --model)")
     try:
-        names = ModelList.model_validate_json(response.content).names
-    except pydantic.ValidationError:
-        raise UsageError(f"{target.base_url}/v1/models did not answer a model list") from None
-    model = target.model
-    if model is None:
-        if len(names) != 1:
-            raise UsageError(f"the server serves {names}; name the one to benchmark with --model")
-        model = names[0]
-    elif model not in names:
-        raise UsageError(f"the server does not serve {model!r}; it serves {names} (use --model)")
-    version: str | None = None
-    try:
-        answer = await client.get("/version")
-        if answer.status_code == httpx.codes.OK:
-            version = VersionInfo.model_validate_json(answer.content).version
-    except (httpx.HTTPError, pydantic.ValidationError):
+        version: str | None = await discovery.vllm_version(client)
+    except discovery.AnswerError:
         version = None
-    max_len = await server_max_model_len(client, model) or target.max_model_len
-    return _Discovered(model, version, max_len)
+    return _Discovered(card.id, version, card.max_model_len or target.max_model_len)
+
+
+def _unusable(exc: discovery.AnswerError, target: Target, args: argparse.Namespace) -> str:
+    where = f"{target.base_url}{exc.path}"
+    if exc.failure is not None:
+        return f"{target.base_url} is unreachable: {exc.failure.kind.value} ({exc.failure.detail})"
+    if exc.status in {httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN}:
+        return f"{where} answered {exc.status}: {auth_advice(target, api_key_env=args.api_key_env)}"
+    if exc.problem is discovery.AnswerProblem.STATUS:
+        return (
+            f"{where} answered {exc.status} ({body_excerpt(exc.body)}); is the server ready? "
+            "run `python -m verify health` first"
+        )
+    return f"{where} did not answer a model list: {body_excerpt(exc.body)}"
 
 
 async def _bench(
