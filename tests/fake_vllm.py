@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Self
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
@@ -106,6 +106,8 @@ class FakeVllmConfig:
     count_prompt_words: bool = False
     chat_template_tokens: int = 0
     tokenize_route: bool = True
+    # "Connection: close" on every answer (a server or proxy without keep-alive): each request connects anew.
+    close_connections: bool = False
 
     @property
     def output_tokens(self) -> int:
@@ -159,7 +161,8 @@ class FakeVllm:
 
     async def start(self) -> None:
         self._sequences = {path: list(statuses) for path, statuses in self.config.status_sequences.items()}
-        app = web.Application(middlewares=[self._record, self._front_door, self._scripted_status])
+        app = web.Application(middlewares=self.middlewares())
+        app.on_response_prepare.append(self._before_headers)
         app.router.add_get("/health", self._health)
         app.router.add_get("/ping", self._health)
         app.router.add_get("/version", self._version)
@@ -176,6 +179,22 @@ class FakeVllm:
         self._runner = runner
         address = runner.addresses[0]
         self._port = int(address[1])
+
+    async def _before_headers(self, _request: web.Request, response: web.StreamResponse) -> None:
+        if self.config.close_connections:
+            # aiohttp calls this hook after it chose the Connection header, so set both.
+            response.force_close()
+            response.headers["Connection"] = "close"
+
+    def middlewares(self) -> list[Middleware]:
+        """Recording, a platform's front door, scripted statuses; subclasses add their own faults."""
+        return [self._record, self._front_door, self._scripted_status]
+
+    async def stop_listening(self) -> None:
+        """Refuse new connections from now on (the accepted ones stay open), as a server that died."""
+        if self._runner is not None:
+            for site in list(self._runner.sites):
+                await site.stop()
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -234,6 +234,12 @@ def normalise_base_url(url: str, *, flag: str) -> str:
         raise UsageError(f"{flag} must be an http:// or https:// URL with a host, got {url!r}")
     if parts.query or parts.fragment:
         raise UsageError(f"{flag} must be a base URL without ?query or #fragment, got {url!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0  # urllib refuses ports above 65535 or that are not numbers
+    if port == 0:
+        raise UsageError(f"{flag} has a port outside 1-65535 (or not a number), got {url!r}")
     return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
 
 

@@ -1,20 +1,19 @@
 """`python -m verify bench` / `compare` end to end: files written, exit codes, usage errors.
 
-The CLI runs its own event loop (asyncio.run), so the fake server runs in a thread with its own.
+The CLI runs its own event loop (asyncio.run), so the fake server runs in a thread with its own
+(``tests.fault_server.serving``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig, free_port
+from tests.fault_server import serving
 from verify.bench.results import load_results
 from verify.cli import main
 
@@ -22,20 +21,8 @@ DATA = Path(__file__).parent / "data"
 SMALL = ["--concurrency", "1,2", "--context", "16,32", "--max-tokens", "3", "--requests", "3", "--no-progress"]
 
 
-@contextmanager
-def running(config: FakeVllmConfig | None = None) -> Iterator[FakeVllm]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = FakeVllm(config or FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3))
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
-    try:
-        yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+def running(config: FakeVllmConfig | None = None) -> AbstractContextManager[FakeVllm]:
+    return serving(FakeVllm(config or FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3)))
 
 
 def bench(server_url: str, output: Path, *extra: str) -> int:
