@@ -12,39 +12,30 @@ import math
 from collections.abc import Callable
 
 
-def _finite(flag: str, value: str, what: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{flag} takes {what}, got {value!r}") from None
-    if not math.isfinite(number):
-        raise argparse.ArgumentTypeError(f"{flag} takes a finite number, got {value!r}")
-    return number
-
-
 def positive_number(flag: str, unit: str = "") -> Callable[[str], float]:
     """A finite number above zero; the message names the flag (and the unit, if any)."""
-    what = f"{unit} as a number" if unit else "a number"
-    above = f"0 {unit}" if unit else "0"
-
-    def parse(value: str) -> float:
-        number = _finite(flag, value, what)
-        if not number > 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be more than {above}, got {value!r}")
-        return number
-
-    return parse
+    return _finite_number(flag, unit, zero_allowed=False)
 
 
 def non_negative_number(flag: str, unit: str = "") -> Callable[[str], float]:
     """A finite number of 0 or more (``--wait 0``: look once, do not wait)."""
+    return _finite_number(flag, unit, zero_allowed=True)
+
+
+def _finite_number(flag: str, unit: str, *, zero_allowed: bool) -> Callable[[str], float]:
     what = f"{unit} as a number" if unit else "a number"
-    least = f"0 {unit}" if unit else "0"
+    zero = f"0 {unit}" if unit else "0"
+    bound = f"{zero} or more" if zero_allowed else f"more than {zero}"
 
     def parse(value: str) -> float:
-        number = _finite(flag, value, what)
-        if number < 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be {least} or more, got {value!r}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes {what}, got {value!r}") from None
+        if not math.isfinite(number):
+            raise argparse.ArgumentTypeError(f"{flag} takes a finite number, got {value!r}")
+        if number < 0 or (number == 0 and not zero_allowed):
+            raise argparse.ArgumentTypeError(f"{flag} must be {bound}, got {value!r}")
         return number
 
     return parse
