@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from stacks.capacity import assess_stack, capacity_problems
+from stacks.credentials import credential_problems
 from stacks.secrets import SECRET_KEYS
 from stacks.settings import StackSettings
 
@@ -55,6 +56,10 @@ def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -
         raise StackConfigError([f"{prefix}project: set the Google Cloud project as gcp:project instead"])
     if config.get(GCP_PROJECT_KEY):
         raw["project"] = config[GCP_PROJECT_KEY]
+    # First, and alone: any later message could quote the value.
+    leaks = credential_problems(raw, prefix)
+    if leaks:
+        raise StackConfigError(leaks)
     try:
         settings = StackSettings.model_validate(raw)
     except ValidationError as error:

@@ -29,6 +29,8 @@ from components.gcp_names import SERVICE_ACCOUNT_ID
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Provisioning
 from components.tpu.startup_script import BUCKET_METADATA_KEY, StartupScriptSpec, render_startup_script
+from policy.credentials import credential_kind
+from policy.source_ranges import allowed_text, describe, too_wide
 
 # Stands in for an image reference that is still a Pulumi output while the script's other values are
 # validated at construction; the script itself is rendered from the resolved reference.
@@ -106,6 +108,14 @@ class TpuVllmNodeArgs:
             found.append("allowed_source_ranges is required when public_endpoint is true")
         for cidr in self.allowed_source_ranges:
             found.extend(_range_problems(cidr))
+        found += [
+            f"allowed_source_ranges together let in {describe(item)}; /metrics and /tokenize need no API key: "
+            f"allow {allowed_text()}"
+            for item in too_wide(self.allowed_source_ranges)
+        ]
+        kind = credential_kind(self.hf_token_secret or "")
+        if kind:
+            found.append(f"hf_token_secret holds {kind}; it names a Secret Manager secret (its id), never the token")
         if "--tensor-parallel-size" in self.serve_args:
             index = list(self.serve_args).index("--tensor-parallel-size")
             given = self.serve_args[index + 1] if index + 1 < len(self.serve_args) else ""
