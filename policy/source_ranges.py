@@ -41,9 +41,12 @@ _NOT_PUBLIC_V4 = (
 _PUBLIC_V6 = ipaddress.IPv6Network("2000::/3")
 _NOT_PUBLIC_V6 = ("2001::/23", "2001:db8::/32", "2002::/16")
 
-_NOT_PUBLIC: dict[int, list[Network]] = {
-    4: list(ipaddress.collapse_addresses(ipaddress.IPv4Network(n) for n in _NOT_PUBLIC_V4)),
-    6: list(ipaddress.collapse_addresses(ipaddress.IPv6Network(n) for n in _NOT_PUBLIC_V6)),
+_NOT_PUBLIC_V4_NETS = list(ipaddress.collapse_addresses(ipaddress.IPv4Network(n) for n in _NOT_PUBLIC_V4))
+_NOT_PUBLIC_V6_NETS = list(ipaddress.collapse_addresses(ipaddress.IPv6Network(n) for n in _NOT_PUBLIC_V6))
+# Every public address there is, per version (what 0.0.0.0/0 or ::/0 lets in).
+_ALL_PUBLIC = {
+    4: 2**32 - sum(n.num_addresses for n in _NOT_PUBLIC_V4_NETS),
+    6: _PUBLIC_V6.num_addresses - sum(n.num_addresses for n in _NOT_PUBLIC_V6_NETS),
 }
 
 
@@ -57,8 +60,7 @@ class Exposure:
 
     @property
     def whole_internet(self) -> bool:
-        everything = 2**32 if self.version == 4 else _PUBLIC_V6.num_addresses
-        return self.public_addresses >= everything - _not_public_total(self.version)
+        return self.public_addresses >= _ALL_PUBLIC[self.version]
 
     @property
     def allowed(self) -> int:
@@ -70,28 +72,27 @@ class Exposure:
         return self.public_addresses > self.allowed
 
 
-def _not_public_total(version: int) -> int:
-    return sum(n.num_addresses for n in _NOT_PUBLIC[version])
-
-
-def _overlap(a: Network, b: Network) -> int:
-    """Addresses two CIDR blocks share: blocks are nested or disjoint, so it is the smaller's size."""
-    if not a.overlaps(b):  # type: ignore[arg-type]
-        return 0
-    return min(a.num_addresses, b.num_addresses)
+def _shared(union: Sequence[Network], others: Sequence[Network]) -> int:
+    """Addresses two sets of CIDR blocks share: two blocks are nested or disjoint, so a pair shares the
+    smaller one's size (each set is collapsed, so no address is counted twice)."""
+    shared = 0
+    for a in union:
+        for b in others:
+            if a.version == b.version and (a.subnet_of(b) or b.subnet_of(a)):  # type: ignore[arg-type]
+                shared += min(a.num_addresses, b.num_addresses)
+    return shared
 
 
 def public_addresses(networks: Iterable[Network], version: int) -> int:
     """How many public addresses the union of `networks` (one IP version) covers."""
-    union = list(ipaddress.collapse_addresses(n for n in networks if n.version == version))  # type: ignore[misc]
-    if version == 6:
-        union = [n for n in union if n.overlaps(_PUBLIC_V6)]  # type: ignore[arg-type]
-        clipped: list[Network] = []
-        for n in union:
-            clipped.append(n if n.subnet_of(_PUBLIC_V6) else _PUBLIC_V6)  # type: ignore[arg-type]
-        union = list(ipaddress.collapse_addresses(clipped))  # type: ignore[arg-type]
-    total = sum(n.num_addresses for n in union)
-    return total - sum(_overlap(n, p) for n in union for p in _NOT_PUBLIC[version])
+    if version == 4:
+        v4 = list(ipaddress.collapse_addresses(n for n in networks if isinstance(n, ipaddress.IPv4Network)))
+        return sum(n.num_addresses for n in v4) - _shared(v4, _NOT_PUBLIC_V4_NETS)
+    v6 = [n for n in networks if isinstance(n, ipaddress.IPv6Network)]
+    # Only 2000::/3 is public: clip wider blocks to it, drop blocks outside it.
+    inside = list(ipaddress.collapse_addresses(_PUBLIC_V6 if _PUBLIC_V6.subnet_of(n) else n for n in v6))
+    public = [n for n in inside if n.subnet_of(_PUBLIC_V6)]
+    return sum(n.num_addresses for n in public) - _shared(public, _NOT_PUBLIC_V6_NETS)
 
 
 def exposure(ranges: Sequence[str]) -> list[Exposure]:
@@ -106,9 +107,15 @@ def exposure(ranges: Sequence[str]) -> list[Exposure]:
     for version in (4, 6):
         mine = [n for n in networks if n.version == version]
         if mine:
-            union = tuple(ipaddress.collapse_addresses(mine))  # type: ignore[type-var]
+            union = tuple(_collapse(mine))
             found.append(Exposure(version, public_addresses(mine, version), union))
     return found
+
+
+def _collapse(networks: Sequence[Network]) -> list[Network]:
+    v4 = ipaddress.collapse_addresses(n for n in networks if isinstance(n, ipaddress.IPv4Network))
+    v6 = ipaddress.collapse_addresses(n for n in networks if isinstance(n, ipaddress.IPv6Network))
+    return [*v4, *v6]
 
 
 def too_wide(ranges: Sequence[str]) -> list[Exposure]:
