@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from stacks.capacity import assess_stack, capacity_problems
+from stacks.config_keys import config_key_problems
 from stacks.credentials import credential_problems
 from stacks.secrets import SECRET_KEYS
 from stacks.settings import StackSettings
@@ -46,6 +47,10 @@ def _decode(value: str) -> Any:  # noqa: ANN401 - config values are untyped unti
 def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -> StackSettings:
     """Validate the `<project>:*` keys (plus `gcp:project`) of a flat Pulumi config map."""
     prefix = f"{project}:"
+    # A misspelt provider key or namespace is the real cause of whatever else would be reported.
+    misspelt = config_key_problems(config, project)
+    if misspelt:
+        raise StackConfigError(misspelt)
     # Secret values (stacks.secrets) never enter the settings: they stay Pulumi secrets.
     raw: dict[str, Any] = {
         key.removeprefix(prefix): _decode(value)
