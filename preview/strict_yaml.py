@@ -23,7 +23,7 @@ class StrictLoader(yaml.SafeLoader):
 def _mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         line = key_node.start_mark.line + 1
         if key in seen:
             raise DuplicateKeyError(
@@ -34,7 +34,7 @@ def _mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -
     return loader.construct_mapping(node, deep=deep)
 
 
-StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)  # type: ignore[arg-type]
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
 def load(text: str) -> Any:  # noqa: ANN401 - any YAML document

@@ -6,6 +6,7 @@ means components never read `pulumi.Config` and a typo anywhere fails with the k
 
 from __future__ import annotations
 
+import difflib
 import json
 import types
 import typing
@@ -19,6 +20,7 @@ from stacks.config_keys import config_key_problems
 from stacks.credentials import credential_problems
 from stacks.secrets import SECRET_KEYS
 from stacks.settings import StackSettings
+from stacks.typos import fold_typos
 
 PROJECT = "gemma-serving"
 # Provider config the program reads besides its own namespace.
@@ -82,12 +84,17 @@ def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -
 def format_errors(error: ValidationError, project: str = PROJECT) -> list[str]:
     """One line per problem: `<project>:<key.path>: what is wrong and what is allowed`."""
     lines: list[str] = []
-    for item in error.errors(include_url=False):
+    items, meant = fold_typos(error.errors(include_url=False))
+    for item in items:
         loc = [str(part) for part in item["loc"]]
         message = str(item["msg"]).removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            allowed = ", ".join(sorted(_allowed_keys(StackSettings, loc[:-1])))
-            message = f"unknown key (a typo?); allowed here: {allowed}"
+        if item["type"] == "extra_forbidden" and tuple(item["loc"]) in meant:
+            message = f"unknown key; did you mean {meant[tuple(item['loc'])]}?"
+        elif item["type"] == "extra_forbidden":
+            keys = sorted(_allowed_keys(StackSettings, loc[:-1]))
+            close = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}? " if close else ""
+            message = f"unknown key (a typo?); {hint}allowed here: {', '.join(keys)}"
         elif item["type"] == "missing":
             message = "required but not set"
         key = f"{project}:{'.'.join(loc)}" if loc else f"{project}"
