@@ -128,6 +128,9 @@ def describe(item: Exposure) -> str:
     union = ", ".join(str(n) for n in item.union[:4]) + (", ..." if len(item.union) > 4 else "")
     if item.whole_internet:
         return f"the whole public IPv{item.version} internet (their union: {union})"
+    share = 100 * item.public_addresses / _ALL_PUBLIC[item.version]
+    if share >= 1:
+        return f"{share:.0f}% of the public IPv{item.version} internet (their union: {union})"
     bits = 32 if item.version == 4 else 128
     size = bits - (item.public_addresses.bit_length() - 1)
     return f"public IPv{item.version} space the size of a /{size} (their union: {union})"

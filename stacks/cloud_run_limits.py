@@ -84,11 +84,6 @@ def _scale_problems(run: CloudRunSettings, prefix: str, *, max_num_seqs: int, se
             f"{prefix}maxInstances: {run.max_instances} is beyond Cloud Run's per-service maximum; allowed: "
             f"1-{MAX_INSTANCES_PER_SERVICE} (and only as many GPUs as the project's quota grants)"
         )
-    if run.min_instances > MAX_INSTANCES_PER_SERVICE:
-        problems.append(
-            f"{prefix}minInstances: {run.min_instances} is beyond Cloud Run's per-service maximum; allowed: "
-            f"0-{MAX_INSTANCES_PER_SERVICE}"
-        )
     if max_num_seqs > MAX_CONCURRENCY:
         problems.append(
             f"{seqs_key}: {max_num_seqs} needs a Cloud Run concurrency of {max_num_seqs} (concurrency follows "
