@@ -50,10 +50,13 @@ MAX_INSTANCES_PER_SERVICE = 1000
 RESERVED_ENV = frozenset({"PORT", "K_SERVICE", "K_REVISION", "K_CONFIGURATION"})
 RESERVED_ENV_PREFIX = "X_GOOGLE_"
 
-# A project's Cloud Run GPU quota before any increase: 3 GPUs per region with zonal redundancy off,
-# granted on the first GPU deployment (https://cloud.google.com/run/docs/configuring/services/gpu,
-# "Before you begin", 2026-11). Instances beyond the quota never start.
-NEW_PROJECT_GPU_QUOTA = 3
+# A new project's Cloud Run GPU quota: "By default, there is no quota for GPUs with or without zonal
+# redundancy; you must request it" (https://cloud.google.com/run/docs/configuring/services/gpu-zonal-redundancy,
+# "Request quota", read 2026-11). Every GPU stack needs a request (the plan's notes say so); beyond this
+# many instances the warning below says what a stack asking for far more than a first request gets
+# means. 10 is this project's judgment of "far beyond", not a Google figure.
+NEW_PROJECT_GPU_QUOTA = 0
+FAR_BEYOND_NEW_QUOTA = 10
 
 # "failureThreshold * periodSeconds ... can't exceed 600 seconds (1800 for GPU)" for a startup probe
 # (https://cloud.google.com/run/docs/configuring/healthchecks and the jobs page, 2026-11);
@@ -138,14 +141,14 @@ def gpu_service_problems(
 
 
 def quota_warning(gpu: CloudRunGpu, run: CloudRunSettings) -> str | None:
-    """A plan warning when maxInstances is beyond a new project's GPU quota (allowed, but likely to stall)."""
-    if run.max_instances <= NEW_PROJECT_GPU_QUOTA:
+    """A plan warning when maxInstances is far beyond a new project's GPU quota (allowed, but it will stall)."""
+    if run.max_instances <= FAR_BEYOND_NEW_QUOTA:
         return None
     redundancy = "without" if run.gpu_zonal_redundancy_disabled else "with"
     return (
-        f"cloudRun.maxInstances {run.max_instances} is beyond a new project's Cloud Run GPU quota "
-        f"({NEW_PROJECT_GPU_QUOTA} {gpu.display_name} per region {redundancy} zonal redundancy): instances past "
-        "your quota never start, so under load requests queue and fail with 429 instead of scaling out. Check "
-        f"the quota 'Total {gpu.display_name} GPU allocation {redundancy} zonal redundancy, per project per "
-        "region' (IAM & Admin > Quotas) and request an increase before relying on it"
+        f"cloudRun.maxInstances {run.max_instances} needs {run.max_instances} {gpu.display_name} GPUs of quota "
+        f"{redundancy} zonal redundancy in this region, and a new project has {NEW_PROJECT_GPU_QUOTA}: instances "
+        "past the granted quota never start, so under load requests queue and fail with 429 instead of scaling "
+        f"out. Request 'Total {gpu.display_name} GPU allocation {redundancy} zonal redundancy, per project per "
+        "region' (IAM & Admin > Quotas) for the number you mean to reach, or lower maxInstances to it"
     )
