@@ -66,11 +66,14 @@ class Target(pydantic.BaseModel):
     max_num_seqs: int | None = None
     concurrency: int | None = None
     max_instances: int | None = None
+    # The ID token audience when it is not the URL called: a tagged revision URL
+    # (https://candidate---<service host>) is called with a token for the service's own URL.
+    audience_url: str | None = None
 
     @property
     def audience(self) -> str:
         """The Google ID token audience Cloud Run expects: the service URL, scheme and host only."""
-        parts = urlsplit(self.base_url)
+        parts = urlsplit(self.audience_url or self.base_url)
         return f"{parts.scheme}://{parts.netloc}"
 
     @property
@@ -122,6 +125,12 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-key-env is given, else none",
     )
     auth.add_argument(
+        "--audience",
+        metavar="URL",
+        help="with google auth, the service URL the ID token is for when it differs from the URL called "
+        "(e.g. a tagged revision URL; default: the URL's scheme and host)",
+    )
+    auth.add_argument(
         "--api-key-env",
         metavar="VAR",
         help=f"environment variable holding the vLLM --api-key (default with api-key auth: {DEFAULT_API_KEY_ENV})",
@@ -152,13 +161,17 @@ def resolve_target(args: argparse.Namespace, *, run_pulumi: PulumiRunner | None 
             target = target.model_copy(update={"model": args.model})
         if requested != "auto":
             target = target.model_copy(update={"auth_kind": AuthKind(requested)})
-        return target
-    return target_from_url(
-        str(args.url),
-        model=args.model,
-        auth=requested,
-        api_key_env_given=args.api_key_env is not None,
-    )
+    else:
+        target = target_from_url(
+            str(args.url),
+            model=args.model,
+            auth=requested,
+            api_key_env_given=args.api_key_env is not None,
+        )
+    audience = getattr(args, "audience", None)
+    if audience is not None:
+        target = target.model_copy(update={"audience_url": normalise_base_url(str(audience), flag="--audience")})
+    return target
 
 
 def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given: bool) -> Target:
@@ -168,6 +181,12 @@ def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given
 
 
 def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
+    return target_from_outputs(stack, read_stack_outputs(stack, run_pulumi=run_pulumi))
+
+
+def read_stack_outputs(stack: str, *, run_pulumi: PulumiRunner | None = None) -> object:
+    """The stack's outputs as `pulumi stack output --json` prints them; ``UsageError`` when unreadable."""
+    run_pulumi = run_pulumi or _run_pulumi
     command = ["pulumi", "stack", "output", "--json", "--stack", stack]
     try:
         completed = run_pulumi(command)
@@ -182,7 +201,7 @@ def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
             f"{_excerpt(completed.stderr or completed.stdout)} (is {stack!r} a stack of this project, "
             "and are you logged in to its backend? run verify from the project directory)"
         )
-    return target_from_outputs(stack, _parse_outputs_json(stack, completed.stdout))
+    return _parse_outputs_json(stack, completed.stdout)
 
 
 def target_from_outputs(stack: str, raw: object) -> Target:
