@@ -154,24 +154,29 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 
 def resolve_target(args: argparse.Namespace, *, run_pulumi: PulumiRunner | None = None) -> Target:
     """Turn the parsed target flags into a ``Target``; raises ``UsageError`` for anything unusable."""
-    requested = str(args.auth)
     if args.stack is not None:
         target = target_from_stack(str(args.stack), run_pulumi=run_pulumi or _run_pulumi)
-        if args.model is not None:
-            target = target.model_copy(update={"model": args.model})
-        if requested != "auto":
-            target = target.model_copy(update={"auth_kind": AuthKind(requested)})
     else:
         target = target_from_url(
             str(args.url),
             model=args.model,
-            auth=requested,
+            auth=str(args.auth),
             api_key_env_given=args.api_key_env is not None,
         )
+    return with_flag_overrides(target, args)
+
+
+def with_flag_overrides(target: Target, args: argparse.Namespace) -> Target:
+    """What the flags say over what the stack exports: --model, --auth (unless auto) and --audience."""
+    update: dict[str, object] = {}
+    if args.model is not None:
+        update["model"] = args.model
+    if str(args.auth) != "auto":
+        update["auth_kind"] = AuthKind(str(args.auth))
     audience = getattr(args, "audience", None)
     if audience is not None:
-        target = target.model_copy(update={"audience_url": normalise_base_url(str(audience), flag="--audience")})
-    return target
+        update["audience_url"] = normalise_base_url(str(audience), flag="--audience")
+    return target.model_copy(update=update) if update else target
 
 
 def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given: bool) -> Target:

@@ -30,6 +30,7 @@ from verify.target import (
     positive_number,
     read_stack_outputs,
     target_from_outputs,
+    with_flag_overrides,
 )
 
 DEFAULT_WAIT_S = 1800.0
@@ -131,13 +132,7 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
     stack = str(args.stack)
     raw = read_stack_outputs(stack, run_pulumi=seams.run_pulumi)
     outputs = rollout_outputs(stack, raw)
-    target = target_from_outputs(stack, raw)
-    if args.model is not None:
-        target = target.model_copy(update={"model": args.model})
-    if args.auth != "auto":
-        target = target.model_copy(update={"auth_kind": args.auth})
-    if args.audience is not None:
-        target = target.model_copy(update={"audience_url": normalise_base_url(args.audience, flag="--audience")})
+    target = with_flag_overrides(target_from_outputs(stack, raw), args)
     gates = seams.gates or CliGates(
         stack_target=target,
         bench_gate=BenchGate(

@@ -31,7 +31,7 @@ from verify import UsageError
 from verify.cli import build_parser
 from verify.promote.cli import Seams, run_promote_command
 from verify.promote.gates import BenchGate, CliGates
-from verify.promote.shifter import TrafficChange
+from verify.promote.shifter import PulumiAutomationShifter, TrafficChange
 from verify.target import AuthKind, PulumiRunner, Target
 
 API_KEY = "candidate-test-key"
@@ -316,3 +316,30 @@ def test_google_auth_gates_use_the_service_url_as_the_token_audience() -> None:
 
     assert argv[:2] == ["--url", "https://candidate---gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"]
     assert argv[argv.index("--audience") + 1] == "https://gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"
+
+
+def test_the_deploy_workflows_invocation_reaches_the_candidate_with_its_token(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards against the CI job's promote (Cloud Run stack, ID token passed as a bearer variable) failing
+    to authenticate to the candidate and so never promoting anything."""
+    monkeypatch.setenv("CLOUD_RUN_ID_TOKEN", API_KEY)
+    outputs = stack_outputs(authKind="google-id-token")
+
+    code = world.promote("--auth", "api-key", "--api-key-env", "CLOUD_RUN_ID_TOKEN", outputs=outputs)
+
+    assert code == 0, world.lines
+    chats = [request for request in world.candidate.requests if request.path == "/v1/chat/completions"]
+    assert chats
+    assert all(request.headers.get("Authorization") == f"Bearer {API_KEY}" for request in chats)
+
+
+def test_without_the_pulumi_cli_traffic_cannot_move_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards against a promotion that passed its gates reporting success when no `pulumi up` could run."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `pulumi` on it
+    shifter = PulumiAutomationShifter("l4", work_dir=tmp_path)
+
+    with pytest.raises(UsageError, match="needs the CLI logged in to the stack's backend"):
+        shifter.apply(TrafficChange(CANDIDATE, 0, SERVING, reason="promote"))
