@@ -343,3 +343,21 @@ def test_without_the_pulumi_cli_traffic_cannot_move_and_says_why(
 
     with pytest.raises(UsageError, match="needs the CLI logged in to the stack's backend"):
         shifter.apply(TrafficChange(CANDIDATE, 0, SERVING, reason="promote"))
+
+
+def test_the_tpu_stack_is_refused_with_where_to_look(world: World) -> None:
+    """Guards against `promote` pretending a TPU node was gated: its rollouts replace the node (README)."""
+    tpu = {"endpoint": "http://10.0.0.7:8000", "servedModelName": "gemma-4-12b-it", "authKind": "api-key"}
+
+    with pytest.raises(UsageError, match=r"runs on 'tpu'.*verify health"):
+        world.promote(outputs={**tpu, "platform": "tpu"})
+    assert world.api.requests == []
+
+
+def test_a_stack_deployed_before_gated_rollouts_says_to_update_it_first(world: World) -> None:
+    """Guards against a KeyError (or a guess) when the stack's outputs predate the rollout outputs."""
+    old = {key: value for key, value in stack_outputs().items() if key not in {"rollout", "candidateRevision"}}
+
+    with pytest.raises(UsageError, match=r"rollout: Field required.*run `pulumi up` with this version first"):
+        world.promote(outputs=old)
+    assert world.shifter.changes == []
