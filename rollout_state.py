@@ -6,6 +6,8 @@ next wherever it runs (a CI job's fresh checkout has no local state). The progra
 stays the one place that says which revision serves. `python -m verify promote` changes them by setting
 `cloudRun.traffic.*` for a single `pulumi up` (which wins over the state) and removing it afterwards.
 On the stack's first update there are no outputs yet: the candidate then serves (there is nothing else).
+Reading a stack's own outputs back on a later update is a pattern Pulumi's maintainers show in
+pulumi/pulumi#3722.
 """
 
 from __future__ import annotations
