@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from preview.capture import OFFLINE_STACK_STATE, Capture, run_program
+from preview.capture import OFFLINE_STACK_STATE, Capture
 from preview.render import COMPUTED, clean, text_plan
-from tests.conftest import ROOT, stack_config
+from tests.conftest import render_stack, stack_config
 from tests.test_settings import config_with, problems_of
 
 GPU_STACKS = ("l4", "rtx6000")
@@ -25,18 +25,9 @@ STATE_SERVING = OFFLINE_STACK_STATE["servingRevision"]
 
 def render(stack: str, *, cloud_run: dict[str, Any] | None = None, state: dict[str, Any] | None = None) -> Capture:
     """The whole program for a stack file, with cloudRun keys merged in and a given stack state."""
-    config = stack_config(stack)
-    if cloud_run:
-        key = "gemma-serving:cloudRun"
-        config.values[key] = json.dumps({**json.loads(config.values[key]), **cloud_run})
-    return run_program(
-        ROOT / "__main__.py",
-        project=config.project,
-        stack=stack,
-        config=config.values,
-        secret_keys=config.secret_keys,
-        stack_state=state,
-    )
+    key = "gemma-serving:cloudRun"
+    overrides = {key: json.dumps({**json.loads(stack_config(stack).values[key]), **cloud_run})} if cloud_run else None
+    return render_stack(stack, overrides, stack_state=state)
 
 
 def service(capture: Capture) -> dict[str, Any]:

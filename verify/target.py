@@ -213,11 +213,8 @@ def target_from_outputs(stack: str, raw: object) -> Target:
     try:
         outputs = StackOutputs.model_validate(raw)
     except pydantic.ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or 'outputs'}: {error['msg']}" for error in exc.errors()
-        )
         raise UsageError(
-            f"stack {stack!r} does not export what verify needs ({problems}); expected outputs: "
+            f"stack {stack!r} does not export what verify needs ({output_problems(exc)}); expected outputs: "
             "endpoint, servedModelName, authKind (see docs/architecture.md)"
         ) from None
     return Target(
@@ -232,6 +229,13 @@ def target_from_outputs(stack: str, raw: object) -> Target:
         max_num_seqs=outputs.max_num_seqs,
         concurrency=outputs.concurrency,
         max_instances=outputs.max_instances,
+    )
+
+
+def output_problems(exc: pydantic.ValidationError) -> str:
+    """One line naming each stack output that is missing or malformed."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'outputs'}: {error['msg']}" for error in exc.errors()
     )
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 import pydantic
 
 from verify import UsageError
+from verify.target import output_problems
 
 # `projects/<project>/locations/<region>/services/<name>`: the Cloud Run Admin API v2 resource name,
 # and the id pulumi-gcp gives a cloudrunv2.Service.
@@ -54,12 +55,9 @@ def rollout_outputs(stack: str, raw: object) -> RolloutOutputs:
     try:
         outputs = RolloutOutputs.model_validate(raw)
     except pydantic.ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or 'outputs'}: {error['msg']}" for error in exc.errors()
-        )
         raise UsageError(
-            f"stack {stack!r} does not export what promotion needs ({problems}); expected outputs: rollout, "
-            "cloudRunService, candidateRevision, servingRevision (run `pulumi up` with this version first)"
+            f"stack {stack!r} does not export what promotion needs ({output_problems(exc)}); expected outputs: "
+            "rollout, cloudRunService, candidateRevision, servingRevision (run `pulumi up` with this version first)"
         ) from None
     if outputs.rollout != "gated":
         raise UsageError(
