@@ -7,8 +7,9 @@ the same SLO judgement and result files), so a promotion's verdict reads like th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -49,6 +50,8 @@ class CliGates:
     api_key_env: str | None = None
     connect_timeout_s: float | None = None
     timeout_s: float | None = None
+    # Each run gets its own results file, so promoting the same candidate again never meets an old one.
+    clock: Callable[[], float] = field(default=time.time)
 
     def health(self, url: str, *, wait_s: float) -> int:
         return self._run(["health", *self._common(url), "--wait", f"{wait_s:g}"])
@@ -70,7 +73,7 @@ class CliGates:
             str(gate.warmup),
             "--no-progress",
             "--output",
-            str(gate.output_dir / f"{label}.jsonl"),
+            str(gate.output_dir / f"{label}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(self.clock()))}.jsonl"),
         ]
         if self.stack_target.accelerator:
             argv += ["--accelerator", self.stack_target.accelerator]

@@ -49,11 +49,11 @@ class Promotion:
         self.say(f"gate 1/2: verify health against the candidate at {url}")
         code = self.gates.health(url, wait_s=self.wait_s)
         if code != EXIT_OK:
-            return self._refuse(f"the candidate {candidate} failed verify health (exit {code})", code)
+            return self._refuse(f"the candidate {candidate} failed verify health ({_gate_verdict(code)})")
         self.say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
         code = self.gates.bench(url, label=f"promote-{candidate}")
         if code != EXIT_OK:
-            return self._refuse(f"the candidate {candidate} failed verify bench (exit {code})", code)
+            return self._refuse(f"the candidate {candidate} failed verify bench ({_gate_verdict(code)})")
         if outputs.first_rollout:
             self.say(
                 f"passed: {candidate} already serves all traffic (the stack's first rollout, or a template that did "
@@ -131,10 +131,10 @@ class Promotion:
             )
         return EXIT_FAILED
 
-    def _refuse(self, why: str, code: int = EXIT_FAILED) -> int:
+    def _refuse(self, why: str) -> int:
         self.say(f"FAILED: {why}")
         self.say(f"traffic untouched: {self.outputs.serving_revision} keeps serving as before")
-        return code if code != EXIT_OK else EXIT_FAILED
+        return EXIT_FAILED
 
 
 def candidate_problem(service: ServiceState, outputs: RolloutOutputs) -> str | None:
@@ -185,6 +185,15 @@ def routed_mismatch(service: ServiceState, expected: dict[str, int]) -> str | No
     if routed == wanted:
         return None
     return f"Cloud Run routes {_split(routed)}, expected {_split(wanted)}"
+
+
+def _gate_verdict(code: int) -> str:
+    """What a gate's exit code means; every failed gate fails the promotion (exit 1), whatever its cause."""
+    if code == 1:
+        return "exit 1: a check or an SLO failed"
+    if code == 2:
+        return "exit 2: unreachable, not ready within --wait, or the credential was refused"
+    return f"exit {code}"
 
 
 def _split(split: dict[str, int]) -> str:

@@ -361,3 +361,18 @@ def test_a_stack_deployed_before_gated_rollouts_says_to_update_it_first(world: W
     with pytest.raises(UsageError, match=r"rollout: Field required.*run `pulumi up` with this version first"):
         world.promote(outputs=old)
     assert world.shifter.changes == []
+
+
+def test_a_candidate_that_refuses_the_credential_fails_the_promotion(world: World) -> None:
+    """Guards against a gate that cannot even talk to the candidate (exit 2) letting the rollout through, or
+    ending the job as a usage error instead of a failed promotion."""
+    world.candidate.config.front_door_status = 403
+
+    code = world.promote()
+
+    assert code == 1
+    assert world.shifter.changes == []
+    assert world.routed() == {SERVING: 100}
+    assert any(
+        "exit 2: unreachable, not ready within --wait, or the credential was refused" in line for line in world.lines
+    )
