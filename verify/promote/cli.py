@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 
 from verify import UsageError
+from verify.bench.slo import parse_slo
 from verify.promote.cloud_run import (
     DEFAULT_API_URL,
     AccessTokenSource,
@@ -27,6 +28,7 @@ from verify.target import (
     add_target_arguments,
     normalise_base_url,
     positive_int,
+    positive_int_list,
     positive_number,
     read_stack_outputs,
     target_from_outputs,
@@ -91,9 +93,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"Cloud Run Admin API base URL (default {DEFAULT_API_URL})",
     )
     gate = parser.add_argument_group("bench gate")
-    gate.add_argument("--slo", action="append", default=[], metavar="KEY=VALUE", help="as verify bench --slo")
-    gate.add_argument("--bench-concurrency", default=BenchGate.concurrency, metavar="LIST", help="default %(default)s")
-    gate.add_argument("--bench-context", default=BenchGate.context, metavar="LIST", help="default %(default)s")
+    gate.add_argument(
+        "--slo", type=_slo, action="append", default=[], metavar="KEY=VALUE", help="as verify bench --slo"
+    )
+    gate.add_argument(
+        "--bench-concurrency",
+        type=positive_int_list("--bench-concurrency"),
+        default=positive_int_list("--bench-concurrency")(BenchGate.concurrency),
+        metavar="LIST",
+        help=f"default {BenchGate.concurrency}",
+    )
+    gate.add_argument(
+        "--bench-context",
+        type=positive_int_list("--bench-context"),
+        default=positive_int_list("--bench-context")(BenchGate.context),
+        metavar="LIST",
+        help=f"default {BenchGate.context}",
+    )
     gate.add_argument(
         "--bench-max-tokens", type=positive_int("--bench-max-tokens"), default=BenchGate.max_tokens, metavar="N"
     )
@@ -136,8 +152,8 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
     gates = seams.gates or CliGates(
         stack_target=target,
         bench_gate=BenchGate(
-            concurrency=args.bench_concurrency,
-            context=args.bench_context,
+            concurrency=",".join(str(users) for users in args.bench_concurrency),
+            context=",".join(str(tokens) for tokens in args.bench_context),
             max_tokens=args.bench_max_tokens,
             requests=args.bench_requests,
             warmup=args.bench_warmup,
@@ -164,6 +180,15 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
             wait_s=args.wait,
         )
         return promotion.rollback() if args.rollback else promotion.promote()
+
+
+def _slo(value: str) -> str:
+    """Checked here, so a typo fails before any gate runs; passed on to verify bench as written."""
+    try:
+        parse_slo(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def _steps(value: str) -> tuple[int, ...]:

@@ -376,3 +376,14 @@ def test_a_candidate_that_refuses_the_credential_fails_the_promotion(world: Worl
     assert any(
         "exit 2: unreachable, not ready within --wait, or the credential was refused" in line for line in world.lines
     )
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--slo", "p99_ttft=10"], ["--bench-concurrency", "0"], ["--bench-context", "1,x"]],
+)
+def test_bad_gate_flags_fail_before_any_gate_runs(flags: list[str]) -> None:
+    """Guards against a typo in an SLO or a bench flag surfacing only after the health gate already ran."""
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["promote", "--stack", "l4", *flags])
+    assert exit_info.value.code == 2
