@@ -69,6 +69,9 @@ class Target(pydantic.BaseModel):
     # The ID token audience when it is not the URL called: a tagged revision URL
     # (https://candidate---<service host>) is called with a token for the service's own URL.
     audience_url: str | None = None
+    # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
+    # verify bench prices with stacks/pricing.py; None for --url and stacks that predate it.
+    billing: dict[str, object] | None = None
 
     @property
     def audience(self) -> str:
@@ -99,6 +102,7 @@ class StackOutputs(pydantic.BaseModel):
     max_num_seqs: int | None = pydantic.Field(default=None, alias="maxNumSeqs")
     concurrency: int | None = None
     max_instances: int | None = pydantic.Field(default=None, alias="maxInstances")
+    billing: dict[str, object] | None = None
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -229,6 +233,7 @@ def target_from_outputs(stack: str, raw: object) -> Target:
         max_num_seqs=outputs.max_num_seqs,
         concurrency=outputs.concurrency,
         max_instances=outputs.max_instances,
+        billing=outputs.billing,
     )
 
 
