@@ -60,7 +60,8 @@ class Promotion:
                 "not change), so there is no traffic to move"
             )
             return EXIT_OK
-        for percent in self.steps:
+        # A stepped promotion that was interrupted resumes above the share the candidate already has.
+        for percent in [step for step in self.steps if step > outputs.candidate_percent]:
             code = self._step(percent, url)
             if code != EXIT_OK:
                 return code

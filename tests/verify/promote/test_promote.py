@@ -387,3 +387,14 @@ def test_bad_gate_flags_fail_before_any_gate_runs(flags: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args(["promote", "--stack", "l4", *flags])
     assert exit_info.value.code == 2
+
+
+def test_an_interrupted_stepped_promotion_resumes_above_the_candidates_share(world: World) -> None:
+    """Guards against a re-run after an interrupted canary first shrinking the candidate's share again."""
+    world.api.route({SERVING: 50, CANDIDATE: 50}, candidate=CANDIDATE, candidate_uri=world.candidate.url)
+
+    code = world.promote("--steps", "10,50,100", outputs=stack_outputs(candidatePercent=50))
+
+    assert code == 0, world.lines
+    assert [(c.serving_revision, c.candidate_percent) for c in world.shifter.changes] == [(CANDIDATE, 0)]
+    assert world.routed() == {CANDIDATE: 100}
