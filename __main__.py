@@ -17,6 +17,8 @@ except StackConfigError as error:
 # Capacity warnings (e.g. max_num_seqs full-length sequences do not fit at once) show in preview and up.
 for warning in assess_stack(settings).warnings:
     pulumi.log.warn(f"capacity: {warning}")
+for quota in settings.quota_warnings():
+    pulumi.log.warn(f"quota: {quota}")
 
 if not settings.project:
     raise pulumi.RunError("gcp:project is not set: run `pulumi config set gcp:project <your-project-id>`")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
-from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
+from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
+from deploy.rollout_state import rollout_for
 from deploy.weights import model_supply
 from serving.outputs import CloudRunOutputs
-from stacks.cloud_run import CloudRunSettings
 from stacks.settings import CloudRunStack
 
 
@@ -46,29 +46,12 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
             image=images.serving,
             serve_args=serve_args,
             max_num_seqs=settings.vllm.max_num_seqs,
-            cpu=run.cpu,
-            memory_gib=run.memory_gib,
-            mount=ModelMount(bucket_name=bucket.name, path=run.mount.mount_path, options=run.mount.mount_options()),
+            run=run,
+            bucket_name=bucket.name,
             service_account_email=identity.email,
-            startup_probe=_startup_probe(run),
-            liveness_probe=HttpProbe(
-                initial_delay_seconds=run.liveness_probe.initial_delay_seconds,
-                period_seconds=run.liveness_probe.period_seconds,
-                timeout_seconds=run.liveness_probe.timeout_seconds,
-                failure_threshold=run.liveness_failure_threshold(),
-            ),
-            concurrency=settings.concurrency,
-            min_instances=run.min_instances,
-            max_instances=run.max_instances,
-            request_timeout_seconds=run.request_timeout_seconds,
-            ingress=run.ingress,
-            invokers=run.invokers,
-            gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
-            env=run.env,
-            port=settings.port,
-            deletion_protection=run.deletion_protection,
             labels=context.labels,
             wait_for=weights.ready,
+            rollout=rollout_for(run),
         ),
         cloud,
     )
@@ -79,17 +62,16 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         concurrency=settings.concurrency,
         max_instances=run.max_instances,
         service_name=service.service_name,
+        # The rollout (python -m verify promote reads these; docs/architecture.md, "Gated rollouts").
+        rollout=run.rollout,
+        cloud_run_service=service.resource_name,
+        candidate_revision=service.candidate_revision,
+        candidate_url=service.candidate_url,
+        serving_revision=service.serving_revision,
+        previous_revision=service.previous_revision,
+        candidate_percent=run.traffic.candidate_percent,
         model_bucket=bucket.name,
         service_account=identity.email,
         image=images.serving,
         import_jobs=weights.by_hand(),
-    )
-
-
-def _startup_probe(run: CloudRunSettings) -> HttpProbe:
-    return HttpProbe(
-        initial_delay_seconds=run.startup_probe.initial_delay_seconds,
-        period_seconds=run.startup_probe.period_seconds,
-        timeout_seconds=run.startup_probe.timeout_seconds,
-        failure_threshold=run.startup_failure_threshold(),
     )

@@ -81,6 +81,30 @@ class CloudRunOutputs(_SharedOutputs):
         description="the instance cap; `concurrency` x `maxInstances` is what Cloud Run admits before it answers 429"
     )
 
+    rollout: Literal["gated", "direct"] = Field(
+        description="`gated` (new revisions start as the `candidate` tag with 0%) or `direct`"
+    )
+    cloud_run_service: str = Field(
+        description="`projects/<p>/locations/<region>/services/<name>`, what `verify promote` reads through the "
+        "Admin API"
+    )
+    candidate_revision: str = Field(
+        description="the revision the current template makes, `<service>-<10 hex of the template's hash>`"
+    )
+    candidate_url: str | None = Field(
+        description="gated only: the candidate tag's own URL, `https://candidate---<service host>`"
+    )
+    serving_revision: str = Field(
+        description="the revision that gets the traffic the candidate does not; the next update reads it back from here"
+    )
+    previous_revision: str | None = Field(
+        description="gated only: where `verify promote --rollback` returns (none before the first promotion)"
+    )
+    candidate_percent: int = Field(
+        description="gated only: the candidate's share (0 after `pulumi up`; a step's share during "
+        "`verify promote --steps`)"
+    )
+
     @property
     def admission(self) -> tuple[int, int] | None:
         return (self.concurrency, self.max_instances)
@@ -118,6 +142,8 @@ class TpuOutputs(_SharedOutputs):
 # A deployed stack's outputs, the variant chosen by `platform`.
 StackOutputs = Annotated[CloudRunOutputs | TpuOutputs, Field(discriminator="platform")]
 PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs], ...] = (CloudRunOutputs, TpuOutputs)
+# The `platform` values, one per model.
+PLATFORMS = frozenset(str(model.model_fields["platform"].default) for model in PLATFORM_OUTPUTS)
 _READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)  # type: ignore[arg-type]  # an Annotated union, which mypy sees as a value
 
 

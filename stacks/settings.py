@@ -26,7 +26,10 @@ from serving.pricing import CloudRunShape, TpuShape
 from serving.vllm_args import with_tensor_parallel
 from stacks.base import SettingsModel
 from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capacity, tpu_capacity
+from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
+from stacks.cloud_run_limits import gpu_service_problems, quota_warning
+from stacks.image_family import image_family_problem
 from stacks.images import PinnedImage
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
@@ -120,6 +123,14 @@ class _StackSettings(SettingsModel):
                 _bucket_path(self.drafter_path)
             except ValueError as error:
                 raise ValueError(f"vllm.speculative.drafter: {error}") from None
+        return self
+
+    @model_validator(mode="after")
+    def _image_fits_the_accelerator(self) -> Self:
+        family = image_family_problem(self.image_ref, self.accelerator)
+        quantization = quantization_problem(self.model.path, self.vllm.quantization)
+        if family or quantization:
+            raise ValueError("; ".join(p for p in (family, quantization) if p))
         return self
 
     @model_validator(mode="after")
@@ -218,6 +229,9 @@ class CloudRunStack(_StackSettings):
                     concurrency=run.concurrency, max_num_seqs=self.vllm.max_num_seqs, key="cloudRun.concurrency"
                 )
             )
+        problems += gpu_service_problems(
+            gpu, run, max_num_seqs=self.vllm.max_num_seqs, prefix="cloudRun.", seqs_key="vllm.maxNumSeqs"
+        )
         found = [problem for problem in problems if problem]
         if found:
             raise ValueError("; ".join(found))
@@ -262,6 +276,11 @@ class CloudRunStack(_StackSettings):
 
     def capacity_platform(self) -> PlatformCapacity:
         return cloud_run_capacity(self.gpu, self.vllm, self.capacity)
+
+    def quota_warnings(self) -> list[str]:
+        """Quota a new project lacks for this stack (a Cloud Run GPU quota beyond a first request)."""
+        warning = quota_warning(self.gpu, self.cloud_run)
+        return [warning] if warning else []
 
     def billing_shape(self) -> CloudRunShape:
         """What one instance bills (GPU, CPU, memory, zonal redundancy) and how many run: the `billing` output."""
@@ -346,6 +365,10 @@ class TpuStack(_StackSettings):
 
     def capacity_platform(self) -> PlatformCapacity:
         return tpu_capacity(self.chip, self.vllm, self.capacity)
+
+    def quota_warnings(self) -> list[str]:
+        """TPU quota shows as the queued request's state (WAITING_FOR_RESOURCES), not as a plan warning."""
+        return []
 
     def billing_shape(self) -> TpuShape:
         """What the node bills (chips of its slice at its provisioning model's rate): the `billing` output."""

@@ -19,8 +19,11 @@ from urllib.parse import urlsplit
 
 import pydantic
 
-from serving.outputs import parse_stack_outputs
+from serving.outputs import PLATFORMS, parse_stack_outputs
 from verify import UsageError
+from verify.argtypes import positive_number
+from verify.responses import body_excerpt
+from verify.streaming import SLOWEST_HEALTHY_TOKEN_S, default_deadline_s
 
 # A stack's outputs are read with this command; tests replace the runner, never the arguments.
 PulumiRunner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
@@ -67,6 +70,9 @@ class Target(pydantic.BaseModel):
     max_num_seqs: int | None = None
     concurrency: int | None = None
     max_instances: int | None = None
+    # The ID token audience when it is not the URL called: a tagged revision URL
+    # (https://candidate---<service host>) is called with a token for the service's own URL.
+    audience_url: str | None = None
     # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
     # verify bench prices with serving/pricing.py; None for --url and stacks that predate it.
     billing: dict[str, object] | None = None
@@ -74,7 +80,7 @@ class Target(pydantic.BaseModel):
     @property
     def audience(self) -> str:
         """The Google ID token audience Cloud Run expects: the service URL, scheme and host only."""
-        parts = urlsplit(self.base_url)
+        parts = urlsplit(self.audience_url or self.base_url)
         return f"{parts.scheme}://{parts.netloc}"
 
     @property
@@ -109,6 +115,12 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-key-env is given, else none",
     )
     auth.add_argument(
+        "--audience",
+        metavar="URL",
+        help="with google auth, the service URL the ID token is for when it differs from the URL called "
+        "(e.g. a tagged revision URL; default: the URL's scheme and host)",
+    )
+    auth.add_argument(
         "--api-key-env",
         metavar="VAR",
         help=f"environment variable holding the vLLM --api-key (default with api-key auth: {DEFAULT_API_KEY_ENV})",
@@ -128,24 +140,46 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help=f"longest silence within one request, e.g. between stream chunks (default {DEFAULT_READ_TIMEOUT_S:g})",
     )
+    limits.add_argument(
+        "--deadline",
+        type=positive_number("--deadline", "seconds"),
+        metavar="S",
+        help="longest one request may take in all, however steadily the server answers (default: --timeout "
+        f"+ {SLOWEST_HEALTHY_TOKEN_S:g} s per output token asked for)",
+    )
+
+
+def request_deadline_s(args: argparse.Namespace, max_tokens: int) -> float:
+    """``--deadline``, or the default derived from ``--timeout`` and the output tokens asked for."""
+    given: float | None = args.deadline
+    return given if given is not None else default_deadline_s(max_tokens, args.timeout)
 
 
 def resolve_target(args: argparse.Namespace, *, run_pulumi: PulumiRunner | None = None) -> Target:
     """Turn the parsed target flags into a ``Target``; raises ``UsageError`` for anything unusable."""
-    requested = str(args.auth)
     if args.stack is not None:
         target = target_from_stack(str(args.stack), run_pulumi=run_pulumi or _run_pulumi)
-        if args.model is not None:
-            target = target.model_copy(update={"model": args.model})
-        if requested != "auto":
-            target = target.model_copy(update={"auth_kind": AuthKind(requested)})
-        return target
-    return target_from_url(
-        str(args.url),
-        model=args.model,
-        auth=requested,
-        api_key_env_given=args.api_key_env is not None,
-    )
+    else:
+        target = target_from_url(
+            str(args.url),
+            model=args.model,
+            auth=str(args.auth),
+            api_key_env_given=args.api_key_env is not None,
+        )
+    return with_flag_overrides(target, args)
+
+
+def with_flag_overrides(target: Target, args: argparse.Namespace) -> Target:
+    """What the flags say over what the stack exports: --model, --auth (unless auto) and --audience."""
+    update: dict[str, object] = {}
+    if args.model is not None:
+        update["model"] = args.model
+    if str(args.auth) != "auto":
+        update["auth_kind"] = AuthKind(str(args.auth))
+    audience = getattr(args, "audience", None)
+    if audience is not None:
+        update["audience_url"] = normalise_base_url(str(audience), flag="--audience")
+    return target.model_copy(update=update) if update else target
 
 
 def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given: bool) -> Target:
@@ -155,6 +189,12 @@ def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given
 
 
 def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
+    return target_from_outputs(stack, read_stack_outputs(stack, run_pulumi=run_pulumi))
+
+
+def read_stack_outputs(stack: str, *, run_pulumi: PulumiRunner | None = None) -> object:
+    """The stack's outputs as `pulumi stack output --json` prints them; ``UsageError`` when unreadable."""
+    run_pulumi = run_pulumi or _run_pulumi
     command = ["pulumi", "stack", "output", "--json", "--stack", stack]
     try:
         completed = run_pulumi(command)
@@ -166,24 +206,19 @@ def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
     if completed.returncode != 0:
         raise UsageError(
             f"`{' '.join(command)}` failed with exit code {completed.returncode}: "
-            f"{_excerpt(completed.stderr or completed.stdout)} (is {stack!r} a stack of this project, "
+            f"{body_excerpt(completed.stderr or completed.stdout, 300)} (is {stack!r} a stack of this project, "
             "and are you logged in to its backend? run verify from the project directory)"
         )
-    return target_from_outputs(stack, _parse_outputs_json(stack, completed.stdout))
+    return _parse_outputs_json(stack, completed.stdout)
 
 
 def target_from_outputs(stack: str, raw: object) -> Target:
     try:
         outputs = parse_stack_outputs(raw)
     except pydantic.ValidationError as exc:
-        # The union names the platform first (`cloud-run.endpoint`); the stack's outputs do not.
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'][1:] or error['loc']) or 'platform'}: {error['msg']}"
-            for error in exc.errors()
-        )
         raise UsageError(
-            f"stack {stack!r} does not export what verify needs ({problems}); the outputs a stack exports are "
-            "listed in docs/architecture.md (serving/outputs.py)"
+            f"stack {stack!r} does not export what verify needs ({output_problems(exc)}); the outputs a stack exports "
+            "are listed in docs/architecture.md (serving/outputs.py)"
         ) from None
     concurrency, max_instances = outputs.admission or (None, None)
     return Target(
@@ -202,6 +237,19 @@ def target_from_outputs(stack: str, raw: object) -> Target:
     )
 
 
+def output_problems(exc: pydantic.ValidationError) -> str:
+    """One line naming each stack output that is missing or malformed (without the platform tag the
+    union of serving.outputs puts first: `cloud-run.endpoint` is the stack's `endpoint`)."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in _without_platform(error['loc'])) or 'platform'}: {error['msg']}"
+        for error in exc.errors()
+    )
+
+
+def _without_platform(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    return loc[1:] if loc and loc[0] in PLATFORMS else loc
+
+
 def normalise_base_url(url: str, *, flag: str) -> str:
     """An http(s) URL without a trailing slash, so paths like ``/v1/models`` join cleanly."""
     parts = urlsplit(url.strip())
@@ -209,6 +257,12 @@ def normalise_base_url(url: str, *, flag: str) -> str:
         raise UsageError(f"{flag} must be an http:// or https:// URL with a host, got {url!r}")
     if parts.query or parts.fragment:
         raise UsageError(f"{flag} must be a base URL without ?query or #fragment, got {url!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0  # urllib refuses ports above 65535 or that are not numbers
+    if port == 0:
+        raise UsageError(f"{flag} has a port outside 1-65535 (or not a number), got {url!r}")
     return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
 
 
@@ -227,63 +281,9 @@ def _parse_outputs_json(stack: str, stdout: str) -> object:
         return json.loads(stdout)
     except json.JSONDecodeError:
         raise UsageError(
-            f"`pulumi stack output --json --stack {stack}` did not print JSON: {_excerpt(stdout)}"
+            f"`pulumi stack output --json --stack {stack}` did not print JSON: {body_excerpt(stdout, 300)}"
         ) from None
 
 
 def _run_pulumi(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(command), capture_output=True, text=True, check=False, timeout=120)
-
-
-def positive_number(flag: str, unit: str = "") -> Callable[[str], float]:
-    """An argparse type for a number above zero; the message names the flag (and the unit, if any)."""
-    what = f"{unit} as a number" if unit else "a number"
-    above = f"0 {unit}" if unit else "0"
-
-    def parse(value: str) -> float:
-        try:
-            number = float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes {what}, got {value!r}") from None
-        if not number > 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be more than {above}, got {value!r}")
-        return number
-
-    return parse
-
-
-def positive_int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
-    """An argparse type for comma-separated whole numbers of at least 1 (duplicates dropped, order kept)."""
-
-    def parse(value: str) -> tuple[int, ...]:
-        try:
-            numbers = tuple(int(part) for part in value.split(",") if part.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag} takes comma-separated whole numbers, e.g. 1,8,32; got {value!r}"
-            ) from None
-        if not numbers or any(number < 1 for number in numbers):
-            raise argparse.ArgumentTypeError(f"{flag} needs numbers of at least 1, got {value!r}")
-        return tuple(dict.fromkeys(numbers))
-
-    return parse
-
-
-def positive_int(flag: str, *, minimum: int = 1) -> Callable[[str], int]:
-    """An argparse type for a whole number of at least ``minimum``; the message names the flag."""
-
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, got {value!r}") from None
-        if number < minimum:
-            raise argparse.ArgumentTypeError(f"{flag} must be at least {minimum}, got {value!r}")
-        return number
-
-    return parse
-
-
-def _excerpt(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

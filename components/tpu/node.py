@@ -26,9 +26,12 @@ import pulumi_random as random
 
 from components.managed_secret import ACCESSOR_ROLE, FormerNames, ManagedSecret, ManagedSecretArgs
 from components.serving_identity import ServingIdentity
+from components.tpu import compute
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Provisioning
 from components.tpu.startup_script import BUCKET_METADATA_KEY, StartupScriptSpec, render_startup_script
+from policy.credentials import credential_kind
+from policy.source_ranges import allowed_text, describe, too_wide
 from serving.accelerators import TPU_CHIPS, Accelerator
 from serving.gcp_names import region_of
 from serving.vllm_args import with_tensor_parallel
@@ -120,6 +123,14 @@ class TpuVllmNodeArgs:
             found.append("edge.allowed_source_ranges is required when edge.public_endpoint is true")
         for cidr in self.edge.allowed_source_ranges:
             found.extend(_range_problems(cidr))
+        found += [
+            f"allowed_source_ranges together let in {describe(item)}; /metrics and /tokenize need no API key: "
+            f"allow {allowed_text()}"
+            for item in too_wide(self.edge.allowed_source_ranges)
+        ]
+        kind = credential_kind(self.hf_token_secret or "")
+        if kind:
+            found.append(f"hf_token_secret holds {kind}; it names a Secret Manager secret (its id), never the token")
         if "--tensor-parallel-size" in self.serve_args:
             index = list(self.serve_args).index("--tensor-parallel-size")
             given = self.serve_args[index + 1] if index + 1 < len(self.serve_args) else ""
@@ -285,13 +296,12 @@ class TpuVllmNode(pulumi.ComponentResource):
         edge: list[pulumi.Resource] = []
         if network.allowed_source_ranges:
             edge.append(
-                gcp.compute.Firewall(
+                compute.Firewall(
                     f"{name}-vllm-port",
                     project=args.project,
                     network=network.network,
-                    direction="INGRESS",
                     description=f"vLLM port of TPU node {name}, from named ranges only",
-                    allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(args.port)])],
+                    tcp_ports=[str(args.port)],
                     source_ranges=list(network.allowed_source_ranges),
                     target_tags=[tag],
                     opts=child,
@@ -299,32 +309,22 @@ class TpuVllmNode(pulumi.ComponentResource):
             )
         if network.iap_ssh:
             edge.append(
-                gcp.compute.Firewall(
+                compute.Firewall(
                     f"{name}-iap-ssh",
                     project=args.project,
                     network=network.network,
-                    direction="INGRESS",
                     description=f"SSH to TPU node {name} through IAP TCP forwarding only",
-                    allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+                    tcp_ports=["22"],
                     source_ranges=[IAP_SOURCE_RANGE],
                     target_tags=[tag],
                     opts=child,
                 )
             )
         if network.egress_nat and not network.public_endpoint:
-            router = gcp.compute.Router(
+            router = compute.Router(
                 f"{name}-router", project=args.project, region=region, network=network.network, opts=child
             )
             edge.append(
-                gcp.compute.RouterNat(
-                    f"{name}-nat",
-                    project=args.project,
-                    region=region,
-                    router=router.name,
-                    nat_ip_allocate_option="AUTO_ONLY",
-                    source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
-                    log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
-                    opts=child,
-                )
+                compute.RouterNat(f"{name}-nat", project=args.project, region=region, router=router.name, opts=child)
             )
         return edge

@@ -6,27 +6,24 @@ from collections.abc import Callable
 
 import pytest
 
-from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
+from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
 from preview.capture import Capture
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from stacks.cloud_run import CloudRunSettings
 
 L4 = CLOUD_RUN_GPUS[Accelerator.NVIDIA_L4]
 
 
 def args(**changes: object) -> VllmGpuServiceArgs:
+    run = CloudRunSettings(cpu=4, memory_gib=16, invokers=("group:ml-team@example.com", "user:ana@example.com"))
     values: dict[str, object] = {
         "region": "us-east4",
         "gpu": L4,
         "image": "vllm/vllm-openai:v0.32.0",
         "serve_args": ["/mnt/models/m", "--served-model-name", "m", "--port", "8000", "--max-num-seqs", "16"],
         "max_num_seqs": 16,
-        "cpu": 4,
-        "memory_gib": 16,
-        "invokers": ("group:ml-team@example.com", "user:ana@example.com"),
-        "mount": ModelMount(bucket_name="weights"),
-        "startup_probe": HttpProbe(
-            initial_delay_seconds=30, period_seconds=10, timeout_seconds=5, failure_threshold=117
-        ),
+        "run": run,
+        "bucket_name": "weights",
         "service_account_email": "sa@p.iam.gserviceaccount.com",
     }
     values.update(changes)
@@ -45,15 +42,17 @@ def test_invokers_are_bound_one_by_one(register: Callable[[Callable[[], object]]
 
 def test_args_refuse_concurrency_below_batch() -> None:
     """Concurrency below vLLM's batch would make Cloud Run answer 429 to requests vLLM could serve."""
-    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs.concurrency: 8 is below vllm.maxNumSeqs \(16\)"):
-        args(concurrency=8)
+    run = CloudRunSettings(cpu=4, memory_gib=16, concurrency=8)
+    with pytest.raises(ValueError, match=r"run.concurrency: 8 is below vllm.maxNumSeqs \(16\)"):
+        args(run=run)
 
 
 def test_args_refuse_undersized_instance() -> None:
     """CPU or memory below the GPU's minimum is refused at construction; Cloud Run would reject the revision."""
-    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.cpu: 2 is below the NVIDIA L4 minimum") as caught:
-        args(cpu=2, memory_gib=8)
-    assert "VllmGpuServiceArgs.memory_gib: 8 is below the NVIDIA L4 minimum of 16 GiB" in str(caught.value)
+    run = CloudRunSettings(cpu=2, memory_gib=8)
+    with pytest.raises(ValueError, match=r"run\.cpu: 2 is below the NVIDIA L4 minimum") as caught:
+        args(run=run)
+    assert "run.memory_gib: 8 is below the NVIDIA L4 minimum of 16 GiB" in str(caught.value)
 
 
 def test_args_refuse_removed_vllm_flags() -> None:
