@@ -53,16 +53,6 @@ class _SharedOutputs(BaseModel):
         "(empty unless the stack file names a `model.source`)"
     )
 
-    @property
-    def admission(self) -> tuple[int, int] | None:
-        """(per-instance concurrency, instance cap) where the platform caps admission; else None."""
-        return None
-
-    @property
-    def api_key_reference(self) -> str | None:
-        """The Secret Manager secret holding the API key, where the platform uses one; else None."""
-        return None
-
 
 class CloudRunOutputs(_SharedOutputs):
     """A Cloud Run GPU stack (l4, rtx6000)."""
@@ -105,10 +95,6 @@ class CloudRunOutputs(_SharedOutputs):
         "`verify promote --steps`)"
     )
 
-    @property
-    def admission(self) -> tuple[int, int] | None:
-        return (self.concurrency, self.max_instances)
-
 
 class TpuOutputs(_SharedOutputs):
     """A TPU stack (tpu-v6e)."""
@@ -134,16 +120,10 @@ class TpuOutputs(_SharedOutputs):
     )
     node_id: str = Field(description="the TPU VM's id (for `gcloud compute tpus tpu-vm ssh <nodeId> --zone <zone>`)")
 
-    @property
-    def api_key_reference(self) -> str | None:
-        return self.api_key_secret
-
 
 # A deployed stack's outputs, the variant chosen by `platform`.
 StackOutputs = Annotated[CloudRunOutputs | TpuOutputs, Field(discriminator="platform")]
 PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs], ...] = (CloudRunOutputs, TpuOutputs)
-# The `platform` values, one per model.
-PLATFORMS = frozenset(str(model.model_fields["platform"].default) for model in PLATFORM_OUTPUTS)
 _READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)  # type: ignore[arg-type]  # an Annotated union, which mypy sees as a value
 
 

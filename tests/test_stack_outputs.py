@@ -67,3 +67,15 @@ def test_docs_table_is_the_models_table() -> None:
     assert markdown_table() in docs
     documented = set(re.findall(r"^\| `(\w+)` \|", markdown_table(), flags=re.MULTILINE))
     assert documented == {name for model in PLATFORM_OUTPUTS for name in output_names(model)}
+
+
+def test_verifys_readers_read_only_outputs_the_contract_declares() -> None:
+    """verify reads leniently (older stacks, hand-made fixtures), but every output it reads must be one the
+    contract declares, with the same name: a reader expecting a renamed output would silently get None."""
+    from verify.promote.outputs import RolloutOutputs
+    from verify.target import StackOutputs
+
+    declared = {name for model in PLATFORM_OUTPUTS for name in output_names(model)}
+    for reader in (StackOutputs, RolloutOutputs):
+        read = {field.alias or name for name, field in reader.model_fields.items()}
+        assert read <= declared, f"{reader.__name__} reads outputs no stack exports: {sorted(read - declared)}"

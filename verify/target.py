@@ -4,8 +4,7 @@ Why a resolved ``Target`` rather than raw flags: every subcommand (health, bench
 same facts (base URL, served name, auth kind, the limits the server was started with) and must get
 them the same way, so a stack and a hand-typed URL lead to identical behaviour afterwards.
 
-The stack outputs read here are the contract in serving/outputs.py (one model per platform, the table
-in docs/architecture.md is generated from it).
+The stack outputs read here are the contract in docs/architecture.md ("Stack outputs").
 """
 
 from __future__ import annotations
@@ -15,11 +14,11 @@ import enum
 import json
 import subprocess
 from collections.abc import Callable, Sequence
+from typing import Literal
 from urllib.parse import urlsplit
 
 import pydantic
 
-from serving.outputs import PLATFORMS, parse_stack_outputs
 from verify import UsageError
 from verify.argtypes import positive_number
 from verify.responses import body_excerpt
@@ -74,7 +73,7 @@ class Target(pydantic.BaseModel):
     # (https://candidate---<service host>) is called with a token for the service's own URL.
     audience_url: str | None = None
     # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
-    # verify bench prices with serving/pricing.py; None for --url and stacks that predate it.
+    # verify bench prices with stacks/pricing.py; None for --url and stacks that predate it.
     billing: dict[str, object] | None = None
 
     @property
@@ -89,6 +88,24 @@ class Target(pydantic.BaseModel):
         if self.concurrency is None or self.max_instances is None:
             return None
         return self.concurrency * self.max_instances
+
+
+class StackOutputs(pydantic.BaseModel):
+    """The outputs a stack exports for verify; other outputs are ignored."""
+
+    model_config = pydantic.ConfigDict(extra="ignore", frozen=True)
+
+    endpoint: str
+    served_model_name: str = pydantic.Field(alias="servedModelName")
+    auth_kind: Literal["google-id-token", "api-key", "none"] = pydantic.Field(alias="authKind")
+    api_key_secret: str | None = pydantic.Field(default=None, alias="apiKeySecret")
+    platform: str | None = None
+    accelerator: str | None = None
+    max_model_len: int | None = pydantic.Field(default=None, alias="maxModelLen")
+    max_num_seqs: int | None = pydantic.Field(default=None, alias="maxNumSeqs")
+    concurrency: int | None = None
+    max_instances: int | None = pydantic.Field(default=None, alias="maxInstances")
+    billing: dict[str, object] | None = None
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -214,40 +231,33 @@ def read_stack_outputs(stack: str, *, run_pulumi: PulumiRunner | None = None) ->
 
 def target_from_outputs(stack: str, raw: object) -> Target:
     try:
-        outputs = parse_stack_outputs(raw)
+        outputs = StackOutputs.model_validate(raw)
     except pydantic.ValidationError as exc:
         raise UsageError(
-            f"stack {stack!r} does not export what verify needs ({output_problems(exc)}); the outputs a stack exports "
-            "are listed in docs/architecture.md (serving/outputs.py)"
+            f"stack {stack!r} does not export what verify needs ({output_problems(exc)}); expected outputs: "
+            "endpoint, servedModelName, authKind (see docs/architecture.md)"
         ) from None
-    concurrency, max_instances = outputs.admission or (None, None)
     return Target(
         base_url=normalise_base_url(outputs.endpoint, flag=f"stack {stack!r} output endpoint"),
         model=outputs.served_model_name,
         auth_kind=_STACK_AUTH_KINDS[outputs.auth_kind],
         source=f"stack {stack}",
-        api_key_secret=outputs.api_key_reference,
+        api_key_secret=outputs.api_key_secret,
         platform=outputs.platform,
         accelerator=outputs.accelerator,
         max_model_len=outputs.max_model_len,
         max_num_seqs=outputs.max_num_seqs,
-        concurrency=concurrency,
-        max_instances=max_instances,
-        billing=outputs.billing.model_dump(by_alias=True, mode="json"),
+        concurrency=outputs.concurrency,
+        max_instances=outputs.max_instances,
+        billing=outputs.billing,
     )
 
 
 def output_problems(exc: pydantic.ValidationError) -> str:
-    """One line naming each stack output that is missing or malformed (without the platform tag the
-    union of serving.outputs puts first: `cloud-run.endpoint` is the stack's `endpoint`)."""
+    """One line naming each stack output that is missing or malformed."""
     return "; ".join(
-        f"{'.'.join(str(part) for part in _without_platform(error['loc'])) or 'platform'}: {error['msg']}"
-        for error in exc.errors()
+        f"{'.'.join(str(part) for part in error['loc']) or 'outputs'}: {error['msg']}" for error in exc.errors()
     )
-
-
-def _without_platform(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
-    return loc[1:] if loc and loc[0] in PLATFORMS else loc
 
 
 def normalise_base_url(url: str, *, flag: str) -> str:
