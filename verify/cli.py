@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from verify import UsageError, health
 from verify.bench import cli as bench_cli
+from verify.ops import cli as ops_cli
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -30,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     health.register(subparsers)
     bench_cli.register(subparsers)
+    ops_cli.register_preflight(subparsers)
+    ops_cli.register_status(subparsers)
+    ops_cli.register_logs(subparsers)
     return parser
 
 
