@@ -205,12 +205,14 @@ def _text(entry: dict[str, Any]) -> str:
 
 def _source(entry: dict[str, Any]) -> str:
     labels = (entry.get("resource") or {}).get("labels") or {}
-    for key in ("revision_name", "job_name", "instance_id", "node_id"):
+    for key in ("revision_name", "job_name"):
         if labels.get(key):
             return str(labels[key])
     payload = entry.get("jsonPayload")
     if isinstance(payload, dict) and isinstance(payload.get("container"), dict):
         return str(payload["container"].get("name", "")).lstrip("/")
+    if labels.get("instance_id"):
+        return str(labels["instance_id"])
     return str(entry.get("logName", "")).rsplit("/", 1)[-1]
 
 

@@ -1,0 +1,115 @@
+"""`python -m verify preflight|status|logs`: flags, exit codes, `--json`, and the missing-credentials path."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
+from tests.verify.ops.scenarios import ROOT, Project
+from tests.verify.ops.test_logs import ENTRIES, LINES, entry
+from tests.verify.ops.test_status import REVISIONS, SERVICES
+from verify.cli import main
+from verify.ops import cli as ops_cli
+from verify.ops.google import ADC_SETUP_COMMAND, API_ROOT_ENV
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGoogle]:
+    """The CLI as a user runs it, pointed at the fake through VERIFY_GOOGLE_API_ROOT, with ADC stubbed."""
+    monkeypatch.chdir(ROOT)
+    with FakeGoogle() as server:
+        monkeypatch.setenv(API_ROOT_ENV, server.url)
+        monkeypatch.setattr(ops_cli, "adc_tokens", lambda: tokens)
+        yield server
+
+
+@pytest.fixture
+def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine where `gcloud auth application-default login` was never run."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/adc.json")
+    monkeypatch.setenv("NO_GCE_CHECK", "True")
+
+
+def test_preflight_json_all_clear_exits_0(fake: FakeGoogle, capsys: pytest.CaptureFixture[str]) -> None:
+    """`preflight --json` prints one JSON document (nothing else on stdout) and exits 0 when all is clear."""
+    Project().install(fake)
+    code = main(["preflight", "--stack", "tpu-v6e", "--project", "p1", "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert document["exit_code"] == 0
+    assert document["stack"] == "tpu-v6e"
+
+
+def test_preflight_table_shows_blockers_and_exits_1(fake: FakeGoogle, capsys: pytest.CaptureFixture[str]) -> None:
+    """The table names the blocker and its fix."""
+    Project(missing_permissions={"run.services.create"}).install(fake)
+    code = main(["preflight", "--stack", "l4", "--project", "p1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "run.services.create" in out
+    assert "roles/run.admin" in out
+    assert "1 blocker(s)" in out
+
+
+def test_status_of_a_failed_revision_exits_1(fake: FakeGoogle, capsys: pytest.CaptureFixture[str]) -> None:
+    """`status` shows the failing revision's reason and exits 1."""
+    fake.route("GET", SERVICES, {"services": [fixture("run_service_failed.json")]})
+    fake.route("GET", REVISIONS, fixture("run_revisions_failed.json"))
+    code = main(["status", "--stack", "l4", "--project", "p1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAILED" in out
+    assert "startup probe" in out
+
+
+def test_logs_explains_a_signature_and_exits_1(fake: FakeGoogle, capsys: pytest.CaptureFixture[str]) -> None:
+    """`logs --errors` prints the line and a table of recognised failures with fixes."""
+    fake.route("POST", ENTRIES, {"entries": [entry("l4", LINES["gcsfuse-permission-denied"], severity="ERROR")]})
+    code = main(["logs", "--stack", "l4", "--project", "p1", "--since", "2h", "--errors"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "gcsfuse-permission-denied" in out
+    assert "cloudRun.mount.uid/gid" in out
+
+
+@pytest.mark.parametrize("command", ["preflight", "status", "logs"])
+def test_without_credentials_exit_2_with_the_setup_command(
+    no_credentials: None, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No Application Default Credentials: exit 2 and the one command that sets them up, in --json too."""
+    code = main([command, "--stack", "l4", "--project", "p1", "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 2
+    assert document["exit_code"] == 2
+    assert ADC_SETUP_COMMAND in json.dumps(document)
+
+
+def test_stack_without_project_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stack files name no project: say to pass --project or set gcp:project, exit 2."""
+    monkeypatch.chdir(ROOT)
+    code = main(["preflight", "--stack", "l4"])
+    assert code == 2
+    assert "pass --project" in capsys.readouterr().err
+
+
+def test_unknown_stack_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in --stack lists the stacks there are."""
+    monkeypatch.chdir(ROOT)
+    code = main(["status", "--stack", "l5", "--project", "p1"])
+    assert code == 2
+    assert "l4, rtx6000, tpu-v6e" in capsys.readouterr().err
+
+
+def test_bad_since_is_refused_by_argparse(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """--since 1week: argparse exits 2 naming the forms allowed."""
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["logs", "--stack", "l4", "--project", "p1", "--since", "1week"])
+    assert exit_info.value.code == 2
+    assert "30m, 1h, 2d" in capsys.readouterr().err
