@@ -18,6 +18,7 @@ from verify.ops.findings import Finding, Verdict, exit_code
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
 from verify.ops.quotas import Now, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
 from verify.ops.stack import OpsStack, TpuShape
+from verify.ops.status import find_service
 
 
 class PreflightReport(pydantic.BaseModel):
@@ -184,6 +185,7 @@ def _cloud_run_quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Findi
 
     def check() -> list[Finding]:
         infos = quota_infos(apis, stack.project, "run.googleapis.com")
+        own = _deployed_allocation(stack, apis)
         gpu_metric = catalog.cloud_run_gpu_metric(run.gpu, zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled)
         redundancy = "without" if run.gpu_zonal_redundancy_disabled else "with"
         gpu_item = f"{run.gpu} GPUs ({redundancy} zonal redundancy)"
@@ -233,7 +235,8 @@ def _cloud_run_quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Findi
                     continue
                 needed, scale = float(run.memory_gib * run.max_instances), per_unit
                 request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
-            usage = allocation_usage(apis, stack.project, info.metric, region, now)
+            # A service this stack already runs is replaced, not added: its allocation is not a competitor.
+            usage = max(allocation_usage(apis, stack.project, info.metric, region, now) - own[unit] / scale, 0.0)
             findings.append(
                 compare(
                     info,
@@ -250,6 +253,47 @@ def _cloud_run_quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Findi
         return findings
 
     return _guarded("quota", "run.googleapis.com", stack.project, check)
+
+
+def _deployed_allocation(stack: OpsStack, apis: GoogleApis) -> dict[str, float]:
+    """What the stack's existing service holds (GPU, vCPU, GiB x max instances); zero when there is none."""
+    held = {"GPU": 0.0, "vCPU": 0.0, "GiB": 0.0}
+    try:
+        service = find_service(stack, apis)
+    except (GoogleApiError, CannotCheckError):
+        return held  # Run API disabled or unreadable: nothing deployed that we can see
+    if service is None:
+        return held
+    template = service.get("template") or {}
+    instances = float((template.get("scaling") or {}).get("maxInstanceCount") or 0)
+    limits = ((template.get("containers") or [{}])[0].get("resources") or {}).get("limits") or {}
+    held["GPU"] = instances * float(limits.get("nvidia.com/gpu") or (1 if template.get("nodeSelector") else 0))
+    held["vCPU"] = instances * _cpu(str(limits.get("cpu") or "0"))
+    held["GiB"] = instances * _gib(str(limits.get("memory") or "0"))
+    return held
+
+
+def _cpu(value: str) -> float:
+    return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
+
+
+_MEMORY_SUFFIX_GIB = {
+    "Ki": 1 / 2**20,
+    "Mi": 1 / 2**10,
+    "Gi": 1.0,
+    "Ti": 2**10,
+    "K": 1e3 / 2**30,
+    "M": 1e6 / 2**30,
+    "G": 1e9 / 2**30,
+}
+
+
+def _gib(value: str) -> float:
+    """Kubernetes quantities as Cloud Run writes memory limits (`32Gi`, `512Mi`)."""
+    for suffix, factor in _MEMORY_SUFFIX_GIB.items():
+        if value.endswith(suffix):
+            return float(value[: -len(suffix)]) * factor
+    return float(value) / 2**30
 
 
 def _tpu_quota(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> list[Finding]:

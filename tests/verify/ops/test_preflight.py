@@ -114,6 +114,20 @@ def test_l4_gpu_quota_used_up_blocks_with_limit_usage_and_need(fake: FakeGoogle)
     assert catalog.CLOUD_RUN_GPU_QUOTA_URL in (blocker.fix or "")
 
 
+def test_redeploying_does_not_count_the_stacks_own_service_against_it(fake: FakeGoogle) -> None:
+    """Quota 3, 3 in use of which 1 is this stack's own running service: `pulumi up` replaces it, so it fits."""
+    metric = "run.googleapis.com/nvidia_l4_gpu_allocation_no_zonal_redundancy"
+    Project(usage={(metric, "us-east4"): 3}).install(fake)
+    fake.route(
+        "GET", r"/run/v2/projects/p1/locations/us-east4/services", {"services": [fixture("run_service_ready.json")]}
+    )
+    with GoogleApis(tokens, api_root=fake.url) as apis:
+        report = run_preflight(ops_stack("l4"), apis, now=_now)
+    assert report.exit_code == 0
+    gpu = next(f for f in report.findings if f.item.startswith("nvidia-l4 GPUs"))
+    assert (gpu.limit, gpu.usage, gpu.needed) == (3, 2, 1)
+
+
 def test_gpu_quota_follows_the_zonal_redundancy_setting(fake: FakeGoogle) -> None:
     """With zonal redundancy on, the service draws on the other GPU quota, which projects rarely have."""
     stack = ops_stack("l4")
