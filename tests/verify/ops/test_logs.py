@@ -239,3 +239,10 @@ def test_since_refuses_what_it_cannot_read(text: str) -> None:
     """A bad --since is refused with the forms allowed, not silently read as something else."""
     with pytest.raises(ValueError, match="30m, 1h, 2d"):
         parse_since(text)
+
+
+def test_docs_list_every_signature() -> None:
+    """docs/operations.md's table names every signature the code recognises, so users can look one up."""
+    text = (FIXTURES.parents[3] / "docs" / "operations.md").read_text(encoding="utf-8")
+    for signature in SIGNATURES:
+        assert f"`{signature.id}`" in text, signature.id
