@@ -9,6 +9,7 @@ sections still run, so one run shows everything that can be known.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pydantic
@@ -16,7 +17,7 @@ import pydantic
 from verify.ops import catalog
 from verify.ops.findings import Finding, Verdict, exit_code
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
-from verify.ops.quotas import Now, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
+from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
 from verify.ops.stack import OpsStack, TpuShape
 from verify.ops.status import find_service
 
@@ -178,81 +179,95 @@ def _apis(stack: OpsStack, apis: GoogleApis, granted: set[str] | None) -> list[F
 # --- quotas ----------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Need:
+    """One Cloud Run quota the stack draws on, and how much of it one rollout needs."""
+
+    item: str
+    quota: QuotaInfo | None
+    name: str  # the metric or quota ID looked for, for the "not found" row
+    needed: float
+    unit: str  # GPU, vCPU or GiB
+    request_url: str
+
+
 def _cloud_run_quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
     run = stack.cloud_run
     assert run is not None
-    region = stack.region
+    console = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
 
     def check() -> list[Finding]:
         infos = quota_infos(apis, stack.project, "run.googleapis.com")
         own = _deployed_allocation(stack, apis)
         gpu_metric = catalog.cloud_run_gpu_metric(run.gpu, zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled)
         redundancy = "without" if run.gpu_zonal_redundancy_disabled else "with"
-        gpu_item = f"{run.gpu} GPUs ({redundancy} zonal redundancy)"
-        findings: list[Finding] = []
-        wanted = (
-            (gpu_item, find_by_metric(infos, gpu_metric), gpu_metric, float(run.max_instances), "GPU"),
-            ("CPU", find_by_id(infos, catalog.CLOUD_RUN_CPU_QUOTA_ID), catalog.CLOUD_RUN_CPU_QUOTA_ID, 0.0, "vCPU"),
-            (
+        needs = (
+            _Need(
+                f"{run.gpu} GPUs ({redundancy} zonal redundancy)",
+                find_by_metric(infos, gpu_metric),
+                gpu_metric,
+                float(run.max_instances),
+                "GPU",
+                catalog.CLOUD_RUN_GPU_QUOTA_URL,
+            ),
+            _Need(
+                "CPU",
+                find_by_id(infos, catalog.CLOUD_RUN_CPU_QUOTA_ID),
+                catalog.CLOUD_RUN_CPU_QUOTA_ID,
+                float(run.cpu * run.max_instances),
+                "vCPU",
+                console,
+            ),
+            _Need(
                 "memory",
                 find_by_id(infos, catalog.CLOUD_RUN_MEMORY_QUOTA_ID),
                 catalog.CLOUD_RUN_MEMORY_QUOTA_ID,
-                0.0,
+                float(run.memory_gib * run.max_instances),
                 "GiB",
+                console,
             ),
         )
-        for item, info, name, gpus, unit in wanted:
-            if info is None:
-                findings.append(
-                    Finding(
-                        area="quota",
-                        item=item,
-                        verdict=Verdict.BLOCKER if unit == "GPU" else Verdict.UNCHECKED,
-                        detail=f"the project has no {name} quota for run.googleapis.com",
-                        fix=f"request it in {region}: {catalog.CLOUD_RUN_GPU_QUOTA_URL}"
-                        if unit == "GPU"
-                        else catalog.QUOTAS_CONSOLE_URL.format(project=stack.project),
-                    )
-                )
-                continue
-            if unit == "GPU":
-                needed, scale = gpus, 1.0
-                request_url = catalog.CLOUD_RUN_GPU_QUOTA_URL
-            elif unit == "vCPU":
-                needed, scale = float(run.cpu * run.max_instances), 1.0
-                request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
-            else:
-                per_unit = catalog.memory_unit_gib(info.metric_unit)
-                if per_unit is None:
-                    findings.append(
-                        Finding(
-                            area="quota",
-                            item=item,
-                            verdict=Verdict.UNCHECKED,
-                            detail=f"{info.label}: unit {info.metric_unit!r} is not a byte unit",
-                        )
-                    )
-                    continue
-                needed, scale = float(run.memory_gib * run.max_instances), per_unit
-                request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
-            # A service this stack already runs is replaced, not added: its allocation is not a competitor.
-            usage = max(allocation_usage(apis, stack.project, info.metric, region, now) - own[unit] / scale, 0.0)
-            findings.append(
-                compare(
-                    info,
-                    area="quota",
-                    item=item,
-                    location=region,
-                    needed=needed,
-                    usage=usage,
-                    unit=unit,
-                    scale=scale,
-                    request_url=request_url,
-                )
-            )
-        return findings
+        return [_cloud_run_quota(stack, apis, need, own[need.unit], now) for need in needs]
 
     return _guarded("quota", "run.googleapis.com", stack.project, check)
+
+
+def _cloud_run_quota(stack: OpsStack, apis: GoogleApis, need: _Need, own: float, now: Now) -> Finding:
+    region = stack.region
+    if need.quota is None:
+        return Finding(
+            area="quota",
+            item=need.item,
+            verdict=Verdict.BLOCKER if need.unit == "GPU" else Verdict.UNCHECKED,
+            detail=f"the project has no {need.name} quota for run.googleapis.com",
+            fix=f"request it in {region}: {need.request_url}",
+            needed=need.needed,
+            unit=need.unit,
+        )
+    scale = 1.0
+    if need.unit == "GiB":
+        per_unit = catalog.memory_unit_gib(need.quota.metric_unit)
+        if per_unit is None:
+            return Finding(
+                area="quota",
+                item=need.item,
+                verdict=Verdict.UNCHECKED,
+                detail=f"{need.quota.label}: unit {need.quota.metric_unit!r} is not a byte unit",
+            )
+        scale = per_unit
+    # A service this stack already runs is replaced, not added: its allocation is not a competitor.
+    usage = max(allocation_usage(apis, stack.project, need.quota.metric, region, now) - own / scale, 0.0)
+    return compare(
+        need.quota,
+        area="quota",
+        item=need.item,
+        location=region,
+        needed=need.needed,
+        usage=usage,
+        unit=need.unit,
+        scale=scale,
+        request_url=need.request_url,
+    )
 
 
 def _deployed_allocation(stack: OpsStack, apis: GoogleApis) -> dict[str, float]:
