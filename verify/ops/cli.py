@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from typing import TypeVar
 
 import pydantic
 from rich.text import Text
@@ -112,7 +113,10 @@ def _google() -> GoogleApis:
     return GoogleApis(adc_tokens(), api_root=os.environ.get(API_ROOT_ENV) or None)
 
 
-def _show(report: pydantic.BaseModel, args: argparse.Namespace, table: Callable[[pydantic.BaseModel], None]) -> None:
+Report = TypeVar("Report", bound=pydantic.BaseModel)
+
+
+def _show(report: Report, args: argparse.Namespace, table: Callable[[Report], None]) -> None:
     if args.json:
         print_json(report)
     else:
@@ -126,7 +130,7 @@ def _preflight(args: argparse.Namespace) -> int:
             report = run_preflight(stack, apis)
     except CannotCheckError as error:
         report = unchecked_report(stack, str(error), ADC_SETUP_COMMAND)
-    _show(report, args, print_preflight)  # type: ignore[arg-type]
+    _show(report, args, print_preflight)
     return report.exit_code
 
 
@@ -149,7 +153,7 @@ def _status(args: argparse.Namespace) -> int:
                 report = look()
     except CannotCheckError as error:
         report = unknown_report(stack, str(error), ADC_SETUP_COMMAND)
-    _show(report, args, print_status)  # type: ignore[arg-type]
+    _show(report, args, print_status)
     return report.exit_code
 
 
@@ -160,5 +164,5 @@ def _logs(args: argparse.Namespace) -> int:
             report = run_logs(stack, apis, since_s=args.since, errors_only=args.errors, limit=args.limit)
     except CannotCheckError as error:
         report = unreadable_report(stack, since_s=args.since, problem=str(error), fix=ADC_SETUP_COMMAND)
-    _show(report, args, print_logs)  # type: ignore[arg-type]
+    _show(report, args, print_logs)
     return report.exit_code

@@ -48,6 +48,16 @@ def run_preflight(stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datet
     if stack.tpu is not None:
         findings += _tpu_quota(stack, stack.tpu, apis, now)
         findings += _tpu_zones(stack, stack.tpu, apis)
+    return _report(stack, findings)
+
+
+def unchecked_report(stack: OpsStack, reason: str, fix: str | None) -> PreflightReport:
+    """The report when nothing could be asked (no credentials)."""
+    finding = Finding(area="credentials", item="google", verdict=Verdict.UNCHECKED, detail=reason, fix=fix)
+    return _report(stack, [finding])
+
+
+def _report(stack: OpsStack, findings: list[Finding]) -> PreflightReport:
     return PreflightReport(
         stack=stack.name,
         project=stack.project,
@@ -56,20 +66,6 @@ def run_preflight(stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datet
         zone=stack.tpu.zone if stack.tpu else None,
         accelerator=stack.accelerator,
         findings=findings,
-    )
-
-
-def unchecked_report(stack: OpsStack, reason: str, fix: str | None) -> PreflightReport:
-    """The report when nothing could be asked (no credentials)."""
-    finding = Finding(area="credentials", item="google", verdict=Verdict.UNCHECKED, detail=reason, fix=fix)
-    return PreflightReport(
-        stack=stack.name,
-        project=stack.project,
-        platform=stack.platform,
-        region=stack.region,
-        zone=stack.tpu.zone if stack.tpu else None,
-        accelerator=stack.accelerator,
-        findings=[finding],
     )
 
 

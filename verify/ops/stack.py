@@ -19,11 +19,11 @@ import pydantic
 from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, read_stack_config
 from stacks.accelerators import TPU_CHIPS
 from stacks.apis import required_apis
+from stacks.labels import stack_labels
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.tpu import FLEX_START_V6E_ZONES, V6E_ZONES, ProvisioningModel
 from verify import UsageError
 
-MANAGED_BY = "gemma-serving"
 # The TPU VM's container (components/tpu/startup_script.py, StartupScriptSpec.container_name).
 TPU_CONTAINER_NAME = "gemma-vllm"
 # The line prefix of the TPU startup script's own log lines (components/tpu/startup_script.py, log()).
@@ -91,7 +91,7 @@ class OpsStack(_Frozen):
 
     @property
     def labels(self) -> dict[str, str]:
-        return {"managed-by": MANAGED_BY, "stack": _label_value(self.name)}
+        return stack_labels(self.name)
 
     @property
     def queued_resource_name(self) -> str:
@@ -161,8 +161,3 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
         cloud_run=cloud_run,
         tpu=tpu,
     )
-
-
-def _label_value(value: str) -> str:
-    """deploy.py's label value for the stack name."""
-    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in value.lower())[:63]

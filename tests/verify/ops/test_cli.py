@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,14 +15,14 @@ from verify.ops import cli as ops_cli
 from verify.ops.google import ADC_SETUP_COMMAND, API_ROOT_ENV
 
 
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGoogle]:
-    """The CLI as a user runs it, pointed at the fake through VERIFY_GOOGLE_API_ROOT, with ADC stubbed."""
+@pytest.fixture(autouse=True)
+def cli_at_fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI as a user runs it from the project, pointed at the fake through VERIFY_GOOGLE_API_ROOT."""
     monkeypatch.chdir(ROOT)
-    with FakeGoogle() as server:
+    if "fake" in request.fixturenames:
+        server: FakeGoogle = request.getfixturevalue("fake")
         monkeypatch.setenv(API_ROOT_ENV, server.url)
         monkeypatch.setattr(ops_cli, "adc_tokens", lambda: tokens)
-        yield server
 
 
 @pytest.fixture

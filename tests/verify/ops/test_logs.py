@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,12 +26,6 @@ ENTRIES = "/logging/v2/entries:list"
 
 def _now() -> datetime:
     return datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGoogle]:
-    with FakeGoogle() as server:
-        yield server
 
 
 def entry(stack: str, text: str, *, severity: str = "DEFAULT", second: int = 0) -> Body:

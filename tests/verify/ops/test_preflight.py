@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -18,12 +17,6 @@ from verify.ops.preflight import PreflightReport, run_preflight
 
 def _now() -> datetime:
     return datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGoogle]:
-    with FakeGoogle() as server:
-        yield server
 
 
 def preflight(fake: FakeGoogle, stack_name: str, project: Project | None = None) -> PreflightReport:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -25,12 +24,6 @@ NODE = rf"/tpu/v2/projects/{PROJECT}/locations/us-east5-a/nodes/gemma-tpu-v6e-vl
 
 def _now() -> datetime:
     return datetime(2026, 11, 23, 11, 30, tzinfo=UTC)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGoogle]:
-    with FakeGoogle() as server:
-        yield server
 
 
 def _service_in(stack: str, name: str) -> Body:
