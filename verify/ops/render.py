@@ -44,8 +44,9 @@ def print_preflight(report: PreflightReport, console: Console | None = None) -> 
     out = console if console is not None else _stdout_console()
     where = f"{report.region}" + (f" / {report.zone}" if report.zone else "")
     out.print(
-        Text.assemble(("verify preflight ", "bold"), f"{report.stack}: {report.accelerator} in {where}, "),
-        Text(f"project {report.project}"),
+        Text.assemble(
+            ("verify preflight ", "bold"), f"{report.stack}: {report.accelerator} in {where}, project {report.project}"
+        )
     )
     table = Table(show_header=True, header_style="bold")
     for column in ("area", "item", "result", "details", "fix"):
@@ -100,7 +101,7 @@ def print_status(report: StatusReport, console: Console | None = None) -> None:
                 table.add_row(name, Text(str(value)))
     if report.tpu is not None:
         tpu = report.tpu
-        left = None if tpu.deadline_left_s is None else f"{tpu.deadline_left_s / 60:.0f} min"
+        left = _deadline_text(tpu.deadline_left_s)
         rows = [
             ("queued resource", f"{tpu.queued_resource}: {tpu.state}"),
             ("reason", tpu.reason),
@@ -120,9 +121,17 @@ def print_status(report: StatusReport, console: Console | None = None) -> None:
     out.print(table)
 
 
+def _deadline_text(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    if seconds < 0:
+        return f"passed {-seconds / 60:.0f} min ago (tpu.activeDeadline)"
+    return f"{seconds / 60:.0f} min (tpu.activeDeadline)"
+
+
 def status_change_printer(stream: TextIO | None = None) -> Console:
     """Where `--watch` prints each change: stderr, so `--json` stdout stays one document."""
-    return Console(file=stream if stream is not None else sys.stderr, highlight=False)
+    return Console(file=stream if stream is not None else sys.stderr, highlight=False, soft_wrap=True)
 
 
 def print_logs(report: LogsReport, console: Console | None = None) -> None:
@@ -135,7 +144,8 @@ def print_logs(report: LogsReport, console: Console | None = None) -> None:
         return
     for line in report.lines:
         style = "red" if line.signature else ("yellow" if line.severity in {"ERROR", "CRITICAL"} else "")
-        out.print(Text.assemble((f"{line.timestamp} {line.severity:<8} {line.source}: ", "dim"), (line.text, style)))
+        prefix = (f"{line.timestamp} {line.severity:<8} {line.source}: ", "dim")
+        out.print(Text.assemble(prefix, (line.text, style)), soft_wrap=True)  # one log line, one output line
     if not report.lines:
         out.print(Text("no matching log lines", style="dim"))
     if not report.diagnoses:

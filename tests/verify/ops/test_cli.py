@@ -112,3 +112,21 @@ def test_bad_since_is_refused_by_argparse(monkeypatch: pytest.MonkeyPatch, capsy
         main(["logs", "--stack", "l4", "--project", "p1", "--since", "1week"])
     assert exit_info.value.code == 2
     assert "30m, 1h, 2d" in capsys.readouterr().err
+
+
+def test_status_watch_prints_changes_to_stderr_and_the_last_report_as_json(
+    fake: FakeGoogle, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`status --watch --json`: progress lines on stderr, one JSON document on stdout, exit 1 on failure."""
+    answers = [fixture("run_service_rolling.json"), fixture("run_service_failed.json")]
+    fake.route(
+        "GET", SERVICES, lambda _m, _q, _b: (200, {"services": [answers.pop(0) if len(answers) > 1 else answers[0]]})
+    )
+    revisions = [{"revisions": []}, fixture("run_revisions_failed.json")]  # not failed yet, then failed
+    fake.route("GET", REVISIONS, lambda _m, _q, _b: (200, revisions.pop(0) if len(revisions) > 1 else revisions[0]))
+    code = main(["status", "--stack", "l4", "--project", "p1", "--watch", "--interval", "0.01", "--json"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert json.loads(captured.out)["state"] == "failed"
+    assert "in-progress: rolling out" in captured.err
+    assert "failed: revision gemma-l4-vllm-service-3f2a1b7-00003-q9p failed" in captured.err
