@@ -1,4 +1,4 @@
-"""`python -m verify bench` and `python -m verify compare`: flags, wiring and exit codes.
+"""`python -m verify bench` (and the registration of `compare`): flags, wiring and exit codes.
 
 Exit codes: 0 every cell measured and every ``--slo`` met; 1 an SLO was violated; 2 a usage error
 or an endpoint that cannot be reached, authorised or does not serve the model; 130 interrupted
@@ -21,10 +21,9 @@ from rich.console import Console
 
 from verify import UsageError
 from verify.auth import auth_advice
-from verify.bench import compare as comparing
-from verify.bench import server_metrics
+from verify.bench import compare_command, server_metrics
 from verify.bench.capacity import TransportKind, make_transport, raise_fd_limit
-from verify.bench.console import ProgressObserver, comparison_table, summary_table
+from verify.bench.console import ProgressObserver, summary_table
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
 from verify.bench.prompts import PromptBook, choose_counter, server_max_model_len
 from verify.bench.report import write_reports
@@ -68,7 +67,7 @@ def _params(value: str) -> float:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``verify bench`` and ``verify compare`` to the CLI."""
     _register_bench(subparsers)
-    _register_compare(subparsers)
+    compare_command.register(subparsers)
 
 
 def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -155,13 +154,14 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         type=positive_int("--accelerator-count"),
         default=1,
         metavar="N",
-        help="GPUs or TPU chips serving the endpoint (default 1)",
+        help="Cloud Run instances or TPU nodes serving the endpoint, each of the stack's shape (default 1)",
     )
     judge.add_argument(
         "--price-per-hour",
         type=positive_number("--price-per-hour"),
         metavar="USD",
-        help="hourly price of what serves the endpoint (default: the accelerator table's list price)",
+        help="hourly price of what serves the endpoint (default: the list price of the stack's billed shape "
+        "and provisioning model, stacks/pricing.py)",
     )
     judge.add_argument(
         "--model-params",
@@ -170,18 +170,6 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="parameters computed per token, e.g. 12B (default: read from the model name, e.g. gemma-4-12b-it)",
     )
     parser.set_defaults(handler=run_bench_command)
-
-
-def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "compare",
-        help="per-cell deltas between two bench results files (e.g. MTP on vs off)",
-        description="Match cells of A and B on context x concurrency and show B's change against A.",
-    )
-    parser.add_argument("a", type=Path, metavar="A.jsonl")
-    parser.add_argument("b", type=Path, metavar="B.jsonl")
-    parser.add_argument("--markdown", type=Path, metavar="FILE.md", help="also write the comparison as Markdown")
-    parser.set_defaults(handler=run_compare_command)
 
 
 # --- bench -----------------------------------------------------------------------------------------
@@ -224,9 +212,12 @@ def run_bench_command(args: argparse.Namespace) -> int:
             args.accelerator or target.accelerator,
             count=args.accelerator_count,
             price_override=args.price_per_hour,
+            billing=target.billing if not args.accelerator else None,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if facts.price_basis:
+        console.print(f"cost basis: {facts.price_basis}")
     fd_warning = raise_fd_limit(max(args.concurrency))
     if fd_warning:
         console.print(f"[yellow]warning[/] {fd_warning}")
@@ -357,32 +348,3 @@ async def _bench(
         after = await server_metrics.snapshot(client, found.model)
         server_metrics.write_snapshots(output.with_suffix(".metrics.json"), before, after)
         return written
-
-
-# --- compare ---------------------------------------------------------------------------------------
-
-
-def run_compare_command(args: argparse.Namespace) -> int:
-    sides = []
-    for path in (args.a, args.b):
-        if not path.exists():
-            raise UsageError(f"{path} does not exist (compare takes two results files of `verify bench`)")
-        loaded = load_results(path)
-        if not loaded.records:
-            raise UsageError(f"{path} holds no cell records")
-        sides.append(loaded.records)
-    rows = comparing.compare(sides[0], sides[1])
-    a_name, b_name = args.a.stem, args.b.stem
-    Console().print(comparison_table(rows, a_name=a_name, b_name=b_name))
-    if args.markdown is not None:
-        args.markdown.write_text(
-            comparing.markdown(
-                rows,
-                a_name=a_name,
-                b_name=b_name,
-                a_desc=comparing.describe_side(sides[0]),
-                b_desc=comparing.describe_side(sides[1]),
-            ),
-            encoding="utf-8",
-        )
-    return EXIT_OK

@@ -25,6 +25,7 @@ from verify.bench.metrics import CellMetrics, cell_metrics
 from verify.bench.prompts import PromptBook, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.stall import StallMonitor, StallSummary, stall_warning
+from verify.numbers import readable
 from verify.streaming import Api, Clock, StreamRequest, StreamResult, measure_stream
 
 MIN_REQUESTS_PER_CELL = 32
@@ -83,7 +84,7 @@ class Endpoint:
     max_model_len: int | None = None
     admission_limit: int | None = None
     transport: str | None = None
-    accelerator: AcceleratorFacts = field(default_factory=lambda: AcceleratorFacts(None, None, None))
+    accelerator: AcceleratorFacts = field(default_factory=lambda: AcceleratorFacts(None, None, None, None))
     model_params: float | None = None
 
 
@@ -203,7 +204,7 @@ def measured_record(
     exceeds = ceiling is not None and metrics.request_throughput > ceiling
     if exceeds:
         warnings.append(
-            f"{metrics.request_throughput:.3g} req/s is above the physical ceiling of {ceiling:.3g} req/s "
+            f"{readable(metrics.request_throughput)} req/s is above the physical ceiling of {readable(ceiling)} req/s "
             f"(peak FLOP/s / (2 x params x {tokens_per_request:.0f} tokens)): this number cannot be true; "
             "look for prompts served from the prefix cache or a wrong accelerator/params"
         )
@@ -217,6 +218,7 @@ def measured_record(
             "platform_limited": verdict.over_limit and verdict.limited_failures > 0,
             "platform_limited_failures": verdict.limited_failures,
             "price_per_hour_usd": endpoint.accelerator.price_per_hour_usd,
+            "price_basis": endpoint.accelerator.price_basis,
             "cost_per_1m_requests_usd": spend.per_1m_requests_usd,
             "cost_per_1m_output_tokens_usd": spend.per_1m_output_tokens_usd,
             "ceiling_request_throughput": ceiling,
