@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
-from tests.verify.ops.scenarios import ROOT, Project
+from tests.verify.ops.scenarios import ROOT, STACKS, Project
 from tests.verify.ops.test_logs import ENTRIES, LINES, entry
 from tests.verify.ops.test_status import REVISIONS, SERVICES
 from verify.cli import main
@@ -75,12 +75,13 @@ def test_logs_explains_a_signature_and_exits_1(fake: FakeGoogle, capsys: pytest.
     assert "cloudRun.mount.uid/gid" in out
 
 
+@pytest.mark.parametrize("stack", STACKS)
 @pytest.mark.parametrize("command", ["preflight", "status", "logs"])
 def test_without_credentials_exit_2_with_the_setup_command(
-    no_credentials: None, command: str, capsys: pytest.CaptureFixture[str]
+    no_credentials: None, command: str, stack: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No Application Default Credentials: exit 2 and the one command that sets them up, in --json too."""
-    code = main([command, "--stack", "l4", "--project", "p1", "--json"])
+    code = main([command, "--stack", stack, "--project", "p1", "--json"])
     document = json.loads(capsys.readouterr().out)
     assert code == 2
     assert document["exit_code"] == 2

@@ -201,22 +201,24 @@ def test_follows_pages_up_to_the_limit(fake: FakeGoogle) -> None:
     assert [line.text for line in report.lines] == [f"line {i}" for i in (4, 3, 2, 1, 0)]
 
 
-def test_permission_denied_says_which_role_reads_logs(fake: FakeGoogle) -> None:
+@pytest.mark.parametrize("stack", STACKS)
+def test_permission_denied_says_which_role_reads_logs(fake: FakeGoogle, stack: str) -> None:
     """403 IAM_PERMISSION_DENIED: could not read (exit 2), and the role that would let you."""
     fake.fail("POST", ENTRIES, "error_permission_denied.json")
     with GoogleApis(tokens, api_root=fake.url) as apis:
-        report = run_logs(ops_stack("tpu-v6e"), apis, now=_now)
+        report = run_logs(ops_stack(stack), apis, now=_now)
     assert report.exit_code == 2
     assert "roles/logging.viewer" in (report.fix or "")
 
 
-def test_logging_api_disabled_says_how_to_enable_it(fake: FakeGoogle) -> None:
+@pytest.mark.parametrize("stack", STACKS)
+def test_logging_api_disabled_says_how_to_enable_it(fake: FakeGoogle, stack: str) -> None:
     """403 SERVICE_DISABLED on Logging: the enable command, exit 2."""
     disabled = fixture("error_service_disabled.json")
     disabled["error"]["details"][0]["metadata"]["service"] = "logging.googleapis.com"
     fake.route("POST", ENTRIES, disabled, status=403)
     with GoogleApis(tokens, api_root=fake.url) as apis:
-        report = run_logs(ops_stack("l4"), apis, now=_now)
+        report = run_logs(ops_stack(stack), apis, now=_now)
     assert report.exit_code == 2
     assert report.fix == "enable it: gcloud services enable logging.googleapis.com --project p1"
 

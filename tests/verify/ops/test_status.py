@@ -70,22 +70,29 @@ def test_cloud_run_ready_reports_revision_traffic_and_readiness(fake: FakeGoogle
     assert report.readiness == Readiness(status="pass", summary="ready")
 
 
-def test_revision_failing_its_startup_probe_is_failed_with_reason_and_message(fake: FakeGoogle) -> None:
+@pytest.mark.parametrize("stack", ["l4", "rtx6000"])
+def test_revision_failing_its_startup_probe_is_failed_with_reason_and_message(fake: FakeGoogle, stack: str) -> None:
     """The new revision never passed its startup probe: status says which, why, and where traffic stayed."""
-    fake.route("GET", SERVICES, _list(fixture("run_service_failed.json")))
-    fake.route("GET", REVISIONS, fixture("run_revisions_failed.json"))
+    fake.route("GET", SERVICES, _list(_service_in(stack, "run_service_failed.json")))
+    revisions = fixture("run_revisions_failed.json")
+    if stack == "rtx6000":
+        revisions = json.loads(
+            json.dumps(revisions).replace("gemma-l4", "gemma-rtx6000").replace("us-east4", "us-central1")
+        )
+    fake.route("GET", REVISIONS, revisions)
     calls: list[tuple[str, str]] = []
-    report = status(fake, "l4", _ready_probe(calls))
+    report = status(fake, stack, _ready_probe(calls))
     assert report.state is RolloutState.FAILED
     assert report.exit_code == 1
     run = report.cloud_run
     assert run is not None
-    assert run.failing_revision == "gemma-l4-vllm-service-3f2a1b7-00003-q9p"
+    prefix = f"gemma-{stack}-vllm-service-3f2a1b7"
+    assert run.failing_revision == f"{prefix}-00003-q9p"
     assert run.failing_reason == "Ready REVISION_FAILED"
     assert "failed the configured startup probe checks" in (run.failing_message or "")
-    assert run.traffic == ["100% gemma-l4-vllm-service-3f2a1b7-00002-x7k"]
-    assert "traffic stays on gemma-l4-vllm-service-3f2a1b7-00002-x7k" in report.summary
-    assert report.fix == "python -m verify logs --stack l4 --errors"
+    assert run.traffic == [f"100% {prefix}-00002-x7k"]
+    assert f"traffic stays on {prefix}-00002-x7k" in report.summary
+    assert report.fix == f"python -m verify logs --stack {stack} --errors"
     assert calls == []  # no readiness poll of a failed rollout
 
 
@@ -98,13 +105,29 @@ def test_stack_without_a_service_is_not_deployed(fake: FakeGoogle) -> None:
     assert report.exit_code == 1
 
 
-def test_run_api_disabled_is_unknown_with_the_enable_command(fake: FakeGoogle) -> None:
+@pytest.mark.parametrize(("stack", "path"), [("l4", SERVICES), ("rtx6000", SERVICES), ("tpu-v6e", QUEUED)])
+def test_api_disabled_is_unknown_with_the_enable_command(fake: FakeGoogle, stack: str, path: str) -> None:
     """403 SERVICE_DISABLED: status could not ask (exit 2) and names the command that fixes it."""
-    fake.fail("GET", SERVICES, "error_service_disabled.json")
-    report = status(fake, "rtx6000")
+    disabled = fixture("error_service_disabled.json")
+    service = "tpu.googleapis.com" if stack == "tpu-v6e" else "run.googleapis.com"
+    disabled["error"]["details"][0]["metadata"]["service"] = service
+    fake.route("GET", path, disabled, status=403)
+    report = status(fake, stack)
     assert report.state is RolloutState.UNKNOWN
     assert report.exit_code == 2
-    assert "gcloud services enable cloudquotas.googleapis.com" in (report.fix or "")
+    assert report.fix == f"enable it: gcloud services enable {service} --project p1"
+
+
+@pytest.mark.parametrize(("stack", "path"), [("l4", SERVICES), ("rtx6000", SERVICES), ("tpu-v6e", QUEUED)])
+def test_permission_denied_is_unknown_naming_the_permission(fake: FakeGoogle, stack: str, path: str) -> None:
+    """403 IAM_PERMISSION_DENIED: exit 2, and the permission Google said is missing."""
+    denied = fixture("error_permission_denied.json")
+    permission = "tpu.queuedresources.get" if stack == "tpu-v6e" else "run.services.list"
+    denied["error"]["details"][0]["metadata"]["permission"] = permission
+    fake.route("GET", path, denied, status=403)
+    report = status(fake, stack)
+    assert report.exit_code == 2
+    assert permission in (report.fix or "")
 
 
 def test_watch_follows_a_rollout_until_ready(fake: FakeGoogle) -> None:
