@@ -5,6 +5,11 @@ request the moment the previous one ends, which is what `vllm bench serve --max-
 does with an unlimited request rate. Per cell: warm-up requests first (not counted: they open
 connections and let the server settle), then ``requests`` measured ones, never retried. The cell's
 line is appended to the results file as soon as it is computed, so an interruption keeps it.
+
+A cell is recorded only when it measured the server: if its prompts cannot be calibrated, or every
+request of it failed to connect (the server died or restarted between cells), the sweep stops with
+``EndpointLostError`` and writes no line for it, so ``--resume`` measures it once the server is back. A
+server that answers with errors is measured: its failures are the result.
 """
 
 from __future__ import annotations
@@ -22,15 +27,34 @@ import httpx
 
 from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
 from verify.bench.metrics import CellMetrics, cell_metrics
-from verify.bench.prompts import PromptBook, PromptShape, TokenCounter, calibrate
+from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.stall import StallMonitor, StallSummary, stall_warning
 from verify.numbers import readable
-from verify.streaming import Api, Clock, StreamRequest, StreamResult, measure_stream
+from verify.streaming import (
+    Api,
+    Clock,
+    FailureKind,
+    StreamRequest,
+    StreamResult,
+    classify_transport_error,
+    measure_stream,
+)
 
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4
 MAX_DEFAULT_WARMUPS = 8
+# Failures that mean no request reached the server: a cell made only of them measured nothing.
+_NOT_CONNECTED = frozenset({FailureKind.CONNECT_ERROR, FailureKind.CONNECT_TIMEOUT})
+
+
+class EndpointLostError(Exception):
+    """The endpoint stopped answering mid-sweep; the cell named was not measured and not recorded."""
+
+    def __init__(self, context: int, concurrency: int, cause: str) -> None:
+        self.cell = f"context {context} x concurrency {concurrency}"
+        self.cause = cause
+        super().__init__(f"{self.cell}: {cause}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +70,7 @@ class SweepPlan:
     warmups: int | None = None  # per cell; None: min(concurrency, 8)
     ignore_eos: bool = True
     timeouts: httpx.Timeout | None = None
+    deadline_s: float | None = None  # per request in all; None: the read timeout + 1 s per output token
 
     def requests_for(self, concurrency: int) -> int:
         if self.requests is not None:
@@ -115,6 +140,7 @@ async def closed_loop(
     concurrency: int,
     *,
     timeouts: httpx.Timeout | None = None,
+    deadline_s: float | None = None,
     clock: Clock = time.perf_counter,
     on_result: Callable[[StreamResult], None] | None = None,
 ) -> tuple[list[StreamResult], float]:
@@ -126,7 +152,7 @@ async def closed_loop(
     async def user() -> None:
         # One shared iterator: each user takes the next request when its previous one ends.
         for index, request in pending:
-            result = await measure_stream(client, request, timeouts=timeouts, clock=clock)
+            result = await measure_stream(client, request, timeouts=timeouts, deadline_s=deadline_s, clock=clock)
             results[index] = result
             if on_result is not None:
                 on_result(result)
@@ -247,14 +273,20 @@ async def run_cell(
     """Calibrate prompts (unless ``shape`` is given), warm up, measure, judge: one cell's line (not yet
     written)."""
     if shape is None:
-        shape = await calibrate(counter, context, nonce=book.nonce)
+        shape = await calibrated(counter, context, concurrency, nonce=book.nonce)
     warmups = plan.warmups_for(concurrency)
     requests = plan.requests_for(concurrency)
     prompts = book.take(shape, warmups + requests)
     if warmups:
-        await closed_loop(
-            client, [plan.request(p) for p in prompts[:warmups]], concurrency, timeouts=plan.timeouts, clock=clock
+        warmed, _ = await closed_loop(
+            client,
+            [plan.request(p) for p in prompts[:warmups]],
+            concurrency,
+            timeouts=plan.timeouts,
+            deadline_s=plan.deadline_s,
+            clock=clock,
         )
+        _stop_if_unreachable(warmed, context, concurrency)
     observer.cell_started(f"context {context} x concurrency {concurrency}", requests)
     async with StallMonitor() as monitor:
         results, duration = await closed_loop(
@@ -262,9 +294,11 @@ async def run_cell(
             [plan.request(p) for p in prompts[warmups:]],
             concurrency,
             timeouts=plan.timeouts,
+            deadline_s=plan.deadline_s,
             clock=clock,
             on_result=observer.request_finished,
         )
+    _stop_if_unreachable(results, context, concurrency)
     metrics = cell_metrics(results, duration)
     return measured_record(
         plan,
@@ -275,6 +309,29 @@ async def run_cell(
         shape=shape,
         stalls=monitor.summary(),
     )
+
+
+def _stop_if_unreachable(results: Sequence[StreamResult], context: int, concurrency: int) -> None:
+    """Raise ``EndpointLostError`` when no request reached the server (each one failed to connect)."""
+    failures = [result.failure for result in results]
+    if not failures or any(failure is None or failure.kind not in _NOT_CONNECTED for failure in failures):
+        return
+    last = failures[-1]
+    assert last is not None  # every failure is set, per the test above
+    raise EndpointLostError(context, concurrency, f"every request failed to connect ({last.kind.value}: {last.detail})")
+
+
+async def calibrated(counter: TokenCounter, context: int, concurrency: int, *, nonce: str) -> PromptShape:
+    """``calibrate``, with a server that cannot count prompts turned into ``EndpointLostError``."""
+    try:
+        return await calibrate(counter, context, nonce=nonce)
+    except PromptError as exc:
+        raise EndpointLostError(context, concurrency, f"prompts could not be calibrated: {exc}") from None
+    except httpx.HTTPError as exc:
+        failure = classify_transport_error(exc)
+        raise EndpointLostError(
+            context, concurrency, f"prompts could not be calibrated: {failure.kind.value} ({failure.detail})"
+        ) from None
 
 
 async def run_sweep(
@@ -289,7 +346,10 @@ async def run_sweep(
     observer: SweepObserver | None = None,
     clock: Clock = time.perf_counter,
 ) -> list[CellRecord]:
-    """Run every cell not in ``done``, appending each line to ``results_path`` as it finishes."""
+    """Run every cell not in ``done``, appending each line to ``results_path`` as it finishes.
+
+    Raises ``EndpointLostError`` (with the cells finished so far already in the file) when the endpoint
+    stops answering."""
     watcher = observer if observer is not None else QuietObserver()
     prompts = book if book is not None else PromptBook()
     written: list[CellRecord] = []
@@ -305,7 +365,7 @@ async def run_sweep(
             record = CellRecord.model_validate(fields)
         else:
             if context not in shapes:
-                shapes[context] = await calibrate(counter, context, nonce=prompts.nonce)
+                shapes[context] = await calibrated(counter, context, concurrency, nonce=prompts.nonce)
             record = await run_cell(
                 client,
                 plan,

@@ -19,6 +19,7 @@ from typing import TypeVar
 import pydantic
 from rich.text import Text
 
+from verify.argtypes import positive_int, positive_number
 from verify.ops.google import ADC_SETUP_COMMAND, API_ROOT_ENV, CannotCheckError, GoogleApis, adc_tokens
 from verify.ops.logs import DEFAULT_LIMIT, parse_since, run_logs, unreadable_report
 from verify.ops.preflight import run_preflight, unchecked_report
@@ -32,7 +33,6 @@ from verify.ops.render import (
 )
 from verify.ops.stack import load_ops_stack
 from verify.ops.status import StatusReport, run_status, unknown_report, watch_status
-from verify.target import positive_int, positive_number
 
 
 def register_preflight(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

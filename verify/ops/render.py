@@ -13,11 +13,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from verify.health.console import _stdout_console  # the 120-column console verify health prints with
 from verify.ops.findings import Verdict
 from verify.ops.logs import LogsReport
 from verify.ops.preflight import PreflightReport
 from verify.ops.status import RolloutState, StatusReport
-from verify.render import _stdout_console
 
 _VERDICTS: dict[Verdict, tuple[str, str]] = {
     Verdict.PASS: ("PASS", "bold green"),

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +134,22 @@ def test_status_watch_prints_changes_to_stderr_and_the_last_report_as_json(
     assert json.loads(captured.out)["state"] == "failed"
     assert "in-progress: rolling out" in captured.err
     assert "failed: revision gemma-l4-vllm-service-3f2a1b7-00003-q9p failed" in captured.err
+
+
+def test_installed_command_reaches_the_stack_reader(tmp_path: Path) -> None:
+    """`gemma-verify preflight` outside the project must fail on the missing stack file, not on an import
+    (the installed package has to carry preview's stack-file reader and stacks' settings)."""
+    script = Path(sys.executable).with_name("gemma-verify")
+    if not script.exists():
+        pytest.skip("gemma-verify is installed by `make venv` / `make test` (pip install --no-deps -e .)")
+    completed = subprocess.run(
+        [str(script), "preflight", "--stack", "l4", "--project", "p1"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert completed.returncode == 2, completed.stderr
+    assert "Pulumi.yaml not found" in completed.stderr
