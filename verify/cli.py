@@ -19,6 +19,7 @@ from verify import UsageError
 from verify.bench import cli as bench_cli
 from verify.health import cli as health_cli
 from verify.ops import cli as ops_cli
+from verify.promote import cli as promote_cli
 from verify.version import project_version
 
 EXIT_USAGE = 2
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     ops_cli.register_preflight(subparsers)
     ops_cli.register_status(subparsers)
     ops_cli.register_logs(subparsers)
+    promote_cli.register(subparsers)
     return parser
 
 

@@ -90,6 +90,7 @@ def print_status(report: StatusReport, console: Console | None = None) -> None:
             ("latest created", run.latest_created_revision or "-"),
             ("latest ready", run.latest_ready_revision or "-"),
             ("traffic", ", ".join(run.traffic) or "-"),
+            ("candidate", run.candidate_url and f"{run.candidate_revision} at {run.candidate_url}"),
             ("failing revision", run.failing_revision),
             ("reason", run.failing_reason),
             ("message", run.failing_message),

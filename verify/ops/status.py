@@ -52,6 +52,10 @@ class CloudRunStatus(pydantic.BaseModel):
     latest_created_revision: str | None
     latest_ready_revision: str | None
     traffic: list[str]
+    # Gated rollouts (components/vllm_gpu_service.py): the newest revision's `candidate` tag and its URL.
+    candidate_revision: str | None = None
+    candidate_percent: int | None = None
+    candidate_url: str | None = None
     failing_revision: str | None = None
     failing_reason: str | None = None
     failing_message: str | None = None
@@ -116,7 +120,14 @@ def run_status(
         return _unknown(stack, str(error), error.advice(stack.project))
     except CannotCheckError as error:
         return _unknown(stack, str(error), None)
-    endpoint = report.cloud_run.url if report.cloud_run else report.tpu.endpoint if report.tpu else None
+    # A gated candidate is probed on its own tag URL: the service URL still reaches the serving revision.
+    endpoint = (
+        (report.cloud_run.candidate_url or report.cloud_run.url)
+        if report.cloud_run
+        else report.tpu.endpoint
+        if report.tpu
+        else None
+    )
     if probe is not None and endpoint and report.state is RolloutState.READY:
         auth = "google" if stack.platform == "cloud-run" else "none"  # TPU: /health is outside --api-key
         report = report.model_copy(update={"readiness": probe(endpoint, auth)})
@@ -185,6 +196,9 @@ def _cloud_run_status(stack: OpsStack, apis: GoogleApis) -> StatusReport:
     latest_ready = _short(service.get("latestReadyRevision"))
     failing = _failing_condition(apis, name, latest_created) if latest_created != latest_ready else None
     terminal_state = str(terminal.get("state", "STATE_UNSPECIFIED"))
+    candidate = next(
+        (entry for entry in service.get("trafficStatuses") or [] if entry.get("tag") == CANDIDATE_TAG), None
+    )
     scaling = service.get("scaling") or {}
     template_scaling = (service.get("template") or {}).get("scaling") or {}
     status = CloudRunStatus(
@@ -193,10 +207,10 @@ def _cloud_run_status(stack: OpsStack, apis: GoogleApis) -> StatusReport:
         ready=_condition_text(terminal),
         latest_created_revision=latest_created,
         latest_ready_revision=latest_ready,
-        traffic=[
-            f"{entry.get('percent', 0)}% {_short(entry.get('revision')) or 'latest'}"
-            for entry in service.get("trafficStatuses") or []
-        ],
+        traffic=[_traffic_text(entry) for entry in service.get("trafficStatuses") or []],
+        candidate_revision=_short(candidate.get("revision")) if candidate else None,
+        candidate_percent=int(candidate.get("percent") or 0) if candidate else None,
+        candidate_url=str(candidate.get("uri")) if candidate and candidate.get("uri") else None,
         failing_revision=latest_created if failing else None,
         failing_reason=_reason(failing) if failing else None,
         failing_message=str(failing.get("message", "")) if failing else None,
@@ -214,6 +228,15 @@ def _cloud_run_status(stack: OpsStack, apis: GoogleApis) -> StatusReport:
             cloud_run=status,
         )
     if terminal_state == "CONDITION_SUCCEEDED" and latest_created == latest_ready and not service.get("reconciling"):
+        if status.candidate_revision == latest_ready and (status.candidate_percent or 0) < 100:
+            return _report(
+                stack,
+                state=RolloutState.READY,
+                summary=f"candidate {latest_ready} is ready with {status.candidate_percent}% of the traffic "
+                "(gated rollout)",
+                fix=f"python -m verify promote --stack {stack.name} (gates, then the traffic moves to it)",
+                cloud_run=status,
+            )
         return _report(
             stack, state=RolloutState.READY, summary=f"{short} serves revision {latest_ready}", cloud_run=status
         )
@@ -223,6 +246,11 @@ def _cloud_run_status(stack: OpsStack, apis: GoogleApis) -> StatusReport:
         summary=f"rolling out {latest_created or 'a new revision'} (ready: {latest_ready or 'none yet'})",
         cloud_run=status,
     )
+
+
+def _traffic_text(entry: dict[str, Any]) -> str:
+    tag = f" (tag {entry['tag']})" if entry.get("tag") else ""
+    return f"{entry.get('percent', 0)}% {_short(entry.get('revision')) or 'latest'}{tag}"
 
 
 def _failing_condition(apis: GoogleApis, service: str, revision: str | None) -> dict[str, Any] | None:
@@ -256,6 +284,8 @@ def _short(name: object) -> str | None:
 
 # --- TPU -------------------------------------------------------------------------------------------------
 
+# The tag a gated rollout gives the newest revision (components/vllm_gpu_service.py CANDIDATE_TAG).
+CANDIDATE_TAG = "candidate"
 _WAITING = {"CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING"}
 _ENDED = {"FAILED", "SUSPENDING", "SUSPENDED", "DELETING"}
 _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING", "UNHIDING"}

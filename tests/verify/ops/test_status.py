@@ -96,6 +96,26 @@ def test_revision_failing_its_startup_probe_is_failed_with_reason_and_message(fa
     assert calls == []  # no readiness poll of a failed rollout
 
 
+def test_gated_candidate_is_ready_at_0_percent_and_probed_on_its_own_url(fake: FakeGoogle) -> None:
+    """A gated rollout: the candidate is ready but serves nobody yet; status says so, names promote, and
+    polls the candidate's tag URL (the service URL still reaches the old revision)."""
+    fake.route("GET", SERVICES, _list(fixture("run_service_candidate.json")))
+    calls: list[tuple[str, str]] = []
+    report = status(fake, "l4", _ready_probe(calls))
+    assert report.state is RolloutState.READY
+    run = report.cloud_run
+    assert run is not None
+    assert (run.candidate_revision, run.candidate_percent) == ("gemma-l4-vllm-service-3f2a1b7-5d1e0c2a9b", 0)
+    assert run.traffic == [
+        "100% gemma-l4-vllm-service-3f2a1b7-3f2a9c1b7e",
+        "0% gemma-l4-vllm-service-3f2a1b7-5d1e0c2a9b (tag candidate)",
+    ]
+    assert "0% of the traffic" in report.summary
+    assert report.fix is not None
+    assert "promote --stack l4" in report.fix
+    assert calls == [("https://candidate---gemma-l4-vllm-service-3f2a1b7-uk.a.run.app", "google")]
+
+
 def test_stack_without_a_service_is_not_deployed(fake: FakeGoogle) -> None:
     """Before the first `pulumi up` (or after a destroy) status says so and what to run, exit 1."""
     fake.route("GET", SERVICES, {})
