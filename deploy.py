@@ -16,18 +16,16 @@ from components.tpu.node import NodeIdentity, TpuVllmNode, TpuVllmNodeArgs, with
 from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
 from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
 from rollout_state import rollout_for
+from stacks.labels import stack_labels
 from stacks.pricing import billing_shape
 from stacks.settings import StackSettings
 from stacks.tpu import ProvisioningModel, TpuProvisioning
 from supply import google_cloud, image_supply, model_supply
 
-# Labels every resource carries, so costs and ownership can be traced back to the stack.
-MANAGED_BY = "gemma-serving"
-
 
 def deploy(settings: StackSettings, stack: str) -> dict[str, Any]:
     """Create the stack's resources; returns the outputs `verify` reads (see docs/architecture.md)."""
-    labels = {"managed-by": MANAGED_BY, "stack": _label_value(stack), **settings.labels}
+    labels = {**stack_labels(stack), **settings.labels}
     if settings.gpu is not None:
         return _deploy_cloud_run(settings, stack, labels)
     if settings.tpu is not None:
@@ -201,10 +199,6 @@ def _tpu_provisioning(provisioning: TpuProvisioning) -> Provisioning:
     if provisioning.model is ProvisioningModel.SPOT:
         return Spot()
     return Guaranteed(provisioning.reservation)
-
-
-def _label_value(value: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in value.lower())[:63]
 
 
 def export_all(outputs: dict[str, Any]) -> None:

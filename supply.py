@@ -27,33 +27,19 @@ from components.model_import import ModelImport, ModelImportArgs
 from components.project_apis import ProjectApis, ProjectApisArgs
 from components.serving_identity import account_id_for
 from stacks.accelerators import Accelerator
+from stacks.apis import required_apis
 from stacks.registry import docker_hub_path
 from stacks.secrets import HF_TOKEN_KEY, PlainSecretError, hf_token, set_secret_command
 from stacks.settings import DEFAULT_IMAGES, StackSettings
 
 ROOT = Path(__file__).resolve().parent
 
-# APIs every stack uses: Cloud Storage (weights), IAM (service accounts), Artifact Registry (images),
-# Secret Manager (tokens, keys), Cloud Run (GPU services and the import job).
-BASE_APIS = (
-    "artifactregistry.googleapis.com",
-    "iam.googleapis.com",
-    "run.googleapis.com",
-    "secretmanager.googleapis.com",
-    "storage.googleapis.com",
-)
-# Further APIs per platform (a TPU node also needs Compute Engine for its network and firewall).
-TPU_APIS = ("compute.googleapis.com", "tpu.googleapis.com")
 # The job image for stacks whose serving image is not the CUDA one (TPU): it carries the same clients.
 IMPORT_IMAGE_FALLBACK = DEFAULT_IMAGES[Accelerator.NVIDIA_L4]
 
 
 class SecretConfigError(pulumi.RunError, ValueError):
     """A secret config value is missing or stored in plain text (Pulumi prints it without a traceback)."""
-
-
-def required_apis(settings: StackSettings) -> tuple[str, ...]:
-    return tuple(sorted({*BASE_APIS, *(TPU_APIS if settings.gpu is None else ())}))
 
 
 def google_cloud(settings: StackSettings, stack: str) -> pulumi.ResourceOptions:

@@ -18,6 +18,7 @@ from pathlib import Path
 from verify import UsageError
 from verify.bench import cli as bench_cli
 from verify.health import cli as health_cli
+from verify.ops import cli as ops_cli
 from verify.promote import cli as promote_cli
 from verify.version import project_version
 
@@ -36,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     health_cli.register(subparsers)
     bench_cli.register(subparsers)
+    ops_cli.register_preflight(subparsers)
+    ops_cli.register_status(subparsers)
+    ops_cli.register_logs(subparsers)
     promote_cli.register(subparsers)
     return parser
 
