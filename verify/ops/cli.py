@@ -12,7 +12,6 @@ deployed / not ready yet (or --watch timed out), 2 could not ask; logs 0 read an
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -20,7 +19,7 @@ import pydantic
 from rich.text import Text
 
 from verify.argtypes import positive_int, positive_number
-from verify.ops.google import ADC_SETUP_COMMAND, API_ROOT_ENV, CannotCheckError, GoogleApis, adc_tokens
+from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, apis_from_environment
 from verify.ops.logs import DEFAULT_LIMIT, parse_since, run_logs, unreadable_report
 from verify.ops.preflight import run_preflight, unchecked_report
 from verify.ops.readiness import probe_readiness
@@ -108,11 +107,6 @@ def _since(value: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _google() -> GoogleApis:
-    """The Google client from Application Default Credentials (CannotCheckError without them)."""
-    return GoogleApis(adc_tokens(), api_root=os.environ.get(API_ROOT_ENV) or None)
-
-
 Report = TypeVar("Report", bound=pydantic.BaseModel)
 
 
@@ -126,7 +120,7 @@ def _show(report: Report, args: argparse.Namespace, table: Callable[[Report], No
 def _preflight(args: argparse.Namespace) -> int:
     stack = load_ops_stack(args.stack, project=args.project)
     try:
-        with _google() as apis:
+        with apis_from_environment() as apis:
             report = run_preflight(stack, apis)
     except CannotCheckError as error:
         report = unchecked_report(stack, str(error), ADC_SETUP_COMMAND)
@@ -137,7 +131,7 @@ def _preflight(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     stack = load_ops_stack(args.stack, project=args.project)
     try:
-        with _google() as apis:
+        with apis_from_environment() as apis:
 
             def look() -> StatusReport:
                 return run_status(stack, apis, probe=probe_readiness)
@@ -160,7 +154,7 @@ def _status(args: argparse.Namespace) -> int:
 def _logs(args: argparse.Namespace) -> int:
     stack = load_ops_stack(args.stack, project=args.project)
     try:
-        with _google() as apis:
+        with apis_from_environment() as apis:
             report = run_logs(stack, apis, since_s=args.since, errors_only=args.errors, limit=args.limit)
     except CannotCheckError as error:
         report = unreadable_report(stack, since_s=args.since, problem=str(error), fix=ADC_SETUP_COMMAND)

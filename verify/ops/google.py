@@ -16,6 +16,7 @@ metadata (the service to enable, the permission missing) so each command can say
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -233,3 +234,8 @@ def adc_tokens(scopes: tuple[str, ...] = (CLOUD_PLATFORM_SCOPE,)) -> TokenSource
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0][:200] if text.strip() else "no detail"
+
+
+def apis_from_environment() -> GoogleApis:
+    """The client every ops entry point uses: ADC, and `VERIFY_GOOGLE_API_ROOT` when set (a local fake)."""
+    return GoogleApis(adc_tokens(), api_root=os.environ.get(API_ROOT_ENV) or None)

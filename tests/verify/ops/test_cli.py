@@ -14,7 +14,7 @@ from tests.verify.ops.scenarios import ROOT, STACKS, Project
 from tests.verify.ops.test_logs import ENTRIES, LINES, entry
 from tests.verify.ops.test_status import REVISIONS, SERVICES
 from verify.cli import main
-from verify.ops import cli as ops_cli
+from verify.ops import google as ops_google
 from verify.ops.google import ADC_SETUP_COMMAND, API_ROOT_ENV
 
 
@@ -25,7 +25,7 @@ def cli_at_fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     if "fake" in request.fixturenames:
         server: FakeGoogle = request.getfixturevalue("fake")
         monkeypatch.setenv(API_ROOT_ENV, server.url)
-        monkeypatch.setattr(ops_cli, "adc_tokens", lambda: tokens)
+        monkeypatch.setattr(ops_google, "adc_tokens", lambda: tokens)
 
 
 @pytest.fixture
