@@ -31,6 +31,8 @@ from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, done_keys, load_results
 from verify.bench.slo import Slo, parse_slo, violations
 from verify.bench.sweep import Endpoint, SweepPlan, run_sweep
+from verify.bench.trust import untrusted_gate
+from verify.bench.workers import USERS_PER_WORKER, ClientSpec, worker_pool
 from verify.client import client_for, default_timeout
 from verify.responses import ModelList, VersionInfo, body_excerpt
 from verify.streaming import Api
@@ -127,6 +129,13 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         default=TransportKind.AIOHTTP.value,
         help="aiohttp (default; keeps up with thousands of streams) or httpx's own (collapses from ~64)",
     )
+    load.add_argument(
+        "--workers",
+        type=positive_int("--workers"),
+        metavar="N",
+        help="load-generator processes sharing each cell's users (default: one per "
+        f"{USERS_PER_WORKER} users of the largest cell, at most the CPUs this process may use)",
+    )
     out = parser.add_argument_group("results")
     out.add_argument(
         "--output",
@@ -168,6 +177,11 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         type=_params,
         metavar="N",
         help="parameters computed per token, e.g. 12B (default: read from the model name, e.g. gemma-4-12b-it)",
+    )
+    judge.add_argument(
+        "--allow-untrusted",
+        action="store_true",
+        help="let --slo gates pass on cells measured by a saturated load generator (marked untrusted)",
     )
     parser.set_defaults(handler=run_bench_command)
 
@@ -252,7 +266,10 @@ def run_bench_command(args: argparse.Namespace) -> int:
     broken = violations(args.slo, records)
     for violation in broken:
         console.print(f"[red]SLO violated[/] {violation.describe()}")
-    return EXIT_SLO_FAILED if broken else EXIT_OK
+    distrusted = untrusted_gate(records, gated=bool(args.slo), allow_untrusted=args.allow_untrusted)
+    for line in distrusted:
+        console.print(f"[red]SLO not judged[/] {line}")
+    return EXIT_SLO_FAILED if broken or distrusted else EXIT_OK
 
 
 def _metrics_summary(path: Path) -> str | None:
@@ -338,22 +355,27 @@ async def _bench(
             f"benchmarking {found.model} at {target.base_url} (vLLM {found.vllm_version or 'unknown'}): "
             f"{len(todo)} cells to measure, {len(plan.cells()) - len(todo)} already in {output}"
         )
-        if args.no_progress:
-            written = await run_sweep(
-                client, plan, endpoint, results_path=output, done=done_keys(existing), counter=counter
-            )
-        else:
-            with ProgressObserver(console, cells=len(todo)) as observer:
+        spec = ClientSpec(target.base_url, transport_kind, args.connect_timeout, args.timeout, max(args.concurrency))
+        async with worker_pool(args.workers, spec) as pool:
+            if pool is not None:
+                console.print(f"load generation: {pool.size} worker processes share each cell's users")
+            if args.no_progress:
                 written = await run_sweep(
-                    client,
-                    plan,
-                    endpoint,
-                    results_path=output,
-                    done=done_keys(existing),
-                    counter=counter,
-                    book=PromptBook(),
-                    observer=observer,
+                    client, plan, endpoint, results_path=output, done=done_keys(existing), counter=counter, pool=pool
                 )
+            else:
+                with ProgressObserver(console, cells=len(todo)) as observer:
+                    written = await run_sweep(
+                        client,
+                        plan,
+                        endpoint,
+                        results_path=output,
+                        done=done_keys(existing),
+                        counter=counter,
+                        book=PromptBook(),
+                        observer=observer,
+                        pool=pool,
+                    )
         after = await server_metrics.snapshot(client, found.model)
         server_metrics.write_snapshots(output.with_suffix(".metrics.json"), before, after)
         return written

@@ -14,6 +14,9 @@ from pathlib import Path
 
 from verify.bench.results import CellRecord
 
+# Beside a number measured by a saturated load generator (verify.bench.trust).
+UNTRUSTED_MARK = "?"
+
 CSV_COLUMNS = (
     "context_size",
     "concurrency",
@@ -81,6 +84,7 @@ def _matrix(title: str, cells: dict[tuple[int, int], CellRecord], value: Callabl
                 row.append("skipped")
             else:
                 marks = ("†" if record.platform_limited else "") + ("‼" if record.exceeds_ceiling else "")
+                marks += "" if record.trusted else UNTRUSTED_MARK
                 row.append(value(record) + marks)
         lines.append(f"| {context} | " + " | ".join(row) + " |")
     lines.append("")
@@ -108,7 +112,8 @@ def markdown_report(records: Sequence[CellRecord], *, metrics_summary: str | Non
         f"- client transport: {first.transport or 'unknown'}; prompt lengths from {first.prompt_length_source or '-'}",
         (
             "- marks: † failures at a concurrency above what Cloud Run admits (platform limit); ‼ faster than the "
-            "hardware can compute (the number cannot be true)"
+            "hardware can compute (the number cannot be true); "
+            f"{UNTRUSTED_MARK} untrusted: measured by a load generator that ran out of CPU (see Notes)"
         ),
         "",
     ]
@@ -165,6 +170,13 @@ def chart_png(records: Sequence[CellRecord], path: Path) -> bool:
         users = [r.max_concurrency for r in series]
         throughput.plot(users, [r.request_throughput or 0.0 for r in series], marker="o", label=f"{context} tok")
         latency.plot(users, [r.p99_e2el_ms or 0.0 for r in series], marker="o", label=f"{context} tok")
+        doubtful = [r for r in series if not r.trusted]
+        if doubtful:
+            # Untrusted cells: a red ring around the point, explained in the legend.
+            ring = {"marker": "o", "s": 140, "facecolors": "none", "edgecolors": "red", "linewidths": 1.5}
+            users_doubtful = [r.max_concurrency for r in doubtful]
+            throughput.scatter(users_doubtful, [r.request_throughput or 0.0 for r in doubtful], **ring)
+            latency.scatter(users_doubtful, [r.p99_e2el_ms or 0.0 for r in doubtful], **ring)
     for axes, title, unit in (
         (throughput, "Request throughput", "req/s"),
         (latency, "P99 end-to-end latency", "ms"),
@@ -176,6 +188,8 @@ def chart_png(records: Sequence[CellRecord], path: Path) -> bool:
         axes.set_ylabel(unit)
         axes.set_title(title)
         axes.grid(visible=True, alpha=0.3)
+        if any(not r.trusted for r in measured):
+            axes.scatter([], [], marker="o", s=140, facecolors="none", edgecolors="red", label="untrusted (client)")
         axes.legend(title="context")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

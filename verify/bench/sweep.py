@@ -21,10 +21,13 @@ from typing import Protocol
 import httpx
 
 from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
-from verify.bench.metrics import CellMetrics, cell_metrics
+from verify.bench.metrics import CellMetrics
 from verify.bench.prompts import PromptBook, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
-from verify.bench.stall import StallMonitor, StallSummary, stall_warning
+from verify.bench.samples import PhaseShare, union_metrics
+from verify.bench.stall import StallSummary, stall_warning
+from verify.bench.trust import Trust, combined, judge
+from verify.bench.workers import WorkerPool, auth_headers, measure_phase
 from verify.streaming import Api, Clock, StreamRequest, StreamResult, measure_stream
 
 MIN_REQUESTS_PER_CELL = 32
@@ -180,10 +183,14 @@ def measured_record(
     metrics: CellMetrics,
     shape: PromptShape,
     stalls: StallSummary | None = None,
+    trust: Trust | None = None,
+    workers: int | None = None,
 ) -> CellRecord:
     """Turn a cell's metrics into its line, with the judgements attached."""
     warnings: list[str] = []
     stalled = None if stalls is None else stall_warning(stalls, metrics.ttft.mean if metrics.completed else None)
+    if trust is not None and not trust.trusted and trust.reason is not None:
+        warnings.append(trust.reason)
     if stalled is not None:
         warnings.append(stalled)
     if not shape.exact:
@@ -223,6 +230,10 @@ def measured_record(
             "exceeds_ceiling": exceeds,
             "client_max_stall_ms": None if stalls is None else stalls.max_ms,
             "client_stalled_ms": None if stalls is None else stalls.stalled_ms,
+            "client_mean_lag_ms": None if stalls is None else stalls.mean_ms,
+            "client_workers": workers,
+            "trusted": trust is None or trust.trusted,
+            "untrusted_reason": None if trust is None else trust.reason,
             "warnings": warnings,
         }
     )
@@ -241,29 +252,44 @@ async def run_cell(
     observer: SweepObserver,
     shape: PromptShape | None = None,
     clock: Clock = time.perf_counter,
+    pool: WorkerPool | None = None,
 ) -> CellRecord:
     """Calibrate prompts (unless ``shape`` is given), warm up, measure, judge: one cell's line (not yet
-    written)."""
+    written). With ``pool``, the users are spread over its worker processes (verify.bench.workers)."""
     if shape is None:
         shape = await calibrate(counter, context, nonce=book.nonce)
     warmups = plan.warmups_for(concurrency)
     requests = plan.requests_for(concurrency)
     prompts = book.take(shape, warmups + requests)
-    if warmups:
-        await closed_loop(
-            client, [plan.request(p) for p in prompts[:warmups]], concurrency, timeouts=plan.timeouts, clock=clock
-        )
-    observer.cell_started(f"context {context} x concurrency {concurrency}", requests)
-    async with StallMonitor() as monitor:
-        results, duration = await closed_loop(
+    warmup_requests = [plan.request(p) for p in prompts[:warmups]]
+    measured_requests = [plan.request(p) for p in prompts[warmups:]]
+    label = f"context {context} x concurrency {concurrency}"
+    shares: list[PhaseShare]
+    if pool is None:
+        if warmups:
+            await closed_loop(client, warmup_requests, concurrency, timeouts=plan.timeouts, clock=clock)
+        observer.cell_started(label, requests)
+        share = await measure_phase(
             client,
-            [plan.request(p) for p in prompts[warmups:]],
+            measured_requests,
             concurrency,
             timeouts=plan.timeouts,
             clock=clock,
             on_result=observer.request_finished,
         )
-    metrics = cell_metrics(results, duration)
+        shares = [share]
+    else:
+        shares = await pool.run_phase(
+            warmup_requests,
+            measured_requests,
+            concurrency,
+            headers=await auth_headers(client),
+            timeouts=plan.timeouts,
+            on_measuring=lambda: observer.cell_started(label, requests),
+            on_result=observer.request_finished,
+        )
+    metrics = union_metrics(shares)
+    stalls = [share.stalls for share in shares]
     return measured_record(
         plan,
         endpoint,
@@ -271,7 +297,9 @@ async def run_cell(
         concurrency=concurrency,
         metrics=metrics,
         shape=shape,
-        stalls=monitor.summary(),
+        stalls=combined(stalls),
+        trust=judge(stalls, metrics.ttft.mean if metrics.completed else None),
+        workers=len(shares),
     )
 
 
@@ -286,6 +314,7 @@ async def run_sweep(
     book: PromptBook | None = None,
     observer: SweepObserver | None = None,
     clock: Clock = time.perf_counter,
+    pool: WorkerPool | None = None,
 ) -> list[CellRecord]:
     """Run every cell not in ``done``, appending each line to ``results_path`` as it finishes."""
     watcher = observer if observer is not None else QuietObserver()
@@ -315,6 +344,7 @@ async def run_sweep(
                 observer=watcher,
                 shape=shapes[context],
                 clock=clock,
+                pool=pool,
             )
         append_record(results_path, record)
         written.append(record)
