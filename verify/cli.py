@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from verify import UsageError, health
 from verify.bench import cli as bench_cli
+from verify.bench.cloud_cli import two_word_alias
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -36,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, run the subcommand's handler, and turn expected errors into messages and exit codes."""
     parser = build_parser()
-    args = parser.parse_args(argv)  # argparse itself exits 2 on bad flags, naming them
+    # argparse itself exits 2 on bad flags, naming them; `bench collect`/`bench task` are two-word names.
+    args = parser.parse_args(two_word_alias(sys.argv[1:] if argv is None else argv))
     try:
         code: int = args.handler(args)
     except UsageError as exc:

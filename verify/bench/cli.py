@@ -21,8 +21,8 @@ from rich.console import Console
 
 from verify import UsageError
 from verify.auth import auth_advice
+from verify.bench import cloud_cli, server_metrics
 from verify.bench import compare as comparing
-from verify.bench import server_metrics
 from verify.bench.capacity import TransportKind, make_transport, raise_fd_limit
 from verify.bench.console import ProgressObserver, comparison_table, summary_table
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
@@ -71,17 +71,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add ``verify bench`` and ``verify compare`` to the CLI."""
     _register_bench(subparsers)
     _register_compare(subparsers)
+    cloud_cli.register(subparsers, add_workload_arguments, add_gate_arguments)
 
 
-def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="sweep concurrency x context and measure throughput and latency like `vllm bench serve`",
-        description="Closed-loop sweep of streamed requests over --concurrency x --context. One JSON line per "
-        "cell is appended to --output as it finishes; CSV, Markdown and PNG reports are written beside it. "
-        "Exit codes: 0 ok, 1 an --slo violated, 2 usage error or endpoint unreachable, 130 interrupted.",
-    )
-    add_target_arguments(parser)
+def add_workload_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The sweep's workload flags, shared by ``bench`` and the load-generator job's ``bench task``."""
     load = parser.add_argument_group("workload")
     load.add_argument(
         "--concurrency",
@@ -123,6 +117,36 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         default=True,
         help="force exactly --max-tokens output tokens (vLLM's ignore_eos + min_tokens; default on)",
     )
+    return load
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--slo`` gates and ``--allow-untrusted``, shared by ``bench`` and ``bench collect``."""
+    parser.add_argument(
+        "--slo",
+        type=_slo,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="exit 1 unless every cell meets it, e.g. p99_ttft_ms=2000, success_rate=0.99, request_throughput=5",
+    )
+    parser.add_argument(
+        "--allow-untrusted",
+        action="store_true",
+        help="let --slo gates pass on cells measured by a saturated load generator (marked untrusted)",
+    )
+
+
+def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="sweep concurrency x context and measure throughput and latency like `vllm bench serve`",
+        description="Closed-loop sweep of streamed requests over --concurrency x --context. One JSON line per "
+        "cell is appended to --output as it finishes; CSV, Markdown and PNG reports are written beside it. "
+        "Exit codes: 0 ok, 1 an --slo violated, 2 usage error or endpoint unreachable, 130 interrupted.",
+    )
+    add_target_arguments(parser)
+    load = add_workload_arguments(parser)
     load.add_argument(
         "--transport",
         choices=[kind.value for kind in TransportKind],
@@ -147,14 +171,7 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     out.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in CI logs)")
     out.add_argument("--json", action="store_true", help="print this run's cell records as JSON on stdout")
     judge = parser.add_argument_group("judgement")
-    judge.add_argument(
-        "--slo",
-        type=_slo,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="exit 1 unless every cell meets it, e.g. p99_ttft_ms=2000, success_rate=0.99, request_throughput=5",
-    )
+    add_gate_arguments(judge)
     judge.add_argument(
         "--accelerator",
         help="accelerator serving the endpoint (default: the stack's), for cost and the physical ceiling",
@@ -179,9 +196,10 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="parameters computed per token, e.g. 12B (default: read from the model name, e.g. gemma-4-12b-it)",
     )
     judge.add_argument(
-        "--allow-untrusted",
+        "--on-cloud-run",
         action="store_true",
-        help="let --slo gates pass on cells measured by a saturated load generator (marked untrusted)",
+        help="generate the load from the stack's load-generator job beside the service (needs --stack and a "
+        "bench block), then fetch and merge its results",
     )
     parser.set_defaults(handler=run_bench_command)
 
@@ -230,8 +248,10 @@ def _existing_records(path: Path, *, resume: bool, console: Console) -> list[Cel
 
 def run_bench_command(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
-    target = resolve_target(args)
     output: Path = args.output if args.output is not None else _default_output()
+    if args.on_cloud_run:
+        return cloud_cli.run_on_cloud_run(args, output, console)
+    target = resolve_target(args)
     existing = _existing_records(output, resume=args.resume, console=console)
     try:
         facts = accelerator_facts(

@@ -27,7 +27,7 @@ import multiprocessing.connection
 import os
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
@@ -267,8 +267,12 @@ class WorkerPool:
         timeouts: httpx.Timeout | None,
         on_measuring: Callable[[], None] | None = None,
         on_result: OnResult | None = None,
+        agree_start: Callable[[], Awaitable[float]] | None = None,
     ) -> list[PhaseShare]:
-        """Warm up on every worker, start all measured phases at one instant, return each worker's share."""
+        """Warm up on every worker, start all measured phases at one instant, return each worker's share.
+
+        ``agree_start`` (once every worker is warm) names that instant on the ``perf_counter`` clock, e.g.
+        after other machines' tasks are warm too; by default it is ``START_MARGIN_S`` from now."""
         user_split = split_users(users, self.size)
         warm_split = split_counts(len(warmups), user_split)
         request_split = split_counts(len(requests), user_split)
@@ -290,7 +294,7 @@ class WorkerPool:
         for index in active:
             self._connections[index].send(jobs[index])
         await asyncio.gather(*(self._expect(index, "warm") for index in active))
-        start_at = time.perf_counter() + START_MARGIN_S
+        start_at = await agree_start() if agree_start is not None else time.perf_counter() + START_MARGIN_S
         for index in active:
             self._connections[index].send(("go", start_at))
         if on_measuring is not None:
