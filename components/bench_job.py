@@ -31,7 +31,8 @@ RESULTS_ROLE = "roles/storage.objectUser"
 CONTAINER_NAME = "bench"
 RESULTS_MOUNT = "/results"
 # The barrier lists files other tasks just wrote: Cloud Storage FUSE must not cache the listing.
-RESULTS_MOUNT_OPTIONS = ("metadata-cache-ttl-secs=0", "implicit-dirs")
+# The files belong to the image's non-root user (images/verify-bench/Dockerfile: USER 65532).
+RESULTS_MOUNT_OPTIONS = ("metadata-cache-ttl-secs=0", "implicit-dirs", "uid=65532", "gid=65532")
 
 
 @dataclass(frozen=True)
