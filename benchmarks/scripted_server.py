@@ -50,7 +50,8 @@ from multiprocessing.synchronize import Semaphore
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-HEADER_END = b"\r\n\r\n"
+from benchmarks.instant_server import next_request
+
 # Fields per record in shared memory: arrival, first write, last write, tokens, first-write lateness.
 RECORD_FIELDS = 5
 DEFAULT_CAPACITY = 200_000
@@ -244,20 +245,10 @@ class ScriptedProtocol(asyncio.Protocol):
 
     def _next_request(self) -> None:
         while not self._streaming and self._transport is not None:
-            end = self._buffer.find(HEADER_END)
-            if end < 0:
+            request = next_request(self._buffer)
+            if request is None:
                 return
-            head = self._buffer[:end].decode("latin-1")
-            length = 0
-            for line in head.split("\r\n")[1:]:
-                name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value)
-            total = end + len(HEADER_END) + length
-            if len(self._buffer) < total:
-                return
-            body = self._buffer[end + len(HEADER_END) : total]
-            self._buffer = self._buffer[total:]
+            head, body, self._buffer = request
             method, _, rest = head.partition(" ")
             self._answer(method, rest.partition(" ")[0], body)
 

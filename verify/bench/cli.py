@@ -29,9 +29,9 @@ from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_f
 from verify.bench.prompts import PromptBook, choose_counter, server_max_model_len
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, done_keys, load_results
-from verify.bench.slo import Slo, parse_slo, violations
+from verify.bench.slo import Slo, parse_slo
 from verify.bench.sweep import Endpoint, SweepPlan, run_sweep
-from verify.bench.trust import untrusted_gate
+from verify.bench.trust import gate_failures
 from verify.bench.workers import USERS_PER_WORKER, ClientSpec, worker_pool
 from verify.client import client_for, default_timeout
 from verify.responses import ModelList, VersionInfo, body_excerpt
@@ -283,13 +283,10 @@ def run_bench_command(args: argparse.Namespace) -> int:
         # Piped output (CI logs) gets a wide table rather than rich's 80-column default.
         Console(width=None if sys.stdout.isatty() else 160).print(summary_table(records))
     console.print(f"results: {output}; reports: {', '.join(str(path) for path in reports)}")
-    broken = violations(args.slo, records)
-    for violation in broken:
-        console.print(f"[red]SLO violated[/] {violation.describe()}")
-    distrusted = untrusted_gate(records, gated=bool(args.slo), allow_untrusted=args.allow_untrusted)
-    for line in distrusted:
-        console.print(f"[red]SLO not judged[/] {line}")
-    return EXIT_SLO_FAILED if broken or distrusted else EXIT_OK
+    failures = gate_failures(args.slo, records, allow_untrusted=args.allow_untrusted)
+    for line in failures:
+        console.print(line)
+    return EXIT_SLO_FAILED if failures else EXIT_OK
 
 
 def _metrics_summary(path: Path) -> str | None:

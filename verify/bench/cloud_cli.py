@@ -31,9 +31,8 @@ from verify.bench.console import summary_table
 from verify.bench.prompts import choose_counter, server_max_model_len
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, append_record, load_results
-from verify.bench.slo import violations
 from verify.bench.sweep import Endpoint, SweepPlan
-from verify.bench.trust import untrusted_gate
+from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import default_timeout, make_client
 from verify.streaming import Api
@@ -146,13 +145,10 @@ def collect_into(directory: Path, output: Path, args: argparse.Namespace, consol
 
 
 def _gate(records: list[CellRecord], args: argparse.Namespace, console: Console) -> int:
-    broken = violations(args.slo, records)
-    for violation in broken:
-        console.print(f"[red]SLO violated[/] {violation.describe()}")
-    distrusted = untrusted_gate(records, gated=bool(args.slo), allow_untrusted=args.allow_untrusted)
-    for line in distrusted:
-        console.print(f"[red]SLO not judged[/] {line}")
-    return EXIT_FAILED if broken or distrusted else EXIT_OK
+    failures = gate_failures(args.slo, records, allow_untrusted=args.allow_untrusted)
+    for line in failures:
+        console.print(line)
+    return EXIT_FAILED if failures else EXIT_OK
 
 
 def run_collect_command(args: argparse.Namespace) -> int:

@@ -45,6 +45,9 @@ class PhaseShare:
     stalls: StallSummary
     users: int
 
+    def samples_in_send_order(self) -> list[Sample]:
+        return pooled_samples([self])
+
 
 def measured_window(shares: Sequence[PhaseShare]) -> float:
     """Seconds from the first share's start to the last share's end (0 for no share)."""

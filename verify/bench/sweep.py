@@ -9,7 +9,6 @@ line is appended to the results file as soon as it is computed, so an interrupti
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import itertools
 import time
@@ -28,7 +27,7 @@ from verify.bench.samples import PhaseShare, union_metrics
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
-from verify.streaming import Api, Clock, StreamRequest, StreamResult, measure_stream
+from verify.streaming import Api, Clock, StreamRequest, StreamResult
 
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4
@@ -122,23 +121,8 @@ async def closed_loop(
 ) -> tuple[list[StreamResult], float]:
     """Keep ``concurrency`` requests in flight until all are done; results in request order and the
     wall time from the first send to the last answer."""
-    pending = iter(enumerate(requests))
-    results: list[StreamResult | None] = [None] * len(requests)
-
-    async def user() -> None:
-        # One shared iterator: each user takes the next request when its previous one ends.
-        for index, request in pending:
-            result = await measure_stream(client, request, timeouts=timeouts, clock=clock)
-            results[index] = result
-            if on_result is not None:
-                on_result(result)
-
-    started = clock()
-    async with asyncio.TaskGroup() as group:
-        for _ in range(min(concurrency, len(requests))):
-            group.create_task(user())
-    duration = clock() - started
-    return [result for result in results if result is not None], duration
+    share = await measure_phase(client, requests, concurrency, timeouts=timeouts, clock=clock, on_result=on_result)
+    return [sample.result for sample in share.samples_in_send_order()], share.finished_at - share.started_at
 
 
 def _now() -> str:
