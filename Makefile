@@ -2,6 +2,7 @@
 #   make preview STACK=l4 [FORMAT=json]   offline plan of a stack (no CLI, no credentials, no network)
 #   make test                             the test suite
 #   make lint                             ruff, mypy --strict, shellcheck, workflow linters
+#   make mcp [MCP_ARGS=--allow-changes]   the MCP server for agents, on stdio
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +10,7 @@ BIN := $(VENV)/bin
 STACK ?= l4
 FORMAT ?= text
 
-.PHONY: preview test lint format clean
+.PHONY: preview test lint format clean mcp
 
 # Set-up output goes to stderr so that `FORMAT=json` leaves stdout to the JSON document alone.
 $(BIN)/python:
@@ -27,6 +28,9 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(BIN)/python
 
 preview: $(VENV)/.runtime-installed
 	@$(BIN)/python -m preview --stack "$(STACK)" --format "$(FORMAT)"
+
+mcp: $(VENV)/.runtime-installed
+	@$(BIN)/python -m gemma_mcp $(MCP_ARGS)
 
 test: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

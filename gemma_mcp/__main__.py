@@ -1,0 +1,50 @@
+"""`python -m gemma_mcp [--allow-changes] [--http --port N]`: serve this project's tools to an agent.
+
+stdio by default (the agent CLI starts the server); `--http` serves streamable HTTP on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from gemma_mcp.context import ServerContext
+from gemma_mcp.pulumi_gateway import AutomationGateway
+from gemma_mcp.redact import Redactor
+from gemma_mcp.runner import SubprocessRunner
+from gemma_mcp.server import build_server
+
+ROOT = Path(__file__).resolve().parent.parent
+LOOPBACK = "127.0.0.1"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gemma_mcp", description=__doc__)
+    parser.add_argument(
+        "--allow-changes",
+        action="store_true",
+        help="also offer deploy, destroy and run_weight_import (each still needs confirm=<stack>)",
+    )
+    parser.add_argument("--http", action="store_true", help=f"serve streamable HTTP on {LOOPBACK} instead of stdio")
+    parser.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="project root (default: this repository)")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    ctx = ServerContext(
+        root=root,
+        run_module=SubprocessRunner(root),
+        pulumi=AutomationGateway(root),
+        redactor=Redactor.from_environment(),
+        allow_changes=args.allow_changes,
+    )
+    server = build_server(ctx)
+    if args.http:
+        server.run("streamable-http", host=LOOPBACK, port=args.port)
+    else:
+        server.run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

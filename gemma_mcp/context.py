@@ -1,0 +1,24 @@
+"""What every tool needs, built once by `__main__` (or by a test, with fakes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gemma_mcp.pulumi_gateway import PulumiGateway
+from gemma_mcp.redact import Redactor
+from gemma_mcp.runner import ModuleRunner
+
+
+@dataclass(frozen=True, slots=True)
+class ServerContext:
+    root: Path  # the project root: Pulumi.yaml and the stack files
+    run_module: ModuleRunner
+    pulumi: PulumiGateway
+    redactor: Redactor
+    # Tools that change cloud resources exist only when the server was started with --allow-changes.
+    allow_changes: bool = False
+
+    @property
+    def bench_dir(self) -> Path:
+        return self.root / "bench-results" / "mcp"

@@ -1,0 +1,106 @@
+"""What each tool returns: typed, JSON-shaped, and free of secret values (see `redact`).
+
+Why pydantic models: the SDK publishes each model as the tool's output schema, so an agent knows the
+shape before it calls, and a result that drifts from its schema fails here rather than in the agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+
+
+class Result(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class StackSummary(Result):
+    name: str
+    valid: bool
+    problems: list[str] = []
+    accelerator: str | None = None
+    platform: str | None = None
+    region: str | None = None
+    zone: str | None = None
+    model_path: str | None = None
+    served_model_name: str | None = None
+    project: str | None = None
+    file: str | None = None
+
+
+class StackList(Result):
+    stacks: list[StackSummary]
+
+
+class PlannedResource(Result):
+    type: str
+    name: str
+    parent: str | None = None
+
+
+class Plan(Result):
+    """The offline plan of a stack (`python -m preview --format json`), trimmed for reading."""
+
+    stack: str
+    project: str
+    resource_count: int
+    resources: list[PlannedResource]
+    outputs: dict[str, Any]
+    notes: list[str]
+    vllm_command: list[str] | None = None
+    # Sections the preview adds beside resources and outputs (capacity, cost, ...), as it printed them.
+    sections: dict[str, Any] = {}
+    # Only with detail=true: every resource's inputs as the engine would receive them.
+    inputs: dict[str, Any] | None = None
+
+
+class Fit(Result):
+    """The capacity planner's verdict on a stack's settings."""
+
+    stack: str
+    verdict: str
+    errors: list[str]
+    warnings: list[str]
+    capacity: dict[str, Any]
+
+
+class Outputs(Result):
+    stack: str
+    outputs: dict[str, Any]
+    secret_outputs: list[str]
+
+
+class CommandReport(Result):
+    """A `python -m verify ...` run: its exit code, its JSON document and the line that explains it."""
+
+    command: list[str]
+    exit_code: int
+    passed: bool
+    timed_out: bool = False
+    report: Any = None
+    message: str | None = None
+
+
+class BenchRun(CommandReport):
+    results_file: str
+    report_files: list[str]
+    caps: dict[str, float]
+
+
+class Comparison(Result):
+    a: str
+    b: str
+    cells: list[dict[str, Any]]
+    markdown: str
+
+
+class Change(Result):
+    """What a cloud-changing tool did, from Pulumi's own summary."""
+
+    stack: str
+    operation: str
+    result: str
+    resource_changes: dict[str, int]
+    outputs: dict[str, Any]
+    secret_outputs: list[str]

@@ -1,0 +1,25 @@
+"""Build the MCP server: the read-only tools always, the cloud-changing ones only when allowed."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+
+from gemma_mcp import resources, tools_changes, tools_stacks, tools_verify
+from gemma_mcp.context import ServerContext
+
+INSTRUCTIONS = """\
+gemma-serving deploys Gemma 4 on vLLM to Google Cloud (Cloud Run GPUs or a TPU v6e node), one Pulumi stack
+per deployment, and proves each rollout serves. Start with `stacks` to learn the stack names; `plan` and `fit`
+are offline and free; `outputs`, `health` and `bench` read a deployed stack or an endpoint; `compare` reads
+two bench results files. Tools that change the cloud exist only when the server was started with
+--allow-changes, and then require confirm=<stack name>. Results never contain secret values."""
+
+
+def build_server(ctx: ServerContext) -> MCPServer:
+    server: MCPServer = MCPServer("gemma-serving", instructions=INSTRUCTIONS)
+    tools_stacks.register(server, ctx)
+    tools_verify.register(server, ctx)
+    resources.register(server, ctx)
+    if ctx.allow_changes:
+        tools_changes.register(server, ctx)
+    return server

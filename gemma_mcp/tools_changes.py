@@ -1,0 +1,99 @@
+"""Tools that change the cloud: deploy, destroy, re-run a weight import. Registered only with --allow-changes.
+
+Why so guarded: an agent acts on its reading of a conversation, and these cost money or delete things.
+So they do not exist unless a person started the server with `--allow-changes`, each one refuses to act
+unless `confirm` repeats the stack's name, and each goes through the Automation API (`pulumi_gateway`),
+which applies the same program, policy and state as a person's `pulumi up`, and reports what changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, ToolAnnotations
+
+from gemma_mcp.context import ServerContext
+from gemma_mcp.pulumi_gateway import ChangeSummary, import_run_urn
+from gemma_mcp.results import Change
+from gemma_mcp.stack_files import require_stack
+from gemma_mcp.tools_stacks import reply
+
+CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
+
+
+def confirmed(ctx: ServerContext, stack: str, confirm: str | None, action: str) -> str:
+    """The stack name, once the caller has typed it again as `confirm`; anything else is refused."""
+    require_stack(ctx.root, stack)
+    if confirm != stack:
+        raise ToolError(
+            f"refused: {action} changes cloud resources of stack {stack!r}; call again with confirm={stack!r} "
+            "once the user has agreed (run `plan` first to see what the stack contains)"
+        )
+    return stack
+
+
+def _change(ctx: ServerContext, stack: str, operation: str, summary: ChangeSummary) -> CallToolResult:
+    found = Change(
+        stack=stack,
+        operation=operation,
+        result=summary.result,
+        resource_changes=summary.resource_changes,
+        outputs=summary.outputs.values,
+        secret_outputs=summary.outputs.secret_names,
+    )
+    changes = ", ".join(f"{count} {kind}" for kind, count in sorted(summary.resource_changes.items())) or "none"
+    return reply(ctx, f"{operation} of stack {stack}: {summary.result}; resources: {changes}", found)
+
+
+def register(server: MCPServer, ctx: ServerContext) -> None:
+    @server.tool(
+        name="deploy",
+        annotations=CHANGES,
+        description=(
+            "`pulumi up` of one stack through the Automation API, with the project's program and state: creates "
+            "or updates the stack's Google Cloud resources and runs pending weight imports. COSTS MONEY: GPU "
+            "instances or a TPU node bill while they exist. Takes minutes (tens of minutes for a first deploy or "
+            "a TPU queued resource). Requires confirm set to the stack's name, after the user agreed; run `plan` "
+            "and `preflight` first. Returns Pulumi's summary of what changed and the non-secret outputs."
+        ),
+    )
+    async def deploy(stack: str, confirm: str | None = None) -> Annotated[CallToolResult, Change]:
+        name = confirmed(ctx, stack, confirm, "deploy")
+        return _change(ctx, name, "deploy", await asyncio.to_thread(ctx.pulumi.up, name))
+
+    @server.tool(
+        name="destroy",
+        annotations=CHANGES,
+        description=(
+            "`pulumi destroy` of one stack through the Automation API: deletes the service or TPU node and the "
+            "stack's other resources (the model bucket stays if it holds weights, unless bucket.forceDestroy is "
+            "set; see the README's teardown section). Stops the stack's billing; cannot be undone. Takes minutes. "
+            "Requires confirm set to the stack's name, after the user agreed."
+        ),
+    )
+    async def destroy(stack: str, confirm: str | None = None) -> Annotated[CallToolResult, Change]:
+        name = confirmed(ctx, stack, confirm, "destroy")
+        return _change(ctx, name, "destroy", await asyncio.to_thread(ctx.pulumi.destroy, name))
+
+    @server.tool(
+        name="run_weight_import",
+        annotations=CHANGES,
+        description=(
+            "Run one checkpoint's weight import job again (role 'target' for the model, 'drafter' for the MTP "
+            "drafter), by having Pulumi replace the command that executes it: the job copies the pinned Hugging "
+            "Face revision into the model bucket, skipping what is already complete. Use it after weights were "
+            "deleted or an import failed. Costs a Cloud Run job's CPU time and bucket writes (minutes). Requires "
+            "confirm set to the stack's name."
+        ),
+    )
+    async def run_weight_import(
+        stack: str, role: str = "target", confirm: str | None = None
+    ) -> Annotated[CallToolResult, Change]:
+        name = confirmed(ctx, stack, confirm, "run_weight_import")
+        urns = await asyncio.to_thread(ctx.pulumi.resource_urns, name)
+        urn = import_run_urn(urns, name, role)
+        summary = await asyncio.to_thread(ctx.pulumi.up, name, replace=[urn], target=[urn])
+        return _change(ctx, name, f"weight import {role}", summary)

@@ -1,0 +1,266 @@
+"""Tools that talk to a serving endpoint: health, a bounded benchmark, and comparing two benchmarks.
+
+Each runs `python -m verify ...` as a child process with `--json` (see `runner` for why), so the agent
+gets exactly what a person gets from the CLI, and each is bounded in time and load by the caps below.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, ToolAnnotations
+
+from gemma_mcp.context import ServerContext
+from gemma_mcp.results import BenchRun, CommandReport, Comparison
+from gemma_mcp.stack_files import require_stack
+from gemma_mcp.tools_stacks import reply
+from verify.bench import compare as comparing
+from verify.bench.results import load_results
+
+# Caps on what one agent call may ask of a server (and of the user's bill); stated in the descriptions.
+MAX_WAIT_S = 1800.0
+MAX_USERS = 128
+MAX_CELLS = 12
+MAX_REQUESTS_PER_CELL = 256
+MAX_OUTPUT_TOKENS = 1024
+MAX_CONTEXT_TOKENS = 131072
+MAX_BENCH_WALL_S = 900.0
+DEFAULT_BENCH_WALL_S = 300.0
+# Time a health run may take beyond its readiness wait (the chat checks, the metrics scrape).
+HEALTH_SLACK_S = 300.0
+EXIT_USAGE = 2
+
+TALKS_TO_ENDPOINT = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
+
+
+def _target_args(ctx: ServerContext, stack: str | None, url: str | None, model: str | None) -> list[str]:
+    if (stack is None) == (url is None):
+        raise ToolError("give exactly one of stack (a deployed stack's name) or url (an endpoint's base URL)")
+    if stack is not None:
+        return ["--stack", require_stack(ctx.root, stack), *(["--model", model] if model else [])]
+    assert url is not None
+    return ["--url", url, *(["--model", model] if model else [])]
+
+
+def _report(ctx: ServerContext, command: list[str], completed: Any) -> CommandReport:  # noqa: ANN401
+    try:
+        document = json.loads(completed.stdout) if completed.stdout.strip() else None
+    except json.JSONDecodeError:
+        document = None
+    if document is None and not completed.timed_out and completed.exit_code == EXIT_USAGE:
+        # A usage error: the CLI's own one-line message is the answer.
+        raise ToolError(ctx.redactor.text(completed.stderr_tail() or "verify refused the arguments"))
+    message = completed.stderr_tail().splitlines()[-1] if completed.stderr_tail() else None
+    return CommandReport(
+        command=command,
+        exit_code=completed.exit_code,
+        passed=completed.exit_code == 0 and not completed.timed_out,
+        timed_out=completed.timed_out,
+        report=document,
+        message=message,
+    )
+
+
+def _check_each(name: str, values: list[int], *, cap: int) -> None:
+    if not values:
+        raise ToolError(f"{name}: give at least one value")
+    for value in values:
+        if not 1 <= value <= cap:
+            raise ToolError(f"{name}: {value} is outside 1..{cap} (this tool's cap; use the CLI for larger sweeps)")
+
+
+def register(server: MCPServer, ctx: ServerContext) -> None:
+    @server.tool(
+        name="health",
+        annotations=TALKS_TO_ENDPOINT,
+        description=(
+            "Prove an endpoint serves: waits for /health, checks the served model name, vLLM version, one chat "
+            "answer, one streamed answer and /metrics, each with what was expected and what came back. Give "
+            "stack (a deployed stack: reads its outputs with the Pulumi CLI) or url (+ model). Use it after a "
+            "rollout, or first when anything looks wrong. Cost: a few tiny requests; on a scaled-to-zero Cloud "
+            f"Run service it starts one instance (billed while it runs). Time: up to wait_s (cap {MAX_WAIT_S:.0f} s) "
+            "plus a few seconds. passed=false with exit_code 1: a check failed; 2: unreachable or unauthorised."
+        ),
+    )
+    async def health(
+        *,
+        stack: str | None = None,
+        url: str | None = None,
+        model: str | None = None,
+        wait_s: float = 60.0,
+        max_tokens: int | None = None,
+    ) -> Annotated[CallToolResult, CommandReport]:
+        if not 0 <= wait_s <= MAX_WAIT_S:
+            raise ToolError(f"wait_s: {wait_s} is outside 0..{MAX_WAIT_S:.0f} seconds")
+        if max_tokens is not None and not 1 <= max_tokens <= MAX_OUTPUT_TOKENS:
+            raise ToolError(f"max_tokens: {max_tokens} is outside 1..{MAX_OUTPUT_TOKENS}")
+        args = [
+            "health",
+            *_target_args(ctx, stack, url, model),
+            "--wait",
+            f"{wait_s:g}",
+            *(["--max-tokens", str(max_tokens)] if max_tokens is not None else []),
+            "--json",
+        ]
+        completed = await ctx.run_module("verify", args, timeout_s=wait_s + HEALTH_SLACK_S)
+        found = _report(ctx, ["python", "-m", "verify", *args], completed)
+        return reply(ctx, _health_summary(found), found)
+
+    @server.tool(
+        name="bench",
+        annotations=TALKS_TO_ENDPOINT,
+        description=(
+            "Benchmark an endpoint with a closed-loop sweep of concurrency x context (streamed requests, exact "
+            "prompt lengths the prefix cache cannot serve, output length forced): TTFT, TPOT, ITL, E2EL "
+            "percentiles, request and token throughput, failures by class, per cell. Caps per call: concurrency "
+            f"<= {MAX_USERS} users, at most {MAX_CELLS} cells, requests per cell <= {MAX_REQUESTS_PER_CELL}, "
+            f"max_tokens <= {MAX_OUTPUT_TOKENS}, wall time <= {MAX_BENCH_WALL_S:.0f} s (default "
+            f"{DEFAULT_BENCH_WALL_S:.0f} s; at the cap the run stops and keeps the finished cells). Cost: real "
+            "load on the server: a Cloud Run service may scale out to its maxInstances GPU instances for the "
+            "whole run (each billed per second while up); a TPU node bills the same whether loaded or not. "
+            "slo entries like 'p99_ttft_ms=2000' or 'success_rate=0.99' make passed=false when violated. Returns "
+            "each cell's record and the paths of the JSONL, CSV, Markdown and PNG reports (read the Markdown and "
+            "PNG through the bench:// resources)."
+        ),
+    )
+    async def bench(
+        *,
+        stack: str | None = None,
+        url: str | None = None,
+        model: str | None = None,
+        concurrency: list[int] | None = None,
+        context: list[int] | None = None,
+        max_tokens: int = 128,
+        requests_per_cell: int | None = None,
+        slo: list[str] | None = None,
+        wall_time_s: float = DEFAULT_BENCH_WALL_S,
+    ) -> Annotated[CallToolResult, BenchRun]:
+        users = concurrency or [1, 8]
+        contexts = context or [128, 1024]
+        _check_each("concurrency", users, cap=MAX_USERS)
+        _check_each("context", contexts, cap=MAX_CONTEXT_TOKENS)
+        if len(users) * len(contexts) > MAX_CELLS:
+            raise ToolError(f"{len(users)} x {len(contexts)} cells is more than this tool's cap of {MAX_CELLS}")
+        if not 1 <= max_tokens <= MAX_OUTPUT_TOKENS:
+            raise ToolError(f"max_tokens: {max_tokens} is outside 1..{MAX_OUTPUT_TOKENS}")
+        requests = requests_per_cell if requests_per_cell is not None else min(MAX_REQUESTS_PER_CELL, 4 * max(users))
+        if not 1 <= requests <= MAX_REQUESTS_PER_CELL:
+            raise ToolError(f"requests_per_cell: {requests} is outside 1..{MAX_REQUESTS_PER_CELL}")
+        if not 0 < wall_time_s <= MAX_BENCH_WALL_S:
+            raise ToolError(f"wall_time_s: {wall_time_s} is outside 0..{MAX_BENCH_WALL_S:.0f} seconds")
+        ctx.bench_dir.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S-%f")
+        results = ctx.bench_dir / f"bench-{stamp}.jsonl"
+        args = [
+            "bench",
+            *_target_args(ctx, stack, url, model),
+            "--concurrency",
+            ",".join(map(str, users)),
+            "--context",
+            ",".join(map(str, contexts)),
+            "--max-tokens",
+            str(max_tokens),
+            "--requests",
+            str(requests),
+            "--output",
+            str(results),
+            "--no-progress",
+            "--json",
+            *[part for entry in slo or [] for part in ("--slo", entry)],
+        ]
+        completed = await ctx.run_module("verify", args, timeout_s=wall_time_s)
+        found = _report(ctx, ["python", "-m", "verify", *args], completed)
+        reports = sorted(str(path) for path in results.parent.glob(f"{results.stem}.*") if path != results)
+        run = BenchRun(
+            **found.model_dump(),
+            results_file=str(results),
+            report_files=reports,
+            caps={
+                "max_users": MAX_USERS,
+                "max_cells": MAX_CELLS,
+                "max_requests_per_cell": MAX_REQUESTS_PER_CELL,
+                "max_output_tokens": MAX_OUTPUT_TOKENS,
+                "wall_time_s": wall_time_s,
+            },
+        )
+        return reply(ctx, _bench_summary(run), run)
+
+    @server.tool(
+        name="compare",
+        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False),
+        description=(
+            "Compare two bench results files (JSONL, e.g. before and after a change: MTP off vs on, a new image): "
+            "per cell (context x concurrency) B's change against A for throughput and latency percentiles. Paths "
+            "are relative to the project root (the bench tool returns them). Local files only: instant, free."
+        ),
+    )
+    def compare(a: str, b: str) -> Annotated[CallToolResult, Comparison]:
+        path_a, path_b = _results_path(ctx, a, "a"), _results_path(ctx, b, "b")
+        records_a, records_b = load_results(path_a).records, load_results(path_b).records
+        rows = comparing.compare(records_a, records_b)
+        markdown = comparing.markdown(
+            rows,
+            a_name=path_a.name,
+            b_name=path_b.name,
+            a_desc=comparing.describe_side(records_a),
+            b_desc=comparing.describe_side(records_b),
+        )
+        cells = [
+            {
+                "context": row.context,
+                "concurrency": row.concurrency,
+                "status": row.status() or "compared",
+                "deltas": {
+                    delta.field: {"a": delta.a, "b": delta.b, "change": delta.change, "better": delta.better}
+                    for delta in row.deltas
+                },
+            }
+            for row in rows
+        ]
+        found = Comparison(a=str(path_a), b=str(path_b), cells=cells, markdown=markdown)
+        return reply(ctx, markdown, found)
+
+
+def _results_path(ctx: ServerContext, given: str, name: str) -> Path:
+    path = (ctx.root / given).resolve()
+    if not path.is_relative_to(ctx.root.resolve()):
+        raise ToolError(f"{name}: {given!r} is outside the project root; give a path inside it")
+    if path.suffix != ".jsonl" or not path.is_file():
+        raise ToolError(f"{name}: {given!r} is not a bench results file (.jsonl) in the project")
+    return path
+
+
+def _health_summary(report: CommandReport) -> str:
+    head = "health: PASS" if report.passed else f"health: FAIL (exit {report.exit_code})"
+    lines = [head]
+    checks = report.report.get("checks", []) if isinstance(report.report, dict) else []
+    lines.extend(
+        f"  {check.get('status')}: {check.get('name')}" + (f" ({check['cause']})" if check.get("cause") else "")
+        for check in checks
+    )
+    if report.message and not report.passed:
+        lines.append(report.message)
+    return "\n".join(lines)
+
+
+def _bench_summary(run: BenchRun) -> str:
+    head = (
+        "bench: PASS"
+        if run.passed
+        else f"bench: FAIL (exit {run.exit_code}{', stopped at the wall-time cap' if run.timed_out else ''})"
+    )
+    lines = [head, f"results: {run.results_file}"]
+    lines.extend(
+        f"  context {cell.get('requested_context')} x {cell.get('max_concurrency')} users: "
+        f"{cell.get('request_throughput')} req/s, p99 TTFT {cell.get('p99_ttft_ms')} ms, "
+        f"success {cell.get('success_rate')}"
+        for cell in (run.report if isinstance(run.report, list) else [])
+    )
+    if run.message and not run.passed:
+        lines.append(run.message)
+    return "\n".join(lines)

@@ -1,0 +1,106 @@
+"""Fixtures for the MCP server's tests: a server over this repository with fakes where the cloud would be.
+
+The server's tools run the project's CLIs as child processes, so the root conftest's Pulumi mocks are not
+needed in this process: ``pulumi_capture`` is overridden by one that installs nothing (as in tests/verify).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp_types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
+
+from gemma_mcp.context import ServerContext
+from gemma_mcp.pulumi_gateway import ChangeSummary, StackOutputValues
+from gemma_mcp.redact import Redactor
+from gemma_mcp.runner import SubprocessRunner
+from gemma_mcp.server import build_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def pulumi_capture() -> None:
+    return None
+
+
+@dataclass
+class FakePulumi:
+    """Stands in for the Automation API; records every call so a test can prove none was made."""
+
+    outputs_by_stack: dict[str, StackOutputValues] = field(default_factory=dict)
+    urns: list[str] = field(default_factory=list)
+    calls: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+
+    def outputs(self, stack: str) -> StackOutputValues:
+        self.calls.append(("outputs", stack, ()))
+        return self.outputs_by_stack[stack]
+
+    def up(self, stack: str, *, replace: Sequence[str] = (), target: Sequence[str] = ()) -> ChangeSummary:
+        self.calls.append(("up", stack, tuple(replace)))
+        return ChangeSummary(
+            result="succeeded",
+            resource_changes={"create": 2, "same": 20},
+            outputs=StackOutputValues(
+                values={"endpoint": "https://x.run.app", "apiKey": "[secret]"}, secret_names=["apiKey"]
+            ),
+        )
+
+    def destroy(self, stack: str) -> ChangeSummary:
+        self.calls.append(("destroy", stack, ()))
+        return ChangeSummary(result="succeeded", resource_changes={"delete": 22}, outputs=StackOutputValues({}, []))
+
+    def resource_urns(self, stack: str) -> list[str]:
+        self.calls.append(("urns", stack, ()))
+        return self.urns
+
+
+def make_context(
+    *,
+    allow_changes: bool = False,
+    pulumi: FakePulumi | None = None,
+    root: Path = ROOT,
+    redactor: Redactor | None = None,
+) -> ServerContext:
+    return ServerContext(
+        root=root,
+        run_module=SubprocessRunner(ROOT),
+        pulumi=pulumi or FakePulumi(),
+        redactor=redactor or Redactor(),
+        allow_changes=allow_changes,
+    )
+
+
+@contextlib.asynccontextmanager
+async def connect(ctx: ServerContext | None = None) -> AsyncIterator[Client]:
+    """An in-process client session (entered and left in the test's own task, as anyio requires)."""
+    async with Client(build_server(ctx or make_context())) as connected:
+        yield connected
+
+
+def text_of(result: CallToolResult) -> str:
+    """The text block every tool result starts with (the short summary, or the error message)."""
+    block = result.content[0]
+    assert isinstance(block, TextContent), block
+    return block.text
+
+
+def resource_text(read: ReadResourceResult) -> str:
+    contents = read.contents[0]
+    assert isinstance(contents, TextResourceContents), contents
+    return contents.text
+
+
+def is_file(path: Path) -> bool:
+    return path.is_file()
+
+
+def remove_files(paths: Sequence[str | Path]) -> None:
+    """Remove what a test's bench run wrote under bench-results/ (a sync helper: async tests must not block)."""
+    for path in paths:
+        Path(path).unlink(missing_ok=True)

@@ -1,0 +1,86 @@
+"""The cloud-changing tools: absent without --allow-changes, refused without confirmation, audited with it."""
+
+from __future__ import annotations
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from gemma_mcp.pulumi_gateway import import_run_urn
+from tests.gemma_mcp.conftest import FakePulumi, connect, make_context, text_of
+
+CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}
+L4_RUN = "urn:pulumi:l4::gemma-serving::gemma:storage:ModelImport$command:local:Command::gemma-l4-import-target-run"
+
+
+async def test_without_the_flag_no_tool_can_change_the_cloud() -> None:
+    """A server started without --allow-changes must not even list a tool that deploys or destroys."""
+    pulumi = FakePulumi()
+    async with connect(make_context(pulumi=pulumi)) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        attempt = await client.call_tool("destroy", {"stack": "l4", "confirm": "l4"})
+    assert not names & CHANGING_TOOLS
+    assert attempt.is_error
+    assert pulumi.calls == []
+
+
+@pytest.mark.parametrize("confirm", [None, "", "yes", "rtx6000", "L4"])
+async def test_a_change_without_the_stacks_name_as_confirmation_is_refused(confirm: str | None) -> None:
+    """Even with the flag, a deploy or destroy must not run unless confirm repeats the stack name exactly."""
+    pulumi = FakePulumi()
+    arguments = {"stack": "l4"} | ({"confirm": confirm} if confirm is not None else {})
+    async with connect(make_context(allow_changes=True, pulumi=pulumi)) as client:
+        results = [await client.call_tool(tool, arguments) for tool in sorted(CHANGING_TOOLS)]
+    for result in results:
+        assert result.is_error
+        assert "call again with confirm='l4' once the user has agreed" in text_of(result)
+    assert pulumi.calls == []
+
+
+async def test_a_confirmed_deploy_reports_what_changed_without_secret_values() -> None:
+    """A confirmed deploy must run `up` once and report Pulumi's change summary; secret outputs stay hidden."""
+    pulumi = FakePulumi()
+    async with connect(make_context(allow_changes=True, pulumi=pulumi)) as client:
+        result = await client.call_tool("deploy", {"stack": "l4", "confirm": "l4"})
+    assert not result.is_error, result.content
+    assert pulumi.calls == [("up", "l4", ())]
+    assert result.structured_content == {
+        "stack": "l4",
+        "operation": "deploy",
+        "result": "succeeded",
+        "resource_changes": {"create": 2, "same": 20},
+        "outputs": {"endpoint": "https://x.run.app", "apiKey": "[secret]"},
+        "secret_outputs": ["apiKey"],
+    }
+    assert "2 create, 20 same" in text_of(result)
+
+
+async def test_a_confirmed_destroy_of_an_unknown_stack_is_refused_by_name() -> None:
+    """A typo in the stack name must stop a destroy with the list of real stacks, before Pulumi is asked."""
+    pulumi = FakePulumi()
+    async with connect(make_context(allow_changes=True, pulumi=pulumi)) as client:
+        result = await client.call_tool("destroy", {"stack": "l5", "confirm": "l5"})
+    assert result.is_error
+    assert "stacks here: l4, rtx6000, tpu-v6e" in text_of(result)
+    assert pulumi.calls == []
+
+
+async def test_a_weight_import_rerun_replaces_only_that_imports_command() -> None:
+    """Re-running an import must replace exactly the command that runs it, and nothing else in the stack."""
+    pulumi = FakePulumi(
+        urns=["urn:pulumi:l4::gemma-serving::gcp:storage/bucket:Bucket::gemma-l4-models-bucket", L4_RUN]
+    )
+    async with connect(make_context(allow_changes=True, pulumi=pulumi)) as client:
+        result = await client.call_tool("run_weight_import", {"stack": "l4", "role": "target", "confirm": "l4"})
+        missing = await client.call_tool("run_weight_import", {"stack": "l4", "role": "drafter", "confirm": "l4"})
+    assert not result.is_error, result.content
+    assert ("up", "l4", (L4_RUN,)) in pulumi.calls
+    assert missing.is_error
+    assert "no weight import 'drafter' in its state; imports it has: target" in text_of(missing)
+
+
+def test_import_run_urn_matches_the_whole_resource_name() -> None:
+    """A role that is a prefix of another (target vs target2) must not select the wrong import."""
+    other = L4_RUN.replace("import-target-run", "import-target2-run")
+    assert import_run_urn([other, L4_RUN], "l4", "target") == L4_RUN
+    with pytest.raises(ToolError, match="imports it has: target, target2"):
+        import_run_urn([other, L4_RUN], "l4", "drafter")

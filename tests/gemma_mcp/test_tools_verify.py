@@ -1,0 +1,137 @@
+"""health, bench and compare as an agent calls them, against a local vLLM-shaped server.
+
+The tools run `python -m verify` as child processes, so these tests cross a real process boundary and a
+real socket, as the agent's calls will.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.fake_vllm import FakeVllm, FakeVllmConfig
+from tests.gemma_mcp.conftest import ROOT, connect, is_file, remove_files, text_of
+
+BENCH_CONFIG = FakeVllmConfig(count_prompt_words=True, pieces=tuple(f" w{i}" for i in range(4)))
+
+
+async def test_health_of_a_healthy_server_passes_with_every_check() -> None:
+    """The agent must get each check's verdict in structured form, and passed=true only when all six pass."""
+    async with FakeVllm() as server, connect() as client:
+        result = await client.call_tool("health", {"url": server.url, "model": "tiny-gemma", "wait_s": 10})
+    assert not result.is_error, result.content
+    report = result.structured_content
+    assert report["passed"] is True
+    assert report["exit_code"] == 0
+    assert {check["name"]: check["status"] for check in report["report"]["checks"]} == {
+        "readiness": "pass",
+        "models": "pass",
+        "version": "pass",
+        "chat": "pass",
+        "chat-stream": "pass",
+        "metrics": "pass",
+    }
+    assert text_of(result).startswith("health: PASS")
+
+
+async def test_health_of_a_wrong_model_fails_with_the_cause() -> None:
+    """A server that does not serve the asked name must fail (exit 1) and say so, not pass or error out."""
+    async with FakeVllm() as server, connect() as client:
+        result = await client.call_tool("health", {"url": server.url, "model": "gemma-4-12b-it", "wait_s": 5})
+    report = result.structured_content
+    assert report["passed"] is False
+    assert report["exit_code"] == 1
+    models = next(check for check in report["report"]["checks"] if check["name"] == "models")
+    assert models["status"] == "fail"
+    assert "gemma-4-12b-it" in text_of(result)
+
+
+async def test_health_refuses_both_or_neither_target_and_a_wait_beyond_the_cap() -> None:
+    """Ambiguous or unbounded requests must be refused before anything runs, naming the argument."""
+    async with connect() as client:
+        neither = await client.call_tool("health", {})
+        both = await client.call_tool("health", {"stack": "l4", "url": "http://127.0.0.1:1"})
+        forever = await client.call_tool("health", {"url": "http://127.0.0.1:1", "wait_s": 86400})
+        nan = await client.call_tool("health", {"url": "http://127.0.0.1:1", "wait_s": float("nan")})
+    for result in (neither, both):
+        assert result.is_error
+        assert "exactly one of stack" in text_of(result)
+    assert forever.is_error
+    assert "wait_s: 86400" in text_of(forever)
+    assert nan.is_error
+    assert "wait_s" in text_of(nan)
+
+
+async def test_health_of_a_bad_url_gives_the_clis_message() -> None:
+    """A malformed URL must come back as verify's own one-line usage message."""
+    async with connect() as client:
+        result = await client.call_tool("health", {"url": "ftp://example.invalid", "wait_s": 1})
+    assert result.is_error
+    assert "--url must be an http:// or https:// URL" in text_of(result)
+
+
+async def test_bench_returns_cells_and_report_paths(tmp_path: Path) -> None:
+    """A bounded sweep must return each cell's record and the files a person would open."""
+    async with FakeVllm(BENCH_CONFIG) as server, connect() as client:
+        result = await client.call_tool(
+            "bench",
+            {
+                "url": server.url,
+                "model": "tiny-gemma",
+                "concurrency": [1, 2],
+                "context": [64],
+                "max_tokens": 4,
+                "requests_per_cell": 4,
+                "wall_time_s": 120,
+            },
+        )
+    assert not result.is_error, result.content
+    run = result.structured_content
+    assert run["passed"] is True, run["message"]
+    cells = run["report"]
+    assert [(cell["requested_context"], cell["max_concurrency"]) for cell in cells] == [(64, 1), (64, 2)]
+    assert all(cell["completed"] == 4 for cell in cells)
+    results_file = Path(run["results_file"])
+    assert is_file(results_file)
+    assert results_file.is_relative_to(ROOT / "bench-results" / "mcp")
+    assert any(path.endswith(".md") for path in run["report_files"])
+    assert run["caps"]["max_users"] == 128
+    try:
+        async with connect() as client:
+            compared = await client.call_tool(
+                "compare", {"a": str(results_file.relative_to(ROOT)), "b": str(results_file)}
+            )
+        assert not compared.is_error, compared.content
+        rows = compared.structured_content["cells"]
+        assert [(row["context"], row["concurrency"], row["status"]) for row in rows] == [
+            (64, 1, "compared"),
+            (64, 2, "compared"),
+        ]
+        assert rows[0]["deltas"]["request_throughput"]["change"] == 0
+        assert "(A) vs" in compared.structured_content["markdown"]
+    finally:
+        remove_files([results_file, *run["report_files"]])
+
+
+async def test_bench_refuses_loads_beyond_its_caps() -> None:
+    """An agent must not be able to launch an unbounded benchmark: each cap names the argument and the limit."""
+    async with connect() as client:
+        users = await client.call_tool("bench", {"url": "http://127.0.0.1:1", "concurrency": [2048]})
+        cells = await client.call_tool(
+            "bench", {"url": "http://127.0.0.1:1", "concurrency": [1, 2, 4, 8], "context": [1, 2, 3, 4]}
+        )
+        wall = await client.call_tool("bench", {"url": "http://127.0.0.1:1", "wall_time_s": 3600})
+        requests = await client.call_tool("bench", {"url": "http://127.0.0.1:1", "requests_per_cell": 100000})
+    assert "concurrency: 2048 is outside 1..128" in text_of(users)
+    assert "4 x 4 cells is more than this tool's cap of 12" in text_of(cells)
+    assert "wall_time_s: 3600" in text_of(wall)
+    assert "requests_per_cell: 100000" in text_of(requests)
+
+
+async def test_compare_refuses_files_outside_the_project(tmp_path: Path) -> None:
+    """compare reads local files: it must not become a way to read arbitrary paths."""
+    outside = tmp_path / "x.jsonl"
+    outside.write_text("", encoding="utf-8")
+    async with connect() as client:
+        result = await client.call_tool("compare", {"a": str(outside), "b": str(outside)})
+    assert result.is_error
+    assert "outside the project root" in text_of(result)
