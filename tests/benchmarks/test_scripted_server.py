@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 
 from benchmarks.scripted_server import Schedule, ServerRecord, summarize
-from verify.streaming import Api, StreamRequest, measure_stream
+from verify.streaming import Api, StreamRequest, StreamResult, measure_stream
 
 
 @pytest.fixture(scope="module")
@@ -27,15 +29,26 @@ def server() -> Iterator[str]:
         process.stdout.close()
 
 
-@pytest.mark.parametrize("api", [Api.CHAT, Api.COMPLETIONS])
-async def test_streams_follow_the_schedule_and_are_recorded(server: str, api: Api) -> None:
-    """Guards against a truth that is wrong: a stream verify cannot parse, tokens written early, or
-    records that do not match what was sent."""
-    async with httpx.AsyncClient(base_url=server) as client:
+async def _one_stream(url: str, api: Api) -> tuple[StreamResult, dict[str, Any], dict[str, Any]]:
+    async with httpx.AsyncClient(base_url=url) as client:
         await client.post("/stats/reset")
         result = await measure_stream(client, StreamRequest(model="scripted", prompt="a b c", max_tokens=4, api=api))
         stats = (await client.get("/stats", params={"raw": "1"})).json()
         tokens = (await client.post("/tokenize", json={"prompt": "a b c"})).json()
+    return result, stats, tokens
+
+
+@pytest.mark.parametrize("api", [Api.CHAT, Api.COMPLETIONS])
+def test_streams_follow_the_schedule_and_are_recorded(server: str, api: Api) -> None:
+    """Guards against a truth that is wrong: a stream verify cannot parse, tokens written early, or
+    records that do not match what was sent."""
+    # A private loop, never installed as the thread's current one: the Pulumi mocks of the tests that
+    # run after this module need the default loop untouched.
+    loop = asyncio.new_event_loop()
+    try:
+        result, stats, tokens = loop.run_until_complete(_one_stream(server, api))
+    finally:
+        loop.close()
     assert result.ok, result.failure
     assert (result.output_tokens, result.content_chunks, len(result.itl_s)) == (4, 4, 3)
     assert stats["requests"] == 1
