@@ -16,6 +16,7 @@ from components.serving_identity import ServingIdentity, ServingIdentityArgs, ac
 from components.tpu.node import NodeIdentity, TpuVllmNode, TpuVllmNodeArgs, with_tensor_parallel
 from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
 from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
+from stacks.pricing import billing_shape
 from stacks.settings import StackSettings
 from stacks.tpu import ProvisioningModel, TpuProvisioning
 from supply import google_cloud, image_supply, model_supply
@@ -89,6 +90,8 @@ def _deploy_cloud_run(settings: StackSettings, stack: str, labels: dict[str, str
         "maxNumSeqs": settings.vllm.max_num_seqs,
         "concurrency": settings.cloud_run_concurrency(),
         "maxInstances": run.max_instances,
+        # What is billed (GPU, CPU, memory, zonal redundancy, instances): verify bench prices it (stacks/pricing.py).
+        "billing": billing_shape(settings).model_dump(by_alias=True, mode="json"),
         "serviceName": service.service_name,
         "modelBucket": bucket.name,
         "serviceAccount": identity.email,
@@ -208,6 +211,7 @@ def _deploy_tpu(settings: StackSettings, stack: str, labels: dict[str, str]) -> 
         "zone": tpu.zone,
         "acceleratorType": tpu.accelerator_type,
         "provisioningModel": tpu.provisioning.model.value,
+        "billing": billing_shape(settings).model_dump(by_alias=True, mode="json"),
         "maxModelLen": settings.vllm.max_model_len,
         "maxNumSeqs": settings.vllm.max_num_seqs,
         "queuedResourceName": node.queued_resource_name,

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 from preview.capture import run_program
+from preview.costs import cost_document, cost_section
+from preview.notes import manual_steps
 from preview.render import plan_document, text_plan
 from preview.stack_file import StackFileError, available_stacks, read_stack_config
 from preview.supply_plan import register as register_supply_section
@@ -56,15 +58,21 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(errors), file=sys.stderr)
         return 1
     capacity = assess_stack(settings, root=args.root)
+    notes = [*config.notes, *manual_steps(capture)]
     if args.format == "json":
-        document = plan_document(capture, stack=args.stack, project=config.project, notes=config.notes)
+        document = plan_document(capture, stack=args.stack, project=config.project, notes=notes)
+        document["cost"] = cost_document(capture)
         document["capacity"] = capacity.as_dict()
         print(json.dumps(document, indent=2, sort_keys=False))
     else:
         register_tpu_section()
         register_supply_section()
         text = text_plan(
-            capture, stack=args.stack, project=config.project, notes=config.notes, sections=[capacity.lines()]
+            capture,
+            stack=args.stack,
+            project=config.project,
+            notes=notes,
+            sections=[cost_section(capture), capacity.lines()],
         )
         print(text, end="")
     return 0

@@ -37,6 +37,9 @@ class CapturedResource:
     urn: str
     # URNs the resource waits for (depends_on, with components expanded to their children).
     dependencies: tuple[str, ...] = ()
+    # Resource options that decide what `pulumi destroy` does with it (kept in the cloud, or refused).
+    retain_on_delete: bool = False
+    protect: bool = False
 
 
 @dataclass
@@ -110,6 +113,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     inputs=inputs,
                     urn=response.urn,
                     dependencies=tuple(request.dependencies),
+                    retain_on_delete=bool(request.retainOnDelete),
+                    protect=bool(request.protect),
                 )
             )
         return response

@@ -89,10 +89,33 @@ def describe_queued_resource(resource: CapturedResource, capture: Capture) -> li
     lines += [f"  {label + ':':<14} {value}" for label, value in rows]
     lines += ["  Request body (POST v2alpha1 .../queuedResources; the provider adds the gemma-spec label):"]
     lines += ["    " + line for line in json.dumps(shown, indent=2, sort_keys=True).splitlines()]
-    lines += ["  Startup script (instance metadata, runs as root at every boot):"]
-    lines += ["    | " + line for line in str(script).splitlines()]
+    lines += ["  Startup script (instance metadata, runs as root at every boot), folded:"]
+    lines += ["    | " + line for line in folded_script(str(script))]
     lines.append("")
     return lines
+
+
+# The line components/tpu/startup_script.py writes after the values it renders; below it the script is
+# the same fixed code for every stack.
+END_OF_DATA = "# --- end of rendered data ---"
+
+
+def folded_script(script: str) -> list[str]:
+    """The script's header and rendered data (what differs per stack), then one line for the fixed code.
+
+    Why folded: the whole script is 200+ lines of which reviewers need the values; the JSON plan keeps it
+    whole (resources[].inputs.requestBody.tpu.nodeSpec[].node.metadata["startup-script"]).
+    """
+    lines = script.splitlines()
+    if END_OF_DATA not in lines:
+        return lines
+    end = lines.index(END_OF_DATA) + 1
+    rest = len(lines) - end
+    fold = (
+        f"... {rest} more lines: the fixed code of components/tpu/startup_script.py (fetch the weights and the "
+        "API key, log docker in, start vLLM, wait for /health); the whole script is in the FORMAT=json plan"
+    )
+    return [*lines[:end], fold]
 
 
 def describe_firewalls(capture: Capture) -> list[str]:

@@ -31,10 +31,8 @@ class CloudRunGpu:
     min_memory_gib: int
     regions: tuple[str, ...]
     # Peak dense (no sparsity) bf16 tensor FLOP/s: the physical ceiling verify bench checks against.
+    # (Prices live in stacks/pricing.py: they depend on CPU, memory and zonal redundancy, not the GPU alone.)
     peak_dense_bf16_flops: float | None = None
-    # On-demand list price in USD of one instance-hour (GPU plus the minimum CPU/memory it requires);
-    # None where no list price was found. verify bench turns it into cost per 1M requests/tokens.
-    hourly_price_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -45,9 +43,8 @@ class TpuChip:
     display_name: str
     hbm_gib_per_chip: float
     runtime_version: str
-    # Per chip, as for CloudRunGpu: peak dense bf16 FLOP/s and the on-demand USD price of a chip-hour.
+    # Per chip, as for CloudRunGpu: peak dense bf16 FLOP/s (prices: stacks/pricing.py, by provisioning model).
     peak_dense_bf16_flops: float | None = None
-    hourly_price_usd: float | None = None
 
 
 # Source: https://cloud.google.com/run/docs/configuring/services/gpu (GPU types, minimum CPU and
@@ -64,10 +61,6 @@ CLOUD_RUN_GPUS: dict[Accelerator, CloudRunGpu] = {
         regions=("us-central1", "us-east4", "europe-west1", "europe-west4", "asia-southeast1"),
         # NVIDIA L4 datasheet: bf16 tensor 242 TFLOPS *with sparsity*, i.e. 121 TFLOPS dense.
         peak_dense_bf16_flops=121e12,
-        # https://cloud.google.com/run/pricing (tier-1 region, instance-based billing, no zonal
-        # redundancy, as gathered 2026-11): L4 $0.0001867/s + 4 vCPU x $0.000018/s + 16 GiB x
-        # $0.000002/s = $0.672 + $0.259 + $0.115 per hour.
-        hourly_price_usd=1.05,
     ),
     Accelerator.NVIDIA_RTX_PRO_6000: CloudRunGpu(
         accelerator=Accelerator.NVIDIA_RTX_PRO_6000,
@@ -80,9 +73,6 @@ CLOUD_RUN_GPUS: dict[Accelerator, CloudRunGpu] = {
         # NVIDIA RTX PRO 6000 Blackwell datasheet: 4000 AI TOPS = FP4 with sparsity; dense halves it
         # and each wider type halves again (FP4 2000 -> FP8 1000 -> bf16 500 TFLOPS dense).
         peak_dense_bf16_flops=500e12,
-        # No Cloud Run list price for this GPU was found in the sources checked (2026-11): pass
-        # `verify bench --price-per-hour` for costs.
-        hourly_price_usd=None,
     ),
 }
 
@@ -95,7 +85,5 @@ TPU_CHIPS: dict[Accelerator, TpuChip] = {
         runtime_version="v2-alpha-tpuv6e",
         # https://cloud.google.com/tpu/docs/v6e: 918 TFLOPS peak bf16 per chip.
         peak_dense_bf16_flops=918e12,
-        # https://cloud.google.com/tpu/pricing: v6e on demand $2.70 per chip-hour (us-east1, 2026-11).
-        hourly_price_usd=2.70,
     ),
 }

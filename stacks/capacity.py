@@ -19,6 +19,7 @@ from stacks.base import SettingsModel
 from stacks.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
 from stacks.model_profiles import profile_from_config_file as _profile_from_config_file
 from stacks.planner import (
+    DOCS,
     GIB,
     CapacityPlan,
     KvLayout,
@@ -55,6 +56,9 @@ TPU_V6E_BATCHED_TOKENS = 1024
 ASYNC_CONCURRENT_BATCHES = 2
 
 
+DEFAULT_REQUEST_TOKENS = 512
+
+
 class CapacitySettings(SettingsModel):
     """How to plan a stack's capacity when the defaults do not fit its checkpoint."""
 
@@ -67,6 +71,11 @@ class CapacitySettings(SettingsModel):
     weight_bytes: int | None = Field(default=None, ge=1)
     # Replaces the assumed runtime overhead (GiB per accelerator).
     runtime_overhead_gib: float | None = Field(default=None, ge=0)
+    # The stack's stated workload: tokens (prompt + output) of a typical request. The plan WARNS when
+    # vllm.maxNumSeqs requests of this size cannot all hold their KV cache at once (vLLM then preempts
+    # under ordinary traffic); full-length sequences that do not all fit are only an INFO. 512 is a chat
+    # turn of a few hundred tokens of prompt and answer (docs/capacity-planning.md).
+    request_tokens: int = Field(default=DEFAULT_REQUEST_TOKENS, ge=1)
 
 
 class CapacityUnknownError(ValueError):
@@ -88,9 +97,15 @@ class StackCapacity:
 
     @property
     def warnings(self) -> list[str]:
+        """What is wrong for the stack's stated workload (printed as WARNINGs by preview and `pulumi up`)."""
         if self.plan is None:
             return [f"capacity not checked: {self.unknown_reason}"]
         return [finding.message for finding in self.plan.warnings]
+
+    @property
+    def infos(self) -> list[str]:
+        """Figures worth knowing that are normal (how many full-length requests fit at once)."""
+        return [finding.message for finding in self.plan.infos] if self.plan else []
 
     def as_dict(self) -> dict[str, object]:
         """The `capacity` key of the FORMAT=json preview."""
@@ -117,7 +132,11 @@ class StackCapacity:
             if profile is not None and profile.estimates
         ]
         if estimated:
-            lines.append(f"  estimated: {'; '.join(estimated)} (sources: FORMAT=json, capacity)")
+            lines.append(
+                f"  estimated: {'; '.join(estimated)} (not read from the checkpoint: how each estimate is made is "
+                "in the FORMAT=json plan under capacity.weightSources)"
+            )
+        lines.append(f"  how to read this: {DOCS}")
         return [*lines, ""]
 
 
@@ -216,6 +235,7 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
         block_size=block,
         in_flight_tokens=in_flight,
         accelerator_label=label,
+        workload_tokens=capacity.request_tokens,
     )
     return inputs, tuple(assumptions)
 

@@ -173,10 +173,15 @@ class PlanInputs:
     in_flight_tokens: int = 0
     # Names the accelerator in messages, e.g. "NVIDIA L4".
     accelerator_label: str = "the accelerator"
+    # The stated workload: tokens (prompt + output) of a typical request. max_num_seqs of them must fit
+    # at once, or vLLM preempts under ordinary traffic; full-length sequences are only informative.
+    workload_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_model_len < 1 or self.max_num_seqs < 1:
             raise ValueError("max_model_len and max_num_seqs must be >= 1")
+        if self.workload_tokens is not None and self.workload_tokens < 1:
+            raise ValueError("workload_tokens must be >= 1")
         if self.tensor_parallel_size < 1 or self.block_size < 1 or self.in_flight_tokens < 0:
             raise ValueError("tensor_parallel_size and block_size must be >= 1, in_flight_tokens >= 0")
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
@@ -254,8 +259,16 @@ def _sliding_window(inputs: PlanInputs) -> int | None:
 
 
 class Severity(enum.StrEnum):
+    """ERROR: the server cannot start or serve one full-length request. WARNING: the stated workload
+    does not fit. INFO: figures worth knowing that are normal (long requests queue)."""
+
     ERROR = "error"
     WARNING = "warning"
+    INFO = "info"
+
+
+# Where the figures and verdicts are explained; every verdict message points there.
+DOCS = "docs/capacity-planning.md"
 
 
 @dataclass(frozen=True)
@@ -282,6 +295,9 @@ class CapacityPlan:
     capacity_tokens: int
     longest_fitting_len: int
     findings: tuple[Finding, ...]
+    # KV bytes of one request of the stated workload (inputs.workload_tokens), and how many fit at once.
+    workload_bytes_per_sequence: int | None = None
+    workload_concurrency: float | None = None
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -298,12 +314,23 @@ class CapacityPlan:
         return self.kv_budget_bytes - self.inputs.max_num_seqs * self.kv_bytes_per_sequence
 
     @property
+    def workload_headroom_bytes(self) -> int | None:
+        """KV budget left once max_num_seqs requests of the stated workload are resident."""
+        if self.workload_bytes_per_sequence is None:
+            return None
+        return self.kv_budget_bytes - self.inputs.max_num_seqs * self.workload_bytes_per_sequence
+
+    @property
     def errors(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.ERROR)
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+    @property
+    def infos(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.INFO)
 
     @property
     def fits(self) -> bool:
@@ -328,6 +355,9 @@ class CapacityPlan:
             "maxConcurrency": round(self.max_concurrency, 2),
             "fullLengthSequences": self.full_length_sequences,
             "headroomBytes": self.headroom_bytes,
+            "workloadTokens": self.inputs.workload_tokens,
+            "workloadConcurrency": None if self.workload_concurrency is None else round(self.workload_concurrency, 2),
+            "workloadHeadroomBytes": self.workload_headroom_bytes,
             "longestFittingLen": self.longest_fitting_len,
             "estimates": sorted(
                 {f"{self.inputs.model.name}: {what}" for what in self.inputs.model.estimates}
@@ -339,6 +369,7 @@ class CapacityPlan:
             ),
             "errors": [f.message for f in self.errors],
             "warnings": [f.message for f in self.warnings],
+            "infos": [f.message for f in self.infos],
         }
 
 
@@ -384,6 +415,10 @@ def plan_capacity(inputs: PlanInputs) -> CapacityPlan:
     concurrency = max(budget, 0) / per_sequence if per_sequence else math.inf
     capacity_tokens = math.floor(concurrency * inputs.max_model_len) if per_sequence else 0
     longest = _longest_fitting_len(layers, inputs, window, budget) if per_sequence else inputs.max_model_len
+    workload_bytes = workload_fit = None
+    if inputs.workload_tokens is not None:
+        workload_bytes = _sequence_bytes(layers, min(inputs.workload_tokens, inputs.max_model_len), inputs, window)
+        workload_fit = max(budget, 0) / workload_bytes if workload_bytes else math.inf
 
     draft = CapacityPlan(
         inputs=inputs,
@@ -396,12 +431,15 @@ def plan_capacity(inputs: PlanInputs) -> CapacityPlan:
         capacity_tokens=capacity_tokens,
         longest_fitting_len=longest,
         findings=(),
+        workload_bytes_per_sequence=workload_bytes,
+        workload_concurrency=workload_fit,
     )
     return dataclasses.replace(draft, findings=assess(draft))
 
 
 def assess(plan: CapacityPlan) -> tuple[Finding, ...]:
-    """Errors (the server cannot start or serve one full-length request) and warnings (it will queue)."""
+    """Errors (the server cannot start or serve one full-length request), warnings (the stated workload
+    does not fit) and infos (how many full-length sequences fit: long requests queue, which is normal)."""
     inputs = plan.inputs
     findings: list[Finding] = []
     limit = inputs.model.architecture.max_position_embeddings
@@ -441,18 +479,58 @@ def assess(plan: CapacityPlan) -> tuple[Finding, ...]:
                 "kv-cache dtype or a larger accelerator",
             )
         )
-    elif plan.full_length_sequences < inputs.max_num_seqs:
+        return tuple(findings)
+    if plan.full_length_sequences < inputs.max_num_seqs:
         findings.append(
             Finding(
-                Severity.WARNING,
+                Severity.INFO,
                 "batch-does-not-fit",
-                f"--max-num-seqs {inputs.max_num_seqs} sequences of {inputs.max_model_len:,} tokens need "
-                f"{gib(inputs.max_num_seqs * plan.kv_bytes_per_sequence)} of KV cache, but "
-                f"{gib(plan.kv_budget_bytes)} holds {plan.max_concurrency:.2f} of them at once "
-                f"({plan.capacity_tokens:,} tokens); beyond that vLLM queues or preempts requests",
+                f"{plan.full_length_sequences} full-length ({inputs.max_model_len:,}-token) sequences fit in the "
+                f"{gib(plan.kv_budget_bytes)} KV cache at once (--max-num-seqs {inputs.max_num_seqs} of them would "
+                f"need {gib(inputs.max_num_seqs * plan.kv_bytes_per_sequence)}); more long requests queue, which is "
+                f"normal when most requests are far shorter (see {DOCS})",
             )
         )
+    findings += _workload_findings(plan)
     return tuple(findings)
+
+
+def _workload_findings(plan: CapacityPlan) -> list[Finding]:
+    """WARNING when max_num_seqs requests of the stated workload cannot all be resident at once."""
+    inputs = plan.inputs
+    tokens = inputs.workload_tokens
+    if tokens is None or plan.workload_concurrency is None or plan.workload_bytes_per_sequence is None:
+        return []
+    if tokens > inputs.max_model_len:
+        return [
+            Finding(
+                Severity.WARNING,
+                "workload-above-context",
+                f"the stated workload's requests of {tokens:,} tokens exceed --max-model-len "
+                f"{inputs.max_model_len:,}: vLLM refuses them (see {DOCS})",
+            )
+        ]
+    fit = math.floor(plan.workload_concurrency)
+    need = inputs.max_num_seqs * plan.workload_bytes_per_sequence
+    if fit >= inputs.max_num_seqs:
+        return [
+            Finding(
+                Severity.INFO,
+                "workload-fits",
+                f"the stated workload fits: --max-num-seqs {inputs.max_num_seqs} requests of {tokens:,} tokens need "
+                f"{gib(need)} of the {gib(plan.kv_budget_bytes)} KV cache ({fit} would fit)",
+            )
+        ]
+    return [
+        Finding(
+            Severity.WARNING,
+            "workload-does-not-fit",
+            f"the stated workload does not fit: --max-num-seqs {inputs.max_num_seqs} requests of {tokens:,} tokens "
+            f"need {gib(need)} of KV cache, but the {gib(plan.kv_budget_bytes)} budget holds {fit} of them; under "
+            f"ordinary traffic vLLM preempts (recomputes) the rest. Lower --max-num-seqs to {max(fit, 1)}, free "
+            f"memory, or state the real request size in capacity.requestTokens (see {DOCS})",
+        )
+    ]
 
 
 def _budget_origin(plan: CapacityPlan) -> str:
@@ -486,7 +564,15 @@ def render_table(plan: CapacityPlan) -> str:
             "concurrency",
             f"{plan.max_concurrency:.2f}x at {inputs.max_model_len:,} tokens (max-num-seqs {inputs.max_num_seqs})",
         ),
-        ("headroom", f"{gib(plan.headroom_bytes)} with {inputs.max_num_seqs} full-length sequences resident"),
+        (
+            "headroom",
+            f"{gib(plan.headroom_bytes)} with {inputs.max_num_seqs} full-length sequences resident"
+            if plan.workload_headroom_bytes is None
+            else (
+                f"{gib(plan.workload_headroom_bytes)} with {inputs.max_num_seqs} requests of "
+                f"{inputs.workload_tokens:,} tokens resident (the stated workload)"
+            ),
+        ),
     ]
     width = max(len(label) for label, _ in rows)
     lines = [f"{label:<{width}}  {value}" for label, value in rows]

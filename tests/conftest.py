@@ -6,6 +6,8 @@ registers into `pulumi_capture` and never reaches a real engine.
 
 from __future__ import annotations
 
+import asyncio
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,9 +21,24 @@ TEST_PROJECT = "gemma-serving"
 TEST_GCP_PROJECT = "test-project"
 
 
+def _ensure_event_loop() -> None:
+    """Pulumi's mocks create futures on the current event loop; an async test before (pytest-asyncio
+    closes its loop and sets none) leaves the main thread without one."""
+    policy = asyncio.get_event_loop_policy()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            usable = not policy.get_event_loop().is_closed()
+    except RuntimeError:
+        usable = False
+    if not usable:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 @pytest.fixture(autouse=True)
 def pulumi_capture() -> Capture:
     """Fresh recording mocks for every test."""
+    _ensure_event_loop()
     return install_mocks(project=TEST_PROJECT, stack="test", config={"gcp:project": TEST_GCP_PROJECT})
 
 

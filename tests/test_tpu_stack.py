@@ -25,7 +25,7 @@ from policy.images import IMAGES_PINNED
 from preview.capture import SECRET_SIGNATURE, Capture, OfflineMocks, RecordingMonitor, run_registrations
 from preview.render import clean, plan_document, text_plan
 from preview.supply_plan import supply_section
-from preview.tpu_plan import script_value, tpu_section
+from preview.tpu_plan import script_value, startup_scripts, tpu_section
 from stacks.vllm_args import check_serve_args
 from supply import SecretConfigError
 from tests.conftest import ROOT, render_stack, stack_config
@@ -243,7 +243,20 @@ def test_text_plan_shows_request_firewall_and_script(rendered: Capture) -> None:
     assert '"maxRunDuration": "14400s"' in section
     assert "INGRESS tcp:22 from 35.235.240.0/20" in section
     assert '"startup-script": "<the startup script below>"' in section
-    assert '|   docker "${DOCKER_RUN_ARGS[@]}"' in section
+    assert "| IMAGE=" in section  # the rendered values stay visible
+    assert "# --- end of rendered data ---" in section
+
+
+def test_text_plan_folds_the_startup_script_and_json_keeps_it_whole(rendered: Capture) -> None:
+    """The TPU text plan was 367 lines, 250 of them the startup script: the text shows its rendered data
+    and folds the fixed code into one line; the JSON plan keeps the whole script."""
+    section = tpu_section(rendered)
+    (fold,) = [line for line in section if "more lines: the fixed code of components/tpu/startup_script.py" in line]
+    assert "the whole script is in the FORMAT=json plan" in fold
+    assert not any('docker "${DOCKER_RUN_ARGS[@]}"' in line for line in section)
+    (script,) = [script for _, script in startup_scripts(rendered)]
+    assert 'docker "${DOCKER_RUN_ARGS[@]}"' in script
+    assert len(section) < 120
 
 
 class CanaryMocks(OfflineMocks):

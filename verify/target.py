@@ -66,6 +66,9 @@ class Target(pydantic.BaseModel):
     max_num_seqs: int | None = None
     concurrency: int | None = None
     max_instances: int | None = None
+    # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
+    # verify bench prices with stacks/pricing.py; None for --url and stacks that predate it.
+    billing: dict[str, object] | None = None
 
     @property
     def audience(self) -> str:
@@ -96,6 +99,7 @@ class StackOutputs(pydantic.BaseModel):
     max_num_seqs: int | None = pydantic.Field(default=None, alias="maxNumSeqs")
     concurrency: int | None = None
     max_instances: int | None = pydantic.Field(default=None, alias="maxInstances")
+    billing: dict[str, object] | None = None
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -208,6 +212,7 @@ def target_from_outputs(stack: str, raw: object) -> Target:
         max_num_seqs=outputs.max_num_seqs,
         concurrency=outputs.concurrency,
         max_instances=outputs.max_instances,
+        billing=outputs.billing,
     )
 
 

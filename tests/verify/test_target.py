@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from verify import UsageError
-from verify.target import AuthKind, add_target_arguments, resolve_target, target_from_url
+from verify.target import AuthKind, add_target_arguments, resolve_target, target_from_outputs, target_from_url
 
 L4_OUTPUTS = {
     "endpoint": "https://gemma-l4-abc123-uc.a.run.app/",
@@ -179,3 +179,11 @@ def test_stack_and_url_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         parse("--stack", "l4", "--url", "http://127.0.0.1:8000")
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_stack_billing_output_reaches_the_target() -> None:
+    """Bench prices what the stack bills (its `billing` output): the target must carry it from the outputs."""
+    billing = {"kind": "cloud-run", "accelerator": "nvidia-l4", "region": "us-east4", "cpu": 8, "memoryGib": 32}
+    target = target_from_outputs("l4", {**L4_OUTPUTS, "billing": billing})
+    assert target.billing == billing
+    assert target_from_outputs("l4", L4_OUTPUTS).billing is None

@@ -181,13 +181,14 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         type=positive_int("--accelerator-count"),
         default=1,
         metavar="N",
-        help="GPUs or TPU chips serving the endpoint (default 1)",
+        help="Cloud Run instances or TPU nodes serving the endpoint, each of the stack's shape (default 1)",
     )
     judge.add_argument(
         "--price-per-hour",
         type=positive_number("--price-per-hour"),
         metavar="USD",
-        help="hourly price of what serves the endpoint (default: the accelerator table's list price)",
+        help="hourly price of what serves the endpoint (default: the list price of the stack's billed shape "
+        "and provisioning model, stacks/pricing.py)",
     )
     judge.add_argument(
         "--model-params",
@@ -258,9 +259,12 @@ def run_bench_command(args: argparse.Namespace) -> int:
             args.accelerator or target.accelerator,
             count=args.accelerator_count,
             price_override=args.price_per_hour,
+            billing=target.billing if not args.accelerator else None,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if facts.price_basis:
+        console.print(f"cost basis: {facts.price_basis}")
     fd_warning = raise_fd_limit(max(args.concurrency))
     if fd_warning:
         console.print(f"[yellow]warning[/] {fd_warning}")

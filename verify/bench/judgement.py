@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
+from stacks.pricing import TpuShape, hourly_price, minimum_shape, parse_billing
 from verify.streaming import FailureKind
 
 SECONDS_PER_HOUR = 3600.0
@@ -25,33 +26,62 @@ _ACTIVE_PARAMS_IN_NAME = re.compile(r"(?<![a-z0-9])a(\d+(?:\.\d+)?)b(?![a-z])", 
 
 @dataclass(frozen=True, slots=True)
 class AcceleratorFacts:
-    """Peak FLOP/s and hourly price of what serves the endpoint (either may be unknown)."""
+    """Peak FLOP/s and hourly price of what serves the endpoint (either may be unknown), and what the
+    price is of (``price_basis``: the shape, provisioning model and the rates' source)."""
 
     name: str | None
     peak_flops: float | None
     price_per_hour_usd: float | None
+    price_basis: str | None = None
 
 
 def accelerator_facts(
-    accelerator: str | None, *, count: int = 1, price_override: float | None = None
+    accelerator: str | None,
+    *,
+    count: int = 1,
+    price_override: float | None = None,
+    billing: object = None,
 ) -> AcceleratorFacts:
-    """Look ``accelerator`` (a stack's ``accelerator`` output) up in the stacks' table, times ``count``
-    (TPU chips or GPUs). ``price_override`` (``--price-per-hour``) replaces the table's price."""
-    peak: float | None = None
-    price: float | None = None
+    """What serves the endpoint, for cost and the physical ceiling.
+
+    ``billing`` is the stack's `billing` output: the instance or node as it is billed (GPU, CPU, memory,
+    zonal redundancy; TPU chips and provisioning model), priced with stacks/pricing.py exactly as the
+    plan prices it. Without it (``--url``), ``accelerator`` is priced at its smallest shape and the basis
+    says so. ``count`` instances or nodes serve the endpoint; ``price_override`` (``--price-per-hour``)
+    replaces the price.
+    """
+    kind: Accelerator | None = None
     if accelerator is not None:
         try:
             kind = Accelerator(accelerator)
         except ValueError:
             allowed = ", ".join(a.value for a in Accelerator)
             raise ValueError(f"--accelerator {accelerator!r} is not one of: {allowed}") from None
+    shape = None
+    if billing is not None:
+        try:
+            shape = parse_billing(billing)
+        except ValueError as exc:
+            raise ValueError(f"the stack's billing output is not a billed shape: {exc}") from None
+    elif kind is not None:
+        shape = minimum_shape(kind)
+    peak: float | None = None
+    if kind is not None:
         facts = CLOUD_RUN_GPUS.get(kind) or TPU_CHIPS.get(kind)
-        if facts is not None:
-            peak = None if facts.peak_dense_bf16_flops is None else facts.peak_dense_bf16_flops * count
-            price = None if facts.hourly_price_usd is None else facts.hourly_price_usd * count
+        chips = shape.chips if isinstance(shape, TpuShape) else 1
+        if facts is not None and facts.peak_dense_bf16_flops is not None:
+            peak = facts.peak_dense_bf16_flops * chips * count
     if price_override is not None:
-        price = price_override
-    return AcceleratorFacts(accelerator, peak, price)
+        return AcceleratorFacts(accelerator, peak, price_override, "--price-per-hour")
+    if shape is None:
+        return AcceleratorFacts(accelerator, peak, None, None)
+    price = hourly_price(shape)
+    copies = f"{count} x " if count > 1 else ""
+    where = "" if billing is not None else " (no stack: the smallest shape; pass --stack or --price-per-hour)"
+    if price.usd_per_hour is None:
+        return AcceleratorFacts(accelerator, peak, None, f"{copies}{price.basis}{where}: {price.missing}")
+    basis = f"{copies}{price.basis}{where}: {price.describe()}; rates: {price.citation()} (stacks/data/pricing.json)"
+    return AcceleratorFacts(accelerator, peak, price.usd_per_hour * count, basis)
 
 
 def params_from_model_name(name: str) -> float | None:

@@ -95,6 +95,8 @@ class CellRecord(pydantic.BaseModel):
     platform_limited: bool = False
     platform_limited_failures: int = 0
     price_per_hour_usd: float | None = None
+    # What the price is of (the stack's shape and provisioning model) and where its rates come from.
+    price_basis: str | None = None
     cost_per_1m_requests_usd: float | None = None
     cost_per_1m_output_tokens_usd: float | None = None
     ceiling_request_throughput: float | None = None

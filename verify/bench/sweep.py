@@ -85,7 +85,7 @@ class Endpoint:
     max_model_len: int | None = None
     admission_limit: int | None = None
     transport: str | None = None
-    accelerator: AcceleratorFacts = field(default_factory=lambda: AcceleratorFacts(None, None, None))
+    accelerator: AcceleratorFacts = field(default_factory=lambda: AcceleratorFacts(None, None, None, None))
     model_params: float | None = None
 
 
@@ -208,6 +208,7 @@ def measured_record(
             "platform_limited": verdict.over_limit and verdict.limited_failures > 0,
             "platform_limited_failures": verdict.limited_failures,
             "price_per_hour_usd": endpoint.accelerator.price_per_hour_usd,
+            "price_basis": endpoint.accelerator.price_basis,
             "cost_per_1m_requests_usd": spend.per_1m_requests_usd,
             "cost_per_1m_output_tokens_usd": spend.per_1m_output_tokens_usd,
             "ceiling_request_throughput": ceiling,

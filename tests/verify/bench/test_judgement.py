@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
+from stacks.pricing import hourly_price, minimum_shape
 from verify.bench.judgement import (
     accelerator_facts,
     ceiling_request_throughput,
@@ -78,19 +79,69 @@ def test_physical_ceiling_flags_the_impossible_16k_numbers() -> None:
 
 
 def test_accelerator_facts_come_from_the_stacks_table() -> None:
-    """Guards against prices and FLOP/s copied into verify and drifting from the stacks' table."""
+    """Guards against FLOP/s copied into verify and drifting from the stacks' table; without a stack the
+    price is the accelerator's smallest shape, and the basis says so."""
     l4 = CLOUD_RUN_GPUS[next(iter(CLOUD_RUN_GPUS))]
     facts = accelerator_facts(l4.accelerator.value)
     assert facts.peak_flops == l4.peak_dense_bf16_flops
-    assert facts.price_per_hour_usd == l4.hourly_price_usd
+    assert facts.price_per_hour_usd == pytest.approx(hourly_price(minimum_shape(l4.accelerator)).usd_per_hour)
+    assert facts.price_basis is not None
+    assert "no stack: the smallest shape" in facts.price_basis
     tpu = next(iter(TPU_CHIPS.values()))
-    four_chips = accelerator_facts(tpu.accelerator.value, count=4)
+    four_nodes = accelerator_facts(tpu.accelerator.value, count=4)
     assert tpu.peak_dense_bf16_flops is not None
-    assert four_chips.peak_flops == pytest.approx(4 * tpu.peak_dense_bf16_flops)
+    assert four_nodes.peak_flops == pytest.approx(4 * tpu.peak_dense_bf16_flops)
     assert accelerator_facts("nvidia-l4", price_override=2.0).price_per_hour_usd == 2.0
     assert accelerator_facts(None).peak_flops is None
     with pytest.raises(ValueError, match="--accelerator 'h100' is not one of: nvidia-l4"):
         accelerator_facts("h100")
+
+
+L4_BILLING = {
+    "kind": "cloud-run",
+    "accelerator": "nvidia-l4",
+    "region": "us-east4",
+    "cpu": 8,
+    "memoryGib": 32,
+    "gpuZonalRedundancy": False,
+    "minInstances": 0,
+    "maxInstances": 1,
+}
+
+
+def test_cost_prices_the_stacks_real_shape() -> None:
+    """Cost per 1M requests priced an L4 at 4 CPU / 16 GiB while the stack runs 8 / 32 (26% too cheap)."""
+    facts = accelerator_facts("nvidia-l4", billing=L4_BILLING)
+    assert facts.price_per_hour_usd == pytest.approx((0.0001867 + 8 * 0.000018 + 32 * 0.000002) * 3600)
+    assert facts.price_basis is not None
+    assert "8 vCPU, 32 GiB" in facts.price_basis
+    assert "https://cloud.google.com/run/pricing" in facts.price_basis
+
+
+def test_flex_start_tpu_is_not_priced_on_demand() -> None:
+    """A flex-start v6e node costs $1.35 per chip-hour, not the $2.70 on-demand rate verify used."""
+    billing = {
+        "kind": "tpu",
+        "acceleratorType": "v6e-1",
+        "chips": 1,
+        "provisioningModel": "flex-start",
+        "region": "us-east5",
+        "maxRunSeconds": 14400,
+    }
+    assert accelerator_facts("tpu-v6e", billing=billing).price_per_hour_usd == pytest.approx(1.35)
+
+
+def test_rtx_pro_6000_bench_has_a_cost() -> None:
+    """The RTX PRO 6000 had no price, so bench printed no cost per 1M requests for that stack."""
+    billing = {**L4_BILLING, "accelerator": "nvidia-rtx-pro-6000", "region": "us-central1", "cpu": 20, "memoryGib": 80}
+    facts = accelerator_facts("nvidia-rtx-pro-6000", billing=billing)
+    assert facts.price_per_hour_usd == pytest.approx((0.00036522 + 20 * 0.000018 + 80 * 0.000002) * 3600)
+
+
+def test_a_billing_output_that_is_not_a_shape_is_a_usage_error() -> None:
+    """A stack whose billing output is garbled fails with a message naming it, not a traceback."""
+    with pytest.raises(ValueError, match="the stack's billing output is not a billed shape"):
+        accelerator_facts("nvidia-l4", billing={"kind": "cloud-run"})
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,8 @@ import httpx
 import pytest
 
 from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig
+from tests.verify.bench.test_judgement import L4_BILLING
+from verify.bench.judgement import accelerator_facts
 from verify.bench.prompts import PromptBook, TokenizeCounter
 from verify.bench.results import CellRecord, done_keys, load_results
 from verify.bench.sweep import Endpoint, QuietObserver, SweepPlan, run_sweep
@@ -225,3 +227,17 @@ def test_forced_output_length_is_requested() -> None:
     request = PLAN.request("p")
     assert request.ignore_eos
     assert request.min_tokens == request.max_tokens == 5
+
+
+async def test_each_cell_records_its_price_and_what_it_is_the_price_of(tmp_path: Path) -> None:
+    """A cost per 1M tokens nobody can trace back to a shape and a rate cannot be checked: the record keeps both."""
+    facts = accelerator_facts("nvidia-l4", billing=L4_BILLING)
+    plan = SweepPlan(model="tiny-gemma", contexts=(16,), concurrencies=(1,), max_tokens=3, requests=2, warmups=0)
+    async with fake() as server:
+        endpoint = Endpoint(server.url, max_model_len=server.config.max_model_len, accelerator=facts)
+        (record,) = await sweep(server, tmp_path / "r.jsonl", plan, endpoint=endpoint)
+    assert record.price_per_hour_usd == facts.price_per_hour_usd
+    assert record.price_basis == facts.price_basis
+    assert record.price_basis is not None
+    assert "8 vCPU, 32 GiB" in record.price_basis
+    assert record.cost_per_1m_output_tokens_usd is not None

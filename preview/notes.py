@@ -1,0 +1,146 @@
+"""The plan's notes: every step the user must take by hand, and what is likely to fail, for this stack.
+
+Why in the plan: each of these fails a first `pulumi up` or the first `verify` far from its cause (a
+revision that never starts for want of GPU quota, a 403 for a CI account nobody granted, a TPU request
+that cannot attach to a network the project does not have). They are read from what the program
+registered (the capture), so they follow the stack's real settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from preview.capture import Capture, CapturedResource
+from preview.render import clean
+from preview.supply_plan import API, JOB, SERVICE
+from preview.supply_plan import RUN as RUN_ON_UP
+from preview.tpu_plan import QUEUED_RESOURCE
+from stacks.accelerators import CLOUD_RUN_GPUS
+
+INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
+BUCKET = "gcp:storage/bucket:Bucket"
+
+
+def _inputs(resource: CapturedResource) -> dict[str, Any]:
+    return dict(clean(resource.inputs))
+
+
+def _gpu_notes(service: CapturedResource, capture: Capture) -> list[str]:
+    inputs = _inputs(service)
+    template = inputs.get("template") or {}
+    region = inputs.get("location")
+    selector = (template.get("nodeSelector") or {}).get("accelerator")
+    gpu = next((g for g in CLOUD_RUN_GPUS.values() if g.node_selector == selector), None)
+    name = gpu.display_name if gpu else selector
+    zonal = "without" if template.get("gpuZonalRedundancyDisabled") else "with"
+    instances = (template.get("scaling") or {}).get("maxInstanceCount", 1)
+    limits = ((template.get("containers") or [{}])[0].get("resources") or {}).get("limits") or {}
+    gpu_quota = (
+        f"quota: Cloud Run needs {instances} {name} GPU(s) {zonal} zonal redundancy in {region} (the Cloud Run "
+        f"Admin API quota for {name} GPUs {zonal} zonal redundancy, per project per region; "
+        "cloudRun.gpuZonalRedundancyDisabled decides which of the two quotas). New projects often have none: "
+        "request it in the console (IAM & Admin > Quotas) before `pulumi up`, or the revision never starts."
+    )
+    size_quota = (
+        f"quota: {instances} instance(s) x {limits.get('cpu')} CPU / {limits.get('memory')} also count against "
+        f"Cloud Run's CPU and memory quotas in {region} (defaults can be as low as 20 vCPU / 40 GiB)."
+    )
+    notes = [gpu_quota, size_quota]
+    invokers = [
+        str(_inputs(r).get("member"))
+        for r in capture.of_type(INVOKER)
+        if r.parent == service.parent and _inputs(r).get("role") == "roles/run.invoker"
+    ]
+    if invokers:
+        notes.append(
+            f"access: only {', '.join(invokers)} may call the service. Any other caller, such as the deploy "
+            "workflow's service account running `verify`, gets 403 until it is listed in cloudRun.invokers "
+            "(README, 'One-time set-up in Google Cloud')."
+        )
+    else:
+        notes.append(
+            "access: no invoker is granted (cloudRun.invokers is empty): every caller gets 403, the deploy "
+            "workflow's service account running `verify` included. List yourself and that account in "
+            "cloudRun.invokers (README, 'One-time set-up in Google Cloud'); never allUsers."
+        )
+    return notes
+
+
+def _tpu_notes(resource: CapturedResource) -> list[str]:
+    inputs = _inputs(resource)
+    body = inputs.get("requestBody") or {}
+    spec = ((body.get("tpu") or {}).get("nodeSpec") or [{}])[0]
+    node = spec.get("node") or {}
+    network = (node.get("networkConfig") or {}).get("network")
+    zone = inputs.get("zone")
+    accelerator = node.get("acceleratorType")
+    preemptible = body.get("provisioningModel") == "FLEX_START" or "spot" in body
+    kind = "preemptible" if preemptible else "on-demand"
+    which = "flex-start and spot use the preemptible quota" if preemptible else "guaranteed uses the on-demand quota"
+    quota = (
+        f"quota: the {accelerator} request draws on {kind} TPU v6e quota in {zone} (Cloud TPU API; {which}). "
+        "Without it the request fails at once; with it, it may still wait for capacity (WAITING_FOR_RESOURCES)."
+    )
+    vpc = (
+        f"network: the node, its firewall rules and its Cloud NAT use the VPC network {network!r} (tpu.network). "
+        "It must exist in the project: projects created under the org policy "
+        "constraints/compute.skipDefaultNetworkCreation have no 'default' network; create one or name yours."
+    )
+    notes = [quota, vpc]
+    if not (node.get("networkConfig") or {}).get("enableExternalIps"):
+        notes.append(
+            "access: the node has an internal IP only: run `verify` from a VM in that network or through an IAP "
+            "tunnel, with the API key from Secret Manager (README, 'The TPU stack'); the deploy workflow verifies "
+            "it only with VERIFY_TPU_FROM_RUNNER=true."
+        )
+    return notes
+
+
+def _revision_notes(capture: Capture) -> list[str]:
+    notes = []
+    for job in capture.of_type(JOB):
+        containers = (_inputs(job).get("template") or {}).get("template", {}).get("containers") or [{}]
+        env = {e.get("name"): e.get("value") for e in containers[0].get("envs") or []}
+        source, revision = env.get("IMPORT_SOURCE"), env.get("IMPORT_REVISION")
+        if not (isinstance(source, str) and source.startswith("hf://") and revision):
+            continue
+        repo = source.removeprefix("hf://")
+        notes.append(
+            f"revision: {repo} is pinned at {revision}: check it against the repository's history "
+            f"(https://huggingface.co/{repo}/commits/main) before `pulumi up`; an id the Hub does not know fails "
+            "the import job, and a stale one serves an old chat template."
+        )
+    return notes
+
+
+def manual_steps(capture: Capture) -> list[str]:
+    """The notes a stack implies, in the order a first deployment meets them."""
+    notes: list[str] = []
+    if capture.of_type(API):
+        notes.append(
+            "billing: the project needs billing enabled, and the deployer the roles the README lists "
+            "('What you need before that'); `pulumi up` enables the APIs itself."
+        )
+    if capture.of_type(RUN_ON_UP):
+        notes.append(
+            "local: `pulumi up` runs each weight import with `gcloud run jobs execute --wait`: gcloud must be "
+            "installed and logged in as the deployer where `pulumi up` runs."
+        )
+    notes += _revision_notes(capture)
+    for service in capture.of_type(SERVICE):
+        notes += _gpu_notes(service, capture)
+    for resource in capture.of_type(QUEUED_RESOURCE):
+        notes += _tpu_notes(resource)
+    buckets = capture.of_type(BUCKET)
+    if any(not _inputs(bucket).get("forceDestroy") for bucket in buckets):
+        notes.append(
+            "teardown: `pulumi destroy` stops everything that bills by the hour but keeps the model bucket while "
+            "it holds weights (bucket.forceDestroy is false) and leaves the APIs enabled (README, 'Tear a "
+            "stack down')."
+        )
+    elif buckets:
+        notes.append(
+            "teardown: bucket.forceDestroy is true: `pulumi destroy` deletes the model bucket with the weights "
+            "in it (a new stack imports them again); the APIs stay enabled."
+        )
+    return notes
