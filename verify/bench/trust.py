@@ -62,8 +62,10 @@ def added_latency_ms(summary: StallSummary) -> float:
 
 
 def _saturation(summary: StallSummary, mean_ttft_ms: float | None) -> str | None:
+    if not mean_ttft_ms:
+        return None  # no request succeeded: there is no latency the client could have distorted
     added = added_latency_ms(summary)
-    if added >= TOLERANCE_SHARE_OF_TTFT * (mean_ttft_ms or 0.0):
+    if added >= TOLERANCE_SHARE_OF_TTFT * mean_ttft_ms:
         return (
             f"its event loop ran {summary.mean_ms:.1f} ms late on average, which adds about {added:.0f} ms to each "
             "request"

@@ -44,6 +44,11 @@ def test_the_threshold_scales_with_the_latency_measured() -> None:
     assert not judge([SATURATED], mean_ttft_ms=25.0).trusted
 
 
+def test_a_cell_without_a_success_is_not_blamed_on_the_client() -> None:
+    """Guards against "ran out of CPU" on a cell whose every request failed (e.g. 429s): no latency to distort."""
+    assert judge([SATURATED], mean_ttft_ms=None).trusted
+
+
 def test_combined_keeps_the_worst_of_every_worker() -> None:
     """Guards against the recorded stall figures hiding the worst worker."""
     both = combined([IDLE, SATURATED])
