@@ -30,7 +30,7 @@ from verify.bench.prompts import PromptBook, choose_counter, server_max_model_le
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, done_keys, load_results
 from verify.bench.slo import Slo, parse_slo
-from verify.bench.sweep import Endpoint, SweepPlan, run_sweep
+from verify.bench.sweep import Endpoint, plan_from_arguments, run_sweep
 from verify.bench.trust import gate_failures
 from verify.bench.workers import USERS_PER_WORKER, ClientSpec, worker_pool
 from verify.client import client_for, default_timeout
@@ -348,16 +348,8 @@ async def _bench(
     transport_kind = TransportKind(args.transport)
     async with client_for(target, args, transport=make_transport(transport_kind)) as client:
         found = await _discover(client, target, args)
-        plan = SweepPlan(
-            model=found.model,
-            contexts=args.context,
-            concurrencies=args.concurrency,
-            max_tokens=args.max_tokens,
-            api=Api(args.api),
-            requests=args.requests,
-            warmups=args.warmup,
-            ignore_eos=args.ignore_eos,
-            timeouts=default_timeout(connect_s=args.connect_timeout, read_s=args.timeout),
+        plan = plan_from_arguments(
+            args, model=found.model, timeouts=default_timeout(connect_s=args.connect_timeout, read_s=args.timeout)
         )
         endpoint = Endpoint(
             base_url=target.base_url,

@@ -31,11 +31,10 @@ from verify.bench.console import summary_table
 from verify.bench.prompts import choose_counter, server_max_model_len
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, append_record, load_results
-from verify.bench.sweep import Endpoint, SweepPlan
+from verify.bench.sweep import Endpoint, plan_from_arguments
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import default_timeout, make_client
-from verify.streaming import Api
 from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S
 
 EXIT_OK = 0
@@ -188,17 +187,7 @@ async def _task(args: argparse.Namespace, *, url: str, model: str, slot: TaskSlo
     auth = GoogleIdTokenAuth(url) if url.startswith("https://") else None
     timeout = default_timeout(connect_s=args.connect_timeout, read_s=args.timeout)
     async with make_client(url, auth, timeout=timeout) as client:
-        plan = SweepPlan(
-            model=model,
-            contexts=args.context,
-            concurrencies=args.concurrency,
-            max_tokens=args.max_tokens,
-            api=Api(args.api),
-            requests=args.requests,
-            warmups=args.warmup,
-            ignore_eos=args.ignore_eos,
-            timeouts=timeout,
-        )
+        plan = plan_from_arguments(args, model=model, timeouts=timeout)
         endpoint = Endpoint(
             base_url=url,
             platform="cloud-run",

@@ -9,6 +9,7 @@ line is appended to the results file as soon as it is computed, so an interrupti
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import itertools
 import time
@@ -73,6 +74,21 @@ class SweepPlan:
             # vLLM stops at EOS unless told otherwise; min_tokens makes the output length exact.
             min_tokens=self.max_tokens if self.ignore_eos else None,
         )
+
+
+def plan_from_arguments(args: argparse.Namespace, *, model: str, timeouts: httpx.Timeout) -> SweepPlan:
+    """The plan the workload flags (``verify.bench.cli.add_workload_arguments``) describe, for ``model``."""
+    return SweepPlan(
+        model=model,
+        contexts=tuple(args.context),
+        concurrencies=tuple(args.concurrency),
+        max_tokens=args.max_tokens,
+        api=Api(args.api),
+        requests=args.requests,
+        warmups=args.warmup,
+        ignore_eos=args.ignore_eos,
+        timeouts=timeouts,
+    )
 
 
 @dataclass(frozen=True, slots=True)
