@@ -195,13 +195,21 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False),
         description=(
             "Compare two bench results files (JSONL, e.g. before and after a change: MTP off vs on, a new image): "
-            "per cell (context x concurrency) B's change against A for throughput and latency percentiles. Paths "
-            "are relative to the project root (the bench tool returns them). Local files only: instant, free."
+            "per cell (context x concurrency) B's change against A for throughput and latency percentiles, each "
+            "judged better, worse or noise (within the two runs' own spread). Refuses files whose requests differ "
+            "in output tokens or API unless allow_mismatch. Paths are relative to the project root (the bench tool "
+            "returns them). Local files only: instant, free."
         ),
     )
-    def compare(a: str, b: str) -> Annotated[CallToolResult, Comparison]:
+    def compare(a: str, b: str, allow_mismatch: bool = False) -> Annotated[CallToolResult, Comparison]:
         path_a, path_b = _results_path(ctx, a, "a"), _results_path(ctx, b, "b")
         records_a, records_b = load_results(path_a).records, load_results(path_b).records
+        mismatches = comparing.workload_mismatches(records_a, records_b)
+        refused = [mismatch.describe() for mismatch in mismatches if mismatch.refused]
+        if refused and not allow_mismatch:
+            raise ToolError(
+                "a and b measured different workloads: " + "; ".join(refused) + " (allow_mismatch to compare anyway)"
+            )
         rows = comparing.compare(records_a, records_b)
         markdown = comparing.markdown(
             rows,
@@ -209,6 +217,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             b_name=path_b.name,
             a_desc=comparing.describe_side(records_a),
             b_desc=comparing.describe_side(records_b),
+            mismatches=mismatches,
         )
         cells = [
             {
@@ -216,7 +225,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
                 "concurrency": row.concurrency,
                 "status": row.status() or "compared",
                 "deltas": {
-                    delta.field: {"a": delta.a, "b": delta.b, "change": delta.change, "better": delta.better}
+                    delta.field: {"a": delta.a, "b": delta.b, "change": delta.change, "verdict": delta.verdict}
                     for delta in row.deltas
                 },
             }

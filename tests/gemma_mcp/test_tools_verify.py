@@ -107,6 +107,7 @@ async def test_bench_returns_cells_and_report_paths(tmp_path: Path) -> None:
             (64, 2, "compared"),
         ]
         assert rows[0]["deltas"]["request_throughput"]["change"] == 0
+        assert rows[0]["deltas"]["request_throughput"]["verdict"] == "same"
         assert "(A) vs" in compared.structured_content["markdown"]
     finally:
         remove_files([results_file, *run["report_files"]])

@@ -1,4 +1,4 @@
-"""`python -m verify bench` and `python -m verify compare`: flags, wiring and exit codes.
+"""`python -m verify bench` (and the registration of `compare`): flags, wiring and exit codes.
 
 Exit codes: 0 every cell measured and every ``--slo`` met; 1 an SLO was violated; 2 a usage error
 or an endpoint that cannot be reached, authorised or does not serve the model; 130 interrupted
@@ -21,10 +21,9 @@ from rich.console import Console
 
 from verify import UsageError
 from verify.auth import auth_advice
-from verify.bench import cloud_cli, server_metrics
-from verify.bench import compare as comparing
+from verify.bench import cloud_cli, compare_command, server_metrics
 from verify.bench.capacity import TransportKind, make_transport, raise_fd_limit
-from verify.bench.console import ProgressObserver, comparison_table, summary_table
+from verify.bench.console import ProgressObserver, summary_table
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
 from verify.bench.prompts import PromptBook, choose_counter, server_max_model_len
 from verify.bench.report import write_reports
@@ -70,7 +69,7 @@ def _params(value: str) -> float:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``verify bench`` and ``verify compare`` to the CLI."""
     _register_bench(subparsers)
-    _register_compare(subparsers)
+    compare_command.register(subparsers)
     cloud_cli.register(subparsers, add_workload_arguments, add_gate_arguments)
 
 
@@ -203,18 +202,6 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "bench block), then fetch and merge its results",
     )
     parser.set_defaults(handler=run_bench_command)
-
-
-def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "compare",
-        help="per-cell deltas between two bench results files (e.g. MTP on vs off)",
-        description="Match cells of A and B on context x concurrency and show B's change against A.",
-    )
-    parser.add_argument("a", type=Path, metavar="A.jsonl")
-    parser.add_argument("b", type=Path, metavar="B.jsonl")
-    parser.add_argument("--markdown", type=Path, metavar="FILE.md", help="also write the comparison as Markdown")
-    parser.set_defaults(handler=run_compare_command)
 
 
 # --- bench -----------------------------------------------------------------------------------------
@@ -392,32 +379,3 @@ async def _bench(
         after = await server_metrics.snapshot(client, found.model)
         server_metrics.write_snapshots(output.with_suffix(".metrics.json"), before, after)
         return written
-
-
-# --- compare ---------------------------------------------------------------------------------------
-
-
-def run_compare_command(args: argparse.Namespace) -> int:
-    sides = []
-    for path in (args.a, args.b):
-        if not path.exists():
-            raise UsageError(f"{path} does not exist (compare takes two results files of `verify bench`)")
-        loaded = load_results(path)
-        if not loaded.records:
-            raise UsageError(f"{path} holds no cell records")
-        sides.append(loaded.records)
-    rows = comparing.compare(sides[0], sides[1])
-    a_name, b_name = args.a.stem, args.b.stem
-    Console().print(comparison_table(rows, a_name=a_name, b_name=b_name))
-    if args.markdown is not None:
-        args.markdown.write_text(
-            comparing.markdown(
-                rows,
-                a_name=a_name,
-                b_name=b_name,
-                a_desc=comparing.describe_side(sides[0]),
-                b_desc=comparing.describe_side(sides[1]),
-            ),
-            encoding="utf-8",
-        )
-    return EXIT_OK

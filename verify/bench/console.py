@@ -10,12 +10,18 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
-from rich.console import Console
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from verify.bench.compare import COMPARED, CellComparison, Delta
+from verify.bench.caveats import untrusted_reason
+from verify.bench.compare import COMPARED, LEGEND, CellComparison, Delta, Mismatch, Verdict, caveat_notes, tally
 from verify.bench.results import CellRecord
+from verify.numbers import percent, readable
 from verify.streaming import StreamResult
 
 
@@ -72,67 +78,137 @@ class ProgressObserver:
         self._task = None
 
 
-def _num(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
+# Wide enough that a table's measurement is its natural width, not the console's.
+UNBOUNDED = 100_000
 
 
-def _notes(record: CellRecord) -> str:
+def _footnote(record: CellRecord) -> str:
+    """What the reader must know about a cell's numbers, printed under the table (any width)."""
+    if not record.measured:
+        return f"skipped: {escape(record.skip_reason or '')}"
     notes = []
+    reason = untrusted_reason(record)
+    if reason is not None:
+        notes.append(f"[red]{escape(reason)}[/]")
     if record.failed:
-        notes.append(", ".join(f"{kind} {count}" for kind, count in sorted(record.errors.items())))
+        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(record.errors.items()))
+        notes.append(f"{record.failed} failed ({kinds})")
     if record.platform_limited:
         notes.append("platform limit")
     if record.exceeds_ceiling:
         notes.append("[red]above physical ceiling[/]")
+    notes.extend(escape(warning) for warning in record.warnings if warning != reason)
     return "; ".join(notes)
 
 
-def summary_table(records: Sequence[CellRecord]) -> Table:
-    """One row per cell; the cost and notes columns only when some cell has one."""
+def _compact_table(title: str) -> Table:
+    """Headers of at most two short lines and one space between columns: a dozen numbers fit 80 columns."""
+    return Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False, title_justify="left")
+
+
+def summary_table(records: Sequence[CellRecord]) -> Group:
+    """One row per cell, then a numbered note per cell that has one (failures, warnings, skips).
+
+    Why notes under the table rather than in a column: a notes column squeezed every other column
+    to "conte…" at 80 columns; text below a table wraps at any width.
+    """
     ordered = sorted(records, key=lambda r: (r.requested_context, r.max_concurrency))
     priced = any(r.cost_per_1m_output_tokens_usd is not None for r in ordered)
-    noted = any(not r.measured or _notes(r) for r in ordered)
-    headings = ["context", "actual", "users", "req/s", "out tok/s", "TTFT p50 ms", "TPOT ms", "E2EL p99 ms", "success"]
-    headings += ["$/1M out tok"] if priced else []
-    headings += ["notes"] if noted else []
-    table = Table(title="verify bench")
+    footnotes = {id(r): _footnote(r) for r in ordered}
+    noted = any(footnotes.values())
+    headings = ["context", "actual", "users", "req/s", "out\ntok/s", "TTFT\np50 ms", "TPOT\nms", "E2EL\np99 ms"]
+    headings += ["success"]
+    headings += ["$/1M\nout tok"] if priced else []
+    headings += ["note"] if noted else []
+    table = _compact_table("verify bench")
     for heading in headings:
-        table.add_column(heading, justify="left" if heading == "notes" else "right")
+        table.add_column(heading, justify="right", no_wrap=True)
+    lines: list[str] = []
     for record in ordered:
-        row = [str(record.requested_context), _num(record.actual_context, 5), str(record.max_concurrency)]
+        row = [str(record.requested_context), readable(record.actual_context), str(record.max_concurrency)]
+        note = footnotes[id(record)]
+        mark = ""
+        if note:
+            lines.append(f"[bold]{len(lines) + 1}[/] {record.requested_context} x {record.max_concurrency}: {note}")
+            mark = f"[yellow]{len(lines)}[/]"
         if not record.measured:
-            row += [""] * (len(headings) - len(row) - 1) + ["skipped"]
-            table.add_row(*row)
-            continue
-        success = record.success_rate or 0.0
-        row += [
-            _num(record.request_throughput),
-            _num(record.output_throughput),
-            _num(record.median_ttft_ms),
-            _num(record.mean_tpot_ms, 3),
-            _num(record.p99_e2el_ms),
-            f"[{'green' if success == 1.0 else 'red'}]{success * 100:.1f}%[/]",
-        ]
-        row += [_num(record.cost_per_1m_output_tokens_usd, 3)] if priced else []
-        row += [_notes(record)] if noted else []
-        table.add_row(*row)
-    return table
-
-
-def _delta_cell(delta: Delta) -> str:
-    colour = {True: "green", False: "red", None: "default"}[delta.better]
-    return f"[{colour}]{delta.render()}[/]"
-
-
-def comparison_table(rows: Sequence[CellComparison], *, a_name: str, b_name: str) -> Table:
-    table = Table(title=f"{a_name} (A) → {b_name} (B)")
-    table.add_column("context x users")
-    for _, heading, _ in COMPARED:
-        table.add_column(heading, justify="right")
-    for row in rows:
-        status = row.status()
-        if status:
-            table.add_row(row.label, status, *[""] * (len(COMPARED) - 1))
+            row += ["-"] * (len(headings) - len(row) - int(noted))
         else:
-            table.add_row(row.label, *[_delta_cell(delta) for delta in row.deltas])
+            success = record.success_rate or 0.0
+            row += [
+                readable(record.request_throughput),
+                readable(record.output_throughput),
+                readable(record.median_ttft_ms),
+                readable(record.mean_tpot_ms),
+                readable(record.p99_e2el_ms),
+                f"[{'green' if success == 1.0 else 'red'}]{percent(success)}[/]",
+            ]
+            row += [readable(record.cost_per_1m_output_tokens_usd)] if priced else []
+        row += [mark] if noted else []
+        table.add_row(*row)
+    return Group(table, *(Text.from_markup(line) for line in lines))
+
+
+def _colour(delta: Delta) -> str:
+    return {
+        Verdict.BETTER: "green",
+        Verdict.WORSE: "red",
+        Verdict.NOISE: "dim",
+        Verdict.SAME: "dim",
+        Verdict.UNTRUSTED: "dim",
+    }.get(delta.verdict or Verdict.UNKNOWN, "default")
+
+
+def _values_table(rows: Sequence[CellComparison], title: str) -> Table:
+    table = _compact_table(title)
+    table.add_column("context x users", no_wrap=True)
+    for metric in COMPARED:
+        table.add_column(metric.heading, justify="right", no_wrap=True)
+    for row in rows:
+        cells = [f"[{_colour(d)}]{escape(d.render())}[/]" for d in row.deltas]
+        table.add_row(_row_label(row), *_or_status(row, cells))
     return table
+
+
+def _changes_table(rows: Sequence[CellComparison], title: str) -> Table:
+    table = _compact_table(title)
+    table.add_column("context\nx users", no_wrap=True)
+    for metric in COMPARED:
+        table.add_column(metric.heading.replace(" ", "\n", 1), justify="right", no_wrap=True)
+    for row in rows:
+        cells = [f"[{_colour(d)}]{d.shown_change()} {d.mark}[/]" for d in row.deltas]
+        table.add_row(_row_label(row), *_or_status(row, cells))
+    return table
+
+
+def _row_label(row: CellComparison) -> str:
+    return row.label + (" [yellow]⚠[/]" if row.caveat else "")
+
+
+def _or_status(row: CellComparison, cells: list[str]) -> list[str]:
+    status = row.status()
+    return [status, *[""] * (len(cells) - 1)] if status else cells
+
+
+def comparison_view(
+    rows: Sequence[CellComparison], *, a_name: str, b_name: str, width: int, mismatches: Sequence[Mismatch] = ()
+) -> Group:
+    """A -> B values per cell where they fit ``width``; only the changes where they do not (80 columns).
+
+    Either way: the workload differences first, the tally, the table, then the legend.
+    """
+    title = f"{a_name} (A) → {b_name} (B)"
+    table = _values_table(rows, title)
+    measuring = Console(width=width)
+    natural = Measurement.get(measuring, measuring.options.update_width(UNBOUNDED), table).maximum
+    if natural > width:
+        table = _changes_table(rows, title + ", change")
+        legend = f"{LEGEND}. Each cell: B's change against A; --markdown FILE writes A → B values too."
+    else:
+        legend = f"{LEGEND}."
+    parts: list[RenderableType] = [
+        Text.from_markup(f"[yellow]workload differs[/] {escape(m.describe())}") for m in mismatches
+    ]
+    parts += [Text(tally(rows), style="bold"), table, Text(legend, style="dim")]
+    parts += [Text.from_markup(f"[yellow]⚠[/] {escape(note)}") for note in caveat_notes(rows)]
+    return Group(*parts)

@@ -1,8 +1,9 @@
 """Reports rendered from the results file alone: CSV, Markdown matrices and a PNG chart.
 
 Why from the file and not from memory: a resumed or interrupted sweep, or one run last week, must
-render the same way, and the file is the single source of truth. The CSV keeps the columns the
-team's hand-made sweeps used so existing spreadsheets keep working; latencies there are seconds.
+render the same way, and the file is the single source of truth. The CSV keeps the order and
+meaning of the columns the team's hand-made sweeps used, with the unit in every latency header
+(``avg_latency_s``: seconds, as before); the JSONL keys are untouched.
 """
 
 from __future__ import annotations
@@ -12,17 +13,24 @@ import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from verify.bench.caveats import trusted, untrusted_note
+from verify.bench.chart import chart_png
 from verify.bench.results import CellRecord
+from verify.bench.workload import Workload
+from verify.numbers import percent, plain, readable
 
-# Beside a number measured by a saturated load generator (verify.bench.trust).
+# Before units were added the latency headers were ``avg_latency`` and ``p95_latency`` (seconds then too).
+# Beside a number measured by a load generator that was the bottleneck (the record's ``trusted``).
 UNTRUSTED_MARK = "?"
+# Beside a number whose cell has warnings (see Notes).
+WARNING_MARK = "⚠"
 
 CSV_COLUMNS = (
     "context_size",
     "concurrency",
     "success_rate",
-    "avg_latency",
-    "p95_latency",
+    "avg_latency_s",
+    "p95_latency_s",
     "req_per_sec",
     "tokens_per_sec",
 )
@@ -30,10 +38,6 @@ CSV_COLUMNS = (
 
 def _ms_to_s(value: float | None) -> float | None:
     return None if value is None else value / 1000.0
-
-
-def _fmt(value: float | None, digits: int = 4) -> str:
-    return "" if value is None else f"{value:.{digits}g}"
 
 
 def csv_text(records: Sequence[CellRecord]) -> str:
@@ -46,11 +50,11 @@ def csv_text(records: Sequence[CellRecord]) -> str:
             [
                 record.requested_context,
                 record.max_concurrency,
-                _fmt(record.success_rate),
-                _fmt(_ms_to_s(record.mean_e2el_ms)),
-                _fmt(_ms_to_s(record.p95_e2el_ms)),
-                _fmt(record.request_throughput),
-                _fmt(record.output_throughput),
+                plain(record.success_rate),
+                plain(_ms_to_s(record.mean_e2el_ms)),
+                plain(_ms_to_s(record.p95_e2el_ms)),
+                plain(record.request_throughput),
+                plain(record.output_throughput),
             ]
         )
     return out.getvalue()
@@ -83,12 +87,15 @@ def _matrix(title: str, cells: dict[tuple[int, int], CellRecord], value: Callabl
             elif not record.measured:
                 row.append("skipped")
             else:
-                marks = ("†" if record.platform_limited else "") + ("‼" if record.exceeds_ceiling else "")
-                marks += "" if record.trusted else UNTRUSTED_MARK
-                row.append(value(record) + marks)
+                row.append(value(record) + _marks(record))
         lines.append(f"| {context} | " + " | ".join(row) + " |")
     lines.append("")
     return lines
+
+
+def _marks(record: CellRecord) -> str:
+    doubt = UNTRUSTED_MARK if not trusted(record) else WARNING_MARK if record.warnings else ""
+    return ("†" if record.platform_limited else "") + ("‼" if record.exceeds_ceiling else "") + doubt
 
 
 def markdown_report(records: Sequence[CellRecord], *, metrics_summary: str | None = None) -> str:
@@ -97,41 +104,41 @@ def markdown_report(records: Sequence[CellRecord], *, metrics_summary: str | Non
     if not cells:
         return "# Benchmark report\n\nNo cells in the results file.\n"
     first = next(iter(cells.values()))
+    workload = Workload.of(list(cells.values()))
     lines = [
-        "# Benchmark report",
+        f"# Benchmark report: {workload.model} at {workload.endpoint}",
         "",
+        f"- date: {workload.date}",
+        (f"- workload: {workload.requests()} (ignore_eos, streamed); {workload.grid()}"),
         (
-            f"- model: `{first.model}` via the {first.api} API, {first.max_tokens} output tokens per request "
-            "(ignore_eos), streamed"
-        ),
-        (
-            f"- endpoint: {first.base_url or 'unknown'} (platform {first.platform or 'unknown'}, accelerator "
-            f"{first.accelerator or 'unknown'}, vLLM {first.vllm_version or 'unknown'}, max_model_len "
-            f"{first.max_model_len or 'unknown'})"
+            f"- endpoint: platform {first.platform or 'unknown'}, accelerator {workload.accelerator}, "
+            f"vLLM {workload.vllm_version}, max_model_len {first.max_model_len or 'unknown'}"
         ),
         f"- client transport: {first.transport or 'unknown'}; prompt lengths from {first.prompt_length_source or '-'}",
         (
             "- marks: † failures at a concurrency above what Cloud Run admits (platform limit); ‼ faster than the "
-            "hardware can compute (the number cannot be true); "
-            f"{UNTRUSTED_MARK} untrusted: measured by a load generator that ran out of CPU (see Notes)"
+            f"hardware can compute (the number cannot be true); {UNTRUSTED_MARK} untrusted: the sweep says the load "
+            f"generator, not the server, set these numbers; {WARNING_MARK} the cell has warnings (see Notes)"
         ),
         "",
     ]
-    lines += _matrix("Request throughput (req/s)", cells, lambda r: _fmt(r.request_throughput, 3))
-    lines += _matrix("Output throughput (tok/s)", cells, lambda r: _fmt(r.output_throughput, 4))
-    lines += _matrix("Median TTFT (ms)", cells, lambda r: _fmt(r.median_ttft_ms, 4))
-    lines += _matrix("Mean TPOT (ms)", cells, lambda r: _fmt(r.mean_tpot_ms, 3))
-    lines += _matrix("P99 E2EL (ms)", cells, lambda r: _fmt(r.p99_e2el_ms, 4))
-    lines += _matrix("Success rate", cells, lambda r: f"{(r.success_rate or 0.0) * 100:.1f}%")
-    lines += _matrix("Actual mean prompt tokens", cells, lambda r: _fmt(r.actual_context, 5))
+    lines += _matrix("Request throughput (req/s)", cells, lambda r: readable(r.request_throughput))
+    lines += _matrix("Output throughput (tok/s)", cells, lambda r: readable(r.output_throughput))
+    lines += _matrix("Median TTFT (ms)", cells, lambda r: readable(r.median_ttft_ms))
+    lines += _matrix("Mean TPOT (ms)", cells, lambda r: readable(r.mean_tpot_ms))
+    lines += _matrix("P99 E2EL (ms)", cells, lambda r: readable(r.p99_e2el_ms))
+    lines += _matrix("Success rate", cells, lambda r: percent(r.success_rate or 0.0))
+    lines += _matrix("Actual mean prompt tokens", cells, lambda r: readable(r.actual_context))
     if any(r.cost_per_1m_output_tokens_usd is not None for r in cells.values()):
         price = next(r.price_per_hour_usd for r in cells.values() if r.price_per_hour_usd is not None)
         lines += _matrix(
             f"Cost per 1M output tokens (USD, at ${price:g}/hour)",
             cells,
-            lambda r: _fmt(r.cost_per_1m_output_tokens_usd, 3),
+            lambda r: readable(r.cost_per_1m_output_tokens_usd),
         )
-        lines += _matrix("Cost per 1M requests (USD)", cells, lambda r: _fmt(r.cost_per_1m_requests_usd, 3))
+        lines += _matrix("Cost per 1M requests (USD)", cells, lambda r: readable(r.cost_per_1m_requests_usd))
+        basis = next((r.price_basis for r in cells.values() if r.price_basis), None)
+        lines += [f"Cost basis: {basis}.", ""] if basis else []
     lines += _notes(list(cells.values()))
     if metrics_summary:
         lines += ["## Server metrics (/metrics) over the sweep", "", metrics_summary, ""]
@@ -145,57 +152,15 @@ def _notes(records: Sequence[CellRecord]) -> list[str]:
         if not record.measured:
             notes.append(f"- {label}: skipped ({record.skip_reason})")
             continue
+        untrusted = untrusted_note(record)
+        if untrusted:
+            notes.append(f"- {label}: {untrusted}")
         notes.extend(f"- {label}: {warning}" for warning in record.warnings)
         if record.failed:
             breakdown = ", ".join(f"{kind} {count}" for kind, count in sorted(record.errors.items()))
             example = f"; e.g. {record.error_examples[0]}" if record.error_examples else ""
             notes.append(f"- {label}: {record.failed} failed ({breakdown}){example}")
     return ["## Notes", "", *notes, ""] if notes else []
-
-
-def chart_png(records: Sequence[CellRecord], path: Path) -> bool:
-    """Throughput and latency against concurrency, one line per context. False without matplotlib
-    (a development dependency): the data and the other reports do not need it."""
-    try:
-        import matplotlib as mpl  # noqa: PLC0415 - optional, and must select Agg before pyplot loads
-
-        mpl.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
-    except ImportError:
-        return False
-    measured = _measured(records)
-    figure, (throughput, latency) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for context in sorted({r.requested_context for r in measured}):
-        series = sorted((r for r in measured if r.requested_context == context), key=lambda r: r.max_concurrency)
-        users = [r.max_concurrency for r in series]
-        throughput.plot(users, [r.request_throughput or 0.0 for r in series], marker="o", label=f"{context} tok")
-        latency.plot(users, [r.p99_e2el_ms or 0.0 for r in series], marker="o", label=f"{context} tok")
-        doubtful = [r for r in series if not r.trusted]
-        if doubtful:
-            # Untrusted cells: a red ring around the point, explained in the legend.
-            ring = {"marker": "o", "s": 140, "facecolors": "none", "edgecolors": "red", "linewidths": 1.5}
-            users_doubtful = [r.max_concurrency for r in doubtful]
-            throughput.scatter(users_doubtful, [r.request_throughput or 0.0 for r in doubtful], **ring)
-            latency.scatter(users_doubtful, [r.p99_e2el_ms or 0.0 for r in doubtful], **ring)
-    for axes, title, unit in (
-        (throughput, "Request throughput", "req/s"),
-        (latency, "P99 end-to-end latency", "ms"),
-    ):
-        axes.set_xscale("log", base=2)
-        concurrencies = sorted({r.max_concurrency for r in measured})
-        axes.set_xticks(concurrencies, [str(c) for c in concurrencies])
-        axes.set_xlabel("concurrency (users)")
-        axes.set_ylabel(unit)
-        axes.set_title(title)
-        axes.grid(visible=True, alpha=0.3)
-        if any(not r.trusted for r in measured):
-            axes.scatter([], [], marker="o", s=140, facecolors="none", edgecolors="red", label="untrusted (client)")
-        axes.legend(title="context")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return True
 
 
 def write_reports(records: Sequence[CellRecord], stem: Path, *, metrics_summary: str | None = None) -> list[Path]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pydantic
 
+from verify.numbers import percent, readable
 from verify.prom import MetricsParseError, VllmMetrics, parse_metrics
 
 
@@ -30,28 +31,20 @@ async def snapshot(client: httpx.AsyncClient, model: str) -> VllmMetrics | None:
         return None
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
-
-
 def summary_markdown(before: VllmMetrics | None, after: VllmMetrics | None) -> str | None:
     """The counters' change over the sweep and the gauges at its end, as a Markdown table."""
     if before is None or after is None:
         return None
     during = after.since(before)
     rows = [
-        ("prompt tokens processed", _num(during.prompt_tokens)),
-        ("generation tokens", _num(during.generation_tokens)),
-        ("prefix-cache hit rate (should be ~0: prompts are unique)", _pct(during.prefix_cache_hit_rate)),
-        ("preemptions", _num(during.preemptions)),
-        ("speculative decoding acceptance rate", _pct(during.spec_decode_acceptance_rate)),
-        ("speculative decoding mean acceptance length", _num(during.spec_decode_mean_acceptance_length)),
-        ("requests running / waiting at the end", f"{_num(after.running)} / {_num(after.waiting)}"),
-        ("KV-cache usage at the end", _pct(after.kv_cache_usage)),
+        ("prompt tokens processed", readable(during.prompt_tokens)),
+        ("generation tokens", readable(during.generation_tokens)),
+        ("prefix-cache hit rate (should be ~0: prompts are unique)", percent(during.prefix_cache_hit_rate)),
+        ("preemptions", readable(during.preemptions)),
+        ("speculative decoding acceptance rate", percent(during.spec_decode_acceptance_rate)),
+        ("speculative decoding mean acceptance length", readable(during.spec_decode_mean_acceptance_length)),
+        ("requests running / waiting at the end", f"{readable(after.running)} / {readable(after.waiting)}"),
+        ("KV-cache usage at the end", percent(after.kv_cache_usage)),
     ]
     lines = ["| during the sweep | value |", "| --- | ---: |"]
     lines += [f"| {name} | {value} |" for name, value in rows]

@@ -28,6 +28,7 @@ from verify.bench.samples import PhaseShare, union_metrics
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
+from verify.numbers import readable
 from verify.streaming import Api, Clock, StreamRequest, StreamResult
 
 MIN_REQUESTS_PER_CELL = 32
@@ -210,7 +211,7 @@ def measured_record(
     exceeds = ceiling is not None and metrics.request_throughput > ceiling
     if exceeds:
         warnings.append(
-            f"{metrics.request_throughput:.3g} req/s is above the physical ceiling of {ceiling:.3g} req/s "
+            f"{readable(metrics.request_throughput)} req/s is above the physical ceiling of {readable(ceiling)} req/s "
             f"(peak FLOP/s / (2 x params x {tokens_per_request:.0f} tokens)): this number cannot be true; "
             "look for prompts served from the prefix cache or a wrong accelerator/params"
         )

@@ -136,5 +136,5 @@ def test_compare_prints_and_writes_markdown(tmp_path: Path, capsys: pytest.Captu
     code = main(["compare", str(DATA / "l4-mtp-off.jsonl"), str(DATA / "l4-mtp-on.jsonl"), "--markdown", str(markdown)])
     assert code == 0
     assert "l4-mtp-off (A)" in capsys.readouterr().out
-    assert "| 128 x 1 | 0.5 → 0.8 (+60.0%) ▲ |" in markdown.read_text()
+    assert "| 128 x 1 | 0.5 → 0.8 (+60%) ▲ |" in markdown.read_text()
     assert main(["compare", str(tmp_path / "missing.jsonl"), str(DATA / "l4-mtp-on.jsonl")]) == 2
