@@ -1,4 +1,5 @@
 # The front door: every target creates .venv and installs what it needs when missing.
+#   make venv                             .venv with the runtime requirements and .venv/bin/gemma-verify
 #   make preview STACK=l4 [FORMAT=json]   offline plan of a stack (no CLI, no credentials, no network)
 #   make test                             the test suite
 #   make lint                             ruff, mypy --strict, shellcheck, workflow linters
@@ -10,21 +11,26 @@ BIN := $(VENV)/bin
 STACK ?= l4
 FORMAT ?= text
 
-.PHONY: preview test lint format clean mcp
+.PHONY: venv preview test lint format clean mcp
 
 # Set-up output goes to stderr so that `FORMAT=json` leaves stdout to the JSON document alone.
 $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV) 1>&2
 
-$(VENV)/.runtime-installed: requirements.txt | $(BIN)/python
+# The project itself goes in editable and without dependencies: it provides the gemma-verify command.
+$(VENV)/.runtime-installed: requirements.txt pyproject.toml | $(BIN)/python
 	@echo "installing runtime requirements into $(VENV) ..." 1>&2
 	@$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt 1>&2
+	@$(BIN)/pip install -q --disable-pip-version-check --no-deps -e . 1>&2
 	@touch $@
 
-$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(BIN)/python
+$(VENV)/.dev-installed: requirements.txt requirements-dev.txt pyproject.toml | $(BIN)/python
 	@echo "installing development requirements into $(VENV) ..." 1>&2
 	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt 1>&2
+	@$(BIN)/pip install -q --disable-pip-version-check --no-deps -e . 1>&2
 	@touch $(VENV)/.runtime-installed $@
+
+venv: $(VENV)/.runtime-installed
 
 preview: $(VENV)/.runtime-installed
 	@$(BIN)/python -m preview --stack "$(STACK)" --format "$(FORMAT)"

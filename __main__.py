@@ -6,6 +6,7 @@ import pulumi
 
 from deploy import deploy, export_all
 from stacks.capacity import assess_stack
+from stacks.cloud_run_limits import quota_warning
 from stacks.loading import StackConfigError, load_stack_settings
 
 try:
@@ -17,6 +18,12 @@ except StackConfigError as error:
 # Capacity warnings (e.g. max_num_seqs full-length sequences do not fit at once) show in preview and up.
 for warning in assess_stack(settings).warnings:
     pulumi.log.warn(f"capacity: {warning}")
+if (
+    settings.gpu is not None
+    and settings.cloud_run is not None
+    and (quota := quota_warning(settings.gpu, settings.cloud_run))
+):
+    pulumi.log.warn(f"quota: {quota}")
 
 if not settings.project:
     raise pulumi.RunError("gcp:project is not set: run `pulumi config set gcp:project <your-project-id>`")

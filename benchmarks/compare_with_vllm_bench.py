@@ -64,12 +64,12 @@ from pathlib import Path
 
 import httpx
 
+from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.bench.prompts import PromptBook, calibrate, choose_counter
 from verify.bench.sweep import Endpoint, QuietObserver, SweepPlan, run_cell
 from verify.client import aiohttp_transport, make_client
 from verify.prom import parse_metrics
 from verify.streaming import Api
-from verify.target import positive_int, positive_int_list, positive_number
 
 TOLERANCE = 0.10
 # A stall of L ms delays at most `users` answers by L, so it moves a cell's mean TTFT by at most

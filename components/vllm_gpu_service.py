@@ -17,6 +17,7 @@ import pulumi_gcp as gcp
 
 from stacks.accelerators import CloudRunGpu
 from stacks.cloud_run import CloudRunSettings
+from stacks.cloud_run_limits import gpu_service_problems
 from stacks.gpu_rules import concurrency_problem, gpu_sizing_problems, region_problem
 from stacks.vllm_args import check_serve_args
 
@@ -62,6 +63,13 @@ class VllmGpuServiceArgs:
                 memory_key="VllmGpuServiceArgs.run.memory_gib",
             ),
             *(f"VllmGpuServiceArgs.serve_args: {p}" for p in check_serve_args(list(self.serve_args))),
+            *gpu_service_problems(
+                self.gpu,
+                self.run,
+                max_num_seqs=self.max_num_seqs,
+                prefix="VllmGpuServiceArgs.run.",
+                seqs_key="VllmGpuServiceArgs.max_num_seqs",
+            ),
         ]
         if not self.serve_args or not self.serve_args[0].startswith(self.run.mount.mount_path + "/"):
             problems.append(

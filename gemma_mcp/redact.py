@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from policy.credentials import CREDENTIAL_SHAPES
+
 REDACTED = "[redacted]"
 
 # Environment variables whose values are credentials the children may use (verify's --api-key-env default,
@@ -27,19 +29,10 @@ SECRET_ENV_NAMES = (
 # Values this short are not scrubbed by value (they would blank out ordinary words).
 MIN_SECRET_LENGTH = 8
 
-_CREDENTIAL_SHAPES = re.compile(
-    "|".join(
-        (
-            r"\bhf_[A-Za-z0-9]{20,}",  # Hugging Face access tokens
-            r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
-            r"\bya29\.[0-9A-Za-z_\-.]{20,}",  # Google OAuth access tokens
-            r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",  # JWTs (Google ID tokens)
-            r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
-            r"\bpul-[0-9a-f]{40}",  # Pulumi access tokens
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-        )
-    )
-)
+# Everything shaped like a credential, from the one list the settings and the policy pack use too. A PEM
+# key is scrubbed from its BEGIN line to its END line, not only the header the settings look for.
+_PEM_BLOCK = r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+_CREDENTIAL_SHAPES = re.compile("|".join([_PEM_BLOCK, *(shape.pattern for _, shape in CREDENTIAL_SHAPES)]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,12 +7,12 @@ an open port in hours. Keep the endpoint internal or allow named source ranges o
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from policy.guardrail import Guardrail
 from policy.props import field, mappings, number, strings
+from policy.source_ranges import allowed_text, describe, too_wide
 
 FIREWALL = "gcp:compute/firewall:Firewall"
 # vLLM's default `--port` (vllm serve --help, vLLM 0.32); configurable for packs that serve elsewhere.
@@ -25,16 +25,9 @@ CONFIG_SCHEMA: Mapping[str, Any] = {
         "type": "array",
         "items": {"type": "integer", "minimum": 1, "maximum": 65535},
         "default": list(DEFAULT_VLLM_PORTS),
-        "description": "Ports a vLLM server listens on; none may be opened to 0.0.0.0/0 or ::/0.",
+        "description": "Ports a vLLM server listens on; none may be opened to the public internet.",
     }
 }
-
-
-def _is_whole_internet(source_range: str) -> bool:
-    try:
-        return ipaddress.ip_network(source_range.strip(), strict=False).prefixlen == 0
-    except ValueError:
-        return False
 
 
 def _port_range_includes(entry: str, port: int) -> bool:
@@ -67,23 +60,28 @@ def check_vllm_port_not_public(_type: str, props: Mapping[str, Any], config: Map
     direction = str(field(props, "direction") or "INGRESS").upper()
     if direction != "INGRESS" or field(props, "disabled") is True:
         return
-    open_ranges = [r for r in strings(field(props, "sourceRanges")) if _is_whole_internet(r)]
-    if not open_ranges:
+    # Judged as a union: 0.0.0.0/1 + 128.0.0.0/1 is the whole internet as surely as 0.0.0.0/0.
+    wide = too_wide(strings(field(props, "sourceRanges")))
+    if not wide:
         return
     ports = _configured_ports(config)
     for index, allow in enumerate(mappings(field(props, "allows"))):
         opened = _opened_ports(allow, ports)
         if opened:
             yield (
-                f"allows[{index}] opens port {', '.join(map(str, opened))} (vLLM) to {', '.join(open_ranges)}; "
-                "vLLM's --api-key does not guard every route: allow named source ranges only, or keep the "
-                "server internal"
+                f"allows[{index}] opens port {', '.join(map(str, opened))} (vLLM) to "
+                f"{'; '.join(describe(item) for item in wide)}; vLLM's --api-key guards only /v1/*, so /metrics "
+                f"and /tokenize answer anyone there without the key: allow {allowed_text()}, or keep the server "
+                "internal"
             )
 
 
 VLLM_PORT_NOT_PUBLIC = Guardrail(
     name="vllm-port-not-public",
-    description="No ingress firewall rule opens the vLLM port (8000 by default) to 0.0.0.0/0 or ::/0.",
+    description=(
+        "No ingress firewall rule opens the vLLM port (8000 by default) to the public internet, judged over the "
+        "union of its source ranges."
+    ),
     resource_types=frozenset({FIREWALL}),
     check=check_vllm_port_not_public,
     config_schema=CONFIG_SCHEMA,

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from policy.credentials import credential_kind
 from policy.guardrail import Guardrail
 from policy.images import CONTAINER_PATHS
 from policy.props import field, has_key, mappings, strings, walk_strings
@@ -22,8 +23,6 @@ from policy.vllm_args import flag_values, tokens
 # Env var names that hold credentials: a whole word TOKEN, SECRET, PASSWORD, API_KEY... (so that
 # TOKENIZERS_PARALLELISM or HF_HUB_OFFLINE are not mistaken for one).
 _SECRET_NAME = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY)(_|$)", re.IGNORECASE)
-# Hugging Face user access tokens (`hf_` + 34 letters today; accept any long run).
-_HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")
 
 
 def _literal(value: str) -> bool:
@@ -83,8 +82,9 @@ def check_no_plaintext_secrets(
         yield from _queued_resource_problems(resource_type, props)
     for where, text in walk_strings(props):
         # `__provider` is a dynamic provider's pickled code, not configuration.
-        if not where.startswith("__provider") and _HF_TOKEN.search(text):
-            yield f"{where or 'a property'} contains a Hugging Face token; keep it in Secret Manager"
+        kind = None if where.startswith("__provider") else credential_kind(text)
+        if kind:
+            yield f"{where or 'a property'} contains {kind}; keep it in Secret Manager"
 
 
 NO_PLAINTEXT_SECRETS = Guardrail(

@@ -50,6 +50,8 @@ def plan_document(capture: Capture, *, stack: str, project: str, notes: list[str
         "project": project,
         "offline": True,
         "notes": notes,
+        # What the program logs as a warning (capacity, quota), as the text plan's "Warnings" lines.
+        "warnings": [message for severity, message in capture.logs if severity == "warning"],
         "resources": [
             {
                 "type": resource.type,

@@ -7,6 +7,7 @@ the program on exactly what `pulumi up` would give it, except secrets, which can
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +15,16 @@ from typing import Any
 
 import yaml
 
+from preview.strict_yaml import load as load_strict_yaml
+
 # Shown in place of values that are secret (encrypted in the stack file, or declared secret).
 SECRET_PLACEHOLDER = "offline-preview-fake-secret"  # noqa: S105 - a visible stand-in, never a credential
 # Used where the stack file leaves gcp:project unset (a real `pulumi up` requires it).
 PLACEHOLDER_PROJECT = "offline-placeholder-project"
+
+
+# What Pulumi reads at a stack file's top level (sdk/go/common/workspace/project.go, `ProjectStack`).
+STACK_FILE_KEYS = frozenset({"config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt"})
 
 
 class StackFileError(ValueError):
@@ -37,7 +44,7 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StackFileError(f"{path.name} not found in {path.parent}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_strict_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as error:
         raise StackFileError(f"{path.name} is not valid YAML: {error}") from None
     if not isinstance(data, dict):
@@ -55,6 +62,21 @@ def _as_config_string(value: Any) -> str:  # noqa: ANN401 - any YAML value
     return json.dumps(value)
 
 
+def stack_file_key_problem(name: str, document: dict[str, Any]) -> str | None:
+    """A stack file's top level holds only what Pulumi reads there; `confg:` instead of `config:` would
+    otherwise leave every setting unset and report each as missing, hiding the one real mistake."""
+    unknown = sorted(str(key) for key in document if key not in STACK_FILE_KEYS)
+    if not unknown:
+        return None
+    first = unknown[0]
+    close = difflib.get_close_matches(first, sorted(STACK_FILE_KEYS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return (
+        f"{name}: unknown top-level key {first!r}{hint}; a stack file's top level holds "
+        f"{', '.join(sorted(STACK_FILE_KEYS))}, and the settings go under config:"
+    )
+
+
 def available_stacks(root: Path) -> list[str]:
     return sorted(path.name[len("Pulumi.") : -len(".yaml")] for path in root.glob("Pulumi.*.yaml"))
 
@@ -70,6 +92,9 @@ def read_stack_config(root: Path, stack: str) -> StackConfig:
         known = ", ".join(available_stacks(root)) or "none"
         raise StackFileError(f"no stack file Pulumi.{stack}.yaml; stacks here: {known}")
     stack_file = _load_yaml(stack_path)
+    unknown = stack_file_key_problem(stack_path.name, stack_file)
+    if unknown:
+        raise StackFileError(unknown)
     values: dict[str, str] = {}
     secret_keys: list[str] = []
     notes: list[str] = []

@@ -6,6 +6,7 @@ means components never read `pulumi.Config` and a typo anywhere fails with the k
 
 from __future__ import annotations
 
+import difflib
 import json
 import types
 import typing
@@ -15,8 +16,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from stacks.capacity import assess_stack, capacity_problems
+from stacks.config_keys import config_key_problems
+from stacks.credentials import credential_problems
 from stacks.secrets import SECRET_KEYS
 from stacks.settings import StackSettings
+from stacks.typos import fold_typos
 
 PROJECT = "gemma-serving"
 # Provider config the program reads besides its own namespace.
@@ -45,6 +49,10 @@ def _decode(value: str) -> Any:  # noqa: ANN401 - config values are untyped unti
 def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -> StackSettings:
     """Validate the `<project>:*` keys (plus `gcp:project`) of a flat Pulumi config map."""
     prefix = f"{project}:"
+    # A misspelt provider key or namespace is the real cause of whatever else would be reported.
+    misspelt = config_key_problems(config, project)
+    if misspelt:
+        raise StackConfigError(misspelt)
     # Secret values (stacks.secrets) never enter the settings: they stay Pulumi secrets.
     raw: dict[str, Any] = {
         key.removeprefix(prefix): _decode(value)
@@ -55,6 +63,10 @@ def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -
         raise StackConfigError([f"{prefix}project: set the Google Cloud project as gcp:project instead"])
     if config.get(GCP_PROJECT_KEY):
         raw["project"] = config[GCP_PROJECT_KEY]
+    # First, and alone: any later message could quote the value.
+    leaks = credential_problems(raw, prefix)
+    if leaks:
+        raise StackConfigError(leaks)
     try:
         settings = StackSettings.model_validate(raw)
     except ValidationError as error:
@@ -72,12 +84,17 @@ def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -
 def format_errors(error: ValidationError, project: str = PROJECT) -> list[str]:
     """One line per problem: `<project>:<key.path>: what is wrong and what is allowed`."""
     lines: list[str] = []
-    for item in error.errors(include_url=False):
+    items, meant = fold_typos(error.errors(include_url=False))
+    for item in items:
         loc = [str(part) for part in item["loc"]]
         message = str(item["msg"]).removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            allowed = ", ".join(sorted(_allowed_keys(StackSettings, loc[:-1])))
-            message = f"unknown key (a typo?); allowed here: {allowed}"
+        if item["type"] == "extra_forbidden" and tuple(item["loc"]) in meant:
+            message = f"unknown key; did you mean {meant[tuple(item['loc'])]}?"
+        elif item["type"] == "extra_forbidden":
+            keys = sorted(_allowed_keys(StackSettings, loc[:-1]))
+            close = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}? " if close else ""
+            message = f"unknown key (a typo?); {hint}allowed here: {', '.join(keys)}"
         elif item["type"] == "missing":
             message = "required but not set"
         key = f"{project}:{'.'.join(loc)}" if loc else f"{project}"

@@ -382,7 +382,9 @@ def _longest_fitting_len(layers: list[_CacheLayer], inputs: PlanInputs, window: 
     """The longest sequence whose KV cache fits the budget (0 if not even one block does)."""
     if budget <= 0 or _sequence_bytes(layers, 1, inputs, window) > budget:
         return 0
-    low, high = 1, inputs.max_model_len
+    # Never suggest more than the model itself takes (its max_position_embeddings).
+    limit = inputs.model.architecture.max_position_embeddings
+    low, high = 1, min(inputs.max_model_len, limit) if limit else inputs.max_model_len
     if _sequence_bytes(layers, high, inputs, window) <= budget:
         return high
     while high - low > 1:

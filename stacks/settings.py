@@ -16,8 +16,11 @@ from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRun
 from stacks.base import SettingsModel
 from stacks.bench import BenchSettings
 from stacks.capacity import CapacitySettings
+from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
+from stacks.cloud_run_limits import gpu_service_problems
 from stacks.gpu_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from stacks.image_family import image_family_problem
 from stacks.images import PinnedImage
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
@@ -134,6 +137,10 @@ class StackSettings(SettingsModel):
 
     @model_validator(mode="after")
     def _fits_the_platform(self) -> Self:
+        family = image_family_problem(self.image_ref, self.accelerator)
+        quantization = quantization_problem(self.model.path, self.vllm.quantization)
+        if family or quantization:
+            raise ValueError("; ".join(p for p in (family, quantization) if p))
         gpu = CLOUD_RUN_GPUS.get(self.accelerator)
         if gpu is not None:
             self._check_cloud_run(gpu)
@@ -180,6 +187,9 @@ class StackSettings(SettingsModel):
                     concurrency=run.concurrency, max_num_seqs=self.vllm.max_num_seqs, key="cloudRun.concurrency"
                 )
             )
+        problems += gpu_service_problems(
+            gpu, run, max_num_seqs=self.vllm.max_num_seqs, prefix="cloudRun.", seqs_key="vllm.maxNumSeqs"
+        )
         found = [problem for problem in problems if problem]
         if found:
             raise ValueError("; ".join(found))

@@ -15,6 +15,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from policy.source_ranges import allowed_text, describe, too_wide
 from stacks.base import SettingsModel
 
 # Zones that offer TPU v6e, from Google's "TPU regions and zones" page
@@ -189,6 +190,14 @@ class TpuSettings(SettingsModel):
                 problems.append(str(error))
         if problems:
             raise ValueError("tpu.allowedSourceRanges: " + "; ".join(problems))
+        # Judged together: 0.0.0.0/1 + 128.0.0.0/1 opens the port as widely as 0.0.0.0/0.
+        wide = too_wide(checked)
+        if wide:
+            raise ValueError(
+                f"{list(checked)} together let in {'; '.join(describe(item) for item in wide)}. "
+                "vLLM's --api-key guards only /v1/*: /metrics, /tokenize and /health answer anyone who can reach "
+                f"the port. Allowed: {allowed_text()}; name the networks that call it"
+            )
         return tuple(checked)
 
     @field_validator("network", "subnetwork")

@@ -53,6 +53,9 @@ ModelDtype = Annotated[str, _one_of("dtype", "dtype")]
 ToolCallParser = Annotated[str, _one_of("tool_call_parser", "tool-call parser")]
 ReasoningParser = Annotated[str, _one_of("reasoning_parser", "reasoning parser")]
 SpeculativeMethod = Annotated[str, _one_of("speculative_config.method", "speculative method")]
+# vLLM's parser takes these as free strings and refuses a wrong one only at engine start.
+QuantizationMethod = Annotated[str, _one_of("quantization", "quantization method")]
+LoadFormat = Annotated[str, _one_of("load_format", "load format")]
 
 
 class SpeculativeDecoding(SettingsModel):
@@ -99,7 +102,7 @@ class VllmSettings(SettingsModel):
     max_num_seqs: int = Field(ge=1, le=4096)
     gpu_memory_utilization: float = Field(default=0.90, gt=0.0, le=1.0)
     dtype: ModelDtype = "auto"
-    quantization: str | None = None
+    quantization: QuantizationMethod | None = None
     kv_cache_dtype: KvCacheDtype = "auto"
     max_num_batched_tokens: int | None = Field(default=None, ge=128)
     enable_chunked_prefill: bool | None = None
@@ -109,7 +112,7 @@ class VllmSettings(SettingsModel):
     enable_auto_tool_choice: bool = False
     tool_call_parser: ToolCallParser | None = None
     reasoning_parser: ReasoningParser | None = None
-    load_format: str | None = None
+    load_format: LoadFormat | None = None
     speculative: SpeculativeDecoding | None = None
     # Anything else, as `vllm serve` arguments; checked against vLLM's flags (managed flags refused).
     extra_args: tuple[str, ...] = ()

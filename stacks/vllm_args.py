@@ -16,6 +16,8 @@ from stacks.vllm_facts import REMOVED_FLAGS, FlagFact, VllmFacts, vllm_facts
 _INT_TYPES = {"int", "human_readable_int"}
 _FLOAT_TYPES = {"float"}
 _JSON_FLAGS = {"--speculative-config", "-sc"}
+# Flags vLLM's parser takes as free strings but the engine checks against a registry at start-up.
+_REGISTRY_FLAGS = {"quantization": "quantization method", "load_format": "load format"}
 
 
 def _check_value(flag: str, fact: FlagFact, value: str, facts: VllmFacts) -> list[str]:
@@ -38,6 +40,11 @@ def _check_value(flag: str, fact: FlagFact, value: str, facts: VllmFacts) -> lis
         problems.append(f"{flag} {value!r}: not a tool-call parser of vLLM {facts.release}")
     elif fact.dest == "reasoning_parser" and value not in facts.names("reasoning_parser"):
         problems.append(f"{flag} {value!r}: not a reasoning parser of vLLM {facts.release}")
+    elif fact.dest in _REGISTRY_FLAGS and value not in facts.names(fact.dest):
+        problems.append(
+            f"{flag} {value!r}: not a {_REGISTRY_FLAGS[fact.dest]} of vLLM {facts.release}; allowed: "
+            f"{', '.join(facts.names(fact.dest))}"
+        )
     return problems
 
 

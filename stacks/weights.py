@@ -20,6 +20,8 @@ from stacks.images import PinnedImage
 _HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 # A git commit id, the only revision that cannot move under a stack (branches and tags can).
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+# What `git log --oneline` and the Hub's history page show: the same commit, abbreviated.
+_SHORT_COMMIT = re.compile(r"^[0-9a-f]{7,39}$")
 # gs://bucket[/prefix]: bucket names are 3-63 lowercase letters, digits, '-', '_' and '.'.
 _GCS_URI = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,61}[a-z0-9](/[A-Za-z0-9._/=-]*)?$")
 _GLOB = re.compile(r"^[A-Za-z0-9._*?\[\]/-]+$")
@@ -45,6 +47,11 @@ class HuggingFaceSource(SettingsModel):
     @field_validator("revision")
     @classmethod
     def _pinned(cls, value: str) -> str:
+        if _SHORT_COMMIT.match(value):
+            raise ValueError(
+                f"{value!r} is a short commit id ({len(value)} of 40 hex digits); give the full 40-hex commit id, "
+                "which names exactly one commit (copy it from the repo's commit history)"
+            )
         if not _COMMIT.match(value):
             raise ValueError(
                 f"{value!r} is not a commit id: a branch or tag such as 'main' can move and change the weights under "

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Self
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
@@ -106,10 +106,18 @@ class FakeVllmConfig:
     count_prompt_words: bool = False
     chat_template_tokens: int = 0
     tokenize_route: bool = True
+    # "Connection: close" on every answer (a server or proxy without keep-alive): each request connects anew.
+    close_connections: bool = False
 
     @property
     def output_tokens(self) -> int:
         return len(self.pieces) * self.tokens_per_piece
+
+    def pieces_within(self, max_tokens: object) -> Sequence[str]:
+        """The pieces vLLM would send for ``max_tokens``: it never generates more than asked."""
+        if not isinstance(max_tokens, int) or max_tokens <= 0:
+            return self.pieces
+        return self.pieces[: max(1, max_tokens // self.tokens_per_piece)]
 
     def gap_before(self, index: int) -> float:
         """Seconds to wait before text chunk ``index`` (0 = the first one, i.e. TTFT)."""
@@ -153,7 +161,8 @@ class FakeVllm:
 
     async def start(self) -> None:
         self._sequences = {path: list(statuses) for path, statuses in self.config.status_sequences.items()}
-        app = web.Application(middlewares=[self._record, self._front_door, self._scripted_status])
+        app = web.Application(middlewares=self.middlewares())
+        app.on_response_prepare.append(self._before_headers)
         app.router.add_get("/health", self._health)
         app.router.add_get("/ping", self._health)
         app.router.add_get("/version", self._version)
@@ -170,6 +179,22 @@ class FakeVllm:
         self._runner = runner
         address = runner.addresses[0]
         self._port = int(address[1])
+
+    async def _before_headers(self, _request: web.Request, response: web.StreamResponse) -> None:
+        if self.config.close_connections:
+            # aiohttp calls this hook after it chose the Connection header, so set both.
+            response.force_close()
+            response.headers["Connection"] = "close"
+
+    def middlewares(self) -> list[Middleware]:
+        """Recording, a platform's front door, scripted statuses; subclasses add their own faults."""
+        return [self._record, self._front_door, self._scripted_status]
+
+    async def stop_listening(self) -> None:
+        """Refuse new connections from now on (the accepted ones stay open), as a server that died."""
+        if self._runner is not None:
+            for site in list(self._runner.sites):
+                await site.stop()
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -273,7 +298,8 @@ class FakeVllm:
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
             request[PROMPT_TOKENS] = self._prompt_tokens(body, chat=chat)
-            return await self._stream(request, chat=chat, include_usage=include_usage)
+            pieces = self.config.pieces_within(max_tokens)
+            return await self._stream(request, pieces, chat=chat, include_usage=include_usage)
         total_wait = sum(self.config.gap_before(i) for i in range(len(self.config.pieces)))
         if total_wait:
             await asyncio.sleep(total_wait)
@@ -326,14 +352,14 @@ class FakeVllm:
         answer = {"count": count, "max_model_len": self.config.max_model_len, "tokens": list(range(count))}
         return web.json_response({**answer, "token_strs": None})
 
-    def _usage(self, prompt: int = 13) -> dict[str, int]:
-        return {
-            "prompt_tokens": prompt,
-            "total_tokens": prompt + self.config.output_tokens,
-            "completion_tokens": self.config.output_tokens,
-        }
+    def _usage(self, prompt: int = 13, pieces: Sequence[str] | None = None) -> dict[str, int]:
+        sent = self.config.pieces if pieces is None else pieces
+        completion = len(sent) * self.config.tokens_per_piece
+        return {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion}
 
-    async def _stream(self, request: web.Request, *, chat: bool, include_usage: bool) -> web.StreamResponse:
+    async def _stream(
+        self, request: web.Request, pieces: Sequence[str], *, chat: bool, include_usage: bool
+    ) -> web.StreamResponse:
         cfg = self.config
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8"})
         await response.prepare(request)
@@ -360,7 +386,7 @@ class FakeVllm:
 
         if chat:
             await send(chunk(None, None))
-        for index, piece in enumerate(cfg.pieces):
+        for index, piece in enumerate(pieces):
             if cfg.cut_stream_after_chunks is not None and index >= cfg.cut_stream_after_chunks:
                 _cut_connection(request)
                 return response
@@ -369,16 +395,16 @@ class FakeVllm:
             gap = cfg.gap_before(index)
             if gap:
                 await asyncio.sleep(gap)
-            last = index == len(cfg.pieces) - 1
+            last = index == len(pieces) - 1
             await send(chunk(piece, cfg.finish_reason if last else None))
-        if not cfg.pieces:
+        if not pieces:
             await send(chunk("", "stop"))
         if include_usage and not cfg.omit_usage:
             usage_chunk = {
                 "id": ident,
                 "object": "chat.completion.chunk",
                 "choices": [],
-                "usage": self._usage(request[PROMPT_TOKENS]),
+                "usage": self._usage(request[PROMPT_TOKENS], pieces),
             }
             await send(usage_chunk)
         await send("[DONE]")

@@ -1,4 +1,4 @@
-"""`python -m verify <subcommand>`: one argparse parser, one module per subcommand.
+"""`gemma-verify <subcommand>` (or `python -m verify ...`): one argparse parser, one module per subcommand.
 
 Adding a subcommand is one import and one call in ``build_parser``: the module exposes
 ``register(subparsers) -> None``, which adds its parser (usually with
@@ -13,25 +13,35 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from verify import UsageError, health
+from verify import UsageError
 from verify.bench import cli as bench_cli
 from verify.bench.cloud_cli import two_word_alias
+from verify.health import cli as health_cli
+from verify.version import project_version
 
 EXIT_USAGE = 2
+CONSOLE_SCRIPT = "gemma-verify"  # [project.scripts] in pyproject.toml
 EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m verify",
+        prog=_prog(),
         description="Post-deploy checks and benchmarks for a vLLM OpenAI-compatible endpoint.",
         epilog="exit codes: 0 pass, 1 a check or SLO failed, 2 usage error or endpoint unreachable/unauthorised",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {project_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    health.register(subparsers)
+    health_cli.register(subparsers)
     bench_cli.register(subparsers)
     return parser
+
+
+def _prog() -> str:
+    """Messages name the command as the user typed it: the console script, or the module."""
+    return CONSOLE_SCRIPT if Path(sys.argv[0]).name == CONSOLE_SCRIPT else "python -m verify"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

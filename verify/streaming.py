@@ -13,27 +13,47 @@ from how vLLM 0.32 streams and how `vllm bench serve` measures:
 - Output and prompt tokens come only from the final ``usage`` chunk (``stream_options.include_usage``).
 - A measured request is never retried: a retry would hide exactly the failures a benchmark must count.
   Every failure is put in one class, with the HTTP status and a short body excerpt when there is one.
+- Every request ends: the read timeout bounds the silence between two chunks, a total deadline bounds
+  the whole request (a server may stream steadily forever), and a stream that has sent more text
+  chunks than ``max_tokens`` (each carries at least one token) is not read further.
+- Only what vLLM sends is a completion chunk: a JSON event without ``choices`` (or a choice without
+  ``delta``/``text``), or a line that is not SSE at all, is a malformed stream, never "empty output".
 
 Every function takes the HTTP client as a parameter and the clock is injectable.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
 import aiohttp
 import httpx
 import pydantic
 
+from verify.responses import body_excerpt
+
 Clock = Callable[[], float]
 
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
-# Long enough to show vLLM's error message, short enough for a table cell and a JSON line.
-BODY_EXCERPT_CHARS = 200
+# The default total deadline of one request is the read timeout (the longest silence, e.g. queueing
+# before the first token) plus this per output token asked for: a stream slower than one token a
+# second is broken whatever the load, and any healthy one finishes well inside it.
+SLOWEST_HEALTHY_TOKEN_S = 1.0
+# After data: [DONE] vLLM ends the body at once; a server that keeps it open gets this long before the
+# connection is dropped (the measurement is complete by then).
+DRAIN_GRACE_S = 1.0
+# SSE fields other than data (https://html.spec.whatwg.org/multipage/server-sent-events.html).
+_SSE_OTHER_FIELDS = ("event:", "id:", "retry:", ":")
+
+
+def default_deadline_s(max_tokens: int, read_timeout_s: float) -> float:
+    """The total deadline of one request asking for ``max_tokens`` when the user named none."""
+    return read_timeout_s + max_tokens * SLOWEST_HEALTHY_TOKEN_S
 
 
 class Api(enum.StrEnum):
@@ -57,6 +77,8 @@ class FailureKind(enum.StrEnum):
     CONNECT_ERROR = "connect_error"  # refused, reset or DNS failure before the request was sent
     CONNECT_TIMEOUT = "connect_timeout"
     READ_TIMEOUT = "read_timeout"  # the server went silent for longer than the read timeout
+    DEADLINE_EXCEEDED = "deadline_exceeded"  # the request as a whole took longer than its deadline
+    TOO_MANY_TOKENS = "too_many_tokens"  # more text chunks than max_tokens: the server ignores it
     STREAM_INTERRUPTED = "stream_interrupted"  # connection cut, or an error event, before [DONE]
     EMPTY_OUTPUT = "empty_output"  # a complete stream without a single text-bearing chunk
     MALFORMED_STREAM = "malformed_stream"  # not SSE, not JSON, or no usage chunk
@@ -163,6 +185,12 @@ class _Choice(_Wire):
     text: str | None = None
     finish_reason: str | None = None
 
+    @pydantic.model_validator(mode="after")
+    def _carries_delta_or_text(self) -> _Choice:
+        if self.delta is None and self.text is None:
+            raise ValueError("a choice without delta (chat) or text (completions)")
+        return self
+
     def carried_text(self) -> str:
         if self.delta is not None:
             return self.delta.text()
@@ -175,9 +203,21 @@ class _Usage(_Wire):
 
 
 class _Chunk(_Wire):
-    choices: list[_Choice] = pydantic.Field(default_factory=list)
+    choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: dict[str, object] | str | None = None
+    object: str | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _is_a_chunk_or_an_error(self) -> _Chunk:
+        if self.choices is None and not self.is_error:
+            raise ValueError("a JSON event without choices")
+        return self
+
+    @property
+    def is_error(self) -> bool:
+        """vLLM's error event: ``{"error": {...}}``, or the older flat ``{"object": "error", ...}``."""
+        return self.error is not None or self.object == "error"
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -245,7 +285,7 @@ class _Progress:
             failure=failure,
         )
 
-    def completion_failure(self) -> StreamFailure | None:
+    def completion_failure(self, max_tokens: int) -> StreamFailure | None:
         """Judge a stream that ended without a transport error."""
         if not self.done:
             return StreamFailure(FailureKind.STREAM_INTERRUPTED, "the stream ended before data: [DONE]")
@@ -256,18 +296,18 @@ class _Progress:
                 FailureKind.MALFORMED_STREAM,
                 "no usage chunk although stream_options.include_usage was requested",
             )
+        if self.usage.completion_tokens > max_tokens:
+            return StreamFailure(
+                FailureKind.TOO_MANY_TOKENS,
+                f"usage says {self.usage.completion_tokens} completion tokens, max_tokens was {max_tokens}",
+            )
         return None
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= BODY_EXCERPT_CHARS else flat[: BODY_EXCERPT_CHARS - 3] + "..."
 
 
 def status_failure(status: int, body: str) -> StreamFailure:
     """Name a non-200 answer; 429/503/504 get their own class because platforms send them."""
     kinds = {429: FailureKind.HTTP_429, 503: FailureKind.HTTP_503, 504: FailureKind.HTTP_504}
-    return StreamFailure(kinds.get(status, FailureKind.HTTP_STATUS), _excerpt(body), status)
+    return StreamFailure(kinds.get(status, FailureKind.HTTP_STATUS), body_excerpt(body), status)
 
 
 def classify_transport_error(exc: httpx.HTTPError) -> StreamFailure:
@@ -284,7 +324,7 @@ def classify_transport_error(exc: httpx.HTTPError) -> StreamFailure:
 
 
 def _classify_aiohttp(cause: aiohttp.ClientError, exc: httpx.HTTPError) -> StreamFailure:
-    detail = _excerpt(f"{type(cause).__name__}: {cause}")
+    detail = body_excerpt(f"{type(cause).__name__}: {cause}")
     if isinstance(cause, aiohttp.ConnectionTimeoutError):
         kind = FailureKind.CONNECT_TIMEOUT
     elif isinstance(cause, aiohttp.SocketTimeoutError | aiohttp.ServerTimeoutError):
@@ -300,7 +340,7 @@ def _classify_aiohttp(cause: aiohttp.ClientError, exc: httpx.HTTPError) -> Strea
 
 
 def _classify_httpx(exc: httpx.HTTPError) -> StreamFailure:
-    detail = _excerpt(f"{type(exc).__name__}: {exc}")
+    detail = body_excerpt(f"{type(exc).__name__}: {exc}")
     if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
         kind = FailureKind.CONNECT_TIMEOUT
     elif isinstance(exc, httpx.TimeoutException):
@@ -319,26 +359,66 @@ def _data_of(line: str) -> str | None:
     return line[5:].strip()
 
 
-async def _read_events(response: httpx.Response, progress: _Progress, clock: Clock) -> StreamFailure | None:
-    async for line in response.aiter_lines():
-        data = _data_of(line)
-        if data is None or not data or progress.done:
-            # After [DONE] the body is still read to its end: a response left half-read cannot go
-            # back to the pool, and the next request would pay a new connection (a TLS handshake on
-            # Cloud Run) inside its TTFT.
-            continue
-        if data == "[DONE]":
-            progress.done = True
-            continue
-        now = clock()
-        try:
-            chunk = _Chunk.model_validate_json(data)
-        except pydantic.ValidationError:
-            return StreamFailure(FailureKind.MALFORMED_STREAM, _excerpt(f"not a completion chunk: {data}"))
-        if chunk.error is not None:
-            return StreamFailure(FailureKind.STREAM_INTERRUPTED, _excerpt(f"error event: {chunk.error}"))
-        progress.take(chunk, now)
-    return progress.completion_failure()
+def _take_line(line: str, progress: _Progress, clock: Clock, max_tokens: int) -> StreamFailure | None:
+    """Account for one line of the body; a failure ends the reading."""
+    data = _data_of(line)
+    if data is None:
+        if line.strip() and not line.startswith(_SSE_OTHER_FIELDS):
+            return StreamFailure(FailureKind.MALFORMED_STREAM, body_excerpt(f"not an SSE line: {line}"))
+        return None
+    if data == "[DONE]":
+        progress.done = True
+    if not data or progress.done:
+        return None
+    now = clock()
+    chunk = _parse_chunk(data)
+    if isinstance(chunk, StreamFailure):
+        return chunk
+    progress.take(chunk, now)
+    if progress.content_chunks > max_tokens:
+        return StreamFailure(
+            FailureKind.TOO_MANY_TOKENS,
+            f"{progress.content_chunks} text chunks (at least one token each) for max_tokens {max_tokens}; "
+            "stopped reading",
+        )
+    return None
+
+
+def _parse_chunk(data: str) -> _Chunk | StreamFailure:
+    try:
+        chunk = _Chunk.model_validate_json(data)
+    except pydantic.ValidationError:
+        return StreamFailure(FailureKind.MALFORMED_STREAM, body_excerpt(f"not a completion chunk: {data}"))
+    if chunk.is_error:
+        return StreamFailure(FailureKind.STREAM_INTERRUPTED, body_excerpt(f"error event: {data}"))
+    return chunk
+
+
+async def _read_events(
+    response: httpx.Response, progress: _Progress, clock: Clock, max_tokens: int
+) -> StreamFailure | None:
+    lines = response.aiter_lines()
+    async for line in lines:
+        failure = _take_line(line, progress, clock, max_tokens)
+        if failure is not None:
+            return failure
+        if progress.done:
+            await _drain(lines)
+            break
+    return progress.completion_failure(max_tokens)
+
+
+async def _drain(lines: AsyncIterator[str]) -> None:
+    """Read the body to its end after [DONE]: a response left half-read cannot go back to the pool,
+    and the next request would pay a new connection (a TLS handshake on Cloud Run) inside its TTFT.
+    A server that keeps the body open after [DONE] gets ``DRAIN_GRACE_S``; then the connection is
+    dropped, and the request, complete already, still counts."""
+    try:
+        async with asyncio.timeout(DRAIN_GRACE_S):
+            async for _ in lines:
+                pass
+    except (TimeoutError, httpx.HTTPError):
+        return
 
 
 async def measure_stream(
@@ -346,22 +426,31 @@ async def measure_stream(
     request: StreamRequest,
     *,
     timeouts: httpx.Timeout | None = None,
+    deadline_s: float | None = None,
     clock: Clock = time.perf_counter,
 ) -> StreamResult:
     """Send one streamed completion and time it; never raises for HTTP trouble, never retries.
 
     ``client`` carries the base URL and auth; ``timeouts`` override the client's per request (the read
-    timeout bounds the silence between two chunks, which is how a stalled stream is caught).
+    timeout bounds the silence between two chunks, which is how a stalled stream is caught);
+    ``deadline_s`` bounds the whole request (None: the read timeout plus one second per token asked).
     """
+    if deadline_s is None:
+        read = (timeouts or client.timeout).read
+        deadline_s = None if read is None else default_deadline_s(request.max_tokens, read)
     progress = _Progress(clock())
     failure: StreamFailure | None
+    deadline = asyncio.timeout(deadline_s)
     try:
-        async with client.stream(
-            "POST",
-            request.api.path,
-            json=request.payload(),
-            timeout=timeouts if timeouts is not None else httpx.USE_CLIENT_DEFAULT,
-        ) as response:
+        async with (
+            deadline,
+            client.stream(
+                "POST",
+                request.api.path,
+                json=request.payload(),
+                timeout=timeouts if timeouts is not None else httpx.USE_CLIENT_DEFAULT,
+            ) as response,
+        ):
             if response.status_code != httpx.codes.OK:
                 body = (await response.aread()).decode("utf-8", errors="replace")
                 failure = status_failure(response.status_code, body)
@@ -369,11 +458,15 @@ async def measure_stream(
                 body = (await response.aread()).decode("utf-8", errors="replace")
                 failure = StreamFailure(
                     FailureKind.MALFORMED_STREAM,
-                    _excerpt(f"expected text/event-stream, got {response.headers.get('content-type')}: {body}"),
+                    body_excerpt(f"expected text/event-stream, got {response.headers.get('content-type')}: {body}"),
                     response.status_code,
                 )
             else:
-                failure = await _read_events(response, progress, clock)
+                failure = await _read_events(response, progress, clock, request.max_tokens)
     except httpx.HTTPError as exc:
         failure = classify_transport_error(exc)
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        failure = StreamFailure(FailureKind.DEADLINE_EXCEEDED, f"the request did not end within {deadline_s} s")
     return progress.result(clock(), failure)

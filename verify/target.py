@@ -20,6 +20,9 @@ from urllib.parse import urlsplit
 import pydantic
 
 from verify import UsageError
+from verify.argtypes import positive_number
+from verify.responses import body_excerpt
+from verify.streaming import SLOWEST_HEALTHY_TOKEN_S, default_deadline_s
 
 # A stack's outputs are read with this command; tests replace the runner, never the arguments.
 PulumiRunner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
@@ -145,6 +148,19 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help=f"longest silence within one request, e.g. between stream chunks (default {DEFAULT_READ_TIMEOUT_S:g})",
     )
+    limits.add_argument(
+        "--deadline",
+        type=positive_number("--deadline", "seconds"),
+        metavar="S",
+        help="longest one request may take in all, however steadily the server answers (default: --timeout "
+        f"+ {SLOWEST_HEALTHY_TOKEN_S:g} s per output token asked for)",
+    )
+
+
+def request_deadline_s(args: argparse.Namespace, max_tokens: int) -> float:
+    """``--deadline``, or the default derived from ``--timeout`` and the output tokens asked for."""
+    given: float | None = args.deadline
+    return given if given is not None else default_deadline_s(max_tokens, args.timeout)
 
 
 def resolve_target(args: argparse.Namespace, *, run_pulumi: PulumiRunner | None = None) -> Target:
@@ -183,7 +199,7 @@ def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
     if completed.returncode != 0:
         raise UsageError(
             f"`{' '.join(command)}` failed with exit code {completed.returncode}: "
-            f"{_excerpt(completed.stderr or completed.stdout)} (is {stack!r} a stack of this project, "
+            f"{body_excerpt(completed.stderr or completed.stdout, 300)} (is {stack!r} a stack of this project, "
             "and are you logged in to its backend? run verify from the project directory)"
         )
     return target_from_outputs(stack, _parse_outputs_json(stack, completed.stdout))
@@ -223,6 +239,12 @@ def normalise_base_url(url: str, *, flag: str) -> str:
         raise UsageError(f"{flag} must be an http:// or https:// URL with a host, got {url!r}")
     if parts.query or parts.fragment:
         raise UsageError(f"{flag} must be a base URL without ?query or #fragment, got {url!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0  # urllib refuses ports above 65535 or that are not numbers
+    if port == 0:
+        raise UsageError(f"{flag} has a port outside 1-65535 (or not a number), got {url!r}")
     return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
 
 
@@ -241,63 +263,9 @@ def _parse_outputs_json(stack: str, stdout: str) -> object:
         return json.loads(stdout)
     except json.JSONDecodeError:
         raise UsageError(
-            f"`pulumi stack output --json --stack {stack}` did not print JSON: {_excerpt(stdout)}"
+            f"`pulumi stack output --json --stack {stack}` did not print JSON: {body_excerpt(stdout, 300)}"
         ) from None
 
 
 def _run_pulumi(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(command), capture_output=True, text=True, check=False, timeout=120)
-
-
-def positive_number(flag: str, unit: str = "") -> Callable[[str], float]:
-    """An argparse type for a number above zero; the message names the flag (and the unit, if any)."""
-    what = f"{unit} as a number" if unit else "a number"
-    above = f"0 {unit}" if unit else "0"
-
-    def parse(value: str) -> float:
-        try:
-            number = float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes {what}, got {value!r}") from None
-        if not number > 0:
-            raise argparse.ArgumentTypeError(f"{flag} must be more than {above}, got {value!r}")
-        return number
-
-    return parse
-
-
-def positive_int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
-    """An argparse type for comma-separated whole numbers of at least 1 (duplicates dropped, order kept)."""
-
-    def parse(value: str) -> tuple[int, ...]:
-        try:
-            numbers = tuple(int(part) for part in value.split(",") if part.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag} takes comma-separated whole numbers, e.g. 1,8,32; got {value!r}"
-            ) from None
-        if not numbers or any(number < 1 for number in numbers):
-            raise argparse.ArgumentTypeError(f"{flag} needs numbers of at least 1, got {value!r}")
-        return tuple(dict.fromkeys(numbers))
-
-    return parse
-
-
-def positive_int(flag: str, *, minimum: int = 1) -> Callable[[str], int]:
-    """An argparse type for a whole number of at least ``minimum``; the message names the flag."""
-
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, got {value!r}") from None
-        if number < minimum:
-            raise argparse.ArgumentTypeError(f"{flag} must be at least {minimum}, got {value!r}")
-        return number
-
-    return parse
-
-
-def _excerpt(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

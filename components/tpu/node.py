@@ -26,9 +26,12 @@ import pulumi_gcp as gcp
 import pulumi_random as random
 
 from components.gcp_names import SERVICE_ACCOUNT_ID
+from components.tpu import compute
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Provisioning
 from components.tpu.startup_script import BUCKET_METADATA_KEY, StartupScriptSpec, render_startup_script
+from policy.credentials import credential_kind
+from policy.source_ranges import allowed_text, describe, too_wide
 
 # Stands in for an image reference that is still a Pulumi output while the script's other values are
 # validated at construction; the script itself is rendered from the resolved reference.
@@ -106,6 +109,14 @@ class TpuVllmNodeArgs:
             found.append("allowed_source_ranges is required when public_endpoint is true")
         for cidr in self.allowed_source_ranges:
             found.extend(_range_problems(cidr))
+        found += [
+            f"allowed_source_ranges together let in {describe(item)}; /metrics and /tokenize need no API key: "
+            f"allow {allowed_text()}"
+            for item in too_wide(self.allowed_source_ranges)
+        ]
+        kind = credential_kind(self.hf_token_secret or "")
+        if kind:
+            found.append(f"hf_token_secret holds {kind}; it names a Secret Manager secret (its id), never the token")
         if "--tensor-parallel-size" in self.serve_args:
             index = list(self.serve_args).index("--tensor-parallel-size")
             given = self.serve_args[index + 1] if index + 1 < len(self.serve_args) else ""
@@ -304,13 +315,12 @@ class TpuVllmNode(pulumi.ComponentResource):
         edge: list[pulumi.Resource] = []
         if args.allowed_source_ranges:
             edge.append(
-                gcp.compute.Firewall(
+                compute.Firewall(
                     f"{name}-vllm-port",
                     project=args.project,
                     network=args.network,
-                    direction="INGRESS",
                     description=f"vLLM port of TPU node {name}, from named ranges only",
-                    allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(args.port)])],
+                    tcp_ports=[str(args.port)],
                     source_ranges=list(args.allowed_source_ranges),
                     target_tags=[tag],
                     opts=child,
@@ -318,33 +328,23 @@ class TpuVllmNode(pulumi.ComponentResource):
             )
         if args.iap_ssh:
             edge.append(
-                gcp.compute.Firewall(
+                compute.Firewall(
                     f"{name}-iap-ssh",
                     project=args.project,
                     network=args.network,
-                    direction="INGRESS",
                     description=f"SSH to TPU node {name} through IAP TCP forwarding only",
-                    allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+                    tcp_ports=["22"],
                     source_ranges=[IAP_SOURCE_RANGE],
                     target_tags=[tag],
                     opts=child,
                 )
             )
         if args.egress_nat and not args.public_endpoint:
-            router = gcp.compute.Router(
+            router = compute.Router(
                 f"{name}-router", project=args.project, region=region, network=args.network, opts=child
             )
             edge.append(
-                gcp.compute.RouterNat(
-                    f"{name}-nat",
-                    project=args.project,
-                    region=region,
-                    router=router.name,
-                    nat_ip_allocate_option="AUTO_ONLY",
-                    source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
-                    log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
-                    opts=child,
-                )
+                compute.RouterNat(f"{name}-nat", project=args.project, region=region, router=router.name, opts=child)
             )
         return edge
 

@@ -232,6 +232,13 @@ GOOD: list[Case] = [
         firewall(["10.128.0.0/9", "35.235.240.0/20"], [{"protocol": "tcp", "ports": ["8000"]}]),
     ),
     Case(
+        "private-space-and-a-slash-8",
+        VLLM_PORT_NOT_PUBLIC,
+        FIREWALL,
+        # Private space does not count: all of RFC 1918 plus one public /8 is within the limit.
+        firewall(["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "34.0.0.0/8"], [{"protocol": "tcp"}]),
+    ),
+    Case(
         "ssh-world",
         VLLM_PORT_NOT_PUBLIC,
         FIREWALL,
@@ -554,6 +561,35 @@ BAD: list[Case] = [
         firewall(["10.0.0.0/8", "0.0.0.0/0"], [{"protocol": "tcp", "ports": ["22", "7000-9000"]}]),
         "8000",
     ),
+    Case(
+        "two-halves-of-the-internet",
+        VLLM_PORT_NOT_PUBLIC,
+        FIREWALL,
+        firewall(["0.0.0.0/1", "128.0.0.0/1"], [{"protocol": "tcp", "ports": ["8000"]}]),
+        "opens port 8000 (vLLM) to the whole public IPv4 internet (their union: 0.0.0.0/0); vLLM's --api-key "
+        "guards only /v1/*, so /metrics and /tokenize answer anyone there without the key",
+    ),
+    Case(
+        "ipv6-halves",
+        VLLM_PORT_NOT_PUBLIC,
+        FIREWALL,
+        firewall(["::/1", "8000::/1"], [{"protocol": "tcp", "ports": ["8000"]}]),
+        "the whole public IPv6 internet (their union: ::/0)",
+    ),
+    Case(
+        "sixteen-slash-fours",
+        VLLM_PORT_NOT_PUBLIC,
+        FIREWALL,
+        firewall([f"{16 * i}.0.0.0/4" for i in range(16)], [{"protocol": "tcp", "ports": ["8000"]}]),
+        "the whole public IPv4 internet",
+    ),
+    Case(
+        "half-the-internet",
+        VLLM_PORT_NOT_PUBLIC,
+        FIREWALL,
+        firewall(["128.0.0.0/1"], [{"protocol": "tcp", "ports": ["8000"]}]),
+        "43% of the public IPv4 internet (their union: 128.0.0.0/1)",
+    ),
     Case("world-all-tcp", VLLM_PORT_NOT_PUBLIC, FIREWALL, firewall(["0.0.0.0/0"], [{"protocol": "tcp"}]), "8000"),
     Case("world-all-protocols", VLLM_PORT_NOT_PUBLIC, FIREWALL, firewall(["0.0.0.0/0"], [{"protocol": "all"}]), "8000"),
     Case(
@@ -653,6 +689,13 @@ BAD: list[Case] = [
         TPU_DYNAMIC,
         tpu_script("vllm serve /mnt/m --api-key sk-live-123"),
         "literal key",
+    ),
+    Case(
+        "google-api-key-anywhere",
+        NO_PLAINTEXT_SECRETS,
+        SERVICE,
+        edited(gpu_service, set_container("args", ["/mnt/models/m", "--served-model-name", "AIza" + "x" * 35])),
+        "contains a Google API key; keep it in Secret Manager",
     ),
     Case("token-metadata", NO_PLAINTEXT_SECRETS, TPU_DYNAMIC, tpu_metadata("hf-token", "abc"), "hf-token"),
 ]

@@ -39,7 +39,8 @@ def load_errors(stack: str, **edits: object) -> list[str]:
 
 def test_bf16_12b_on_l4_fails_at_load_with_the_numbers() -> None:
     """The bf16 12B checkpoint on an L4 fails the preview before any rollout (weights alone fill the card)."""
-    problems = load_errors("l4", model={"path": "gemma-4-12B-it"})
+    # Unset quantization too: the bf16 checkpoint is not compressed-tensors (stacks/checkpoint_format.py).
+    problems = load_errors("l4", model={"path": "gemma-4-12B-it"}, vllm={"quantization": None})
     assert len(problems) == 1
     assert problems[0].startswith("gemma-serving:model.path: capacity: weights need 23.90 GB (22.26 GiB)")
     assert "only 21.23 GiB is usable (0.95 x 1 x 22.35 GiB on NVIDIA L4)" in problems[0]
@@ -198,6 +199,7 @@ def test_preview_of_a_stack_that_cannot_fit_exits_with_the_message(tmp_path: Pat
     """The bf16 12B on the L4 stack: the preview prints the capacity error and exits 1, no traceback."""
     document = yaml.safe_load((ROOT / "Pulumi.l4.yaml").read_text())
     document["config"]["gemma-serving:model"]["path"] = "gemma-4-12B-it"
+    del document["config"]["gemma-serving:vllm"]["quantization"]  # the bf16 checkpoint is not compressed-tensors
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(ROOT / name, tmp_path / name)
     (tmp_path / "Pulumi.l4.yaml").write_text(yaml.safe_dump(document))

@@ -25,7 +25,7 @@ from verify.auth import (
 )
 from verify.client import make_client
 from verify.health import CheckStatus, HealthOptions, run_health
-from verify.render import print_health, print_json
+from verify.health.console import print_health, print_json
 from verify.target import AuthKind, Target
 
 SECRET_MARK = "s3cr3t-do-not-print"

@@ -6,14 +6,18 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.fake_vllm import FakeVllm, FakeVllmConfig, free_port
-from verify import UsageError, cli, health
+from verify import UsageError, cli
+from verify.health import cli as health_cli
+from verify.version import project_version
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -163,6 +167,31 @@ def test_usage_errors_from_handlers_exit_2(monkeypatch: pytest.MonkeyPatch, caps
     def handler(_args: argparse.Namespace) -> int:
         raise UsageError("--thing must be one of a, b")
 
-    monkeypatch.setattr(health, "run_health_command", handler)
+    monkeypatch.setattr(health_cli, "run_health_command", handler)
     assert cli.main(["health", "--url", "http://127.0.0.1:1", "--wait", "0"]) == 2
     assert "--thing must be one of a, b" in capsys.readouterr().err
+
+
+def test_console_script_runs_outside_the_project_and_the_venv(tmp_path: Path) -> None:
+    """Guards against `python -m verify` being the only way in: it fails with ModuleNotFoundError unless
+    the venv is active. `make venv` installs .venv/bin/gemma-verify, which runs from any directory."""
+    script = Path(sys.executable).with_name("gemma-verify")
+    if not script.exists():
+        pytest.skip("gemma-verify is installed by `make venv` / `make test` (pip install --no-deps -e .)")
+    completed = subprocess.run(
+        [str(script), "--version"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == f"gemma-verify {project_version()}"
+
+
+def test_version_is_the_projects() -> None:
+    """Guards against --version printing a number nobody maintains: it is pyproject.toml's."""
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        assert project_version() == tomllib.load(handle)["project"]["version"]

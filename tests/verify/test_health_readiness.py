@@ -156,3 +156,26 @@ async def test_zero_wait_polls_once() -> None:
     assert result.status is CheckStatus.UNREACHABLE
     assert result.facts["polls"] == 1
     assert result.name is CheckName.READINESS
+
+
+async def test_each_poll_and_pause_fits_in_what_is_left_of_the_wait() -> None:
+    """Guards against one 30 s poll (or a 15 s pause) running past --wait 10: each poll's timeout is at
+    most the time left (never under a second, so the last look still happens) and no pause overshoots."""
+    time = FakeTime()
+    budgets: list[float] = []
+
+    def not_ready(request: httpx.Request) -> httpx.Response:
+        budgets.append(request.extensions["timeout"]["read"])
+        return httpx.Response(503, text="Service Unavailable")
+
+    client = make_client("http://starting.test", None, transport=httpx.MockTransport(not_ready))
+    async with client:
+        result = await check_readiness(
+            client, HealthOptions(wait_s=10, poll_timeout_s=30), clock=time.clock, sleep=time.sleep
+        )
+    assert result.status is CheckStatus.UNREACHABLE
+    assert time.now == pytest.approx(10)
+    assert budgets[0] == pytest.approx(10)
+    assert all(1.0 <= budget <= 10 for budget in budgets)
+    assert budgets == sorted(budgets, reverse=True)
+    assert result.facts["polls"] == len(budgets)

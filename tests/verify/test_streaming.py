@@ -18,10 +18,12 @@ from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig, free_port
 from verify.bench.stall import StallMonitor
 from verify.client import UNLIMITED, aiohttp_transport
 from verify.streaming import (
+    SLOWEST_HEALTHY_TOKEN_S,
     Api,
     FailureKind,
     StreamRequest,
     classify_transport_error,
+    default_deadline_s,
     measure_stream,
 )
 
@@ -91,7 +93,7 @@ async def test_timings_follow_vllm_definitions_exactly(serve: Serve, api: Api) -
 async def test_output_tokens_come_from_usage_not_chunks(serve: Serve) -> None:
     """Guards against counting SSE chunks as tokens: with speculative decoding a chunk carries several."""
     client = await serve(FakeVllmConfig(pieces=("ab", "cd", "ef"), tokens_per_piece=3))
-    result = await measure_stream(client, request())
+    result = await measure_stream(client, request(max_tokens=9))
     assert result.content_chunks == 3
     assert result.output_tokens == 9
     assert result.prompt_tokens == 13
@@ -285,3 +287,53 @@ async def test_connections_are_reused_after_done(transport_name: str) -> None:
         await server.wait_closed()
     assert all(result.ok for result in results), [r.failure for r in results]
     assert _SlowTerminatorServer.connections == 1
+
+
+def sse_body(*events: str) -> httpx.MockTransport:
+    """A server answering every request with these SSE ``data:`` payloads (or raw lines, given as-is)."""
+    lines = [event if event.startswith(("data:", ":", "<")) else f"data: {event}" for event in events]
+    body = "\n\n".join(lines) + "\n\n"
+    return httpx.MockTransport(
+        lambda _request: httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+    )
+
+
+ROLE = '{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}'
+TEXT = '{"choices": [{"index": 0, "delta": {"content": " hi"}, "finish_reason": "length"}]}'
+USAGE = '{"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": %d}}'
+
+
+@pytest.mark.parametrize(
+    ("events", "kind", "detail"),
+    [
+        (
+            ('{"id": "x", "output": {"text": "hi"}}', "[DONE]"),
+            FailureKind.MALFORMED_STREAM,
+            'not a completion chunk: {"id"',
+        ),
+        (('{"choices": [{"index": 0}]}', "[DONE]"), FailureKind.MALFORMED_STREAM, 'not a completion chunk: {"choices"'),
+        (("<html>It works!</html>",), FailureKind.MALFORMED_STREAM, "not an SSE line: <html>"),
+        ((ROLE, '{"object": "error", "message": "boom", "code": 500}'), FailureKind.STREAM_INTERRUPTED, "boom"),
+        ((ROLE, TEXT, USAGE % 9, "[DONE]"), FailureKind.TOO_MANY_TOKENS, "usage says 9 completion tokens"),
+        ((ROLE, TEXT, USAGE % 5, "[DONE]"), None, ""),
+    ],
+)
+async def test_only_vllms_chunks_count_as_a_stream(
+    events: tuple[str, ...], kind: FailureKind | None, detail: str
+) -> None:
+    """Guards against valid JSON of another shape, or a body that is not SSE, passing as "empty output"
+    (explained as a chat-template problem), and against more tokens than max_tokens passing as a result."""
+    async with httpx.AsyncClient(base_url="http://vllm.test", transport=sse_body(*events)) as client:
+        result = await measure_stream(client, request())
+    if kind is None:
+        assert result.ok, result.failure
+        return
+    assert result.failure is not None
+    assert result.failure.kind is kind
+    assert detail in result.failure.detail
+
+
+def test_the_default_deadline_grows_with_the_tokens_asked_for() -> None:
+    """Guards against a fixed total deadline cutting long healthy answers, or none at all (a hang)."""
+    assert default_deadline_s(32, 120.0) == 152.0
+    assert default_deadline_s(2048, 120.0) == 120.0 + 2048 * SLOWEST_HEALTHY_TOKEN_S

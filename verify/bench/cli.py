@@ -1,8 +1,10 @@
 """`python -m verify bench` (and the registration of `compare`): flags, wiring and exit codes.
 
-Exit codes: 0 every cell measured and every ``--slo`` met; 1 an SLO was violated; 2 a usage error
-or an endpoint that cannot be reached, authorised or does not serve the model; 130 interrupted
-(finished cells are kept; rerun with ``--resume``).
+Exit codes: 0 every cell measured and every ``--slo`` (and the default ``success_rate`` gate) met;
+1 an SLO was violated, or fewer cells were measured than asked (none at all, or some skipped without
+``--allow-skipped``); 2 a usage error, an unusable ``--output``, or an endpoint that cannot be reached,
+authorised, does not serve the model or stops answering mid-sweep (finished cells and their reports are
+kept; rerun with ``--resume`` once it is back); 130 interrupted (likewise).
 """
 
 from __future__ import annotations
@@ -16,33 +18,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import pydantic
 from rich.console import Console
 
-from verify import UsageError
+from verify import UsageError, discovery
+from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.auth import auth_advice
 from verify.bench import cloud_cli, compare_command, server_metrics
 from verify.bench.capacity import TransportKind, make_transport, raise_fd_limit
 from verify.bench.console import ProgressObserver, summary_table
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
-from verify.bench.prompts import PromptBook, choose_counter, server_max_model_len
+from verify.bench.outputs import check_output
+from verify.bench.prompts import PromptBook, choose_counter
 from verify.bench.report import write_reports
-from verify.bench.results import CellRecord, done_keys, load_results
-from verify.bench.slo import Slo, parse_slo
-from verify.bench.sweep import Endpoint, plan_from_arguments, run_sweep
+from verify.bench.results import CellKey, CellRecord, done_keys, load_results
+from verify.bench.slo import DEFAULT_SUCCESS_RATE, Slo, parse_slo
+from verify.bench.sweep import Endpoint, EndpointLostError, plan_from_arguments, run_sweep
 from verify.bench.trust import gate_failures
 from verify.bench.workers import USERS_PER_WORKER, ClientSpec, worker_pool
 from verify.client import client_for, default_timeout
-from verify.responses import ModelList, VersionInfo, body_excerpt
+from verify.responses import body_excerpt
 from verify.streaming import Api
-from verify.target import (
-    Target,
-    add_target_arguments,
-    positive_int,
-    positive_int_list,
-    positive_number,
-    resolve_target,
-)
+from verify.target import Target, add_target_arguments, resolve_target
 
 EXIT_OK = 0
 EXIT_SLO_FAILED = 1
@@ -127,7 +123,9 @@ def add_gate_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="exit 1 unless every cell meets it, e.g. p99_ttft_ms=2000, success_rate=0.99, request_throughput=5",
+        help="exit 1 unless every cell meets it, e.g. p99_ttft_ms=2000, success_rate=0.99, request_throughput=5; "
+        f"without a success_rate SLO every cell must have success_rate >= {DEFAULT_SUCCESS_RATE:g} "
+        "(--slo success_rate=0 turns that off)",
     )
     parser.add_argument(
         "--allow-untrusted",
@@ -172,6 +170,18 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     judge = parser.add_argument_group("judgement")
     add_gate_arguments(judge)
     judge.add_argument(
+        "--allow-skipped",
+        action="store_true",
+        help="pass even when some cells were skipped (e.g. context above the server's max_model_len); "
+        "a run that measured no cell at all fails regardless",
+    )
+    judge.add_argument(
+        "--on-cloud-run",
+        action="store_true",
+        help="generate the load from the stack's load-generator job beside the service (needs --stack and a "
+        "bench block), then fetch and merge its results",
+    )
+    judge.add_argument(
         "--accelerator",
         help="accelerator serving the endpoint (default: the stack's), for cost and the physical ceiling",
     )
@@ -194,12 +204,6 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         type=_params,
         metavar="N",
         help="parameters computed per token, e.g. 12B (default: read from the model name, e.g. gemma-4-12b-it)",
-    )
-    judge.add_argument(
-        "--on-cloud-run",
-        action="store_true",
-        help="generate the load from the stack's load-generator job beside the service (needs --stack and a "
-        "bench block), then fetch and merge its results",
     )
     parser.set_defaults(handler=run_bench_command)
 
@@ -237,6 +241,7 @@ def _existing_records(path: Path, *, resume: bool, console: Console) -> list[Cel
 def run_bench_command(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     output: Path = args.output if args.output is not None else _default_output()
+    check_output(output)
     if args.on_cloud_run:
         return cloud_cli.run_on_cloud_run(args, output, console)
     target = resolve_target(args)
@@ -255,8 +260,9 @@ def run_bench_command(args: argparse.Namespace) -> int:
     fd_warning = raise_fd_limit(max(args.concurrency))
     if fd_warning:
         console.print(f"[yellow]warning[/] {fd_warning}")
+    lost: EndpointLostError | None = None
     try:
-        written = asyncio.run(_bench(args, target, output, existing=existing, facts=facts, console=console))
+        planned = asyncio.run(_bench(args, target, output, existing=existing, facts=facts, console=console))
     except KeyboardInterrupt:
         kept = len(load_results(output).records)
         console.print(
@@ -264,20 +270,60 @@ def run_bench_command(args: argparse.Namespace) -> int:
             f"--output {output} --resume to measure the rest"
         )
         return EXIT_INTERRUPTED
+    except EndpointLostError as exc:
+        lost, planned = exc, []
+    except OSError as exc:
+        raise UsageError(
+            f"--output {output}: writing a cell failed ({exc.strerror or exc}); finished cells are kept"
+        ) from None
     records = load_results(output).records
-    metrics_file = output.with_suffix(".metrics.json")
-    summary = _metrics_summary(metrics_file)
-    reports = write_reports(records, output.with_suffix(""), metrics_summary=summary)
+    _show(args, records, new=[r for r in records if r.key not in done_keys(existing)], output=output, console=console)
+    if lost is not None:
+        raise UsageError(
+            f"the endpoint stopped answering: {lost.cell} was not measured: {lost.cause}; "
+            f"{sum(r.measured for r in records)} measured cells are kept in {output}: once the server answers "
+            f"again, rerun with --output {output} --resume to measure the rest"
+        )
+    problems = _coverage_problems(planned, records, allow_skipped=args.allow_skipped)
+    problems += gate_failures(args.slo, records, allow_untrusted=args.allow_untrusted)
+    for problem in problems:
+        console.print(f"[red]failed[/] {problem}")
+    return EXIT_SLO_FAILED if problems else EXIT_OK
+
+
+def _show(
+    args: argparse.Namespace, records: list[CellRecord], *, new: list[CellRecord], output: Path, console: Console
+) -> None:
+    """The table (or ``--json``) and the reports; none of them when no cell was measured."""
     if args.json:
-        print(json.dumps([record.model_dump(mode="json") for record in written], indent=2))
-    else:
+        print(json.dumps([record.model_dump(mode="json") for record in new], indent=2))
+    if not any(record.measured for record in records):
+        console.print(f"results: {output}; no reports written: no cell was measured")
+        return
+    summary = _metrics_summary(output.with_suffix(".metrics.json"))
+    try:
+        reports = write_reports(records, output.with_suffix(""), metrics_summary=summary)
+    except OSError as exc:
+        raise UsageError(f"--output {output}: writing the reports failed ({exc.strerror or exc})") from None
+    if not args.json:
         # Piped output (CI logs) gets a wide table rather than rich's 80-column default.
         Console(width=None if sys.stdout.isatty() else 160).print(summary_table(records))
     console.print(f"results: {output}; reports: {', '.join(str(path) for path in reports)}")
-    failures = gate_failures(args.slo, records, allow_untrusted=args.allow_untrusted)
-    for line in failures:
-        console.print(line)
-    return EXIT_SLO_FAILED if failures else EXIT_OK
+
+
+def _coverage_problems(planned: list[CellKey], records: list[CellRecord], *, allow_skipped: bool) -> list[str]:
+    """A gate cannot pass on nothing: every cell asked for must be measured (skips only when allowed)."""
+    latest = {record.key: record for record in records}
+    missing = [latest.get(key) for key in planned if key not in latest or not latest[key].measured]
+    if not missing:
+        return []
+    reasons = sorted({record.skip_reason or "skipped" for record in missing if record is not None})
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    if len(missing) == len(planned):
+        return [f"no cell was measured{why}: nothing to judge, so the run fails"]
+    if allow_skipped:
+        return []
+    return [f"{len(missing)} of {len(planned)} cells were not measured{why}; pass --allow-skipped to accept that"]
 
 
 def _metrics_summary(path: Path) -> str | None:
@@ -288,39 +334,33 @@ def _metrics_summary(path: Path) -> str | None:
 async def _discover(client: httpx.AsyncClient, target: Target, args: argparse.Namespace) -> _Discovered:
     """Reach the endpoint once before measuring: exit 2 now rather than fill a file with failures."""
     try:
-        response = await client.get("/v1/models")
-    except httpx.HTTPError as exc:
-        raise UsageError(f"{target.base_url} is unreachable: {type(exc).__name__}: {exc}") from None
-    if response.status_code in {httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN}:
-        raise UsageError(
-            f"{target.base_url}/v1/models answered {response.status_code}: "
-            f"{auth_advice(target, api_key_env=args.api_key_env)}"
-        )
-    if response.status_code != httpx.codes.OK:
-        raise UsageError(
-            f"{target.base_url}/v1/models answered {response.status_code} ({body_excerpt(response.text)}); "
-            "is the server ready? run `python -m verify health` first"
-        )
+        models = await discovery.served_models(client)
+    except discovery.AnswerError as exc:
+        raise UsageError(_unusable(exc, target, args)) from None
+    card = discovery.find_card(models, target.model)
+    if card is None:
+        if target.model is None:
+            raise UsageError(f"the server serves {models.names}; name the one to benchmark with --model")
+        raise UsageError(f"the server does not serve {target.model!r}; it serves {models.names} (use --model)")
     try:
-        names = ModelList.model_validate_json(response.content).names
-    except pydantic.ValidationError:
-        raise UsageError(f"{target.base_url}/v1/models did not answer a model list") from None
-    model = target.model
-    if model is None:
-        if len(names) != 1:
-            raise UsageError(f"the server serves {names}; name the one to benchmark with --model")
-        model = names[0]
-    elif model not in names:
-        raise UsageError(f"the server does not serve {model!r}; it serves {names} (use --model)")
-    version: str | None = None
-    try:
-        answer = await client.get("/version")
-        if answer.status_code == httpx.codes.OK:
-            version = VersionInfo.model_validate_json(answer.content).version
-    except (httpx.HTTPError, pydantic.ValidationError):
+        version: str | None = await discovery.vllm_version(client)
+    except discovery.AnswerError:
         version = None
-    max_len = await server_max_model_len(client, model) or target.max_model_len
-    return _Discovered(model, version, max_len)
+    return _Discovered(card.id, version, card.max_model_len or target.max_model_len)
+
+
+def _unusable(exc: discovery.AnswerError, target: Target, args: argparse.Namespace) -> str:
+    where = f"{target.base_url}{exc.path}"
+    if exc.failure is not None:
+        return f"{target.base_url} is unreachable: {exc.failure.kind.value} ({exc.failure.detail})"
+    if exc.status in {httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN}:
+        return f"{where} answered {exc.status}: {auth_advice(target, api_key_env=args.api_key_env)}"
+    if exc.problem is discovery.AnswerProblem.STATUS:
+        return (
+            f"{where} answered {exc.status} ({body_excerpt(exc.body)}); is the server ready? "
+            "run `python -m verify health` first"
+        )
+    return f"{where} did not answer a model list: {body_excerpt(exc.body)}"
 
 
 async def _bench(
@@ -331,7 +371,8 @@ async def _bench(
     existing: list[CellRecord],
     facts: AcceleratorFacts,
     console: Console,
-) -> list[CellRecord]:
+) -> list[CellKey]:
+    """Measure the cells not in ``existing``; returns the keys of every cell this command asked for."""
     transport_kind = TransportKind(args.transport)
     async with client_for(target, args, transport=make_transport(transport_kind)) as client:
         found = await _discover(client, target, args)
@@ -360,12 +401,12 @@ async def _bench(
             if pool is not None:
                 console.print(f"load generation: {pool.size} worker processes share each cell's users")
             if args.no_progress:
-                written = await run_sweep(
+                await run_sweep(
                     client, plan, endpoint, results_path=output, done=done_keys(existing), counter=counter, pool=pool
                 )
             else:
                 with ProgressObserver(console, cells=len(todo)) as observer:
-                    written = await run_sweep(
+                    await run_sweep(
                         client,
                         plan,
                         endpoint,
@@ -378,4 +419,4 @@ async def _bench(
                     )
         after = await server_metrics.snapshot(client, found.model)
         server_metrics.write_snapshots(output.with_suffix(".metrics.json"), before, after)
-        return written
+        return [plan.key(*cell) for cell in plan.cells()]

@@ -23,12 +23,12 @@ from typing import Any
 
 from rich.console import Console
 
-from verify import UsageError
+from verify import UsageError, discovery
 from verify.auth import GoogleIdTokenAuth
 from verify.bench.capacity import TransportKind, raise_fd_limit
 from verify.bench.cloud import CollectError, FileBarrier, TaskSlot, merged_records, read_shares, run_task, task_file
 from verify.bench.console import summary_table
-from verify.bench.prompts import choose_counter, server_max_model_len
+from verify.bench.prompts import choose_counter
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, append_record, load_results
 from verify.bench.sweep import Endpoint, plan_from_arguments
@@ -72,6 +72,8 @@ def task_arguments(args: argparse.Namespace, run_id: str) -> list[str]:
         task += ["--requests", str(args.requests)]
     if args.warmup is not None:
         task += ["--warmup", str(args.warmup)]
+    if args.deadline is not None:
+        task += ["--deadline", f"{args.deadline:g}"]
     if not args.ignore_eos:
         task.append("--no-ignore-eos")
     return task
@@ -146,7 +148,7 @@ def collect_into(directory: Path, output: Path, args: argparse.Namespace, consol
 def _gate(records: list[CellRecord], args: argparse.Namespace, console: Console) -> int:
     failures = gate_failures(args.slo, records, allow_untrusted=args.allow_untrusted)
     for line in failures:
-        console.print(line)
+        console.print(f"[red]failed[/] {line}")
     return EXIT_FAILED if failures else EXIT_OK
 
 
@@ -188,10 +190,14 @@ async def _task(args: argparse.Namespace, *, url: str, model: str, slot: TaskSlo
     timeout = default_timeout(connect_s=args.connect_timeout, read_s=args.timeout)
     async with make_client(url, auth, timeout=timeout) as client:
         plan = plan_from_arguments(args, model=model, timeouts=timeout)
+        try:
+            card = discovery.find_card(await discovery.served_models(client), model)
+        except discovery.AnswerError as exc:
+            raise UsageError(f"{url} cannot be benchmarked: {exc}") from None
         endpoint = Endpoint(
             base_url=url,
             platform="cloud-run",
-            max_model_len=await server_max_model_len(client, model),
+            max_model_len=None if card is None else card.max_model_len,
             transport=TransportKind.AIOHTTP.value,
         )
         counter = await choose_counter(client, model, plan.api)
@@ -233,6 +239,7 @@ def register(
     task.add_argument("--workers", type=int, help="worker processes (default $BENCH_WORKERS, else the CPUs)")
     task.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT_S)
     task.add_argument("--timeout", type=float, default=DEFAULT_READ_TIMEOUT_S)
+    task.add_argument("--deadline", type=float, help="longest one request may take in all (default as bench)")
     task.add_argument("--barrier-timeout", type=float, default=600.0, help="seconds to wait for the other tasks")
     task.set_defaults(handler=run_task_command)
     collect = subparsers.add_parser(

@@ -26,7 +26,6 @@ from typing import Protocol
 import httpx
 import pydantic
 
-from verify.responses import ModelList
 from verify.streaming import Api, StreamRequest, measure_stream
 
 # Ordinary English words for the body: most are one or two tokens in any tokenizer, so the body's
@@ -127,24 +126,6 @@ async def choose_counter(client: httpx.AsyncClient, model: str, api: Api) -> Tok
     except (PromptError, httpx.HTTPError):
         return ProbeCounter(client, model, api)
     return tokenize
-
-
-async def server_max_model_len(client: httpx.AsyncClient, model: str) -> int | None:
-    """``max_model_len`` as ``GET /v1/models`` reports it for ``model`` (None when it does not say)."""
-    try:
-        response = await client.get("/v1/models")
-    except httpx.HTTPError:
-        return None
-    if response.status_code != httpx.codes.OK:
-        return None
-    try:
-        models = ModelList.model_validate_json(response.content)
-    except pydantic.ValidationError:
-        return None
-    for card in models.data:
-        if card.id == model:
-            return card.max_model_len
-    return None
 
 
 def filler_body(words: int) -> str:

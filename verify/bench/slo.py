@@ -3,6 +3,11 @@
 Why keys are result-file keys: an SLO is then checked against exactly the number that is printed and
 stored (``p99_ttft_ms``, ``success_rate``, ``request_throughput``...). Latencies (``*_ms``) are upper
 bounds; rates and throughputs are lower bounds. ``ttft_p99_ms``-style spellings are accepted too.
+
+Why a default gate: a bench run right after a rollout whose requests failed is a failed rollout, with
+or without an ``--slo``. Unless the user states their own ``success_rate``, every measured cell must
+have ``success_rate >= 1`` (every request succeeded); ``--slo success_rate=0`` turns that off and
+``--slo success_rate=0.95`` tolerates some failures.
 """
 
 from __future__ import annotations
@@ -57,6 +62,17 @@ def parse_slo(text: str) -> Slo:
     except ValueError:
         raise ValueError(f"--slo {key} needs a number after '=', got {raw!r}") from None
     return Slo(key, limit)
+
+
+DEFAULT_SUCCESS_RATE = 1.0
+
+
+def with_default_gate(slos: Iterable[Slo]) -> list[Slo]:
+    """The user's SLOs, plus ``success_rate >= DEFAULT_SUCCESS_RATE`` unless they gave a success_rate."""
+    given = list(slos)
+    if any(slo.key == "success_rate" for slo in given):
+        return given
+    return [Slo("success_rate", DEFAULT_SUCCESS_RATE), *given]
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,11 @@ request the moment the previous one ends, which is what `vllm bench serve --max-
 does with an unlimited request rate. Per cell: warm-up requests first (not counted: they open
 connections and let the server settle), then ``requests`` measured ones, never retried. The cell's
 line is appended to the results file as soon as it is computed, so an interruption keeps it.
+
+A cell is recorded only when it measured the server: if its prompts cannot be calibrated, or every
+request of it failed to connect (the server died or restarted between cells), the sweep stops with
+``EndpointLostError`` and writes no line for it, so ``--resume`` measures it once the server is back. A
+server that answers with errors is measured: its failures are the result.
 """
 
 from __future__ import annotations
@@ -22,18 +27,37 @@ import httpx
 
 from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
 from verify.bench.metrics import CellMetrics
-from verify.bench.prompts import PromptBook, PromptShape, TokenCounter, calibrate
+from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.samples import PhaseShare, union_metrics
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
 from verify.numbers import readable
-from verify.streaming import Api, Clock, StreamRequest, StreamResult
+from verify.streaming import (
+    Api,
+    Clock,
+    FailureKind,
+    StreamRequest,
+    StreamResult,
+    classify_transport_error,
+)
+from verify.target import request_deadline_s
 
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4
 MAX_DEFAULT_WARMUPS = 8
+# Failures that mean no request reached the server: a cell made only of them measured nothing.
+_NOT_CONNECTED = frozenset({FailureKind.CONNECT_ERROR, FailureKind.CONNECT_TIMEOUT})
+
+
+class EndpointLostError(Exception):
+    """The endpoint stopped answering mid-sweep; the cell named was not measured and not recorded."""
+
+    def __init__(self, context: int, concurrency: int, cause: str) -> None:
+        self.cell = f"context {context} x concurrency {concurrency}"
+        self.cause = cause
+        super().__init__(f"{self.cell}: {cause}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +73,7 @@ class SweepPlan:
     warmups: int | None = None  # per cell; None: min(concurrency, 8)
     ignore_eos: bool = True
     timeouts: httpx.Timeout | None = None
+    deadline_s: float | None = None  # per request in all; None: the read timeout + 1 s per output token
 
     def requests_for(self, concurrency: int) -> int:
         if self.requests is not None:
@@ -89,6 +114,7 @@ def plan_from_arguments(args: argparse.Namespace, *, model: str, timeouts: httpx
         warmups=args.warmup,
         ignore_eos=args.ignore_eos,
         timeouts=timeouts,
+        deadline_s=request_deadline_s(args, args.max_tokens),
     )
 
 
@@ -133,12 +159,15 @@ async def closed_loop(
     concurrency: int,
     *,
     timeouts: httpx.Timeout | None = None,
+    deadline_s: float | None = None,
     clock: Clock = time.perf_counter,
     on_result: Callable[[StreamResult], None] | None = None,
 ) -> tuple[list[StreamResult], float]:
     """Keep ``concurrency`` requests in flight until all are done; results in request order and the
     wall time from the first send to the last answer."""
-    share = await measure_phase(client, requests, concurrency, timeouts=timeouts, clock=clock, on_result=on_result)
+    share = await measure_phase(
+        client, requests, concurrency, timeouts=timeouts, deadline_s=deadline_s, clock=clock, on_result=on_result
+    )
     return [sample.result for sample in share.samples_in_send_order()], share.finished_at - share.started_at
 
 
@@ -259,7 +288,7 @@ async def run_cell(
     """Calibrate prompts (unless ``shape`` is given), warm up, measure, judge: one cell's line (not yet
     written). With ``pool``, the users are spread over its worker processes (verify.bench.workers)."""
     if shape is None:
-        shape = await calibrate(counter, context, nonce=book.nonce)
+        shape = await calibrated(counter, context, concurrency, nonce=book.nonce)
     warmups = plan.warmups_for(concurrency)
     requests = plan.requests_for(concurrency)
     prompts = book.take(shape, warmups + requests)
@@ -269,13 +298,22 @@ async def run_cell(
     shares: list[PhaseShare]
     if pool is None:
         if warmups:
-            await closed_loop(client, warmup_requests, concurrency, timeouts=plan.timeouts, clock=clock)
+            warmed, _ = await closed_loop(
+                client,
+                warmup_requests,
+                concurrency,
+                timeouts=plan.timeouts,
+                deadline_s=plan.deadline_s,
+                clock=clock,
+            )
+            _stop_if_unreachable(warmed, context, concurrency)
         observer.cell_started(label, requests)
         share = await measure_phase(
             client,
             measured_requests,
             concurrency,
             timeouts=plan.timeouts,
+            deadline_s=plan.deadline_s,
             clock=clock,
             on_result=observer.request_finished,
         )
@@ -287,9 +325,11 @@ async def run_cell(
             concurrency,
             headers=await auth_headers(client),
             timeouts=plan.timeouts,
+            deadline_s=plan.deadline_s,
             on_measuring=lambda: observer.cell_started(label, requests),
             on_result=observer.request_finished,
         )
+    _stop_if_unreachable([sample.result for share in shares for sample in share.samples], context, concurrency)
     metrics = union_metrics(shares)
     stalls = [share.stalls for share in shares]
     return measured_record(
@@ -305,6 +345,29 @@ async def run_cell(
     )
 
 
+def _stop_if_unreachable(results: Sequence[StreamResult], context: int, concurrency: int) -> None:
+    """Raise ``EndpointLostError`` when no request reached the server (each one failed to connect)."""
+    failures = [result.failure for result in results]
+    if not failures or any(failure is None or failure.kind not in _NOT_CONNECTED for failure in failures):
+        return
+    last = failures[-1]
+    assert last is not None  # every failure is set, per the test above
+    raise EndpointLostError(context, concurrency, f"every request failed to connect ({last.kind.value}: {last.detail})")
+
+
+async def calibrated(counter: TokenCounter, context: int, concurrency: int, *, nonce: str) -> PromptShape:
+    """``calibrate``, with a server that cannot count prompts turned into ``EndpointLostError``."""
+    try:
+        return await calibrate(counter, context, nonce=nonce)
+    except PromptError as exc:
+        raise EndpointLostError(context, concurrency, f"prompts could not be calibrated: {exc}") from None
+    except httpx.HTTPError as exc:
+        failure = classify_transport_error(exc)
+        raise EndpointLostError(
+            context, concurrency, f"prompts could not be calibrated: {failure.kind.value} ({failure.detail})"
+        ) from None
+
+
 async def run_sweep(
     client: httpx.AsyncClient,
     plan: SweepPlan,
@@ -318,7 +381,10 @@ async def run_sweep(
     clock: Clock = time.perf_counter,
     pool: WorkerPool | None = None,
 ) -> list[CellRecord]:
-    """Run every cell not in ``done``, appending each line to ``results_path`` as it finishes."""
+    """Run every cell not in ``done``, appending each line to ``results_path`` as it finishes.
+
+    Raises ``EndpointLostError`` (with the cells finished so far already in the file) when the endpoint
+    stops answering."""
     watcher = observer if observer is not None else QuietObserver()
     prompts = book if book is not None else PromptBook()
     written: list[CellRecord] = []
@@ -334,7 +400,7 @@ async def run_sweep(
             record = CellRecord.model_validate(fields)
         else:
             if context not in shapes:
-                shapes[context] = await calibrate(counter, context, nonce=prompts.nonce)
+                shapes[context] = await calibrated(counter, context, concurrency, nonce=prompts.nonce)
             record = await run_cell(
                 client,
                 plan,

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from verify.bench.results import CellRecord
-from verify.bench.slo import Slo, violations
+from verify.bench.slo import Slo, violations, with_default_gate
 from verify.bench.stall import StallSummary
 
 # Measured ratio of the TTFT error to the probe's mean lateness (see the module docstring).
@@ -106,10 +106,10 @@ def untrusted_gate(records: Iterable[CellRecord], *, gated: bool, allow_untruste
 
 
 def gate_failures(slos: Sequence[Slo], records: Sequence[CellRecord], *, allow_untrusted: bool) -> list[str]:
-    """Every reason an ``--slo`` gate fails, as console lines: violated SLOs, then untrusted cells."""
-    lines = [f"[red]SLO violated[/] {violation.describe()}" for violation in violations(slos, records)]
-    lines += [
-        f"[red]SLO not judged[/] {line}"
-        for line in untrusted_gate(records, gated=bool(slos), allow_untrusted=allow_untrusted)
+    """Every reason the run's gates fail: violated SLOs (with the default success-rate gate), then the
+    cells an explicit ``--slo`` cannot judge because they are untrusted."""
+    problems = [f"SLO violated {violation.describe()}" for violation in violations(with_default_gate(slos), records)]
+    problems += [
+        f"SLO not judged {line}" for line in untrusted_gate(records, gated=bool(slos), allow_untrusted=allow_untrusted)
     ]
-    return lines
+    return problems

@@ -72,6 +72,7 @@ async def measure_phase(
     users: int,
     *,
     timeouts: httpx.Timeout | None = None,
+    deadline_s: float | None = None,
     clock: Clock = time.perf_counter,
     on_result: OnResult | None = None,
     start_at: float | None = None,
@@ -97,7 +98,7 @@ async def measure_phase(
         # One shared iterator: each user takes the next request when its previous one ends.
         for request in pending:
             sent_at = clock()
-            result = await measure_stream(client, request, timeouts=timeouts, clock=clock)
+            result = await measure_stream(client, request, timeouts=timeouts, deadline_s=deadline_s, clock=clock)
             samples.append(Sample(sent_at, result))
             if on_result is not None:
                 on_result(result)
@@ -145,6 +146,7 @@ class PhaseJob:
     users: int
     headers: tuple[tuple[str, str], ...]
     timeouts: httpx.Timeout | None
+    deadline_s: float | None = None
 
 
 class WorkerError(RuntimeError):
@@ -176,7 +178,7 @@ async def _serve(connection: multiprocessing.connection.Connection, spec: Client
             assert isinstance(job, PhaseJob)
             client.headers.update(dict(job.headers))
             if job.warmups:
-                await measure_phase(client, job.warmups, job.users, timeouts=job.timeouts)
+                await measure_phase(client, job.warmups, job.users, timeouts=job.timeouts, deadline_s=job.deadline_s)
             connection.send(("warm",))
             message = await asyncio.to_thread(connection.recv)
             share = await measure_phase(
@@ -184,6 +186,7 @@ async def _serve(connection: multiprocessing.connection.Connection, spec: Client
                 job.requests,
                 job.users,
                 timeouts=job.timeouts,
+                deadline_s=job.deadline_s,
                 start_at=float(message[1]),
                 interval_s=FLUSH_INTERVAL_S,
                 on_flush=lambda batch: connection.send(("samples", [sample.slim() for sample in batch])),
@@ -265,6 +268,7 @@ class WorkerPool:
         *,
         headers: dict[str, str],
         timeouts: httpx.Timeout | None,
+        deadline_s: float | None = None,
         on_measuring: Callable[[], None] | None = None,
         on_result: OnResult | None = None,
         agree_start: Callable[[], Awaitable[float]] | None = None,
@@ -286,6 +290,7 @@ class WorkerPool:
                     users=share_users,
                     headers=tuple(headers.items()),
                     timeouts=timeouts,
+                    deadline_s=deadline_s,
                 )
             )
             warm_at += warm_count

@@ -1,20 +1,19 @@
 """`python -m verify bench` / `compare` end to end: files written, exit codes, usage errors.
 
-The CLI runs its own event loop (asyncio.run), so the fake server runs in a thread with its own.
+The CLI runs its own event loop (asyncio.run), so the fake server runs in a thread with its own
+(``tests.fault_server.serving``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig, free_port
+from tests.fault_server import serving
 from verify.bench.results import load_results
 from verify.cli import main
 
@@ -22,20 +21,8 @@ DATA = Path(__file__).parent / "data"
 SMALL = ["--concurrency", "1,2", "--context", "16,32", "--max-tokens", "3", "--requests", "3", "--no-progress"]
 
 
-@contextmanager
-def running(config: FakeVllmConfig | None = None) -> Iterator[FakeVllm]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = FakeVllm(config or FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3))
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
-    try:
-        yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+def running(config: FakeVllmConfig | None = None) -> AbstractContextManager[FakeVllm]:
+    return serving(FakeVllm(config or FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3)))
 
 
 def bench(server_url: str, output: Path, *extra: str) -> int:
@@ -105,7 +92,8 @@ def test_unusable_endpoint_exits_2_before_measuring(
 def test_unreachable_endpoint_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Guards against a stopped server being reported as a benchmark with 0% success."""
     assert bench(f"http://127.0.0.1:{free_port()}", tmp_path / "r.jsonl", "--connect-timeout", "2") == 2
-    assert "is unreachable" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is unreachable: connect_error (ClientConnectorError" in err  # refused, not "ConnectTimeout"
 
 
 @pytest.mark.parametrize(

@@ -43,4 +43,4 @@ def test_an_untrusted_cell_fails_the_gate_unless_allowed(
     assert all(any(w.startswith("untrusted:") for w in r.warnings) for r in records)
     report = (tmp_path / "a.md").read_text()
     assert f"{UNTRUSTED_MARK} untrusted" in report
-    assert f"1{UNTRUSTED_MARK}" in report or f"0{UNTRUSTED_MARK}" in report
+    assert f"{UNTRUSTED_MARK} |" in report  # the mark ends the cells' numbers in the matrices

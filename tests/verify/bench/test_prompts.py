@@ -14,7 +14,6 @@ from verify.bench.prompts import (
     TokenizeCounter,
     calibrate,
     choose_counter,
-    server_max_model_len,
     unique_prefix,
 )
 from verify.client import aiohttp_transport
@@ -80,10 +79,3 @@ async def test_context_shorter_than_the_template_is_reported_not_faked() -> None
     assert not shape.exact
     assert shape.measured == TEMPLATE_TOKENS + 11
     assert shape.body_words == 0
-
-
-async def test_max_model_len_is_read_from_the_model_list() -> None:
-    """Guards against sending prompts longer than the server accepts (they would fail with 400)."""
-    async with FakeVllm(FakeVllmConfig(max_model_len=4096)) as server, httpx.AsyncClient(base_url=server.url) as client:
-        assert await server_max_model_len(client, "tiny-gemma") == 4096
-        assert await server_max_model_len(client, "other") is None

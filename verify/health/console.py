@@ -1,4 +1,4 @@
-"""Drawing results: a rich table for people, one JSON document for machines, progress on stderr.
+"""Drawing a health report: a rich table for people, one JSON document for machines, progress on stderr.
 
 Rendering only reads the result models; it decides nothing. Server text (bodies, generated output)
 is always passed as ``rich.text.Text`` so brackets in it are never taken for console markup.
@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from verify.health import CheckStatus, HealthReport, Waiting
+from verify.health.report import CheckStatus, HealthReport, Waiting
 
 _STYLES: dict[CheckStatus, tuple[str, str]] = {
     CheckStatus.PASS: ("PASS", "bold green"),
