@@ -79,7 +79,7 @@ def judge(stalls: Sequence[StallSummary], mean_ttft_ms: float | None) -> Trust:
     if not found:
         return Trust(trusted=True)
     who = "the load generator" if len(stalls) == 1 else f"{len(found)} of {len(stalls)} load-generator workers"
-    first = found[0][1]
+    first = found[0][1] if len(stalls) == 1 else f"worker {found[0][0] + 1}: {found[0][1]}"
     ttft = f" against a mean TTFT of {mean_ttft_ms:.0f} ms" if mean_ttft_ms else ""
     return Trust(
         trusted=False,
