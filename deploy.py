@@ -16,6 +16,7 @@ from components.serving_identity import ServingIdentity, ServingIdentityArgs, ac
 from components.tpu.node import NodeIdentity, TpuVllmNode, TpuVllmNodeArgs, with_tensor_parallel
 from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
 from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
+from rollout_state import rollout_for
 from stacks.pricing import billing_shape
 from stacks.settings import StackSettings
 from stacks.tpu import ProvisioningModel, TpuProvisioning
@@ -76,6 +77,7 @@ def _deploy_cloud_run(settings: StackSettings, stack: str, labels: dict[str, str
             service_account_email=identity.email,
             labels=labels,
             wait_for=weights.ready,
+            rollout=rollout_for(run),
         ),
         cloud,
     )
@@ -93,6 +95,14 @@ def _deploy_cloud_run(settings: StackSettings, stack: str, labels: dict[str, str
         # What is billed (GPU, CPU, memory, zonal redundancy, instances): verify bench prices it (stacks/pricing.py).
         "billing": billing_shape(settings).model_dump(by_alias=True, mode="json"),
         "serviceName": service.service_name,
+        # The rollout (python -m verify promote reads these; docs/architecture.md, "Gated rollouts").
+        "rollout": run.rollout,
+        "cloudRunService": service.resource_name,
+        "candidateRevision": service.candidate_revision,
+        "candidateUrl": service.candidate_url,
+        "servingRevision": service.serving_revision,
+        "previousRevision": service.previous_revision,
+        "candidatePercent": run.traffic.candidate_percent,
         "modelBucket": bucket.name,
         "serviceAccount": identity.email,
         "image": images.serving,

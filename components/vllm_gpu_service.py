@@ -9,8 +9,11 @@ deployment and broke in a different place each time.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -28,6 +31,44 @@ _INGRESS = {
 }
 MODEL_VOLUME = "models"
 CONTAINER_NAME = "vllm"
+# The tag a gated rollout gives the newest revision; its URL is https://candidate---<service host>.
+CANDIDATE_TAG = "candidate"
+_BY_REVISION = "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"
+_LATEST = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
+# Source: https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services/create (serviceId:
+# lowercase letters, digits and hyphens, starting with a letter, at most 49 characters). The revision name
+# `<service>-<10 hex>` then stays within a revision name's 63.
+_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,47}[a-z0-9])?$")
+_REVISION_HASH_CHARS = 10
+
+
+@dataclass(frozen=True)
+class GatedRollout:
+    """New revisions start as the `candidate` tag with ``candidate_percent`` of the traffic (0 after `pulumi up`).
+
+    ``serving_revision`` keeps the rest; None means there is none yet (the stack's first rollout), and then
+    the candidate must serve 100% or the service would serve nothing. ``previous_revision`` is only carried
+    into the outputs, for `verify promote --rollback`.
+    """
+
+    serving_revision: pulumi.Input[str | None] = None
+    previous_revision: pulumi.Input[str | None] = None
+    candidate_percent: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.candidate_percent <= 99:
+            raise ValueError(
+                f"GatedRollout.candidate_percent must be 0 to 99 (promotion to 100% names the candidate as "
+                f"serving_revision), got {self.candidate_percent}"
+            )
+
+
+@dataclass(frozen=True)
+class DirectRollout:
+    """Every new revision takes all traffic as soon as it is ready (Cloud Run's own default)."""
+
+
+Rollout = GatedRollout | DirectRollout
 
 
 @dataclass(frozen=True)
@@ -48,6 +89,10 @@ class VllmGpuServiceArgs:
     # What must finish before the service rolls out (the weight imports): a revision that starts before
     # its weights exist fails its startup probe.
     wait_for: Sequence[pulumi.Resource] = ()
+    # Gated by default: a new revision proves itself (python -m verify promote) before it serves users.
+    rollout: Rollout = field(default_factory=GatedRollout)
+    # The Cloud Run service's name (revision names derive from it); default: the component's name.
+    service_name: str | None = None
 
     def __post_init__(self) -> None:
         problems = [
@@ -76,6 +121,8 @@ class VllmGpuServiceArgs:
                 f"VllmGpuServiceArgs.serve_args: the model path must come first and live under the model mount "
                 f"{self.run.mount.mount_path}/"
             )
+        if self.service_name is not None and not _SERVICE_NAME.match(self.service_name):
+            problems.append(f"VllmGpuServiceArgs.service_name: {_service_name_rule(self.service_name)}")
         found = [problem for problem in problems if problem]
         if found:
             raise ValueError("; ".join(found))
@@ -94,86 +141,55 @@ class VllmGpuService(pulumi.ComponentResource):
 
     url: pulumi.Output[str]
     service_name: pulumi.Output[str]
+    # `projects/<p>/locations/<region>/services/<name>`, the Cloud Run Admin API's name for it.
+    resource_name: pulumi.Output[str]
+    # The revision the current template creates: `<service>-<hash of the template>`.
+    candidate_revision: pulumi.Output[str]
+    # Gated: the candidate tag's URL (https://candidate---<service host>); direct: None.
+    candidate_url: pulumi.Output[str | None]
+    # The revision that serves the traffic the candidate does not get.
+    serving_revision: pulumi.Output[str]
+    previous_revision: pulumi.Output[str | None]
 
     def __init__(self, name: str, args: VllmGpuServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gemma:cloudrun:VllmGpuService", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         run = args.run
-        port = run.port
+        service_name = args.service_name or name
+        if not _SERVICE_NAME.match(service_name):
+            raise ValueError(f"VllmGpuService name {service_name!r}: {_service_name_rule(service_name)}")
+        template_inputs = _template_inputs(args)
+        # The revision name is the service's name plus a hash of everything the revision is made of, so the
+        # same template always names the same revision and traffic can name it before it exists.
+        revision = pulumi.Output.from_input(gcp.cloudrunv2.ServiceTemplateArgs(**template_inputs)).apply(
+            lambda template: f"{service_name}-{_template_hash(template)}"
+        )
+        rollout = args.rollout
+        if isinstance(rollout, GatedRollout):
+            state_serving: pulumi.Output[str | None] = pulumi.Output.from_input(rollout.serving_revision)
+            percent = rollout.candidate_percent
+            traffics: pulumi.Input[Sequence[pulumi.Input[gcp.cloudrunv2.ServiceTrafficArgs]]] = state_serving.apply(
+                lambda serving_revision: gated_traffic(revision, serving_revision, percent)
+            )
+            # Known as soon as the state (or promotion) names it, even while the candidate's name is computed.
+            serving: pulumi.Output[str] = state_serving.apply(
+                lambda serving_revision: serving_revision if serving_revision is not None else revision
+            )
+            previous: pulumi.Output[str | None] = pulumi.Output.from_input(rollout.previous_revision)
+        else:
+            serving = revision
+            traffics = [gcp.cloudrunv2.ServiceTrafficArgs(type=_LATEST, percent=100)]
+            previous = pulumi.Output.from_input(None)
         service = gcp.cloudrunv2.Service(
             f"{name}-service",
+            name=service_name,
             location=args.region,
             ingress=_INGRESS[run.ingress],
             deletion_protection=run.deletion_protection,
             invoker_iam_disabled=False,
             labels=dict(args.labels),
-            template=gcp.cloudrunv2.ServiceTemplateArgs(
-                service_account=args.service_account_email,
-                execution_environment="EXECUTION_ENVIRONMENT_GEN2",
-                timeout=f"{run.request_timeout_seconds}s",
-                max_instance_request_concurrency=args.concurrency,
-                scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(
-                    min_instance_count=run.min_instances,
-                    max_instance_count=run.max_instances,
-                ),
-                node_selector=gcp.cloudrunv2.ServiceTemplateNodeSelectorArgs(accelerator=args.gpu.node_selector),
-                gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
-                labels=dict(args.labels),
-                volumes=[
-                    gcp.cloudrunv2.ServiceTemplateVolumeArgs(
-                        name=MODEL_VOLUME,
-                        gcs=gcp.cloudrunv2.ServiceTemplateVolumeGcsArgs(
-                            bucket=args.bucket_name,
-                            read_only=True,
-                            mount_options=run.mount.mount_options(),
-                        ),
-                    )
-                ],
-                containers=[
-                    gcp.cloudrunv2.ServiceTemplateContainerArgs(
-                        name=CONTAINER_NAME,
-                        image=args.image,
-                        args=list(args.serve_args),
-                        envs=[
-                            gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
-                            for key, value in sorted(run.env.items())
-                        ],
-                        ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=port, name="http1"),
-                        resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
-                            limits={
-                                "cpu": str(run.cpu),
-                                "memory": f"{run.memory_gib}Gi",
-                                "nvidia.com/gpu": "1",
-                            },
-                            cpu_idle=False,
-                            startup_cpu_boost=True,
-                        ),
-                        startup_probe=gcp.cloudrunv2.ServiceTemplateContainerStartupProbeArgs(
-                            http_get=gcp.cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs(
-                                path="/health", port=port
-                            ),
-                            initial_delay_seconds=run.startup_probe.initial_delay_seconds,
-                            period_seconds=run.startup_probe.period_seconds,
-                            timeout_seconds=run.startup_probe.timeout_seconds,
-                            failure_threshold=run.startup_failure_threshold(),
-                        ),
-                        liveness_probe=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeArgs(
-                            http_get=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs(
-                                path="/health", port=port
-                            ),
-                            initial_delay_seconds=run.liveness_probe.initial_delay_seconds,
-                            period_seconds=run.liveness_probe.period_seconds,
-                            timeout_seconds=run.liveness_probe.timeout_seconds,
-                            failure_threshold=run.liveness_failure_threshold(),
-                        ),
-                        volume_mounts=[
-                            gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(
-                                name=MODEL_VOLUME, mount_path=run.mount.mount_path
-                            )
-                        ],
-                    )
-                ],
-            ),
+            template=gcp.cloudrunv2.ServiceTemplateArgs(**template_inputs, revision=revision),
+            traffics=traffics,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for)),
         )
         for member in run.invokers:
@@ -187,7 +203,149 @@ class VllmGpuService(pulumi.ComponentResource):
             )
         self.url = service.uri
         self.service_name = service.name
-        self.register_outputs({"url": self.url, "service_name": self.service_name})
+        self.resource_name = service.id
+        self.candidate_revision = revision
+        self.candidate_url = (
+            service.traffic_statuses.apply(_candidate_uri)
+            if isinstance(rollout, GatedRollout)
+            else pulumi.Output.from_input(None)
+        )
+        self.serving_revision = serving
+        self.previous_revision = previous
+        self.register_outputs(
+            {
+                "url": self.url,
+                "service_name": self.service_name,
+                "resource_name": self.resource_name,
+                "candidate_revision": self.candidate_revision,
+                "candidate_url": self.candidate_url,
+                "serving_revision": self.serving_revision,
+                "previous_revision": self.previous_revision,
+            }
+        )
+
+
+def gated_traffic(
+    candidate: pulumi.Input[str], serving: str | None, candidate_percent: int
+) -> list[gcp.cloudrunv2.ServiceTrafficArgs]:
+    """The serving revision with its share and the candidate under its tag with the rest, both by name.
+
+    With no serving revision yet (the stack's first rollout) the candidate takes 100%: otherwise the
+    service would serve nothing. When the candidate is the serving revision (a template that did not
+    change, or one just promoted), the two entries name the same revision, which Cloud Run (Knative's
+    traffic block) allows, as `kn service update --tag-revision` writes for a revision that already has a
+    share: the tag keeps its URL, and the split never depends on a name only known once the template resolves.
+    """
+    candidate_entry = gcp.cloudrunv2.ServiceTrafficArgs(
+        type=_BY_REVISION, revision=candidate, percent=100 if serving is None else candidate_percent, tag=CANDIDATE_TAG
+    )
+    if serving is None:
+        return [candidate_entry]
+    serving_entry = gcp.cloudrunv2.ServiceTrafficArgs(
+        type=_BY_REVISION, revision=serving, percent=100 - candidate_percent
+    )
+    return [serving_entry, candidate_entry]
+
+
+def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
+    """The revision template's fields (everything but its name), built once for the service and its hash."""
+    run = args.run
+    port = run.port
+    return dict(  # noqa: C408 - the keywords are ServiceTemplateArgs' own; a typo fails its constructor
+        service_account=args.service_account_email,
+        execution_environment="EXECUTION_ENVIRONMENT_GEN2",
+        timeout=f"{run.request_timeout_seconds}s",
+        max_instance_request_concurrency=args.concurrency,
+        scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(
+            min_instance_count=run.min_instances,
+            max_instance_count=run.max_instances,
+        ),
+        node_selector=gcp.cloudrunv2.ServiceTemplateNodeSelectorArgs(accelerator=args.gpu.node_selector),
+        gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
+        labels=dict(args.labels),
+        volumes=[
+            gcp.cloudrunv2.ServiceTemplateVolumeArgs(
+                name=MODEL_VOLUME,
+                gcs=gcp.cloudrunv2.ServiceTemplateVolumeGcsArgs(
+                    bucket=args.bucket_name,
+                    read_only=True,
+                    mount_options=run.mount.mount_options(),
+                ),
+            )
+        ],
+        containers=[
+            gcp.cloudrunv2.ServiceTemplateContainerArgs(
+                name=CONTAINER_NAME,
+                image=args.image,
+                args=list(args.serve_args),
+                envs=[
+                    gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
+                    for key, value in sorted(run.env.items())
+                ],
+                ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=port, name="http1"),
+                resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
+                    limits={
+                        "cpu": str(run.cpu),
+                        "memory": f"{run.memory_gib}Gi",
+                        "nvidia.com/gpu": "1",
+                    },
+                    cpu_idle=False,
+                    startup_cpu_boost=True,
+                ),
+                startup_probe=gcp.cloudrunv2.ServiceTemplateContainerStartupProbeArgs(
+                    http_get=gcp.cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs(path="/health", port=port),
+                    initial_delay_seconds=run.startup_probe.initial_delay_seconds,
+                    period_seconds=run.startup_probe.period_seconds,
+                    timeout_seconds=run.startup_probe.timeout_seconds,
+                    failure_threshold=run.startup_failure_threshold(),
+                ),
+                liveness_probe=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeArgs(
+                    http_get=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs(path="/health", port=port),
+                    initial_delay_seconds=run.liveness_probe.initial_delay_seconds,
+                    period_seconds=run.liveness_probe.period_seconds,
+                    timeout_seconds=run.liveness_probe.timeout_seconds,
+                    failure_threshold=run.liveness_failure_threshold(),
+                ),
+                volume_mounts=[
+                    gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(
+                        name=MODEL_VOLUME, mount_path=run.mount.mount_path
+                    )
+                ],
+            )
+        ],
+    )
+
+
+def _template_hash(template: gcp.cloudrunv2.ServiceTemplateArgs) -> str:
+    """A short, stable hash of a resolved template (input types flattened to their fields, keys sorted)."""
+    canonical = json.dumps(_plain(template), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:_REVISION_HASH_CHARS]
+
+
+def _plain(value: object) -> object:
+    """Input types (Pulumi's *Args classes keep their fields in ``__dict__``), lists and dicts as plain JSON."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return {key.lstrip("_"): _plain(item) for key, item in vars(value).items() if item is not None}
+    return value
+
+
+def _candidate_uri(statuses: Sequence[Any] | None) -> str | None:
+    for status in statuses or ():
+        if getattr(status, "tag", None) == CANDIDATE_TAG:
+            uri: str | None = status.uri
+            return uri
+    return None
+
+
+def _service_name_rule(name: str) -> str:
+    return (
+        f"{name!r} is not a Cloud Run service name (lowercase letters, digits and hyphens, starting with a letter, "
+        "not ending with a hyphen, at most 49 characters)"
+    )
 
 
 def _member_slug(member: str) -> str:

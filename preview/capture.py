@@ -64,13 +64,23 @@ class UnansweredInvokeError(RuntimeError):
     """The program asked the provider something the offline plan has no answer for."""
 
 
+# What the offline plan assumes the stack's last update exported (rollout_state.py reads it back): a
+# revision already serves, so a gated stack's plan shows the next update, candidate at 0%. It is a
+# placeholder, not a name: the offline plan has no state. Tests pass their own (e.g. {} for a first rollout).
+OFFLINE_STACK_STATE: dict[str, Any] = {"servingRevision": "<serving revision in the stack's state>"}
+
+
 class OfflineMocks(pulumi_mocks.Mocks):
     """Echo inputs as outputs (like a preview of new resources) and answer the invokes we use."""
 
-    def __init__(self, project: str) -> None:
+    def __init__(self, project: str, stack_state: dict[str, Any] | None = None) -> None:
         self.project = project
+        self.stack_state = OFFLINE_STACK_STATE if stack_state is None else stack_state
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.typ == "pulumi:pulumi:StackReference":
+            # The stack reading its own outputs (a read, so the recording monitor does not list it).
+            return args.name, {"name": args.inputs.get("name"), "outputs": dict(self.stack_state)}
         state = dict(args.inputs)
         if args.typ == "gcp:serviceaccount/account:Account" and "accountId" in state:
             state["email"] = f"{state['accountId']}@{self.project}.iam.gserviceaccount.com"
@@ -130,10 +140,20 @@ class _LogEngine(pulumi_mocks.MockEngine):
         self.capture.logs.append((severity, str(request.message)))
 
 
-def install_mocks(*, project: str, stack: str, config: dict[str, str], secret_keys: list[str] | None = None) -> Capture:
-    """Replace the Pulumi engine in-process with recording mocks (a preview, like `pulumi preview`)."""
+def install_mocks(
+    *,
+    project: str,
+    stack: str,
+    config: dict[str, str],
+    secret_keys: list[str] | None = None,
+    stack_state: dict[str, Any] | None = None,
+) -> Capture:
+    """Replace the Pulumi engine in-process with recording mocks (a preview, like `pulumi preview`).
+
+    ``stack_state`` is what the stack's last update exported (default ``OFFLINE_STACK_STATE``).
+    """
     capture = Capture()
-    mocks = OfflineMocks(project=config.get("gcp:project", "offline"))
+    mocks = OfflineMocks(project=config.get("gcp:project", "offline"), stack_state=stack_state)
     pulumi_settings.reset_options()
     pulumi_mocks.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=RecordingMonitor(mocks, capture))
     pulumi_settings.SETTINGS.engine = _LogEngine(capture)
@@ -156,9 +176,19 @@ def run_registrations(body: Callable[[], object], capture: Capture) -> Capture:
     return capture
 
 
-def run_program(program: Path, *, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Capture:
+def run_program(
+    program: Path,
+    *,
+    project: str,
+    stack: str,
+    config: dict[str, str],
+    secret_keys: list[str],
+    stack_state: dict[str, Any] | None = None,
+) -> Capture:
     """Execute `program` (the real `__main__.py`) as a preview under mocks and return what it registered."""
-    capture = install_mocks(project=project, stack=stack, config=config, secret_keys=secret_keys)
+    capture = install_mocks(
+        project=project, stack=stack, config=config, secret_keys=secret_keys, stack_state=stack_state
+    )
 
     def body() -> None:
         runpy.run_path(str(program), run_name="__main__")

@@ -185,11 +185,37 @@ def describe_cloud_run_service(service: CapturedResource, capture: Capture) -> l
         ),
         ("Identity", template.get("serviceAccount")),
         ("Env", envs or "none"),
+        ("Revision", _revision(template.get("revision"), inputs.get("name"))),
+        ("Traffic", _traffic(inputs.get("traffics") or [], inputs.get("name"))),
     ]
     lines = [f"Cloud Run service {service.name} ({inputs.get('location')}):"]
     lines += [f"  {label + ':':<17} {value}" for label, value in rows]
     lines += ["  vLLM command:", "    " + _command_line(["vllm", "serve", *(container.get("args") or [])]), ""]
     return lines
+
+
+def _revision(revision: object, service_name: object) -> str:
+    """A revision name, or what it will be once the template's computed inputs resolve."""
+    if isinstance(revision, str) and revision != COMPUTED:
+        return revision
+    return f"{service_name}-<hash of the template>"
+
+
+def _traffic(traffics: list[dict[str, Any]], service_name: object) -> str:
+    """The split as Cloud Run will route it: gated (candidate tag, by revision name) or direct (LATEST)."""
+    entries = []
+    for target in traffics:
+        if target.get("type") == "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST":
+            who = "latest ready revision"
+        else:
+            who = _revision(target.get("revision"), service_name)
+        tag = f" (tag {target['tag']}: https://{target['tag']}---<service host>)" if target.get("tag") else ""
+        entries.append(f"{who} {target.get('percent', 0)}%{tag}")
+    if not traffics:
+        return "Cloud Run's default (latest ready revision 100%)"
+    gated = any(target.get("tag") == "candidate" for target in traffics)
+    how = "gated: `python -m verify promote` moves traffic" if gated else "direct: each update takes all traffic"
+    return f"{'; '.join(entries)} [{how}]"
 
 
 def _probe(probe: dict[str, Any]) -> str:

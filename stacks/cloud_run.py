@@ -29,6 +29,9 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Environment names that carry credentials: those belong in Secret Manager, never in plain env values.
 _SECRET_LOOKING_ENV = re.compile(r"(TOKEN|SECRET|PASSWORD|API_KEY|APIKEY|PRIVATE_KEY)", re.IGNORECASE)
 _MOUNT_OPTION = re.compile(r"^[a-z][a-z0-9-]*(=[^;\s]+)?$")
+# Source: https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services.revisions (a
+# revision name is a DNS label: lowercase letters, digits and hyphens, at most 63 characters).
+_REVISION_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 class ProbeSettings(SettingsModel):
@@ -89,6 +92,33 @@ class GcsMountSettings(SettingsModel):
         return [f"uid={self.uid}", f"gid={self.gid}", *self.extra_options]
 
 
+class TrafficSettings(SettingsModel):
+    """The traffic split of a gated rollout, written by `python -m verify promote` for one `pulumi up`.
+
+    Not for hand editing: promotion sets these keys, runs `pulumi up` and removes them again; the stack's
+    outputs (`servingRevision`, `previousRevision`) carry the split into the next update. Unset keys mean
+    "as the stack's state says".
+    """
+
+    # The revision that serves (100 - candidatePercent)% of the traffic.
+    serving_revision: str | None = None
+    # The revision `verify promote --rollback` returns to.
+    previous_revision: str | None = None
+    # The candidate's share during a stepped promotion (10 -> 50 -> ...); promotion to 100% names the
+    # candidate as servingRevision instead.
+    candidate_percent: int = Field(default=0, ge=0, le=99)
+
+    @field_validator("serving_revision", "previous_revision")
+    @classmethod
+    def _revision_name(cls, value: str | None) -> str | None:
+        if value is not None and not _REVISION_NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not a Cloud Run revision name (lowercase letters, digits and hyphens, starting with "
+                "a letter, at most 63 characters)"
+            )
+        return value
+
+
 class CloudRunSettings(SettingsModel):
     """The Cloud Run service that hosts one vLLM server per GPU instance."""
 
@@ -112,6 +142,11 @@ class CloudRunSettings(SettingsModel):
     mount: GcsMountSettings = GcsMountSettings()
     port: int = Field(default=8000, ge=1, le=65535)
     deletion_protection: bool = False
+    # gated: `pulumi up` creates each new revision under the `candidate` tag with 0% of the traffic and
+    # `python -m verify promote` moves traffic to it once it passed health and bench; direct: every
+    # `pulumi up` sends all traffic to the new revision (as soon as it is ready).
+    rollout: Literal["gated", "direct"] = "gated"
+    traffic: TrafficSettings = TrafficSettings()
 
     @field_validator("invokers")
     @classmethod
@@ -141,6 +176,15 @@ class CloudRunSettings(SettingsModel):
                     "keep it in Secret Manager (see the secrets section of the README)"
                 )
         return env
+
+    @model_validator(mode="after")
+    def _traffic_needs_gated_rollout(self) -> Self:
+        if self.rollout == "direct" and self.traffic != TrafficSettings():
+            raise ValueError(
+                "cloudRun.traffic is the traffic split of a gated rollout (written by `python -m verify promote`); "
+                "with cloudRun.rollout: direct every revision takes all traffic, so remove cloudRun.traffic"
+            )
+        return self
 
     @model_validator(mode="after")
     def _instances(self) -> Self:

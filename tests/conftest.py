@@ -10,6 +10,7 @@ import asyncio
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,8 +59,13 @@ def stack_config(stack: str, overrides: dict[str, str] | None = None) -> StackCo
     return config
 
 
-def render_stack(stack: str, overrides: dict[str, str] | None = None) -> Capture:
-    """The whole program for one stack file (optionally with config overrides), as the preview runs it."""
+def render_stack(
+    stack: str, overrides: dict[str, str] | None = None, *, stack_state: dict[str, Any] | None = None
+) -> Capture:
+    """The whole program for one stack file (optionally with config overrides), as the preview runs it.
+
+    ``stack_state`` is what the stack's last update exported (default: preview.capture.OFFLINE_STACK_STATE).
+    """
     config = stack_config(stack, overrides)
     return run_program(
         ROOT / "__main__.py",
@@ -67,4 +73,5 @@ def render_stack(stack: str, overrides: dict[str, str] | None = None) -> Capture
         stack=stack,
         config=config.values,
         secret_keys=config.secret_keys,
+        stack_state=stack_state,
     )

@@ -19,6 +19,7 @@ from verify import UsageError
 from verify.bench import cli as bench_cli
 from verify.bench.cloud_cli import two_word_alias
 from verify.health import cli as health_cli
+from verify.promote import cli as promote_cli
 from verify.version import project_version
 
 EXIT_USAGE = 2
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     health_cli.register(subparsers)
     bench_cli.register(subparsers)
+    promote_cli.register(subparsers)
     return parser
 
 

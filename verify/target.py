@@ -69,6 +69,9 @@ class Target(pydantic.BaseModel):
     max_num_seqs: int | None = None
     concurrency: int | None = None
     max_instances: int | None = None
+    # The ID token audience when it is not the URL called: a tagged revision URL
+    # (https://candidate---<service host>) is called with a token for the service's own URL.
+    audience_url: str | None = None
     # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
     # verify bench prices with stacks/pricing.py; None for --url and stacks that predate it.
     billing: dict[str, object] | None = None
@@ -76,7 +79,7 @@ class Target(pydantic.BaseModel):
     @property
     def audience(self) -> str:
         """The Google ID token audience Cloud Run expects: the service URL, scheme and host only."""
-        parts = urlsplit(self.base_url)
+        parts = urlsplit(self.audience_url or self.base_url)
         return f"{parts.scheme}://{parts.netloc}"
 
     @property
@@ -129,6 +132,12 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-key-env is given, else none",
     )
     auth.add_argument(
+        "--audience",
+        metavar="URL",
+        help="with google auth, the service URL the ID token is for when it differs from the URL called "
+        "(e.g. a tagged revision URL; default: the URL's scheme and host)",
+    )
+    auth.add_argument(
         "--api-key-env",
         metavar="VAR",
         help=f"environment variable holding the vLLM --api-key (default with api-key auth: {DEFAULT_API_KEY_ENV})",
@@ -165,20 +174,29 @@ def request_deadline_s(args: argparse.Namespace, max_tokens: int) -> float:
 
 def resolve_target(args: argparse.Namespace, *, run_pulumi: PulumiRunner | None = None) -> Target:
     """Turn the parsed target flags into a ``Target``; raises ``UsageError`` for anything unusable."""
-    requested = str(args.auth)
     if args.stack is not None:
         target = target_from_stack(str(args.stack), run_pulumi=run_pulumi or _run_pulumi)
-        if args.model is not None:
-            target = target.model_copy(update={"model": args.model})
-        if requested != "auto":
-            target = target.model_copy(update={"auth_kind": AuthKind(requested)})
-        return target
-    return target_from_url(
-        str(args.url),
-        model=args.model,
-        auth=requested,
-        api_key_env_given=args.api_key_env is not None,
-    )
+    else:
+        target = target_from_url(
+            str(args.url),
+            model=args.model,
+            auth=str(args.auth),
+            api_key_env_given=args.api_key_env is not None,
+        )
+    return with_flag_overrides(target, args)
+
+
+def with_flag_overrides(target: Target, args: argparse.Namespace) -> Target:
+    """What the flags say over what the stack exports: --model, --auth (unless auto) and --audience."""
+    update: dict[str, object] = {}
+    if args.model is not None:
+        update["model"] = args.model
+    if str(args.auth) != "auto":
+        update["auth_kind"] = AuthKind(str(args.auth))
+    audience = getattr(args, "audience", None)
+    if audience is not None:
+        update["audience_url"] = normalise_base_url(str(audience), flag="--audience")
+    return target.model_copy(update=update) if update else target
 
 
 def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given: bool) -> Target:
@@ -188,6 +206,12 @@ def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given
 
 
 def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
+    return target_from_outputs(stack, read_stack_outputs(stack, run_pulumi=run_pulumi))
+
+
+def read_stack_outputs(stack: str, *, run_pulumi: PulumiRunner | None = None) -> object:
+    """The stack's outputs as `pulumi stack output --json` prints them; ``UsageError`` when unreadable."""
+    run_pulumi = run_pulumi or _run_pulumi
     command = ["pulumi", "stack", "output", "--json", "--stack", stack]
     try:
         completed = run_pulumi(command)
@@ -202,18 +226,15 @@ def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
             f"{body_excerpt(completed.stderr or completed.stdout, 300)} (is {stack!r} a stack of this project, "
             "and are you logged in to its backend? run verify from the project directory)"
         )
-    return target_from_outputs(stack, _parse_outputs_json(stack, completed.stdout))
+    return _parse_outputs_json(stack, completed.stdout)
 
 
 def target_from_outputs(stack: str, raw: object) -> Target:
     try:
         outputs = StackOutputs.model_validate(raw)
     except pydantic.ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or 'outputs'}: {error['msg']}" for error in exc.errors()
-        )
         raise UsageError(
-            f"stack {stack!r} does not export what verify needs ({problems}); expected outputs: "
+            f"stack {stack!r} does not export what verify needs ({output_problems(exc)}); expected outputs: "
             "endpoint, servedModelName, authKind (see docs/architecture.md)"
         ) from None
     return Target(
@@ -229,6 +250,13 @@ def target_from_outputs(stack: str, raw: object) -> Target:
         concurrency=outputs.concurrency,
         max_instances=outputs.max_instances,
         billing=outputs.billing,
+    )
+
+
+def output_problems(exc: pydantic.ValidationError) -> str:
+    """One line naming each stack output that is missing or malformed."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'outputs'}: {error['msg']}" for error in exc.errors()
     )
 
 

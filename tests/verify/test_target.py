@@ -87,6 +87,21 @@ def test_audience_is_the_service_url_without_path() -> None:
     assert target.audience == "https://svc-uc.a.run.app"
 
 
+def test_a_tagged_revision_url_takes_the_service_urls_token() -> None:
+    """Guards against a 401 from a tagged revision URL (https://candidate---<host>): with --audience the
+    ID token is minted for the service's own URL while requests go to the tag's."""
+    args = parse(
+        "--url",
+        "https://candidate---svc-uc.a.run.app",
+        "--audience",
+        "https://svc-uc.a.run.app/",
+    )
+    target = resolve_target(args)
+    assert target.base_url == "https://candidate---svc-uc.a.run.app"
+    assert target.auth_kind is AuthKind.GOOGLE
+    assert target.audience == "https://svc-uc.a.run.app"
+
+
 def test_stack_outputs_become_a_target() -> None:
     """The outputs named in docs/architecture.md must all arrive in the Target, typed."""
     run, seen = pulumi_answering(json.dumps(L4_OUTPUTS))

@@ -1,0 +1,76 @@
+"""The deploy workflow's rollout steps, read from .github/workflows/deploy.yml.
+
+actionlint and zizmor (make lint) check that the workflow is valid and safe; these tests check that it
+does what the README promises: a gated Cloud Run stack is promoted by `verify promote` after `pulumi up`,
+never checked only after it already serves, and the flags it passes are ones verify accepts.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from verify.cli import build_parser
+
+WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "deploy.yml"
+
+
+def steps() -> list[dict[str, Any]]:
+    document = yaml.safe_load(WORKFLOW.read_text())
+    found: list[dict[str, Any]] = document["jobs"]["deploy"]["steps"]
+    return found
+
+
+def step_named(prefix: str) -> tuple[int, dict[str, Any]]:
+    for index, step in enumerate(steps()):
+        if str(step.get("name", "")).startswith(prefix):
+            return index, step
+    raise AssertionError(f"no step named {prefix!r} in {WORKFLOW}")
+
+
+def command_argv(run: str, program: str) -> list[str]:
+    """The arguments of the one command line in ``run`` that starts with ``program`` (continuations joined)."""
+    joined = run.replace("\\\n", " ")
+    line = next(line for line in joined.splitlines() if line.strip().startswith(program))
+    return shlex.split(line.strip())[len(shlex.split(program)) :]
+
+
+def test_gated_stacks_are_promoted_after_the_update() -> None:
+    """Guards against the workflow sending users to an unverified revision: the gate must follow `pulumi up`."""
+    up_index = next(index for index, step in enumerate(steps()) if step.get("id") == "up")
+    index, promote = step_named("verify promote")
+
+    assert index > up_index
+    assert "steps.up.outputs.rollout == 'gated'" in promote["if"]
+    argv = command_argv(promote["run"], ".venv/bin/python -m verify promote")
+    assert "--policy-pack" in argv
+    assert argv[argv.index("--policy-pack") + 1] == "policy"
+    assert argv.count("--slo") == 2
+
+
+def test_the_workflows_promote_flags_are_ones_verify_accepts() -> None:
+    """Guards against a renamed flag making every deploy fail with a usage error after `pulumi up`."""
+    _, promote = step_named("verify promote")
+    argv = command_argv(promote["run"], ".venv/bin/python -m verify promote")
+    values = {"$STACK": "l4", "$MATRIX_STACK": "l4", "$SLO_SUCCESS_RATE": "0.99", "$SLO_P99_TTFT_MS": "10000"}
+    concrete = []
+    for arg in argv:
+        expanded = arg
+        for variable, value in values.items():
+            expanded = expanded.replace(variable, value)
+        concrete.append(expanded)
+
+    args = build_parser().parse_args(["promote", *concrete])
+
+    assert args.stack == "l4"
+    assert args.rollback is False
+    assert args.slo == ["success_rate=0.99", "p99_ttft_ms=10000"]
+
+
+def test_only_direct_stacks_are_checked_after_they_serve() -> None:
+    """Guards against a gated stack being verified only after its new revision took the traffic."""
+    _, direct = step_named("verify health and bench (Cloud Run")
+    assert "steps.up.outputs.rollout == 'direct'" in direct["if"]

@@ -1,0 +1,89 @@
+"""PulumiAutomationShifter against a stand-in for the Automation API's Stack (no Pulumi CLI here).
+
+What matters to a user: the split reaches the program as the config keys it reads, the update runs with
+the policy packs, and the keys never stay behind in the stack file (they would pin the split for every
+later `pulumi up`), whether the update succeeded or not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi import automation as auto
+
+from verify.promote.shifter import (
+    CANDIDATE_PERCENT_KEY,
+    PREVIOUS_REVISION_KEY,
+    SERVING_REVISION_KEY,
+    PulumiAutomationShifter,
+    ShiftFailedError,
+    TrafficChange,
+)
+
+
+class FakeStack:
+    def __init__(self, *, fail: bool = False) -> None:
+        self.fail = fail
+        self.config: dict[str, str] = {}
+        self.calls: list[tuple[str, Any]] = []
+
+    def set_all_config(self, config: dict[str, auto.ConfigValue], *, path: bool = False) -> None:
+        assert path, "the keys are paths inside gemma-serving:cloudRun"
+        self.config.update({key: value.value for key, value in config.items()})
+        self.calls.append(("set", dict(self.config)))
+
+    def up(self, **kwargs: Any) -> None:
+        self.calls.append(("up", {"config": dict(self.config), **kwargs}))
+        if self.fail:
+            raise auto.CommandError(auto.CommandResult(stdout="", stderr="policy violation", code=255))
+
+    def remove_all_config(self, keys: list[str], *, path: bool = False) -> None:
+        assert path
+        for key in keys:
+            self.config.pop(key)
+        self.calls.append(("remove", list(keys)))
+
+
+def shifter_with(stack: FakeStack, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> PulumiAutomationShifter:
+    def select_stack(*, stack_name: str, work_dir: str) -> FakeStack:
+        assert stack_name == "org/l4"
+        assert work_dir == str(tmp_path)
+        return stack
+
+    monkeypatch.setattr(auto, "select_stack", select_stack)
+    return PulumiAutomationShifter("org/l4", work_dir=tmp_path, policy_packs=["policy"], on_output=lambda _line: None)
+
+
+def test_the_split_reaches_the_update_as_config_and_is_removed_after(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Guards against a promotion whose `pulumi up` never sees the split, or leaves it pinned in the stack file."""
+    stack = FakeStack()
+    shifter = shifter_with(stack, monkeypatch, tmp_path)
+
+    shifter.apply(TrafficChange("gemma-l4-vllm-3f2a9c1b7e", 0, "gemma-l4-vllm-0a1b2c3d4e", reason="promote"))
+
+    kind, up = stack.calls[1]
+    assert kind == "up"
+    assert up["config"] == {
+        SERVING_REVISION_KEY: "gemma-l4-vllm-3f2a9c1b7e",
+        CANDIDATE_PERCENT_KEY: "0",
+        PREVIOUS_REVISION_KEY: "gemma-l4-vllm-0a1b2c3d4e",
+    }
+    assert up["policy_packs"] == ["policy"]
+    assert "verify promote: promote" in up["message"]
+    assert stack.config == {}
+
+
+def test_a_failed_update_is_reported_and_still_cleans_up(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Guards against a failed traffic update being taken for a success, or leaving its keys behind."""
+    stack = FakeStack(fail=True)
+    shifter = shifter_with(stack, monkeypatch, tmp_path)
+
+    with pytest.raises(ShiftFailedError, match="`pulumi up` failed"):
+        shifter.apply(TrafficChange("gemma-l4-vllm-0a1b2c3d4e", 10, None, reason="10%"))
+
+    assert stack.config == {}
+    assert ("remove", [SERVING_REVISION_KEY, CANDIDATE_PERCENT_KEY]) in stack.calls

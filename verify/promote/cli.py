@@ -1,0 +1,207 @@
+"""`python -m verify promote --stack NAME [--rollback]`: the subcommand, its flags and its wiring."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from verify import UsageError
+from verify.argtypes import positive_int, positive_int_list, positive_number
+from verify.bench.slo import parse_slo
+from verify.promote.cloud_run import (
+    DEFAULT_API_URL,
+    AccessTokenSource,
+    admin_api_client,
+    get_service,
+    google_access_token,
+)
+from verify.promote.gates import BenchGate, CliGates, Gates
+from verify.promote.machine import Promotion
+from verify.promote.outputs import rollout_outputs
+from verify.promote.shifter import PulumiAutomationShifter, TrafficShifter
+from verify.target import (
+    PulumiRunner,
+    add_target_arguments,
+    normalise_base_url,
+    read_stack_outputs,
+    target_from_outputs,
+    with_flag_overrides,
+)
+
+DEFAULT_WAIT_S = 1800.0
+DEFAULT_STEPS = "100"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``verify promote`` to the CLI."""
+    parser = subparsers.add_parser(
+        "promote",
+        help="gate a gated Cloud Run stack's candidate revision with health and bench, then move traffic to it",
+        description="Reads the stack's outputs and the live service (Cloud Run Admin API v2), runs verify health "
+        "and a short verify bench with --slo gates against the candidate's tagged URL, and only if both pass "
+        "moves traffic to it with `pulumi up` (Automation API). Exit codes: 0 promoted (or rolled back), "
+        "1 a gate failed and traffic was left as it was, 2 usage error or something unreachable.",
+    )
+    add_target_arguments(parser)
+    rollout = parser.add_argument_group("rollout")
+    rollout.add_argument(
+        "--rollback",
+        action="store_true",
+        help="send all traffic back to the previous revision (no gates)",
+    )
+    rollout.add_argument(
+        "--steps",
+        type=_steps,
+        default=_steps(DEFAULT_STEPS),
+        metavar="LIST",
+        help="the candidate's share after each step, ending at 100, e.g. 10,50,100 (a health check of the "
+        f"candidate between steps; default {DEFAULT_STEPS})",
+    )
+    rollout.add_argument(
+        "--wait",
+        type=positive_number("--wait", "seconds"),
+        default=DEFAULT_WAIT_S,
+        metavar="S",
+        help=f"how long the candidate may take to answer /health (default {DEFAULT_WAIT_S:g}: a cold start loads "
+        "the model)",
+    )
+    rollout.add_argument(
+        "--project-dir",
+        type=Path,
+        default=Path.cwd(),
+        metavar="DIR",
+        help="the Pulumi project whose `pulumi up` moves traffic (default: the current directory)",
+    )
+    rollout.add_argument(
+        "--policy-pack",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="policy pack every traffic update runs with, like the deploy workflow's (repeatable)",
+    )
+    rollout.add_argument(
+        "--cloud-run-api",
+        default=DEFAULT_API_URL,
+        metavar="URL",
+        help=f"Cloud Run Admin API base URL (default {DEFAULT_API_URL})",
+    )
+    gate = parser.add_argument_group("bench gate")
+    gate.add_argument(
+        "--slo", type=_slo, action="append", default=[], metavar="KEY=VALUE", help="as verify bench --slo"
+    )
+    gate.add_argument(
+        "--bench-concurrency",
+        type=positive_int_list("--bench-concurrency"),
+        default=positive_int_list("--bench-concurrency")(BenchGate.concurrency),
+        metavar="LIST",
+        help=f"default {BenchGate.concurrency}",
+    )
+    gate.add_argument(
+        "--bench-context",
+        type=positive_int_list("--bench-context"),
+        default=positive_int_list("--bench-context")(BenchGate.context),
+        metavar="LIST",
+        help=f"default {BenchGate.context}",
+    )
+    gate.add_argument(
+        "--bench-max-tokens", type=positive_int("--bench-max-tokens"), default=BenchGate.max_tokens, metavar="N"
+    )
+    gate.add_argument(
+        "--bench-requests", type=positive_int("--bench-requests"), default=BenchGate.requests, metavar="N"
+    )
+    gate.add_argument(
+        "--bench-warmup", type=positive_int("--bench-warmup", minimum=0), default=BenchGate.warmup, metavar="N"
+    )
+    gate.add_argument(
+        "--bench-output-dir",
+        type=Path,
+        default=BenchGate.output_dir,
+        metavar="DIR",
+        help="where the bench gate's results go (default %(default)s)",
+    )
+    parser.set_defaults(handler=run_promote_command)
+
+
+@dataclass(frozen=True)
+class Seams:
+    """What tests replace: the Pulumi CLI, Google credentials and transports, the gates."""
+
+    run_pulumi: PulumiRunner | None = None
+    access_token: AccessTokenSource = google_access_token
+    api_transport: httpx.BaseTransport | None = None
+    shifter: TrafficShifter | None = None
+    gates: Gates | None = None
+    say: Callable[[str], None] | None = None
+
+
+def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) -> int:
+    seams = seams or Seams()
+    if args.stack is None:
+        raise UsageError("promote moves a stack's traffic: name it with --stack NAME (--url cannot be promoted)")
+    stack = str(args.stack)
+    raw = read_stack_outputs(stack, run_pulumi=seams.run_pulumi)
+    outputs = rollout_outputs(stack, raw)
+    target = with_flag_overrides(target_from_outputs(stack, raw), args)
+    gates = seams.gates or CliGates(
+        stack_target=target,
+        bench_gate=BenchGate(
+            concurrency=",".join(str(users) for users in args.bench_concurrency),
+            context=",".join(str(tokens) for tokens in args.bench_context),
+            max_tokens=args.bench_max_tokens,
+            requests=args.bench_requests,
+            warmup=args.bench_warmup,
+            slos=tuple(args.slo),
+            output_dir=args.bench_output_dir,
+        ),
+        api_key_env=args.api_key_env,
+        connect_timeout_s=args.connect_timeout,
+        timeout_s=args.timeout,
+    )
+    shifter = seams.shifter or PulumiAutomationShifter(
+        stack, work_dir=args.project_dir, policy_packs=tuple(args.policy_pack)
+    )
+    api_url = normalise_base_url(args.cloud_run_api, flag="--cloud-run-api")
+    with admin_api_client(base_url=api_url, token=seams.access_token, transport=seams.api_transport) as api:
+        promotion = Promotion(
+            stack=stack,
+            outputs=outputs,
+            read_service=lambda: get_service(api, outputs.cloud_run_service),
+            gates=gates,
+            shifter=shifter,
+            say=seams.say or _say,
+            steps=args.steps,
+            wait_s=args.wait,
+        )
+        return promotion.rollback() if args.rollback else promotion.promote()
+
+
+def _slo(value: str) -> str:
+    """Checked here, so a typo fails before any gate runs; passed on to verify bench as written."""
+    try:
+        parse_slo(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def _steps(value: str) -> tuple[int, ...]:
+    try:
+        steps = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--steps takes comma-separated percentages, e.g. 10,50,100; got {value!r}"
+        ) from None
+    if not steps or steps[-1] != 100 or any(not 0 < step <= 100 for step in steps):
+        raise argparse.ArgumentTypeError(f"--steps must be percentages from 1 to 100 ending at 100, got {value!r}")
+    if list(steps) != sorted(set(steps)):
+        raise argparse.ArgumentTypeError(f"--steps must rise step by step, got {value!r}")
+    return steps
+
+
+def _say(line: str) -> None:
+    print(f"verify promote: {line}", file=sys.stderr, flush=True)

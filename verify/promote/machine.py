@@ -1,0 +1,201 @@
+"""The promotion state machine: check the live service, gate the candidate, then move traffic in steps.
+
+Invariant: traffic moves only after every gate passed, and each move is checked against what Cloud Run
+then routes. A failure before the first move leaves the traffic exactly as it was; a failure after a
+partial step sends the candidate's share back to the serving revision before exiting 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from verify.promote.cloud_run import ServiceState
+from verify.promote.gates import Gates
+from verify.promote.outputs import RolloutOutputs
+from verify.promote.shifter import ShiftFailedError, TrafficChange, TrafficShifter
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+# The tag `pulumi up` gives the candidate revision (components/vllm_gpu_service.py, CANDIDATE_TAG).
+CANDIDATE_TAG = "candidate"
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """What one promotion needs; every side effect is injected."""
+
+    stack: str
+    outputs: RolloutOutputs
+    read_service: Callable[[], ServiceState]
+    gates: Gates
+    shifter: TrafficShifter
+    say: Callable[[str], None]
+    # Percent the candidate holds after each step; the last is always 100.
+    steps: Sequence[int] = (100,)
+    wait_s: float = 1800.0
+    # Between steps the candidate already serves users: it answers now or it fails.
+    step_wait_s: float = 60.0
+
+    def promote(self) -> int:
+        outputs = self.outputs
+        candidate, serving = outputs.candidate_revision, outputs.serving_revision
+        self.say(f"stack {self.stack}: serving {serving}, candidate {candidate} ({outputs.candidate_percent}%)")
+        service = self.read_service()
+        problem = candidate_problem(service, outputs) or traffic_drift(service, outputs)
+        if problem:
+            return self._refuse(problem)
+        url = candidate_url(service)
+        self.say(f"gate 1/2: verify health against the candidate at {url}")
+        code = self.gates.health(url, wait_s=self.wait_s)
+        if code != EXIT_OK:
+            return self._refuse(f"the candidate {candidate} failed verify health ({_gate_verdict(code)})")
+        self.say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
+        code = self.gates.bench(url, label=f"promote-{candidate}")
+        if code != EXIT_OK:
+            return self._refuse(f"the candidate {candidate} failed verify bench ({_gate_verdict(code)})")
+        if outputs.first_rollout:
+            self.say(
+                f"passed: {candidate} already serves all traffic (the stack's first rollout, or a template that did "
+                "not change), so there is no traffic to move"
+            )
+            return EXIT_OK
+        # A stepped promotion that was interrupted resumes above the share the candidate already has.
+        for percent in [step for step in self.steps if step > outputs.candidate_percent]:
+            code = self._step(percent, url)
+            if code != EXIT_OK:
+                return code
+        self.say(
+            f"promoted: {candidate} serves 100%; the previous revision {serving} stays deployed "
+            f"(back to it: python -m verify promote --stack {self.stack} --rollback)"
+        )
+        return EXIT_OK
+
+    def rollback(self) -> int:
+        outputs = self.outputs
+        if outputs.candidate_percent > 0:
+            # An interrupted stepped promotion: the serving revision never stopped serving; take the share back.
+            target, previous = outputs.serving_revision, outputs.previous_revision
+        elif outputs.previous_revision is None:
+            return self._refuse(
+                f"stack {self.stack} records no previous revision (nothing was promoted since the first rollout)"
+            )
+        else:
+            target, previous = outputs.previous_revision, outputs.serving_revision
+        self.say(f"rollback: {target} takes 100% of the traffic (from {outputs.serving_revision})")
+        change = TrafficChange(target, 0, previous, reason=f"rollback to {target}")
+        try:
+            self.shifter.apply(change)
+        except ShiftFailedError as exc:
+            self.say(f"FAILED: {exc}")
+            return EXIT_FAILED
+        mismatch = routed_mismatch(self.read_service(), {target: 100})
+        if mismatch:
+            self.say(f"FAILED: after the rollback {mismatch}")
+            return EXIT_FAILED
+        self.say(f"rolled back: {target} serves 100%")
+        return EXIT_OK
+
+    def _step(self, percent: int, candidate_url: str) -> int:
+        outputs = self.outputs
+        candidate, serving = outputs.candidate_revision, outputs.serving_revision
+        if percent < 100:
+            change = TrafficChange(serving, percent, outputs.previous_revision, f"{candidate} takes {percent}%")
+            expected = {serving: 100 - percent, candidate: percent}
+        else:
+            change = TrafficChange(candidate, 0, serving, reason=f"promote {candidate}")
+            expected = {candidate: 100}
+        self.say(f"traffic: {change.describe(candidate)}")
+        try:
+            self.shifter.apply(change)
+        except ShiftFailedError as exc:
+            self.say(f"FAILED: {exc}; the stack's state (pulumi stack output) says what serves now")
+            return EXIT_FAILED
+        mismatch = routed_mismatch(self.read_service(), expected)
+        if mismatch:
+            return self._step_back(f"after moving traffic {mismatch}")
+        if percent < 100:
+            self.say(f"health check of the candidate while it serves {percent}%")
+            code = self.gates.health(candidate_url, wait_s=self.step_wait_s)
+            if code != EXIT_OK:
+                return self._step_back(f"the candidate failed verify health at {percent}% (exit {code})")
+        return EXIT_OK
+
+    def _step_back(self, why: str) -> int:
+        serving = self.outputs.serving_revision
+        self.say(f"FAILED: {why}; sending all traffic back to {serving}")
+        try:
+            self.shifter.apply(TrafficChange(serving, 0, self.outputs.previous_revision, f"{why}: back to {serving}"))
+        except ShiftFailedError as exc:
+            self.say(
+                f"FAILED to move traffic back: {exc}; run python -m verify promote --stack {self.stack} --rollback"
+            )
+        return EXIT_FAILED
+
+    def _refuse(self, why: str) -> int:
+        self.say(f"FAILED: {why}")
+        self.say(f"traffic untouched: {self.outputs.serving_revision} keeps serving as before")
+        return EXIT_FAILED
+
+
+def candidate_problem(service: ServiceState, outputs: RolloutOutputs) -> str | None:
+    """Why the candidate cannot be verified yet, or None when it is ready under its tag."""
+    candidate = outputs.candidate_revision
+    if service.reconciling:
+        return "Cloud Run is still reconciling the service (an update is in progress); wait for it and retry"
+    if service.ready_revision() != candidate:
+        condition = service.terminal_condition
+        detail = f": {condition.message}" if condition is not None and condition.message else ""
+        if service.created_revision() == candidate:
+            return f"the candidate revision {candidate} never became ready{detail}"
+        return (
+            f"Cloud Run's latest ready revision is {service.ready_revision()}, not the stack's candidate {candidate}: "
+            "the stack's state is not what is deployed (run `pulumi up` for this commit)"
+        )
+    tagged = service.tagged(CANDIDATE_TAG)
+    if tagged is None or tagged.uri is None:
+        return (
+            f"the service has no {CANDIDATE_TAG!r} tag with a URL: was the last `pulumi up` gated (cloudRun.rollout)?"
+        )
+    if tagged.revision is not None and tagged.revision.rsplit("/", 1)[-1] != candidate:
+        return f"the {CANDIDATE_TAG!r} tag names {tagged.revision}, not the stack's candidate {candidate}"
+    return None
+
+
+def candidate_url(service: ServiceState) -> str:
+    """The candidate tag's own URL; only called once ``candidate_problem`` found none."""
+    tagged = service.tagged(CANDIDATE_TAG)
+    if tagged is None or tagged.uri is None:
+        raise ValueError(f"the service has no {CANDIDATE_TAG!r} tag with a URL")
+    return tagged.uri
+
+
+def traffic_drift(service: ServiceState, outputs: RolloutOutputs) -> str | None:
+    """Refuse to move traffic that is not where Pulumi's state says it is."""
+    percent = outputs.candidate_percent if not outputs.first_rollout else 100
+    expected = {outputs.serving_revision: 100 - percent, outputs.candidate_revision: percent}
+    mismatch = routed_mismatch(service, expected)
+    if mismatch is None:
+        return None
+    return f"the live traffic differs from the stack's state: {mismatch} (run `pulumi up` to restore it first)"
+
+
+def routed_mismatch(service: ServiceState, expected: dict[str, int]) -> str | None:
+    wanted = {revision: share for revision, share in expected.items() if share > 0}
+    routed = service.routed_percent()
+    if routed == wanted:
+        return None
+    return f"Cloud Run routes {_split(routed)}, expected {_split(wanted)}"
+
+
+def _gate_verdict(code: int) -> str:
+    """What a gate's exit code means; every failed gate fails the promotion (exit 1), whatever its cause."""
+    if code == 1:
+        return "exit 1: a check or an SLO failed"
+    if code == 2:
+        return "exit 2: unreachable, not ready within --wait, or the credential was refused"
+    return f"exit {code}"
+
+
+def _split(split: dict[str, int]) -> str:
+    return ", ".join(f"{revision} {share}%" for revision, share in sorted(split.items())) or "nothing"

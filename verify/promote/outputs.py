@@ -1,0 +1,67 @@
+"""What a gated stack exports for `verify promote` (the contract in docs/architecture.md).
+
+Why its own model: `verify.target` reads what every subcommand needs to reach an endpoint; promotion
+also needs the rollout's facts (which revision serves, which one is the candidate, the service to ask
+Cloud Run about), and a stack that lacks them must fail before anything is called or moved.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import pydantic
+
+from verify import UsageError
+from verify.target import output_problems
+
+# `projects/<project>/locations/<region>/services/<name>`: the Cloud Run Admin API v2 resource name,
+# and the id pulumi-gcp gives a cloudrunv2.Service.
+_SERVICE_RESOURCE = re.compile(r"^projects/[^/]+/locations/[^/]+/services/[^/]+$")
+
+
+class RolloutOutputs(pydantic.BaseModel):
+    """The rollout outputs of a Cloud Run stack; other outputs are ignored."""
+
+    model_config = pydantic.ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    rollout: Literal["gated", "direct"]
+    cloud_run_service: str = pydantic.Field(alias="cloudRunService")
+    candidate_revision: str = pydantic.Field(alias="candidateRevision")
+    serving_revision: str = pydantic.Field(alias="servingRevision")
+    previous_revision: str | None = pydantic.Field(default=None, alias="previousRevision")
+    candidate_percent: int = pydantic.Field(default=0, alias="candidatePercent", ge=0, le=100)
+
+    @pydantic.field_validator("cloud_run_service")
+    @classmethod
+    def _resource_name(cls, value: str) -> str:
+        if not _SERVICE_RESOURCE.match(value):
+            raise ValueError(f"expected projects/<project>/locations/<region>/services/<name>, got {value!r}")
+        return value
+
+    @property
+    def first_rollout(self) -> bool:
+        """No earlier revision: the candidate is the serving revision (it serves 100% already)."""
+        return self.candidate_revision == self.serving_revision
+
+
+def rollout_outputs(stack: str, raw: object) -> RolloutOutputs:
+    """Parse the stack's outputs; a stack that is not a gated Cloud Run stack is a usage error (exit 2)."""
+    if isinstance(raw, dict) and raw.get("platform") not in (None, "cloud-run"):
+        raise UsageError(
+            f"stack {stack!r} runs on {raw.get('platform')!r}: promotion moves Cloud Run traffic between "
+            "revisions; a TPU node is verified with `python -m verify health` (see the README's TPU section)"
+        )
+    try:
+        outputs = RolloutOutputs.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise UsageError(
+            f"stack {stack!r} does not export what promotion needs ({output_problems(exc)}); expected outputs: "
+            "rollout, cloudRunService, candidateRevision, servingRevision (run `pulumi up` with this version first)"
+        ) from None
+    if outputs.rollout != "gated":
+        raise UsageError(
+            f"stack {stack!r} rolls out directly (cloudRun.rollout: direct): every `pulumi up` already sends all "
+            "traffic to the new revision, so there is nothing to promote; set cloudRun.rollout to gated"
+        )
+    return outputs
