@@ -10,6 +10,7 @@ from typing import Any
 
 import pulumi
 
+from components.bench_job import BenchJob, BenchJobArgs
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
 from components.tpu.node import NodeIdentity, TpuVllmNode, TpuVllmNodeArgs, with_tensor_parallel
@@ -78,7 +79,7 @@ def _deploy_cloud_run(settings: StackSettings, stack: str, labels: dict[str, str
         ),
         cloud,
     )
-    return {
+    outputs: dict[str, Any] = {
         "endpoint": service.url,
         "servedModelName": settings.model.served_name,
         "authKind": "google-id-token",
@@ -105,6 +106,45 @@ def _deploy_cloud_run(settings: StackSettings, stack: str, labels: dict[str, str
         "image": images.serving,
         "importJobs": weights.by_hand(),
         "vllmArgs": settings.serve_args(),
+    }
+    if settings.bench is not None:
+        outputs["benchJob"] = _bench_job(settings, stack, base, service, labels=labels, cloud=cloud)
+    return outputs
+
+
+def _bench_job(
+    settings: StackSettings,
+    stack: str,
+    base: str,
+    service: VllmGpuService,
+    *,
+    labels: dict[str, str],
+    cloud: pulumi.ResourceOptions,
+) -> dict[str, Any]:
+    """The optional load generator beside the service (stacks/bench.py); what verify needs to start it."""
+    assert settings.bench is not None
+    job = BenchJob(
+        f"{base}-bench",
+        BenchJobArgs(
+            region=settings.region,
+            service_name=service.service_name,
+            service_url=service.url,
+            served_model_name=settings.model.served_name,
+            account_id=account_id_for(stack, "bench"),
+            settings=settings.bench,
+            project=settings.project,
+            labels=labels,
+        ),
+        cloud,
+    )
+    return {
+        "name": job.job_name,
+        "region": settings.region,
+        "project": settings.project,
+        "tasks": settings.bench.tasks,
+        "cpuPerTask": settings.bench.cpu_per_task,
+        "resultsBucket": job.results_bucket,
+        "resultsPrefix": settings.bench.results_prefix,
     }
 
 

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu
 from stacks.base import SettingsModel
+from stacks.bench import BenchSettings
 from stacks.capacity import CapacitySettings
 from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
@@ -88,6 +89,8 @@ class StackSettings(SettingsModel):
     # How to plan capacity when model.path is not a built-in profile (stacks/capacity.py).
     capacity: CapacitySettings = CapacitySettings()
     labels: dict[str, str] = Field(default_factory=dict)
+    # The optional load-generator job beside a Cloud Run service (stacks/bench.py); absent: none.
+    bench: BenchSettings | None = None
 
     @field_validator("labels")
     @classmethod
@@ -121,6 +124,15 @@ class StackSettings(SettingsModel):
             )
         if drafter and self.model.drafter_source is not None and drafter == self.model.path:
             raise ValueError("vllm.speculative.drafter: the drafter needs its own bucket path, not model.path")
+        return self
+
+    @model_validator(mode="after")
+    def _bench_beside_cloud_run(self) -> Self:
+        if self.bench is not None and self.accelerator in TPU_CHIPS:
+            raise ValueError(
+                "bench: the load-generator job runs beside a Cloud Run service; a tpu-v6e stack has none "
+                "(run `python -m verify bench` from a machine in the TPU's region instead)"
+            )
         return self
 
     @model_validator(mode="after")
