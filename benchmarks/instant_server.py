@@ -53,6 +53,23 @@ def models_response(model: str) -> bytes:
     return head.encode() + body
 
 
+def next_request(buffer: bytes) -> tuple[str, bytes, bytes] | None:
+    """The first complete HTTP/1.1 request in ``buffer``: (request head, body, what follows), or None."""
+    end = buffer.find(HEADER_END)
+    if end < 0:
+        return None
+    head = buffer[:end].decode("latin-1")
+    length = 0
+    for line in head.split("\r\n")[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    total = end + len(HEADER_END) + length
+    if len(buffer) < total:
+        return None
+    return head, buffer[end + len(HEADER_END) : total], buffer[total:]
+
+
 class InstantProtocol(asyncio.Protocol):
     def __init__(self, stream: bytes, models: bytes) -> None:
         self._stream = stream
@@ -66,20 +83,8 @@ class InstantProtocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._buffer += data
-        while True:
-            end = self._buffer.find(HEADER_END)
-            if end < 0:
-                return
-            head = self._buffer[:end].decode("latin-1")
-            length = 0
-            for line in head.split("\r\n")[1:]:
-                name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value)
-            total = end + len(HEADER_END) + length
-            if len(self._buffer) < total:
-                return
-            self._buffer = self._buffer[total:]
+        while (request := next_request(self._buffer)) is not None:
+            head, _, self._buffer = request
             assert self._transport is not None
             self._transport.write(self._models if head.startswith("GET") else self._stream)
 

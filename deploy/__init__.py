@@ -18,17 +18,16 @@ from deploy.cloud_run import deploy_cloud_run
 from deploy.context import StackContext
 from deploy.outputs import ExportedOutputs
 from deploy.tpu import deploy_tpu
+from stacks.labels import stack_labels
 from stacks.settings import CloudRunStack, StackSettings, TpuStack
-
-# Labels every resource carries, so costs and ownership can be traced back to the stack.
-MANAGED_BY = "gemma-serving"
 
 
 def deploy(settings: StackSettings, stack: str) -> ExportedOutputs:
     """Create the stack's resources; returns the outputs `verify` reads (serving.outputs)."""
     if not settings.project:
         raise ValueError("gcp:project is not set: run `pulumi config set gcp:project <your-project-id>`")
-    labels = {"managed-by": MANAGED_BY, "stack": _label_value(stack), **settings.labels}
+    # Labels every resource carries, so costs and ownership can be traced back to the stack.
+    labels = {**stack_labels(stack), **settings.labels}
     context = StackContext(stack=stack, project=settings.project, labels=labels)
     match settings:
         case CloudRunStack():
@@ -37,10 +36,6 @@ def deploy(settings: StackSettings, stack: str) -> ExportedOutputs:
             return deploy_tpu(settings, context)
         case _:  # pragma: no cover - the union has two variants
             assert_never(settings)
-
-
-def _label_value(value: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in value.lower())[:63]
 
 
 def export_all(outputs: ExportedOutputs) -> None:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pulumi
+
+from components.bench_job import BenchJob, BenchJobArgs
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
 from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
@@ -55,8 +60,10 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         ),
         cloud,
     )
+    bench_job = _bench_job(settings, context, service, cloud) if settings.bench is not None else None
     return exported(
         CloudRunOutputs,
+        bench_job=bench_job,
         **settings_outputs(settings),
         endpoint=service.url,
         concurrency=settings.concurrency,
@@ -75,3 +82,35 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         image=images.serving,
         import_jobs=weights.by_hand(),
     )
+
+
+def _bench_job(
+    settings: CloudRunStack, context: StackContext, service: VllmGpuService, cloud: pulumi.ResourceOptions
+) -> dict[str, Any]:
+    """The optional load generator beside the service (stacks/bench.py); what verify needs to start it."""
+    bench = settings.bench
+    if bench is None:  # pragma: no cover - the caller checks
+        raise ValueError("bench: no load-generator job configured")
+    job = BenchJob(
+        f"{context.base}-bench",
+        BenchJobArgs(
+            region=settings.region,
+            service_name=service.service_name,
+            service_url=service.url,
+            served_model_name=settings.model.served_name,
+            account_id=account_id_for(context.stack, "bench"),
+            settings=bench,
+            project=context.project,
+            labels=context.labels,
+        ),
+        cloud,
+    )
+    return {
+        "name": job.job_name,
+        "region": settings.region,
+        "project": context.project,
+        "tasks": bench.tasks,
+        "cpuPerTask": bench.cpu_per_task,
+        "resultsBucket": job.results_bucket,
+        "resultsPrefix": bench.results_prefix,
+    }

@@ -25,7 +25,12 @@ def exported(model: type[CloudRunOutputs] | type[TpuOutputs], **values: pulumi.I
     missing = sorted(name for name, field in fields.items() if name not in values and field.is_required())
     if unknown or missing:
         raise TypeError(f"{model.__name__} outputs: unknown {unknown}, missing {missing} (serving/outputs.py)")
-    return {str(field.alias): values[name] if name in values else field.get_default() for name, field in fields.items()}
+    # An optional output with nothing to say (e.g. no bench job) is left out, as the program always has.
+    return {
+        str(field.alias): values[name] if name in values else field.get_default()
+        for name, field in fields.items()
+        if not (field.default is None and values.get(name) is None)
+    }
 
 
 def settings_outputs(settings: StackSettings) -> dict[str, Any]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemma_mcp.pulumi_gateway import PulumiGateway
 from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import ModuleRunner
+from verify.ops.google import GoogleApis, apis_from_environment
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +20,8 @@ class ServerContext:
     redactor: Redactor
     # Tools that change cloud resources exist only when the server was started with --allow-changes.
     allow_changes: bool = False
+    # The Google client of preflight, status and logs: Application Default Credentials by default.
+    google: Callable[[], GoogleApis] = field(default=apis_from_environment)
 
     @property
     def bench_dir(self) -> Path:

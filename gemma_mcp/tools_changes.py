@@ -17,9 +17,15 @@ from mcp_types import CallToolResult, ToolAnnotations
 
 from gemma_mcp.context import ServerContext
 from gemma_mcp.pulumi_gateway import ChangeSummary, import_run_urn
-from gemma_mcp.results import Change
+from gemma_mcp.results import Change, CommandReport
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_stacks import reply
+
+# `verify promote` runs health, a short bench and up to one `pulumi up` per traffic step.
+PROMOTE_TIMEOUT_S = 3600.0
+OUTPUT_TAIL_CHARS = 4000
+
+EXIT_USAGE = 2
 
 CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 
@@ -97,3 +103,50 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         urn = import_run_urn(urns, name, role)
         summary = await asyncio.to_thread(ctx.pulumi.up, name, replace=[urn], target=[urn])
         return _change(ctx, name, f"weight import {role}", summary)
+
+    @server.tool(
+        name="promote",
+        annotations=CHANGES,
+        description=(
+            "Gated rollout of a Cloud Run stack (`gemma-verify promote`): after `deploy` the new revision waits "
+            "under the `candidate` tag with 0% of the traffic; this runs verify health and a short bench (slo "
+            "entries such as 'p99_ttft_ms=2000') against the candidate's own URL and, only if both pass, moves "
+            "traffic to it through `pulumi up` (steps such as [10, 50, 100] re-check health between them). On a "
+            "failure traffic is left as it was (exit_code 1). rollback=true sends all traffic back to the "
+            "previous revision. Changes who serves users; takes minutes; the bench is real load on the candidate. "
+            "Requires confirm set to the stack's name."
+        ),
+    )
+    async def promote(
+        stack: str,
+        confirm: str | None = None,
+        steps: list[int] | None = None,
+        slo: list[str] | None = None,
+        rollback: bool = False,
+    ) -> Annotated[CallToolResult, CommandReport]:
+        name = confirmed(ctx, stack, confirm, "promote")
+        if steps is not None and (not steps or steps[-1] != 100 or any(not 0 < step <= 100 for step in steps)):
+            raise ToolError(f"steps: {steps} must be percentages in 1..100 ending with 100, e.g. [10, 50, 100]")
+        args = [
+            "promote",
+            "--stack",
+            name,
+            *(["--rollback"] if rollback else []),
+            *(["--steps", ",".join(map(str, steps))] if steps else []),
+            *[part for entry in slo or [] for part in ("--slo", entry)],
+        ]
+        completed = await ctx.run_module("verify", args, timeout_s=PROMOTE_TIMEOUT_S)
+        if completed.exit_code == EXIT_USAGE and not completed.timed_out:
+            raise ToolError(ctx.redactor.text(completed.stderr_tail() or "verify promote refused the arguments"))
+        found = CommandReport(
+            command=["python", "-m", "verify", *args],
+            exit_code=completed.exit_code,
+            passed=completed.exit_code == 0 and not completed.timed_out,
+            timed_out=completed.timed_out,
+            report={"output": (completed.stdout + completed.stderr)[-OUTPUT_TAIL_CHARS:]},
+            message=completed.stderr_tail().splitlines()[-1] if completed.stderr_tail() else None,
+        )
+        verdict = "promoted" if found.passed else f"not promoted (exit {found.exit_code}); traffic left as it was"
+        if rollback:
+            verdict = "rolled back" if found.passed else f"rollback failed (exit {found.exit_code})"
+        return reply(ctx, f"{verdict}: stack {name}" + (f"\n{found.message}" if found.message else ""), found)

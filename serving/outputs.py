@@ -10,7 +10,7 @@ Declared once, in a package both the program and `verify` may import (`verify` n
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
@@ -71,6 +71,11 @@ class CloudRunOutputs(_SharedOutputs):
         description="the instance cap; `concurrency` x `maxInstances` is what Cloud Run admits before it answers 429"
     )
 
+    bench_job: dict[str, Any] | None = Field(
+        default=None,
+        description="only with a `bench` block: the load-generator job verify starts "
+        "(`{name, region, project, tasks, cpuPerTask, resultsBucket, resultsPrefix}`)",
+    )
     rollout: Literal["gated", "direct"] = Field(
         description="`gated` (new revisions start as the `candidate` tag with 0%) or `direct`"
     )

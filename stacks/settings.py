@@ -24,7 +24,9 @@ from serving.gcp_names import bucket_path_problem
 from serving.images import DEFAULT_IMAGES
 from serving.pricing import CloudRunShape, TpuShape
 from serving.vllm_args import with_tensor_parallel
+from stacks.apis import BASE_APIS, TPU_APIS
 from stacks.base import SettingsModel
+from stacks.bench import BenchSettings
 from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capacity, tpu_capacity
 from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
@@ -72,17 +74,6 @@ class BucketSettings(SettingsModel):
     force_destroy: bool = False
 
 
-# APIs every stack uses: Cloud Storage (weights), IAM (service accounts), Artifact Registry (images),
-# Secret Manager (tokens, keys), Cloud Run (GPU services and the import job).
-BASE_APIS = (
-    "artifactregistry.googleapis.com",
-    "iam.googleapis.com",
-    "run.googleapis.com",
-    "secretmanager.googleapis.com",
-    "storage.googleapis.com",
-)
-# A TPU node also needs Compute Engine (its network, firewall and NAT) and the TPU API.
-TPU_APIS = ("compute.googleapis.com", "tpu.googleapis.com")
 # Where a TPU node mounts the weights it copied from the bucket (Cloud Run's mount path is a setting).
 TPU_MODEL_ROOT = "/mnt/models"
 
@@ -204,6 +195,8 @@ class CloudRunStack(_StackSettings):
 
     accelerator: Literal[Accelerator.NVIDIA_L4, Accelerator.NVIDIA_RTX_PRO_6000]
     cloud_run: CloudRunSettings
+    # The optional load-generator job beside the service (stacks/bench.py); absent: none.
+    bench: BenchSettings | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -310,6 +303,12 @@ class TpuStack(_StackSettings):
     def _tpu_blocks(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
         _refuse_foreign_block(
             data, "cloudRun", "cloudRun: a TPU stack does not run on Cloud Run; remove the cloudRun block"
+        )
+        _refuse_foreign_block(
+            data,
+            "bench",
+            "bench: the load-generator job runs beside a Cloud Run service; a tpu-v6e stack has none "
+            "(run `python -m verify bench` from a machine in the TPU's region instead)",
         )
         _require_block(data, "tpu", "tpu: a tpu-v6e stack needs a tpu block (at least tpu.zone, e.g. us-east5-a)")
         return data

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from verify import UsageError
 from verify.bench import cli as bench_cli
+from verify.bench.cloud_cli import two_word_alias
 from verify.health import cli as health_cli
+from verify.ops import cli as ops_cli
 from verify.promote import cli as promote_cli
 from verify.version import project_version
 
@@ -36,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     health_cli.register(subparsers)
     bench_cli.register(subparsers)
+    ops_cli.register_preflight(subparsers)
+    ops_cli.register_status(subparsers)
+    ops_cli.register_logs(subparsers)
     promote_cli.register(subparsers)
     return parser
 
@@ -48,7 +53,8 @@ def _prog() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, run the subcommand's handler, and turn expected errors into messages and exit codes."""
     parser = build_parser()
-    args = parser.parse_args(argv)  # argparse itself exits 2 on bad flags, naming them
+    # argparse itself exits 2 on bad flags, naming them; `bench collect`/`bench task` are two-word names.
+    args = parser.parse_args(two_word_alias(sys.argv[1:] if argv is None else argv))
     try:
         code: int = args.handler(args)
     except UsageError as exc:

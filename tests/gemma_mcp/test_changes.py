@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from gemma_mcp.pulumi_gateway import import_run_urn
+from gemma_mcp.runner import Completed
 from tests.gemma_mcp.conftest import FakePulumi, connect, make_context, text_of
 
-CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}
+CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import", "promote"}
 L4_RUN = "urn:pulumi:l4::gemma-serving::gemma:storage:ModelImport$command:local:Command::gemma-l4-import-target-run"
 
 
@@ -84,3 +88,45 @@ def test_import_run_urn_matches_the_whole_resource_name() -> None:
     assert import_run_urn([other, L4_RUN], "l4", "target") == L4_RUN
     with pytest.raises(ToolError, match="imports it has: target, target2"):
         import_run_urn([other, L4_RUN], "l4", "drafter")
+
+
+@dataclasses.dataclass
+class RecordingRunner:
+    """Stands in for `python -m verify promote`: records the arguments, answers with a fixed exit code."""
+
+    exit_code: int = 0
+    calls: list[list[str]] = dataclasses.field(default_factory=list)
+
+    async def __call__(self, module: str, args: Sequence[str], *, timeout_s: float) -> Completed:
+        self.calls.append([module, *args])
+        stderr = "" if self.exit_code == 0 else "gate failed: p99_ttft_ms 2500 > 2000; traffic left as it was\n"
+        return Completed(exit_code=self.exit_code, stdout="", stderr=stderr)
+
+
+async def test_promote_runs_the_gated_rollout_only_when_confirmed() -> None:
+    """promote moves user traffic: unconfirmed it must not run; confirmed it must run verify promote as asked."""
+    runner = RecordingRunner()
+    ctx = dataclasses.replace(make_context(allow_changes=True), run_module=runner)
+    async with connect(ctx) as client:
+        refused = await client.call_tool("promote", {"stack": "l4"})
+        done = await client.call_tool(
+            "promote", {"stack": "l4", "confirm": "l4", "steps": [10, 50, 100], "slo": ["p99_ttft_ms=2000"]}
+        )
+    assert refused.is_error
+    assert runner.calls == [["verify", "promote", "--stack", "l4", "--steps", "10,50,100", "--slo", "p99_ttft_ms=2000"]]
+    assert done.structured_content["passed"] is True
+    assert text_of(done).startswith("promoted: stack l4")
+
+
+async def test_a_failed_gate_is_reported_as_not_promoted() -> None:
+    """When a gate fails, the agent must read that traffic stayed where it was, and why."""
+    runner = RecordingRunner(exit_code=1)
+    ctx = dataclasses.replace(make_context(allow_changes=True), run_module=runner)
+    async with connect(ctx) as client:
+        result = await client.call_tool("promote", {"stack": "l4", "confirm": "l4"})
+        steps = await client.call_tool("promote", {"stack": "l4", "confirm": "l4", "steps": [10, 50]})
+    assert result.structured_content["passed"] is False
+    assert "not promoted (exit 1); traffic left as it was" in text_of(result)
+    assert "p99_ttft_ms 2500 > 2000" in text_of(result)
+    assert "steps: [10, 50] must be percentages in 1..100 ending with 100" in text_of(steps)
+    assert len(runner.calls) == 1

@@ -8,7 +8,7 @@ from pathlib import Path
 from gemma_mcp.pulumi_gateway import StackOutputValues
 from tests.gemma_mcp.conftest import ROOT, FakePulumi, connect, make_context, text_of
 
-READ_ONLY_TOOLS = {"stacks", "plan", "fit", "outputs", "health", "bench", "compare"}
+READ_ONLY_TOOLS = {"stacks", "plan", "fit", "outputs", "health", "bench", "compare", "preflight", "status", "logs"}
 CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}
 
 

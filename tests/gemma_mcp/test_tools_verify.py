@@ -11,7 +11,9 @@ from pathlib import Path
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from tests.gemma_mcp.conftest import ROOT, connect, is_file, remove_files, text_of
 
-BENCH_CONFIG = FakeVllmConfig(count_prompt_words=True, pieces=tuple(f" w{i}" for i in range(4)))
+# A server with a realistic first-token time: against one that answers in a millisecond the load generator
+# itself is the bottleneck and verify bench marks the cells untrusted (verify/bench/trust.py).
+BENCH_CONFIG = FakeVllmConfig(count_prompt_words=True, pieces=tuple(f" w{i}" for i in range(4)), ttft_s=0.2)
 
 
 async def test_health_of_a_healthy_server_passes_with_every_check() -> None:

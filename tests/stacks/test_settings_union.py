@@ -11,8 +11,9 @@ import json
 
 import pytest
 
+from stacks.apis import BASE_APIS, TPU_APIS
 from stacks.loading import StackConfigError, settings_from_config
-from stacks.settings import BASE_APIS, TPU_APIS, CloudRunStack, TpuStack
+from stacks.settings import CloudRunStack, TpuStack
 from tests.conftest import stack_config
 
 

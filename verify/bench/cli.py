@@ -23,7 +23,7 @@ from rich.console import Console
 from verify import UsageError, discovery
 from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.auth import auth_advice
-from verify.bench import compare_command, server_metrics
+from verify.bench import cloud_cli, compare_command, server_metrics
 from verify.bench.console import ProgressObserver, summary_table
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
 from verify.bench.load_generator import TransportKind, make_transport, raise_fd_limit
@@ -31,12 +31,14 @@ from verify.bench.outputs import check_output
 from verify.bench.prompts import PromptBook, choose_counter
 from verify.bench.report import write_reports
 from verify.bench.results import CellKey, CellRecord, done_keys, load_results
-from verify.bench.slo import DEFAULT_SUCCESS_RATE, Slo, parse_slo, violations, with_default_gate
-from verify.bench.sweep import Endpoint, EndpointLostError, SweepPlan, run_sweep
+from verify.bench.slo import DEFAULT_SUCCESS_RATE, Slo, parse_slo
+from verify.bench.sweep import Endpoint, EndpointLostError, plan_from_arguments, run_sweep
+from verify.bench.trust import gate_failures
+from verify.bench.workers import USERS_PER_WORKER, ClientSpec, worker_pool
 from verify.client import client_for, default_timeout
 from verify.responses import body_excerpt
 from verify.streaming import Api
-from verify.target import Target, add_target_arguments, request_deadline_s, resolve_target
+from verify.target import Target, add_target_arguments, resolve_target
 
 EXIT_OK = 0
 EXIT_SLO_FAILED = 1
@@ -64,17 +66,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add ``verify bench`` and ``verify compare`` to the CLI."""
     _register_bench(subparsers)
     compare_command.register(subparsers)
+    cloud_cli.register(subparsers, add_workload_arguments, add_gate_arguments)
 
 
-def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="sweep concurrency x context and measure throughput and latency like `vllm bench serve`",
-        description="Closed-loop sweep of streamed requests over --concurrency x --context. One JSON line per "
-        "cell is appended to --output as it finishes; CSV, Markdown and PNG reports are written beside it. "
-        "Exit codes: 0 ok, 1 an --slo violated, 2 usage error or endpoint unreachable, 130 interrupted.",
-    )
-    add_target_arguments(parser)
+def add_workload_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The sweep's workload flags, shared by ``bench`` and the load-generator job's ``bench task``."""
     load = parser.add_argument_group("workload")
     load.add_argument(
         "--concurrency",
@@ -116,11 +112,50 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         default=True,
         help="force exactly --max-tokens output tokens (vLLM's ignore_eos + min_tokens; default on)",
     )
+    return load
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--slo`` gates and ``--allow-untrusted``, shared by ``bench`` and ``bench collect``."""
+    parser.add_argument(
+        "--slo",
+        type=_slo,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="exit 1 unless every cell meets it, e.g. p99_ttft_ms=2000, success_rate=0.99, request_throughput=5; "
+        f"without a success_rate SLO every cell must have success_rate >= {DEFAULT_SUCCESS_RATE:g} "
+        "(--slo success_rate=0 turns that off)",
+    )
+    parser.add_argument(
+        "--allow-untrusted",
+        action="store_true",
+        help="let --slo gates pass on cells measured by a saturated load generator (marked untrusted)",
+    )
+
+
+def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="sweep concurrency x context and measure throughput and latency like `vllm bench serve`",
+        description="Closed-loop sweep of streamed requests over --concurrency x --context. One JSON line per "
+        "cell is appended to --output as it finishes; CSV, Markdown and PNG reports are written beside it. "
+        "Exit codes: 0 ok, 1 an --slo violated, 2 usage error or endpoint unreachable, 130 interrupted.",
+    )
+    add_target_arguments(parser)
+    load = add_workload_arguments(parser)
     load.add_argument(
         "--transport",
         choices=[kind.value for kind in TransportKind],
         default=TransportKind.AIOHTTP.value,
         help="aiohttp (default; keeps up with thousands of streams) or httpx's own (collapses from ~64)",
+    )
+    load.add_argument(
+        "--workers",
+        type=positive_int("--workers"),
+        metavar="N",
+        help="load-generator processes sharing each cell's users (default: one per "
+        f"{USERS_PER_WORKER} users of the largest cell, at most the CPUs this process may use)",
     )
     out = parser.add_argument_group("results")
     out.add_argument(
@@ -133,21 +168,18 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     out.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in CI logs)")
     out.add_argument("--json", action="store_true", help="print this run's cell records as JSON on stdout")
     judge = parser.add_argument_group("judgement")
-    judge.add_argument(
-        "--slo",
-        type=_slo,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="exit 1 unless every cell meets it, e.g. p99_ttft_ms=2000, success_rate=0.99, request_throughput=5; "
-        f"without a success_rate SLO every cell must have success_rate >= {DEFAULT_SUCCESS_RATE:g} "
-        "(--slo success_rate=0 turns that off)",
-    )
+    add_gate_arguments(judge)
     judge.add_argument(
         "--allow-skipped",
         action="store_true",
         help="pass even when some cells were skipped (e.g. context above the server's max_model_len); "
         "a run that measured no cell at all fails regardless",
+    )
+    judge.add_argument(
+        "--on-cloud-run",
+        action="store_true",
+        help="generate the load from the stack's load-generator job beside the service (needs --stack and a "
+        "bench block), then fetch and merge its results",
     )
     judge.add_argument(
         "--accelerator",
@@ -208,9 +240,11 @@ def _existing_records(path: Path, *, resume: bool, console: Console) -> list[Cel
 
 def run_bench_command(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
-    target = resolve_target(args)
     output: Path = args.output if args.output is not None else _default_output()
     check_output(output)
+    if args.on_cloud_run:
+        return cloud_cli.run_on_cloud_run(args, output, console)
+    target = resolve_target(args)
     existing = _existing_records(output, resume=args.resume, console=console)
     try:
         facts = accelerator_facts(
@@ -251,9 +285,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
             f"again, rerun with --output {output} --resume to measure the rest"
         )
     problems = _coverage_problems(planned, records, allow_skipped=args.allow_skipped)
-    problems += [
-        f"SLO violated {violation.describe()}" for violation in violations(with_default_gate(args.slo), records)
-    ]
+    problems += gate_failures(args.slo, records, allow_untrusted=args.allow_untrusted)
     for problem in problems:
         console.print(f"[red]failed[/] {problem}")
     return EXIT_SLO_FAILED if problems else EXIT_OK
@@ -344,17 +376,8 @@ async def _bench(
     transport_kind = TransportKind(args.transport)
     async with client_for(target, args, transport=make_transport(transport_kind)) as client:
         found = await _discover(client, target, args)
-        plan = SweepPlan(
-            model=found.model,
-            contexts=args.context,
-            concurrencies=args.concurrency,
-            max_tokens=args.max_tokens,
-            api=Api(args.api),
-            requests=args.requests,
-            warmups=args.warmup,
-            ignore_eos=args.ignore_eos,
-            timeouts=default_timeout(connect_s=args.connect_timeout, read_s=args.timeout),
-            deadline_s=request_deadline_s(args, args.max_tokens),
+        plan = plan_from_arguments(
+            args, model=found.model, timeouts=default_timeout(connect_s=args.connect_timeout, read_s=args.timeout)
         )
         endpoint = Endpoint(
             base_url=target.base_url,
@@ -373,20 +396,27 @@ async def _bench(
             f"benchmarking {found.model} at {target.base_url} (vLLM {found.vllm_version or 'unknown'}): "
             f"{len(todo)} cells to measure, {len(plan.cells()) - len(todo)} already in {output}"
         )
-        if args.no_progress:
-            await run_sweep(client, plan, endpoint, results_path=output, done=done_keys(existing), counter=counter)
-        else:
-            with ProgressObserver(console, cells=len(todo)) as observer:
+        spec = ClientSpec(target.base_url, transport_kind, args.connect_timeout, args.timeout, max(args.concurrency))
+        async with worker_pool(args.workers, spec) as pool:
+            if pool is not None:
+                console.print(f"load generation: {pool.size} worker processes share each cell's users")
+            if args.no_progress:
                 await run_sweep(
-                    client,
-                    plan,
-                    endpoint,
-                    results_path=output,
-                    done=done_keys(existing),
-                    counter=counter,
-                    book=PromptBook(),
-                    observer=observer,
+                    client, plan, endpoint, results_path=output, done=done_keys(existing), counter=counter, pool=pool
                 )
+            else:
+                with ProgressObserver(console, cells=len(todo)) as observer:
+                    await run_sweep(
+                        client,
+                        plan,
+                        endpoint,
+                        results_path=output,
+                        done=done_keys(existing),
+                        counter=counter,
+                        book=PromptBook(),
+                        observer=observer,
+                        pool=pool,
+                    )
         after = await server_metrics.snapshot(client, found.model)
         server_metrics.write_snapshots(output.with_suffix(".metrics.json"), before, after)
         return [plan.key(*cell) for cell in plan.cells()]

@@ -104,6 +104,12 @@ class CellRecord(pydantic.BaseModel):
     # How late the client's own event loop woke up during the measured phase (see verify.bench.stall).
     client_max_stall_ms: float | None = None
     client_stalled_ms: float | None = None
+    # The worst worker's mean wake-up lateness, how many load-generator processes measured the cell, and
+    # whether the cell describes the server rather than a saturated client (see verify.bench.trust).
+    client_mean_lag_ms: float | None = None
+    client_workers: int | None = None
+    trusted: bool = True
+    untrusted_reason: str | None = None
     warnings: list[str] = pydantic.Field(default_factory=list)
 
     @property

@@ -46,6 +46,9 @@ class StallSummary:
     # Lateness summed over the wake-ups that were later than STALL_FLOOR_MS.
     stalled_ms: float
     probes: int
+    # Mean lateness of all wake-ups: the delay a random answer waits to be noticed (a saturated loop's
+    # is high all the time, a briefly stalled one's is not).
+    mean_ms: float = 0.0
 
     @classmethod
     def of_lateness(cls, lateness_s: list[float]) -> StallSummary:
@@ -54,6 +57,7 @@ class StallSummary:
             max_ms=max(millis, default=0.0),
             stalled_ms=sum((late for late in millis if late >= STALL_FLOOR_MS), 0.0),
             probes=len(millis),
+            mean_ms=sum(millis) / len(millis) if millis else 0.0,
         )
 
 

@@ -14,7 +14,7 @@ server that answers with errors is measured: its failures are the result.
 
 from __future__ import annotations
 
-import asyncio
+import argparse
 import datetime
 import itertools
 import time
@@ -26,10 +26,13 @@ from typing import Protocol
 import httpx
 
 from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
-from verify.bench.metrics import CellMetrics, cell_metrics
+from verify.bench.metrics import CellMetrics
 from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
-from verify.bench.stall import StallMonitor, StallSummary, stall_warning
+from verify.bench.samples import PhaseShare, union_metrics
+from verify.bench.stall import StallSummary, stall_warning
+from verify.bench.trust import Trust, combined, judge
+from verify.bench.workers import WorkerPool, auth_headers, measure_phase
 from verify.numbers import readable
 from verify.streaming import (
     Api,
@@ -38,8 +41,8 @@ from verify.streaming import (
     StreamRequest,
     StreamResult,
     classify_transport_error,
-    measure_stream,
 )
+from verify.target import request_deadline_s
 
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4
@@ -99,6 +102,22 @@ class SweepPlan:
         )
 
 
+def plan_from_arguments(args: argparse.Namespace, *, model: str, timeouts: httpx.Timeout) -> SweepPlan:
+    """The plan the workload flags (``verify.bench.cli.add_workload_arguments``) describe, for ``model``."""
+    return SweepPlan(
+        model=model,
+        contexts=tuple(args.context),
+        concurrencies=tuple(args.concurrency),
+        max_tokens=args.max_tokens,
+        api=Api(args.api),
+        requests=args.requests,
+        warmups=args.warmup,
+        ignore_eos=args.ignore_eos,
+        timeouts=timeouts,
+        deadline_s=request_deadline_s(args, args.max_tokens),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """Facts about the server recorded with every cell and used to judge it."""
@@ -146,23 +165,10 @@ async def closed_loop(
 ) -> tuple[list[StreamResult], float]:
     """Keep ``concurrency`` requests in flight until all are done; results in request order and the
     wall time from the first send to the last answer."""
-    pending = iter(enumerate(requests))
-    results: list[StreamResult | None] = [None] * len(requests)
-
-    async def user() -> None:
-        # One shared iterator: each user takes the next request when its previous one ends.
-        for index, request in pending:
-            result = await measure_stream(client, request, timeouts=timeouts, deadline_s=deadline_s, clock=clock)
-            results[index] = result
-            if on_result is not None:
-                on_result(result)
-
-    started = clock()
-    async with asyncio.TaskGroup() as group:
-        for _ in range(min(concurrency, len(requests))):
-            group.create_task(user())
-    duration = clock() - started
-    return [result for result in results if result is not None], duration
+    share = await measure_phase(
+        client, requests, concurrency, timeouts=timeouts, deadline_s=deadline_s, clock=clock, on_result=on_result
+    )
+    return [sample.result for sample in share.samples_in_send_order()], share.finished_at - share.started_at
 
 
 def _now() -> str:
@@ -207,10 +213,14 @@ def measured_record(
     metrics: CellMetrics,
     shape: PromptShape,
     stalls: StallSummary | None = None,
+    trust: Trust | None = None,
+    workers: int | None = None,
 ) -> CellRecord:
     """Turn a cell's metrics into its line, with the judgements attached."""
     warnings: list[str] = []
     stalled = None if stalls is None else stall_warning(stalls, metrics.ttft.mean if metrics.completed else None)
+    if trust is not None and not trust.trusted and trust.reason is not None:
+        warnings.append(trust.reason)
     if stalled is not None:
         warnings.append(stalled)
     if not shape.exact:
@@ -251,6 +261,10 @@ def measured_record(
             "exceeds_ceiling": exceeds,
             "client_max_stall_ms": None if stalls is None else stalls.max_ms,
             "client_stalled_ms": None if stalls is None else stalls.stalled_ms,
+            "client_mean_lag_ms": None if stalls is None else stalls.mean_ms,
+            "client_workers": workers,
+            "trusted": trust is None or trust.trusted,
+            "untrusted_reason": None if trust is None else trust.reason,
             "warnings": warnings,
         }
     )
@@ -269,37 +283,55 @@ async def run_cell(
     observer: SweepObserver,
     shape: PromptShape | None = None,
     clock: Clock = time.perf_counter,
+    pool: WorkerPool | None = None,
 ) -> CellRecord:
     """Calibrate prompts (unless ``shape`` is given), warm up, measure, judge: one cell's line (not yet
-    written)."""
+    written). With ``pool``, the users are spread over its worker processes (verify.bench.workers)."""
     if shape is None:
         shape = await calibrated(counter, context, concurrency, nonce=book.nonce)
     warmups = plan.warmups_for(concurrency)
     requests = plan.requests_for(concurrency)
     prompts = book.take(shape, warmups + requests)
-    if warmups:
-        warmed, _ = await closed_loop(
+    warmup_requests = [plan.request(p) for p in prompts[:warmups]]
+    measured_requests = [plan.request(p) for p in prompts[warmups:]]
+    label = f"context {context} x concurrency {concurrency}"
+    shares: list[PhaseShare]
+    if pool is None:
+        if warmups:
+            warmed, _ = await closed_loop(
+                client,
+                warmup_requests,
+                concurrency,
+                timeouts=plan.timeouts,
+                deadline_s=plan.deadline_s,
+                clock=clock,
+            )
+            _stop_if_unreachable(warmed, context, concurrency)
+        observer.cell_started(label, requests)
+        share = await measure_phase(
             client,
-            [plan.request(p) for p in prompts[:warmups]],
-            concurrency,
-            timeouts=plan.timeouts,
-            deadline_s=plan.deadline_s,
-            clock=clock,
-        )
-        _stop_if_unreachable(warmed, context, concurrency)
-    observer.cell_started(f"context {context} x concurrency {concurrency}", requests)
-    async with StallMonitor() as monitor:
-        results, duration = await closed_loop(
-            client,
-            [plan.request(p) for p in prompts[warmups:]],
+            measured_requests,
             concurrency,
             timeouts=plan.timeouts,
             deadline_s=plan.deadline_s,
             clock=clock,
             on_result=observer.request_finished,
         )
-    _stop_if_unreachable(results, context, concurrency)
-    metrics = cell_metrics(results, duration)
+        shares = [share]
+    else:
+        shares = await pool.run_phase(
+            warmup_requests,
+            measured_requests,
+            concurrency,
+            headers=await auth_headers(client),
+            timeouts=plan.timeouts,
+            deadline_s=plan.deadline_s,
+            on_measuring=lambda: observer.cell_started(label, requests),
+            on_result=observer.request_finished,
+        )
+    _stop_if_unreachable([sample.result for share in shares for sample in share.samples], context, concurrency)
+    metrics = union_metrics(shares)
+    stalls = [share.stalls for share in shares]
     return measured_record(
         plan,
         endpoint,
@@ -307,7 +339,9 @@ async def run_cell(
         concurrency=concurrency,
         metrics=metrics,
         shape=shape,
-        stalls=monitor.summary(),
+        stalls=combined(stalls),
+        trust=judge(stalls, metrics.ttft.mean if metrics.completed else None),
+        workers=len(shares),
     )
 
 
@@ -345,6 +379,7 @@ async def run_sweep(
     book: PromptBook | None = None,
     observer: SweepObserver | None = None,
     clock: Clock = time.perf_counter,
+    pool: WorkerPool | None = None,
 ) -> list[CellRecord]:
     """Run every cell not in ``done``, appending each line to ``results_path`` as it finishes.
 
@@ -377,6 +412,7 @@ async def run_sweep(
                 observer=watcher,
                 shape=shapes[context],
                 clock=clock,
+                pool=pool,
             )
         append_record(results_path, record)
         written.append(record)

@@ -1,0 +1,178 @@
+"""A Cloud Run job that generates benchmark load beside the service, and the bucket its tasks write to.
+
+Why: `verify bench` from a laptop measures the laptop too (its WAN round trip in every TTFT, its few
+cores saturating long before the service does at 2048 users). This job runs `python -m verify bench
+task` in ``tasks`` parallel tasks in the service's region; each task runs its share of every cell's
+users with one worker process per CPU and writes its raw per-request samples to
+``/results/<prefix>/<run id>/task-<index>.jsonl``, a Cloud Storage volume on the results bucket. The
+tasks meet at a barrier (files on the same volume) before each cell's measured phase, so their load
+overlaps. `python -m verify bench collect` merges the files into the usual JSONL, CSV, Markdown and PNG.
+
+Least privilege: its own service account, allowed to invoke this one service (`roles/run.invoker` on
+it, nothing project-wide) and to create and read objects in the results bucket only
+(`roles/storage.objectUser` on that bucket; the barrier lists the other tasks' files). The bucket is
+private (uniform access, public access prevention enforced) and deletes raw samples after
+``keep_days``. A failed task is not retried: a retry would measure its share again, later, alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+
+from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID
+from stacks.bench import BenchSettings
+
+INVOKER_ROLE = "roles/run.invoker"
+RESULTS_ROLE = "roles/storage.objectUser"
+CONTAINER_NAME = "bench"
+RESULTS_MOUNT = "/results"
+# The barrier lists files other tasks just wrote: Cloud Storage FUSE must not cache the listing.
+# The files belong to the image's non-root user (images/verify-bench/Dockerfile: USER 65532).
+RESULTS_MOUNT_OPTIONS = ("metadata-cache-ttl-secs=0", "implicit-dirs", "uid=65532", "gid=65532")
+
+
+@dataclass(frozen=True)
+class BenchJobArgs:
+    """The service to load (its name, region and URL) and how much load to generate."""
+
+    region: str
+    service_name: pulumi.Input[str]
+    service_url: pulumi.Input[str]
+    served_model_name: str
+    account_id: str
+    settings: BenchSettings
+    project: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not SERVICE_ACCOUNT_ID.match(self.account_id):
+            problems.append(f"BenchJobArgs.account_id {self.account_id!r}: 6-30 lowercase letters, digits, '-'")
+        if not self.region:
+            problems.append("BenchJobArgs.region is required (the service's region)")
+        if not self.served_model_name:
+            problems.append("BenchJobArgs.served_model_name is required")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def job_env(self) -> dict[str, str]:
+        """Plain configuration of every task (the URL is added as an output; no secret is ever here)."""
+        return {
+            "BENCH_MODEL": self.served_model_name,
+            "BENCH_RESULTS": f"{RESULTS_MOUNT}/{self.settings.results_prefix}",
+            "BENCH_WORKERS": str(self.settings.cpu_per_task),
+            "PYTHONUNBUFFERED": "1",
+        }
+
+
+class BenchJob(pulumi.ComponentResource):
+    """Owns: the load generator's service account, its invoker binding on the service, the results bucket
+    and its writer binding, and the job. Does not own: the service, or any execution (verify starts those)."""
+
+    job_name: pulumi.Output[str]
+    results_bucket: pulumi.Output[str]
+    service_account_email: pulumi.Output[str]
+
+    def __init__(self, name: str, args: BenchJobArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        if not RFC1035_ID.match(name):
+            raise ValueError(f"BenchJob name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
+        super().__init__("gemma:verify:BenchJob", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        settings = args.settings
+        account = gcp.serviceaccount.Account(
+            f"{name}-sa",
+            account_id=args.account_id,
+            display_name="gemma-serving benchmark load generator",
+            description="Invokes one vLLM service and writes benchmark samples to its results bucket; nothing else.",
+            opts=child,
+        )
+        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        invoker = gcp.cloudrunv2.ServiceIamMember(
+            f"{name}-invoker",
+            name=args.service_name,
+            location=args.region,
+            role=INVOKER_ROLE,
+            member=member,
+            opts=child,
+        )
+        bucket = gcp.storage.Bucket(
+            f"{name}-results",
+            location=args.region,
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            force_destroy=True,  # raw samples only; the merged reports live wherever collect writes them
+            lifecycle_rules=[
+                gcp.storage.BucketLifecycleRuleArgs(
+                    action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+                    condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=settings.keep_days),
+                )
+            ],
+            labels=dict(args.labels),
+            opts=child,
+        )
+        writer = gcp.storage.BucketIAMMember(
+            f"{name}-writer", bucket=bucket.name, role=RESULTS_ROLE, member=member, opts=child
+        )
+        envs = [gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(name=k, value=v) for k, v in args.job_env().items()]
+        envs.append(gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(name="BENCH_URL", value=args.service_url))
+        job = gcp.cloudrunv2.Job(
+            f"{name}-job",
+            name=name,
+            location=args.region,
+            project=args.project,
+            deletion_protection=False,
+            labels=dict(args.labels),
+            template=gcp.cloudrunv2.JobTemplateArgs(
+                # Every task at once: the load of a cell is the sum of the tasks' shares.
+                task_count=settings.tasks,
+                parallelism=settings.tasks,
+                labels=dict(args.labels),
+                template=gcp.cloudrunv2.JobTemplateTemplateArgs(
+                    service_account=account.email,
+                    timeout=f"{settings.timeout_minutes * 60}s",
+                    max_retries=0,
+                    containers=[
+                        gcp.cloudrunv2.JobTemplateTemplateContainerArgs(
+                            name=CONTAINER_NAME,
+                            image=settings.image,
+                            commands=["python", "-m", "verify", "bench", "task"],
+                            envs=envs,
+                            resources=gcp.cloudrunv2.JobTemplateTemplateContainerResourcesArgs(
+                                limits={"cpu": str(settings.cpu_per_task), "memory": f"{settings.memory()}Gi"}
+                            ),
+                            volume_mounts=[
+                                gcp.cloudrunv2.JobTemplateTemplateContainerVolumeMountArgs(
+                                    name="results", mount_path=RESULTS_MOUNT
+                                )
+                            ],
+                        )
+                    ],
+                    volumes=[
+                        gcp.cloudrunv2.JobTemplateTemplateVolumeArgs(
+                            name="results",
+                            gcs=gcp.cloudrunv2.JobTemplateTemplateVolumeGcsArgs(
+                                bucket=bucket.name,
+                                read_only=False,
+                                mount_options=list(RESULTS_MOUNT_OPTIONS),
+                            ),
+                        )
+                    ],
+                ),
+            ),
+            # A task must be able to call the service and write its file from its first second.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[invoker, writer]),
+        )
+        self.job_name = job.name
+        self.results_bucket = bucket.name
+        self.service_account_email = account.email
+        self.register_outputs(
+            {
+                "job_name": self.job_name,
+                "results_bucket": self.results_bucket,
+                "service_account_email": self.service_account_email,
+            }
+        )

@@ -1,0 +1,29 @@
+"""The Google APIs a stack uses: one list, read by the program (which enables them) and by preflight.
+
+Why here and not in `supply.py`: `verify preflight` must know the same list before anything is deployed,
+and verify never imports the Pulumi program's modules; a plain fact in `stacks/` serves both.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stacks.settings import StackSettings
+
+# APIs every stack uses: Cloud Storage (weights), IAM (service accounts), Artifact Registry (images),
+# Secret Manager (tokens, keys), Cloud Run (GPU services and the import job).
+BASE_APIS = (
+    "artifactregistry.googleapis.com",
+    "iam.googleapis.com",
+    "run.googleapis.com",
+    "secretmanager.googleapis.com",
+    "storage.googleapis.com",
+)
+# Further APIs per platform (a TPU node also needs Compute Engine for its network and firewall).
+TPU_APIS = ("compute.googleapis.com", "tpu.googleapis.com")
+
+
+def required_apis(settings: StackSettings) -> tuple[str, ...]:
+    """The APIs a stack enables: each settings variant names its own (a TPU node adds compute and tpu)."""
+    return settings.apis

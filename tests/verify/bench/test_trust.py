@@ -1,0 +1,91 @@
+"""Trust per cell: a saturated load generator's cell is marked, reported and never passes a gate silently."""
+
+from __future__ import annotations
+
+from verify.bench.results import CellRecord
+from verify.bench.stall import StallSummary
+from verify.bench.trust import LAG_TO_TTFT_ERROR, added_latency_ms, combined, judge, untrusted_cells, untrusted_gate
+
+IDLE = StallSummary(max_ms=3.0, stalled_ms=0.0, probes=800, mean_ms=0.2)
+# A loop 3 ms late on average: the measured TTFT error was +16 ms against a true 100 ms.
+SATURATED = StallSummary(max_ms=71.0, stalled_ms=900.0, probes=400, mean_ms=3.0)
+# One long stall of an otherwise idle loop: warned about, but not saturation.
+ONE_STALL = StallSummary(max_ms=60.0, stalled_ms=60.0, probes=900, mean_ms=0.3)
+
+
+def test_an_idle_load_generator_is_trusted() -> None:
+    """Guards against every cell being marked untrusted (a mark nobody reads any more)."""
+    assert judge([IDLE], mean_ttft_ms=100.0).trusted
+    assert judge([IDLE, IDLE, IDLE], mean_ttft_ms=100.0).trusted
+    assert judge([ONE_STALL], mean_ttft_ms=100.0).trusted
+
+
+def test_a_saturated_load_generator_makes_the_cell_untrusted() -> None:
+    """Guards against a client that was the bottleneck being reported as the server's latency."""
+    trust = judge([SATURATED], mean_ttft_ms=117.0)
+    assert not trust.trusted
+    assert trust.reason is not None
+    assert "3.0 ms late on average" in trust.reason
+    assert "--workers" in trust.reason
+
+
+def test_one_saturated_worker_is_enough() -> None:
+    """Guards against the busy worker's lag being averaged away by idle ones."""
+    trust = judge([IDLE, SATURATED, IDLE, IDLE], mean_ttft_ms=117.0)
+    assert not trust.trusted
+    assert trust.reason is not None
+    assert "1 of 4 load-generator workers" in trust.reason
+
+
+def test_the_threshold_scales_with_the_latency_measured() -> None:
+    """Guards against a fixed lag limit: 3 ms of lag is most of a 25 ms TTFT and nothing against 2 s."""
+    assert added_latency_ms(SATURATED) == LAG_TO_TTFT_ERROR * 3.0
+    assert judge([SATURATED], mean_ttft_ms=2000.0).trusted
+    assert not judge([SATURATED], mean_ttft_ms=25.0).trusted
+
+
+def test_a_cell_without_a_success_is_not_blamed_on_the_client() -> None:
+    """Guards against "ran out of CPU" on a cell whose every request failed (e.g. 429s): no latency to distort."""
+    assert judge([SATURATED], mean_ttft_ms=None).trusted
+
+
+def test_combined_keeps_the_worst_of_every_worker() -> None:
+    """Guards against the recorded stall figures hiding the worst worker."""
+    both = combined([IDLE, SATURATED])
+    assert both.max_ms == 71.0
+    assert both.mean_ms == 3.0
+    assert both.stalled_ms == 900.0
+    assert both.probes == 1200
+
+
+def _cell(*, trusted: bool, status: str = "measured") -> CellRecord:
+    return CellRecord.model_validate(
+        {
+            "status": status,
+            "timestamp": "2026-11-23T00:00:00+00:00",
+            "model": "m",
+            "api": "chat",
+            "requested_context": 128,
+            "max_concurrency": 64,
+            "max_tokens": 32,
+            "num_prompts": 256,
+            "trusted": trusted,
+            "untrusted_reason": None if trusted else "untrusted: the load generator ran out of CPU",
+        }
+    )
+
+
+def test_an_slo_gate_fails_on_an_untrusted_cell_unless_allowed() -> None:
+    """Guards against CI passing (or failing) a deploy on numbers the client made up."""
+    records = [_cell(trusted=True), _cell(trusted=False)]
+    lines = untrusted_gate(records, gated=True, allow_untrusted=False)
+    assert len(lines) == 1
+    assert "concurrency 64" in lines[0]
+    assert "ran out of CPU" in lines[0]
+    assert untrusted_gate(records, gated=True, allow_untrusted=True) == []
+    assert untrusted_gate(records, gated=False, allow_untrusted=False) == []
+
+
+def test_skipped_cells_are_not_judged() -> None:
+    """Guards against a skipped cell (no numbers at all) counting as untrusted."""
+    assert untrusted_cells([_cell(trusted=False, status="skipped")]) == []

@@ -1,0 +1,261 @@
+"""`verify bench --on-cloud-run`, `verify bench task` (what the job's tasks run) and `verify bench collect`.
+
+Why three entry points: the user starts an execution of the stack's load-generator job with the sweep
+as its arguments (``--on-cloud-run``, which waits for it, copies the tasks' files from the results
+bucket and merges them); each task of the job runs ``bench task``; ``bench collect DIR`` merges a run's
+files again at any time (e.g. after copying them by hand). Every external step is a command the user
+could type (``gcloud run jobs execute``, ``gcloud storage cp``), run through an injectable runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from verify import UsageError, discovery
+from verify.auth import GoogleIdTokenAuth
+from verify.bench.cloud import CollectError, FileBarrier, TaskSlot, merged_records, read_shares, run_task, task_file
+from verify.bench.console import summary_table
+from verify.bench.load_generator import TransportKind, raise_fd_limit
+from verify.bench.prompts import choose_counter
+from verify.bench.report import write_reports
+from verify.bench.results import CellRecord, append_record, load_results
+from verify.bench.sweep import Endpoint, plan_from_arguments
+from verify.bench.trust import gate_failures
+from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
+from verify.client import default_timeout, make_client
+from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
+# gcloud splits list flags on commas, and --concurrency 1,8,32 has commas: name another delimiter
+# (`gcloud topic escaping`).
+ARGS_DELIMITER = "|"
+
+
+def _run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(command), capture_output=True, text=True, check=False)
+
+
+# --- --on-cloud-run ---------------------------------------------------------------------------------
+
+
+def task_arguments(args: argparse.Namespace, run_id: str) -> list[str]:
+    """The sweep as arguments of ``python -m verify bench task`` (the job's command)."""
+    task = [
+        "--run-id",
+        run_id,
+        "--concurrency",
+        ",".join(map(str, args.concurrency)),
+        "--context",
+        ",".join(map(str, args.context)),
+        "--max-tokens",
+        str(args.max_tokens),
+        "--api",
+        args.api,
+        "--timeout",
+        f"{args.timeout:g}",
+    ]
+    if args.requests is not None:
+        task += ["--requests", str(args.requests)]
+    if args.warmup is not None:
+        task += ["--warmup", str(args.warmup)]
+    if args.deadline is not None:
+        task += ["--deadline", f"{args.deadline:g}"]
+    if not args.ignore_eos:
+        task.append("--no-ignore-eos")
+    return task
+
+
+def execute_command(job: dict[str, Any], task: Sequence[str]) -> list[str]:
+    """``gcloud run jobs execute`` for the stack's job with the sweep as the container's arguments."""
+    command = ["gcloud", "run", "jobs", "execute", str(job["name"]), "--region", str(job["region"])]
+    if job.get("project"):
+        command += ["--project", str(job["project"])]
+    return [*command, "--wait", f"--args=^{ARGS_DELIMITER}^" + ARGS_DELIMITER.join(task)]
+
+
+def copy_command(job: dict[str, Any], run_id: str, destination: Path) -> list[str]:
+    source = f"gs://{job['resultsBucket']}/{job['resultsPrefix']}/{run_id}"
+    return ["gcloud", "storage", "cp", "-r", source, str(destination)]
+
+
+def bench_job_of(outputs: object, stack: str) -> dict[str, Any]:
+    job = outputs.get("benchJob") if isinstance(outputs, dict) else None
+    if not isinstance(job, dict) or not {"name", "region", "resultsBucket", "resultsPrefix"} <= job.keys():
+        raise UsageError(
+            f"stack {stack!r} exports no benchJob: add a gemma-serving:bench block (image, tasks, cpuPerTask; "
+            "see docs/benchmarking.md) and run `pulumi up`, or benchmark from here without --on-cloud-run"
+        )
+    return job
+
+
+def run_on_cloud_run(args: argparse.Namespace, output: Path, console: Console, *, run: Runner | None = None) -> int:
+    """Start the stack's load-generator job with this sweep, wait, fetch the tasks' files, merge them."""
+    if args.stack is None:
+        raise UsageError("--on-cloud-run needs --stack (the job is part of the stack)")
+    run = run or _run
+    shown = run(["pulumi", "stack", "output", "--json", "--stack", args.stack])
+    if shown.returncode != 0:
+        raise UsageError(f"`pulumi stack output --json --stack {args.stack}` failed: {shown.stderr.strip()[:300]}")
+    job = bench_job_of(json.loads(shown.stdout or "{}"), args.stack)
+    run_id = "run-" + datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
+    execute = execute_command(job, task_arguments(args, run_id))
+    console.print(f"starting {job.get('tasks', '?')} load-generator tasks: {shlex.join(execute)}")
+    executed = run(execute)
+    if executed.returncode != 0:
+        console.print(
+            f"[yellow]warning[/] the execution failed ({executed.stderr.strip()[-300:]}); merging what it wrote"
+        )
+    tasks_dir = output.with_name(output.stem + "-tasks")
+    copied = run(copy_command(job, run_id, tasks_dir))
+    if copied.returncode != 0:
+        raise UsageError(f"copying the tasks' files failed: {copied.stderr.strip()[-300:]}")
+    return collect_into(tasks_dir, output, args, console)
+
+
+# --- collect ----------------------------------------------------------------------------------------
+
+
+def collect_into(directory: Path, output: Path, args: argparse.Namespace, console: Console) -> int:
+    """Merge a run's task files into ``output`` (+ CSV, Markdown, PNG); SLO gates as `verify bench`."""
+    if load_results(output).records:
+        raise UsageError(f"{output} already holds cells; choose another --output")
+    try:
+        records = merged_records(read_shares(directory))
+    except CollectError as exc:
+        raise UsageError(str(exc)) from None
+    for record in records:
+        append_record(output, record)
+    reports = write_reports(records, output.with_suffix(""))
+    Console(width=None if sys.stdout.isatty() else 160).print(summary_table(records))
+    console.print(f"merged {len(records)} cells into {output}; reports: {', '.join(str(p) for p in reports)}")
+    return _gate(records, args, console)
+
+
+def _gate(records: list[CellRecord], args: argparse.Namespace, console: Console) -> int:
+    failures = gate_failures(args.slo, records, allow_untrusted=args.allow_untrusted)
+    for line in failures:
+        console.print(f"[red]failed[/] {line}")
+    return EXIT_FAILED if failures else EXIT_OK
+
+
+def run_collect_command(args: argparse.Namespace) -> int:
+    console = Console(stderr=True, soft_wrap=True)
+    directory: Path = args.directory
+    if not directory.is_dir():
+        raise UsageError(f"{directory} is not a directory (copy the run with `gcloud storage cp -r gs://...`)")
+    output: Path = args.output if args.output is not None else directory.with_suffix(".jsonl")
+    return collect_into(directory, output, args, console)
+
+
+# --- task -------------------------------------------------------------------------------------------
+
+
+def run_task_command(args: argparse.Namespace, env: dict[str, str] | None = None) -> int:
+    """One task of the job: its share of every cell, written to <results>/<run id>/task-<index>.jsonl."""
+    values = dict(os.environ) if env is None else env
+    url = args.url or values.get("BENCH_URL")
+    model = args.model or values.get("BENCH_MODEL")
+    results = args.results or values.get("BENCH_RESULTS")
+    if not url or not model or not results:
+        raise UsageError("bench task needs --url, --model and --results (or BENCH_URL, BENCH_MODEL, BENCH_RESULTS)")
+    try:
+        slot = TaskSlot.from_env(values)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    workers = args.workers or int(values.get("BENCH_WORKERS") or available_cpus())
+    raise_fd_limit(max(args.concurrency))
+    output = task_file(Path(results), args.run_id, slot.index)
+    cells = asyncio.run(_task(args, url=url, model=model, slot=slot, workers=workers, output=output))
+    print(f"task {slot.index} of {slot.count}: {cells} cells measured into {output}", flush=True)
+    return EXIT_OK
+
+
+async def _task(args: argparse.Namespace, *, url: str, model: str, slot: TaskSlot, workers: int, output: Path) -> int:
+    # The job runs as an identity with run.invoker on the service: an ID token from the metadata server.
+    auth = GoogleIdTokenAuth(url) if url.startswith("https://") else None
+    timeout = default_timeout(connect_s=args.connect_timeout, read_s=args.timeout)
+    async with make_client(url, auth, timeout=timeout) as client:
+        plan = plan_from_arguments(args, model=model, timeouts=timeout)
+        try:
+            card = discovery.find_card(await discovery.served_models(client), model)
+        except discovery.AnswerError as exc:
+            raise UsageError(f"{url} cannot be benchmarked: {exc}") from None
+        endpoint = Endpoint(
+            base_url=url,
+            platform="cloud-run",
+            max_model_len=None if card is None else card.max_model_len,
+            transport=TransportKind.AIOHTTP.value,
+        )
+        counter = await choose_counter(client, model, plan.api)
+        spec = ClientSpec(url, TransportKind.AIOHTTP, args.connect_timeout, args.timeout, max(args.concurrency))
+        async with worker_pool(workers, spec) as pool:
+            return await run_task(
+                client,
+                plan,
+                endpoint,
+                slot=slot,
+                output=output,
+                counter=counter,
+                barrier=FileBarrier(output.parent, timeout_s=args.barrier_timeout),
+                pool=pool,
+                headers=lambda: auth_headers(client),
+            )
+
+
+# --- parsers ----------------------------------------------------------------------------------------
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    add_workload: Callable[[argparse.ArgumentParser], object],
+    add_gates: Callable[[argparse.ArgumentParser], object],
+) -> None:
+    """``bench task`` and ``bench collect`` (registered as ``bench-task``/``bench-collect``; verify.cli
+    maps the two-word spelling onto them)."""
+    task = subparsers.add_parser(
+        "bench-task",
+        prog="python -m verify bench task",
+        help="(run by the load-generator job) this task's share of every cell",
+    )
+    add_workload(task)
+    task.add_argument("--run-id", required=True, help="the execution's folder under --results")
+    task.add_argument("--url", help="the service (default $BENCH_URL)")
+    task.add_argument("--model", help="served model name (default $BENCH_MODEL)")
+    task.add_argument("--results", help="folder on the results volume (default $BENCH_RESULTS)")
+    task.add_argument("--workers", type=int, help="worker processes (default $BENCH_WORKERS, else the CPUs)")
+    task.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT_S)
+    task.add_argument("--timeout", type=float, default=DEFAULT_READ_TIMEOUT_S)
+    task.add_argument("--deadline", type=float, help="longest one request may take in all (default as bench)")
+    task.add_argument("--barrier-timeout", type=float, default=600.0, help="seconds to wait for the other tasks")
+    task.set_defaults(handler=run_task_command)
+    collect = subparsers.add_parser(
+        "bench-collect",
+        prog="python -m verify bench collect",
+        help="merge a load-generator run's task files into JSONL, CSV, Markdown and PNG",
+    )
+    collect.add_argument("directory", type=Path, metavar="DIR", help="the run's folder (copied from the bucket)")
+    collect.add_argument("--output", type=Path, metavar="FILE.jsonl", help="default DIR.jsonl")
+    add_gates(collect)
+    collect.set_defaults(handler=run_collect_command)
+
+
+def two_word_alias(argv: Sequence[str]) -> list[str]:
+    """``bench collect ...`` / ``bench task ...`` -> ``bench-collect ...`` / ``bench-task ...``."""
+    words = list(argv)
+    if len(words) >= 2 and words[0] == "bench" and words[1] in {"collect", "task"}:
+        return [f"bench-{words[1]}", *words[2:]]
+    return words

@@ -1,0 +1,115 @@
+"""Whether a cell's numbers describe the server or the load generator: trust, decided per cell.
+
+Why: a load generator short of CPU does not fail, it reports its own queue as the server's latency
+(TTFT and E2EL too high, TPOT and ITL too low, req/s too low), and nothing in the HTTP numbers shows
+it. Every load generator (each worker process, or the only one) watches its own event loop while it
+measures (verify.bench.stall); a cell is *untrusted* when any of them was saturated, i.e. when the
+latency its loop lag adds to each request reaches ``TOLERANCE_SHARE_OF_TTFT`` of the cell's mean TTFT.
+
+How much latency a busy loop adds: every request passes through the loop several times before its
+first token is timed (the send path through httpx and aiohttp, then noticing the answer), and each
+pass waits about one loop iteration, which is what the probe's mean lateness measures. Against
+benchmarks/scripted_server.py (the true TTFT known) the mean TTFT was too high by about
+``LAG_TO_TTFT_ERROR`` times the mean lateness (docs/benchmarking.md, "Accuracy against the truth"):
+0.7 ms of lag, +1.9 ms; 0.87 ms, +5.2 ms; 3.0 ms, +16 ms. So a cell is trusted while that estimate
+stays under 5% of its mean TTFT, the accuracy the client is held to.
+
+A single long stall of an otherwise idle loop (the machine descheduling the client once) is not
+saturation: it keeps its own warning (verify.bench.stall) and moves the cell's mean lateness only by
+its share of the time.
+
+An untrusted cell is still written (the numbers are evidence of what happened), marked in the JSONL
+(``trusted: false`` with the reason), the Markdown and the chart, and an ``--slo`` gate fails on it
+unless ``--allow-untrusted`` is given: a CI gate must not pass or fail on the client's numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from verify.bench.results import CellRecord
+from verify.bench.slo import Slo, violations, with_default_gate
+from verify.bench.stall import StallSummary
+
+# Measured ratio of the TTFT error to the probe's mean lateness (see the module docstring).
+LAG_TO_TTFT_ERROR = 6.0
+# The error a trusted cell may carry, as a share of its mean TTFT.
+TOLERANCE_SHARE_OF_TTFT = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Trust:
+    trusted: bool
+    reason: str | None = None
+
+
+def combined(stalls: Sequence[StallSummary]) -> StallSummary:
+    """All load generators' watches as one: the worst stall, the stalls summed, the worst mean lag."""
+    if not stalls:
+        return StallSummary(0.0, 0.0, 0)
+    return StallSummary(
+        max_ms=max(summary.max_ms for summary in stalls),
+        stalled_ms=sum(summary.stalled_ms for summary in stalls),
+        probes=sum(summary.probes for summary in stalls),
+        mean_ms=max(summary.mean_ms for summary in stalls),
+    )
+
+
+def added_latency_ms(summary: StallSummary) -> float:
+    """The latency a load generator with this loop lag adds to each request's TTFT (an estimate)."""
+    return LAG_TO_TTFT_ERROR * summary.mean_ms
+
+
+def _saturation(summary: StallSummary, mean_ttft_ms: float | None) -> str | None:
+    if not mean_ttft_ms:
+        return None  # no request succeeded: there is no latency the client could have distorted
+    added = added_latency_ms(summary)
+    if added >= TOLERANCE_SHARE_OF_TTFT * mean_ttft_ms:
+        return (
+            f"its event loop ran {summary.mean_ms:.1f} ms late on average, which adds about {added:.0f} ms to each "
+            "request"
+        )
+    return None
+
+
+def judge(stalls: Sequence[StallSummary], mean_ttft_ms: float | None) -> Trust:
+    """The cell's trust from every load generator's watch (one per worker)."""
+    found = [(index, reason) for index, summary in enumerate(stalls) if (reason := _saturation(summary, mean_ttft_ms))]
+    if not found:
+        return Trust(trusted=True)
+    who = "the load generator" if len(stalls) == 1 else f"{len(found)} of {len(stalls)} load-generator workers"
+    first = found[0][1] if len(stalls) == 1 else f"worker {found[0][0] + 1}: {found[0][1]}"
+    ttft = f" against a mean TTFT of {mean_ttft_ms:.0f} ms" if mean_ttft_ms else ""
+    return Trust(
+        trusted=False,
+        reason=(
+            f"untrusted: {who} ran out of CPU ({first}{ttft}), so these latencies include its own delay; "
+            "rerun with more --workers, on more CPUs, or nearer the service (--on-cloud-run)"
+        ),
+    )
+
+
+def untrusted_cells(records: Iterable[CellRecord]) -> list[CellRecord]:
+    return [record for record in records if record.measured and not record.trusted]
+
+
+def untrusted_gate(records: Iterable[CellRecord], *, gated: bool, allow_untrusted: bool) -> list[str]:
+    """Why an ``--slo`` gate cannot pass: one line per untrusted cell (none without a gate or when allowed)."""
+    if not gated or allow_untrusted:
+        return []
+    return [
+        f"context {record.requested_context} x concurrency {record.max_concurrency}: {record.untrusted_reason} "
+        "(--allow-untrusted to gate on it anyway)"
+        for record in untrusted_cells(records)
+    ]
+
+
+def gate_failures(slos: Sequence[Slo], records: Sequence[CellRecord], *, allow_untrusted: bool) -> list[str]:
+    """Every reason the run's gates fail: violated SLOs (with the default success-rate gate), then the
+    cells an explicit ``--slo`` cannot judge because they are untrusted."""
+    problems = [f"SLO violated {violation.describe()}" for violation in violations(with_default_gate(slos), records)]
+    problems += [
+        f"SLO not judged {line}" for line in untrusted_gate(records, gated=bool(slos), allow_untrusted=allow_untrusted)
+    ]
+    return problems

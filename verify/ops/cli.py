@@ -1,0 +1,162 @@
+"""`python -m verify preflight|status|logs --stack NAME`: flags, wiring and exit codes, nothing else.
+
+The work is in functions that return typed reports (`run_preflight`, `run_status`, `watch_status`,
+`run_logs`), so other callers (an MCP server) use them without argparse; this module builds the Google
+client from Application Default Credentials and renders.
+
+Exit codes: preflight 0 all clear, 1 a blocker, 2 could not check; status 0 ready, 1 failed / not
+deployed / not ready yet (or --watch timed out), 2 could not ask; logs 0 read and nothing recognised,
+1 a known failure recognised, 2 could not read.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TypeVar
+
+import pydantic
+from rich.text import Text
+
+from verify.argtypes import positive_int, positive_number
+from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, apis_from_environment
+from verify.ops.logs import DEFAULT_LIMIT, parse_since, run_logs, unreadable_report
+from verify.ops.preflight import run_preflight, unchecked_report
+from verify.ops.readiness import probe_readiness
+from verify.ops.render import (
+    print_json,
+    print_logs,
+    print_preflight,
+    print_status,
+    status_change_printer,
+)
+from verify.ops.stack import load_ops_stack
+from verify.ops.status import StatusReport, run_status, unknown_report, watch_status
+
+
+def register_preflight(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "preflight",
+        help="before `pulumi up`: APIs, permissions, quotas and TPU zones the stack needs",
+        description="Read-only checks of a stack's project before `pulumi up`. Exit codes: 0 all clear, "
+        "1 a blocker found, 2 could not check (no credentials, an API disabled or unreachable).",
+    )
+    _stack_arguments(parser)
+    parser.set_defaults(handler=_preflight)
+
+
+def register_status(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "status",
+        help="after `pulumi up`: the deployment's state (Cloud Run revision or TPU queued resource/node)",
+        description="Exit codes: 0 ready, 1 failed, not deployed or not ready yet (or --watch timed out), "
+        "2 could not ask Google.",
+    )
+    _stack_arguments(parser)
+    parser.add_argument("--watch", action="store_true", help="follow the rollout until it is ready or has failed")
+    parser.add_argument(
+        "--interval",
+        type=positive_number("--interval", "seconds"),
+        default=15.0,
+        metavar="S",
+        help="seconds between looks with --watch (default 15)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_number("--timeout", "seconds"),
+        default=3 * 3600.0,
+        metavar="S",
+        help="give up watching after S seconds (default 10800: a queued TPU can wait hours)",
+    )
+    parser.set_defaults(handler=_status)
+
+
+def register_logs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "logs",
+        help="the vLLM container's recent Cloud Logging lines, with known failures explained",
+        description="Exit codes: 0 read, no known failure; 1 a known failure recognised; 2 could not read.",
+    )
+    _stack_arguments(parser)
+    parser.add_argument(
+        "--since", type=_since, default=3600, metavar="AGE", help="how far back (30m, 1h, 2d; default 1h)"
+    )
+    parser.add_argument("--errors", action="store_true", help="only errors and recognised failures")
+    parser.add_argument(
+        "--limit",
+        type=positive_int("--limit"),
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"at most N newest entries (default {DEFAULT_LIMIT})",
+    )
+    parser.set_defaults(handler=_logs)
+
+
+def _stack_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stack", required=True, metavar="NAME", help="the stack file Pulumi.NAME.yaml (run from the project)"
+    )
+    parser.add_argument("--project", metavar="ID", help="the Google Cloud project (default: the stack's gcp:project)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+
+
+def _since(value: str) -> int:
+    try:
+        return parse_since(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+Report = TypeVar("Report", bound=pydantic.BaseModel)
+
+
+def _show(report: Report, args: argparse.Namespace, table: Callable[[Report], None]) -> None:
+    if args.json:
+        print_json(report)
+    else:
+        table(report)
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    stack = load_ops_stack(args.stack, project=args.project)
+    try:
+        with apis_from_environment() as apis:
+            report = run_preflight(stack, apis)
+    except CannotCheckError as error:
+        report = unchecked_report(stack, str(error), ADC_SETUP_COMMAND)
+    _show(report, args, print_preflight)
+    return report.exit_code
+
+
+def _status(args: argparse.Namespace) -> int:
+    stack = load_ops_stack(args.stack, project=args.project)
+    try:
+        with apis_from_environment() as apis:
+
+            def look() -> StatusReport:
+                return run_status(stack, apis, probe=probe_readiness)
+
+            if args.watch:
+                console = status_change_printer()
+
+                def changed(report: StatusReport) -> None:
+                    console.print(Text(f"{report.state.value}: {report.summary}"))
+
+                report = watch_status(look, timeout_s=args.timeout, interval_s=args.interval, on_change=changed)
+            else:
+                report = look()
+    except CannotCheckError as error:
+        report = unknown_report(stack, str(error), ADC_SETUP_COMMAND)
+    _show(report, args, print_status)
+    return report.exit_code
+
+
+def _logs(args: argparse.Namespace) -> int:
+    stack = load_ops_stack(args.stack, project=args.project)
+    try:
+        with apis_from_environment() as apis:
+            report = run_logs(stack, apis, since_s=args.since, errors_only=args.errors, limit=args.limit)
+    except CannotCheckError as error:
+        report = unreadable_report(stack, since_s=args.since, problem=str(error), fix=ADC_SETUP_COMMAND)
+    _show(report, args, print_logs)
+    return report.exit_code

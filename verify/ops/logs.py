@@ -1,0 +1,247 @@
+"""`verify logs`: the vLLM container's recent lines from Cloud Logging, with known failures explained.
+
+What is read (Logging v2 entries.list, newest first, then shown oldest first):
+- Cloud Run stacks: the service's revisions (`cloud_run_revision`, the container's stdout/stderr and
+  Cloud Run's system lines such as startup probe failures) and the stack's weight import jobs
+  (`cloud_run_job` named `gemma-<stack>-import-*`, where Hugging Face 401/404 show up).
+- TPU stacks: the container's output, which the startup script sends through Docker's gcplogs driver
+  (log `gcplogs-docker-driver`, container `gemma-vllm`), and the startup script's own lines
+  (`gemma-vllm-startup: ...`, forwarded by the guest agent).
+
+`--errors` keeps the lines that matter: every recognised signature; vLLM's own ERROR/CRITICAL lines (its
+level, read from the line, wins over Cloud Logging's severity, since vLLM writes every level to stderr);
+other lines of severity ERROR or worse.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pydantic
+
+from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.signatures import SIGNATURES, match
+from verify.ops.stack import TPU_CONTAINER_NAME, TPU_STARTUP_LOG_PREFIX, OpsStack
+
+DEFAULT_LIMIT = 500
+_SEVERE = {"ERROR", "CRITICAL", "ALERT", "EMERGENCY"}
+# vLLM's log format (vllm/logger.py _FORMAT): "(<process> pid=N) LEVEL MM-DD HH:MM:SS [file:line] message".
+_VLLM_LEVEL = re.compile(r"(?:^|\) )(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d ")
+_SINCE = re.compile(r"^(\d+)\s*([smhd])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class LogLine(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    timestamp: str
+    severity: str
+    source: str  # revision, job or container the line came from
+    text: str
+    signature: str | None = None
+
+
+class Diagnosis(pydantic.BaseModel):
+    """One recognised failure: what it means and what to do, with how often and where it was seen."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    signature: str
+    explanation: str
+    fix: str
+    source: str
+    count: int
+    first_seen: str
+    example: str
+
+
+class LogsReport(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    project: str
+    platform: str
+    since: str
+    filter: str
+    lines: list[LogLine]
+    diagnoses: list[Diagnosis]
+    problem: str | None = None
+    fix: str | None = None
+
+    @pydantic.computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        """2 when the logs could not be read; 1 when a known failure was recognised; else 0."""
+        if self.problem is not None:
+            return EXIT_CANNOT_CHECK
+        return EXIT_BLOCKED if self.diagnoses else EXIT_OK
+
+
+def parse_since(value: str) -> int:
+    """Seconds from `30m`, `1h`, `2d`; ValueError naming the accepted forms."""
+    found = _SINCE.match(value.strip())
+    if not found or int(found.group(1)) <= 0:
+        raise ValueError(f"--since {value!r}: write a positive whole number with s, m, h or d (e.g. 30m, 1h, 2d)")
+    return int(found.group(1)) * _UNIT_SECONDS[found.group(2)]
+
+
+def log_filter(stack: OpsStack, since: datetime) -> str:
+    """Cloud Logging's query language (https://cloud.google.com/logging/docs/view/logging-query-language)."""
+    after = f'timestamp>="{since.strftime("%Y-%m-%dT%H:%M:%SZ")}"'
+    if stack.tpu is not None:
+        container = (
+            f'logName="projects/{stack.project}/logs/gcplogs-docker-driver" '
+            f'AND jsonPayload.container.name="/{TPU_CONTAINER_NAME}"'
+        )
+        startup = f'(textPayload:"{TPU_STARTUP_LOG_PREFIX}" OR jsonPayload.message:"{TPU_STARTUP_LOG_PREFIX}")'
+        return f"{after} AND (({container}) OR {startup})"
+    service = (
+        f'resource.type="cloud_run_revision" AND resource.labels.location="{stack.region}" '
+        f'AND resource.labels.service_name:"{stack.base_name}"'
+    )
+    jobs = f'resource.type="cloud_run_job" AND resource.labels.job_name:"{stack.import_job_prefix}"'
+    return f"{after} AND (({service}) OR ({jobs}))"
+
+
+def run_logs(
+    stack: OpsStack,
+    apis: GoogleApis,
+    *,
+    since_s: int = 3600,
+    errors_only: bool = False,
+    limit: int = DEFAULT_LIMIT,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> LogsReport:
+    query = log_filter(stack, now() - timedelta(seconds=since_s))
+    base = {
+        "stack": stack.name,
+        "project": stack.project,
+        "platform": stack.platform,
+        "since": f"{since_s}s",
+        "filter": query,
+    }
+    try:
+        entries = _entries(apis, stack.project, query, limit)
+    except GoogleApiError as error:
+        return LogsReport(**base, lines=[], diagnoses=[], problem=str(error), fix=_read_fix(error, stack.project))
+    except CannotCheckError as error:
+        return LogsReport(**base, lines=[], diagnoses=[], problem=str(error))
+    lines = [_line(entry) for entry in reversed(entries)]  # oldest first, as a log reads
+    diagnoses = _diagnose(lines)
+    if errors_only:
+        lines = [line for line in lines if _is_error(line)]
+    return LogsReport(**base, lines=lines, diagnoses=diagnoses)
+
+
+def unreadable_report(stack: OpsStack, *, since_s: int, problem: str, fix: str | None) -> LogsReport:
+    """The report when nothing could be read (no credentials)."""
+    return LogsReport(
+        stack=stack.name,
+        project=stack.project,
+        platform=stack.platform,
+        since=f"{since_s}s",
+        filter="",
+        lines=[],
+        diagnoses=[],
+        problem=problem,
+        fix=fix,
+    )
+
+
+def _read_fix(error: GoogleApiError, project: str) -> str:
+    if error.permission_denied:
+        return f"reading logs needs roles/logging.viewer on {project} (logging.logEntries.list)"
+    return error.advice(project)
+
+
+def _entries(apis: GoogleApis, project: str, query: str, limit: int) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    body: dict[str, Any] = {
+        "resourceNames": [f"projects/{project}"],
+        "filter": query,
+        "orderBy": "timestamp desc",
+        "pageSize": min(limit, 1000),
+    }
+    while len(entries) < limit:
+        page = apis.post("logging", "entries:list", body)
+        entries += [entry for entry in page.get("entries") or [] if isinstance(entry, dict)]
+        token = page.get("nextPageToken")
+        if not token:
+            break
+        body = {**body, "pageToken": token}
+    return entries[:limit]
+
+
+def _line(entry: dict[str, Any]) -> LogLine:
+    text = _text(entry)
+    signature = match(text)
+    return LogLine(
+        timestamp=str(entry.get("timestamp", "")),
+        severity=str(entry.get("severity", "DEFAULT")),
+        source=_source(entry),
+        text=text,
+        signature=signature.id if signature else None,
+    )
+
+
+def _text(entry: dict[str, Any]) -> str:
+    if entry.get("textPayload") is not None:
+        return str(entry["textPayload"]).rstrip("\n")
+    payload = entry.get("jsonPayload")
+    if isinstance(payload, dict):
+        message = payload.get("message") or payload.get("data")
+        if message is not None:
+            return str(message).rstrip("\n")
+        return json.dumps(payload, sort_keys=True)
+    if isinstance(entry.get("protoPayload"), dict):
+        status = entry["protoPayload"].get("status") or {}
+        return str(status.get("message") or entry["protoPayload"].get("methodName") or "")
+    return ""
+
+
+def _source(entry: dict[str, Any]) -> str:
+    labels = (entry.get("resource") or {}).get("labels") or {}
+    for key in ("revision_name", "job_name"):
+        if labels.get(key):
+            return str(labels[key])
+    payload = entry.get("jsonPayload")
+    if isinstance(payload, dict) and isinstance(payload.get("container"), dict):
+        return str(payload["container"].get("name", "")).lstrip("/")
+    if labels.get("instance_id"):
+        return str(labels["instance_id"])
+    return str(entry.get("logName", "")).rsplit("/", 1)[-1]
+
+
+def _is_error(line: LogLine) -> bool:
+    """vLLM's own level wins over Cloud Logging's severity (stderr lines of every level may arrive as ERROR)."""
+    if line.signature is not None:
+        return True
+    level = _VLLM_LEVEL.search(line.text)
+    if level is not None:
+        return level.group(1) in {"ERROR", "CRITICAL"}
+    return line.severity in _SEVERE
+
+
+def _diagnose(lines: list[LogLine]) -> list[Diagnosis]:
+    by_id = {signature.id: signature for signature in SIGNATURES}
+    seen: dict[str, list[LogLine]] = {}
+    for line in lines:
+        if line.signature is not None:
+            seen.setdefault(line.signature, []).append(line)
+    return [
+        Diagnosis(
+            signature=key,
+            explanation=by_id[key].explanation,
+            fix=by_id[key].fix,
+            source=by_id[key].source,
+            count=len(found),
+            first_seen=found[0].timestamp,
+            example=found[0].text[:300],
+        )
+        for key, found in seen.items()
+    ]

@@ -1,0 +1,405 @@
+"""`verify preflight`: will `pulumi up` get what this stack needs? APIs, permissions, quotas, TPU zones.
+
+Every call here reads (services:batchGet, testIamPermissions, quotaInfos.list, timeSeries.list,
+acceleratorTypes.list, runtimeVersions.list); nothing is enabled, requested or created. A section whose
+own API refuses (disabled, no access) becomes one `unchecked` finding with the fix, and the other
+sections still run, so one run shows everything that can be known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pydantic
+
+from verify.ops import catalog
+from verify.ops.findings import Finding, Verdict, exit_code
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
+from verify.ops.stack import OpsStack, TpuShape
+from verify.ops.status import find_service
+
+
+class PreflightReport(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    project: str
+    platform: str
+    region: str
+    zone: str | None
+    accelerator: str
+    findings: list[Finding]
+
+    @pydantic.computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.findings)
+
+
+def run_preflight(stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datetime.now(UTC)) -> PreflightReport:
+    """Every preflight check for one stack, in the order a user would fix them."""
+    granted, permission_findings = _permissions(stack, apis)
+    findings = [*_apis(stack, apis, granted), *permission_findings]
+    if stack.cloud_run is not None:
+        findings += _cloud_run_quotas(stack, apis, now)
+    if stack.tpu is not None:
+        findings += _tpu_quota(stack, stack.tpu, apis, now)
+        findings += _tpu_zones(stack, stack.tpu, apis)
+    return _report(stack, findings)
+
+
+def unchecked_report(stack: OpsStack, reason: str, fix: str | None) -> PreflightReport:
+    """The report when nothing could be asked (no credentials)."""
+    finding = Finding(area="credentials", item="google", verdict=Verdict.UNCHECKED, detail=reason, fix=fix)
+    return _report(stack, [finding])
+
+
+def _report(stack: OpsStack, findings: list[Finding]) -> PreflightReport:
+    return PreflightReport(
+        stack=stack.name,
+        project=stack.project,
+        platform=stack.platform,
+        region=stack.region,
+        zone=stack.tpu.zone if stack.tpu else None,
+        accelerator=stack.accelerator,
+        findings=findings,
+    )
+
+
+def _guarded(area: str, item: str, project: str, check: Callable[[], list[Finding]]) -> list[Finding]:
+    """Run one section; an API that refuses or cannot be reached makes it `unchecked`, with the fix."""
+    try:
+        return check()
+    except GoogleApiError as error:
+        return [Finding(area=area, item=item, verdict=Verdict.UNCHECKED, detail=str(error), fix=error.advice(project))]
+    except CannotCheckError as error:
+        return [Finding(area=area, item=item, verdict=Verdict.UNCHECKED, detail=str(error))]
+
+
+# --- permissions -----------------------------------------------------------------------------------------
+
+
+def _permissions(stack: OpsStack, apis: GoogleApis) -> tuple[set[str] | None, list[Finding]]:
+    wanted = catalog.permissions_for(stack.platform)
+    granted: set[str] | None = None
+
+    def check() -> list[Finding]:
+        nonlocal granted
+        answer = apis.post(
+            "cloudresourcemanager",
+            f"projects/{stack.project}:testIamPermissions",
+            {"permissions": [permission.name for permission in wanted]},
+        )
+        granted = {str(name) for name in answer.get("permissions") or []}
+        missing = [permission for permission in wanted if permission.name not in granted]
+        if not missing:
+            return [
+                Finding(
+                    area="permissions",
+                    item="deployer",
+                    verdict=Verdict.PASS,
+                    detail=f"all {len(wanted)} permissions `pulumi up` uses are granted",
+                )
+            ]
+        return [
+            Finding(
+                area="permissions",
+                item=permission.name,
+                verdict=Verdict.BLOCKER,
+                detail=f"missing ({permission.why})",
+                fix=f"grant {permission.role}: gcloud projects add-iam-policy-binding {stack.project} "
+                f"--member user:<you> --role {permission.role}",
+            )
+            for permission in missing
+        ]
+
+    findings = _guarded("permissions", "testIamPermissions", stack.project, check)
+    return granted, findings
+
+
+# --- APIs ------------------------------------------------------------------------------------------------
+
+
+def _apis(stack: OpsStack, apis: GoogleApis, granted: set[str] | None) -> list[Finding]:
+    def check() -> list[Finding]:
+        names = [f"projects/{stack.project}/services/{api}" for api in stack.apis]
+        answer = apis.get("serviceusage", f"projects/{stack.project}/services:batchGet", {"names": names})
+        states = {
+            str(service.get("name", "")).rsplit("/", 1)[-1]: str(service.get("state", ""))
+            for service in answer.get("services") or []
+        }
+        may_enable = granted is not None and catalog.ENABLE_APIS_PERMISSION in granted
+        findings: list[Finding] = []
+        for api in stack.apis:
+            state = states.get(api, "unknown")
+            if state == "ENABLED":
+                findings.append(Finding(area="apis", item=api, verdict=Verdict.PASS, detail="enabled"))
+            elif may_enable:
+                findings.append(
+                    Finding(
+                        area="apis",
+                        item=api,
+                        verdict=Verdict.PASS,
+                        detail=f"{state.lower()}; `pulumi up` enables it (you hold serviceusage.services.enable)",
+                    )
+                )
+            elif granted is None:
+                findings.append(
+                    Finding(
+                        area="apis",
+                        item=api,
+                        verdict=Verdict.UNCHECKED,
+                        detail=f"{state.lower()}; whether you may enable it is unknown (permissions unchecked)",
+                        fix=f"gcloud services enable {api} --project {stack.project}",
+                    )
+                )
+            else:
+                findings.append(
+                    Finding(
+                        area="apis",
+                        item=api,
+                        verdict=Verdict.BLOCKER,
+                        detail=f"{state.lower()}, and you may not enable APIs",
+                        fix=f"ask a project owner: gcloud services enable {api} --project {stack.project}, or grant "
+                        "you roles/serviceusage.serviceUsageAdmin",
+                    )
+                )
+        return findings
+
+    return _guarded("apis", "services:batchGet", stack.project, check)
+
+
+# --- quotas ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Need:
+    """One Cloud Run quota the stack draws on, and how much of it one rollout needs."""
+
+    item: str
+    quota: QuotaInfo | None
+    name: str  # the metric or quota ID looked for, for the "not found" row
+    needed: float
+    unit: str  # GPU, vCPU or GiB
+    request_url: str
+
+
+def _cloud_run_quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
+    run = stack.cloud_run
+    assert run is not None
+    console = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
+
+    def check() -> list[Finding]:
+        infos = quota_infos(apis, stack.project, "run.googleapis.com")
+        own = _deployed_allocation(stack, apis)
+        gpu_metric = catalog.cloud_run_gpu_metric(run.gpu, zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled)
+        redundancy = "without" if run.gpu_zonal_redundancy_disabled else "with"
+        needs = (
+            _Need(
+                f"{run.gpu} GPUs ({redundancy} zonal redundancy)",
+                find_by_metric(infos, gpu_metric),
+                gpu_metric,
+                float(run.max_instances),
+                "GPU",
+                catalog.CLOUD_RUN_GPU_QUOTA_URL,
+            ),
+            _Need(
+                "CPU",
+                find_by_id(infos, catalog.CLOUD_RUN_CPU_QUOTA_ID),
+                catalog.CLOUD_RUN_CPU_QUOTA_ID,
+                float(run.cpu * run.max_instances),
+                "vCPU",
+                console,
+            ),
+            _Need(
+                "memory",
+                find_by_id(infos, catalog.CLOUD_RUN_MEMORY_QUOTA_ID),
+                catalog.CLOUD_RUN_MEMORY_QUOTA_ID,
+                float(run.memory_gib * run.max_instances),
+                "GiB",
+                console,
+            ),
+        )
+        return [_cloud_run_quota(stack, apis, need, own[need.unit], now) for need in needs]
+
+    return _guarded("quota", "run.googleapis.com", stack.project, check)
+
+
+def _cloud_run_quota(stack: OpsStack, apis: GoogleApis, need: _Need, own: float, now: Now) -> Finding:
+    region = stack.region
+    if need.quota is None:
+        return Finding(
+            area="quota",
+            item=need.item,
+            verdict=Verdict.BLOCKER if need.unit == "GPU" else Verdict.UNCHECKED,
+            detail=f"the project has no {need.name} quota for run.googleapis.com",
+            fix=f"request it in {region}: {need.request_url}",
+            needed=need.needed,
+            unit=need.unit,
+        )
+    scale = 1.0
+    if need.unit == "GiB":
+        per_unit = catalog.memory_unit_gib(need.quota.metric_unit)
+        if per_unit is None:
+            return Finding(
+                area="quota",
+                item=need.item,
+                verdict=Verdict.UNCHECKED,
+                detail=f"{need.quota.label}: unit {need.quota.metric_unit!r} is not a byte unit",
+            )
+        scale = per_unit
+    # A service this stack already runs is replaced, not added: its allocation is not a competitor.
+    usage = max(allocation_usage(apis, stack.project, need.quota.metric, region, now) - own / scale, 0.0)
+    return compare(
+        need.quota,
+        area="quota",
+        item=need.item,
+        location=region,
+        needed=need.needed,
+        usage=usage,
+        unit=need.unit,
+        scale=scale,
+        request_url=need.request_url,
+    )
+
+
+def _deployed_allocation(stack: OpsStack, apis: GoogleApis) -> dict[str, float]:
+    """What the stack's existing service holds (GPU, vCPU, GiB x max instances); zero when there is none."""
+    held = {"GPU": 0.0, "vCPU": 0.0, "GiB": 0.0}
+    try:
+        service = find_service(stack, apis)
+    except (GoogleApiError, CannotCheckError):
+        return held  # Run API disabled or unreadable: nothing deployed that we can see
+    if service is None:
+        return held
+    template = service.get("template") or {}
+    instances = float((template.get("scaling") or {}).get("maxInstanceCount") or 0)
+    limits = ((template.get("containers") or [{}])[0].get("resources") or {}).get("limits") or {}
+    held["GPU"] = instances * float(limits.get("nvidia.com/gpu") or (1 if template.get("nodeSelector") else 0))
+    held["vCPU"] = instances * _cpu(str(limits.get("cpu") or "0"))
+    held["GiB"] = instances * _gib(str(limits.get("memory") or "0"))
+    return held
+
+
+def _cpu(value: str) -> float:
+    return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
+
+
+_MEMORY_SUFFIX_GIB = {
+    "Ki": 1 / 2**20,
+    "Mi": 1 / 2**10,
+    "Gi": 1.0,
+    "Ti": 2**10,
+    "K": 1e3 / 2**30,
+    "M": 1e6 / 2**30,
+    "G": 1e9 / 2**30,
+}
+
+
+def _gib(value: str) -> float:
+    """Kubernetes quantities as Cloud Run writes memory limits (`32Gi`, `512Mi`)."""
+    for suffix, factor in _MEMORY_SUFFIX_GIB.items():
+        if value.endswith(suffix):
+            return float(value[: -len(suffix)]) * factor
+    return float(value) / 2**30
+
+
+def _tpu_quota(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> list[Finding]:
+    if tpu.reservation is not None:
+        return [
+            Finding(
+                area="quota",
+                item=f"TPU v6e ({tpu.provisioning})",
+                verdict=Verdict.INFO,
+                detail=f"draws on reservation {tpu.reservation}, not on quota; check its free chips in the console",
+            )
+        ]
+    kind = "preemptible" if tpu.preemptible else "on-demand"
+
+    def check() -> list[Finding]:
+        infos = [
+            info
+            for info in quota_infos(apis, stack.project, "tpu.googleapis.com")
+            if "v6e" in f"{info.quota_id} {info.metric}".lower()
+            and ("preemptible" in f"{info.quota_id} {info.metric}".lower()) == tpu.preemptible
+        ]
+        request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
+        if not infos:
+            return [
+                Finding(
+                    area="quota",
+                    item=f"TPU v6e chips ({kind})",
+                    verdict=Verdict.BLOCKER,
+                    detail=f"no {kind} TPU v6e quota in tpu.googleapis.com for this project",
+                    fix=f"request {kind} TPU v6e quota in {tpu.zone}: {request_url}",
+                    needed=float(tpu.chips),
+                    unit="chips",
+                )
+            ]
+        findings = []
+        for info in infos:
+            location = tpu.zone if "zone" in info.dimensions or not info.dimensions else stack.region
+            usage = allocation_usage(apis, stack.project, info.metric, location, now)
+            findings.append(
+                compare(
+                    info,
+                    area="quota",
+                    item=f"TPU v6e chips ({kind}, {tpu.provisioning})",
+                    location=location,
+                    needed=float(tpu.chips),
+                    usage=usage,
+                    unit="chips",
+                    request_url=request_url,
+                )
+            )
+        return findings
+
+    return _guarded("quota", "tpu.googleapis.com", stack.project, check)
+
+
+# --- TPU zones -------------------------------------------------------------------------------------------
+
+
+def _tpu_zones(stack: OpsStack, tpu: TpuShape, apis: GoogleApis) -> list[Finding]:
+    def offers(zone: str) -> bool:
+        path = f"projects/{stack.project}/locations/{zone}/acceleratorTypes"
+        return any(item.get("type") == tpu.accelerator_type for item in apis.pages("tpu", path, "acceleratorTypes"))
+
+    def check() -> list[Finding]:
+        here = offers(tpu.zone)
+        others = [zone for zone in tpu.candidate_zones if zone != tpu.zone and offers(zone)]
+        elsewhere = f"; also offered in {', '.join(others)}" if others else "; no other candidate zone offers it"
+        findings = [
+            Finding(
+                area="tpu-zone",
+                item=f"{tpu.accelerator_type} in {tpu.zone}",
+                verdict=Verdict.PASS if here else Verdict.BLOCKER,
+                detail=("offered" if here else "not offered") + elsewhere,
+                fix=None
+                if here
+                else "move the stack: set gemma-serving:region and gemma-serving:tpu.zone to one of "
+                + (", ".join(others) or "the zones in stacks/tpu.py"),
+            )
+        ]
+        runtimes = {
+            str(item.get("version", ""))
+            for item in apis.pages(
+                "tpu", f"projects/{stack.project}/locations/{tpu.zone}/runtimeVersions", "runtimeVersions"
+            )
+        }
+        has_runtime = tpu.runtime_version in runtimes
+        findings.append(
+            Finding(
+                area="tpu-zone",
+                item=f"runtime {tpu.runtime_version} in {tpu.zone}",
+                verdict=Verdict.PASS if has_runtime else Verdict.BLOCKER,
+                detail="offered" if has_runtime else f"not offered (the zone lists {len(runtimes)} other versions)",
+                fix=None if has_runtime else "pick a zone that lists it (gcloud compute tpus versions list --zone Z)",
+            )
+        )
+        return findings
+
+    return _guarded("tpu-zone", tpu.zone, stack.project, check)

@@ -1,0 +1,158 @@
+"""Quota limits from the Cloud Quotas API, usage from Cloud Monitoring, compared with what a stack needs.
+
+Shapes: `QuotaInfo` and `DimensionsInfo` from google/api/cloudquotas/v1/resources.proto (int64 values
+arrive as JSON strings); `TimeSeries` from monitoring.v3's discovery document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+
+import pydantic
+
+from verify.ops.catalog import QUOTA_USAGE_METRIC
+from verify.ops.findings import Finding, Verdict
+from verify.ops.google import GoogleApis
+
+Now = Callable[[], datetime]
+
+
+class _Api(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+
+class QuotaDetails(_Api):
+    value: int = 0
+
+
+class DimensionsInfo(_Api):
+    dimensions: dict[str, str] = pydantic.Field(default_factory=dict)
+    details: QuotaDetails = QuotaDetails()
+    applicable_locations: list[str] = pydantic.Field(default_factory=list, alias="applicableLocations")
+
+
+class QuotaInfo(_Api):
+    name: str = ""
+    quota_id: str = pydantic.Field(default="", alias="quotaId")
+    metric: str = ""
+    service: str = ""
+    dimensions: list[str] = pydantic.Field(default_factory=list)
+    quota_display_name: str = pydantic.Field(default="", alias="quotaDisplayName")
+    metric_unit: str = pydantic.Field(default="", alias="metricUnit")
+    dimensions_infos: list[DimensionsInfo] = pydantic.Field(default_factory=list, alias="dimensionsInfos")
+    service_request_quota_uri: str = pydantic.Field(default="", alias="serviceRequestQuotaUri")
+
+    @property
+    def label(self) -> str:
+        return self.quota_display_name or self.quota_id
+
+    def limit_at(self, location: str) -> int | None:
+        """The value in effect at a region or zone: the most specific dimensions info that applies."""
+        for info in self.dimensions_infos:  # ordered from more to less specific (resources.proto)
+            pinned = info.dimensions.get("region") or info.dimensions.get("zone")
+            if pinned is not None:
+                if pinned == location:
+                    return info.details.value
+                continue
+            if not info.applicable_locations or location in info.applicable_locations:
+                return info.details.value
+        return None
+
+
+def quota_infos(apis: GoogleApis, project: str, service: str) -> list[QuotaInfo]:
+    """quotaInfos.list for one service (GET .../locations/global/services/<service>/quotaInfos)."""
+    path = f"projects/{project}/locations/global/services/{service}/quotaInfos"
+    return [QuotaInfo.model_validate(item) for item in apis.pages("cloudquotas", path, "quotaInfos")]
+
+
+def allocation_usage(apis: GoogleApis, project: str, metric: str, location: str, now: Now) -> float:
+    """The latest allocation usage of a quota metric at a location; 0 when Monitoring has no series."""
+    end = now()
+    params = {
+        "filter": (
+            f'metric.type="{QUOTA_USAGE_METRIC}" AND resource.type="consumer_quota" '
+            f'AND metric.labels.quota_metric="{metric}" AND resource.labels.location="{location}"'
+        ),
+        "interval.startTime": _rfc3339(end - timedelta(days=1)),
+        "interval.endTime": _rfc3339(end),
+    }
+    latest = 0.0
+    for series in apis.pages("monitoring", f"projects/{project}/timeSeries", "timeSeries", params):
+        points = series.get("points") or []
+        if points:  # newest first (monitoring.v3 TimeSeries.points)
+            value = points[0].get("value") or {}
+            latest = max(latest, float(value.get("int64Value") or value.get("doubleValue") or 0))
+    return latest
+
+
+def compare(
+    info: QuotaInfo,
+    *,
+    area: str,
+    item: str,
+    location: str,
+    needed: float,
+    usage: float,
+    unit: str,
+    scale: float = 1.0,
+    request_url: str,
+) -> Finding:
+    """Pass when limit - usage covers what the stack needs; otherwise a blocker naming where to ask."""
+    raw = info.limit_at(location)
+    if raw is None:
+        return Finding(
+            area=area,
+            item=item,
+            verdict=Verdict.BLOCKER,
+            detail=f"{info.label}: no value applies in {location}",
+            fix=f"request {info.quota_id} in {location}: {request_url}",
+            needed=needed,
+            unit=unit,
+        )
+    if raw < 0:
+        return Finding(
+            area=area, item=item, verdict=Verdict.PASS, detail=f"{info.label}: unlimited in {location}", unit=unit
+        )
+    limit = raw * scale
+    used = usage * scale
+    free = limit - used
+    numbers = f"limit {_num(limit)}, in use {_num(used)}, needs {_num(needed)} {unit} in {location}"
+    if free >= needed:
+        return Finding(
+            area=area,
+            item=item,
+            verdict=Verdict.PASS,
+            detail=f"{info.label}: {numbers}",
+            limit=limit,
+            usage=used,
+            needed=needed,
+            unit=unit,
+        )
+    return Finding(
+        area=area,
+        item=item,
+        verdict=Verdict.BLOCKER,
+        detail=f"{info.label}: {numbers}",
+        fix=f"request at least {_num(needed + used)} {unit} for {info.quota_id} in {location}: {request_url}",
+        limit=limit,
+        usage=used,
+        needed=needed,
+        unit=unit,
+    )
+
+
+def find_by_metric(infos: Iterable[QuotaInfo], metric: str) -> QuotaInfo | None:
+    return next((info for info in infos if info.metric == metric), None)
+
+
+def find_by_id(infos: Iterable[QuotaInfo], quota_id: str) -> QuotaInfo | None:
+    return next((info for info in infos if info.quota_id == quota_id), None)
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if value == int(value) else f"{value:.1f}"
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

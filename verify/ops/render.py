@@ -1,0 +1,165 @@
+"""Tables for people, one JSON document for machines: the three ops reports, drawn and nothing decided.
+
+Text from Google or from logs is always passed as `rich.text.Text`, so brackets in it are never markup.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+import pydantic
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from verify.health.console import _stdout_console  # the 120-column console verify health prints with
+from verify.ops.findings import Verdict
+from verify.ops.logs import LogsReport
+from verify.ops.preflight import PreflightReport
+from verify.ops.status import RolloutState, StatusReport
+
+_VERDICTS: dict[Verdict, tuple[str, str]] = {
+    Verdict.PASS: ("PASS", "bold green"),
+    Verdict.BLOCKER: ("BLOCKER", "bold red"),
+    Verdict.UNCHECKED: ("UNCHECKED", "bold yellow"),
+    Verdict.INFO: ("info", "cyan"),
+}
+_STATES: dict[RolloutState, str] = {
+    RolloutState.READY: "bold green",
+    RolloutState.IN_PROGRESS: "bold yellow",
+    RolloutState.FAILED: "bold red",
+    RolloutState.NOT_DEPLOYED: "bold red",
+    RolloutState.UNKNOWN: "bold yellow",
+}
+_EXIT_WORDS = {0: "all clear", 1: "blocked", 2: "could not check everything"}
+
+
+def print_json(report: pydantic.BaseModel, stream: TextIO | None = None) -> None:
+    out = stream if stream is not None else sys.stdout
+    out.write(report.model_dump_json(indent=2) + "\n")
+
+
+def print_preflight(report: PreflightReport, console: Console | None = None) -> None:
+    out = console if console is not None else _stdout_console()
+    where = f"{report.region}" + (f" / {report.zone}" if report.zone else "")
+    out.print(
+        Text.assemble(
+            ("verify preflight ", "bold"), f"{report.stack}: {report.accelerator} in {where}, project {report.project}"
+        )
+    )
+    table = Table(show_header=True, header_style="bold")
+    for column in ("area", "item", "result", "details", "fix"):
+        table.add_column(column, overflow="fold")
+    for finding in report.findings:
+        label, style = _VERDICTS[finding.verdict]
+        table.add_row(
+            finding.area, Text(finding.item), Text(label, style=style), Text(finding.detail), Text(finding.fix or "")
+        )
+    out.print(table)
+    style = "bold green" if report.exit_code == 0 else "bold red"
+    counts = {verdict: sum(1 for f in report.findings if f.verdict is verdict) for verdict in Verdict}
+    out.print(
+        Text(
+            f"{_EXIT_WORDS[report.exit_code]}: {counts[Verdict.BLOCKER]} blocker(s), "
+            f"{counts[Verdict.UNCHECKED]} unchecked, {counts[Verdict.PASS]} passed (exit {report.exit_code})",
+            style=style,
+        )
+    )
+
+
+def print_status(report: StatusReport, console: Console | None = None) -> None:
+    out = console if console is not None else _stdout_console()
+    out.print(
+        Text.assemble(
+            ("verify status ", "bold"),
+            f"{report.stack} ({report.platform}, project {report.project}): ",
+            (report.state.value.upper(), _STATES[report.state]),
+            " (timed out)" if report.timed_out else "",
+        )
+    )
+    table = Table(show_header=False)
+    table.add_column("fact", style="bold")
+    table.add_column("value", overflow="fold")
+    table.add_row("summary", Text(report.summary))
+    if report.cloud_run is not None:
+        run = report.cloud_run
+        rows = [
+            ("service", run.service),
+            ("ready", run.ready),
+            ("latest created", run.latest_created_revision or "-"),
+            ("latest ready", run.latest_ready_revision or "-"),
+            ("traffic", ", ".join(run.traffic) or "-"),
+            ("candidate", run.candidate_url and f"{run.candidate_revision} at {run.candidate_url}"),
+            ("failing revision", run.failing_revision),
+            ("reason", run.failing_reason),
+            ("message", run.failing_message),
+            ("instances", f"min {run.min_instances}, max {run.max_instances}"),
+            ("url", run.url or "-"),
+        ]
+        for name, value in rows:
+            if value:
+                table.add_row(name, Text(str(value)))
+    if report.tpu is not None:
+        tpu = report.tpu
+        left = _deadline_text(tpu.deadline_left_s)
+        rows = [
+            ("queued resource", f"{tpu.queued_resource}: {tpu.state}"),
+            ("reason", tpu.reason),
+            ("deadline left", left if tpu.state != "ACTIVE" else None),
+            ("valid until", tpu.valid_until),
+            ("node", tpu.node_state and f"{tpu.node_state} ({tpu.node_health or 'health not reported'})"),
+            ("health", tpu.health_description),
+            ("endpoint", tpu.endpoint),
+        ]
+        for name, value in rows:
+            if value:
+                table.add_row(name, Text(str(value)))
+    if report.readiness is not None:
+        table.add_row("readiness", Text(f"{report.readiness.status}: {report.readiness.summary}"))
+    if report.fix:
+        table.add_row("next", Text(report.fix))
+    out.print(table)
+
+
+def _deadline_text(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    if seconds < 0:
+        return f"passed {-seconds / 60:.0f} min ago (tpu.activeDeadline)"
+    return f"{seconds / 60:.0f} min (tpu.activeDeadline)"
+
+
+def status_change_printer(stream: TextIO | None = None) -> Console:
+    """Where `--watch` prints each change: stderr, so `--json` stdout stays one document."""
+    return Console(file=stream if stream is not None else sys.stderr, highlight=False, soft_wrap=True)
+
+
+def print_logs(report: LogsReport, console: Console | None = None) -> None:
+    out = console if console is not None else _stdout_console()
+    out.print(Text.assemble(("verify logs ", "bold"), f"{report.stack} ({report.platform}), last {report.since}"))
+    if report.problem is not None:
+        out.print(Text(f"could not read the logs: {report.problem}", style="bold yellow"))
+        if report.fix:
+            out.print(Text(f"fix: {report.fix}"))
+        return
+    for line in report.lines:
+        style = "red" if line.signature else ("yellow" if line.severity in {"ERROR", "CRITICAL"} else "")
+        prefix = (f"{line.timestamp} {line.severity:<8} {line.source}: ", "dim")
+        out.print(Text.assemble(prefix, (line.text, style)), soft_wrap=True)  # one log line, one output line
+    if not report.lines:
+        out.print(Text("no matching log lines", style="dim"))
+    if not report.diagnoses:
+        out.print(Text("no known failure signature in these lines", style="green"))
+        return
+    table = Table(show_header=True, header_style="bold", title="recognised failures")
+    for column in ("signature", "seen", "what it means", "fix"):
+        table.add_column(column, overflow="fold")
+    for diagnosis in report.diagnoses:
+        table.add_row(
+            Text(diagnosis.signature, style="bold red"),
+            f"{diagnosis.count}x from {diagnosis.first_seen}",
+            Text(diagnosis.explanation),
+            Text(diagnosis.fix),
+        )
+    out.print(table)

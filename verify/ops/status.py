@@ -1,0 +1,462 @@
+"""`verify status`: what state is this stack's deployment in, from the platform's side, and why.
+
+Cloud Run: the service (found by the labels every stack resource carries, since Pulumi auto-names it),
+its ready condition, latest created vs latest ready revision, traffic, and for a failing revision its
+condition's reason and message (Run Admin v2 services.list/get, revisions.list). TPU: the queued
+resource's state (with Google's reason when it failed, and the time left before `pulumi up`'s deadline
+while it waits) and the node's state and health (TPU v2 queuedResources.get, nodes.get). Then, when the
+platform reports an endpoint, one `/health` poll: the readiness line of `verify health`.
+
+`watch_status` polls until the rollout is ready or has failed (or `timeout_s` passes), reporting each
+change; clock and sleep are injected so tests never wait.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pydantic
+
+from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.stack import OpsStack, TpuShape
+
+
+class RolloutState(enum.StrEnum):
+    READY = "ready"
+    IN_PROGRESS = "in-progress"
+    FAILED = "failed"
+    NOT_DEPLOYED = "not-deployed"
+    UNKNOWN = "unknown"  # could not ask (no credentials, API disabled or unreachable): exit 2
+
+
+class Readiness(pydantic.BaseModel):
+    """The readiness line of `verify health`: one `/health` poll against the endpoint."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    status: str  # verify.health.CheckStatus value
+    summary: str
+
+
+class CloudRunStatus(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    service: str
+    url: str | None
+    ready: str  # the terminal condition: state, then reason/message when not succeeded
+    latest_created_revision: str | None
+    latest_ready_revision: str | None
+    traffic: list[str]
+    # Gated rollouts (components/vllm_gpu_service.py): the newest revision's `candidate` tag and its URL.
+    candidate_revision: str | None = None
+    candidate_percent: int | None = None
+    candidate_url: str | None = None
+    failing_revision: str | None = None
+    failing_reason: str | None = None
+    failing_message: str | None = None
+    min_instances: int | None = None
+    max_instances: int | None = None
+
+
+class TpuStatus(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    queued_resource: str
+    state: str
+    reason: str | None = None
+    deadline_left_s: float | None = None
+    valid_until: str | None = None
+    node_state: str | None = None
+    node_health: str | None = None
+    health_description: str | None = None
+    endpoint: str | None = None
+
+
+class StatusReport(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    project: str
+    platform: str
+    state: RolloutState
+    summary: str
+    fix: str | None = None
+    cloud_run: CloudRunStatus | None = None
+    tpu: TpuStatus | None = None
+    readiness: Readiness | None = None
+    timed_out: bool = False
+
+    @pydantic.computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        """0 ready; 2 could not ask; 1 anything else (failed, not deployed, still rolling out)."""
+        if self.state is RolloutState.READY and not self.timed_out:
+            return EXIT_OK
+        if self.state is RolloutState.UNKNOWN:
+            return EXIT_CANNOT_CHECK
+        return EXIT_BLOCKED
+
+
+Probe = Callable[[str, str], Readiness]  # (endpoint, auth kind: google | none) -> one readiness poll
+Now = Callable[[], datetime]
+
+
+def run_status(
+    stack: OpsStack,
+    apis: GoogleApis,
+    *,
+    probe: Probe | None = None,
+    now: Now = lambda: datetime.now(UTC),
+) -> StatusReport:
+    """One look at the stack's deployment."""
+    try:
+        report = _tpu_status(stack, stack.tpu, apis, now) if stack.tpu else _cloud_run_status(stack, apis)
+    except GoogleApiError as error:
+        return _unknown(stack, str(error), error.advice(stack.project))
+    except CannotCheckError as error:
+        return _unknown(stack, str(error), None)
+    # A gated candidate is probed on its own tag URL: the service URL still reaches the serving revision.
+    endpoint = (
+        (report.cloud_run.candidate_url or report.cloud_run.url)
+        if report.cloud_run
+        else report.tpu.endpoint
+        if report.tpu
+        else None
+    )
+    if probe is not None and endpoint and report.state is RolloutState.READY:
+        auth = "google" if stack.platform == "cloud-run" else "none"  # TPU: /health is outside --api-key
+        report = report.model_copy(update={"readiness": probe(endpoint, auth)})
+    return report
+
+
+def _report(
+    stack: OpsStack,
+    *,
+    state: RolloutState,
+    summary: str,
+    fix: str | None = None,
+    cloud_run: CloudRunStatus | None = None,
+    tpu: TpuStatus | None = None,
+) -> StatusReport:
+    return StatusReport(
+        stack=stack.name,
+        project=stack.project,
+        platform=stack.platform,
+        state=state,
+        summary=summary,
+        fix=fix,
+        cloud_run=cloud_run,
+        tpu=tpu,
+    )
+
+
+def unknown_report(stack: OpsStack, reason: str, fix: str | None) -> StatusReport:
+    return _unknown(stack, reason, fix)
+
+
+def _unknown(stack: OpsStack, reason: str, fix: str | None) -> StatusReport:
+    return _report(stack, state=RolloutState.UNKNOWN, summary=reason, fix=fix)
+
+
+# --- Cloud Run -------------------------------------------------------------------------------------------
+
+
+def find_service(stack: OpsStack, apis: GoogleApis) -> dict[str, Any] | None:
+    """The stack's service: labelled managed-by/stack by deploy.py; its name starts with gemma-<stack>-vllm."""
+    path = f"projects/{stack.project}/locations/{stack.region}/services"
+    candidates = list(apis.pages("run", path, "services"))
+    for service in candidates:
+        labels = service.get("labels") or {}
+        if all(labels.get(key) == value for key, value in stack.labels.items()):
+            return service
+    for service in candidates:
+        if str(service.get("name", "")).rsplit("/", 1)[-1].startswith(stack.base_name):
+            return service
+    return None
+
+
+def _cloud_run_status(stack: OpsStack, apis: GoogleApis) -> StatusReport:
+    service = find_service(stack, apis)
+    if service is None:
+        return _report(
+            stack,
+            state=RolloutState.NOT_DEPLOYED,
+            summary=f"no Cloud Run service of stack {stack.name} in {stack.region}",
+            fix=f"pulumi up --stack {stack.name}",
+        )
+    name = str(service.get("name", ""))
+    short = name.rsplit("/", 1)[-1]
+    terminal = service.get("terminalCondition") or {}
+    latest_created = _short(service.get("latestCreatedRevision"))
+    latest_ready = _short(service.get("latestReadyRevision"))
+    failing = _failing_condition(apis, name, latest_created) if latest_created != latest_ready else None
+    terminal_state = str(terminal.get("state", "STATE_UNSPECIFIED"))
+    candidate = next(
+        (entry for entry in service.get("trafficStatuses") or [] if entry.get("tag") == CANDIDATE_TAG), None
+    )
+    scaling = service.get("scaling") or {}
+    template_scaling = (service.get("template") or {}).get("scaling") or {}
+    status = CloudRunStatus(
+        service=short,
+        url=service.get("uri") or None,
+        ready=_condition_text(terminal),
+        latest_created_revision=latest_created,
+        latest_ready_revision=latest_ready,
+        traffic=[_traffic_text(entry) for entry in service.get("trafficStatuses") or []],
+        candidate_revision=_short(candidate.get("revision")) if candidate else None,
+        candidate_percent=int(candidate.get("percent") or 0) if candidate else None,
+        candidate_url=str(candidate.get("uri")) if candidate and candidate.get("uri") else None,
+        failing_revision=latest_created if failing else None,
+        failing_reason=_reason(failing) if failing else None,
+        failing_message=str(failing.get("message", "")) if failing else None,
+        min_instances=template_scaling.get("minInstanceCount", scaling.get("minInstanceCount")),
+        max_instances=template_scaling.get("maxInstanceCount", scaling.get("maxInstanceCount")),
+    )
+    if failing is not None or terminal_state == "CONDITION_FAILED":
+        message = status.failing_message or str(terminal.get("message", ""))
+        serving = f"; traffic stays on {latest_ready}" if latest_ready else ""
+        return _report(
+            stack,
+            state=RolloutState.FAILED,
+            summary=f"revision {latest_created} failed: {message}{serving}",
+            fix=f"python -m verify logs --stack {stack.name} --errors",
+            cloud_run=status,
+        )
+    if terminal_state == "CONDITION_SUCCEEDED" and latest_created == latest_ready and not service.get("reconciling"):
+        if status.candidate_revision == latest_ready and (status.candidate_percent or 0) < 100:
+            return _report(
+                stack,
+                state=RolloutState.READY,
+                summary=f"candidate {latest_ready} is ready with {status.candidate_percent}% of the traffic "
+                "(gated rollout)",
+                fix=f"python -m verify promote --stack {stack.name} (gates, then the traffic moves to it)",
+                cloud_run=status,
+            )
+        return _report(
+            stack, state=RolloutState.READY, summary=f"{short} serves revision {latest_ready}", cloud_run=status
+        )
+    return _report(
+        stack,
+        state=RolloutState.IN_PROGRESS,
+        summary=f"rolling out {latest_created or 'a new revision'} (ready: {latest_ready or 'none yet'})",
+        cloud_run=status,
+    )
+
+
+def _traffic_text(entry: dict[str, Any]) -> str:
+    tag = f" (tag {entry['tag']})" if entry.get("tag") else ""
+    return f"{entry.get('percent', 0)}% {_short(entry.get('revision')) or 'latest'}{tag}"
+
+
+def _failing_condition(apis: GoogleApis, service: str, revision: str | None) -> dict[str, Any] | None:
+    if not revision:
+        return None
+    for item in apis.pages("run", f"{service}/revisions", "revisions"):
+        if _short(item.get("name")) != revision:
+            continue
+        for condition in item.get("conditions") or []:
+            if condition.get("state") == "CONDITION_FAILED":
+                return dict(condition)
+    return None
+
+
+def _reason(condition: dict[str, Any]) -> str:
+    parts = [str(condition.get("type", "")), str(condition.get("revisionReason") or condition.get("reason") or "")]
+    return " ".join(part for part in parts if part)
+
+
+def _condition_text(condition: dict[str, Any]) -> str:
+    state = str(condition.get("state", "unknown")).removeprefix("CONDITION_").lower()
+    if state == "succeeded":
+        return "ready"
+    message = condition.get("message")
+    return f"{state}: {message}" if message else state
+
+
+def _short(name: object) -> str | None:
+    return str(name).rsplit("/", 1)[-1] if name else None
+
+
+# --- TPU -------------------------------------------------------------------------------------------------
+
+# The tag a gated rollout gives the newest revision (components/vllm_gpu_service.py CANDIDATE_TAG).
+CANDIDATE_TAG = "candidate"
+_WAITING = {"CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING"}
+_ENDED = {"FAILED", "SUSPENDING", "SUSPENDED", "DELETING"}
+_NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING", "UNHIDING"}
+
+
+def _tpu_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> StatusReport:
+    try:
+        queued = apis.get("tpu", stack.queued_resource_name)
+    except GoogleApiError as error:
+        if not error.not_found:
+            raise
+        return _report(
+            stack,
+            state=RolloutState.NOT_DEPLOYED,
+            summary=f"no queued resource {stack.base_name} in {tpu.zone}",
+            fix=f"pulumi up --stack {stack.name} (or, after a flex-start run ended: pulumi up --refresh)",
+        )
+    state_block = queued.get("state") or {}
+    state = str(state_block.get("state", "STATE_UNSPECIFIED"))
+    valid_until = (queued.get("queueingPolicy") or {}).get("validUntilTime")
+    deadline_left = _deadline_left(queued.get("createTime"), tpu.active_deadline_seconds, now)
+    status = TpuStatus(
+        queued_resource=stack.base_name,
+        state=state,
+        deadline_left_s=deadline_left,
+        valid_until=str(valid_until) if valid_until else None,
+    )
+    if state in _WAITING:
+        reason = _waiting_reason(state, tpu)
+        left = _left_text(deadline_left)
+        return _report(
+            stack,
+            state=RolloutState.IN_PROGRESS,
+            summary=f"queued resource {state}: {reason}; {left}",
+            fix=None if state != "WAITING_FOR_RESOURCES" else _other_zone_fix(tpu),
+            tpu=status.model_copy(update={"reason": reason}),
+        )
+    if state in _ENDED:
+        reason = _ended_reason(state, state_block)
+        return _report(
+            stack,
+            state=RolloutState.FAILED,
+            summary=f"queued resource {state}: {reason}",
+            fix=_ended_fix(state, tpu, stack.name),
+            tpu=status.model_copy(update={"reason": reason}),
+        )
+    if state != "ACTIVE":
+        return _report(stack, state=RolloutState.IN_PROGRESS, summary=f"queued resource {state}", tpu=status)
+    return _tpu_node_status(stack, tpu, apis, status)
+
+
+def _tpu_node_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, status: TpuStatus) -> StatusReport:
+    """The queued resource is ACTIVE: the node's state and health decide."""
+    node = apis.get("tpu", stack.node_name)
+    node_state = str(node.get("state", "STATE_UNSPECIFIED"))
+    health = node.get("health")
+    status = status.model_copy(
+        update={
+            "node_state": node_state,
+            "node_health": str(health) if health else None,
+            "health_description": node.get("healthDescription") or None,
+            "endpoint": _node_endpoint(node, tpu),
+        }
+    )
+    if node_state == "READY" and health in {None, "HEALTHY", "HEALTH_UNSPECIFIED"}:
+        return _report(
+            stack,
+            state=RolloutState.READY,
+            summary=f"node {stack.base_name} READY; vLLM answers about 10 minutes after boot",
+            tpu=status,
+        )
+    if node_state in _NODE_STARTING:
+        return _report(stack, state=RolloutState.IN_PROGRESS, summary=f"node {node_state}", tpu=status)
+    detail = f" ({health}: {status.health_description})" if health and health != "HEALTHY" else ""
+    return _report(
+        stack,
+        state=RolloutState.FAILED,
+        summary=f"node {node_state}{detail}",
+        fix=f"python -m verify logs --stack {stack.name} --errors; a PREEMPTED spot node needs "
+        f"`pulumi up --refresh --stack {stack.name}`",
+        tpu=status,
+    )
+
+
+def _deadline_left(create_time: object, deadline_s: int, now: Now) -> float | None:
+    if not create_time:
+        return None
+    try:
+        created = datetime.fromisoformat(str(create_time).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (created + timedelta(seconds=deadline_s) - now()).total_seconds()
+
+
+def _left_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "created time unknown"
+    if seconds <= 0:
+        return "past tpu.activeDeadline: `pulumi up` gives up and withdraws the request"
+    return f"{seconds / 60:.0f} min left before tpu.activeDeadline"
+
+
+def _waiting_reason(state: str, tpu: TpuShape) -> str:
+    if state == "WAITING_FOR_RESOURCES":
+        return f"no {tpu.accelerator_type} capacity for {tpu.provisioning} in {tpu.zone} yet"
+    if state == "PROVISIONING":
+        return "capacity found; the node is being created"
+    return "the request is being validated"
+
+
+def _other_zone_fix(tpu: TpuShape) -> str | None:
+    others = [zone for zone in tpu.candidate_zones if zone != tpu.zone]
+    if not others:
+        return None
+    return (
+        f"keep waiting, or move the stack to {', '.join(others)} (gemma-serving:region and tpu.zone); "
+        "python -m verify preflight shows which zones offer it"
+    )
+
+
+def _ended_reason(state: str, state_block: dict[str, Any]) -> str:
+    if state == "FAILED":
+        error = (state_block.get("failedData") or {}).get("error") or {}
+        return str(error.get("message") or "no reason given")
+    if state in {"SUSPENDING", "SUSPENDED"}:
+        return "the flex-start run ended (maxRunDuration), or Google suspended the node"
+    return "the request is being deleted"
+
+
+def _ended_fix(state: str, tpu: TpuShape, stack: str) -> str:
+    if state == "FAILED":
+        return (
+            f"read the reason above; try another zone ({', '.join(z for z in tpu.candidate_zones if z != tpu.zone)}) "
+            f"or run `pulumi up --refresh --stack {stack}` to queue again"
+        )
+    return f"pulumi up --refresh --stack {stack} queues a new request"
+
+
+def _node_endpoint(node: dict[str, Any], tpu: TpuShape) -> str | None:
+    endpoints = node.get("networkEndpoints") or []
+    if not endpoints:
+        return None
+    first = endpoints[0]
+    address = (first.get("accessConfig") or {}).get("externalIp") if tpu.public_endpoint else None
+    address = address or first.get("ipAddress")
+    return f"http://{address}:{tpu.port}" if address else None
+
+
+# --- watching --------------------------------------------------------------------------------------------
+
+
+def watch_status(
+    look: Callable[[], StatusReport],
+    *,
+    timeout_s: float,
+    interval_s: float,
+    on_change: Callable[[StatusReport], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> StatusReport:
+    """Look until ready, failed or unknown; `timed_out` when `timeout_s` passes first."""
+    start = clock()
+    last_summary: str | None = None
+    while True:
+        report = look()
+        if on_change is not None and report.summary != last_summary:
+            on_change(report)
+        last_summary = report.summary
+        if report.state in {RolloutState.READY, RolloutState.FAILED, RolloutState.UNKNOWN}:
+            return report
+        elapsed = clock() - start
+        if elapsed >= timeout_s:
+            return report.model_copy(update={"timed_out": True})
+        sleep(min(interval_s, timeout_s - elapsed))
