@@ -17,7 +17,8 @@ DISTRIBUTIONS = {
     "prometheus_client": "prometheus-client",
     "httpx_aiohttp": "httpx-aiohttp",
 }
-LOCAL = {"verify", "stacks"}
+# The project's own packages the image copies beside verify.
+LOCAL = {"verify", "serving", "stacks", "policy", "preview"}
 
 
 def third_party_imports() -> set[str]:
@@ -46,7 +47,7 @@ def test_the_image_installs_every_distribution_verify_imports() -> None:
 
 
 def test_the_image_carries_what_verify_reads_beside_itself() -> None:
-    """Guards against a job image without the stacks package or pyproject.toml that verify reads at run time."""
+    """Guards against a job image without a project package or pyproject.toml that verify reads at run time."""
     text = DOCKERFILE.read_text(encoding="utf-8")
-    for copied in ("COPY verify/", "COPY stacks/", "COPY pyproject.toml"):
+    for copied in (*(f"COPY {package}/" for package in sorted(LOCAL)), "COPY pyproject.toml"):
         assert copied in text
