@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,22 +18,42 @@ DISTRIBUTIONS = {
     "google": "google-auth",
     "prometheus_client": "prometheus-client",
     "httpx_aiohttp": "httpx-aiohttp",
+    "pydantic_core": "pydantic",  # pydantic's own core, installed with it
 }
-# The project's own packages the image copies beside verify.
-LOCAL = {"verify", "serving", "stacks", "policy", "preview"}
+# The repository's own top-level packages (what `COPY <package>/` must bring).
+LOCAL = {path.parent.name for path in ROOT.glob("*/__init__.py")}
+
+
+def _imports_of(path: Path) -> set[str]:
+    """Top-level names a file imports at module level (not inside functions: e.g. the Pulumi Automation
+    API that `verify promote` loads only when it moves traffic is not needed to run `verify bench task`)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names)
+
+
+def loaded_local_files() -> list[Path]:
+    """Every file of the repository that starting `python -m verify` loads, and all of verify itself."""
+    probe = (
+        "import json, sys, verify.cli; "
+        "print(json.dumps([m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None)]))"
+    )
+    completed = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    files = {Path(name).resolve() for name in json.loads(completed.stdout)}
+    loaded = {path for path in files if path.is_relative_to(ROOT) and path.relative_to(ROOT).parts[0] in LOCAL}
+    return sorted(loaded | set((ROOT / "verify").rglob("*.py")))
+
+
+def local_packages() -> set[str]:
+    return {path.relative_to(ROOT).parts[0] for path in loaded_local_files()}
 
 
 def third_party_imports() -> set[str]:
-    found: set[str] = set()
-    for path in (ROOT / "verify").rglob("*.py"):
-        # Module-level imports only: an import inside a function (e.g. the Pulumi Automation API when
-        # `verify promote` moves traffic) is not needed to run `verify bench task`.
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.Import):
-                found.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                found.add(node.module.split(".")[0])
-    return {name for name in found if name not in sys.stdlib_module_names and name not in LOCAL}
+    return {name for path in loaded_local_files() for name in _imports_of(path)} - LOCAL
 
 
 def test_the_image_installs_every_distribution_verify_imports() -> None:
@@ -47,7 +69,7 @@ def test_the_image_installs_every_distribution_verify_imports() -> None:
 
 
 def test_the_image_carries_what_verify_reads_beside_itself() -> None:
-    """Guards against a job image without a project package or pyproject.toml that verify reads at run time."""
+    """Guards against a job image without the stacks package or pyproject.toml that verify reads at run time."""
     text = DOCKERFILE.read_text(encoding="utf-8")
-    for copied in (*(f"COPY {package}/" for package in sorted(LOCAL)), "COPY pyproject.toml"):
+    for copied in [*(f"COPY {package}/" for package in sorted(local_packages())), "COPY pyproject.toml"]:
         assert copied in text

@@ -122,7 +122,12 @@ def stall_warning(summary: StallSummary, mean_ttft_ms: float | None) -> str | No
     )
 
 
-async def _watch_until_stdin_closes() -> StallSummary:
+# With --ready, printed on stderr once the probe runs: a caller that must not close stdin before the watch
+# has begun (a test, a script timing a short phase) waits for this line instead of guessing a start-up time.
+READY_LINE = "stall watch: probing"
+
+
+async def _watch_until_stdin_closes(*, announce: bool = False) -> StallSummary:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -137,6 +142,8 @@ async def _watch_until_stdin_closes() -> StallSummary:
     with contextlib.suppress(PermissionError):
         loop.add_reader(stdin, on_stdin)
     async with StallMonitor() as monitor:
+        if announce:
+            print(READY_LINE, file=sys.stderr, flush=True)
         await stop.wait()
     loop.remove_reader(stdin)
     return monitor.summary()
@@ -144,7 +151,7 @@ async def _watch_until_stdin_closes() -> StallSummary:
 
 def main() -> int:
     """Watch this machine until stdin closes (or SIGTERM); print the summary as one JSON line."""
-    summary = asyncio.run(_watch_until_stdin_closes())
+    summary = asyncio.run(_watch_until_stdin_closes(announce="--ready" in sys.argv[1:]))
     print(json.dumps(asdict(summary)), flush=True)
     return 0
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from verify.bench.stall import STALL_FLOOR_MS, StallMonitor, StallSummary, stall_warning
+from verify.bench.stall import READY_LINE, STALL_FLOOR_MS, StallMonitor, StallSummary, stall_warning
 
 
 async def test_a_blocked_event_loop_is_measured() -> None:
@@ -78,18 +78,23 @@ def test_a_cell_is_flagged_when_the_stall_could_move_its_latencies(
 
 
 def _watcher() -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "verify.bench.stall"],
+    """A watcher that has started probing (it says so on stderr with --ready), however slow the machine."""
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "verify.bench.stall", "--ready"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
+    assert watcher.stderr is not None
+    assert watcher.stderr.readline().strip() == READY_LINE
+    return watcher
 
 
 def test_the_process_watcher_reports_when_stdin_closes() -> None:
     """Guards against a comparison script hanging on, or losing, the machine's stall record."""
     watcher = _watcher()
-    time.sleep(0.3)
+    time.sleep(0.2)  # many probes at 5 ms each
     out, _ = watcher.communicate(timeout=30)
     assert watcher.returncode == 0
     summary = json.loads(out)
@@ -98,8 +103,8 @@ def test_the_process_watcher_reports_when_stdin_closes() -> None:
 
 
 def test_the_process_watcher_reports_on_sigterm() -> None:
-    watcher = _watcher()
-    time.sleep(1.0)  # past interpreter start-up, so the handler is installed
+    watcher = _watcher()  # probing, so the handler is installed
+    time.sleep(0.2)  # many probes at 5 ms each
     watcher.send_signal(signal.SIGTERM)
     out, _ = watcher.communicate(timeout=30)
     assert watcher.returncode == 0
