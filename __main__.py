@@ -6,7 +6,6 @@ import pulumi
 
 from deploy import deploy, export_all
 from stacks.capacity import assess_stack
-from stacks.cloud_run_limits import quota_warning
 from stacks.loading import StackConfigError, load_stack_settings
 
 try:
@@ -18,11 +17,7 @@ except StackConfigError as error:
 # Capacity warnings (e.g. max_num_seqs full-length sequences do not fit at once) show in preview and up.
 for warning in assess_stack(settings).warnings:
     pulumi.log.warn(f"capacity: {warning}")
-if (
-    settings.gpu is not None
-    and settings.cloud_run is not None
-    and (quota := quota_warning(settings.gpu, settings.cloud_run))
-):
+for quota in settings.quota_warnings():
     pulumi.log.warn(f"quota: {quota}")
 
 if not settings.project:

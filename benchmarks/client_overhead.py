@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from verify.bench.capacity import TransportKind, make_transport, raise_fd_limit
+from verify.bench.load_generator import TransportKind, make_transport, raise_fd_limit
 from verify.bench.metrics import cell_metrics
 from verify.bench.sweep import closed_loop
 from verify.streaming import Api, StreamRequest

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID
+from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID
 from stacks.bench import BenchSettings
 
 INVOKER_ROLE = "roles/run.invoker"

@@ -18,9 +18,8 @@ import pulumi
 import pulumi_docker as docker
 import pulumi_gcp as gcp
 
-from components.gcp_names import RFC1035_ID
-from stacks.images import image_pin_problem
-from stacks.registry import registry_host
+from serving.gcp_names import RFC1035_ID
+from serving.images import image_pin_problem, registry_host
 
 # Artifact Registry accepts an OAuth access token as the password of this fixed user name
 # (https://cloud.google.com/artifact-registry/docs/docker/authentication#token).

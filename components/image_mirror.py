@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp_names import BINDING_KEY, RFC1035_ID
-from stacks.registry import docker_hub_path, registry_host
+from serving.gcp_names import BINDING_KEY, RFC1035_ID
+from serving.images import docker_hub_path, registry_host
 
 READER_ROLE = "roles/artifactregistry.reader"
 

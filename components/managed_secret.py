@@ -8,16 +8,25 @@ component that needs the value (a ModelImport grants its own account), next to t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 
-_SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+from serving.gcp_names import SECRET_ID
+
 # The role whoever reads the secret is granted, on this secret only (e.g. by each ModelImport that needs it).
 ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
+
+
+@dataclass(frozen=True)
+class FormerNames:
+    """Where the secret and its version lived before this component owned them (so they are not replaced)."""
+
+    secret: str
+    version: str
+    parent: pulumi.Resource
 
 
 @dataclass(frozen=True)
@@ -29,9 +38,10 @@ class ManagedSecretArgs:
     # The replica location: the secret's data stays in the stack's region.
     location: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    former_names: FormerNames | None = None
 
     def __post_init__(self) -> None:
-        if not _SECRET_ID.match(self.secret_id):
+        if not SECRET_ID.match(self.secret_id):
             raise ValueError(f"ManagedSecretArgs.secret_id {self.secret_id!r}: 1-255 letters, digits, '-' or '_'")
         if not self.location:
             raise ValueError("ManagedSecretArgs.location is required (a region such as us-east4)")
@@ -47,7 +57,7 @@ class ManagedSecret(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ManagedSecretArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gemma:secrets:ManagedSecret", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        former = args.former_names
         secret = gcp.secretmanager.Secret(
             f"{name}-secret",
             secret_id=args.secret_id,
@@ -57,14 +67,21 @@ class ManagedSecret(pulumi.ComponentResource):
                 )
             ),
             labels=dict(args.labels),
-            opts=child,
+            # The id is fixed, so a replacement (a new location) must delete the old secret first.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                delete_before_replace=True,
+                aliases=[pulumi.Alias(name=former.secret, parent=former.parent)] if former else None,
+            ),
         )
         version = gcp.secretmanager.SecretVersion(
             f"{name}-version",
             secret=secret.id,
             # Always a Pulumi secret, even if a caller passed a plain Input by mistake.
             secret_data=pulumi.Output.secret(args.value),
-            opts=child,
+            opts=pulumi.ResourceOptions(
+                parent=self, aliases=[pulumi.Alias(name=former.version, parent=former.parent)] if former else None
+            ),
         )
         self.secret_id = secret.secret_id
         self.name = secret.name

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp_names import BINDING_KEY
+from serving.gcp_names import BINDING_KEY
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,9 @@ class ModelBucketArgs:
 
     location: str
     readers: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # Per reader key, where its binding lived before this bucket owned it (so it is moved, not replaced:
+    # replacing an IAM member deletes the binding its replacement has just made).
+    reader_aliases: Mapping[str, Sequence[pulumi.Alias]] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     # Off by default: deleting a stack must not silently delete tens of GB of imported weights.
     force_destroy: bool = False
@@ -57,7 +60,7 @@ class ModelBucket(pulumi.ComponentResource):
                 bucket=bucket.name,
                 role="roles/storage.objectViewer",
                 member=member,
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self, aliases=list(args.reader_aliases.get(key, ()))),
             )
         self.name = bucket.name
         self.url = bucket.name.apply(lambda bucket_name: f"gs://{bucket_name}")

@@ -4,7 +4,7 @@ Why: weights were copied by hand from workstations, so nobody could say which re
 and a rebuilt project needed a person with a laptop. This job copies a Hugging Face repo at a pinned
 commit (or a GCS prefix) into `<bucket>/<prefix>/`, in parallel, and is safe to run again: a completion
 marker (`<prefix>/.gemma-import-complete.json`, holding source and revision) makes a re-run skip a
-complete copy, and a partial one resumes (components/model_import_job/job.py decides which).
+complete copy, and a partial one resumes (job_scripts/import_weights.py decides which).
 
 Least privilege, per import:
 - its own service account, not the serving identity and not the default compute account;
@@ -27,7 +27,6 @@ fail (GoogleCloudPlatform/magic-modules#19060).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -35,15 +34,28 @@ import pulumi
 import pulumi_command as command
 import pulumi_gcp as gcp
 
-from components.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID
 from components.managed_secret import ACCESSOR_ROLE, ManagedSecret
-from components.model_import_job import script_source
-from stacks.weights import ModelImportSettings
+from job_scripts import script_source
+from serving.gcp_names import COMMIT_ID, RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
 
 WRITER_ROLE = "roles/storage.objectUser"
 CONTAINER_NAME = "import"
-_PREFIX = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True)
+class ImportJobSpec:
+    """How the job runs: its parallelism, resources and limits, and whether `pulumi up` runs it."""
+
+    # Files copied at once; each holds one chunk of `chunk_mib` in memory while it streams.
+    workers: int
+    chunk_mib: int
+    cpu: int
+    memory_gib: int
+    # One attempt's limit; a retried attempt resumes where the last one stopped.
+    timeout_minutes: int
+    max_retries: int
+    # Run the job from `pulumi up` (gcloud on the deployer's machine), so the server waits for the weights.
+    run_on_up: bool = True
 
 
 @dataclass(frozen=True)
@@ -60,18 +72,18 @@ class ModelImportArgs:
     revision: str
     image: pulumi.Input[str]
     account_id: str
+    job: ImportJobSpec
     exclude: tuple[str, ...] = ()
-    settings: ModelImportSettings = field(default_factory=ModelImportSettings)
     # The Hugging Face token secret; only a Hugging Face source is given access to it.
     hf_token: ManagedSecret | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         problems: list[str] = []
-        if not _PREFIX.match(self.prefix) or ".." in self.prefix.split("/"):
+        if bucket_path_problem(self.prefix):
             problems.append(f"ModelImportArgs.prefix {self.prefix!r}: a relative path inside the bucket")
         if self.from_hub:
-            if not _COMMIT.match(self.revision):
+            if not COMMIT_ID.match(self.revision):
                 problems.append(f"ModelImportArgs.revision {self.revision!r}: a 40-hex commit id, never a branch")
         elif not self.source_uri.startswith("gs://"):
             problems.append(f"ModelImportArgs.source_uri {self.source_uri!r}: hf://owner/name or gs://bucket/path")
@@ -93,8 +105,8 @@ class ModelImportArgs:
             "IMPORT_REVISION": self.revision,
             "IMPORT_PREFIX": self.prefix,
             "IMPORT_EXCLUDE": json.dumps(list(self.exclude)),
-            "IMPORT_WORKERS": str(self.settings.workers),
-            "IMPORT_CHUNK_MIB": str(self.settings.chunk_mib),
+            "IMPORT_WORKERS": str(self.job.workers),
+            "IMPORT_CHUNK_MIB": str(self.job.chunk_mib),
             "HF_HUB_DISABLE_TELEMETRY": "1",
             "PYTHONUNBUFFERED": "1",
         }
@@ -163,7 +175,7 @@ class ModelImport(pulumi.ComponentResource):
                     ),
                 )
             )
-        settings = args.settings
+        job_spec = args.job
         job = gcp.cloudrunv2.Job(
             f"{name}-job",
             # A fixed name, so the plan and the README can say which job to run by hand.
@@ -178,9 +190,9 @@ class ModelImport(pulumi.ComponentResource):
                 labels=dict(args.labels),
                 template=gcp.cloudrunv2.JobTemplateTemplateArgs(
                     service_account=account.email,
-                    timeout=f"{settings.timeout_minutes * 60}s",
+                    timeout=f"{job_spec.timeout_minutes * 60}s",
                     # A retried task resumes where the failed one stopped (the job is idempotent).
-                    max_retries=settings.max_retries,
+                    max_retries=job_spec.max_retries,
                     containers=[
                         gcp.cloudrunv2.JobTemplateTemplateContainerArgs(
                             name=CONTAINER_NAME,
@@ -190,7 +202,7 @@ class ModelImport(pulumi.ComponentResource):
                             args=["-c", script_source()],
                             envs=envs,
                             resources=gcp.cloudrunv2.JobTemplateTemplateContainerResourcesArgs(
-                                limits={"cpu": str(settings.cpu), "memory": f"{settings.memory_gib}Gi"}
+                                limits={"cpu": str(job_spec.cpu), "memory": f"{job_spec.memory_gib}Gi"}
                             ),
                         )
                     ],
@@ -205,7 +217,7 @@ class ModelImport(pulumi.ComponentResource):
             )
         )
         self.ready = job
-        if settings.run_on_up:
+        if job_spec.run_on_up:
             self.ready = command.local.Command(
                 f"{name}-run",
                 create=self.run_command,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp_names import SERVICE_ACCOUNT_ID
+from serving.gcp_names import SERVICE_ACCOUNT_ID
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,12 @@ class ServingIdentity(pulumi.ComponentResource):
 
     email: pulumi.Output[str]
     member: pulumi.Output[str]
+    # Known before the account exists (a queued-resource request names the email up front).
+    account_id: str
 
     def __init__(self, name: str, args: ServingIdentityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gemma:iam:ServingIdentity", name, None, opts)
+        self.account_id = args.account_id
         account = gcp.serviceaccount.Account(
             f"{name}-sa",
             account_id=args.account_id,
@@ -56,3 +59,7 @@ class ServingIdentity(pulumi.ComponentResource):
         self.email = account.email
         self.member = account.email.apply(lambda email: f"serviceAccount:{email}")
         self.register_outputs({"email": self.email, "member": self.member})
+
+    def planned_email(self, project: str) -> str:
+        """The account's email as plain text, before the account exists (Google's fixed format)."""
+        return f"{self.account_id}@{project}.iam.gserviceaccount.com"

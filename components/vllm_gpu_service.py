@@ -18,11 +18,11 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks.accelerators import CloudRunGpu
+from serving.accelerators import CloudRunGpu
+from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from serving.vllm_args import check_serve_args
 from stacks.cloud_run import CloudRunSettings
 from stacks.cloud_run_limits import gpu_service_problems
-from stacks.gpu_rules import concurrency_problem, gpu_sizing_problems, region_problem
-from stacks.vllm_args import check_serve_args
 
 _INGRESS = {
     "all": "INGRESS_TRAFFIC_ALL",

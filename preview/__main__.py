@@ -15,9 +15,8 @@ from preview.capture import run_program
 from preview.costs import cost_document, cost_section
 from preview.notes import manual_steps
 from preview.render import plan_document, text_plan
+from preview.sections import standard_sections
 from preview.stack_file import StackFileError, available_stacks, read_stack_config
-from preview.supply_plan import register as register_supply_section
-from preview.tpu_plan import register as register_tpu_section
 from stacks.capacity import assess_stack
 from stacks.loading import StackConfigError, settings_from_config
 
@@ -65,14 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         document["capacity"] = capacity.as_dict()
         print(json.dumps(document, indent=2, sort_keys=False))
     else:
-        register_tpu_section()
-        register_supply_section()
         text = text_plan(
             capture,
             stack=args.stack,
             project=config.project,
             notes=notes,
-            sections=[cost_section(capture), capacity.lines()],
+            sections=standard_sections(cost_section, lambda _: capacity.lines()),
         )
         print(text, end="")
     return 0

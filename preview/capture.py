@@ -15,15 +15,11 @@ from typing import Any
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime import rpc
-from pulumi.runtime import settings as pulumi_settings
-from pulumi.runtime.config import set_all_config
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
-# The wire marker Pulumi wraps secret values in.
-SECRET_SIGNATURE = rpc._special_secret_sig
-UNKNOWN = rpc.UNKNOWN
+from preview import pulumi_sdk
+from preview.pulumi_sdk import SECRET_SIGNATURE, UNKNOWN
+
+__all__ = ["SECRET_SIGNATURE", "UNKNOWN", "Capture", "CapturedResource", "install_mocks", "run_program"]
 
 
 @dataclass
@@ -64,7 +60,7 @@ class UnansweredInvokeError(RuntimeError):
     """The program asked the provider something the offline plan has no answer for."""
 
 
-# What the offline plan assumes the stack's last update exported (rollout_state.py reads it back): a
+# What the offline plan assumes the stack's last update exported (deploy/rollout_state.py reads it back): a
 # revision already serves, so a gated stack's plan shows the next update, candidate at 0%. It is a
 # placeholder, not a name: the offline plan has no state. Tests pass their own (e.g. {} for a first rollout).
 OFFLINE_STACK_STATE: dict[str, Any] = {"servingRevision": "<serving revision in the stack's state>"}
@@ -114,7 +110,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:  # noqa: ANN401, N802 - the engine's gRPC method
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
-            inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+            inputs = pulumi_sdk.deserialize_properties(request.object)
             self.capture.resources.append(
                 CapturedResource(
                     type=request.type,
@@ -154,10 +150,10 @@ def install_mocks(
     """
     capture = Capture()
     mocks = OfflineMocks(project=config.get("gcp:project", "offline"), stack_state=stack_state)
-    pulumi_settings.reset_options()
+    pulumi_sdk.reset_options()
     pulumi_mocks.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=RecordingMonitor(mocks, capture))
-    pulumi_settings.SETTINGS.engine = _LogEngine(capture)
-    set_all_config(config, secret_keys or [])
+    pulumi_sdk.set_engine(_LogEngine(capture))
+    pulumi_sdk.set_all_config(config, secret_keys or [])
     return capture
 
 
@@ -168,11 +164,11 @@ def run_registrations(body: Callable[[], object], capture: Capture) -> Capture:
         body()
 
     # The SDK's own test driver runs programs this way.
-    _sync_await(run_pulumi_func(program))
-    root = pulumi_settings.get_root_resource()
+    pulumi_sdk.sync_await(pulumi_sdk.run_pulumi_func(program))
+    root = pulumi_sdk.root_resource()
     exports: dict[str, Any] = getattr(root, "outputs", {}) or {}
     for key, value in exports.items():
-        capture.outputs[key] = _sync_await(_resolve(value))
+        capture.outputs[key] = pulumi_sdk.sync_await(_resolve(value))
     return capture
 
 

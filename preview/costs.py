@@ -2,7 +2,7 @@
 
 Why from the `billing` output: it is the shape deploy.py exports for verify bench, built from the same
 settings as the service or node, so the plan and the benchmark price exactly the same thing
-(stacks/pricing.py).
+(serving/pricing.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from preview.capture import Capture
 from preview.render import clean
-from stacks.pricing import StackCost, parse_billing, stack_cost
+from serving.pricing import StackCost, parse_billing, stack_cost
 
 
 def capture_cost(capture: Capture) -> StackCost | None:

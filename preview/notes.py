@@ -15,7 +15,7 @@ from preview.render import clean
 from preview.supply_plan import API, JOB, SERVICE
 from preview.supply_plan import RUN as RUN_ON_UP
 from preview.tpu_plan import QUEUED_RESOURCE
-from stacks.accelerators import CLOUD_RUN_GPUS
+from serving.accelerators import CLOUD_RUN_GPUS
 
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 BUCKET = "gcp:storage/bucket:Bucket"

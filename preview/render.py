@@ -10,10 +10,8 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pulumi.output import Unknown
-from pulumi.runtime import rpc
-
-from preview.capture import SECRET_SIGNATURE, UNKNOWN, Capture, CapturedResource
+from preview.capture import Capture, CapturedResource
+from preview.pulumi_sdk import SECRET_SIGNATURE, SIGNATURE_KEY, UNKNOWN, Unknown
 
 SECRET_MASK = "[secret]"  # noqa: S105 - the mask, not a secret
 COMPUTED = "<computed>"
@@ -23,16 +21,16 @@ OFFLINE_BANNER = (
     "knows are shown as <computed>."
 )
 
-# Extra plan sections (for example the capacity planner's table) register here.
+# An extra block of the text plan, computed from the capture (the TPU request, what runs before vLLM) or
+# from the settings (the capacity table); the caller lists the sections it wants, in order.
 Section = Callable[[Capture], list[str]]
-EXTRA_SECTIONS: list[Section] = []
 
 
 def clean(value: Any) -> Any:  # noqa: ANN401 - any captured input or output
     """Mask secrets and mark unknowns, recursively; floats that are whole numbers become ints."""
     if isinstance(value, dict):
         # Secrets arrive as {<sig key>: <secret sig>, "value": ...} (engine wire form) or keyed by the sig.
-        is_secret = SECRET_SIGNATURE in value or value.get(rpc._special_sig_key) == SECRET_SIGNATURE
+        is_secret = SECRET_SIGNATURE in value or value.get(SIGNATURE_KEY) == SECRET_SIGNATURE
         return SECRET_MASK if is_secret else {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [clean(item) for item in value]
@@ -94,10 +92,8 @@ def _depth(resource: CapturedResource, capture: Capture) -> int:
     return depth
 
 
-def text_plan(
-    capture: Capture, *, stack: str, project: str, notes: list[str], sections: Sequence[list[str]] = ()
-) -> str:
-    """The text form; `sections` are extra blocks of lines computed from the settings (e.g. capacity)."""
+def text_plan(capture: Capture, *, stack: str, project: str, notes: list[str], sections: Sequence[Section] = ()) -> str:
+    """The text form; `sections` are the extra blocks (preview.sections.standard_sections lists them)."""
     lines = [f"Stack {stack!r} of project {project!r}", OFFLINE_BANNER, ""]
     if notes:
         lines += ["Notes:", *(f"  ! {note}" for note in notes), ""]
@@ -109,10 +105,8 @@ def text_plan(
     lines.append("")
     for service in capture.of_type("gcp:cloudrunv2/service:Service"):
         lines += describe_cloud_run_service(service, capture)
-    for section in EXTRA_SECTIONS:
+    for section in sections:
         lines += section(capture)
-    for block in sections:
-        lines += block
     lines.append("Outputs:")
     for key, value in clean(capture.outputs).items():
         shown = value if not isinstance(value, list) else shlex.join(str(v) for v in value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from preview.capture import Capture, CapturedResource
-from preview.render import EXTRA_SECTIONS, clean
+from preview.render import clean
 from preview.tpu_plan import pulled_image, startup_scripts
 
 API = "gcp:projects/service:Service"
@@ -141,7 +141,7 @@ def _import_block(capture: Capture, component: CapturedResource) -> list[str]:
             f"{job.get('name')}: {limits.get('cpu')} CPU / {limits.get('memory')}, {env.get('IMPORT_WORKERS')} files "
             f"at once, timeout {template.get('timeout')}, {template.get('maxRetries')} retries (each resumes)",
         ),
-        _row("script", f"python3 -c <components/model_import_job/job.py, {script.count(chr(10)) + 1} lines>"),
+        _row("script", f"python3 -c <job_scripts/import_weights.py, {script.count(chr(10)) + 1} lines>"),
         _row("runs", run_line),
         "",
     ]
@@ -167,9 +167,3 @@ def supply_section(capture: Capture) -> list[str]:
     for component in sorted(capture.of_type(IMPORT), key=lambda r: r.name):
         lines += _import_block(capture, component)
     return lines
-
-
-def register() -> None:
-    """Add the section to the text plan (once)."""
-    if supply_section not in EXTRA_SECTIONS:
-        EXTRA_SECTIONS.append(supply_section)

@@ -12,7 +12,7 @@ import shlex
 from typing import Any
 
 from preview.capture import Capture, CapturedResource
-from preview.render import EXTRA_SECTIONS, clean
+from preview.render import clean
 
 QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
 FIREWALL = "gcp:compute/firewall:Firewall"
@@ -147,9 +147,3 @@ def tpu_section(capture: Capture) -> list[str]:
     for resource in queued:
         lines += describe_queued_resource(resource, capture)
     return lines + describe_firewalls(capture)
-
-
-def register() -> None:
-    """Add the TPU section to the text plan (once)."""
-    if tpu_section not in EXTRA_SECTIONS:
-        EXTRA_SECTIONS.append(tpu_section)

@@ -6,7 +6,10 @@ and verify never imports the Pulumi program's modules; a plain fact in `stacks/`
 
 from __future__ import annotations
 
-from stacks.settings import StackSettings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stacks.settings import StackSettings
 
 # APIs every stack uses: Cloud Storage (weights), IAM (service accounts), Artifact Registry (images),
 # Secret Manager (tokens, keys), Cloud Run (GPU services and the import job).
@@ -22,4 +25,5 @@ TPU_APIS = ("compute.googleapis.com", "tpu.googleapis.com")
 
 
 def required_apis(settings: StackSettings) -> tuple[str, ...]:
-    return tuple(sorted({*BASE_APIS, *(TPU_APIS if settings.gpu is None else ())}))
+    """The APIs a stack enables: each settings variant names its own (a TPU node adds compute and tpu)."""
+    return settings.apis

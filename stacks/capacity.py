@@ -1,6 +1,6 @@
 """Will this stack fit? The capacity planner applied to one stack's settings, for the loader and preview.
 
-Why here: the planner (stacks/planner.py) is pure arithmetic; this module decides what each platform
+Why here: the planner (serving/planner.py) is pure arithmetic; this module decides what each platform
 means for it (the accelerator's memory, vLLM's block size and in-flight tokens, the runtime overhead we
 assume) and which checkpoint profile a stack serves, so that a stack that cannot fit fails at load with
 the planner's numbers, and one that will queue says so in the preview and in `pulumi preview`/`up`.
@@ -14,11 +14,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
-from stacks.base import SettingsModel
-from stacks.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
-from stacks.model_profiles import profile_from_config_file as _profile_from_config_file
-from stacks.planner import (
+from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
+from serving.model_profiles import profile_from_config_file as _profile_from_config_file
+from serving.planner import (
     DOCS,
     GIB,
     CapacityPlan,
@@ -31,9 +29,12 @@ from stacks.planner import (
     plan_capacity,
     render_table,
 )
+from stacks.base import SettingsModel
 
 if TYPE_CHECKING:
+    from serving.accelerators import CloudRunGpu, TpuChip
     from stacks.settings import StackSettings
+    from stacks.vllm import VllmSettings
 
 # Assumed memory the engine keeps besides weights and KV cache (activation peak at the batch size,
 # CUDA graphs, CUDA context and libraries). An ESTIMATE: vLLM measures it at start-up; ours errs on the
@@ -62,7 +63,7 @@ DEFAULT_REQUEST_TOKENS = 512
 class CapacitySettings(SettingsModel):
     """How to plan a stack's capacity when the defaults do not fit its checkpoint."""
 
-    # A built-in profile name (stacks/model_profiles) or the path of a checkpoint's config.json
+    # A built-in profile name (serving/model_profiles) or the path of a checkpoint's config.json
     # (relative to the Pulumi project). Unset: the built-in profile named like model.path's last part.
     profile: str | None = None
     # The same for the speculative drafter (unset: named like vllm.speculative.drafter).
@@ -166,12 +167,56 @@ def _resolve_profile(
         raise ValueError(f"{key}: {error}") from error
 
 
-def _batched_tokens(settings: StackSettings, accelerator_gib: float) -> int:
-    if settings.vllm.max_num_batched_tokens is not None:
-        return settings.vllm.max_num_batched_tokens
-    if settings.accelerator in TPU_CHIPS:
-        return TPU_V6E_BATCHED_TOKENS
-    return LARGE_GPU_BATCHED_TOKENS if accelerator_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
+@dataclass(frozen=True)
+class PlatformCapacity:
+    """What a platform brings to the plan: its memory per accelerator and what vLLM does there."""
+
+    memory_gib: float
+    accelerator_label: str
+    layout: KvLayout
+    block_size: int
+    overhead_gib: float
+    # Tokens the sliding-window layers hold besides the window (in-flight batches).
+    in_flight_tokens: int
+    assumptions: tuple[str, ...]
+
+
+def cloud_run_capacity(gpu: CloudRunGpu, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """One CUDA GPU: vLLM's hybrid KV layout, blocks of 16, async scheduling's two batches in flight."""
+    override = capacity.runtime_overhead_gib
+    batched = vllm.max_num_batched_tokens
+    if batched is None:
+        batched = LARGE_GPU_BATCHED_TOKENS if gpu.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
+    in_flight = batched * ASYNC_CONCURRENT_BATCHES
+    return PlatformCapacity(
+        memory_gib=gpu.memory_gib,
+        accelerator_label=gpu.display_name,
+        layout=KvLayout.VLLM_HYBRID,
+        block_size=GPU_BLOCK_SIZE,
+        overhead_gib=GPU_RUNTIME_OVERHEAD_GIB if override is None else override,
+        in_flight_tokens=in_flight,
+        assumptions=(
+            (
+                f"sliding-window layers also hold {in_flight:,} in-flight tokens (--max-num-batched-tokens "
+                f"{batched:,} x 2 batches: async scheduling, on by default in vLLM 0.32 on CUDA)"
+            ),
+        ),
+    )
+
+
+def tpu_capacity(chip: TpuChip, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """TPU chips: every layer keeps every token, blocks of 256, overhead per chip of the slice."""
+    override = capacity.runtime_overhead_gib
+    per_chip = TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP if override is None else override
+    return PlatformCapacity(
+        memory_gib=chip.hbm_gib_per_chip,
+        accelerator_label=chip.display_name,
+        layout=KvLayout.TPU,
+        block_size=TPU_BLOCK_SIZE,
+        overhead_gib=per_chip * vllm.tensor_parallel_size,
+        in_flight_tokens=0,  # tpu-inference keeps every token in every Gemma 4 layer: nothing slides out
+        assumptions=("TPU layout: every layer stores every token (tpu-inference disables Gemma 4's sliding window)",),
+    )
 
 
 def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tuple[str, ...]]:
@@ -195,31 +240,11 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
             root=root,
         )
     vllm = settings.vllm
-    gpu = CLOUD_RUN_GPUS.get(settings.accelerator)
-    chip = TPU_CHIPS.get(settings.accelerator)
-    assumptions: list[str] = []
+    platform = settings.capacity_platform()
     override = capacity.runtime_overhead_gib
-    if gpu is not None:
-        memory_gib, label, layout, block = gpu.memory_gib, gpu.display_name, KvLayout.VLLM_HYBRID, GPU_BLOCK_SIZE
-        overhead_gib = GPU_RUNTIME_OVERHEAD_GIB if override is None else override
-        batched = _batched_tokens(settings, memory_gib)
-        in_flight = batched * ASYNC_CONCURRENT_BATCHES
-        assumptions.append(
-            f"sliding-window layers also hold {in_flight:,} in-flight tokens (--max-num-batched-tokens {batched:,} "
-            "x 2 batches: async scheduling, on by default in vLLM 0.32 on CUDA)"
-        )
-    elif chip is not None:
-        memory_gib, label, layout, block = chip.hbm_gib_per_chip, chip.display_name, KvLayout.TPU, TPU_BLOCK_SIZE
-        per_chip = TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP if override is None else override
-        overhead_gib = per_chip * vllm.tensor_parallel_size
-        in_flight = 0  # tpu-inference keeps every token in every Gemma 4 layer: nothing slides out
-        assumptions.append(
-            "TPU layout: every layer stores every token (tpu-inference disables Gemma 4's sliding window)"
-        )
-    else:  # pragma: no cover - every Accelerator is in one of the two tables
-        raise CapacityUnknownError(f"accelerator {settings.accelerator.value!r} has no memory figure")
+    assumptions = list(platform.assumptions)
     source = "capacity.runtimeOverheadGib" if override is not None else "an estimate"
-    assumptions.append(f"runtime overhead {gib(overhead_gib * GIB)} besides weights and KV cache ({source})")
+    assumptions.append(f"runtime overhead {gib(platform.overhead_gib * GIB)} besides weights and KV cache ({source})")
     inputs = PlanInputs(
         model=model,
         drafter=drafter,
@@ -227,14 +252,14 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
         max_num_seqs=vllm.max_num_seqs,
         kv_cache_dtype=vllm.kv_cache_dtype,
         model_dtype_bits=32 if vllm.dtype == "float32" else 16,
-        device_memory_bytes=round(memory_gib * GIB),
+        device_memory_bytes=round(platform.memory_gib * GIB),
         gpu_memory_utilization=vllm.gpu_memory_utilization,
         tensor_parallel_size=vllm.tensor_parallel_size,
-        runtime_overhead_bytes=round(overhead_gib * GIB),
-        layout=layout,
-        block_size=block,
-        in_flight_tokens=in_flight,
-        accelerator_label=label,
+        runtime_overhead_bytes=round(platform.overhead_gib * GIB),
+        layout=platform.layout,
+        block_size=platform.block_size,
+        in_flight_tokens=platform.in_flight_tokens,
+        accelerator_label=platform.accelerator_label,
         workload_tokens=capacity.request_tokens,
     )
     return inputs, tuple(assumptions)

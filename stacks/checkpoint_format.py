@@ -11,7 +11,7 @@ at preview time instead of in a crash loop.
 
 from __future__ import annotations
 
-from stacks.model_profiles import builtin_profile_files
+from serving.model_profiles import builtin_profile_files
 
 # vLLM 0.32's online quantization: `fp8` quantizes bf16 weights dynamically, `online` and its shorthands
 # ("online quant shorthand names", vllm/model_executor/layers/quantization/__init__.py) and

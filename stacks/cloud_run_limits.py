@@ -1,6 +1,6 @@
 """Cloud Run's upper limits for a GPU service, checked before a deploy that Cloud Run would refuse.
 
-Why a module of its own: the minimums (stacks/gpu_rules.py) kept too-small instances out, but an L4
+Why a module of its own: the minimums (serving/cloud_run_rules.py) kept too-small instances out, but an L4
 instance with 100 CPU, 100000 instances, a batch of 2048 behind Cloud Run's 1000-request ceiling or a
 two-hour startup probe all passed the preview and failed at deploy time. The settings and the
 VllmGpuServiceArgs component both call `gpu_service_problems`, so the two agree word for word; the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stacks.accelerators import Accelerator, CloudRunGpu
+from serving.accelerators import Accelerator, CloudRunGpu
 from stacks.cloud_run import MAX_CONCURRENCY, CloudRunSettings
 
 

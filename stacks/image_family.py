@@ -8,7 +8,7 @@ copy) are the stack's own choice and pass; only vLLM's own repository names are 
 
 from __future__ import annotations
 
-from stacks.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 
 # vLLM's Docker Hub repositories by the accelerator family they are built for
 # (https://hub.docker.com/u/vllm: vllm-openai is the CUDA build, vllm-tpu the TPU build), 2026-11.

@@ -13,16 +13,24 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from serving.accelerators import Accelerator
 from stacks.capacity import assess_stack, capacity_problems
 from stacks.config_keys import config_key_problems
 from stacks.credentials import credential_problems
 from stacks.secrets import SECRET_KEYS
-from stacks.settings import StackSettings
+from stacks.settings import CloudRunStack, StackSettings, TpuStack
 from stacks.typos import fold_typos
 
 PROJECT = "gemma-serving"
+# The settings model of each platform, picked by the stack's `accelerator`.
+_STACK_SETTINGS: TypeAdapter[StackSettings] = TypeAdapter(StackSettings)  # type: ignore[arg-type]  # an Annotated union, which mypy sees as a value
+_VARIANTS: dict[str, type[BaseModel]] = {
+    str(accelerator): variant
+    for variant in (CloudRunStack, TpuStack)
+    for accelerator in typing.get_args(variant.model_fields["accelerator"].annotation)
+}
 # Provider config the program reads besides its own namespace.
 GCP_PROJECT_KEY = "gcp:project"
 
@@ -68,7 +76,7 @@ def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -
     if leaks:
         raise StackConfigError(leaks)
     try:
-        settings = StackSettings.model_validate(raw)
+        settings = _STACK_SETTINGS.validate_python(raw)
     except ValidationError as error:
         raise StackConfigError(format_errors(error, project)) from None
     # Will it fit? A stack whose weights or one full-length sequence cannot fit fails here, with numbers.
@@ -87,11 +95,20 @@ def format_errors(error: ValidationError, project: str = PROJECT) -> list[str]:
     items, meant = fold_typos(error.errors(include_url=False))
     for item in items:
         loc = [str(part) for part in item["loc"]]
+        # The union names the variant first (its accelerator value); stack files do not, so neither do we.
+        variant = _VARIANTS.get(loc[0]) if loc else None
+        if variant is not None:
+            loc = loc[1:]
         message = str(item["msg"]).removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden" and tuple(item["loc"]) in meant:
+        if item["type"] in {"union_tag_invalid", "union_tag_not_found"}:
+            names = [repr(accelerator.value) for accelerator in Accelerator]
+            allowed = f"{', '.join(names[:-1])} or {names[-1]}"
+            message = "required but not set" if item["type"] == "union_tag_not_found" else f"Input should be {allowed}"
+            loc = ["accelerator"]
+        elif item["type"] == "extra_forbidden" and tuple(item["loc"]) in meant:
             message = f"unknown key; did you mean {meant[tuple(item['loc'])]}?"
         elif item["type"] == "extra_forbidden":
-            keys = sorted(_allowed_keys(StackSettings, loc[:-1]))
+            keys = sorted(_allowed_keys(variant or CloudRunStack, loc[:-1]))
             close = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.75)
             hint = f"did you mean {close[0]}? " if close else ""
             message = f"unknown key (a typo?); {hint}allowed here: {', '.join(keys)}"

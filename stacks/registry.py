@@ -13,11 +13,9 @@ from pathlib import PurePosixPath
 
 from pydantic import Field, field_validator
 
+from serving.images import image_pin_problem
 from stacks.base import SettingsModel
-from stacks.images import image_pin_problem
 
-# Docker Hub's own hostnames; images without a registry host come from Docker Hub too.
-_DOCKER_HUB_HOSTS = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
 _IMAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$")
 
 
@@ -64,22 +62,3 @@ class RegistrySettings(SettingsModel):
     build: ImageBuildSettings | None = None
     # Artifact Registry keeps pulled or pushed versions this many days after they stop being tagged.
     keep_untagged_days: int = Field(default=30, ge=1, le=3650)
-
-
-def docker_hub_path(image: str) -> str | None:
-    """The path of a Docker Hub image inside a Docker Hub mirror, or None for another registry.
-
-    `vllm/vllm-openai:v0.32.0` -> `vllm/vllm-openai:v0.32.0`; `python:3.12` -> `library/python:3.12`
-    (Docker Hub's official images live under `library/`); `ghcr.io/x/y:1` -> None.
-    """
-    first, slash, rest = image.partition("/")
-    if slash and first in _DOCKER_HUB_HOSTS:
-        image = rest
-    elif slash and ("." in first or ":" in first or first == "localhost"):
-        return None
-    return image if "/" in image.partition("@")[0].rsplit(":", 1)[0] else f"library/{image}"
-
-
-def registry_host(region: str) -> str:
-    """Artifact Registry's Docker host for a region (https://cloud.google.com/artifact-registry/docs/docker)."""
-    return f"{region}-docker.pkg.dev"

@@ -3,23 +3,34 @@
 Why: every default that differs per accelerator and every cross-field rule (GPU minimums, regions,
 Cloud Run concurrency versus vLLM's batch) is decided here, before a resource exists, so a wrong stack
 file fails the preview with the key at fault rather than a rollout ten minutes later.
+
+Which platform a stack runs on is decided once, by its `accelerator`: `StackSettings` is a union
+discriminated on that key, a `CloudRunStack` (GPU stacks, with a `cloudRun` block) or a `TpuStack`
+(with a `tpu` block). Each variant owns what differs by platform (the vLLM port, the model root, the
+APIs to enable, the job image, what the capacity planner assumes), so no other module asks which
+platform it is looking at; `deploy()` dispatches on the variant once.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu
+from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu, TpuChip
+from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from serving.gcp_names import bucket_path_problem
+from serving.images import DEFAULT_IMAGES
+from serving.pricing import CloudRunShape, TpuShape
+from serving.vllm_args import with_tensor_parallel
+from stacks.apis import BASE_APIS, TPU_APIS
 from stacks.base import SettingsModel
 from stacks.bench import BenchSettings
-from stacks.capacity import CapacitySettings
+from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capacity, tpu_capacity
 from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
-from stacks.cloud_run_limits import gpu_service_problems
-from stacks.gpu_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from stacks.cloud_run_limits import gpu_service_problems, quota_warning
 from stacks.image_family import image_family_problem
 from stacks.images import PinnedImage
 from stacks.registry import RegistrySettings
@@ -27,21 +38,14 @@ from stacks.tpu import TpuSettings
 from stacks.vllm import VllmSettings
 from stacks.weights import ModelImportSettings, WeightSource
 
-# The vLLM images the stacks pull unless they name another pinned one.
-DEFAULT_IMAGES: dict[Accelerator, str] = {
-    Accelerator.NVIDIA_L4: "vllm/vllm-openai:v0.32.0",
-    Accelerator.NVIDIA_RTX_PRO_6000: "vllm/vllm-openai:v0.32.0",
-    Accelerator.TPU_V6E: "vllm/vllm-tpu:v0.32.0",
-}
-
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-_OBJECT_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 
 
 def _bucket_path(value: str) -> str:
-    if not _OBJECT_PATH.match(value) or ".." in value.split("/"):
-        raise ValueError(f"{value!r} must be a relative object path inside the model bucket, e.g. gemma-4-12B-it")
+    problem = bucket_path_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 
@@ -70,9 +74,14 @@ class BucketSettings(SettingsModel):
     force_destroy: bool = False
 
 
-class StackSettings(SettingsModel):
-    """Everything one stack file says, validated as a whole."""
+# Where a TPU node mounts the weights it copied from the bucket (Cloud Run's mount path is a setting).
+TPU_MODEL_ROOT = "/mnt/models"
 
+
+class _StackSettings(SettingsModel):
+    """What every stack file says, whatever its platform; validated as a whole."""
+
+    # Each variant narrows it to its platform's accelerators (the union's discriminator).
     accelerator: Accelerator
     # Where `gcp:project` is unset the offline preview substitutes a placeholder; `pulumi up` requires it.
     project: str | None = None
@@ -80,17 +89,12 @@ class StackSettings(SettingsModel):
     image: PinnedImage | None = None
     model: ModelSettings
     vllm: VllmSettings
-    cloud_run: CloudRunSettings | None = None
-    # TPU stacks (accelerator tpu-v6e): zone, tier, network edge of the queued-resource node.
-    tpu: TpuSettings | None = None
     bucket: BucketSettings = BucketSettings()
     model_import: ModelImportSettings = ModelImportSettings()
     registry: RegistrySettings = RegistrySettings()
     # How to plan capacity when model.path is not a built-in profile (stacks/capacity.py).
     capacity: CapacitySettings = CapacitySettings()
     labels: dict[str, str] = Field(default_factory=dict)
-    # The optional load-generator job beside a Cloud Run service (stacks/bench.py); absent: none.
-    bench: BenchSettings | None = None
 
     @field_validator("labels")
     @classmethod
@@ -113,6 +117,14 @@ class StackSettings(SettingsModel):
         return self
 
     @model_validator(mode="after")
+    def _image_fits_the_accelerator(self) -> Self:
+        family = image_family_problem(self.image_ref, self.accelerator)
+        quantization = quantization_problem(self.model.path, self.vllm.quantization)
+        if family or quantization:
+            raise ValueError("; ".join(p for p in (family, quantization) if p))
+        return self
+
+    @model_validator(mode="after")
     def _one_source_per_path(self) -> Self:
         drafter = self.drafter_path
         if self.model.drafter_source is not None and not drafter:
@@ -126,55 +138,78 @@ class StackSettings(SettingsModel):
             raise ValueError("vllm.speculative.drafter: the drafter needs its own bucket path, not model.path")
         return self
 
-    @model_validator(mode="after")
-    def _bench_beside_cloud_run(self) -> Self:
-        if self.bench is not None and self.accelerator in TPU_CHIPS:
-            raise ValueError(
-                "bench: the load-generator job runs beside a Cloud Run service; a tpu-v6e stack has none "
-                "(run `python -m verify bench` from a machine in the TPU's region instead)"
-            )
-        return self
+    @property
+    def image_ref(self) -> str:
+        """The vLLM image the stack serves: its pinned `image`, or the accelerator's default."""
+        return self.image or DEFAULT_IMAGES[self.accelerator]
+
+    @property
+    def drafter_path(self) -> str | None:
+        """The speculative drafter's directory in the model bucket (vllm.speculative.drafter), if there is one."""
+        drafter = self.vllm.speculative.drafter if self.vllm.speculative else None
+        return drafter.strip("/") if drafter else None
+
+    @property
+    def model_dirs(self) -> list[str]:
+        """The checkpoint directories in the bucket vLLM reads: the model, and the drafter if any."""
+        return [self.model.path, *([self.drafter_path] if self.drafter_path else [])]
+
+    def weight_sources(self) -> dict[str, tuple[str, WeightSource]]:
+        """Each checkpoint to import, by role (`target`, `drafter`): its bucket path and its one source."""
+        found: dict[str, tuple[str, WeightSource]] = {}
+        if self.model.source is not None:
+            found["target"] = (self.model.path, self.model.source)
+        if self.model.drafter_source is not None and self.drafter_path:
+            found["drafter"] = (self.drafter_path, self.model.drafter_source)
+        return found
+
+    def _vllm_serve_args(self, *, port: int, model_root: str) -> list[str]:
+        return self.vllm.serve_args(
+            model_path=f"{model_root}/{self.model.path}",
+            served_model_name=self.model.served_name,
+            port=port,
+            model_root=model_root,
+        )
+
+
+def _refuse_foreign_block(data: Any, key: str, message: str) -> None:  # noqa: ANN401 - raw stack data
+    """A block of the other platform gets a sentence saying so, not "unknown key"."""
+    if isinstance(data, dict) and (key in data or _snake(key) in data):
+        raise ValueError(message)
+
+
+def _require_block(data: Any, key: str, message: str) -> None:  # noqa: ANN401 - raw stack data
+    if isinstance(data, dict) and key not in data and _snake(key) not in data:
+        raise ValueError(message)
+
+
+def _snake(key: str) -> str:
+    return "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in key)
+
+
+class CloudRunStack(_StackSettings):
+    """A stack served by Cloud Run with one GPU per instance (accelerator nvidia-l4 or nvidia-rtx-pro-6000)."""
+
+    # The `platform` stack output (serving.outputs) this stack exports.
+    PLATFORM: ClassVar[str] = "cloud-run"
+
+    accelerator: Literal[Accelerator.NVIDIA_L4, Accelerator.NVIDIA_RTX_PRO_6000]
+    cloud_run: CloudRunSettings
+    # The optional load-generator job beside the service (stacks/bench.py); absent: none.
+    bench: BenchSettings | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cloud_run_blocks(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
+        _refuse_foreign_block(data, "tpu", "tpu: only a tpu-v6e stack takes a tpu block; remove it")
+        accelerator = data.get("accelerator") if isinstance(data, dict) else None
+        name = CLOUD_RUN_GPUS[accelerator].display_name if accelerator in CLOUD_RUN_GPUS else "Cloud Run GPU"
+        _require_block(data, "cloudRun", f"cloudRun: a {name} stack needs a cloudRun block (cpu, memoryGib, ...)")
+        return data
 
     @model_validator(mode="after")
-    def _fits_the_platform(self) -> Self:
-        family = image_family_problem(self.image_ref, self.accelerator)
-        quantization = quantization_problem(self.model.path, self.vllm.quantization)
-        if family or quantization:
-            raise ValueError("; ".join(p for p in (family, quantization) if p))
-        gpu = CLOUD_RUN_GPUS.get(self.accelerator)
-        if gpu is not None:
-            self._check_cloud_run(gpu)
-        elif self.accelerator in TPU_CHIPS and self.cloud_run is not None:
-            raise ValueError("cloudRun: a TPU stack does not run on Cloud Run; remove the cloudRun block")
-        if self.accelerator in TPU_CHIPS:
-            self._check_tpu()
-        elif self.tpu is not None:
-            raise ValueError("tpu: only a tpu-v6e stack takes a tpu block; remove it")
-        return self
-
-    def _check_tpu(self) -> None:
-        if self.tpu is None:
-            raise ValueError("tpu: a tpu-v6e stack needs a tpu block (at least tpu.zone, e.g. us-east5-a)")
-        if self.region != self.tpu.region:
-            raise ValueError(
-                f"region: {self.region!r} must be the region of tpu.zone {self.tpu.zone!r} ({self.tpu.region}), "
-                "where the model bucket should live too"
-            )
-        if self.vllm.tensor_parallel_size > self.tpu.chips:
-            raise ValueError(
-                f"vllm.tensorParallelSize {self.vllm.tensor_parallel_size} exceeds the {self.tpu.chips} chip(s) of "
-                f"tpu.acceleratorType {self.tpu.accelerator_type}"
-            )
-        if self.registry.build is not None:
-            raise ValueError(
-                "registry.build: a TPU node pulls its pinned image through the stack's Docker Hub mirror only "
-                "(its account reads that repository alone); remove registry.build from a tpu-v6e stack"
-            )
-
-    def _check_cloud_run(self, gpu: CloudRunGpu) -> None:
-        if self.cloud_run is None:
-            raise ValueError(f"cloudRun: a {gpu.display_name} stack needs a cloudRun block (cpu, memoryGib, ...)")
-        run = self.cloud_run
+    def _fits_cloud_run(self) -> Self:
+        gpu, run = self.gpu, self.cloud_run
         problems = [
             region_problem(gpu, self.region, key="region"),
             *gpu_sizing_problems(
@@ -195,45 +230,156 @@ class StackSettings(SettingsModel):
             raise ValueError("; ".join(found))
         if self.vllm.tensor_parallel_size != 1:
             raise ValueError("vllm.tensorParallelSize: Cloud Run attaches exactly one GPU per instance; allowed: 1")
+        return self
 
     @property
-    def image_ref(self) -> str:
-        return self.image or DEFAULT_IMAGES[self.accelerator]
+    def gpu(self) -> CloudRunGpu:
+        return CLOUD_RUN_GPUS[self.accelerator]
 
     @property
-    def gpu(self) -> CloudRunGpu | None:
-        return CLOUD_RUN_GPUS.get(self.accelerator)
+    def import_image(self) -> str:
+        """The import job's base image: the serving image (the CUDA vLLM image carries its clients)."""
+        return self.model_import.image or self.image_ref
 
     @property
-    def drafter_path(self) -> str | None:
-        """The speculative drafter's directory in the model bucket (vllm.speculative.drafter), if there is one."""
-        drafter = self.vllm.speculative.drafter if self.vllm.speculative else None
-        return drafter.strip("/") if drafter else None
+    def apis(self) -> tuple[str, ...]:
+        return BASE_APIS
 
-    def weight_sources(self) -> dict[str, tuple[str, WeightSource]]:
-        """Each checkpoint to import, by role (`target`, `drafter`): its bucket path and its one source."""
-        found: dict[str, tuple[str, WeightSource]] = {}
-        if self.model.source is not None:
-            found["target"] = (self.model.path, self.model.source)
-        if self.model.drafter_source is not None and self.drafter_path:
-            found["drafter"] = (self.drafter_path, self.model.drafter_source)
-        return found
+    @property
+    def zone(self) -> str | None:
+        """Cloud Run picks zones itself: none to name."""
+        return None
 
-    def cloud_run_concurrency(self) -> int:
-        """Per-instance concurrency: never below what vLLM batches."""
-        assert self.cloud_run is not None
-        return self.cloud_run.concurrency or self.vllm.max_num_seqs
+    @property
+    def port(self) -> int:
+        return self.cloud_run.port
 
+    @property
     def model_root(self) -> str:
-        return self.cloud_run.mount.mount_path if self.cloud_run else "/mnt/models"
+        return self.cloud_run.mount.mount_path
+
+    @property
+    def concurrency(self) -> int:
+        """Per-instance concurrency: never below what vLLM batches."""
+        return self.cloud_run.concurrency or self.vllm.max_num_seqs
 
     def serve_args(self) -> list[str]:
         """The container's `vllm serve` arguments."""
-        port = self.cloud_run.port if self.cloud_run else (self.tpu.port if self.tpu else 8000)
-        root = self.model_root()
-        return self.vllm.serve_args(
-            model_path=f"{root}/{self.model.path}",
-            served_model_name=self.model.served_name,
-            port=port,
-            model_root=root,
+        return self._vllm_serve_args(port=self.port, model_root=self.model_root)
+
+    def capacity_platform(self) -> PlatformCapacity:
+        return cloud_run_capacity(self.gpu, self.vllm, self.capacity)
+
+    def quota_warnings(self) -> list[str]:
+        """Quota a new project lacks for this stack (a Cloud Run GPU quota beyond a first request)."""
+        warning = quota_warning(self.gpu, self.cloud_run)
+        return [warning] if warning else []
+
+    def billing_shape(self) -> CloudRunShape:
+        """What one instance bills (GPU, CPU, memory, zonal redundancy) and how many run: the `billing` output."""
+        run = self.cloud_run
+        return CloudRunShape(
+            accelerator=self.accelerator,
+            region=self.region,
+            cpu=run.cpu,
+            memory_gib=run.memory_gib,
+            gpu_zonal_redundancy=not run.gpu_zonal_redundancy_disabled,
+            min_instances=run.min_instances,
+            max_instances=run.max_instances,
         )
+
+
+class TpuStack(_StackSettings):
+    """A stack served by vLLM on one TPU node from a queued resource (accelerator tpu-v6e)."""
+
+    PLATFORM: ClassVar[str] = "tpu"
+
+    accelerator: Literal[Accelerator.TPU_V6E]
+    # Zone, tier and network edge of the queued-resource node.
+    tpu: TpuSettings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tpu_blocks(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
+        _refuse_foreign_block(
+            data, "cloudRun", "cloudRun: a TPU stack does not run on Cloud Run; remove the cloudRun block"
+        )
+        _refuse_foreign_block(
+            data,
+            "bench",
+            "bench: the load-generator job runs beside a Cloud Run service; a tpu-v6e stack has none "
+            "(run `python -m verify bench` from a machine in the TPU's region instead)",
+        )
+        _require_block(data, "tpu", "tpu: a tpu-v6e stack needs a tpu block (at least tpu.zone, e.g. us-east5-a)")
+        return data
+
+    @model_validator(mode="after")
+    def _fits_the_node(self) -> Self:
+        if self.region != self.tpu.region:
+            raise ValueError(
+                f"region: {self.region!r} must be the region of tpu.zone {self.tpu.zone!r} ({self.tpu.region}), "
+                "where the model bucket should live too"
+            )
+        if self.vllm.tensor_parallel_size > self.tpu.chips:
+            raise ValueError(
+                f"vllm.tensorParallelSize {self.vllm.tensor_parallel_size} exceeds the {self.tpu.chips} chip(s) of "
+                f"tpu.acceleratorType {self.tpu.accelerator_type}"
+            )
+        if self.registry.build is not None:
+            raise ValueError(
+                "registry.build: a TPU node pulls its pinned image through the stack's Docker Hub mirror only "
+                "(its account reads that repository alone); remove registry.build from a tpu-v6e stack"
+            )
+        return self
+
+    @property
+    def chip(self) -> TpuChip:
+        return TPU_CHIPS[self.accelerator]
+
+    @property
+    def import_image(self) -> str:
+        """The import job's base image: the TPU image has no CUDA clients' twin, so the CUDA vLLM image."""
+        return self.model_import.image or DEFAULT_IMAGES[Accelerator.NVIDIA_L4]
+
+    @property
+    def apis(self) -> tuple[str, ...]:
+        return tuple(sorted({*BASE_APIS, *TPU_APIS}))
+
+    @property
+    def zone(self) -> str | None:
+        return self.tpu.zone
+
+    @property
+    def port(self) -> int:
+        return self.tpu.port
+
+    @property
+    def model_root(self) -> str:
+        return TPU_MODEL_ROOT
+
+    def serve_args(self) -> list[str]:
+        """The container's `vllm serve` arguments, the tensor-parallel size always stated (one chip: 1)."""
+        args = self._vllm_serve_args(port=self.port, model_root=self.model_root)
+        return with_tensor_parallel(args, self.vllm.tensor_parallel_size)
+
+    def capacity_platform(self) -> PlatformCapacity:
+        return tpu_capacity(self.chip, self.vllm, self.capacity)
+
+    def quota_warnings(self) -> list[str]:
+        """TPU quota shows as the queued request's state (WAITING_FOR_RESOURCES), not as a plan warning."""
+        return []
+
+    def billing_shape(self) -> TpuShape:
+        """What the node bills (chips of its slice at its provisioning model's rate): the `billing` output."""
+        tpu = self.tpu
+        return TpuShape(
+            accelerator_type=tpu.accelerator_type,
+            chips=tpu.chips,
+            provisioning_model=tpu.provisioning.model.value,
+            region=tpu.region,
+            max_run_seconds=tpu.provisioning.max_run_duration,
+        )
+
+
+# One stack file: the variant is chosen by `accelerator` (stacks.loading reports a wrong one by name).
+StackSettings = Annotated[CloudRunStack | TpuStack, Field(discriminator="accelerator")]

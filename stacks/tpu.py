@@ -1,6 +1,6 @@
 """Settings of a TPU v6e stack: where to queue for a node, on what terms, and who may reach it.
 
-Why a model of its own: capacity for TPU v6e comes through queued resources, zone by zone and tier by
+Why a model of its own: TPU v6e chips come through queued resources, zone by zone and tier by
 tier, and the hand-made deployment got each of these wrong at least once (a zone without v6e, vLLM on a
 public IP with no firewall, a flex-start request with no end). Everything here is checked before the
 first request is queued, with a message naming the key and what is allowed.
@@ -16,6 +16,7 @@ from typing import Annotated, Literal, Self
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from policy.source_ranges import allowed_text, describe, too_wide
+from serving.gcp_names import SECRET_ID, region_of
 from stacks.base import SettingsModel
 
 # Zones that offer TPU v6e, from Google's "TPU regions and zones" page
@@ -31,7 +32,7 @@ V6E_ZONES: tuple[str, ...] = (
 
 # Zones where Google lets flex-start queue for v6e: "You can only request Flex-start TPU v6e ... in the
 # specified zones" (https://cloud.google.com/tpu/docs/request-using-flex-start#limitations, read 2026-11).
-# Even there capacity comes and goes: a request can wait for hours in one zone and be served at once in
+# Even there availability comes and goes: a request can wait for hours in one zone and be served at once in
 # the other, so switching zones (tpu.zone) is the first thing to try when a request keeps waiting.
 FLEX_START_V6E_ZONES: tuple[str, ...] = ("us-east5-a", "asia-northeast1-b")
 
@@ -44,12 +45,21 @@ V6E_CHIPS: dict[str, int] = {"v6e-1": 1, "v6e-4": 4, "v6e-8": 8}
 # would spend most of its run loading weights and compiling (about 10 minutes before vLLM is ready).
 FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600
 FLEX_START_MIN_RUN_SECONDS = 30 * 60
+# A flex-start node's run when the stack names none: a working session, then it ends by itself.
+DEFAULT_FLEX_START_RUN_SECONDS = 4 * 3600
 
 _DURATION = re.compile(r"^(\d+)\s*([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _RESERVATION = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^projects/[^/]+/locations/[^/]+/reservations/[^/]+$")
 _NETWORK_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^projects/[^/]+/(global|regions/[^/]+)/[a-z]+/[^/]+$")
-_SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$|^projects/[^/]+/secrets/[A-Za-z0-9_-]{1,255}$")
+
+
+def _secret_reference(value: str) -> bool:
+    """A secret id, or its full name `projects/<project>/secrets/<id>`."""
+    parts = value.split("/")
+    if len(parts) == 4 and parts[0] == "projects" and parts[1] and parts[2] == "secrets":
+        value = parts[3]
+    return bool(SECRET_ID.match(value))
 
 
 def parse_duration(value: object) -> int:
@@ -72,7 +82,7 @@ Duration = Annotated[int, BeforeValidator(parse_duration)]
 
 
 class ProvisioningModel(enum.StrEnum):
-    """How the queued resource obtains capacity."""
+    """How the queued resource obtains its chips."""
 
     # Dynamic Workload Scheduler: waits for capacity, then runs for at most maxRunDuration (<= 7 days);
     # needs preemptible quota; the node is deleted when the run ends (the request turns SUSPENDED).
@@ -105,7 +115,7 @@ class TpuProvisioning(SettingsModel):
     @model_validator(mode="after")
     def _terms_match_the_tier(self) -> Self:
         if self.model is ProvisioningModel.FLEX_START:
-            run = self.max_run_duration if self.max_run_duration is not None else 4 * 3600
+            run = self.flex_start_run_seconds
             if not FLEX_START_MIN_RUN_SECONDS <= run <= FLEX_START_MAX_RUN_SECONDS:
                 raise ValueError(
                     f"tpu.provisioning.maxRunDuration: {run}s is outside what flex-start allows here: "
@@ -120,6 +130,11 @@ class TpuProvisioning(SettingsModel):
         if self.reservation is not None and self.model is not ProvisioningModel.GUARANTEED:
             raise ValueError(f"tpu.provisioning.reservation applies only to model guaranteed, not {self.model.value}")
         return self
+
+    @property
+    def flex_start_run_seconds(self) -> int:
+        """The most a flex-start node may run: tpu.provisioning.maxRunDuration, 4 hours when unset."""
+        return self.max_run_duration if self.max_run_duration is not None else DEFAULT_FLEX_START_RUN_SECONDS
 
 
 def _cidr(value: str) -> str:
@@ -210,7 +225,7 @@ class TpuSettings(SettingsModel):
     @field_validator("hf_token_secret")
     @classmethod
     def _secret_id(cls, value: str | None) -> str | None:
-        if value is not None and not _SECRET_ID.match(value):
+        if value is not None and not _secret_reference(value):
             raise ValueError(f"tpu.hfTokenSecret {value!r} is not a secret id or projects/<p>/secrets/<id>")
         return value
 
@@ -242,4 +257,4 @@ class TpuSettings(SettingsModel):
 
     @property
     def region(self) -> str:
-        return self.zone.rsplit("-", 1)[0]
+        return region_of(self.zone)

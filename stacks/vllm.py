@@ -13,9 +13,9 @@ from typing import Annotated, Self
 
 from pydantic import AfterValidator, Field, JsonValue, model_validator
 
+from serving.vllm_args import check_serve_args
+from serving.vllm_facts import vllm_facts
 from stacks.base import SettingsModel
-from stacks.vllm_args import check_serve_args
-from stacks.vllm_facts import vllm_facts
 
 # Arguments the program renders itself; a stack must set them through their typed settings instead.
 MANAGED_FLAGS = frozenset(

@@ -13,13 +13,13 @@ from typing import Self
 
 from pydantic import Field, field_validator, model_validator
 
+from serving.gcp_names import COMMIT_ID
 from stacks.base import SettingsModel
 from stacks.images import PinnedImage
 
 # A Hugging Face repo id: `owner/name` (https://huggingface.co/docs/hub/repositories).
 _HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 # A git commit id, the only revision that cannot move under a stack (branches and tags can).
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # What `git log --oneline` and the Hub's history page show: the same commit, abbreviated.
 _SHORT_COMMIT = re.compile(r"^[0-9a-f]{7,39}$")
 # gs://bucket[/prefix]: bucket names are 3-63 lowercase letters, digits, '-', '_' and '.'.
@@ -52,7 +52,7 @@ class HuggingFaceSource(SettingsModel):
                 f"{value!r} is a short commit id ({len(value)} of 40 hex digits); give the full 40-hex commit id, "
                 "which names exactly one commit (copy it from the repo's commit history)"
             )
-        if not _COMMIT.match(value):
+        if not COMMIT_ID.match(value):
             raise ValueError(
                 f"{value!r} is not a commit id: a branch or tag such as 'main' can move and change the weights under "
                 "a running stack; give the 40-hex commit id from the repo's commit history"

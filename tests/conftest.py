@@ -66,6 +66,9 @@ def render_stack(
 
     ``stack_state`` is what the stack's last update exported (default: preview.capture.OFFLINE_STACK_STATE).
     """
+    # Module-scoped fixtures render before the autouse fixture runs: an async test before may have left
+    # no event loop.
+    _ensure_event_loop()
     config = stack_config(stack, overrides)
     return run_program(
         ROOT / "__main__.py",

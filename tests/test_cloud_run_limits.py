@@ -19,6 +19,7 @@ from components.vllm_gpu_service import VllmGpuServiceArgs
 from preview.__main__ import main as preview_main
 from stacks.cloud_run import CloudRunSettings
 from stacks.loading import settings_from_config
+from stacks.settings import TpuStack
 from tests.components.test_tpu_node import node_args
 from tests.components.test_vllm_gpu_service import args as service_args
 from tests.test_credentials import stack_root
@@ -189,7 +190,7 @@ def test_named_networks_and_private_space_pass() -> None:
     """A company's /16s plus all of RFC 1918 stay well inside the limit."""
     ranges = ["203.0.113.0/24", "198.51.100.0/24", "34.120.0.0/16", "10.0.0.0/8", "172.16.0.0/12"]
     settings = settings_from_config(config_with("tpu-v6e", **{TPU_OPEN: True, "tpu__allowedSourceRanges": ranges}))
-    assert settings.tpu is not None
+    assert isinstance(settings, TpuStack)
     assert len(settings.tpu.allowed_source_ranges) == len(ranges)
 
 

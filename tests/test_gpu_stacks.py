@@ -10,9 +10,9 @@ import pytest
 
 from preview.capture import Capture, CapturedResource
 from preview.render import clean
-from stacks.accelerators import CLOUD_RUN_GPUS, Accelerator
-from stacks.images import image_pin_problem
-from stacks.vllm_args import check_serve_args
+from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.images import image_pin_problem
+from serving.vllm_args import check_serve_args
 from tests.conftest import render_stack
 
 GPU_STACKS = {"l4": Accelerator.NVIDIA_L4, "rtx6000": Accelerator.NVIDIA_RTX_PRO_6000}

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from deploy.weights import SecretConfigError
 from preview.capture import Capture, run_program
 from preview.render import SECRET_MASK, clean, plan_document, text_plan
-from preview.supply_plan import register as register_supply_section
+from preview.sections import standard_sections
 from stacks.loading import settings_from_config
-from supply import SecretConfigError
 from tests.conftest import ROOT, stack_config
 
 TOKEN = "hf_DistinctiveFakeTokenForLeakTests0123456789"
@@ -51,9 +51,8 @@ def with_token(request: pytest.FixtureRequest) -> tuple[str, Capture]:
 def test_token_appears_nowhere_in_the_plan(with_token: tuple[str, Capture]) -> None:
     """Search the whole JSON plan, the text plan, the outputs and the program's log for the token."""
     stack, capture = with_token
-    register_supply_section()
     document = json.dumps(plan_document(capture, stack=stack, project="gemma-serving", notes=[]))
-    text = text_plan(capture, stack=stack, project="gemma-serving", notes=[])
+    text = text_plan(capture, stack=stack, project="gemma-serving", notes=[], sections=standard_sections())
     assert TOKEN not in document
     assert TOKEN not in text
     assert TOKEN not in json.dumps(clean(capture.outputs))

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from stacks.loading import StackConfigError, settings_from_config
+from stacks.settings import CloudRunStack
 from tests.conftest import stack_config
 
 
@@ -42,8 +43,8 @@ def problems_of(values: dict[str, str]) -> str:
 def test_shipped_gpu_stacks_are_valid(stack: str) -> None:
     """A stack file we ship must never fail its own validation."""
     settings = settings_from_config(stack_config(stack).values)
-    assert settings.cloud_run is not None
-    assert settings.cloud_run_concurrency() >= settings.vllm.max_num_seqs
+    assert isinstance(settings, CloudRunStack)
+    assert settings.concurrency >= settings.vllm.max_num_seqs
 
 
 def test_cpu_below_l4_minimum() -> None:
@@ -100,8 +101,8 @@ def test_startup_window_shorter_than_model_load() -> None:
 def test_derived_startup_window_covers_model_load() -> None:
     """Unset failureThreshold is sized so initialDelay + period x threshold >= modelLoadSeconds."""
     settings = settings_from_config(config_with(cloudRun__modelLoadSeconds=1234))
+    assert isinstance(settings, CloudRunStack)
     run = settings.cloud_run
-    assert run is not None
     assert run.startup_probe.window_seconds(run.startup_failure_threshold()) >= 1234
 
 

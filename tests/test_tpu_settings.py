@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from stacks.loading import settings_from_config
+from stacks.settings import TpuStack
 from stacks.tpu import TpuSettings, parse_duration
 from tests.test_settings import config_with, problems_of
 
@@ -18,7 +19,7 @@ def tpu_config(**changes: Any) -> dict[str, str]:
 def test_the_tpu_stack_file_is_valid() -> None:
     """The shipped stack parses to v6e-1, flex-start 4h, internal only, tensor parallel 1."""
     settings = settings_from_config(tpu_config())
-    assert settings.tpu is not None
+    assert isinstance(settings, TpuStack)
     assert settings.tpu.accelerator_type == "v6e-1"
     assert settings.tpu.provisioning.model.value == "flex-start"
     assert settings.tpu.provisioning.max_run_duration == 4 * 3600

@@ -17,17 +17,16 @@ from typing import Any
 
 import pytest
 from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime import settings as pulumi_settings
-from pulumi.runtime.config import set_all_config
 
 from components.tpu.startup_script import DATA_END_MARKER
+from deploy.weights import SecretConfigError
 from policy.images import IMAGES_PINNED
+from preview import pulumi_sdk
 from preview.capture import SECRET_SIGNATURE, Capture, OfflineMocks, RecordingMonitor, run_registrations
 from preview.render import clean, plan_document, text_plan
 from preview.supply_plan import supply_section
 from preview.tpu_plan import script_value, startup_scripts, tpu_section
-from stacks.vllm_args import check_serve_args
-from supply import SecretConfigError
+from serving.vllm_args import check_serve_args
 from tests.conftest import ROOT, render_stack, stack_config
 
 QUEUED = "pulumi-python:dynamic/tpu:QueuedResource"
@@ -294,11 +293,11 @@ def test_no_secret_value_anywhere_in_the_plan() -> None:
     config.secret_keys = [*config.secret_keys, "gemma-serving:hfToken"]
     capture = Capture()
     mocks = CanaryMocks(project="test-project")
-    pulumi_settings.reset_options()
+    pulumi_sdk.reset_options()
     pulumi_mocks.set_mocks(
         mocks, project=config.project, stack=STACK, preview=True, monitor=RecordingMonitor(mocks, capture)
     )
-    set_all_config(config.values, config.secret_keys)
+    pulumi_sdk.set_all_config(config.values, config.secret_keys)
     run_registrations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), capture)
     carriers = [r for r in capture.resources if "secretData" in r.inputs]
     assert {r.type for r in carriers} == {"gcp:secretmanager/secretVersion:SecretVersion"}

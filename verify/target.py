@@ -73,7 +73,7 @@ class Target(pydantic.BaseModel):
     # (https://candidate---<service host>) is called with a token for the service's own URL.
     audience_url: str | None = None
     # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
-    # verify bench prices with stacks/pricing.py; None for --url and stacks that predate it.
+    # verify bench prices with serving/pricing.py; None for --url and stacks that predate it.
     billing: dict[str, object] | None = None
 
     @property

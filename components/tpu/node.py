@@ -1,13 +1,13 @@
-"""`TpuVllmNode`: vLLM on one TPU v6e node, with its identity, secrets and network edge.
+"""`TpuVllmNode`: vLLM on one TPU v6e node, with its secrets and network edge.
 
-Owns: a dedicated service account (unless one is given, see `NodeIdentity`); its read binding on the
-model bucket; the vLLM API key (a random
-value stored as a Secret Manager secret, readable only by that account); a log-writer binding so the
-container's output reaches Cloud Logging; firewall rules (the vLLM port only from named source ranges,
-SSH only from Google's IAP range); Cloud NAT when the node is internal-only (so it can pull the image);
-and the TPU queued resource whose startup script runs vLLM.
-Does not own: the model bucket or the weights in it, nor the image repository it pulls from (the stack
-grants the node's identity `artifactregistry.reader` on its Docker Hub mirror: supply.image_supply).
+Owns: the vLLM API key (a random value in a `ManagedSecret`, replicated in the node's region only and
+readable only by the node's account); the account's grants on that key, on the Hugging Face token (when
+the stack names one) and on Cloud Logging (so the container's output arrives there); firewall rules (the
+vLLM port only from named source ranges, SSH only from Google's IAP range); Cloud NAT when the node is
+internal-only (so it can pull the image); and the TPU queued resource whose startup script runs vLLM.
+Does not own: the account it runs as (a `ServingIdentity` made first, so the image mirror and the model
+bucket can grant it read access before the node exists), the model bucket or the weights in it, nor the
+image repository it pulls from (deploy.images grants the account `artifactregistry.reader` on the mirror).
 
 Secure defaults: internal IP only, no rule open to 0.0.0.0/0 or ::/0 (refused here and in the settings),
 the key never in plain text in metadata, the plan or a command line.
@@ -15,7 +15,6 @@ the key never in plain text in metadata, the plan or a command line.
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -25,13 +24,17 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_random as random
 
-from components.gcp_names import SERVICE_ACCOUNT_ID
+from components.managed_secret import ACCESSOR_ROLE, FormerNames, ManagedSecret, ManagedSecretArgs
+from components.serving_identity import ServingIdentity
 from components.tpu import compute
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Provisioning
 from components.tpu.startup_script import BUCKET_METADATA_KEY, StartupScriptSpec, render_startup_script
 from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
+from serving.accelerators import TPU_CHIPS, Accelerator
+from serving.gcp_names import region_of
+from serving.vllm_args import with_tensor_parallel
 
 # Stands in for an image reference that is still a Pulumi output while the script's other values are
 # validated at construction; the script itself is rendered from the resolved reference.
@@ -43,19 +46,39 @@ _V6E_TYPE = re.compile(r"^v6e-(\d+)$")
 
 
 @dataclass(frozen=True)
-class NodeIdentity:
-    """A service account made outside the node, so that others can grant it before the node exists.
+class NetworkEdge:
+    """Who reaches the node and how it reaches out. Defaults are the secure choice."""
 
-    Why: the stack's image mirror must grant the node's account `artifactregistry.reader`, and the node's
-    image reference comes from that mirror; an account made inside the node would exist only after both.
-    """
+    network: str = "default"
+    subnetwork: str | None = None
+    # False: internal IP only. True: an external IP, reachable only from allowed_source_ranges.
+    public_endpoint: bool = False
+    # CIDRs that may open the vLLM port; never 0.0.0.0/0 or ::/0.
+    allowed_source_ranges: Sequence[str] = ()
+    # SSH from Google's IAP range only (for `gcloud ... tpu-vm ssh --tunnel-through-iap`).
+    iap_ssh: bool = True
+    # Cloud NAT so an internal-only node can pull its image.
+    egress_nat: bool = True
 
-    # The account id (6-30 characters), so the request body shows the email before the account exists.
-    account_id: str
-    # `serviceAccount:<email>`, an output of the account (bindings on it wait for the account).
-    member: pulumi.Input[str]
-    # What the request must wait for: the account (or the component that owns it).
-    resource: pulumi.Resource
+
+@dataclass(frozen=True)
+class QueueTerms:
+    """On what terms the queued resource asks for a node and how long `pulumi up` waits for one."""
+
+    provisioning: Provisioning
+    # Google fails the request if no node arrived within this time (None: no limit).
+    valid_until_seconds: int | None = None
+    active_deadline_seconds: int = 2 * 3600
+
+
+@dataclass(frozen=True)
+class NodeWeights:
+    """Where the node's checkpoints come from and where vLLM finds them on the VM."""
+
+    bucket_name: pulumi.Input[str]
+    # Checkpoint directories in the bucket the VM copies (the model, and a drafter if any).
+    dirs: Sequence[str]
+    root: str = "/mnt/models"
 
 
 @dataclass(frozen=True)
@@ -64,34 +87,25 @@ class TpuVllmNodeArgs:
 
     project: str
     zone: str
-    provisioning: Provisioning
+    queue: QueueTerms
     # The pinned image; an output when it comes through the stack's Artifact Registry mirror.
     image: pulumi.Input[str]
-    # The full `vllm serve` arguments (model path under model_root first), from the stack's vLLM settings.
+    # The full `vllm serve` arguments (model path under weights.root first), from the stack's vLLM settings.
     serve_args: Sequence[str]
-    model_bucket: pulumi.Input[str]
-    # Checkpoint directories in the bucket the VM needs (the model, and a drafter if any).
-    model_dirs: Sequence[str]
+    weights: NodeWeights
+    # The account the VM runs as, made before the node so the image mirror and the model bucket can grant
+    # it read access first (the node's image reference comes from that mirror).
+    identity: ServingIdentity
     accelerator_type: str = "v6e-1"
-    runtime_version: str = "v2-alpha-tpuv6e"
     tensor_parallel_size: int = 1
     port: int = 8000
-    model_root: str = "/mnt/models"
-    network: str = "default"
-    subnetwork: str | None = None
-    public_endpoint: bool = False
-    allowed_source_ranges: Sequence[str] = ()
-    iap_ssh: bool = True
-    egress_nat: bool = True
+    edge: NetworkEdge = NetworkEdge()
     hf_token_secret: str | None = None
     env: Mapping[str, str] = field(default_factory=lambda: {"HF_HUB_OFFLINE": "1"})
     labels: Mapping[str, str] = field(default_factory=dict)
-    valid_until_seconds: int | None = None
-    active_deadline_seconds: int = 2 * 3600
-    # None: the node makes its own dedicated account.
-    identity: NodeIdentity | None = None
-    # What must exist before the VM boots besides the node's own grants: the weight imports (so vLLM never
-    # starts against an empty bucket path) and the image mirror with its reader binding.
+    # What must exist before the VM boots besides the node's own grants: the weight imports and the
+    # bucket's reader grant (so vLLM never starts against an empty or unreadable bucket path) and the
+    # image mirror with its reader binding.
     wait_for: Sequence[pulumi.Resource] = ()
 
     def problems(self) -> list[str]:
@@ -105,14 +119,14 @@ class TpuVllmNodeArgs:
                 f"tensor_parallel_size {self.tensor_parallel_size} does not fit {self.accelerator_type} "
                 f"({match.group(1)} chip(s)); for a 12B model use v6e-1 with tensor parallel 1"
             )
-        if self.public_endpoint and not self.allowed_source_ranges:
-            found.append("allowed_source_ranges is required when public_endpoint is true")
-        for cidr in self.allowed_source_ranges:
+        if self.edge.public_endpoint and not self.edge.allowed_source_ranges:
+            found.append("edge.allowed_source_ranges is required when edge.public_endpoint is true")
+        for cidr in self.edge.allowed_source_ranges:
             found.extend(_range_problems(cidr))
         found += [
             f"allowed_source_ranges together let in {describe(item)}; /metrics and /tokenize need no API key: "
             f"allow {allowed_text()}"
-            for item in too_wide(self.allowed_source_ranges)
+            for item in too_wide(self.edge.allowed_source_ranges)
         ]
         kind = credential_kind(self.hf_token_secret or "")
         if kind:
@@ -124,8 +138,6 @@ class TpuVllmNodeArgs:
                 found.append(f"serve_args say --tensor-parallel-size {given!r}, the node {self.tensor_parallel_size}")
         if not 1024 <= self.port <= 65535:
             found.append(f"port {self.port}: use 1024-65535")
-        if self.identity is not None and not SERVICE_ACCOUNT_ID.match(self.identity.account_id):
-            found.append(f"identity.account_id {self.identity.account_id!r}: 6-30 lowercase letters, digits, '-'")
         return found
 
 
@@ -137,20 +149,6 @@ def _range_problems(cidr: str) -> list[str]:
     if network.prefixlen == 0:
         return [f"allowed source range {cidr!r} opens the vLLM port to the whole internet; name the callers' networks"]
     return []
-
-
-def service_account_id(name: str) -> str:
-    """A valid, stable account id (6-30 chars) derived from the component name."""
-    base = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
-    if not base or not base[0].isalpha():
-        base = f"tpu-{base}"
-    candidate = base if len(base) >= 6 else f"{base}-vllm"
-    if len(candidate) > 30:
-        digest = hashlib.sha256(name.encode()).hexdigest()[:6]
-        candidate = f"{base[:23].rstrip('-')}-{digest}"
-    if not SERVICE_ACCOUNT_ID.match(candidate):
-        raise ValueError(f"cannot derive a service account id from {name!r}; got {candidate!r}")
-    return candidate
 
 
 class TpuVllmNode(pulumi.ComponentResource):
@@ -174,11 +172,11 @@ class TpuVllmNode(pulumi.ComponentResource):
             project=args.project,
             image=args.image if isinstance(args.image, str) else _UNRESOLVED_IMAGE,
             serve_args=with_tensor_parallel(args.serve_args, args.tensor_parallel_size),
-            model_dirs=list(args.model_dirs),
+            model_dirs=list(args.weights.dirs),
             api_key_secret=secret_id,
             hf_token_secret=args.hf_token_secret,
             port=args.port,
-            model_root=args.model_root,
+            model_root=args.weights.root,
             env=dict(args.env),
         )
         # Rendered from the resolved image reference (a string in apply; no resource is made there).
@@ -187,34 +185,15 @@ class TpuVllmNode(pulumi.ComponentResource):
         )
         super().__init__("gemma:tpu:TpuVllmNode", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        region = args.zone.rsplit("-", 1)[0]
+        region = region_of(args.zone)
         tag = name
 
-        account: pulumi.Resource
-        member: pulumi.Input[str]
-        if args.identity is None:
-            account_id = service_account_id(name)
-            own = gcp.serviceaccount.Account(
-                f"{name}-sa",
-                account_id=account_id,
-                display_name=f"gemma-serving TPU vLLM node {name}",
-                project=args.project,
-                opts=child,
-            )
-            account, member = own, own.email.apply(lambda email: f"serviceAccount:{email}")
-        else:
-            account_id, member, account = args.identity.account_id, args.identity.member, args.identity.resource
+        identity = args.identity
+        member = identity.member
         # Known before the account exists, so the plan can show the full queued-resource request.
-        email = f"{account_id}@{args.project}.iam.gserviceaccount.com"
+        email = identity.planned_email(args.project)
 
         grants: list[pulumi.Resource] = [
-            gcp.storage.BucketIAMMember(
-                f"{name}-weights-reader",
-                bucket=args.model_bucket,
-                role="roles/storage.objectViewer",
-                member=member,
-                opts=child,
-            ),
             gcp.projects.IAMMember(
                 f"{name}-log-writer",
                 project=args.project,
@@ -225,24 +204,26 @@ class TpuVllmNode(pulumi.ComponentResource):
         ]
 
         api_key = random.RandomPassword(f"{name}-api-key", length=48, special=False, opts=child)
-        secret = gcp.secretmanager.Secret(
+        # The key's data stays in the node's region, like every secret of the stack (ManagedSecret).
+        secret = ManagedSecret(
             f"{name}-api-key",
-            secret_id=secret_id,
-            project=args.project,
-            replication=gcp.secretmanager.SecretReplicationArgs(auto=gcp.secretmanager.SecretReplicationAutoArgs()),
-            labels=dict(args.labels),
+            ManagedSecretArgs(
+                secret_id=secret_id,
+                value=api_key.result,
+                location=region,
+                labels=args.labels,
+                # Before ManagedSecret owned it, the node held the secret and its version as `<name>-api-key`.
+                former_names=FormerNames(secret=f"{name}-api-key", version=f"{name}-api-key", parent=self),
+            ),
             opts=child,
         )
-        version = gcp.secretmanager.SecretVersion(
-            f"{name}-api-key", secret=secret.id, secret_data=api_key.result, opts=child
-        )
         grants += [
-            version,
+            secret,
             gcp.secretmanager.SecretIamMember(
                 f"{name}-api-key-reader",
                 project=args.project,
                 secret_id=secret.secret_id,
-                role="roles/secretmanager.secretAccessor",
+                role=ACCESSOR_ROLE,
                 member=member,
                 opts=child,
             ),
@@ -268,31 +249,30 @@ class TpuVllmNode(pulumi.ComponentResource):
                 queued_resource_id=name,
                 node_id=name,
                 accelerator_type=args.accelerator_type,
-                runtime_version=args.runtime_version,
+                runtime_version=TPU_CHIPS[Accelerator.TPU_V6E].runtime_version,
                 service_account_email=email,
                 startup_script=script,
-                provisioning=args.provisioning,
-                network=args.network,
-                subnetwork=args.subnetwork,
-                enable_external_ips=args.public_endpoint,
+                provisioning=args.queue.provisioning,
+                network=args.edge.network,
+                subnetwork=args.edge.subnetwork,
+                enable_external_ips=args.edge.public_endpoint,
                 labels=dict(args.labels),
-                metadata={BUCKET_METADATA_KEY: args.model_bucket},
+                metadata={BUCKET_METADATA_KEY: args.weights.bucket_name},
                 network_tags=[tag],
-                valid_until_seconds=args.valid_until_seconds,
-                active_deadline_seconds=args.active_deadline_seconds,
+                valid_until_seconds=args.queue.valid_until_seconds,
+                active_deadline_seconds=args.queue.active_deadline_seconds,
             ),
             # The VM reads the bucket and the secret and pulls the image at first boot: every grant, the
             # weights and the image repository must exist before it.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[account, *grants, *args.wait_for]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[identity, *grants, *args.wait_for]),
         )
 
-        address = queued.external_ip if args.public_endpoint else queued.internal_ip
+        address = queued.external_ip if args.edge.public_endpoint else queued.internal_ip
         self.endpoint = address.apply(lambda ip: f"http://{ip}:{args.port}")
         self.queued_resource_name = queued.queued_resource_name
         self.node_id = pulumi.Output.from_input(name)
         self.api_key_secret = pulumi.Output.from_input(f"projects/{args.project}/secrets/{secret_id}")
-        # From the member output, so whoever uses the email waits for the account.
-        self.service_account_email = pulumi.Output.from_input(member).apply(lambda m: m.split(":", 1)[1])
+        self.service_account_email = identity.email
         self.image = pulumi.Output.from_input(args.image)
         self.internal_ip = queued.internal_ip
         self.register_outputs(
@@ -312,26 +292,27 @@ class TpuVllmNode(pulumi.ComponentResource):
         name: str, args: TpuVllmNodeArgs, region: str, tag: str, child: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
         """Firewall rules for exactly the named sources, and NAT for an internal-only node's egress."""
+        network = args.edge
         edge: list[pulumi.Resource] = []
-        if args.allowed_source_ranges:
+        if network.allowed_source_ranges:
             edge.append(
                 compute.Firewall(
                     f"{name}-vllm-port",
                     project=args.project,
-                    network=args.network,
+                    network=network.network,
                     description=f"vLLM port of TPU node {name}, from named ranges only",
                     tcp_ports=[str(args.port)],
-                    source_ranges=list(args.allowed_source_ranges),
+                    source_ranges=list(network.allowed_source_ranges),
                     target_tags=[tag],
                     opts=child,
                 )
             )
-        if args.iap_ssh:
+        if network.iap_ssh:
             edge.append(
                 compute.Firewall(
                     f"{name}-iap-ssh",
                     project=args.project,
-                    network=args.network,
+                    network=network.network,
                     description=f"SSH to TPU node {name} through IAP TCP forwarding only",
                     tcp_ports=["22"],
                     source_ranges=[IAP_SOURCE_RANGE],
@@ -339,19 +320,11 @@ class TpuVllmNode(pulumi.ComponentResource):
                     opts=child,
                 )
             )
-        if args.egress_nat and not args.public_endpoint:
+        if network.egress_nat and not network.public_endpoint:
             router = compute.Router(
-                f"{name}-router", project=args.project, region=region, network=args.network, opts=child
+                f"{name}-router", project=args.project, region=region, network=network.network, opts=child
             )
             edge.append(
                 compute.RouterNat(f"{name}-nat", project=args.project, region=region, router=router.name, opts=child)
             )
         return edge
-
-
-def with_tensor_parallel(serve_args: Sequence[str], size: int) -> list[str]:
-    """State the tensor-parallel size explicitly on TPU (one chip: 1), unless the arguments already do."""
-    args = list(serve_args)
-    if not any(arg == "--tensor-parallel-size" or arg.startswith("--tensor-parallel-size=") for arg in args):
-        args += ["--tensor-parallel-size", str(size)]
-    return args

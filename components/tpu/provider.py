@@ -2,7 +2,7 @@
 
 Why a provider and not `gcloud` in pulumi-command: Pulumi needs create, read (refresh), diff (replace
 on any change, since Google cannot update a queued resource) and delete to be real operations with
-state, and the wait for capacity needs to report progress and fail with Google's own reason.
+state, and the wait for a node needs to report progress and fail with Google's own reason.
 
 Lifecycle it implements:
 - create: POST the body; on 409 adopt the request if it carries our fingerprint (a retried `pulumi up`),
@@ -11,7 +11,7 @@ Lifecycle it implements:
   (forced delete) before the error is raised: Pulumi records nothing from a failed create, and a
   forgotten request that turns ACTIVE later would bill for a TPU nobody manages.
 - read: the live state; a request that is gone, FAILED, or SUSPENDED (flex-start run over) reads as gone,
-  so the next `pulumi up` requests capacity again.
+  so the next `pulumi up` asks for a node again.
 - diff: any change of project, zone, id or request body means replace (delete first: the id is reused and
   the quota is per project); a new deadline alone is an in-place no-op update.
 - delete: forced (removes the node too) and waits until Google no longer lists it.
@@ -242,8 +242,8 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
             if elapsed >= deadline:
                 self._withdraw(client, name)
                 raise QueuedResourceError(
-                    f"{name} was still {state} after {_minutes(elapsed)} (tpu.activeDeadline). Capacity for "
-                    f"{props.get('zone')} was not available in time; the request was withdrawn. Try another "
+                    f"{name} was still {state} after {_minutes(elapsed)} (tpu.activeDeadline). TPU v6e chips in "
+                    f"{props.get('zone')} were not available in time; the request was withdrawn. Try another "
                     "zone (tpu.zone), another tier (tpu.provisioning.model) or a longer tpu.activeDeadline."
                 )
             if self._now() - last_heartbeat >= self.heartbeat_seconds:

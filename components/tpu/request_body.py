@@ -10,7 +10,7 @@ https://cloud.google.com/tpu/docs/reference/rest/v2alpha1/projects.locations.que
   exist in v2alpha1 only, which is why the client talks v2alpha1.
 - tiers (a oneof): `spot: {}`, `guaranteed: {reserved: bool}`, plus `reservationName`
   (`projects/{project}/locations/{zone}/reservations/{reservation}`).
-- `queueingPolicy.validUntilDuration`: Google fails the request if capacity has not arrived by then.
+- `queueingPolicy.validUntilDuration`: Google fails the request if no node was available by then.
 - `tpu.nodeSpec[]: {parent, nodeId, node}`, `Node.{acceleratorType, runtimeVersion, networkConfig:
   {network, subnetwork, enableExternalIps}, serviceAccount: {email, scope[]}, metadata (startup-script),
   labels, tags}`; `tags` are what firewall rules target.
@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.gcp_names import RFC1035_ID
 from components.tpu.rest import CLOUD_PLATFORM_SCOPE
+from serving.gcp_names import RFC1035_ID
 
 # A node label carrying a fingerprint of the request, so that after a "409 already exists" the provider
 # can tell its own earlier request (adopt it) from someone else's (refuse, with a clear message). The
@@ -36,19 +36,19 @@ SPEC_LABEL = "gemma-spec"
 
 @dataclass(frozen=True)
 class FlexStart:
-    """Dynamic Workload Scheduler: wait for capacity, then run at most `max_run_duration_seconds`."""
+    """Dynamic Workload Scheduler: wait until chips are available, then run at most `max_run_duration_seconds`."""
 
     max_run_duration_seconds: int
 
 
 @dataclass(frozen=True)
 class Spot:
-    """Spot capacity: no run limit, preemptible at any time."""
+    """Spot VMs: no run limit, preemptible at any time."""
 
 
 @dataclass(frozen=True)
 class Guaranteed:
-    """On-demand (guaranteed) capacity, optionally from a named reservation in the same zone."""
+    """On-demand (guaranteed) chips, optionally from a named reservation in the same zone."""
 
     reservation: str | None = None
 

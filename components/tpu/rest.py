@@ -4,7 +4,8 @@ Why our own: pulumi-gcp's `tpu.V2QueuedResource` cannot express flex-start, spot
 startup-script metadata, a service account or labels, and the official Python client would add a large
 dependency for five calls. Transient answers (429 and 5xx, dropped connections) are retried with backoff,
 honouring Retry-After; any other 4xx is a real error about the request and is raised at once with
-Google's message, because repeating a bad request only delays the message the user needs.
+Google's message, because repeating a bad request only delays the message the user needs. The retry
+loop is tenacity's (stop after `RetryPolicy.attempts`, wait `RetryPolicy.delay`, sleep injectable).
 
 Reference: https://cloud.google.com/tpu/docs/reference/rest/v2alpha1/projects.locations.queuedResources
 (v2alpha1 is the version that carries `provisioningModel` and `runDuration`, which flex-start needs).
@@ -22,6 +23,7 @@ from typing import Any
 import google.auth
 import google.auth.transport.requests
 import httpx
+import tenacity
 
 # Google's TPU endpoint; tests pass the URL of a local fake instead.
 DEFAULT_BASE_URL = "https://tpu.googleapis.com/v2alpha1"
@@ -83,6 +85,16 @@ def _error_message(response: httpx.Response) -> str:
         message = str(error.get("message", ""))
         return f"{status}: {message}" if status else message
     return response.text.strip()[:500]
+
+
+class _TransientAnswerError(Exception):
+    """A 429/5xx answer or a dropped connection: worth another attempt."""
+
+    def __init__(self, status: int, problem: str, retry_after: float | None) -> None:
+        super().__init__(problem)
+        self.status = status
+        self.problem = problem
+        self.retry_after = retry_after
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -185,23 +197,45 @@ class TpuRestClient:
         params: Mapping[str, str] | None,
         body: Mapping[str, Any] | None,
     ) -> httpx.Response:
-        last_problem = ""
-        last_status = 503
-        for attempt in range(self._retry.attempts):
-            headers = {"Authorization": f"Bearer {self._token()}"}
-            try:
-                response = self._http.request(method, path, params=params, json=body, headers=headers)
-            except httpx.TransportError as error:
-                last_problem = f"{type(error).__name__}: {error}"
-                retry_after = None
-            else:
-                if response.status_code not in _TRANSIENT_STATUS:
-                    return response
-                last_status = response.status_code
-                last_problem = f"{response.status_code} {_error_message(response)}"
-                retry_after = _retry_after(response)
-            if attempt + 1 < self._retry.attempts:
-                self._sleep(self._retry.delay(attempt, retry_after))
-        raise TpuApiError(
-            last_status, f"still failing after {self._retry.attempts} attempts (last: {last_problem})", method, path
+        policy = self._retry
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            failure = state.outcome.exception() if state.outcome else None
+            retry_after = failure.retry_after if isinstance(failure, _TransientAnswerError) else None
+            return policy.delay(state.attempt_number - 1, retry_after)
+
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(policy.attempts),
+            wait=wait,
+            retry=tenacity.retry_if_exception_type(_TransientAnswerError),
+            sleep=self._sleep,
+            reraise=True,
         )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    return self._attempt(method, path, params=params, body=body)
+        except _TransientAnswerError as last:
+            raise TpuApiError(
+                last.status, f"still failing after {policy.attempts} attempts (last: {last.problem})", method, path
+            ) from None
+        raise AssertionError("unreachable: tenacity either returns, retries or reraises")  # pragma: no cover
+
+    def _attempt(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None,
+        body: Mapping[str, Any] | None,
+    ) -> httpx.Response:
+        """One request; a transient failure is raised for the retry loop, anything else returned."""
+        headers = {"Authorization": f"Bearer {self._token()}"}
+        try:
+            response = self._http.request(method, path, params=params, json=body, headers=headers)
+        except httpx.TransportError as error:
+            raise _TransientAnswerError(503, f"{type(error).__name__}: {error}", None) from error
+        if response.status_code in _TRANSIENT_STATUS:
+            problem = f"{response.status_code} {_error_message(response)}"
+            raise _TransientAnswerError(response.status_code, problem, _retry_after(response))
+        return response

@@ -32,6 +32,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from serving.gcp_names import bucket_path_problem
+
 # Where the env file with secrets lives: /run is a tmpfs, so it never reaches the disk.
 STATE_DIR = "/run/gemma-vllm"
 # The instance-metadata key that carries the model bucket's name.
@@ -42,7 +44,6 @@ DATA_END_MARKER = "# --- end of rendered data ---"
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # Artifact Registry's Docker hosts (https://cloud.google.com/artifact-registry/docs/docker/names).
 _ARTIFACT_REGISTRY_HOST = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*-docker\.pkg\.dev$")
-_RELATIVE_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 _RESERVED_ENV = frozenset({"VLLM_API_KEY", "HF_TOKEN"})
 
 
@@ -114,7 +115,7 @@ class StartupScriptSpec:
         problems.extend(
             f"model dir {directory!r} must be a relative path inside the bucket"
             for directory in self.model_dirs
-            if not _RELATIVE_PATH.match(directory) or ".." in directory.split("/")
+            if bucket_path_problem(directory)
         )
         paths = {"model_root": self.model_root, "host_model_dir": self.host_model_dir, "state_dir": self.state_dir}
         for key, path in paths.items():

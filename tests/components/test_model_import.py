@@ -6,6 +6,7 @@ a token in the job's plain env or args, a job that never runs on `pulumi up`, an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -14,16 +15,16 @@ import pulumi
 import pytest
 
 from components.managed_secret import ManagedSecret, ManagedSecretArgs
-from components.model_import import WRITER_ROLE, ModelImport, ModelImportArgs
-from components.model_import_job import script_source
+from components.model_import import WRITER_ROLE, ImportJobSpec, ModelImport, ModelImportArgs
+from job_scripts import script_source
 from preview.capture import Capture
 from preview.render import SECRET_MASK, clean
-from stacks.weights import ModelImportSettings
 
 REV = "1d2c2d7f2466070e69d6fb3fd5ce9a7d75f2f6ee"
 TOKEN = "hf_ComponentTestTokenNeverPrintedXyZ123"
 SA = "gemma-l4-imp-target@test-project.iam.gserviceaccount.com"
 JOB = "gcp:cloudrunv2/job:Job"
+JOB_SPEC = ImportJobSpec(workers=8, chunk_mib=64, cpu=4, memory_gib=8, timeout_minutes=120, max_retries=3)
 
 
 def import_args(**changes: Any) -> ModelImportArgs:
@@ -36,6 +37,7 @@ def import_args(**changes: Any) -> ModelImportArgs:
         "revision": REV,
         "image": "us-east4-docker.pkg.dev/test-project/gemma-l4-dockerhub/vllm/vllm-openai:v0.32.0",
         "account_id": "gemma-l4-imp-target",
+        "job": JOB_SPEC,
     }
     values.update(changes)
     return ModelImportArgs(**values)
@@ -141,7 +143,7 @@ def test_runs_on_up_and_again_only_when_the_source_changes(register: Callable[[C
 
 def test_run_on_up_can_be_left_to_hand(register: Callable[[Callable[[], object]], Capture]) -> None:
     """With runOnUp false the job still exists (to run by hand) but `pulumi up` does not execute it."""
-    capture = register(with_token(settings=ModelImportSettings(run_on_up=False)))
+    capture = register(with_token(job=dataclasses.replace(JOB_SPEC, run_on_up=False)))
     assert not capture.of_type("command:local:Command")
     assert len(capture.of_type(JOB)) == 1
 

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from components.model_import_job import script_source
-from components.model_import_job.job import (
+from job_scripts import script_source
+from job_scripts.import_weights import (
     MARKER_NAME,
     CopyFailedError,
     Destination,
@@ -258,8 +258,10 @@ def test_failed_run_leaves_no_marker_and_the_next_run_resumes() -> None:
     bucket = FakeBucket()
     flaky = hub(FILES)
     flaky.fail = {"model.safetensors"}
+    waits: list[float] = []
     with pytest.raises(CopyFailedError, match=r"model\.safetensors"):
-        run_import(flaky, bucket, workers=2, log=quiet)
+        run_import(flaky, bucket, workers=2, log=quiet, sleep=waits.append)
+    assert waits == [2, 4]  # backed off between its three attempts, without waiting in the test
     assert MARKER_NAME not in bucket.objects
     assert sorted(bucket.objects) == ["config.json", "tokenizer.json"]
     assert run(hub(FILES), bucket) == ["model.safetensors"]

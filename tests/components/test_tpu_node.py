@@ -12,7 +12,15 @@ import pulumi_gcp as gcp
 import pytest
 from pulumi.runtime import mocks as pulumi_mocks
 
-from components.tpu.node import IAP_SOURCE_RANGE, NodeIdentity, TpuVllmNode, TpuVllmNodeArgs, service_account_id
+from components.serving_identity import ServingIdentity, ServingIdentityArgs
+from components.tpu.node import (
+    IAP_SOURCE_RANGE,
+    NetworkEdge,
+    NodeWeights,
+    QueueTerms,
+    TpuVllmNode,
+    TpuVllmNodeArgs,
+)
 from components.tpu.request_body import FlexStart, Spot
 from preview.capture import Capture, OfflineMocks, RecordingMonitor, run_registrations
 from preview.render import clean, plan_document
@@ -23,18 +31,32 @@ FIREWALL = "gcp:compute/firewall:Firewall"
 SERVE_ARGS = ["/mnt/models/gemma-4-12B-it", "--served-model-name", "gemma", "--port", "8000"]
 
 
+EDGE_FIELDS = {"public_endpoint", "allowed_source_ranges", "iap_ssh", "egress_nat", "network", "subnetwork"}
+QUEUE_FIELDS = {"provisioning", "valid_until_seconds", "active_deadline_seconds"}
+
+
+def identity(account_id: str = "gemma-tpu-node") -> ServingIdentity:
+    return ServingIdentity("gemma-tpu-identity", ServingIdentityArgs(account_id=account_id, display_name="TPU node"))
+
+
 def node_args(**changes: object) -> TpuVllmNodeArgs:
+    """The node's Args with `changes`; network-edge and queue fields may be given flat, for brevity."""
+    edge = {key: changes.pop(key) for key in list(changes) if key in EDGE_FIELDS}
+    queue: dict[str, object] = {"provisioning": FlexStart(4 * 3600)}
+    queue.update({key: changes.pop(key) for key in list(changes) if key in QUEUE_FIELDS})
     values: dict[str, object] = {
         "project": "test-project",
         "zone": "us-east5-a",
-        "provisioning": FlexStart(4 * 3600),
+        "queue": QueueTerms(**queue),  # type: ignore[arg-type]
         "image": "vllm/vllm-tpu:v0.32.0",
         "serve_args": SERVE_ARGS,
-        "model_bucket": "test-project-gemma-models",
-        "model_dirs": ["gemma-4-12B-it"],
+        "weights": NodeWeights(bucket_name="test-project-gemma-models", dirs=["gemma-4-12B-it"]),
+        "edge": NetworkEdge(**edge),  # type: ignore[arg-type]
         "labels": {"stack": "tpu-v6e"},
     }
     values.update(changes)
+    if "identity" not in values:
+        values["identity"] = identity()
     return TpuVllmNodeArgs(**values)  # type: ignore[arg-type]
 
 
@@ -76,7 +98,7 @@ def test_public_endpoint_opens_the_port_to_named_ranges_only(register: Register)
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"public_endpoint": True}, "allowed_source_ranges is required when public_endpoint is true"),
+        ({"public_endpoint": True}, "edge.allowed_source_ranges is required when edge.public_endpoint is true"),
         ({"allowed_source_ranges": ["0.0.0.0/0"]}, "opens the vLLM port to the whole internet"),
         ({"allowed_source_ranges": ["::/0"]}, "opens the vLLM port to the whole internet"),
         ({"allowed_source_ranges": ["10.0.0.1/8"]}, "is not a CIDR"),
@@ -90,18 +112,14 @@ def test_unsafe_or_unworkable_nodes_are_refused(changes: dict[str, object], mess
         TpuVllmNode("gemma-tpu", node_args(**changes))
 
 
-def test_identity_reads_the_bucket_and_only_its_own_secrets(register: Register) -> None:
-    """The node's account may read the weights, its API key (and an HF token if named), and write logs."""
+def test_identity_reads_only_its_own_secrets(register: Register) -> None:
+    """The node's account may read its API key (and an HF token if named) and write logs; the bucket's
+    reader grant belongs to the bucket (ModelBucket readers), so the node makes none of its own."""
     capture = register(lambda: TpuVllmNode("gemma-tpu", node_args(hf_token_secret="hf-token")))
     account = capture.one("gcp:serviceaccount/account:Account")
     email = f"{account.inputs['accountId']}@test-project.iam.gserviceaccount.com"
     member = f"serviceAccount:{email}"
-    reader = capture.one("gcp:storage/bucketIAMMember:BucketIAMMember")
-    assert (reader.inputs["bucket"], reader.inputs["role"], reader.inputs["member"]) == (
-        "test-project-gemma-models",
-        "roles/storage.objectViewer",
-        member,
-    )
+    assert capture.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") == []
     secret_readers = capture.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")
     assert sorted(r.inputs["secretId"] for r in secret_readers) == ["gemma-tpu-api-key", "hf-token"]
     assert {r.inputs["role"] for r in secret_readers} == {"roles/secretmanager.secretAccessor"}
@@ -175,15 +193,14 @@ def test_api_key_value_never_appears_in_the_plan() -> None:
     assert capture.outputs["apiKeySecret"] == "projects/test-project/secrets/gemma-tpu-api-key"
 
 
-def test_service_account_ids_are_valid_and_stable() -> None:
-    """Google accepts 6-30 lowercase characters; long component names still give a stable, unique id."""
-    assert service_account_id("gemma-tpu") == "gemma-tpu"
-    long_name = "gemma-tpu-v6e-vllm-node-for-a-long-stack-name"
-    derived = service_account_id(long_name)
-    assert len(derived) <= 30
-    assert derived == service_account_id(long_name)
-    assert derived != service_account_id(long_name + "-2")
-    assert service_account_id("tpu") == "tpu-vllm"
+def test_api_key_stays_in_the_nodes_region(register: Register) -> None:
+    """The key is a ManagedSecret, replicated in the node's region only, like the stack's other secrets
+    (before, the node kept it with automatic, worldwide replication: data residency differed by platform)."""
+    capture = register(lambda: TpuVllmNode("gemma-tpu", node_args()))
+    secret = capture.one("gcp:secretmanager/secret:Secret")
+    assert secret.inputs["secretId"] == "gemma-tpu-api-key"
+    assert secret.inputs["replication"] == {"userManaged": {"replicas": [{"location": "us-east5"}]}}
+    assert capture.one("gemma:secrets:ManagedSecret").name == "gemma-tpu-api-key"
 
 
 MIRROR_IMAGE = "us-east5-docker.pkg.dev/test-project/gemma-tpu-dockerhub/vllm/vllm-tpu:v0.32.0"
@@ -216,35 +233,21 @@ def test_bad_arguments_fail_at_construction_even_with_an_image_output() -> None:
 
 
 def test_given_identity_is_used_and_the_request_waits_for_it(register: Register) -> None:
-    """With an identity made outside (so the mirror can grant it first), the node makes no account of its
-    own, grants that identity, and its request waits for the identity and for everything in wait_for."""
+    """The node runs as the ServingIdentity made before it (so the mirror and the bucket can grant it
+    first), makes no account of its own, and its request waits for the identity and for wait_for."""
 
     def build() -> None:
-        account = gcp.serviceaccount.Account("outside-sa", account_id="gemma-tpu-node", project="test-project")
-        member = account.email.apply(lambda email: f"serviceAccount:{email}")
         weights = gcp.storage.BucketObject("weights-marker", bucket="test-project-gemma-models", content="done")
-        TpuVllmNode(
-            "gemma-tpu",
-            node_args(
-                identity=NodeIdentity(account_id="gemma-tpu-node", member=member, resource=account),
-                wait_for=[weights],
-            ),
-        )
+        TpuVllmNode("gemma-tpu", node_args(wait_for=[weights]))
 
     capture = register(build)
     (account,) = capture.of_type("gcp:serviceaccount/account:Account")
-    assert account.name == "outside-sa"
+    assert account.parent is not None
+    assert account.parent.endswith("ServingIdentity::gemma-tpu-identity")
     member = "serviceAccount:gemma-tpu-node@test-project.iam.gserviceaccount.com"
-    assert capture.one("gcp:storage/bucketIAMMember:BucketIAMMember").inputs["member"] == member
+    readers = capture.of_type("gcp:secretmanager/secretIamMember:SecretIamMember")
+    assert {reader.inputs["member"] for reader in readers} == {member}
     assert body_of(capture)["tpu"]["nodeSpec"][0]["node"]["serviceAccount"]["email"] == member.split(":", 1)[1]
     queued = capture.one(QUEUED)
     marker = capture.one("gcp:storage/bucketObject:BucketObject")
     assert {account.urn, marker.urn} <= set(queued.dependencies)
-
-
-def test_invalid_identity_is_refused() -> None:
-    """A malformed account id would only fail at Google after the other grants were made."""
-    account = gcp.serviceaccount.Account("outside-sa", account_id="gemma-tpu-node", project="test-project")
-    identity = NodeIdentity(account_id="Bad_Id", member="serviceAccount:x@test-project.iam", resource=account)
-    with pytest.raises(ValueError, match=r"identity\.account_id 'Bad_Id'"):
-        TpuVllmNode("gemma-tpu", node_args(identity=identity))

@@ -8,7 +8,7 @@ import pytest
 
 from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
 from preview.capture import Capture
-from stacks.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from stacks.cloud_run import CloudRunSettings
 
 L4 = CLOUD_RUN_GPUS[Accelerator.NVIDIA_L4]

@@ -33,8 +33,8 @@ from policy.network import VLLM_PORT_NOT_PUBLIC
 from policy.plaintext_secrets import NO_PLAINTEXT_SECRETS
 from policy.rules import GUARDRAILS, policies
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
-from stacks import images as stack_images
-from stacks.accelerators import CLOUD_RUN_GPUS
+from serving import images as stack_images
+from serving.accelerators import CLOUD_RUN_GPUS
 from tests.policy.props import (
     JOB,
     PLAIN_DYNAMIC,
@@ -733,10 +733,14 @@ def test_every_guardrail_fails_on_a_crafted_input_and_passes_another() -> None:
     assert {case.guardrail.name for case in GOOD} == {g.name for g in GUARDRAILS}
 
 
-def test_other_resource_types_are_left_alone() -> None:
-    """A guardrail only judges the resources it understands; a bucket is not a firewall."""
-    for guardrail in GUARDRAILS:
-        assert reported(guardrail, "gcp:serviceaccount/account:Account", {"accountId": "allUsers"}) == []
+def test_a_guardrail_judges_only_its_own_resource_types() -> None:
+    """A guardrail only judges the resources it understands: the same violating inputs are reported on the
+    type it judges and ignored on another (the old test fed inputs no guardrail could object to)."""
+    props = gpu_service()
+    container(props)["image"] = "vllm/vllm-openai:latest"
+    assert reported(IMAGES_PINNED, SERVICE, props) != []
+    assert not IMAGES_PINNED.applies_to("gcp:storage/bucket:Bucket")
+    assert reported(IMAGES_PINNED, "gcp:storage/bucket:Bucket", props) == []
 
 
 def test_unknown_value_during_preview_is_not_a_pass() -> None:

@@ -11,11 +11,12 @@ from collections.abc import Callable
 
 import pytest
 
-from components.tpu.node import TpuVllmNode, TpuVllmNodeArgs
+from components.tpu.node import TpuVllmNode
 from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
 from policy.rules import GUARDRAILS
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
 from preview.capture import Capture
+from tests.components.test_tpu_node import node_args
 from tests.policy.test_stacks_pass_policies import judge
 
 Register = Callable[[Callable[[], object]], Capture]
@@ -23,17 +24,7 @@ QUEUED = "pulumi-python:dynamic/tpu:QueuedResource"
 
 
 def build(register: Register, provisioning: Provisioning) -> Capture:
-    args = TpuVllmNodeArgs(
-        project="test-project",
-        zone="us-east5-a",
-        provisioning=provisioning,
-        image="vllm/vllm-tpu:v0.32.0",
-        serve_args=["/mnt/models/gemma-4-12B-it", "--served-model-name", "gemma", "--port", "8000"],
-        model_bucket="test-project-gemma-models",
-        model_dirs=["gemma-4-12B-it"],
-        labels={"stack": "tpu-v6e"},
-    )
-    return register(lambda: TpuVllmNode("gemma-tpu", args))
+    return register(lambda: TpuVllmNode("gemma-tpu", node_args(provisioning=provisioning)))
 
 
 @pytest.mark.parametrize("provisioning", [FlexStart(4 * 3600), Spot()], ids=["flex-start", "spot"])

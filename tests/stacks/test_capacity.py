@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from preview.stack_file import read_stack_config
+from serving.model_profiles import builtin_profile_files
 from stacks.capacity import assess_stack
 from stacks.loading import StackConfigError, settings_from_config
-from stacks.model_profiles import builtin_profile_files
 from stacks.settings import StackSettings
 from tests.conftest import ROOT, render_stack
 from tests.test_preview import run_preview

@@ -24,9 +24,9 @@ from verify import UsageError, discovery
 from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.auth import auth_advice
 from verify.bench import cloud_cli, compare_command, server_metrics
-from verify.bench.capacity import TransportKind, make_transport, raise_fd_limit
 from verify.bench.console import ProgressObserver, summary_table
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
+from verify.bench.load_generator import TransportKind, make_transport, raise_fd_limit
 from verify.bench.outputs import check_output
 from verify.bench.prompts import PromptBook, choose_counter
 from verify.bench.report import write_reports
@@ -197,7 +197,7 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         type=positive_number("--price-per-hour"),
         metavar="USD",
         help="hourly price of what serves the endpoint (default: the list price of the stack's billed shape "
-        "and provisioning model, stacks/pricing.py)",
+        "and provisioning model, serving/pricing.py)",
     )
     judge.add_argument(
         "--model-params",

@@ -25,9 +25,9 @@ from rich.console import Console
 
 from verify import UsageError, discovery
 from verify.auth import GoogleIdTokenAuth
-from verify.bench.capacity import TransportKind, raise_fd_limit
 from verify.bench.cloud import CollectError, FileBarrier, TaskSlot, merged_records, read_shares, run_task, task_file
 from verify.bench.console import summary_table
+from verify.bench.load_generator import TransportKind, raise_fd_limit
 from verify.bench.prompts import choose_counter
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, append_record, load_results

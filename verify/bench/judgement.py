@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
-from stacks.pricing import TpuShape, hourly_price, minimum_shape, parse_billing
+from serving.accelerators import Accelerator, facts_of
+from serving.pricing import TpuShape, hourly_price, minimum_shape, parse_billing
 from verify.streaming import FailureKind
 
 SECONDS_PER_HOUR = 3600.0
@@ -45,7 +45,7 @@ def accelerator_facts(
     """What serves the endpoint, for cost and the physical ceiling.
 
     ``billing`` is the stack's `billing` output: the instance or node as it is billed (GPU, CPU, memory,
-    zonal redundancy; TPU chips and provisioning model), priced with stacks/pricing.py exactly as the
+    zonal redundancy; TPU chips and provisioning model), priced with serving/pricing.py exactly as the
     plan prices it. Without it (``--url``), ``accelerator`` is priced at its smallest shape and the basis
     says so. ``count`` instances or nodes serve the endpoint; ``price_override`` (``--price-per-hour``)
     replaces the price.
@@ -67,9 +67,9 @@ def accelerator_facts(
         shape = minimum_shape(kind)
     peak: float | None = None
     if kind is not None:
-        facts = CLOUD_RUN_GPUS.get(kind) or TPU_CHIPS.get(kind)
+        facts = facts_of(kind)
         chips = shape.chips if isinstance(shape, TpuShape) else 1
-        if facts is not None and facts.peak_dense_bf16_flops is not None:
+        if facts.peak_dense_bf16_flops is not None:
             peak = facts.peak_dense_bf16_flops * chips * count
     if price_override is not None:
         return AcceleratorFacts(accelerator, peak, price_override, "--price-per-hour")
@@ -80,7 +80,7 @@ def accelerator_facts(
     where = "" if billing is not None else " (no stack: the smallest shape; pass --stack or --price-per-hour)"
     if price.usd_per_hour is None:
         return AcceleratorFacts(accelerator, peak, None, f"{copies}{price.basis}{where}: {price.missing}")
-    basis = f"{copies}{price.basis}{where}: {price.describe()}; rates: {price.citation()} (stacks/data/pricing.json)"
+    basis = f"{copies}{price.basis}{where}: {price.describe()}; rates: {price.citation()} (serving/data/pricing.json)"
     return AcceleratorFacts(accelerator, peak, price.usd_per_hour * count, basis)
 
 

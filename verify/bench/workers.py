@@ -34,7 +34,7 @@ from typing import Self
 
 import httpx
 
-from verify.bench.capacity import TransportKind, make_transport, raise_fd_limit
+from verify.bench.load_generator import TransportKind, make_transport, raise_fd_limit
 from verify.bench.samples import PhaseShare, Sample, split_counts, split_users
 from verify.bench.stall import StallMonitor
 from verify.client import default_timeout, make_client

@@ -17,10 +17,10 @@ from pathlib import Path
 import pydantic
 
 from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, read_stack_config
-from stacks.accelerators import TPU_CHIPS
 from stacks.apis import required_apis
 from stacks.labels import stack_labels
 from stacks.loading import StackConfigError, settings_from_config
+from stacks.settings import CloudRunStack, TpuStack
 from stacks.tpu import FLEX_START_V6E_ZONES, V6E_ZONES, ProvisioningModel
 from verify import UsageError
 
@@ -126,7 +126,8 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
     assert settings.project is not None
     cloud_run = None
     tpu = None
-    if settings.gpu is not None and settings.cloud_run is not None:
+    # One adapter per settings variant (stacks.settings): the platform was decided when the file was read.
+    if isinstance(settings, CloudRunStack):
         run = settings.cloud_run
         cloud_run = CloudRunShape(
             gpu=settings.gpu.node_selector,
@@ -138,7 +139,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
             gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
             model_load_seconds=run.model_load_seconds,
         )
-    if settings.tpu is not None:
+    if isinstance(settings, TpuStack):
         model = settings.tpu.provisioning.model
         tpu = TpuShape(
             zone=settings.tpu.zone,
@@ -146,7 +147,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
             chips=settings.tpu.chips,
             provisioning=model.value,
             reservation=settings.tpu.provisioning.reservation,
-            runtime_version=TPU_CHIPS[settings.accelerator].runtime_version,
+            runtime_version=settings.chip.runtime_version,
             port=settings.tpu.port,
             public_endpoint=settings.tpu.public_endpoint,
             active_deadline_seconds=settings.tpu.active_deadline,

@@ -6,7 +6,7 @@ refresh, adopt whatever it found); a user reading `pulumi stack output servingRe
 lie. So promotion sets the stack's rollout config (`gemma-serving:cloudRun.traffic.*`) for one
 `pulumi up` of the checked-out program and removes it afterwards: the program exports
 `servingRevision`/`previousRevision`, and every later `pulumi up` reads them back from the stack's own
-state (a StackReference to itself, see `rollout_state.py`). Pulumi's state stays the one place that
+state (a StackReference to itself, see `deploy/rollout_state.py`). Pulumi's state stays the one place that
 says which revision serves, whether the next update runs in CI or on a laptop.
 
 ``TrafficShifter`` is the seam tests replace: they run the promotion state machine against a fake

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from stacks.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
-from stacks.pricing import hourly_price, minimum_shape
+from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
+from serving.pricing import hourly_price, minimum_shape
 from verify.bench.judgement import (
     accelerator_facts,
     ceiling_request_throughput,

@@ -8,7 +8,7 @@ import pytest
 
 from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig
 from verify.auth import BearerApiKeyAuth
-from verify.bench.capacity import TransportKind
+from verify.bench.load_generator import TransportKind
 from verify.bench.workers import ClientSpec, WorkerPool, auth_headers, default_workers, measure_phase, worker_pool
 from verify.streaming import Api, StreamRequest, StreamResult
 

@@ -1,0 +1,116 @@
+"""A Cloud Run GPU stack: the identity, the model bucket, the images, the weights and the vLLM service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.bench_job import BenchJob, BenchJobArgs
+from components.model_bucket import ModelBucket, ModelBucketArgs
+from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
+from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
+from deploy.apis import google_cloud
+from deploy.context import StackContext
+from deploy.images import image_supply
+from deploy.outputs import ExportedOutputs, exported, settings_outputs
+from deploy.rollout_state import rollout_for
+from deploy.weights import model_supply
+from serving.outputs import CloudRunOutputs
+from stacks.settings import CloudRunStack
+
+
+def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> ExportedOutputs:
+    base, stack = context.base, context.stack
+    # Every component uses a Google provider that waits for the project's APIs.
+    cloud = google_cloud(context, settings.apis)
+    identity = ServingIdentity(
+        f"{base}-identity",
+        ServingIdentityArgs(account_id=account_id_for(stack, "vllm"), display_name=f"gemma-serving {stack} vLLM"),
+        cloud,
+    )
+    bucket = ModelBucket(
+        f"{base}-models",
+        ModelBucketArgs(
+            location=settings.bucket.location or settings.region,
+            readers={"serving": identity.member},
+            labels=context.labels,
+            force_destroy=settings.bucket.force_destroy,
+        ),
+        cloud,
+    )
+    images = image_supply(settings, context, cloud)
+    weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)
+    run = settings.cloud_run
+    serve_args = settings.serve_args()
+    service = VllmGpuService(
+        f"{base}-vllm",
+        VllmGpuServiceArgs(
+            region=settings.region,
+            gpu=settings.gpu,
+            image=images.serving,
+            serve_args=serve_args,
+            max_num_seqs=settings.vllm.max_num_seqs,
+            run=run,
+            bucket_name=bucket.name,
+            service_account_email=identity.email,
+            labels=context.labels,
+            wait_for=weights.ready,
+            rollout=rollout_for(run),
+        ),
+        cloud,
+    )
+    bench_job = _bench_job(settings, context, service, cloud) if settings.bench is not None else None
+    return exported(
+        CloudRunOutputs,
+        bench_job=bench_job,
+        **settings_outputs(settings),
+        endpoint=service.url,
+        concurrency=settings.concurrency,
+        max_instances=run.max_instances,
+        service_name=service.service_name,
+        # The rollout (python -m verify promote reads these; docs/architecture.md, "Gated rollouts").
+        rollout=run.rollout,
+        cloud_run_service=service.resource_name,
+        candidate_revision=service.candidate_revision,
+        candidate_url=service.candidate_url,
+        serving_revision=service.serving_revision,
+        previous_revision=service.previous_revision,
+        candidate_percent=run.traffic.candidate_percent,
+        model_bucket=bucket.name,
+        service_account=identity.email,
+        image=images.serving,
+        import_jobs=weights.by_hand(),
+    )
+
+
+def _bench_job(
+    settings: CloudRunStack, context: StackContext, service: VllmGpuService, cloud: pulumi.ResourceOptions
+) -> dict[str, Any]:
+    """The optional load generator beside the service (stacks/bench.py); what verify needs to start it."""
+    bench = settings.bench
+    if bench is None:  # pragma: no cover - the caller checks
+        raise ValueError("bench: no load-generator job configured")
+    job = BenchJob(
+        f"{context.base}-bench",
+        BenchJobArgs(
+            region=settings.region,
+            service_name=service.service_name,
+            service_url=service.url,
+            served_model_name=settings.model.served_name,
+            account_id=account_id_for(context.stack, "bench"),
+            settings=bench,
+            project=context.project,
+            labels=context.labels,
+        ),
+        cloud,
+    )
+    return {
+        "name": job.job_name,
+        "region": settings.region,
+        "project": context.project,
+        "tasks": bench.tasks,
+        "cpuPerTask": bench.cpu_per_task,
+        "resultsBucket": job.results_bucket,
+        "resultsPrefix": bench.results_prefix,
+    }

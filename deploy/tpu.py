@@ -1,0 +1,111 @@
+"""A TPU stack: the identity, the model bucket, the image mirror, the weights and one TPU v6e node."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.model_bucket import ModelBucket, ModelBucketArgs
+from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
+from components.tpu.node import NetworkEdge, NodeWeights, QueueTerms, TpuVllmNode, TpuVllmNodeArgs
+from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
+from deploy.apis import google_cloud
+from deploy.context import StackContext
+from deploy.images import image_supply
+from deploy.outputs import ExportedOutputs, exported, settings_outputs
+from deploy.weights import model_supply
+from serving.outputs import TpuOutputs
+from stacks.settings import TpuStack
+from stacks.tpu import ProvisioningModel, TpuProvisioning
+
+NODE_TYPE = "gemma:tpu:TpuVllmNode"
+
+
+def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
+    tpu = settings.tpu
+    base, stack = context.base, context.stack
+    node_name = f"{base}-vllm"
+    # The APIs (tpu and compute included) are enabled first; the node's Google resources wait for them.
+    cloud = google_cloud(context, settings.apis)
+    # Made before the node, so the image mirror and the bucket can grant it read access first.
+    identity = ServingIdentity(
+        f"{base}-identity",
+        ServingIdentityArgs(
+            account_id=account_id_for(stack, "vllm"), display_name=f"gemma-serving {stack} TPU vLLM node"
+        ),
+        cloud,
+    )
+    former_node = pulumi.create_urn(node_name, NODE_TYPE)
+    bucket = ModelBucket(
+        f"{base}-models",
+        ModelBucketArgs(
+            location=settings.bucket.location or settings.region,
+            readers={"serving": identity.member},
+            # Until the bucket granted it, the node did (`<node>-weights-reader`); moved, not replaced.
+            reader_aliases={"serving": [pulumi.Alias(name=f"{node_name}-weights-reader", parent=former_node)]},
+            labels=context.labels,
+            force_destroy=settings.bucket.force_destroy,
+        ),
+        cloud,
+    )
+    # The VM pulls the pinned vllm/vllm-tpu tag through the mirror in the stack's region (the TPU zone's).
+    images = image_supply(settings, context, cloud, readers={"tpu-node": identity.member})
+    weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)
+    serve_args = settings.serve_args()
+    node = TpuVllmNode(
+        node_name,
+        TpuVllmNodeArgs(
+            project=context.project,
+            zone=tpu.zone,
+            accelerator_type=tpu.accelerator_type,
+            queue=QueueTerms(
+                provisioning=_provisioning(tpu.provisioning),
+                valid_until_seconds=tpu.valid_until_duration,
+                active_deadline_seconds=tpu.active_deadline,
+            ),
+            image=images.serving,
+            serve_args=serve_args,
+            tensor_parallel_size=settings.vllm.tensor_parallel_size,
+            port=settings.port,
+            weights=NodeWeights(bucket_name=bucket.name, dirs=settings.model_dirs, root=settings.model_root),
+            edge=NetworkEdge(
+                network=tpu.network,
+                subnetwork=tpu.subnetwork,
+                public_endpoint=tpu.public_endpoint,
+                allowed_source_ranges=tpu.allowed_source_ranges,
+                iap_ssh=tpu.iap_ssh,
+                egress_nat=tpu.egress_nat,
+            ),
+            hf_token_secret=tpu.hf_token_secret,
+            labels=context.labels,
+            identity=identity,
+            # vLLM must never boot against an empty or unreadable bucket path, nor before it may pull
+            # through the mirror.
+            wait_for=[*weights.ready, bucket, *([images.mirror] if images.mirror is not None else [])],
+        ),
+        cloud,
+    )
+    return exported(
+        TpuOutputs,
+        **settings_outputs(settings),
+        endpoint=node.endpoint,
+        api_key_secret=node.api_key_secret,
+        zone=tpu.zone,
+        accelerator_type=tpu.accelerator_type,
+        provisioning_model=tpu.provisioning.model.value,
+        queued_resource_name=node.queued_resource_name,
+        node_id=node.node_id,
+        model_bucket=bucket.name,
+        service_account=node.service_account_email,
+        image=node.image,
+        import_jobs=weights.by_hand(),
+    )
+
+
+def _provisioning(provisioning: TpuProvisioning) -> Provisioning:
+    match provisioning.model:
+        case ProvisioningModel.FLEX_START:
+            return FlexStart(provisioning.flex_start_run_seconds)
+        case ProvisioningModel.SPOT:
+            return Spot()
+        case ProvisioningModel.GUARANTEED:
+            return Guaranteed(provisioning.reservation)

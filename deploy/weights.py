@@ -1,0 +1,106 @@
+"""The weights a stack serves: the Hugging Face token secret (if any) and one import job per checkpoint.
+
+Why: the server must never start against an empty bucket path; `ModelSupply.ready` is what the server
+waits for, and `by_hand()` is the command per checkpoint the stack exports as `importJobs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+
+from components.managed_secret import ManagedSecret, ManagedSecretArgs
+from components.model_import import ImportJobSpec, ModelImport, ModelImportArgs
+from components.serving_identity import account_id_for
+from deploy.context import StackContext
+from stacks.secrets import HF_TOKEN_KEY, PlainSecretError, hf_token, set_secret_command
+from stacks.settings import StackSettings
+from stacks.weights import ModelImportSettings
+
+
+class SecretConfigError(pulumi.RunError, ValueError):
+    """A secret config value is missing or stored in plain text (Pulumi prints it without a traceback)."""
+
+
+@dataclass
+class ModelSupply:
+    """The imports of a stack and what the server waits for."""
+
+    imports: dict[str, ModelImport] = field(default_factory=dict)
+    token: ManagedSecret | None = None
+
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        return [model_import.ready for model_import in self.imports.values()]
+
+    def by_hand(self) -> dict[str, pulumi.Output[str]]:
+        """Per bucket path, the command that runs its import by hand (exported as `importJobs`)."""
+        return {key: model_import.run_command for key, model_import in self.imports.items()}
+
+
+def model_supply(
+    settings: StackSettings,
+    context: StackContext,
+    bucket_name: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+    *,
+    job_image: pulumi.Input[str],
+) -> ModelSupply:
+    """The token secret (if configured) and one import job per bucket path that names a source."""
+    sources = settings.weight_sources()
+    supply = ModelSupply()
+    if not sources:
+        return supply
+    base, labels = context.base, context.labels
+    try:
+        token = hf_token()
+    except PlainSecretError as error:
+        raise SecretConfigError(str(error)) from None
+    gated = [f"{path} ({source.uri})" for path, source in sources.values() if source.needs_token]
+    if gated and token is None:
+        raise SecretConfigError(
+            f"gemma-serving:{HF_TOKEN_KEY} is not set, but {', '.join(gated)} is a gated Hugging Face repo: accept its "
+            f"license on the Hub, then run `{set_secret_command(HF_TOKEN_KEY)}` with a read token of that account"
+        )
+    from_hub = any(source.hugging_face for _, source in sources.values())
+    if token is not None and not from_hub:
+        pulumi.log.warn(f"gemma-serving:{HF_TOKEN_KEY} is set but no weight source is a Hugging Face repo; unused")
+    if token is not None and from_hub:
+        supply.token = ManagedSecret(
+            f"{base}-hf-token",
+            ManagedSecretArgs(secret_id=f"{base}-hf-token", value=token, location=settings.region, labels=labels),
+            opts,
+        )
+    for key, (path, source) in sources.items():
+        supply.imports[key] = ModelImport(
+            f"{base}-import-{key}",
+            ModelImportArgs(
+                project=context.project,
+                region=settings.region,
+                bucket_name=bucket_name,
+                prefix=path,
+                source_uri=source.uri,
+                revision=source.revision,
+                exclude=source.exclude,
+                image=job_image,
+                account_id=account_id_for(context.stack, f"imp-{key}"),
+                job=_job_spec(settings.model_import),
+                hf_token=supply.token,
+                labels=labels,
+            ),
+            opts,
+        )
+    return supply
+
+
+def _job_spec(job: ModelImportSettings) -> ImportJobSpec:
+    return ImportJobSpec(
+        workers=job.workers,
+        chunk_mib=job.chunk_mib,
+        cpu=job.cpu,
+        memory_gib=job.memory_gib,
+        timeout_minutes=job.timeout_minutes,
+        max_retries=job.max_retries,
+        run_on_up=job.run_on_up,
+    )

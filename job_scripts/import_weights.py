@@ -1,0 +1,532 @@
+"""Copy one model into the model bucket: the script the import job runs (`python3 -c <this file>`).
+
+Why a script with pure decisions: the job must be safe to run again at any moment (a retried task, a
+`pulumi up` after a failed one, a hand-started execution), so what it does follows from plain data only:
+the bucket listing under its prefix, the completion marker, the wanted source and revision, and the
+source's file manifest. `plan_import` turns those into skip / copy-these / delete-those, and tests run it
+against a local fake of the listing. Everything else here is a thin adapter.
+
+It runs inside the pinned vLLM image, which ships python3, huggingface_hub (a vLLM dependency) and
+google-cloud-storage (vLLM's image installs runai-model-streamer[gcs]); so this file imports only the
+standard library at module level and loads those clients in the adapters, when the job runs.
+
+Environment (set by components/model_import.py): IMPORT_SOURCE (hf://owner/name or gs://bucket/path),
+IMPORT_REVISION (a commit id, for hf://), IMPORT_BUCKET, IMPORT_PREFIX, IMPORT_EXCLUDE (JSON list of
+globs), IMPORT_WORKERS, IMPORT_CHUNK_MIB, and HF_TOKEN from Secret Manager when the stack has one. The
+token is handed to the Hub client and never printed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import importlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+# The object (under the prefix) that says the copy is complete, and for which source and revision.
+MARKER_NAME = ".gemma-import-complete.json"
+# Object metadata key: which version of its source file an object holds (so a resume keeps only those).
+VERSION_KEY = "gemma-import-version"
+# Per-file attempts inside one run; a failed run is retried by Cloud Run and resumes from the listing.
+FILE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of the source: its size, a version that changes with its content, and a hash if known."""
+
+    size: int
+    version: str
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """One object under the prefix: its size and the source version the import stamped on it (if any)."""
+
+    size: int
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What the prefix must hold: this source, at this revision, without the excluded files."""
+
+    source: str
+    revision: str
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Marker:
+    """The completion marker's content."""
+
+    source: str
+    revision: str
+    exclude: tuple[str, ...]
+    files: Mapping[str, int]
+    completed_at: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "source": self.source,
+                "revision": self.revision,
+                "exclude": list(self.exclude),
+                "files": dict(sorted(self.files.items())),
+                "bytes": sum(self.files.values()),
+                "completedAt": self.completed_at,
+            },
+            indent=2,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Marker | None:
+        """The marker, or None when it is absent or unreadable (an unreadable marker proves nothing)."""
+        if not text:
+            return None
+        try:
+            data = json.loads(text)
+            files = {str(name): int(size) for name, size in dict(data["files"]).items()}
+            return cls(
+                source=str(data["source"]),
+                revision=str(data["revision"]),
+                exclude=tuple(str(p) for p in data.get("exclude", [])),
+                files=files,
+                completed_at=str(data.get("completedAt", "")),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """What one run does. `copy` and `delete` are names relative to the prefix."""
+
+    action: Literal["skip", "copy"]
+    reason: str
+    copy: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+    delete: tuple[str, ...] = ()
+    # A marker of another source, revision or selection is in the way: it goes first, so a run that
+    # stops half-way never leaves a marker claiming a copy that is not there.
+    drop_marker: bool = False
+    copy_bytes: int = 0
+
+
+def selected(manifest: Mapping[str, SourceFile], exclude: Iterable[str]) -> dict[str, SourceFile]:
+    """The source files to copy: all but those matching an exclude glob (and never a marker)."""
+    patterns = tuple(exclude)
+    return {
+        name: file
+        for name, file in manifest.items()
+        if name != MARKER_NAME and not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+    }
+
+
+def incomplete_reason(listing: Mapping[str, StoredObject], marker: Marker | None, wanted: Wanted) -> str | None:
+    """None when the prefix already holds a complete copy of `wanted`; otherwise why it does not."""
+    if marker is None:
+        return "no completion marker (first run, or an earlier run stopped before the end)"
+    if (marker.source, marker.revision, marker.exclude) != (wanted.source, wanted.revision, wanted.exclude):
+        return f"the marker is for {marker.source}@{marker.revision}, not {wanted.source}@{wanted.revision}"
+    changed = sorted(name for name, size in marker.files.items() if name not in listing or listing[name].size != size)
+    if changed:
+        return f"{len(changed)} file(s) the marker lists are missing or changed, e.g. {changed[0]}"
+    return None
+
+
+def plan_import(
+    listing: Mapping[str, StoredObject],
+    marker: Marker | None,
+    wanted: Wanted,
+    manifest: Mapping[str, SourceFile],
+) -> ImportPlan:
+    """Decide what one run does, from the listing under the prefix, the marker and the source's manifest.
+
+    Skip when the marker says this exact source, revision and selection is complete and its files are
+    all there. Otherwise keep every object that already holds the right version of its file (resuming a
+    partial copy), copy the rest, and delete objects under the prefix that the source no longer has (a
+    previous revision's shards would otherwise be loaded beside the new ones).
+    """
+    reason = incomplete_reason(listing, marker, wanted)
+    if reason is None:
+        return ImportPlan(action="skip", reason=f"complete: {wanted.source}@{wanted.revision}")
+    files = selected(manifest, wanted.exclude)
+    if not files:
+        raise ValueError(f"{wanted.source}@{wanted.revision} has no files to copy (after exclude {wanted.exclude})")
+    keep: list[str] = []
+    copy: list[str] = []
+    for name, file in sorted(files.items()):
+        have = listing.get(name)
+        if have is not None and have.size == file.size and have.version == file.version:
+            keep.append(name)
+        else:
+            copy.append(name)
+    stale = sorted(name for name in listing if name not in files and name != MARKER_NAME)
+    return ImportPlan(
+        action="copy",
+        reason=reason,
+        copy=tuple(copy),
+        keep=tuple(keep),
+        delete=tuple(stale),
+        drop_marker=MARKER_NAME in listing,
+        copy_bytes=sum(files[name].size for name in copy),
+    )
+
+
+def fingerprint(manifest: Mapping[str, SourceFile]) -> str:
+    """A revision for sources without commits (GCS): changes when any file's name, size or version does."""
+    digest = hashlib.sha256()
+    for name, file in sorted(manifest.items()):
+        digest.update(f"{name}\t{file.size}\t{file.version}\n".encode())
+    return f"listing-{digest.hexdigest()[:16]}"
+
+
+# --- the run: orchestration over two small interfaces, so tests can drive it with fakes --------------
+
+
+class Readable(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+class Destination(Protocol):
+    """The model bucket, seen under the import's prefix (names are relative to it)."""
+
+    def list(self) -> dict[str, StoredObject]: ...
+    def read_text(self, name: str) -> str | None: ...
+    def write_text(self, name: str, text: str) -> None: ...
+    def delete(self, name: str) -> None: ...
+    def upload(self, name: str, stream: Readable, version: str) -> None: ...
+
+
+class Source(Protocol):
+    """Where the files come from."""
+
+    uri: str
+
+    def pinned_revision(self) -> str | None: ...
+    def manifest(self) -> dict[str, SourceFile]: ...
+    def copy(self, name: str, file: SourceFile, destination: Destination) -> None: ...
+
+
+Log = Callable[[str, str], None]
+
+
+def log_json(severity: str, message: str) -> None:
+    """One structured log line (Cloud Logging reads `severity` and `message` from JSON on stdout)."""
+    print(json.dumps({"severity": severity, "message": message}), flush=True)
+
+
+class CopyFailedError(RuntimeError):
+    """Some files could not be copied; the next run resumes with them."""
+
+
+@dataclass
+class RunResult:
+    plan: ImportPlan
+    copied: list[str] = field(default_factory=list)
+
+
+def run_import(
+    source: Source,
+    destination: Destination,
+    *,
+    exclude: tuple[str, ...] = (),
+    workers: int = 8,
+    log: Log = log_json,
+    clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
+    sleep: Callable[[float], None] = time.sleep,
+) -> RunResult:
+    """Make the prefix hold a complete copy of `source`; safe to call again at any point.
+
+    `sleep` waits between a file's attempts (2 s, then 4 s); tests pass one that returns at once.
+    """
+    listing = destination.list()
+    marker = Marker.from_json(destination.read_text(MARKER_NAME)) if MARKER_NAME in listing else None
+    pinned = source.pinned_revision()
+    if pinned is not None and incomplete_reason(listing, marker, Wanted(source.uri, pinned, exclude)) is None:
+        log("INFO", f"already complete: {source.uri}@{pinned}; nothing to copy")
+        return RunResult(ImportPlan(action="skip", reason=f"complete: {source.uri}@{pinned}"))
+    manifest = source.manifest()
+    wanted = Wanted(source.uri, pinned if pinned is not None else fingerprint(manifest), exclude)
+    plan = plan_import(listing, marker, wanted, manifest)
+    log("INFO", f"{plan.action}: {plan.reason}")
+    if plan.action == "skip":
+        return RunResult(plan)
+    log(
+        "INFO",
+        f"copying {len(plan.copy)} file(s), {plan.copy_bytes / 1e9:.2f} GB; keeping {len(plan.keep)}; "
+        f"removing {len(plan.delete)} stale",
+    )
+    if plan.drop_marker:
+        destination.delete(MARKER_NAME)
+    result = RunResult(plan)
+    failures = _copy_all(source, destination, manifest, plan.copy, workers=workers, log=log, result=result, sleep=sleep)
+    if failures:
+        failed = ", ".join(sorted(failures)[:5])
+        raise CopyFailedError(f"{len(failures)} file(s) failed ({failed}); run the job again to resume")
+    for name in plan.delete:
+        destination.delete(name)
+    files = selected(manifest, exclude)
+    after = destination.list()
+    short = sorted(name for name, file in files.items() if name not in after or after[name].size != file.size)
+    if short:
+        raise CopyFailedError(f"after the copy {len(short)} file(s) are missing or short, e.g. {short[0]}")
+    done = Marker(wanted.source, wanted.revision, exclude, {n: f.size for n, f in files.items()}, clock().isoformat())
+    destination.write_text(MARKER_NAME, done.to_json())
+    log("INFO", f"complete: {wanted.source}@{wanted.revision}, {len(files)} file(s)")
+    return result
+
+
+def _copy_all(
+    source: Source,
+    destination: Destination,
+    manifest: Mapping[str, SourceFile],
+    names: tuple[str, ...],
+    *,
+    workers: int,
+    log: Log,
+    result: RunResult,
+    sleep: Callable[[float], None],
+) -> dict[str, str]:
+    failures: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {
+            pool.submit(_copy_one, source, destination, name, manifest[name], log=log, sleep=sleep): name
+            for name in names
+        }
+        for future in as_completed(futures):
+            name = futures[future]
+            error = future.exception()
+            if error is None:
+                result.copied.append(name)
+            else:
+                failures[name] = f"{type(error).__name__}: {error}"
+                log("ERROR", f"{name}: {failures[name]}")
+    return failures
+
+
+def _copy_one(
+    source: Source, destination: Destination, name: str, file: SourceFile, *, log: Log, sleep: Callable[[float], None]
+) -> None:
+    started = time.monotonic()
+    for attempt in range(1, FILE_ATTEMPTS + 1):
+        try:
+            source.copy(name, file, destination)
+            break
+        except Exception as error:  # any transport error: retry, then report
+            if attempt == FILE_ATTEMPTS:
+                raise
+            log("WARNING", f"{name}: attempt {attempt} failed ({type(error).__name__}); retrying")
+            sleep(2**attempt)
+    seconds = max(time.monotonic() - started, 1e-6)
+    log("INFO", f"{name}: {file.size / 1e6:.1f} MB in {seconds:.0f} s ({file.size / 1e6 / seconds:.0f} MB/s)")
+
+
+class VerifyingReader:
+    """Reads through a stream, counting bytes and hashing them, so a truncated or wrong file is caught."""
+
+    def __init__(self, stream: Readable) -> None:
+        self._stream = stream
+        self.size = 0
+        self._sha256 = hashlib.sha256()
+
+    def read(self, n: int = -1, /) -> bytes:
+        data = self._stream.read(n)
+        self.size += len(data)
+        self._sha256.update(data)
+        return data
+
+    def check(self, name: str, file: SourceFile) -> None:
+        if self.size != file.size:
+            raise ValueError(f"{name}: read {self.size} bytes, the source lists {file.size}")
+        if file.sha256 and self._sha256.hexdigest() != file.sha256:
+            raise ValueError(f"{name}: sha256 does not match the source's")
+
+
+# --- adapters: the Hub and Cloud Storage clients, loaded only inside the job container --------------
+
+
+def _client_module(name: str, image_hint: str) -> Any:  # noqa: ANN401 - a module loaded at run time
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise SystemExit(
+            f"{name} is not installed in this image ({error}); set modelImport.image to an image with "
+            f"{image_hint} (the vLLM CUDA image has both huggingface_hub and google-cloud-storage)"
+        ) from None
+
+
+class GcsDestination:
+    """The model bucket under one prefix, through google-cloud-storage."""
+
+    def __init__(self, bucket: str, prefix: str, chunk_bytes: int) -> None:
+        storage = _client_module("google.cloud.storage", "google-cloud-storage")
+        self.client = storage.Client()
+        self.bucket = self.client.bucket(bucket)
+        self.prefix = prefix.strip("/") + "/"
+        self.chunk_bytes = chunk_bytes
+
+    def _blob(self, name: str) -> Any:  # noqa: ANN401 - google.cloud.storage.Blob
+        return self.bucket.blob(self.prefix + name, chunk_size=self.chunk_bytes)
+
+    def list(self) -> dict[str, StoredObject]:
+        found: dict[str, StoredObject] = {}
+        for blob in self.client.list_blobs(self.bucket, prefix=self.prefix):
+            name = str(blob.name)[len(self.prefix) :]
+            if name and not name.endswith("/"):
+                version = (blob.metadata or {}).get(VERSION_KEY)
+                found[name] = StoredObject(size=int(blob.size or 0), version=str(version) if version else None)
+        return found
+
+    def read_text(self, name: str) -> str | None:
+        blob = self.bucket.blob(self.prefix + name)
+        return str(blob.download_as_text()) if blob.exists() else None
+
+    def write_text(self, name: str, text: str) -> None:
+        self.bucket.blob(self.prefix + name).upload_from_string(text, content_type="application/json")
+
+    def delete(self, name: str) -> None:
+        blob = self.bucket.blob(self.prefix + name)
+        if blob.exists():
+            blob.delete()
+
+    def upload(self, name: str, stream: Readable, version: str) -> None:
+        blob = self._blob(name)
+        if blob.exists():
+            blob.delete()  # a stale or partial object of another version
+        blob.metadata = {VERSION_KEY: version}
+        # A resumable upload written chunk by chunk: memory stays at one chunk per worker, and
+        # if_generation_match=0 (create only) lets the client retry a chunk safely.
+        with blob.open("wb", if_generation_match=0, content_type="application/octet-stream") as out:
+            while data := stream.read(self.chunk_bytes):
+                out.write(data)
+
+    def rewrite_from(self, source_blob: Any, name: str, version: str) -> None:  # noqa: ANN401
+        """A server-side copy from another bucket: no bytes pass through the job."""
+        blob = self._blob(name)
+        blob.metadata = {VERSION_KEY: version}
+        token, _, _ = blob.rewrite(source_blob)
+        while token is not None:
+            token, _, _ = blob.rewrite(source_blob, token=token)
+        blob.reload()
+        if (blob.metadata or {}).get(VERSION_KEY) != version:
+            blob.metadata = {VERSION_KEY: version}
+            blob.patch()
+
+
+class HubSource:
+    """A Hugging Face repo at one commit, streamed file by file (no local copy of a 10 GB shard)."""
+
+    def __init__(self, repo: str, revision: str, token: str | None) -> None:
+        self._hub = _client_module("huggingface_hub", "huggingface_hub")
+        self.repo = repo
+        self.revision = revision
+        self.uri = f"hf://{repo}"
+        self._token = token or None
+        self._fs = self._hub.HfFileSystem(token=self._token)
+
+    def pinned_revision(self) -> str | None:
+        return self.revision
+
+    def manifest(self) -> dict[str, SourceFile]:
+        api = self._hub.HfApi(token=self._token)
+        try:
+            info = api.model_info(self.repo, revision=self.revision, files_metadata=True)
+        except Exception as error:
+            kind = type(error).__name__
+            if kind in {"GatedRepoError", "RepositoryNotFoundError", "HfHubHTTPError"}:
+                raise SystemExit(
+                    f"{self.repo}@{self.revision}: {kind}. If the repo is gated, accept its license on the Hub with "
+                    "the token's account, set huggingFace.gated: true in the stack and run "
+                    "`pulumi config set --secret gemma-serving:hfToken <token>`"
+                ) from None
+            raise
+        files: dict[str, SourceFile] = {}
+        for sibling in info.siblings or []:
+            lfs = getattr(sibling, "lfs", None)
+            sha256 = lfs.get("sha256") if isinstance(lfs, dict) else getattr(lfs, "sha256", None)
+            version = str(getattr(sibling, "blob_id", None) or sha256 or self.revision)
+            files[str(sibling.rfilename)] = SourceFile(
+                size=int(sibling.size or 0), version=version, sha256=str(sha256) if sha256 else None
+            )
+        return files
+
+    def copy(self, name: str, file: SourceFile, destination: Destination) -> None:
+        # block_size=0 opens a streaming read (one HTTP GET) instead of range-request blocks.
+        with self._fs.open(f"{self.repo}/{name}", "rb", revision=self.revision, block_size=0) as stream:
+            reader = VerifyingReader(stream)
+            destination.upload(name, reader, file.version)
+        try:
+            reader.check(name, file)
+        except ValueError:
+            destination.delete(name)
+            raise
+
+
+class GcsSource:
+    """A GCS prefix (e.g. a public Model Garden bucket), copied server-side."""
+
+    def __init__(self, uri: str, destination: GcsDestination) -> None:
+        bucket, _, prefix = uri.removeprefix("gs://").partition("/")
+        self.uri = uri
+        self._client = destination.client
+        self._bucket = self._client.bucket(bucket)
+        self._prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+
+    def pinned_revision(self) -> str | None:
+        return None
+
+    def manifest(self) -> dict[str, SourceFile]:
+        files: dict[str, SourceFile] = {}
+        for blob in self._client.list_blobs(self._bucket, prefix=self._prefix):
+            name = str(blob.name)[len(self._prefix) :]
+            if name and not name.endswith("/"):
+                files[name] = SourceFile(size=int(blob.size or 0), version=f"{blob.crc32c}:{blob.generation}")
+        return files
+
+    def copy(self, name: str, file: SourceFile, destination: Destination) -> None:
+        if not isinstance(destination, GcsDestination):
+            raise TypeError("a GCS source copies server-side into a GcsDestination")
+        destination.rewrite_from(self._bucket.blob(self._prefix + name), name, file.version)
+
+
+def main(environ: Mapping[str, str] = os.environ) -> int:
+    """The job's entry point: configuration from the environment, exit code 0 done, 1 failed (retried)."""
+    try:
+        source_uri = environ["IMPORT_SOURCE"]
+        bucket = environ["IMPORT_BUCKET"]
+        prefix = environ["IMPORT_PREFIX"]
+        exclude = tuple(json.loads(environ.get("IMPORT_EXCLUDE", "[]")))
+        workers = int(environ.get("IMPORT_WORKERS", "8"))
+        chunk_bytes = int(environ.get("IMPORT_CHUNK_MIB", "64")) * 1024 * 1024
+    except (KeyError, ValueError) as error:
+        log_json("ERROR", f"bad job configuration: {type(error).__name__}: {error}")
+        return 1
+    destination = GcsDestination(bucket, prefix, chunk_bytes)
+    source: Source
+    if source_uri.startswith("hf://"):
+        repo = source_uri.removeprefix("hf://")
+        source = HubSource(repo, environ.get("IMPORT_REVISION", ""), environ.get("HF_TOKEN"))
+    else:
+        source = GcsSource(source_uri, destination)
+    log_json("INFO", f"import {source_uri} into gs://{bucket}/{prefix.strip('/')}/ with {workers} workers")
+    try:
+        run_import(source, destination, exclude=exclude, workers=workers)
+    except (CopyFailedError, ValueError) as error:
+        log_json("ERROR", str(error))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Rules a Cloud Run GPU service must obey, shared by the settings and the component that deploys them.
+
+Why one place: the settings check a stack file, the component checks its Args (it can be used without
+a stack file); both must enforce the same limits with the same wording.
+"""
+
+from __future__ import annotations
+
+from serving.accelerators import CloudRunGpu
+
+
+def gpu_sizing_problems(gpu: CloudRunGpu, *, cpu: int, memory_gib: int, cpu_key: str, memory_key: str) -> list[str]:
+    """CPU and memory below the GPU's per-instance minimum."""
+    problems = []
+    if cpu < gpu.min_cpu:
+        problems.append(f"{cpu_key}: {cpu} is below the {gpu.display_name} minimum of {gpu.min_cpu} CPU per instance")
+    if memory_gib < gpu.min_memory_gib:
+        problems.append(
+            f"{memory_key}: {memory_gib} is below the {gpu.display_name} minimum of {gpu.min_memory_gib} GiB "
+            "per instance"
+        )
+    return problems
+
+
+def concurrency_problem(*, concurrency: int, max_num_seqs: int, key: str) -> str | None:
+    """Cloud Run concurrency below vLLM's batch makes Cloud Run, not the model, the throughput ceiling."""
+    if concurrency >= max_num_seqs:
+        return None
+    return (
+        f"{key}: {concurrency} is below vllm.maxNumSeqs ({max_num_seqs}); Cloud Run would queue or reject (429) "
+        f"requests vLLM could batch. Allowed: at least {max_num_seqs} (or leave it unset to follow maxNumSeqs)"
+    )
+
+
+def region_problem(gpu: CloudRunGpu, region: str, *, key: str) -> str | None:
+    if region in gpu.regions:
+        return None
+    return f"{key}: {region!r} has no Cloud Run {gpu.display_name}; allowed: {', '.join(gpu.regions)}"

@@ -1,0 +1,39 @@
+"""Google Cloud's naming rules that several components check their inputs against, each stated once.
+
+Why one place: a service-account id or a resource id follows the same rule wherever a component makes
+one; copies of a pattern in every module drift apart, and then one component accepts a name that
+another (or Google) refuses.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Service account ids: 6-30 lowercase letters, digits and '-', starting with a letter, not ending with '-'
+# (https://cloud.google.com/iam/docs/service-accounts-create).
+SERVICE_ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+# RFC 1035 labels, the rule for Artifact Registry repository ids, Cloud Run job names and TPU node and
+# queued-resource ids: 1-63 lowercase letters, digits and '-', starting with a letter, not ending with '-'.
+RFC1035_ID = re.compile(r"^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+# Our keys for IAM bindings given as a map (e.g. a bucket's readers): they become part of the binding's
+# child name, so that reordering the map never replaces a binding.
+BINDING_KEY = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+# A relative object path inside a bucket (a model directory, an import prefix): letters, digits, '.',
+# '_' and '-' per segment, no leading or trailing '/'. Segments of '..' are refused by `bucket_path_problem`.
+BUCKET_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
+# A full git commit id, the only pin of a Hugging Face revision that cannot move (branches and tags can).
+COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+# Secret Manager secret ids: 1-255 letters, digits, '-' and '_' (https://cloud.google.com/secret-manager/docs/reference/rest/v1/projects.secrets/create).
+SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+
+
+def bucket_path_problem(path: str) -> str | None:
+    """Why `path` is not a relative object path inside a bucket, or None when it is."""
+    if not BUCKET_PATH.match(path) or ".." in path.split("/"):
+        return f"{path!r} must be a relative object path inside the model bucket, e.g. gemma-4-12B-it"
+    return None
+
+
+def region_of(zone: str) -> str:
+    """The region a zone belongs to (`us-east5-a` -> `us-east5`): Google's zone names are `<region>-<letter>`."""
+    return zone.rsplit("-", 1)[0]

@@ -1,0 +1,160 @@
+"""Model profiles: the checkpoints our stacks serve, as the capacity planner needs them.
+
+Why data files: every number the planner uses about a checkpoint (its `config.json` fields, the bytes of
+its weights) lives in one JSON file per checkpoint next to this module, with the source of each number
+and a list of the numbers that are estimates. A stack serving another checkpoint points at that
+checkpoint's `config.json` instead (`profile_from_config_file`), and the same reader parses both.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from serving.model_profiles.architecture import ConfigError, architecture_from_config
+from serving.planner import ModelProfile
+
+__all__ = [
+    "ConfigError",
+    "ProfileFile",
+    "builtin_profile",
+    "builtin_profile_names",
+    "find_builtin_profile",
+    "profile_from_config_file",
+    "weight_bytes_of_checkpoint",
+]
+
+
+class WeightPart(BaseModel):
+    """One part of a checkpoint stored at one width (e.g. MLP in int4, attention in bf16)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    what: str
+    parameters: int = Field(ge=0)
+    bits_per_parameter: float = Field(gt=0)
+
+    @property
+    def bytes(self) -> int:
+        return round(self.parameters * self.bits_per_parameter / 8)
+
+
+class Weights(BaseModel):
+    """The bytes of a checkpoint's weights: measured (`total_size`) or summed over parts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    total_size: int | None = Field(default=None, ge=0)
+    parts: tuple[WeightPart, ...] = ()
+    source: str
+
+    @property
+    def bytes(self) -> int:
+        if self.total_size is not None:
+            return self.total_size
+        return sum(part.bytes for part in self.parts)
+
+
+class ProfileFile(BaseModel):
+    """The JSON a built-in profile is written in (serving/model_profiles/*.json)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    checkpoint: str
+    # The checkpoint's config.json fields the planner reads, verbatim (nested text_config allowed).
+    config: dict[str, Any]
+    config_source: str
+    weights: Weights
+    # Which numbers are estimates rather than read from the checkpoint, and why.
+    estimates: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_profile(self) -> ModelProfile:
+        if self.weights.total_size is None and not self.weights.parts:
+            raise ConfigError(f"profile {self.name}: weights need total_size or parts")
+        return ModelProfile(
+            name=self.name,
+            architecture=architecture_from_config(self.config),
+            weight_bytes=self.weights.bytes,
+            weight_source=self.weights.source,
+            estimates=self.estimates,
+        )
+
+
+def _profile_files() -> dict[str, ProfileFile]:
+    files = {}
+    for entry in resources.files(__package__).iterdir():
+        if entry.name.endswith(".json"):
+            profile = ProfileFile.model_validate_json(entry.read_text(encoding="utf-8"))
+            files[profile.name] = profile
+    return files
+
+
+@cache
+def builtin_profile_files() -> dict[str, ProfileFile]:
+    """Every built-in profile file, by name (read once)."""
+    return _profile_files()
+
+
+def builtin_profile_names() -> tuple[str, ...]:
+    return tuple(sorted(builtin_profile_files()))
+
+
+def builtin_profile(name: str) -> ModelProfile:
+    """A built-in profile by its name; the error lists the names there are."""
+    files = builtin_profile_files()
+    if name not in files:
+        raise KeyError(f"no built-in model profile {name!r}; known: {', '.join(sorted(files))}")
+    return files[name].to_profile()
+
+
+def find_builtin_profile(model_path: str) -> ModelProfile | None:
+    """The built-in profile whose name is the last part of a model path (case-insensitive), if any."""
+    leaf = model_path.rstrip("/").rsplit("/", 1)[-1].lower()
+    for name in builtin_profile_files():
+        if name.lower() == leaf:
+            return builtin_profile(name)
+    return None
+
+
+def weight_bytes_of_checkpoint(directory: Path) -> int:
+    """A checkpoint's weight bytes: its index's `metadata.total_size`, else the size of its safetensors."""
+    index = directory / "model.safetensors.index.json"
+    if index.is_file():
+        metadata = json.loads(index.read_text(encoding="utf-8")).get("metadata", {})
+        total = metadata.get("total_size") if isinstance(metadata, dict) else None
+        if isinstance(total, int):
+            return total
+    shards = sorted(directory.glob("*.safetensors"))
+    if not shards:
+        raise ConfigError(
+            f"{directory}: no model.safetensors.index.json with metadata.total_size and no *.safetensors files; "
+            "give the weight bytes explicitly"
+        )
+    return sum(shard.stat().st_size for shard in shards)
+
+
+def profile_from_config_file(
+    config_path: Path, *, weight_bytes: int | None = None, name: str | None = None
+) -> ModelProfile:
+    """A profile from any checkpoint's `config.json`; weights from beside it unless given."""
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{config_path}: cannot read a JSON config ({error})") from error
+    if not isinstance(config, dict):
+        raise ConfigError(f"{config_path}: a config.json must hold a JSON object")
+    size = weight_bytes if weight_bytes is not None else weight_bytes_of_checkpoint(config_path.parent)
+    source = "given" if weight_bytes is not None else f"safetensors beside {config_path}"
+    return ModelProfile(
+        name=name or config_path.parent.name,
+        architecture=architecture_from_config(config),
+        weight_bytes=size,
+        weight_source=source,
+    )

@@ -1,0 +1,158 @@
+"""The stack-output contract: what a deployed stack exports, one model per platform.
+
+Why one model, here: the program writes these outputs (`deploy`), `verify` reads them (and later the
+status command and the MCP server will); the docs table is generated from the field descriptions.
+Declared once, in a package both the program and `verify` may import (`verify` never imports
+`components`), so a renamed or dropped output fails the round-trip test instead of a rollout check.
+
+`python -m serving.outputs` prints the Markdown table that docs/architecture.md carries.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
+
+from serving.pricing import CloudRunShape, TpuShape
+
+
+class _SharedOutputs(BaseModel):
+    """Outputs every stack exports, whatever its platform."""
+
+    # Readers ignore outputs they do not know, so a newer program never breaks an older reader.
+    model_config = ConfigDict(frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True)
+
+    endpoint: str = Field(description="base URL of the OpenAI-compatible server, no trailing slash")
+    served_model_name: str = Field(description='the name clients put in `"model"`')
+    platform: str = Field(description="`cloud-run` or `tpu`: which platform's outputs below the stack also exports")
+    auth_kind: str = Field(
+        description="`google-id-token` (Cloud Run, IAM) or `api-key` (TPU, vLLM `--api-key`); verify also "
+        "accepts `none` for a URL it is given"
+    )
+    accelerator: str = Field(
+        description="`nvidia-l4`, `nvidia-rtx-pro-6000` or `tpu-v6e` (see `serving/accelerators.py`)"
+    )
+    region: str = Field(
+        description="the stack's region (the model bucket, the image mirror and, on Cloud Run, the service)"
+    )
+    max_model_len: int = Field(description="the `--max-model-len` the server was started with")
+    max_num_seqs: int = Field(description="the `--max-num-seqs` the server was started with")
+    image: str = Field(
+        description="the image reference the server runs (through the stack's mirror, or a derived image's "
+        "digest); on TPU, what the node's startup script pulls through the mirror"
+    )
+    model_bucket: str = Field(description="the model bucket's name")
+    service_account: str = Field(description="the email of the identity vLLM runs as")
+    vllm_args: list[str] = Field(
+        description="the full `vllm serve` argument list the server starts with (model path first)"
+    )
+    import_jobs: dict[str, str] = Field(
+        description="per checkpoint (`target`, `drafter`), the command that runs its weight import by hand "
+        "(empty unless the stack file names a `model.source`)"
+    )
+
+
+class CloudRunOutputs(_SharedOutputs):
+    """A Cloud Run GPU stack (l4, rtx6000)."""
+
+    LABEL: ClassVar[str] = "Cloud Run"
+
+    platform: Literal["cloud-run"] = Field(default="cloud-run", description="`cloud-run`")
+    auth_kind: Literal["google-id-token"] = Field(default="google-id-token", description="`google-id-token`")
+    service_name: str = Field(description="the Cloud Run service's name")
+    billing: CloudRunShape = Field(
+        description="what one instance bills, priced by `serving/pricing.py` for the plan and `verify bench`: "
+        "`{kind: cloud-run, accelerator, region, cpu, memoryGib, gpuZonalRedundancy, minInstances, maxInstances}`"
+    )
+    concurrency: int = Field(description="per-instance request concurrency (never below `maxNumSeqs`)")
+    max_instances: int = Field(
+        description="the instance cap; `concurrency` x `maxInstances` is what Cloud Run admits before it answers 429"
+    )
+
+    bench_job: dict[str, Any] | None = Field(
+        default=None,
+        description="only with a `bench` block: the load-generator job verify starts "
+        "(`{name, region, project, tasks, cpuPerTask, resultsBucket, resultsPrefix}`)",
+    )
+    rollout: Literal["gated", "direct"] = Field(
+        description="`gated` (new revisions start as the `candidate` tag with 0%) or `direct`"
+    )
+    cloud_run_service: str = Field(
+        description="`projects/<p>/locations/<region>/services/<name>`, what `verify promote` reads through the "
+        "Admin API"
+    )
+    candidate_revision: str = Field(
+        description="the revision the current template makes, `<service>-<10 hex of the template's hash>`"
+    )
+    candidate_url: str | None = Field(
+        description="gated only: the candidate tag's own URL, `https://candidate---<service host>`"
+    )
+    serving_revision: str = Field(
+        description="the revision that gets the traffic the candidate does not; the next update reads it back from here"
+    )
+    previous_revision: str | None = Field(
+        description="gated only: where `verify promote --rollback` returns (none before the first promotion)"
+    )
+    candidate_percent: int = Field(
+        description="gated only: the candidate's share (0 after `pulumi up`; a step's share during "
+        "`verify promote --steps`)"
+    )
+
+
+class TpuOutputs(_SharedOutputs):
+    """A TPU stack (tpu-v6e)."""
+
+    LABEL: ClassVar[str] = "TPU"
+
+    platform: Literal["tpu"] = Field(default="tpu", description="`tpu`")
+    auth_kind: Literal["api-key"] = Field(default="api-key", description="`api-key`")
+    api_key_secret: str = Field(
+        description="the Secret Manager secret that holds vLLM's API key (`projects/<p>/secrets/<id>`)"
+    )
+    zone: str = Field(description="the zone the node was queued in (its region is `region`)")
+    billing: TpuShape = Field(
+        description="what the node bills, priced by `serving/pricing.py` for the plan and `verify bench`: "
+        "`{kind: tpu, acceleratorType, chips, provisioningModel, region, maxRunSeconds}`"
+    )
+    accelerator_type: str = Field(description="the slice asked for, e.g. `v6e-1`")
+    provisioning_model: Literal["flex-start", "spot", "guaranteed"] = Field(
+        description="`flex-start`, `spot` or `guaranteed` (`stacks/tpu.py`)"
+    )
+    queued_resource_name: str = Field(
+        description="`projects/<p>/locations/<zone>/queuedResources/<id>`, the request `pulumi up` created"
+    )
+    node_id: str = Field(description="the TPU VM's id (for `gcloud compute tpus tpu-vm ssh <nodeId> --zone <zone>`)")
+
+
+# A deployed stack's outputs, the variant chosen by `platform`.
+StackOutputs = Annotated[CloudRunOutputs | TpuOutputs, Field(discriminator="platform")]
+PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs], ...] = (CloudRunOutputs, TpuOutputs)
+_READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)  # type: ignore[arg-type]  # an Annotated union, which mypy sees as a value
+
+
+def parse_stack_outputs(raw: object) -> CloudRunOutputs | TpuOutputs:
+    """Validate `pulumi stack output --json` (pydantic.ValidationError names each missing or bad output)."""
+    return _READER.validate_python(raw)
+
+
+def output_names(model: type[BaseModel]) -> list[str]:
+    """The exported names (camelCase) of one platform's outputs, in declaration order."""
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def markdown_table() -> str:
+    """The docs table: each output once, with the platforms that export it and what it means."""
+    shared = _SharedOutputs.model_fields
+    rows = ["| output | platforms | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{field.alias}` | all | {field.description} |" for field in shared.values()]
+    for model in PLATFORM_OUTPUTS:
+        for name, field in model.model_fields.items():
+            if name not in shared:
+                rows.append(f"| `{field.alias}` | {model.LABEL} | {field.description} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")

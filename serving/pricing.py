@@ -1,0 +1,367 @@
+"""What a stack costs per hour, from its real shape and Google's list prices (serving/data/pricing.json).
+
+Why one module: the offline plan (cost before `pulumi up`) and `verify bench` (cost per 1M requests and
+tokens after it) must price the same thing the same way. Both read the stack's `billing` output, the
+shape that is billed: a Cloud Run instance's GPU, CPU and memory (instance-based billing, with or without
+GPU zonal redundancy), or a TPU node's chips and provisioning model. A rate the price book does not have
+is reported as missing, never guessed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+
+PRICE_BOOK = Path(__file__).resolve().parent / "data" / "pricing.json"
+SECONDS_PER_HOUR = 3600
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class Rate(_Model):
+    """One published rate: where Google publishes it, when we read it, and through which copy."""
+
+    usd: float | None
+    source: str
+    read: datetime.date
+    via: str | None = None
+    as_of: str | None = None
+    note: str = ""
+
+    def cite(self) -> str:
+        via = f"; via {self.via}" + (f" ({self.as_of})" if self.as_of else "") if self.via else ""
+        return f"{self.source}, read {self.read.isoformat()}{via}"
+
+
+class RegionalRate(_Model):
+    """A rate that differs by region (TPU chip-hours)."""
+
+    source: str
+    read: datetime.date
+    via: str | None = None
+    as_of: str | None = None
+    note: str = ""
+    by_region: dict[str, float]
+
+    def in_region(self, region: str) -> Rate:
+        usd = self.by_region.get(region)
+        return Rate(usd=usd, source=self.source, read=self.read, via=self.via, as_of=self.as_of, note=self.note)
+
+
+class RegionList(_Model):
+    regions: tuple[str, ...]
+    source: str
+    read: datetime.date
+    note: str = ""
+
+
+class GpuRates(_Model):
+    no_zonal_redundancy: Rate
+    zonal_redundancy: Rate
+
+
+class CloudRunRates(_Model):
+    tier1_regions: RegionList
+    cpu_per_vcpu_second: Rate
+    memory_per_gib_second: Rate
+    gpu_per_second: dict[Accelerator, GpuRates]
+
+
+class TpuRates(_Model):
+    guaranteed: RegionalRate
+    spot: RegionalRate
+    flex_start: RegionalRate = Field(alias="flex-start")
+
+
+class PriceBook(_Model):
+    about: str
+    currency: Literal["USD"]
+    cloud_run: CloudRunRates
+    tpu_v6e_per_chip_hour: TpuRates = Field(alias="tpuV6ePerChipHour")
+
+
+@functools.cache
+def price_book() -> PriceBook:
+    """The repository's price book, parsed once."""
+    return PriceBook.model_validate(json.loads(PRICE_BOOK.read_text()))
+
+
+# --- the billed shape of a stack (its `billing` output) ----------------------------------------------
+
+
+class CloudRunShape(_Model):
+    """One Cloud Run instance as it is billed: GPU, CPU and memory for its whole life (instance-based)."""
+
+    kind: Literal["cloud-run"] = "cloud-run"
+    accelerator: Accelerator
+    region: str | None
+    cpu: float
+    memory_gib: float
+    gpu_zonal_redundancy: bool
+    min_instances: int = 0
+    max_instances: int = 1
+
+
+class TpuShape(_Model):
+    """One TPU node as it is billed: chips x the chip-hour rate of its provisioning model and region."""
+
+    kind: Literal["tpu"] = "tpu"
+    accelerator_type: str
+    chips: int
+    provisioning_model: Literal["flex-start", "spot", "guaranteed"]
+    region: str | None
+    max_run_seconds: int | None = None
+
+
+BillingShape = Annotated[CloudRunShape | TpuShape, Field(discriminator="kind")]
+
+
+class _Billing(BaseModel):
+    shape: BillingShape
+
+
+def parse_billing(value: object) -> CloudRunShape | TpuShape:
+    """A stack's `billing` output (camelCase JSON) as a shape; ValueError when it is not one."""
+    return _Billing.model_validate({"shape": value}).shape
+
+
+def minimum_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape:
+    """What `verify bench --url ... --accelerator X` prices without a stack: the smallest instance
+    Cloud Run allows with that GPU (no zonal redundancy), or one on-demand v6e chip."""
+    gpu = CLOUD_RUN_GPUS.get(accelerator)
+    if gpu is not None:
+        return CloudRunShape(
+            accelerator=accelerator,
+            region=None,
+            cpu=gpu.min_cpu,
+            memory_gib=gpu.min_memory_gib,
+            gpu_zonal_redundancy=False,
+        )
+    return TpuShape(accelerator_type="v6e-1", chips=1, provisioning_model="guaranteed", region=None)
+
+
+# --- prices ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PricePart:
+    label: str
+    usd_per_hour: float
+
+
+@dataclass(frozen=True)
+class HourlyPrice:
+    """What one instance (or node) costs per hour, its parts, and where each rate comes from.
+
+    ``usd_per_hour`` is None when a rate is missing; ``missing`` then says which.
+    """
+
+    usd_per_hour: float | None
+    parts: tuple[PricePart, ...]
+    sources: tuple[str, ...]
+    basis: str
+    missing: str | None = None
+
+    def describe(self) -> str:
+        """`$1.42/h (NVIDIA L4 $0.672 + 8 vCPU $0.518 + 32 GiB $0.230)`, or why there is no price."""
+        if self.usd_per_hour is None:
+            return f"no price: {self.missing}"
+        if len(self.parts) == 1:
+            return f"{usd(self.usd_per_hour)}/h ({self.parts[0].label})"
+        parts = " + ".join(f"{part.label} {usd(part.usd_per_hour)}" for part in self.parts)
+        return f"{usd(self.usd_per_hour)}/h ({parts})"
+
+    def citation(self) -> str:
+        """The pages the rates are published on and the days they were read, once each (the copy each
+        rate was read through is in serving/data/pricing.json and in `sources`)."""
+        pages = sorted({source.split(",", 1)[0] for source in self.sources})
+        read = sorted({source.split("read ", 1)[1][:10] for source in self.sources if "read " in source})
+        return f"{', '.join(pages)}, read {', '.join(read)}" if pages else "no source"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "usdPerHour": _rounded(self.usd_per_hour),
+            "parts": [{"what": part.label, "usdPerHour": _rounded(part.usd_per_hour)} for part in self.parts],
+            "basis": self.basis,
+            "missing": self.missing,
+            "sources": list(self.sources),
+        }
+
+
+def usd(value: float) -> str:
+    """Dollars a person reads at a glance: $0, $0.672, $1.42, $32.40."""
+    if value == 0:
+        return "$0"
+    return f"${value:,.3f}" if value < 1 else f"${value:,.2f}"
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def hourly_price(shape: CloudRunShape | TpuShape) -> HourlyPrice:
+    """One instance or node of ``shape`` for one hour, at list price."""
+    if isinstance(shape, CloudRunShape):
+        return _cloud_run_instance(shape)
+    return _tpu_node(shape)
+
+
+def _cloud_run_instance(shape: CloudRunShape) -> HourlyPrice:
+    rates = price_book().cloud_run
+    redundancy = "with" if shape.gpu_zonal_redundancy else "without"
+    where = shape.region or "a Tier 1 region (no region given)"
+    basis = (
+        f"Cloud Run instance-based billing in {where}: 1 GPU ({redundancy} zonal redundancy), "
+        f"{shape.cpu:g} vCPU, {shape.memory_gib:g} GiB"
+    )
+    if shape.region is not None and shape.region not in rates.tier1_regions.regions:
+        return HourlyPrice(
+            None,
+            (),
+            (rates.tier1_regions.source,),
+            basis,
+            missing=f"no Cloud Run rates recorded for {shape.region} (only Tier 1 GPU regions: "
+            f"{', '.join(rates.tier1_regions.regions)}); see serving/data/pricing.json",
+        )
+    gpu_rates = rates.gpu_per_second.get(shape.accelerator)
+    gpu_rate = None
+    if gpu_rates is not None:
+        gpu_rate = gpu_rates.zonal_redundancy if shape.gpu_zonal_redundancy else gpu_rates.no_zonal_redundancy
+    if gpu_rate is None or gpu_rate.usd is None:
+        return HourlyPrice(
+            None,
+            (),
+            (),
+            basis,
+            missing=f"no Cloud Run GPU rate recorded for {shape.accelerator.value} {redundancy} zonal redundancy",
+        )
+    cpu, memory = rates.cpu_per_vcpu_second, rates.memory_per_gib_second
+    # The price book has both (tests/stacks/test_pricing.py checks it).
+    assert cpu.usd is not None
+    assert memory.usd is not None
+    display = CLOUD_RUN_GPUS[shape.accelerator].display_name if shape.accelerator in CLOUD_RUN_GPUS else "GPU"
+    parts = (
+        PricePart(display, gpu_rate.usd * SECONDS_PER_HOUR),
+        PricePart(f"{shape.cpu:g} vCPU", cpu.usd * shape.cpu * SECONDS_PER_HOUR),
+        PricePart(f"{shape.memory_gib:g} GiB", memory.usd * shape.memory_gib * SECONDS_PER_HOUR),
+    )
+    sources = tuple(dict.fromkeys(rate.cite() for rate in (gpu_rate, cpu, memory)))
+    return HourlyPrice(sum(part.usd_per_hour for part in parts), parts, sources, basis)
+
+
+def _tpu_node(shape: TpuShape) -> HourlyPrice:
+    rates = price_book().tpu_v6e_per_chip_hour
+    regional = {"flex-start": rates.flex_start, "spot": rates.spot, "guaranteed": rates.guaranteed}[
+        shape.provisioning_model
+    ]
+    region = shape.region
+    if region is None:  # no stack: the cheapest recorded region, said so in the basis
+        region = min(regional.by_region, key=lambda name: regional.by_region[name])
+    basis = f"TPU {shape.accelerator_type} ({shape.chips} chip(s)), {shape.provisioning_model}, {region}"
+    rate = regional.in_region(region)
+    if rate.usd is None:
+        recorded = ", ".join(sorted(regional.by_region)) or "none"
+        return HourlyPrice(
+            None,
+            (),
+            (rate.cite(),),
+            basis,
+            missing=f"no {shape.provisioning_model} v6e rate recorded for {region} (recorded: {recorded}); "
+            "see serving/data/pricing.json",
+        )
+    part = PricePart(f"{shape.chips} chip x {usd(rate.usd)}/chip-hour", rate.usd * shape.chips)
+    return HourlyPrice(part.usd_per_hour, (part,), (rate.cite(),), basis)
+
+
+@dataclass(frozen=True)
+class StackCost:
+    """What a stack costs per hour: what it keeps running, one instance, and everything at full scale."""
+
+    shape: CloudRunShape | TpuShape
+    unit: HourlyPrice
+
+    def _times(self, instances: int) -> float | None:
+        """``instances`` Cloud Run instances, or the one TPU node (which runs whenever it exists)."""
+        if self.unit.usd_per_hour is None:
+            return None
+        return self.unit.usd_per_hour * (instances if isinstance(self.shape, CloudRunShape) else 1)
+
+    @property
+    def kept_running_usd_per_hour(self) -> float | None:
+        """Billed with no traffic at all: the minimum instances, or the TPU node while it exists."""
+        return self._times(self.shape.min_instances if isinstance(self.shape, CloudRunShape) else 1)
+
+    @property
+    def full_scale_usd_per_hour(self) -> float | None:
+        return self._times(self.shape.max_instances if isinstance(self.shape, CloudRunShape) else 1)
+
+    @property
+    def per_run_usd(self) -> float | None:
+        """A flex-start node's most expensive run: it is deleted after maxRunDuration."""
+        if not isinstance(self.shape, TpuShape) or self.shape.max_run_seconds is None:
+            return None
+        if self.unit.usd_per_hour is None:
+            return None
+        return self.unit.usd_per_hour * self.shape.max_run_seconds / SECONDS_PER_HOUR
+
+    def lines(self) -> list[str]:
+        """The text plan's section."""
+        lines = ["Cost (list prices in USD; taxes, discounts, storage, network and logging not included):"]
+        shape, unit = self.shape, self.unit
+        kept, full = self.kept_running_usd_per_hour, self.full_scale_usd_per_hour
+        if isinstance(shape, CloudRunShape):
+            lines.append(f"  per instance:  {unit.describe()}")
+            if kept is not None and full is not None:
+                idle = (
+                    "scales to zero, nothing bills without traffic; an instance bills from start to stop, "
+                    "idle time before scale-down included"
+                    if shape.min_instances == 0
+                    else f"{shape.min_instances} instance(s) billed around the clock, traffic or not"
+                )
+                lines.append(f"  kept running:  {usd(kept)}/h (minInstances {shape.min_instances}: {idle})")
+                each = usd(unit.usd_per_hour or 0)
+                lines.append(f"  at full scale: {usd(full)}/h (maxInstances {shape.max_instances} x {each}/h)")
+        else:
+            lines.append(f"  per node:      {unit.describe()}")
+            if kept is not None:
+                lines.append(
+                    f"  kept running:  {usd(kept)}/h while the node exists ({shape.provisioning_model}; "
+                    "it bills from ACTIVE until it is deleted)"
+                )
+            per_run = self.per_run_usd
+            if per_run is not None and shape.max_run_seconds is not None:
+                hours = shape.max_run_seconds / SECONDS_PER_HOUR
+                lines.append(f"  per run:       at most {usd(per_run)} (Google deletes the node after {hours:g} h)")
+        lines.append(f"  basis:         {unit.basis}")
+        if unit.sources:
+            lines.append(
+                f"  rates:         {unit.citation()} (serving/data/pricing.json names the copy each rate was read "
+                "from; FORMAT=json lists them under cost)"
+            )
+        return [*lines, ""]
+
+    def as_dict(self) -> dict[str, object]:
+        """The `cost` key of the JSON plan."""
+        return {
+            "currency": "USD",
+            "shape": self.shape.model_dump(by_alias=True, mode="json"),
+            "perUnit": self.unit.as_dict(),
+            "keptRunningUsdPerHour": _rounded(self.kept_running_usd_per_hour),
+            "fullScaleUsdPerHour": _rounded(self.full_scale_usd_per_hour),
+            "perRunUsd": _rounded(self.per_run_usd),
+        }
+
+
+def stack_cost(shape: CloudRunShape | TpuShape) -> StackCost:
+    return StackCost(shape=shape, unit=hourly_price(shape))

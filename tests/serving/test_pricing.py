@@ -1,0 +1,167 @@
+"""Cost before deploying: every stack's hourly price from its real shape, provisioning model and the
+repository's price book (serving/data/pricing.json), with the rates' sources and the date they were read."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from preview.capture import Capture
+from preview.costs import capture_cost
+from preview.render import clean
+from serving.accelerators import Accelerator
+from serving.pricing import (
+    CloudRunShape,
+    TpuShape,
+    hourly_price,
+    minimum_shape,
+    parse_billing,
+    price_book,
+    stack_cost,
+)
+from tests.conftest import render_stack
+from tests.stacks.test_capacity import load
+from tests.test_preview import run_preview
+
+HOUR = 3600
+L4_GPU, RTX_GPU, VCPU, GIB = 0.0001867, 0.00036522, 0.000018, 0.000002
+
+
+def test_every_rate_names_its_source_and_the_day_it_was_read() -> None:
+    """A price nobody can trace is a price nobody can re-check: each rate carries a Google page and a date."""
+    book = price_book()
+    rates = [book.cloud_run.cpu_per_vcpu_second, book.cloud_run.memory_per_gib_second]
+    for gpu in book.cloud_run.gpu_per_second.values():
+        rates += [gpu.no_zonal_redundancy, gpu.zonal_redundancy]
+    for rate in rates:
+        assert rate.usd is not None
+        assert rate.source.startswith("https://cloud.google.com/")
+        assert rate.read.year >= 2026
+    tpu = book.tpu_v6e_per_chip_hour
+    for regional in (tpu.guaranteed, tpu.spot, tpu.flex_start):
+        assert regional.source.startswith("https://cloud.google.com/")
+        assert regional.by_region
+
+
+def test_l4_is_priced_at_the_8_cpu_32_gib_the_stack_runs_not_the_minimum() -> None:
+    """The old price took the L4's minimum 4 CPU / 16 GiB while the stack runs 8 / 32: about 26% too cheap."""
+    shape = load("l4").billing_shape()
+    assert isinstance(shape, CloudRunShape)
+    assert (shape.cpu, shape.memory_gib, shape.gpu_zonal_redundancy) == (8, 32, False)
+    price = hourly_price(shape).usd_per_hour
+    assert price == pytest.approx((L4_GPU + 8 * VCPU + 32 * GIB) * HOUR)  # $1.42
+    minimum = hourly_price(minimum_shape(Accelerator.NVIDIA_L4)).usd_per_hour
+    assert minimum == pytest.approx((L4_GPU + 4 * VCPU + 16 * GIB) * HOUR)  # $1.05
+    assert price is not None
+    assert minimum is not None
+    assert 1 - minimum / price == pytest.approx(0.26, abs=0.01)
+
+
+def test_rtx_pro_6000_has_a_price() -> None:
+    """The RTX PRO 6000 stack had no price at all, so bench printed no cost for it."""
+    price = hourly_price(load("rtx6000").billing_shape()).usd_per_hour
+    assert price == pytest.approx((RTX_GPU + 20 * VCPU + 80 * GIB) * HOUR)  # $3.19
+
+
+def test_zonal_redundancy_is_priced_differently() -> None:
+    """Turning GPU zonal redundancy on costs more per GPU-second; the plan must show that, not the cheap rate."""
+    shape = load("l4", cloudRun={"gpuZonalRedundancyDisabled": False}).billing_shape()
+    assert isinstance(shape, CloudRunShape)
+    assert shape.gpu_zonal_redundancy
+    assert hourly_price(shape).usd_per_hour == pytest.approx((0.0002909 + 8 * VCPU + 32 * GIB) * HOUR)
+
+
+@pytest.mark.parametrize(
+    ("provisioning", "per_chip_hour"),
+    [
+        ({"model": "flex-start", "maxRunDuration": "4h"}, 1.35),
+        ({"model": "spot"}, 1.4033),
+        ({"model": "guaranteed"}, 2.7),
+    ],
+)
+def test_tpu_is_priced_by_its_provisioning_model(provisioning: dict[str, str], per_chip_hour: float) -> None:
+    """A flex-start node was priced at the on-demand rate (twice its real price)."""
+    shape = load("tpu-v6e", tpu={"provisioning": provisioning}).billing_shape()
+    assert isinstance(shape, TpuShape)
+    assert hourly_price(shape).usd_per_hour == pytest.approx(per_chip_hour)
+
+
+def test_a_flex_start_run_costs_at_most_its_run_limit() -> None:
+    """The TPU stack's worst case is bounded: Google deletes the node after maxRunDuration."""
+    cost = stack_cost(load("tpu-v6e").billing_shape())
+    assert cost.kept_running_usd_per_hour == pytest.approx(1.35)
+    assert cost.per_run_usd == pytest.approx(1.35 * 4)
+
+
+def test_a_rate_that_is_not_in_the_book_is_reported_missing_not_guessed() -> None:
+    """No spot rate was found for asia-northeast1: the plan says so instead of inventing one."""
+    shape = TpuShape(accelerator_type="v6e-1", chips=1, provisioning_model="spot", region="asia-northeast1")
+    price = hourly_price(shape)
+    assert price.usd_per_hour is None
+    assert price.missing is not None
+    assert "no spot v6e rate recorded for asia-northeast1" in price.missing
+    tier2 = CloudRunShape(
+        accelerator=Accelerator.NVIDIA_L4, region="asia-southeast1", cpu=8, memory_gib=32, gpu_zonal_redundancy=False
+    )
+    assert "no Cloud Run rates recorded for asia-southeast1" in (hourly_price(tier2).missing or "")
+
+
+def test_kept_running_and_full_scale_follow_min_and_max_instances() -> None:
+    """Min instances bill around the clock; the plan shows that figure apart from the full-scale one."""
+    cost = stack_cost(load("l4", cloudRun={"minInstances": 1, "maxInstances": 3}).billing_shape())
+    unit = cost.unit.usd_per_hour
+    assert unit is not None
+    assert cost.kept_running_usd_per_hour == pytest.approx(unit)
+    assert cost.full_scale_usd_per_hour == pytest.approx(3 * unit)
+
+
+def _service(capture: Capture) -> dict[str, Any]:
+    return dict(clean(capture.one("gcp:cloudrunv2/service:Service").inputs))
+
+
+@pytest.mark.parametrize("stack", ["l4", "rtx6000"])
+def test_the_billing_output_is_the_shape_the_service_registers(stack: str) -> None:
+    """The plan and verify price the `billing` output: it must match the deployed service exactly."""
+    capture = render_stack(stack)
+    shape = parse_billing(clean(capture.outputs)["billing"])
+    assert isinstance(shape, CloudRunShape)
+    template = _service(capture)["template"]
+    limits = template["containers"][0]["resources"]["limits"]
+    assert (str(int(shape.cpu)), f"{int(shape.memory_gib)}Gi") == (str(limits["cpu"]), limits["memory"])
+    assert shape.accelerator.value == template["nodeSelector"]["accelerator"]
+    assert shape.gpu_zonal_redundancy is not template["gpuZonalRedundancyDisabled"]
+    assert (shape.min_instances, shape.max_instances) == (
+        template["scaling"]["minInstanceCount"],
+        template["scaling"]["maxInstanceCount"],
+    )
+    cost = capture_cost(capture)
+    assert cost is not None
+    assert cost.unit.usd_per_hour is not None
+
+
+def test_the_tpu_billing_output_is_the_node_the_request_asks_for() -> None:
+    """The TPU price follows the queued resource's accelerator type and tier, not a default."""
+    capture = render_stack("tpu-v6e")
+    shape = parse_billing(clean(capture.outputs)["billing"])
+    assert isinstance(shape, TpuShape)
+    body = clean(capture.one("pulumi-python:dynamic/tpu:QueuedResource").inputs)["requestBody"]
+    assert body["tpu"]["nodeSpec"][0]["node"]["acceleratorType"] == shape.accelerator_type
+    assert body["provisioningModel"] == "FLEX_START"
+    assert shape.provisioning_model == "flex-start"
+
+
+def test_text_and_json_plans_show_the_cost() -> None:
+    """`make preview` answers "what will this cost?" before `pulumi up`: per instance, kept running, full scale."""
+    text = run_preview("--stack", "l4")
+    assert text.returncode == 0, text.stderr
+    assert "per instance:  $1.42/h (NVIDIA L4 $0.672 + 8 vCPU $0.518 + 32 GiB $0.230)" in text.stdout
+    assert "kept running:  $0/h (minInstances 0" in text.stdout
+    assert "at full scale: $1.42/h (maxInstances 1 x $1.42/h)" in text.stdout
+    assert "https://cloud.google.com/run/pricing, read 2026-11-23" in text.stdout
+    document = json.loads(run_preview("--stack", "tpu-v6e", "--format", "json").stdout)
+    assert document["cost"]["perUnit"]["usdPerHour"] == pytest.approx(1.35)
+    assert document["cost"]["perRunUsd"] == pytest.approx(5.4)
+    assert document["cost"]["shape"]["provisioningModel"] == "flex-start"
+    assert document["cost"]["perUnit"]["sources"][0].startswith("https://cloud.google.com/products/dws/pricing")
