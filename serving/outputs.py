@@ -129,7 +129,9 @@ class TpuOutputs(_SharedOutputs):
 # A deployed stack's outputs, the variant chosen by `platform`.
 StackOutputs = Annotated[CloudRunOutputs | TpuOutputs, Field(discriminator="platform")]
 PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs], ...] = (CloudRunOutputs, TpuOutputs)
-_READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)
+# mypy reports TypeAdapter(<Annotated union>) as arg-type or not depending on its cache (a fresh run and an
+# incremental one disagreed on the same files), so the ignore names both outcomes.
+_READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)  # type: ignore[arg-type, unused-ignore]
 
 
 def parse_stack_outputs(raw: object) -> CloudRunOutputs | TpuOutputs:
