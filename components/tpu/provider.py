@@ -6,10 +6,11 @@ state, and the wait for a node needs to report progress and fail with Google's o
 
 Lifecycle it implements:
 - create: POST the body; on 409 adopt the request if it carries our fingerprint (a retried `pulumi up`),
-  re-queue it if it is our FAILED/SUSPENDED leftover, refuse anyone else's. Then poll until ACTIVE within
-  `activeDeadlineSeconds` (tenacity repeats the look, its sleep injected), reporting each state change. On FAILED or deadline the request is withdrawn
-  (forced delete) before the error is raised: Pulumi records nothing from a failed create, and a
-  forgotten request that turns ACTIVE later would bill for a TPU nobody manages.
+  re-queue it if it is our FAILED/SUSPENDED leftover, refuse anyone else's. Then poll (tenacity repeats
+  the look, its sleep injected) until ACTIVE within `activeDeadlineSeconds`, reporting each state change.
+  On FAILED or deadline the request is withdrawn (forced delete) before the error is raised: Pulumi
+  records nothing from a failed create, and a forgotten request that turns ACTIVE later would bill for a
+  TPU nobody manages.
 - read: the live state; a request that is gone, FAILED, or SUSPENDED (flex-start run over) reads as gone,
   so the next `pulumi up` asks for a node again.
 - diff: any change of project, zone, id or request body means replace (delete first: the id is reused and
