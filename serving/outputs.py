@@ -150,7 +150,7 @@ class TpuOutputs(_SharedOutputs):
 # A deployed stack's outputs, the variant chosen by `platform`.
 StackOutputs = Annotated[CloudRunOutputs | TpuOutputs, Field(discriminator="platform")]
 PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs], ...] = (CloudRunOutputs, TpuOutputs)
-_READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)  # type: ignore[arg-type]  # an Annotated union, which mypy sees as a value
+_READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)
 
 
 def parse_stack_outputs(raw: object) -> CloudRunOutputs | TpuOutputs:

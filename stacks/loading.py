@@ -25,7 +25,7 @@ from stacks.typos import fold_typos
 
 PROJECT = "gemma-serving"
 # The settings model of each platform, picked by the stack's `accelerator`.
-_STACK_SETTINGS: TypeAdapter[StackSettings] = TypeAdapter(StackSettings)  # type: ignore[arg-type]  # an Annotated union, which mypy sees as a value
+_STACK_SETTINGS: TypeAdapter[StackSettings] = TypeAdapter(StackSettings)
 _VARIANTS: dict[str, type[BaseModel]] = {
     str(accelerator): variant
     for variant in (CloudRunStack, TpuStack)
