@@ -13,16 +13,15 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pulumi
 import pulumi_gcp as gcp
 
 from serving.accelerators import CloudRunGpu
+from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
 from serving.vllm_args import check_serve_args
-from stacks.cloud_run import CloudRunSettings
-from stacks.cloud_run_limits import gpu_service_problems
 
 _INGRESS = {
     "all": "INGRESS_TRAFFIC_ALL",
@@ -38,6 +37,7 @@ _LATEST = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
 # Source: https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services/create (serviceId:
 # lowercase letters, digits and hyphens, starting with a letter, at most 49 characters). The revision name
 # `<service>-<10 hex>` then stays within a revision name's 63.
+_PUBLIC_MEMBERS = frozenset({"allUsers", "allAuthenticatedUsers"})
 _SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,47}[a-z0-9])?$")
 _REVISION_HASH_CHARS = 10
 
@@ -71,6 +71,50 @@ class DirectRollout:
 Rollout = GatedRollout | DirectRollout
 
 
+# Source: https://cloud.google.com/run/docs/reference/rest/v2/Container#probe (initialDelaySeconds 0-240,
+# periodSeconds and timeoutSeconds 1-240, timeoutSeconds not above periodSeconds).
+_PROBE_MAX_SECONDS = 240
+_ARGS = "VllmGpuServiceArgs"
+
+
+@dataclass(frozen=True)
+class HttpProbe:
+    """An HTTP probe on vLLM's /health with its failure threshold resolved (the caller sizes it to the load)."""
+
+    failure_threshold: int
+    initial_delay_seconds: int = 0
+    period_seconds: int = 10
+    timeout_seconds: int = 5
+
+    def problems(self, key: str) -> list[str]:
+        """What Cloud Run would refuse in this probe, each under ``key``."""
+        problems = []
+        if not 0 <= self.initial_delay_seconds <= _PROBE_MAX_SECONDS:
+            problems.append(
+                f"{key}.initial_delay_seconds: {self.initial_delay_seconds}; allowed: 0-{_PROBE_MAX_SECONDS}"
+            )
+        for field_name, value in (("period_seconds", self.period_seconds), ("timeout_seconds", self.timeout_seconds)):
+            if not 1 <= value <= _PROBE_MAX_SECONDS:
+                problems.append(f"{key}.{field_name}: {value}; allowed: 1-{_PROBE_MAX_SECONDS}")
+        if self.timeout_seconds > self.period_seconds:
+            problems.append(
+                f"{key}.timeout_seconds: {self.timeout_seconds} exceeds period_seconds ({self.period_seconds}); "
+                "Cloud Run rejects such a probe"
+            )
+        if self.failure_threshold < 1:
+            problems.append(f"{key}.failure_threshold: {self.failure_threshold}; allowed: 1 or more")
+        return problems
+
+
+@dataclass(frozen=True)
+class ModelMount:
+    """Where the model bucket appears in the container (Cloud Storage FUSE) and its gcsfuse mount options."""
+
+    mount_path: str = "/mnt/models"
+    # gcsfuse options without dashes; uid/gid map the files to the container's user (vLLM reads, never writes).
+    options: Sequence[str] = ("uid=1001", "gid=1001")
+
+
 @dataclass(frozen=True)
 class VllmGpuServiceArgs:
     """Everything the service needs; plain values are validated here, Outputs are wired as given."""
@@ -82,9 +126,31 @@ class VllmGpuServiceArgs:
     # The full `vllm serve` argument list, model path first.
     serve_args: Sequence[str]
     max_num_seqs: int
-    run: CloudRunSettings
+    cpu: int
+    memory_gib: int
     bucket_name: pulumi.Input[str]
     service_account_email: pulumi.Input[str]
+    # The startup probe must cover the model load: failure_threshold x period_seconds (at most 1800 s on GPU).
+    startup_probe: HttpProbe = field(
+        default_factory=lambda: HttpProbe(failure_threshold=117, initial_delay_seconds=30, period_seconds=10)
+    )
+    liveness_probe: HttpProbe = field(
+        default_factory=lambda: HttpProbe(failure_threshold=3, period_seconds=30, timeout_seconds=10)
+    )
+    # Requests one instance admits at once; None means max_num_seqs, so Cloud Run never caps vLLM's batch.
+    concurrency: int | None = None
+    min_instances: int = 0
+    max_instances: int = 1
+    request_timeout_seconds: int = 3600
+    mount: ModelMount = field(default_factory=ModelMount)
+    port: int = 8000
+    env: Mapping[str, str] = field(default_factory=dict)
+    # Who may call the service (IAM members), each bound on its own; nobody else.
+    invokers: Sequence[str] = ()
+    ingress: Literal["all", "internal", "internal-and-cloud-load-balancing"] = "all"
+    # Cloud Run's default (zonal redundancy on) draws on a GPU quota projects rarely have.
+    gpu_zonal_redundancy_disabled: bool = True
+    deletion_protection: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
     # What must finish before the service rolls out (the weight imports): a revision that starts before
     # its weights exist fails its startup probe.
@@ -96,41 +162,73 @@ class VllmGpuServiceArgs:
 
     def __post_init__(self) -> None:
         problems = [
-            region_problem(self.gpu, self.region, key="VllmGpuServiceArgs.region"),
+            region_problem(self.gpu, self.region, key=f"{_ARGS}.region"),
             concurrency_problem(
-                concurrency=self.concurrency, max_num_seqs=self.max_num_seqs, key="VllmGpuServiceArgs.run.concurrency"
+                concurrency=self.request_concurrency, max_num_seqs=self.max_num_seqs, key=f"{_ARGS}.concurrency"
             ),
             *gpu_sizing_problems(
                 self.gpu,
-                cpu=self.run.cpu,
-                memory_gib=self.run.memory_gib,
-                cpu_key="VllmGpuServiceArgs.run.cpu",
-                memory_key="VllmGpuServiceArgs.run.memory_gib",
+                cpu=self.cpu,
+                memory_gib=self.memory_gib,
+                cpu_key=f"{_ARGS}.cpu",
+                memory_key=f"{_ARGS}.memory_gib",
             ),
-            *(f"VllmGpuServiceArgs.serve_args: {p}" for p in check_serve_args(list(self.serve_args))),
-            *gpu_service_problems(
+            *(f"{_ARGS}.serve_args: {p}" for p in check_serve_args(list(self.serve_args))),
+            *instance_limit_problems(
                 self.gpu,
-                self.run,
+                cpu=self.cpu,
+                memory_gib=self.memory_gib,
+                max_instances=self.max_instances,
+                env=self.env,
                 max_num_seqs=self.max_num_seqs,
-                prefix="VllmGpuServiceArgs.run.",
-                seqs_key="VllmGpuServiceArgs.max_num_seqs",
+                keys=LimitKeys(
+                    cpu=f"{_ARGS}.cpu",
+                    memory_gib=f"{_ARGS}.memory_gib",
+                    max_instances=f"{_ARGS}.max_instances",
+                    env=f"{_ARGS}.env",
+                    seqs=f"{_ARGS}.max_num_seqs",
+                ),
             ),
+            startup_window_problem(
+                failure_threshold=self.startup_probe.failure_threshold,
+                period_seconds=self.startup_probe.period_seconds,
+                key=f"{_ARGS}.startup_probe.failure_threshold",
+            ),
+            *self.startup_probe.problems(f"{_ARGS}.startup_probe"),
+            *self.liveness_probe.problems(f"{_ARGS}.liveness_probe"),
+            *self._scale_and_access_problems(),
         ]
-        if not self.serve_args or not self.serve_args[0].startswith(self.run.mount.mount_path + "/"):
+        if not self.serve_args or not self.serve_args[0].startswith(self.mount.mount_path + "/"):
             problems.append(
-                f"VllmGpuServiceArgs.serve_args: the model path must come first and live under the model mount "
-                f"{self.run.mount.mount_path}/"
+                f"{_ARGS}.serve_args: the model path must come first and live under the model mount "
+                f"{self.mount.mount_path}/"
             )
         if self.service_name is not None and not _SERVICE_NAME.match(self.service_name):
-            problems.append(f"VllmGpuServiceArgs.service_name: {_service_name_rule(self.service_name)}")
+            problems.append(f"{_ARGS}.service_name: {_service_name_rule(self.service_name)}")
         found = [problem for problem in problems if problem]
         if found:
             raise ValueError("; ".join(found))
 
+    def _scale_and_access_problems(self) -> list[str]:
+        problems = []
+        if not 0 <= self.min_instances <= self.max_instances or self.max_instances < 1:
+            problems.append(
+                f"{_ARGS}.min_instances/max_instances: {self.min_instances}/{self.max_instances}; allowed: "
+                "0 <= min_instances <= max_instances, max_instances at least 1"
+            )
+        if self.ingress not in _INGRESS:
+            problems.append(f"{_ARGS}.ingress: {self.ingress!r}; allowed: {', '.join(_INGRESS)}")
+        problems += [
+            f"{_ARGS}.invokers: {member!r} would make the service public; name users, groups or service accounts"
+            for member in self.invokers
+            if member in _PUBLIC_MEMBERS
+        ]
+        return problems
+
     @property
-    def concurrency(self) -> int:
-        """Per-instance request concurrency: the stack's, or else vLLM's batch (never below it)."""
-        return self.run.concurrency or self.max_num_seqs
+    def request_concurrency(self) -> int:
+        """Per-instance request concurrency: the given one, or else vLLM's batch (never below it)."""
+        return self.concurrency or self.max_num_seqs
 
 
 class VllmGpuService(pulumi.ComponentResource):
@@ -154,7 +252,6 @@ class VllmGpuService(pulumi.ComponentResource):
     def __init__(self, name: str, args: VllmGpuServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gemma:cloudrun:VllmGpuService", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        run = args.run
         service_name = args.service_name or name
         if not _SERVICE_NAME.match(service_name):
             raise ValueError(f"VllmGpuService name {service_name!r}: {_service_name_rule(service_name)}")
@@ -184,15 +281,15 @@ class VllmGpuService(pulumi.ComponentResource):
             f"{name}-service",
             name=service_name,
             location=args.region,
-            ingress=_INGRESS[run.ingress],
-            deletion_protection=run.deletion_protection,
+            ingress=_INGRESS[args.ingress],
+            deletion_protection=args.deletion_protection,
             invoker_iam_disabled=False,
             labels=dict(args.labels),
             template=gcp.cloudrunv2.ServiceTemplateArgs(**template_inputs, revision=revision),
             traffics=traffics,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for)),
         )
-        for member in run.invokers:
+        for member in args.invokers:
             gcp.cloudrunv2.ServiceIamMember(
                 f"{name}-invoker-{_member_slug(member)}",
                 name=service.name,
@@ -249,19 +346,18 @@ def gated_traffic(
 
 def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
     """The revision template's fields (everything but its name), built once for the service and its hash."""
-    run = args.run
-    port = run.port
+    port = args.port
     return dict(  # noqa: C408 - the keywords are ServiceTemplateArgs' own; a typo fails its constructor
         service_account=args.service_account_email,
         execution_environment="EXECUTION_ENVIRONMENT_GEN2",
-        timeout=f"{run.request_timeout_seconds}s",
-        max_instance_request_concurrency=args.concurrency,
+        timeout=f"{args.request_timeout_seconds}s",
+        max_instance_request_concurrency=args.request_concurrency,
         scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(
-            min_instance_count=run.min_instances,
-            max_instance_count=run.max_instances,
+            min_instance_count=args.min_instances,
+            max_instance_count=args.max_instances,
         ),
         node_selector=gcp.cloudrunv2.ServiceTemplateNodeSelectorArgs(accelerator=args.gpu.node_selector),
-        gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
+        gpu_zonal_redundancy_disabled=args.gpu_zonal_redundancy_disabled,
         labels=dict(args.labels),
         volumes=[
             gcp.cloudrunv2.ServiceTemplateVolumeArgs(
@@ -269,7 +365,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 gcs=gcp.cloudrunv2.ServiceTemplateVolumeGcsArgs(
                     bucket=args.bucket_name,
                     read_only=True,
-                    mount_options=run.mount.mount_options(),
+                    mount_options=list(args.mount.options),
                 ),
             )
         ],
@@ -280,13 +376,13 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 args=list(args.serve_args),
                 envs=[
                     gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
-                    for key, value in sorted(run.env.items())
+                    for key, value in sorted(args.env.items())
                 ],
                 ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=port, name="http1"),
                 resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
                     limits={
-                        "cpu": str(run.cpu),
-                        "memory": f"{run.memory_gib}Gi",
+                        "cpu": str(args.cpu),
+                        "memory": f"{args.memory_gib}Gi",
                         "nvidia.com/gpu": "1",
                     },
                     cpu_idle=False,
@@ -294,21 +390,21 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 ),
                 startup_probe=gcp.cloudrunv2.ServiceTemplateContainerStartupProbeArgs(
                     http_get=gcp.cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs(path="/health", port=port),
-                    initial_delay_seconds=run.startup_probe.initial_delay_seconds,
-                    period_seconds=run.startup_probe.period_seconds,
-                    timeout_seconds=run.startup_probe.timeout_seconds,
-                    failure_threshold=run.startup_failure_threshold(),
+                    initial_delay_seconds=args.startup_probe.initial_delay_seconds,
+                    period_seconds=args.startup_probe.period_seconds,
+                    timeout_seconds=args.startup_probe.timeout_seconds,
+                    failure_threshold=args.startup_probe.failure_threshold,
                 ),
                 liveness_probe=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeArgs(
                     http_get=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs(path="/health", port=port),
-                    initial_delay_seconds=run.liveness_probe.initial_delay_seconds,
-                    period_seconds=run.liveness_probe.period_seconds,
-                    timeout_seconds=run.liveness_probe.timeout_seconds,
-                    failure_threshold=run.liveness_failure_threshold(),
+                    initial_delay_seconds=args.liveness_probe.initial_delay_seconds,
+                    period_seconds=args.liveness_probe.period_seconds,
+                    timeout_seconds=args.liveness_probe.timeout_seconds,
+                    failure_threshold=args.liveness_probe.failure_threshold,
                 ),
                 volume_mounts=[
                     gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(
-                        name=MODEL_VOLUME, mount_path=run.mount.mount_path
+                        name=MODEL_VOLUME, mount_path=args.mount.mount_path
                     )
                 ],
             )

@@ -9,7 +9,7 @@ import pulumi
 from components.bench_job import BenchJob, BenchJobArgs
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
-from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
+from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
@@ -17,6 +17,7 @@ from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.rollout_state import rollout_for
 from deploy.weights import model_supply
 from serving.outputs import CloudRunOutputs
+from stacks.cloud_run import CloudRunSettings
 from stacks.settings import CloudRunStack
 
 
@@ -42,21 +43,20 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
     images = image_supply(settings, context, cloud)
     weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)
     run = settings.cloud_run
-    serve_args = settings.serve_args()
     service = VllmGpuService(
         f"{base}-vllm",
         VllmGpuServiceArgs(
             region=settings.region,
             gpu=settings.gpu,
             image=images.serving,
-            serve_args=serve_args,
+            serve_args=settings.serve_args(),
             max_num_seqs=settings.vllm.max_num_seqs,
-            run=run,
             bucket_name=bucket.name,
             service_account_email=identity.email,
             labels=context.labels,
             wait_for=weights.ready,
             rollout=rollout_for(run),
+            **_service_shape(run),
         ),
         cloud,
     )
@@ -82,6 +82,37 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         image=images.serving,
         import_jobs=weights.by_hand(),
     )
+
+
+def _service_shape(run: CloudRunSettings) -> dict[str, Any]:
+    """The service's instance, probes, mount and access from the stack's cloudRun block, thresholds resolved."""
+    return {
+        "cpu": run.cpu,
+        "memory_gib": run.memory_gib,
+        "concurrency": run.concurrency,
+        "min_instances": run.min_instances,
+        "max_instances": run.max_instances,
+        "request_timeout_seconds": run.request_timeout_seconds,
+        "startup_probe": HttpProbe(
+            failure_threshold=run.startup_failure_threshold(),
+            initial_delay_seconds=run.startup_probe.initial_delay_seconds,
+            period_seconds=run.startup_probe.period_seconds,
+            timeout_seconds=run.startup_probe.timeout_seconds,
+        ),
+        "liveness_probe": HttpProbe(
+            failure_threshold=run.liveness_failure_threshold(),
+            initial_delay_seconds=run.liveness_probe.initial_delay_seconds,
+            period_seconds=run.liveness_probe.period_seconds,
+            timeout_seconds=run.liveness_probe.timeout_seconds,
+        ),
+        "mount": ModelMount(mount_path=run.mount.mount_path, options=tuple(run.mount.mount_options())),
+        "port": run.port,
+        "env": dict(run.env),
+        "invokers": run.invokers,
+        "ingress": run.ingress,
+        "gpu_zonal_redundancy_disabled": run.gpu_zonal_redundancy_disabled,
+        "deletion_protection": run.deletion_protection,
+    }
 
 
 def _bench_job(

@@ -69,6 +69,10 @@ class Outputs(Result):
     stack: str
     outputs: dict[str, Any]
     secret_outputs: list[str]
+    # The stack-output contract (serving/outputs.py) applied to them: the platform the outputs declare, and
+    # each output missing or malformed (a stack deployed by an older version); the outputs are shown either way.
+    platform: str | None = None
+    contract_problems: list[str] = []
 
 
 class CommandReport(Result):

@@ -12,6 +12,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from gemma_mcp.context import ServerContext
 from gemma_mcp.results import Fit, Outputs, Plan, PlannedResource, StackList
 from gemma_mcp.stack_files import require_stack, stack_names, summarise
+from serving.outputs import contract_problems
 
 PLAN_TIMEOUT_S = 180.0
 # Keys of the preview's JSON document that are not resources, outputs or notes: extra plan sections.
@@ -120,8 +121,21 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
     )
     def outputs(stack: str) -> Annotated[CallToolResult, Outputs]:
         values = ctx.pulumi.outputs(require_stack(ctx.root, stack))
-        found = Outputs(stack=stack, outputs=values.values, secret_outputs=values.secret_names)
+        problems = contract_problems(values.values)
+        platform = values.values.get("platform")
+        found = Outputs(
+            stack=stack,
+            outputs=values.values,
+            secret_outputs=values.secret_names,
+            platform=platform if isinstance(platform, str) else None,
+            contract_problems=problems,
+        )
         summary = f"stack {stack}: endpoint {values.values.get('endpoint', '(none)')}, {len(values.values)} outputs"
+        if problems:
+            summary += (
+                f"; {len(problems)} not as serving/outputs.py declares (deployed by an older version? run "
+                f"`pulumi up`): " + "; ".join(problems)
+            )
         return reply(ctx, summary, found)
 
 

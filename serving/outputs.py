@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
 from serving.pricing import CloudRunShape, TpuShape
@@ -54,13 +54,9 @@ class _SharedOutputs(BaseModel):
     )
 
 
-class CloudRunOutputs(_SharedOutputs):
-    """A Cloud Run GPU stack (l4, rtx6000)."""
+class _CloudRunServiceOutputs(_SharedOutputs):
+    """A Cloud Run GPU stack's service, its size and billing (the rollout's outputs are CloudRunRolloutOutputs)."""
 
-    LABEL: ClassVar[str] = "Cloud Run"
-
-    platform: Literal["cloud-run"] = Field(default="cloud-run", description="`cloud-run`")
-    auth_kind: Literal["google-id-token"] = Field(default="google-id-token", description="`google-id-token`")
     service_name: str = Field(description="the Cloud Run service's name")
     billing: CloudRunShape = Field(
         description="what one instance bills, priced by `serving/pricing.py` for the plan and `verify bench`: "
@@ -76,6 +72,14 @@ class CloudRunOutputs(_SharedOutputs):
         description="only with a `bench` block: the load-generator job verify starts "
         "(`{name, region, project, tasks, cpuPerTask, resultsBucket, resultsPrefix}`)",
     )
+
+
+class CloudRunRolloutOutputs(BaseModel):
+    """A Cloud Run stack's rollout outputs on their own: `verify promote` reads just these (a stack's other
+    outputs may be missing for it), and CloudRunOutputs includes them, so both read one declaration."""
+
+    model_config = _SharedOutputs.model_config
+
     rollout: Literal["gated", "direct"] = Field(
         description="`gated` (new revisions start as the `candidate` tag with 0%) or `direct`"
     )
@@ -87,18 +91,35 @@ class CloudRunOutputs(_SharedOutputs):
         description="the revision the current template makes, `<service>-<10 hex of the template's hash>`"
     )
     candidate_url: str | None = Field(
-        description="gated only: the candidate tag's own URL, `https://candidate---<service host>`"
+        default=None, description="gated only: the candidate tag's own URL, `https://candidate---<service host>`"
     )
     serving_revision: str = Field(
         description="the revision that gets the traffic the candidate does not; the next update reads it back from here"
     )
     previous_revision: str | None = Field(
-        description="gated only: where `verify promote --rollback` returns (none before the first promotion)"
+        default=None,
+        description="gated only: where `verify promote --rollback` returns (none before the first promotion)",
     )
     candidate_percent: int = Field(
+        default=0,
+        ge=0,
+        le=100,
         description="gated only: the candidate's share (0 after `pulumi up`; a step's share during "
-        "`verify promote --steps`)"
+        "`verify promote --steps`)",
     )
+
+
+class CloudRunOutputs(CloudRunRolloutOutputs, _CloudRunServiceOutputs):
+    """A Cloud Run GPU stack (l4, rtx6000).
+
+    Field order (what the plan and the docs table list) is the shared outputs, the service's, then the
+    rollout's: pydantic collects fields along the reversed MRO.
+    """
+
+    LABEL: ClassVar[str] = "Cloud Run"
+
+    platform: Literal["cloud-run"] = Field(default="cloud-run", description="`cloud-run`")
+    auth_kind: Literal["google-id-token"] = Field(default="google-id-token", description="`google-id-token`")
 
 
 class TpuOutputs(_SharedOutputs):
@@ -137,6 +158,18 @@ _READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)  # type: ignore[a
 def parse_stack_outputs(raw: object) -> CloudRunOutputs | TpuOutputs:
     """Validate `pulumi stack output --json` (pydantic.ValidationError names each missing or bad output)."""
     return _READER.validate_python(raw)
+
+
+def contract_problems(raw: object) -> list[str]:
+    """Each output the contract misses or finds malformed in ``raw`` (e.g. a stack deployed by an older
+    version); empty when the outputs are a whole platform's. For readers that show outputs as they are."""
+    try:
+        parse_stack_outputs(raw)
+    except ValidationError as exc:
+        return [
+            f"{'.'.join(str(part) for part in error['loc']) or 'outputs'}: {error['msg']}" for error in exc.errors()
+        ]
+    return []
 
 
 def output_names(model: type[BaseModel]) -> list[str]:

@@ -112,6 +112,32 @@ class CloudRunShape(_Model):
     min_instances: int = 0
     max_instances: int = 1
 
+    # Each shape answers for its own platform, so pricing and the bench's judgement never ask which it is.
+    @property
+    def chips_per_unit(self) -> int:
+        """Accelerator chips in one billed unit: Cloud Run attaches one GPU per instance."""
+        return 1
+
+    @property
+    def kept_running_units(self) -> int:
+        """Units billed with no traffic: the minimum instances."""
+        return self.min_instances
+
+    @property
+    def full_scale_units(self) -> int:
+        return self.max_instances
+
+    @property
+    def longest_run_seconds(self) -> int | None:
+        """A Cloud Run instance has no run limit (it bills until it scales down)."""
+        return None
+
+    def hourly_price(self) -> HourlyPrice:
+        return _cloud_run_instance(self)
+
+    def cost_lines(self, cost: StackCost) -> list[str]:
+        return _cloud_run_cost_lines(self, cost)
+
 
 class TpuShape(_Model):
     """One TPU node as it is billed: chips x the chip-hour rate of its provisioning model and region."""
@@ -122,6 +148,31 @@ class TpuShape(_Model):
     provisioning_model: Literal["flex-start", "spot", "guaranteed"]
     region: str | None
     max_run_seconds: int | None = None
+
+    @property
+    def chips_per_unit(self) -> int:
+        """Accelerator chips in one billed unit: the node's chips."""
+        return self.chips
+
+    @property
+    def kept_running_units(self) -> int:
+        """The one node bills whenever it exists, traffic or not."""
+        return 1
+
+    @property
+    def full_scale_units(self) -> int:
+        return 1
+
+    @property
+    def longest_run_seconds(self) -> int | None:
+        """A flex-start node is deleted after maxRunDuration; None when it has none."""
+        return self.max_run_seconds
+
+    def hourly_price(self) -> HourlyPrice:
+        return _tpu_node(self)
+
+    def cost_lines(self, cost: StackCost) -> list[str]:
+        return _tpu_cost_lines(self, cost)
 
 
 BillingShape = Annotated[CloudRunShape | TpuShape, Field(discriminator="kind")]
@@ -139,16 +190,24 @@ def parse_billing(value: object) -> CloudRunShape | TpuShape:
 def minimum_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape:
     """What `verify bench --url ... --accelerator X` prices without a stack: the smallest instance
     Cloud Run allows with that GPU (no zonal redundancy), or one on-demand v6e chip."""
-    gpu = CLOUD_RUN_GPUS.get(accelerator)
-    if gpu is not None:
-        return CloudRunShape(
+    return _MINIMUM_SHAPES[accelerator]
+
+
+# One entry per accelerator (a test checks every Accelerator has one), so a new one cannot fall into
+# another platform's shape.
+_MINIMUM_SHAPES: dict[Accelerator, CloudRunShape | TpuShape] = {
+    **{
+        accelerator: CloudRunShape(
             accelerator=accelerator,
             region=None,
             cpu=gpu.min_cpu,
             memory_gib=gpu.min_memory_gib,
             gpu_zonal_redundancy=False,
         )
-    return TpuShape(accelerator_type="v6e-1", chips=1, provisioning_model="guaranteed", region=None)
+        for accelerator, gpu in CLOUD_RUN_GPUS.items()
+    },
+    Accelerator.TPU_V6E: TpuShape(accelerator_type="v6e-1", chips=1, provisioning_model="guaranteed", region=None),
+}
 
 
 # --- prices ------------------------------------------------------------------------------------------
@@ -212,9 +271,7 @@ def _rounded(value: float | None) -> float | None:
 
 def hourly_price(shape: CloudRunShape | TpuShape) -> HourlyPrice:
     """One instance or node of ``shape`` for one hour, at list price."""
-    if isinstance(shape, CloudRunShape):
-        return _cloud_run_instance(shape)
-    return _tpu_node(shape)
+    return shape.hourly_price()
 
 
 def _cloud_run_instance(shape: CloudRunShape) -> HourlyPrice:
@@ -250,7 +307,8 @@ def _cloud_run_instance(shape: CloudRunShape) -> HourlyPrice:
     # The price book has both (tests/stacks/test_pricing.py checks it).
     assert cpu.usd is not None
     assert memory.usd is not None
-    display = CLOUD_RUN_GPUS[shape.accelerator].display_name if shape.accelerator in CLOUD_RUN_GPUS else "GPU"
+    gpu = CLOUD_RUN_GPUS.get(shape.accelerator)
+    display = gpu.display_name if gpu is not None else "GPU"
     parts = (
         PricePart(display, gpu_rate.usd * SECONDS_PER_HOUR),
         PricePart(f"{shape.cpu:g} vCPU", cpu.usd * shape.cpu * SECONDS_PER_HOUR),
@@ -292,57 +350,33 @@ class StackCost:
     unit: HourlyPrice
 
     def _times(self, instances: int) -> float | None:
-        """``instances`` Cloud Run instances, or the one TPU node (which runs whenever it exists)."""
+        """``instances`` billed units (Cloud Run instances, or the one TPU node)."""
         if self.unit.usd_per_hour is None:
             return None
-        return self.unit.usd_per_hour * (instances if isinstance(self.shape, CloudRunShape) else 1)
+        return self.unit.usd_per_hour * instances
 
     @property
     def kept_running_usd_per_hour(self) -> float | None:
         """Billed with no traffic at all: the minimum instances, or the TPU node while it exists."""
-        return self._times(self.shape.min_instances if isinstance(self.shape, CloudRunShape) else 1)
+        return self._times(self.shape.kept_running_units)
 
     @property
     def full_scale_usd_per_hour(self) -> float | None:
-        return self._times(self.shape.max_instances if isinstance(self.shape, CloudRunShape) else 1)
+        return self._times(self.shape.full_scale_units)
 
     @property
     def per_run_usd(self) -> float | None:
         """A flex-start node's most expensive run: it is deleted after maxRunDuration."""
-        if not isinstance(self.shape, TpuShape) or self.shape.max_run_seconds is None:
+        longest = self.shape.longest_run_seconds
+        if longest is None or self.unit.usd_per_hour is None:
             return None
-        if self.unit.usd_per_hour is None:
-            return None
-        return self.unit.usd_per_hour * self.shape.max_run_seconds / SECONDS_PER_HOUR
+        return self.unit.usd_per_hour * longest / SECONDS_PER_HOUR
 
     def lines(self) -> list[str]:
         """The text plan's section."""
         lines = ["Cost (list prices in USD; taxes, discounts, storage, network and logging not included):"]
-        shape, unit = self.shape, self.unit
-        kept, full = self.kept_running_usd_per_hour, self.full_scale_usd_per_hour
-        if isinstance(shape, CloudRunShape):
-            lines.append(f"  per instance:  {unit.describe()}")
-            if kept is not None and full is not None:
-                idle = (
-                    "scales to zero, nothing bills without traffic; an instance bills from start to stop, "
-                    "idle time before scale-down included"
-                    if shape.min_instances == 0
-                    else f"{shape.min_instances} instance(s) billed around the clock, traffic or not"
-                )
-                lines.append(f"  kept running:  {usd(kept)}/h (minInstances {shape.min_instances}: {idle})")
-                each = usd(unit.usd_per_hour or 0)
-                lines.append(f"  at full scale: {usd(full)}/h (maxInstances {shape.max_instances} x {each}/h)")
-        else:
-            lines.append(f"  per node:      {unit.describe()}")
-            if kept is not None:
-                lines.append(
-                    f"  kept running:  {usd(kept)}/h while the node exists ({shape.provisioning_model}; "
-                    "it bills from ACTIVE until it is deleted)"
-                )
-            per_run = self.per_run_usd
-            if per_run is not None and shape.max_run_seconds is not None:
-                hours = shape.max_run_seconds / SECONDS_PER_HOUR
-                lines.append(f"  per run:       at most {usd(per_run)} (Google deletes the node after {hours:g} h)")
+        unit = self.unit
+        lines += self.shape.cost_lines(self)
         lines.append(f"  basis:         {unit.basis}")
         if unit.sources:
             lines.append(
@@ -365,3 +399,34 @@ class StackCost:
 
 def stack_cost(shape: CloudRunShape | TpuShape) -> StackCost:
     return StackCost(shape=shape, unit=hourly_price(shape))
+
+
+def _cloud_run_cost_lines(shape: CloudRunShape, cost: StackCost) -> list[str]:
+    unit, kept, full = cost.unit, cost.kept_running_usd_per_hour, cost.full_scale_usd_per_hour
+    lines = [f"  per instance:  {unit.describe()}"]
+    if kept is not None and full is not None:
+        idle = (
+            "scales to zero, nothing bills without traffic; an instance bills from start to stop, "
+            "idle time before scale-down included"
+            if shape.min_instances == 0
+            else f"{shape.min_instances} instance(s) billed around the clock, traffic or not"
+        )
+        lines.append(f"  kept running:  {usd(kept)}/h (minInstances {shape.min_instances}: {idle})")
+        each = usd(unit.usd_per_hour or 0)
+        lines.append(f"  at full scale: {usd(full)}/h (maxInstances {shape.max_instances} x {each}/h)")
+    return lines
+
+
+def _tpu_cost_lines(shape: TpuShape, cost: StackCost) -> list[str]:
+    kept = cost.kept_running_usd_per_hour
+    lines = [f"  per node:      {cost.unit.describe()}"]
+    if kept is not None:
+        lines.append(
+            f"  kept running:  {usd(kept)}/h while the node exists ({shape.provisioning_model}; "
+            "it bills from ACTIVE until it is deleted)"
+        )
+    per_run = cost.per_run_usd
+    if per_run is not None and shape.max_run_seconds is not None:
+        hours = shape.max_run_seconds / SECONDS_PER_HOUR
+        lines.append(f"  per run:       at most {usd(per_run)} (Google deletes the node after {hours:g} h)")
+    return lines

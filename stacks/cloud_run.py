@@ -13,6 +13,7 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from serving.cloud_run_limits import MAX_CONCURRENCY
 from stacks.base import SettingsModel
 
 # Source: https://cloud.google.com/run/docs/reference/rest/v2/Container#probe (startup/liveness probes:
@@ -20,8 +21,6 @@ from stacks.base import SettingsModel
 PROBE_MAX_SECONDS = 240
 # Source: https://cloud.google.com/run/docs/configuring/request-timeout (at most 60 minutes).
 MAX_REQUEST_TIMEOUT_SECONDS = 3600
-# Source: https://cloud.google.com/run/docs/about-concurrency (maximum concurrency per instance 1000).
-MAX_CONCURRENCY = 1000
 
 _MEMBER = re.compile(r"^(user|serviceAccount|group|domain|principal|principalSet):\S+$")
 _PUBLIC_MEMBERS = frozenset({"allUsers", "allAuthenticatedUsers"})

@@ -8,12 +8,29 @@ copy) are the stack's own choice and pass; only vLLM's own repository names are 
 
 from __future__ import annotations
 
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from dataclasses import dataclass
+
+from serving.accelerators import Accelerator
+
+
+@dataclass(frozen=True)
+class ImageBuild:
+    """One of vLLM's per-accelerator-family images; each stack variant names the one it needs."""
+
+    # "the CUDA build" (what a stack needs) and "vLLM's CUDA (NVIDIA) build" (what an image is).
+    name: str
+    described_as: str
+    # vLLM's Docker Hub repository names of this build.
+    repositories: tuple[str, ...]
+    # The reference the error suggests (the default when `image` is unset).
+    suggestion: str
+
 
 # vLLM's Docker Hub repositories by the accelerator family they are built for
 # (https://hub.docker.com/u/vllm: vllm-openai is the CUDA build, vllm-tpu the TPU build), 2026-11.
-_GPU_IMAGES = ("vllm-openai",)
-_TPU_IMAGES = ("vllm-tpu",)
+CUDA_BUILD = ImageBuild("CUDA", "CUDA (NVIDIA)", ("vllm-openai",), "vllm/vllm-openai:<release>")
+TPU_BUILD = ImageBuild("TPU", "TPU", ("vllm-tpu",), "vllm/vllm-tpu:<release>")
+_BUILDS = (CUDA_BUILD, TPU_BUILD)
 
 
 def _repository(image: str) -> str:
@@ -23,17 +40,13 @@ def _repository(image: str) -> str:
     return last.partition(":")[0]
 
 
-def image_family_problem(image: str, accelerator: Accelerator, *, key: str = "image") -> str | None:
-    """Say why `image` is vLLM's build for another accelerator family, or None."""
+def image_family_problem(image: str, accelerator: Accelerator, needs: ImageBuild, *, key: str = "image") -> str | None:
+    """Say why `image` is vLLM's build for another accelerator family than ``needs``, or None."""
     repository = _repository(image)
-    if accelerator in CLOUD_RUN_GPUS and repository in _TPU_IMAGES:
-        return (
-            f"{key}: {image!r} is vLLM's TPU build; a {accelerator.value} stack needs the CUDA build "
-            "(vllm/vllm-openai:<release>, the default when image is unset)"
-        )
-    if accelerator not in CLOUD_RUN_GPUS and repository in _GPU_IMAGES:
-        return (
-            f"{key}: {image!r} is vLLM's CUDA (NVIDIA) build; a {accelerator.value} stack needs the TPU build "
-            "(vllm/vllm-tpu:<release>, the default when image is unset)"
-        )
+    for build in _BUILDS:
+        if build != needs and repository in build.repositories:
+            return (
+                f"{key}: {image!r} is vLLM's {build.described_as} build; a {accelerator.value} stack needs the "
+                f"{needs.name} build ({needs.suggestion}, the default when image is unset)"
+            )
     return None

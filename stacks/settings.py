@@ -31,7 +31,7 @@ from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capaci
 from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
 from stacks.cloud_run_limits import gpu_service_problems, quota_warning
-from stacks.image_family import image_family_problem
+from stacks.image_family import CUDA_BUILD, TPU_BUILD, ImageBuild, image_family_problem
 from stacks.images import PinnedImage
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
@@ -81,6 +81,9 @@ TPU_MODEL_ROOT = "/mnt/models"
 class _StackSettings(SettingsModel):
     """What every stack file says, whatever its platform; validated as a whole."""
 
+    # The vLLM image family the serving image must be, set by each variant (stacks/image_family.py).
+    IMAGE_BUILD: ClassVar[ImageBuild]
+
     # Each variant narrows it to its platform's accelerators (the union's discriminator).
     accelerator: Accelerator
     # Where `gcp:project` is unset the offline preview substitutes a placeholder; `pulumi up` requires it.
@@ -118,7 +121,7 @@ class _StackSettings(SettingsModel):
 
     @model_validator(mode="after")
     def _image_fits_the_accelerator(self) -> Self:
-        family = image_family_problem(self.image_ref, self.accelerator)
+        family = image_family_problem(self.image_ref, self.accelerator, self.IMAGE_BUILD)
         quantization = quantization_problem(self.model.path, self.vllm.quantization)
         if family or quantization:
             raise ValueError("; ".join(p for p in (family, quantization) if p))
@@ -192,6 +195,7 @@ class CloudRunStack(_StackSettings):
 
     # The `platform` stack output (serving.outputs) this stack exports.
     PLATFORM: ClassVar[str] = "cloud-run"
+    IMAGE_BUILD: ClassVar[ImageBuild] = CUDA_BUILD
 
     accelerator: Literal[Accelerator.NVIDIA_L4, Accelerator.NVIDIA_RTX_PRO_6000]
     cloud_run: CloudRunSettings
@@ -293,6 +297,7 @@ class TpuStack(_StackSettings):
     """A stack served by vLLM on one TPU node from a queued resource (accelerator tpu-v6e)."""
 
     PLATFORM: ClassVar[str] = "tpu"
+    IMAGE_BUILD: ClassVar[ImageBuild] = TPU_BUILD
 
     accelerator: Literal[Accelerator.TPU_V6E]
     # Zone, tier and network edge of the queued-resource node.

@@ -17,7 +17,6 @@ import pytest
 from components.tpu.node import TpuVllmNodeArgs
 from components.vllm_gpu_service import VllmGpuServiceArgs
 from preview.__main__ import main as preview_main
-from stacks.cloud_run import CloudRunSettings
 from stacks.loading import settings_from_config
 from stacks.settings import TpuStack
 from tests.components.test_tpu_node import node_args
@@ -148,8 +147,8 @@ def test_online_quantization_of_a_bf16_checkpoint_is_allowed() -> None:
 
 def test_the_component_refuses_the_same_limits() -> None:
     """VllmGpuServiceArgs used without a stack file keeps Cloud Run's upper limits too."""
-    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.run\.cpu: 100 is above what a Cloud Run instance"):
-        service_args(run=CloudRunSettings(cpu=100, memory_gib=16))
+    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.cpu: 100 is above what a Cloud Run instance"):
+        service_args(cpu=100)
     with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.max_num_seqs: 2048 needs a Cloud Run concurrency"):
         service_args(max_num_seqs=2048)
     assert isinstance(service_args(), VllmGpuServiceArgs)

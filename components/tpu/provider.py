@@ -6,10 +6,11 @@ state, and the wait for a node needs to report progress and fail with Google's o
 
 Lifecycle it implements:
 - create: POST the body; on 409 adopt the request if it carries our fingerprint (a retried `pulumi up`),
-  re-queue it if it is our FAILED/SUSPENDED leftover, refuse anyone else's. Then poll until ACTIVE within
-  `activeDeadlineSeconds`, reporting each state change. On FAILED or deadline the request is withdrawn
-  (forced delete) before the error is raised: Pulumi records nothing from a failed create, and a
-  forgotten request that turns ACTIVE later would bill for a TPU nobody manages.
+  re-queue it if it is our FAILED/SUSPENDED leftover, refuse anyone else's. Then poll (tenacity repeats
+  the look, its sleep injected) until ACTIVE within `activeDeadlineSeconds`, reporting each state change.
+  On FAILED or deadline the request is withdrawn (forced delete) before the error is raised: Pulumi
+  records nothing from a failed create, and a forgotten request that turns ACTIVE later would bill for a
+  TPU nobody manages.
 - read: the live state; a request that is gone, FAILED, or SUSPENDED (flex-start run over) reads as gone,
   so the next `pulumi up` asks for a node again.
 - diff: any change of project, zone, id or request body means replace (delete first: the id is reused and
@@ -21,10 +22,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pulumi
 import pulumi.dynamic
+import tenacity
 
 from components.tpu.request_body import fingerprint, fingerprint_label, with_fingerprint_label
 from components.tpu.rest import DEFAULT_BASE_URL, TokenProvider, TpuApiError, TpuRestClient, google_token_provider
@@ -32,6 +35,7 @@ from components.tpu.rest import DEFAULT_BASE_URL, TokenProvider, TpuApiError, Tp
 Report = Callable[[str], None]
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
+_T = TypeVar("_T")
 
 # Inputs whose change means a new queued resource (Google has no update call for them).
 REPLACE_KEYS = ("project", "zone", "queuedResourceId", "nodeId", "requestBody")
@@ -215,18 +219,18 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
     ) -> dict[str, Any]:
         deadline = float(props["activeDeadlineSeconds"])
         start = self._now()
-        last_state = ""
-        last_heartbeat = start
-        while True:
+        seen = _Watch(state="", heartbeat=start)
+
+        def poll() -> dict[str, Any] | None:
+            """One look at the request: the ACTIVE resource, None to look again, or the reason it never will be."""
             live = client.get_queued_resource(name)
             state = state_of(live)
             elapsed = self._now() - start
             if live is None and operation is not None:
                 self._raise_if_operation_failed(client, name, operation)
-            if state != last_state:
+            if state != seen.state:
                 self._say(f"{name}: {state} after {_minutes(elapsed)}")
-                last_state = state
-                last_heartbeat = self._now()
+                seen.state, seen.heartbeat = state, self._now()
             if live is not None and state == ACTIVE:
                 return live
             if live is not None and state == FAILED:
@@ -246,10 +250,30 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
                     f"{props.get('zone')} were not available in time; the request was withdrawn. Try another "
                     "zone (tpu.zone), another tier (tpu.provisioning.model) or a longer tpu.activeDeadline."
                 )
-            if self._now() - last_heartbeat >= self.heartbeat_seconds:
+            if self._now() - seen.heartbeat >= self.heartbeat_seconds:
                 self._say(f"{name}: still {state} after {_minutes(elapsed)} (deadline {_minutes(deadline)})")
-                last_heartbeat = self._now()
-            self._sleep(self.poll_seconds)
+                seen.heartbeat = self._now()
+            return None
+
+        return self._poll(poll)
+
+    def _poll(self, look: Callable[[], _T | None]) -> _T:
+        """Call ``look`` every poll_seconds until it returns a value; it raises to stop (deadline, failure).
+
+        tenacity owns the loop (its sleep is the injected one); the deadlines stay in ``look``, read from the
+        injected clock, because each ends with its own action (withdraw the request) and message.
+        """
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_result(lambda result: result is None),
+            wait=tenacity.wait_fixed(self.poll_seconds),
+            stop=tenacity.stop_never,
+            sleep=self._sleep,
+            reraise=True,
+        )
+        result = retrying(look)
+        if result is None:  # pragma: no cover - tenacity retries a None result until `look` returns or raises
+            raise AssertionError("unreachable: the poll returned nothing")
+        return result
 
     def _raise_if_operation_failed(self, client: TpuRestClient, name: str, operation: Mapping[str, Any]) -> None:
         """A request rejected after the POST (e.g. invalid for the zone) never appears: say why."""
@@ -277,13 +301,26 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
             if error.status not in (400, 409) or state_of(client.get_queued_resource(name)) != "DELETING":
                 raise
         start = self._now()
-        while client.get_queued_resource(name) is not None:
+
+        def gone() -> bool | None:
+            if client.get_queued_resource(name) is None:
+                return True
             if self._now() - start >= self.delete_deadline_seconds:
                 raise QueuedResourceError(
                     f"{name} was still listed {_minutes(self.delete_deadline_seconds)} after delete"
                 )
-            self._sleep(self.poll_seconds)
+            return None
+
+        self._poll(gone)
         self._say(f"{name}: deleted")
+
+
+@dataclass
+class _Watch:
+    """What the wait for ACTIVE last reported: a state change or a heartbeat is said once."""
+
+    state: str
+    heartbeat: float
 
 
 def _minutes(seconds: float) -> str:

@@ -76,6 +76,23 @@ def test_create_waits_for_active_and_reports_each_state(
     assert api.calls("DELETE") == []
 
 
+def test_the_wait_polls_at_its_interval_through_the_injected_sleep(
+    provider: QueuedResourceProvider, api: FakeTpuApi, clock: FakeClock
+) -> None:
+    """A poll loop that sleeps for real (or not at all) would stall `pulumi up` or hammer the TPU API's quota."""
+    provider.create(props_for())
+    # Three reads (WAITING_FOR_RESOURCES, PROVISIONING, ACTIVE): a pause of poll_seconds between each two.
+    assert len(api.calls("GET", "queuedResources")) == 3
+    assert clock.sleeps == [30.0, 30.0]
+    api.add_existing(NAME, props_for()["requestBody"], "ACTIVE", Scenario(deleting_polls=2))
+    clock.sleeps.clear()
+    reads_before = len(api.calls("GET", "queuedResources"))
+    provider.delete(NAME, props_for())
+    delete_reads = len(api.calls("GET", "queuedResources")) - reads_before
+    assert delete_reads >= 2
+    assert clock.sleeps == [30.0] * (delete_reads - 1)
+
+
 def test_create_survives_transient_api_errors(provider: QueuedResourceProvider, api: FakeTpuApi) -> None:
     """503 and 429 from the TPU API while queueing and polling do not fail the deployment."""
     api.scenarios["gemma-tpu"] = Scenario(create_failures=[503, 429], get_failures=[503])

@@ -6,23 +6,23 @@ from collections.abc import Callable
 
 import pytest
 
-from components.vllm_gpu_service import VllmGpuService, VllmGpuServiceArgs
+from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
 from preview.capture import Capture
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
-from stacks.cloud_run import CloudRunSettings
 
 L4 = CLOUD_RUN_GPUS[Accelerator.NVIDIA_L4]
 
 
 def args(**changes: object) -> VllmGpuServiceArgs:
-    run = CloudRunSettings(cpu=4, memory_gib=16, invokers=("group:ml-team@example.com", "user:ana@example.com"))
     values: dict[str, object] = {
         "region": "us-east4",
         "gpu": L4,
         "image": "vllm/vllm-openai:v0.32.0",
         "serve_args": ["/mnt/models/m", "--served-model-name", "m", "--port", "8000", "--max-num-seqs", "16"],
         "max_num_seqs": 16,
-        "run": run,
+        "cpu": 4,
+        "memory_gib": 16,
+        "invokers": ("group:ml-team@example.com", "user:ana@example.com"),
         "bucket_name": "weights",
         "service_account_email": "sa@p.iam.gserviceaccount.com",
     }
@@ -42,17 +42,15 @@ def test_invokers_are_bound_one_by_one(register: Callable[[Callable[[], object]]
 
 def test_args_refuse_concurrency_below_batch() -> None:
     """Concurrency below vLLM's batch would make Cloud Run answer 429 to requests vLLM could serve."""
-    run = CloudRunSettings(cpu=4, memory_gib=16, concurrency=8)
-    with pytest.raises(ValueError, match=r"run.concurrency: 8 is below vllm.maxNumSeqs \(16\)"):
-        args(run=run)
+    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs.concurrency: 8 is below vllm.maxNumSeqs \(16\)"):
+        args(concurrency=8)
 
 
 def test_args_refuse_undersized_instance() -> None:
     """CPU or memory below the GPU's minimum is refused at construction; Cloud Run would reject the revision."""
-    run = CloudRunSettings(cpu=2, memory_gib=8)
-    with pytest.raises(ValueError, match=r"run\.cpu: 2 is below the NVIDIA L4 minimum") as caught:
-        args(run=run)
-    assert "run.memory_gib: 8 is below the NVIDIA L4 minimum of 16 GiB" in str(caught.value)
+    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.cpu: 2 is below the NVIDIA L4 minimum") as caught:
+        args(cpu=2, memory_gib=8)
+    assert "VllmGpuServiceArgs.memory_gib: 8 is below the NVIDIA L4 minimum of 16 GiB" in str(caught.value)
 
 
 def test_args_refuse_removed_vllm_flags() -> None:
@@ -71,3 +69,31 @@ def test_args_refuse_region_without_gpu() -> None:
     """A region where Cloud Run has no such GPU is refused at construction, listing the regions that do."""
     with pytest.raises(ValueError, match="'us-west1' has no Cloud Run NVIDIA L4"):
         args(region="us-west1")
+
+
+def test_args_refuse_a_startup_probe_cloud_run_caps() -> None:
+    """A startup window beyond Cloud Run's 1800 s GPU cap (or a timeout above its period) fails at deploy time."""
+    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.startup_probe\.failure_threshold: 200 x periodSeconds"):
+        args(startup_probe=HttpProbe(failure_threshold=200, period_seconds=10))
+    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.liveness_probe\.timeout_seconds: 20 exceeds period"):
+        args(liveness_probe=HttpProbe(failure_threshold=3, period_seconds=10, timeout_seconds=20))
+
+
+def test_args_refuse_public_invokers() -> None:
+    """allUsers as an invoker would open a GPU service (and its bill) to the internet."""
+    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.invokers: 'allUsers' would make the service public"):
+        args(invokers=("allUsers",))
+
+
+def test_the_probes_and_mount_reach_the_template(register: Callable[[Callable[[], object]], Capture]) -> None:
+    """The component's own probe and mount values are what Cloud Run gets, not a default in their place."""
+    probe = HttpProbe(failure_threshold=90, initial_delay_seconds=60, period_seconds=20, timeout_seconds=4)
+    mount = ModelMount(mount_path="/models", options=("uid=2000", "gid=0", "implicit-dirs"))
+    serve_args = ["/models/m", "--served-model-name", "m", "--port", "8000", "--max-num-seqs", "16"]
+    capture = register(lambda: VllmGpuService("svc", args(startup_probe=probe, mount=mount, serve_args=serve_args)))
+    template = capture.one("gcp:cloudrunv2/service:Service").inputs["template"]
+    container = template["containers"][0]
+    assert container["startupProbe"]["failureThreshold"] == 90
+    assert container["startupProbe"]["initialDelaySeconds"] == 60
+    assert container["volumeMounts"] == [{"name": "models", "mountPath": "/models"}]
+    assert template["volumes"][0]["gcs"]["mountOptions"] == ["uid=2000", "gid=0", "implicit-dirs"]

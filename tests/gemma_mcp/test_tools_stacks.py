@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from gemma_mcp.pulumi_gateway import StackOutputValues
 from tests.gemma_mcp.conftest import ROOT, FakePulumi, connect, make_context, text_of
+from tests.test_stack_outputs import stack_output_json
 
 READ_ONLY_TOOLS = {"stacks", "plan", "fit", "outputs", "health", "bench", "compare", "preflight", "status", "logs"}
 CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}
@@ -100,8 +104,36 @@ async def test_outputs_never_carry_a_secret_value() -> None:
     )
     async with connect(make_context(pulumi=pulumi)) as client:
         result = await client.call_tool("outputs", {"stack": "tpu-v6e"})
-    assert result.structured_content == {
-        "stack": "tpu-v6e",
-        "outputs": {"endpoint": "http://10.0.0.2:8000", "apiKeySecret": "[secret]"},
-        "secret_outputs": ["apiKeySecret"],
-    }
+    found = result.structured_content
+    assert found is not None
+    assert found["outputs"] == {"endpoint": "http://10.0.0.2:8000", "apiKeySecret": "[secret]"}
+    assert found["secret_outputs"] == ["apiKeySecret"]
+    # Partial outputs are still shown, with what the contract misses.
+    assert found["platform"] is None
+    assert found["contract_problems"]
+
+
+@pytest.fixture(scope="module", params=["l4", "tpu-v6e"])
+def rendered_outputs(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """A stack's outputs as `pulumi stack output --json` shows them, rendered outside the tools' event loop."""
+    stack = str(request.param)
+    return stack, stack_output_json(stack)
+
+
+async def test_outputs_are_checked_against_the_contract(rendered_outputs: tuple[str, dict[str, Any]]) -> None:
+    """An agent reading outputs must learn when a stack lacks what verify and promote read (an older deploy)."""
+    stack, whole = rendered_outputs
+    partial = {key: value for key, value in whole.items() if key != "maxNumSeqs"}
+    pulumi = FakePulumi(
+        outputs_by_stack={stack: StackOutputValues(values=whole, secret_names=[])},
+    )
+    async with connect(make_context(pulumi=pulumi)) as client:
+        complete = (await client.call_tool("outputs", {"stack": stack})).structured_content
+        pulumi.outputs_by_stack[stack] = StackOutputValues(values=partial, secret_names=[])
+        result = await client.call_tool("outputs", {"stack": stack})
+    assert complete is not None
+    assert complete["platform"] == whole["platform"]
+    assert complete["contract_problems"] == []
+    assert result.structured_content is not None
+    assert any("maxNumSeqs" in problem for problem in result.structured_content["contract_problems"])
+    assert "maxNumSeqs" in text_of(result)

@@ -11,7 +11,7 @@ import pytest
 from preview.capture import Capture
 from preview.costs import capture_cost
 from preview.render import clean
-from serving.accelerators import Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.pricing import (
     CloudRunShape,
     TpuShape,
@@ -165,3 +165,17 @@ def test_text_and_json_plans_show_the_cost() -> None:
     assert document["cost"]["perRunUsd"] == pytest.approx(5.4)
     assert document["cost"]["shape"]["provisioningModel"] == "flex-start"
     assert document["cost"]["perUnit"]["sources"][0].startswith("https://cloud.google.com/products/dws/pricing")
+
+
+def test_every_accelerator_has_its_own_minimum_shape() -> None:
+    """A new accelerator must not be priced as another platform's shape (a GPU as a TPU node, or the reverse)."""
+    for accelerator in Accelerator:
+        shape = minimum_shape(accelerator)
+        assert hourly_price(shape).usd_per_hour is not None
+        if accelerator in CLOUD_RUN_GPUS:
+            assert isinstance(shape, CloudRunShape)
+            assert shape.accelerator == accelerator
+            assert shape.chips_per_unit == 1
+        else:
+            assert isinstance(shape, TpuShape)
+            assert shape.chips_per_unit == shape.chips

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from serving.accelerators import Accelerator, facts_of
-from serving.pricing import TpuShape, hourly_price, minimum_shape, parse_billing
+from serving.pricing import hourly_price, minimum_shape, parse_billing
 from verify.streaming import FailureKind
 
 SECONDS_PER_HOUR = 3600.0
@@ -68,7 +68,7 @@ def accelerator_facts(
     peak: float | None = None
     if kind is not None:
         facts = facts_of(kind)
-        chips = shape.chips if isinstance(shape, TpuShape) else 1
+        chips = shape.chips_per_unit if shape is not None else 1
         if facts.peak_dense_bf16_flops is not None:
             peak = facts.peak_dense_bf16_flops * chips * count
     if price_override is not None:

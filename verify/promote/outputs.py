@@ -1,17 +1,19 @@
 """What a gated stack exports for `verify promote` (the contract in docs/architecture.md).
 
-Why its own model: `verify.target` reads what every subcommand needs to reach an endpoint; promotion
+Why a reader of its own: `verify.target` reads what every subcommand needs to reach an endpoint; promotion
 also needs the rollout's facts (which revision serves, which one is the candidate, the service to ask
-Cloud Run about), and a stack that lacks them must fail before anything is called or moved.
+Cloud Run about), and a stack that lacks them must fail before anything is called or moved. The fields
+are the contract's (serving.outputs.CloudRunRolloutOutputs, which CloudRunOutputs includes); only the
+rollout's outputs are required here, so a stack missing an unrelated output can still be promoted.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 import pydantic
 
+from serving.outputs import CloudRunRolloutOutputs
 from verify import UsageError
 from verify.target import output_problems
 
@@ -20,17 +22,8 @@ from verify.target import output_problems
 _SERVICE_RESOURCE = re.compile(r"^projects/[^/]+/locations/[^/]+/services/[^/]+$")
 
 
-class RolloutOutputs(pydantic.BaseModel):
-    """The rollout outputs of a Cloud Run stack; other outputs are ignored."""
-
-    model_config = pydantic.ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
-
-    rollout: Literal["gated", "direct"]
-    cloud_run_service: str = pydantic.Field(alias="cloudRunService")
-    candidate_revision: str = pydantic.Field(alias="candidateRevision")
-    serving_revision: str = pydantic.Field(alias="servingRevision")
-    previous_revision: str | None = pydantic.Field(default=None, alias="previousRevision")
-    candidate_percent: int = pydantic.Field(default=0, alias="candidatePercent", ge=0, le=100)
+class RolloutOutputs(CloudRunRolloutOutputs):
+    """The rollout outputs of a Cloud Run stack, with promotion's own check of the service name."""
 
     @pydantic.field_validator("cloud_run_service")
     @classmethod
