@@ -39,6 +39,12 @@ class Slo:
     def is_lower_bound(self) -> bool:
         return self.key in _LOWER_BOUNDS
 
+    @property
+    def judges_timing(self) -> bool:
+        """Latencies and throughputs are timed by the client, so a saturated client moves them; the success
+        rate is a count of answers, which an untrusted (saturated) cell still reports truthfully."""
+        return self.key != "success_rate"
+
     def describe(self) -> str:
         return f"{self.key} {'>=' if self.is_lower_bound else '<='} {self.limit:g}"
 

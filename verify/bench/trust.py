@@ -107,9 +107,10 @@ def untrusted_gate(records: Iterable[CellRecord], *, gated: bool, allow_untruste
 
 def gate_failures(slos: Sequence[Slo], records: Sequence[CellRecord], *, allow_untrusted: bool) -> list[str]:
     """Every reason the run's gates fail: violated SLOs (with the default success-rate gate), then the
-    cells an explicit ``--slo`` cannot judge because they are untrusted."""
+    cells an explicit timing ``--slo`` (latency, throughput) cannot judge because they are untrusted."""
     problems = [f"SLO violated {violation.describe()}" for violation in violations(with_default_gate(slos), records)]
+    timed = any(slo.judges_timing for slo in slos)
     problems += [
-        f"SLO not judged {line}" for line in untrusted_gate(records, gated=bool(slos), allow_untrusted=allow_untrusted)
+        f"SLO not judged {line}" for line in untrusted_gate(records, gated=timed, allow_untrusted=allow_untrusted)
     ]
     return problems

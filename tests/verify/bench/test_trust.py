@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from verify.bench.results import CellRecord
+from verify.bench.slo import parse_slo
 from verify.bench.stall import StallSummary
-from verify.bench.trust import LAG_TO_TTFT_ERROR, added_latency_ms, combined, judge, untrusted_cells, untrusted_gate
+from verify.bench.trust import (
+    LAG_TO_TTFT_ERROR,
+    added_latency_ms,
+    combined,
+    gate_failures,
+    judge,
+    untrusted_cells,
+    untrusted_gate,
+)
 
 IDLE = StallSummary(max_ms=3.0, stalled_ms=0.0, probes=800, mean_ms=0.2)
 # A loop 3 ms late on average: the measured TTFT error was +16 ms against a true 100 ms.
@@ -84,6 +93,18 @@ def test_an_slo_gate_fails_on_an_untrusted_cell_unless_allowed() -> None:
     assert "ran out of CPU" in lines[0]
     assert untrusted_gate(records, gated=True, allow_untrusted=True) == []
     assert untrusted_gate(records, gated=False, allow_untrusted=False) == []
+
+
+def test_only_timing_slos_are_stopped_by_an_untrusted_cell() -> None:
+    """Guards against a rollout gate failing on a saturated client when it only counts failed requests:
+    the success rate is a count the client reports truthfully; latencies and throughputs are not."""
+    records = [_cell(trusted=False)]
+    records[0] = records[0].model_copy(update={"completed": 256, "failed": 0, "success_rate": 1.0, "p99_ttft_ms": 50.0})
+    assert gate_failures([parse_slo("success_rate=0.99")], records, allow_untrusted=False) == []
+    (line,) = gate_failures(
+        [parse_slo("success_rate=0.99"), parse_slo("p99_ttft_ms=2000")], records, allow_untrusted=False
+    )
+    assert line.startswith("SLO not judged context 128 x concurrency 64: untrusted: the load generator ran out of CPU")
 
 
 def test_skipped_cells_are_not_judged() -> None:
