@@ -93,15 +93,12 @@ class OpsStack(_Frozen):
     def labels(self) -> dict[str, str]:
         return stack_labels(self.name)
 
-    @property
-    def queued_resource_name(self) -> str:
-        assert self.tpu is not None
-        return f"projects/{self.project}/locations/{self.tpu.zone}/queuedResources/{self.base_name}"
+    def queued_resource_name(self, tpu: TpuShape) -> str:
+        """The request `pulumi up` queued for this stack's node (in the TPU shape's zone)."""
+        return f"projects/{self.project}/locations/{tpu.zone}/queuedResources/{self.base_name}"
 
-    @property
-    def node_name(self) -> str:
-        assert self.tpu is not None
-        return f"projects/{self.project}/locations/{self.tpu.zone}/nodes/{self.base_name}"
+    def node_name(self, tpu: TpuShape) -> str:
+        return f"projects/{self.project}/locations/{tpu.zone}/nodes/{self.base_name}"
 
 
 def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None = None) -> OpsStack:

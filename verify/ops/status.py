@@ -293,7 +293,7 @@ _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING"
 
 def _tpu_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> StatusReport:
     try:
-        queued = apis.get("tpu", stack.queued_resource_name)
+        queued = apis.get("tpu", stack.queued_resource_name(tpu))
     except GoogleApiError as error:
         if not error.not_found:
             raise
@@ -339,7 +339,7 @@ def _tpu_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> S
 
 def _tpu_node_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, status: TpuStatus) -> StatusReport:
     """The queued resource is ACTIVE: the node's state and health decide."""
-    node = apis.get("tpu", stack.node_name)
+    node = apis.get("tpu", stack.node_name(tpu))
     node_state = str(node.get("state", "STATE_UNSPECIFIED"))
     health = node.get("health")
     status = status.model_copy(

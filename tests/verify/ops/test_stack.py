@@ -32,7 +32,9 @@ def test_tpu_stack_shape() -> None:
     assert stack.tpu.preemptible
     assert stack.tpu.candidate_zones == ("us-east5-a", "asia-northeast1-b")
     assert stack.tpu.runtime_version == "v2-alpha-tpuv6e"
-    assert stack.queued_resource_name == "projects/p1/locations/us-east5-a/queuedResources/gemma-tpu-v6e-vllm"
+    assert (
+        stack.queued_resource_name(stack.tpu) == "projects/p1/locations/us-east5-a/queuedResources/gemma-tpu-v6e-vllm"
+    )
     assert {"tpu.googleapis.com", "compute.googleapis.com"} <= set(stack.apis)
 
 
