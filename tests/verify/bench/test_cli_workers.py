@@ -33,11 +33,14 @@ def test_an_untrusted_cell_fails_the_gate_unless_allowed(
     monkeypatch.setattr(trust, "LAG_TO_TTFT_ERROR", 1e12)
     config = FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3, ttft_s=0.03)
     with running(config) as server:
-        gated = bench(server.url, tmp_path / "a.jsonl", "--slo", "success_rate=1")
-        allowed = bench(server.url, tmp_path / "b.jsonl", "--slo", "success_rate=1", "--allow-untrusted")
+        gated = bench(server.url, tmp_path / "a.jsonl", "--slo", "p99_ttft_ms=60000")
+        allowed = bench(server.url, tmp_path / "b.jsonl", "--slo", "p99_ttft_ms=60000", "--allow-untrusted")
+        # A success rate is a count of answers, which a saturated client still reports truthfully.
+        counted = bench(server.url, tmp_path / "c.jsonl", "--slo", "success_rate=1")
     assert gated == 1
     assert "SLO not judged" in capsys.readouterr().err
     assert allowed == 0
+    assert counted == 0
     records = load_results(tmp_path / "a.jsonl").records
     assert all(not r.trusted and r.untrusted_reason for r in records)
     assert all(any(w.startswith("untrusted:") for w in r.warnings) for r in records)
