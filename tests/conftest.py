@@ -7,6 +7,8 @@ registers into `pulumi_capture` and never reaches a real engine.
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -65,7 +67,21 @@ def render_stack(
     """The whole program for one stack file (optionally with config overrides), as the preview runs it.
 
     ``stack_state`` is what the stack's last update exported (default: preview.capture.OFFLINE_STACK_STATE).
+    A shipped stack file as it is (no overrides, default state) is rendered once per session and each
+    caller gets its own copy, so a test that changes what it got cannot change what another test reads.
     """
+    if overrides is None and stack_state is None:
+        return copy.deepcopy(_render_shipped_stack(stack))
+    return _render(stack, overrides, stack_state)
+
+
+@functools.cache
+def _render_shipped_stack(stack: str) -> Capture:
+    """Deterministic (no clock, no network, no state): some thirty tests read the same three plans."""
+    return _render(stack, None, None)
+
+
+def _render(stack: str, overrides: dict[str, str] | None, stack_state: dict[str, Any] | None) -> Capture:
     # Module-scoped fixtures render before the autouse fixture runs: an async test before may have left
     # no event loop.
     _ensure_event_loop()
