@@ -39,6 +39,18 @@ def _ensure_event_loop() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _console_width_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables are asserted as verify prints them into a pipe (120 columns), whatever the shell exported.
+
+    A COLUMNS in the environment changes where rich wraps a cell (80 columns split words such as
+    `gcsfuse-permission-denied` across lines). Importing GNU readline (pytest's debugger support does)
+    sets COLUMNS=80 in the C environment, unseen by os.environ but inherited by every child process:
+    pytest-xdist's workers start with it. Deleting it here clears both, for this process and its children.
+    """
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def pulumi_capture() -> Capture:
     """Fresh recording mocks for every test."""
     _ensure_event_loop()
