@@ -1,9 +1,9 @@
 """`python -m preview` as users run it: a child process, its exit code, stdout and stderr.
 
-A shipped stack's plan is run once per test session (per worker) and shared by the tests that only read
-it: the plan of an unchanged stack file is deterministic (no clock, no network, no state), and each run
-costs a fresh interpreter and a whole render (~1.5 s). Tests that change a stack file, or need another
-root, still run the command themselves.
+A shipped stack's plan is run once per test session and shared by the tests that only read it: the plan
+of an unchanged stack file is deterministic (no clock, no network, no state), and each run costs a fresh
+interpreter and a whole render (~1.5 s). Tests that change a stack file, or need another root, still run
+the command themselves.
 """
 
 from __future__ import annotations
@@ -15,9 +15,14 @@ import sys
 from pathlib import Path
 from typing import Literal
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT
+
+# The tests that read shipped_plan run on one pytest-xdist worker (`--dist loadgroup`, as `make test` runs),
+# so each plan is run once per session rather than once per worker.
+SHARES_SHIPPED_PLANS = pytest.mark.xdist_group("shipped-plans")
 
 
 def run_preview(*args: str, root: Path | None = None) -> subprocess.CompletedProcess[str]:

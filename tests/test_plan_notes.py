@@ -6,7 +6,7 @@ import json
 
 from preview.notes import manual_steps
 from tests.conftest import render_stack
-from tests.preview_cli import shipped_plan
+from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
 
 
 def test_gpu_stack_names_the_quota_of_the_right_kind_and_region() -> None:
@@ -59,6 +59,7 @@ def test_tpu_stack_names_the_default_network_and_preemptible_quota() -> None:
     assert any(note.startswith("access: the node has an internal IP only") for note in notes)
 
 
+@SHARES_SHIPPED_PLANS
 def test_notes_are_in_the_text_and_json_plans() -> None:
     """The notes appear in both forms of the plan, the unset gcp:project first."""
     text = shipped_plan("tpu-v6e")

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.preview_cli import run_preview, shipped_plan, stack_root_with
+from tests.preview_cli import SHARES_SHIPPED_PLANS, run_preview, shipped_plan, stack_root_with
 
 
+@SHARES_SHIPPED_PLANS
 def test_text_plan_says_it_is_offline_and_shows_the_command() -> None:
     """Reviewers see that the plan is offline and read the exact vLLM command, JSON flags and mount options intact."""
     result = shipped_plan("rtx6000")
@@ -24,6 +25,7 @@ def test_text_plan_says_it_is_offline_and_shows_the_command() -> None:
     assert "uid=1001,gid=1001" in result.stdout
 
 
+@SHARES_SHIPPED_PLANS
 def test_json_plan_is_the_only_thing_on_stdout() -> None:
     """`FORMAT=json` output is piped into tools: one JSON document, nothing else."""
     result = shipped_plan("l4", "json")
@@ -65,6 +67,7 @@ def test_secure_values_are_masked(tmp_path: Path) -> None:
     assert "v1:AAAAcipher" not in result.stdout + result.stderr
 
 
+@SHARES_SHIPPED_PLANS
 @pytest.mark.parametrize("stack", ["l4", "rtx6000"])
 def test_every_shipped_stack_previews(stack: str) -> None:
     """FORMAT=json prints one parseable document with the resources, for every GPU stack file we ship."""

@@ -22,7 +22,7 @@ from serving.pricing import (
     stack_cost,
 )
 from tests.conftest import render_stack
-from tests.preview_cli import shipped_plan
+from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
 from tests.stacks.test_capacity import load
 
 HOUR = 3600
@@ -152,6 +152,7 @@ def test_the_tpu_billing_output_is_the_node_the_request_asks_for() -> None:
     assert shape.provisioning_model == "flex-start"
 
 
+@SHARES_SHIPPED_PLANS
 def test_text_and_json_plans_show_the_cost() -> None:
     """`make preview` answers "what will this cost?" before `pulumi up`: per instance, kept running, full scale."""
     text = shipped_plan("l4")

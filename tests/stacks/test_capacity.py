@@ -15,7 +15,7 @@ from stacks.capacity import assess_stack
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import StackSettings
 from tests.conftest import ROOT, render_stack
-from tests.preview_cli import run_preview, shipped_plan
+from tests.preview_cli import SHARES_SHIPPED_PLANS, run_preview, shipped_plan
 
 PREFIX = "gemma-serving:"
 
@@ -83,6 +83,7 @@ def test_a_workload_that_does_not_fit_warns_and_says_what_to_do() -> None:
     assert "docs/capacity-planning.md" in warning
 
 
+@SHARES_SHIPPED_PLANS
 def test_the_text_plan_has_no_cryptic_fragments() -> None:
     """ "(sources: FORMAT=json, capacity)" told nobody anything; the section says where to look instead."""
     result = shipped_plan("l4")
@@ -178,6 +179,7 @@ def test_a_capacity_profile_that_does_not_exist_names_the_key() -> None:
     assert "gemma-4-12B-it-qat-w4a16-ct" in problem
 
 
+@SHARES_SHIPPED_PLANS
 def test_preview_prints_the_capacity_table_and_json_key() -> None:
     """`make preview STACK=l4` shows the planner's table; FORMAT=json carries it under "capacity"."""
     text = shipped_plan("l4")
