@@ -18,8 +18,8 @@ import pulumi
 import pulumi_docker as docker
 import pulumi_gcp as gcp
 
-from serving.gcp_names import RFC1035_ID
 from policy.image_pins import image_pin_problem
+from serving.gcp_names import RFC1035_ID
 from serving.images import registry_host
 
 # Artifact Registry accepts an OAuth access token as the password of this fixed user name
