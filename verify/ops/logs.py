@@ -23,6 +23,7 @@ from typing import Any
 
 import pydantic
 
+from serving.durations import duration_seconds
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
 from verify.ops.signatures import SIGNATURES, match
@@ -32,8 +33,6 @@ DEFAULT_LIMIT = 500
 _SEVERE = {"ERROR", "CRITICAL", "ALERT", "EMERGENCY"}
 # vLLM's log format (vllm/logger.py _FORMAT): "(<process> pid=N) LEVEL MM-DD HH:MM:SS [file:line] message".
 _VLLM_LEVEL = re.compile(r"(?:^|\) )(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d ")
-_SINCE = re.compile(r"^(\d+)\s*([smhd])$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 class LogLine(pydantic.BaseModel):
@@ -84,10 +83,10 @@ class LogsReport(pydantic.BaseModel):
 
 def parse_since(value: str) -> int:
     """Seconds from `30m`, `1h`, `2d`; ValueError naming the accepted forms."""
-    found = _SINCE.match(value.strip())
-    if not found or int(found.group(1)) <= 0:
+    seconds = duration_seconds(value)
+    if not seconds:
         raise ValueError(f"--since {value!r}: write a positive whole number with s, m, h or d (e.g. 30m, 1h, 2d)")
-    return int(found.group(1)) * _UNIT_SECONDS[found.group(2)]
+    return seconds
 
 
 def run_logs(

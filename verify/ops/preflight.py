@@ -387,7 +387,7 @@ def _tpu_zones(stack: TpuOpsStack, apis: GoogleApis) -> list[Finding]:
                 fix=None
                 if here
                 else "move the stack: set gemma-serving:region and gemma-serving:tpu.zone to one of "
-                + (", ".join(others) or "the zones in stacks/stack.py"),
+                + (", ".join(others) or "the zones in serving/tpu_offers.py"),
             )
         ]
         runtimes = {

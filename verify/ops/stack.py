@@ -21,11 +21,12 @@ from typing import Literal, assert_never
 import pydantic
 
 from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, read_stack_config
+from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.apis import required_apis
 from stacks.labels import stack_labels
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import CloudRunStack, TpuStack
-from stacks.tpu import FLEX_START_V6E_ZONES, V6E_ZONES, ProvisioningModel
+from stacks.tpu import ProvisioningModel
 from verify import UsageError
 from verify.ops import catalog
 
