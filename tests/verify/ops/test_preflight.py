@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 import pytest
 
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
-from tests.verify.ops.scenarios import STACKS, Project, ops_stack
+from tests.verify.ops.scenarios import ROOT, STACKS, Project, ops_stack
 from verify.ops import catalog
 from verify.ops.findings import Finding, Verdict
 from verify.ops.google import GoogleApis
@@ -174,6 +175,16 @@ def test_tpu_zone_without_the_accelerator_names_zones_that_have_it(fake: FakeGoo
     assert blocker.item == "v6e-1 in us-east5-a"
     assert "asia-northeast1-b" in blocker.detail
     assert "asia-northeast1-b" in (blocker.fix or "")
+
+
+def test_tpu_zone_offered_nowhere_points_to_the_zone_list_that_exists(fake: FakeGoogle) -> None:
+    """No candidate zone offers the slice: the fix names the file that lists v6e zones, and it exists."""
+    report = preflight(fake, "tpu-v6e", Project(v6e_zones=set()))
+    [blocker] = only(report, Verdict.BLOCKER)
+    assert "no other candidate zone offers it" in blocker.detail
+    named = re.search(r"the zones in (\S+)", blocker.fix or "")
+    assert named is not None
+    assert (ROOT / named.group(1)).is_file()
 
 
 def test_tpu_zone_without_the_runtime_blocks(fake: FakeGoogle) -> None:
