@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
+from policy.image_pins import image_pin_problem
 from serving.cloud_run_jobs import JobKeys, job_problems
 from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
-from serving.images import image_pin_problem
 
 INVOKER_ROLE = "roles/run.invoker"
 RESULTS_ROLE = "roles/storage.objectUser"
