@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID
-from stacks.bench import BenchSettings
+from policy.image_pins import image_pin_problem
+from serving.cloud_run_jobs import JobKeys, job_problems
+from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
 
 INVOKER_ROLE = "roles/run.invoker"
 RESULTS_ROLE = "roles/storage.objectUser"
@@ -33,29 +34,67 @@ RESULTS_MOUNT = "/results"
 # The barrier lists files other tasks just wrote: Cloud Storage FUSE must not cache the listing.
 # The files belong to the image's non-root user (images/verify-bench/Dockerfile: USER 65532).
 RESULTS_MOUNT_OPTIONS = ("metadata-cache-ttl-secs=0", "implicit-dirs", "uid=65532", "gid=65532")
+_ARGS = "BenchJobArgs"
 
 
 @dataclass(frozen=True)
 class BenchJobArgs:
-    """The service to load (its name, region and URL) and how much load to generate."""
+    """The service to load (its name, region and URL) and the load generator's shape, every size resolved.
+
+    No defaults for the shape: the stack's `bench` block (stacks/bench.py) owns them, memory included
+    (2 GiB per CPU unless set), so a default lives in one place and the plan shows what Cloud Run gets.
+    """
 
     region: str
     service_name: pulumi.Input[str]
     service_url: pulumi.Input[str]
     served_model_name: str
     account_id: str
-    settings: BenchSettings
+    # A pinned image of this repository's `python -m verify` (images/verify-bench/Dockerfile).
+    image: str
+    # Tasks running at once; each runs its share of every cell's users.
+    tasks: int
+    # One load-generator worker process per vCPU (1, 2, 4, 6 or 8: Cloud Run's sizes for a job's task).
+    cpu_per_task: int
+    memory_gib: int
+    task_timeout_seconds: int
+    # Each task writes gs://<results bucket>/<results_prefix>/<run id>/task-<index>.jsonl.
+    results_prefix: str
+    # Days the results bucket keeps raw samples before deleting them.
+    keep_days: int
     project: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         problems: list[str] = []
         if not SERVICE_ACCOUNT_ID.match(self.account_id):
-            problems.append(f"BenchJobArgs.account_id {self.account_id!r}: 6-30 lowercase letters, digits, '-'")
+            problems.append(f"{_ARGS}.account_id {self.account_id!r}: 6-30 lowercase letters, digits, '-'")
         if not self.region:
-            problems.append("BenchJobArgs.region is required (the service's region)")
+            problems.append(f"{_ARGS}.region is required (the service's region)")
         if not self.served_model_name:
-            problems.append("BenchJobArgs.served_model_name is required")
+            problems.append(f"{_ARGS}.served_model_name is required")
+        image = image_pin_problem(self.image)
+        if image:
+            problems.append(f"{_ARGS}.image: {image}")
+        problems += job_problems(
+            tasks=self.tasks,
+            cpu=self.cpu_per_task,
+            memory_gib=self.memory_gib,
+            timeout_seconds=self.task_timeout_seconds,
+            keys=JobKeys(
+                tasks=f"{_ARGS}.tasks",
+                cpu=f"{_ARGS}.cpu_per_task",
+                memory_gib=f"{_ARGS}.memory_gib",
+                timeout_seconds=f"{_ARGS}.task_timeout_seconds",
+            ),
+        )
+        prefix = bucket_path_problem(self.results_prefix, bucket="the results bucket", example="bench-runs")
+        if prefix:
+            problems.append(f"{_ARGS}.results_prefix: {prefix}")
+        if self.keep_days < 1:
+            problems.append(
+                f"{_ARGS}.keep_days: {self.keep_days}; allowed: 1 or more (0 would delete samples before collect)"
+            )
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -63,8 +102,8 @@ class BenchJobArgs:
         """Plain configuration of every task (the URL is added as an output; no secret is ever here)."""
         return {
             "BENCH_MODEL": self.served_model_name,
-            "BENCH_RESULTS": f"{RESULTS_MOUNT}/{self.settings.results_prefix}",
-            "BENCH_WORKERS": str(self.settings.cpu_per_task),
+            "BENCH_RESULTS": f"{RESULTS_MOUNT}/{self.results_prefix}",
+            "BENCH_WORKERS": str(self.cpu_per_task),
             "PYTHONUNBUFFERED": "1",
         }
 
@@ -82,7 +121,6 @@ class BenchJob(pulumi.ComponentResource):
             raise ValueError(f"BenchJob name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
         super().__init__("gemma:verify:BenchJob", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        settings = args.settings
         account = gcp.serviceaccount.Account(
             f"{name}-sa",
             account_id=args.account_id,
@@ -108,7 +146,7 @@ class BenchJob(pulumi.ComponentResource):
             lifecycle_rules=[
                 gcp.storage.BucketLifecycleRuleArgs(
                     action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
-                    condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=settings.keep_days),
+                    condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=args.keep_days),
                 )
             ],
             labels=dict(args.labels),
@@ -128,21 +166,21 @@ class BenchJob(pulumi.ComponentResource):
             labels=dict(args.labels),
             template=gcp.cloudrunv2.JobTemplateArgs(
                 # Every task at once: the load of a cell is the sum of the tasks' shares.
-                task_count=settings.tasks,
-                parallelism=settings.tasks,
+                task_count=args.tasks,
+                parallelism=args.tasks,
                 labels=dict(args.labels),
                 template=gcp.cloudrunv2.JobTemplateTemplateArgs(
                     service_account=account.email,
-                    timeout=f"{settings.timeout_minutes * 60}s",
+                    timeout=f"{args.task_timeout_seconds}s",
                     max_retries=0,
                     containers=[
                         gcp.cloudrunv2.JobTemplateTemplateContainerArgs(
                             name=CONTAINER_NAME,
-                            image=settings.image,
+                            image=args.image,
                             commands=["python", "-m", "verify", "bench", "task"],
                             envs=envs,
                             resources=gcp.cloudrunv2.JobTemplateTemplateContainerResourcesArgs(
-                                limits={"cpu": str(settings.cpu_per_task), "memory": f"{settings.memory()}Gi"}
+                                limits={"cpu": str(args.cpu_per_task), "memory": f"{args.memory_gib}Gi"}
                             ),
                             volume_mounts=[
                                 gcp.cloudrunv2.JobTemplateTemplateContainerVolumeMountArgs(

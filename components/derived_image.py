@@ -18,8 +18,9 @@ import pulumi
 import pulumi_docker as docker
 import pulumi_gcp as gcp
 
+from policy.image_pins import image_pin_problem
 from serving.gcp_names import RFC1035_ID
-from serving.images import image_pin_problem, registry_host
+from serving.images import registry_host
 
 # Artifact Registry accepts an OAuth access token as the password of this fixed user name
 # (https://cloud.google.com/artifact-registry/docs/docker/authentication#token).

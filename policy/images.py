@@ -2,8 +2,8 @@
 
 Why: with `:latest`, `:nightly` or no tag at all, two `pulumi up` runs of the same commit can deploy two
 different vLLM builds (Cloud Run resolves the tag at deploy time), and a rollback redeploys whatever the
-tag points to today. The stack settings refuse such references too (stacks/images.py); this rule also
-catches images written straight into a resource.
+tag points to today. The stack settings refuse such references too, by the same rule (policy/image_pins.py);
+this guardrail also catches images written straight into a resource.
 """
 
 from __future__ import annotations
@@ -13,14 +13,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from policy.guardrail import Guardrail
+from policy.image_pins import PINNED_HELP, image_pin_problem
 from policy.props import field, mappings
 from policy.tpu import DYNAMIC_PREFIX, GCP_QUEUED_RESOURCE, node_specs, queued_resource_body
-
-# Tags that name a moving target rather than a release (kept equal to stacks/images.py by a test).
-FLOATING_TAGS = frozenset({"latest", "nightly", "main", "master", "dev", "edge", "stable"})
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-PINNED_HELP = "a release tag (e.g. vllm/vllm-openai:v0.32.0) or a digest (...@sha256:<64 hex>)"
 
 # Where each Cloud Run v2 resource keeps its containers.
 CONTAINER_PATHS: dict[str, tuple[str, ...]] = {
@@ -31,22 +26,6 @@ CONTAINER_PATHS: dict[str, tuple[str, ...]] = {
 # A TPU VM runs its container from the startup script; find the official vLLM images named there
 # (optionally behind a registry or mirror path), e.g. `vllm/vllm-tpu:v0.32.0`.
 _SCRIPT_VLLM_IMAGE = re.compile(r"(?<![\w./-])(?:[\w.-]+(?::\d+)?/)*vllm/vllm-(?:tpu|openai)[^\s'\"]*")
-
-
-def image_pin_problem(reference: str) -> str | None:
-    """Why an image reference is not pinned, or None when it is."""
-    name, at, digest = reference.strip().partition("@")
-    if at:
-        return None if _DIGEST.match(digest) else f"{reference!r} has a malformed digest; use {PINNED_HELP}"
-    last_segment = name.rsplit("/", 1)[-1]
-    if ":" not in last_segment:
-        return f"{reference!r} has no tag, so it pulls :latest; use {PINNED_HELP}"
-    tag = last_segment.rsplit(":", 1)[1]
-    if not _TAG.match(tag):
-        return f"{reference!r} has a malformed tag; use {PINNED_HELP}"
-    if tag.lower() in FLOATING_TAGS:
-        return f"{reference!r} uses the moving tag :{tag}; use {PINNED_HELP}"
-    return None
 
 
 def _startup_script_images(resource_type: str, props: Mapping[str, Any]) -> Iterator[str]:

@@ -27,10 +27,13 @@ COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
 SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 
 
-def bucket_path_problem(path: str) -> str | None:
-    """Why `path` is not a relative object path inside a bucket, or None when it is."""
+def bucket_path_problem(path: str, *, bucket: str = "the model bucket", example: str = "gemma-4-12B-it") -> str | None:
+    """Why `path` is not a relative object path inside ``bucket``, or None when it is."""
     if not BUCKET_PATH.match(path) or ".." in path.split("/"):
-        return f"{path!r} must be a relative object path inside the model bucket, e.g. gemma-4-12B-it"
+        return (
+            f"{path!r} must be a relative object path inside {bucket} (segments of letters, digits, '.', '_' "
+            f"or '-' joined by '/', none of them '..'), e.g. {example}"
+        )
     return None
 
 

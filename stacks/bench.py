@@ -16,22 +16,25 @@ gemma-serving:bench:
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
+from serving.cloud_run_jobs import MAX_TASK_MEMORY_GIB, MAX_TASKS, JobCpu, task_size_problems
+from serving.gcp_names import bucket_path_problem
 from stacks.base import SettingsModel
 from stacks.images import PinnedImage
 
-# Source: https://cloud.google.com/run/docs/configuring/jobs/parallelism (at most 10,000 tasks per job)
-# and https://cloud.google.com/run/docs/configuring/jobs/cpu (jobs: 1, 2, 4, 6 or 8 vCPU).
-MAX_TASKS = 10_000
-JOB_CPUS = (1, 2, 4, 6, 8)
-# Source: https://cloud.google.com/run/docs/configuring/jobs/memory-limits (minimum memory per vCPU:
-# 4 and 6 vCPU need at least 2 GiB, 8 vCPU at least 4 GiB; 512 MiB is too little for 1,000 streams).
-MIN_MEMORY_GIB = {1: 1, 2: 1, 4: 2, 6: 4, 8: 4}
-# Source: https://cloud.google.com/run/docs/configuring/task-timeout (at most 168 hours; a sweep is hours).
+# This project's cap, below Cloud Run's 168 hours (serving/cloud_run_jobs.py): a sweep takes hours, and a
+# task still running after a day is stuck, not measuring.
 MAX_TIMEOUT_MINUTES = 24 * 60
+
+
+def _results_path(value: str) -> str:
+    problem = bucket_path_problem(value, bucket="the results bucket", example="bench-runs")
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class BenchSettings(SettingsModel):
@@ -40,24 +43,31 @@ class BenchSettings(SettingsModel):
     # An image of `python -m verify` (images/verify-bench/Dockerfile), pinned like every image we run.
     image: PinnedImage
     tasks: int = Field(default=4, ge=1, le=MAX_TASKS)
-    cpu_per_task: Literal[1, 2, 4, 6, 8] = 4
-    memory_gib: int | None = Field(default=None, ge=1, le=32)
+    cpu_per_task: JobCpu = 4
+    memory_gib: int | None = Field(default=None, ge=1, le=MAX_TASK_MEMORY_GIB)
     timeout_minutes: int = Field(default=180, ge=5, le=MAX_TIMEOUT_MINUTES)
     # Objects under gs://<results bucket>/<resultsPrefix>/<run id>/ (one file per task).
-    results_prefix: str = Field(default="bench-runs", pattern=r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
+    results_prefix: Annotated[str, AfterValidator(_results_path)] = "bench-runs"
     # Days the results bucket keeps raw samples before deleting them.
     keep_days: int = Field(default=30, ge=1, le=3650)
 
     @model_validator(mode="after")
     def _memory_fits_the_cpus(self) -> Self:
-        least = MIN_MEMORY_GIB[self.cpu_per_task]
-        if self.memory_gib is not None and self.memory_gib < least:
-            raise ValueError(
-                f"bench.memoryGib {self.memory_gib} is below Cloud Run's minimum of {least} GiB for "
-                f"{self.cpu_per_task} vCPU per task; raise it or leave it unset (2 GiB per CPU)"
-            )
+        if self.memory_gib is None:
+            return self
+        problems = task_size_problems(
+            cpu=self.cpu_per_task, memory_gib=self.memory_gib, cpu_key="bench.cpuPerTask", memory_key="bench.memoryGib"
+        )
+        if problems:
+            raise ValueError(f"{'; '.join(problems)}; or leave bench.memoryGib unset (2 GiB per CPU)")
         return self
 
     def memory(self) -> int:
-        """GiB per task: as given, or 2 GiB per CPU (room for thousands of open streams per worker)."""
-        return self.memory_gib if self.memory_gib is not None else max(2 * self.cpu_per_task, 1)
+        """GiB per task: as given, or 2 GiB per CPU (room for thousands of open streams per worker).
+
+        The default is the stack's sizing policy, so it lives here and the component takes a resolved
+        number (as VllmGpuServiceArgs takes cpu and memory_gib): the plan shows what Cloud Run gets, and a
+        caller building BenchJob by hand states the size it pays for. 2 x 1, 2, 4, 6 or 8 vCPU is within
+        Cloud Run's range for each (serving/cloud_run_jobs.py).
+        """
+        return self.memory_gib if self.memory_gib is not None else 2 * self.cpu_per_task

@@ -1,4 +1,4 @@
-"""A pinned container image reference, as a settings type (the rule itself: serving.images)."""
+"""A pinned container image reference, as a settings type (the rule itself: policy/image_pins.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from serving.images import image_pin_problem
+from policy.image_pins import image_pin_problem
 
 
 def _require_pinned(reference: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 
 from pydantic import Field, field_validator
 
-from serving.images import image_pin_problem
+from policy.image_pins import image_pin_problem
 from stacks.base import SettingsModel
 
 _IMAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$")

@@ -16,40 +16,20 @@ from typing import Annotated, Literal, Self
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from policy.source_ranges import allowed_text, describe, too_wide
+from serving.durations import duration_seconds
 from serving.gcp_names import SECRET_ID, region_of
+from serving.tpu_offers import (
+    FLEX_START_MAX_RUN_SECONDS,
+    FLEX_START_MIN_RUN_SECONDS,
+    FLEX_START_V6E_ZONES,
+    V6E_CHIPS,
+    V6E_ZONES,
+)
 from stacks.base import SettingsModel
 
-# Zones that offer TPU v6e, from Google's "TPU regions and zones" page
-# (https://cloud.google.com/tpu/docs/regions-zones, v6e rows, read 2026-11).
-V6E_ZONES: tuple[str, ...] = (
-    "us-central1-b",
-    "us-east1-d",
-    "us-east5-a",
-    "us-east5-b",
-    "europe-west4-a",
-    "asia-northeast1-b",
-)
-
-# Zones where Google lets flex-start queue for v6e: "You can only request Flex-start TPU v6e ... in the
-# specified zones" (https://cloud.google.com/tpu/docs/request-using-flex-start#limitations, read 2026-11).
-# Even there availability comes and goes: a request can wait for hours in one zone and be served at once in
-# the other, so switching zones (tpu.zone) is the first thing to try when a request keeps waiting.
-FLEX_START_V6E_ZONES: tuple[str, ...] = ("us-east5-a", "asia-northeast1-b")
-
-# Single-host v6e slices. For a 12B model one chip (v6e-1, tensor parallel 1) served about 3x the requests
-# of a 4-chip v6e-4 in the hand-made benchmarks: 4-way sharding of a small model spends its time in
-# all-reduce. Scale out with more v6e-1 nodes, not a bigger slice; v6e-4/v6e-8 are for larger models.
-V6E_CHIPS: dict[str, int] = {"v6e-1": 1, "v6e-4": 4, "v6e-8": 8}
-
-# Flex-start runs for at most 7 days (request-using-flex-start#limitations). Below 30 minutes a node
-# would spend most of its run loading weights and compiling (about 10 minutes before vLLM is ready).
-FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600
-FLEX_START_MIN_RUN_SECONDS = 30 * 60
 # A flex-start node's run when the stack names none: a working session, then it ends by itself.
 DEFAULT_FLEX_START_RUN_SECONDS = 4 * 3600
 
-_DURATION = re.compile(r"^(\d+)\s*([smhd])$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _RESERVATION = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^projects/[^/]+/locations/[^/]+/reservations/[^/]+$")
 _NETWORK_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^projects/[^/]+/(global|regions/[^/]+)/[a-z]+/[^/]+$")
 
@@ -68,8 +48,8 @@ def parse_duration(value: object) -> int:
         raise ValueError("expected a duration such as 4h, 90m, 7d or 3600s")
     if isinstance(value, int):
         seconds = value
-    elif isinstance(value, str) and (match := _DURATION.match(value.strip())):
-        seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    elif isinstance(value, str) and (written := duration_seconds(value)) is not None:
+        seconds = written
     else:
         raise ValueError(f"{value!r} is not a duration; write a whole number with s, m, h or d (e.g. 4h, 90m)")
     if seconds <= 0:

@@ -8,10 +8,10 @@ from typing import Any
 import pulumi
 import pytest
 
+from policy.image_pins import image_pin_problem
 from preview.capture import Capture, CapturedResource
 from preview.render import clean
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
-from serving.images import image_pin_problem
 from serving.vllm_args import check_serve_args
 from tests.conftest import render_stack
 

@@ -97,6 +97,8 @@ class TpuVllmNodeArgs:
     # it read access first (the node's image reference comes from that mirror).
     identity: ServingIdentity
     accelerator_type: str = "v6e-1"
+    # The TPU VM image: v6e's own (serving.accelerators), which the settings pass from the stack's chip.
+    runtime_version: str = TPU_CHIPS[Accelerator.TPU_V6E].runtime_version
     tensor_parallel_size: int = 1
     port: int = 8000
     edge: NetworkEdge = NetworkEdge()
@@ -249,7 +251,7 @@ class TpuVllmNode(pulumi.ComponentResource):
                 queued_resource_id=name,
                 node_id=name,
                 accelerator_type=args.accelerator_type,
-                runtime_version=TPU_CHIPS[Accelerator.TPU_V6E].runtime_version,
+                runtime_version=args.runtime_version,
                 service_account_email=email,
                 startup_script=script,
                 provisioning=args.queue.provisioning,

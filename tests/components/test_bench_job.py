@@ -1,104 +1,135 @@
-"""The load-generator job in the plan: present only when a stack asks for it, beside the service, least privilege."""
+"""BenchJob built from its own Args: all tasks at once beside the service, least privilege, clear refusals."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
-from components.bench_job import BenchJobArgs
+from components.bench_job import BenchJob, BenchJobArgs
 from preview.capture import Capture
 from preview.render import clean
-from stacks.bench import BenchSettings
-from tests.conftest import render_stack
 
 JOB = "gcp:cloudrunv2/job:Job"
-BENCH = {"image": "us-east4-docker.pkg.dev/p/gemma/verify-bench:v1", "tasks": 8, "cpuPerTask": 4}
 
 
-def with_bench(block: dict[str, Any] | None = None) -> Capture:
-    return render_stack("l4", {"gemma-serving:bench": json.dumps(block or BENCH)})
+def args(**changes: object) -> BenchJobArgs:
+    values: dict[str, object] = {
+        "region": "us-east4",
+        "service_name": "svc",
+        "service_url": "https://svc-abc-uk.a.run.app",
+        "served_model_name": "gemma-4-12b-it",
+        "account_id": "l4-bench",
+        "image": "us-east4-docker.pkg.dev/p/gemma/verify-bench:v1",
+        "tasks": 8,
+        "cpu_per_task": 4,
+        "memory_gib": 8,
+        "task_timeout_seconds": 3 * 3600,
+        "results_prefix": "bench-runs",
+        "keep_days": 30,
+    }
+    values.update(changes)
+    return BenchJobArgs(**values)  # type: ignore[arg-type]
 
 
-def bench_jobs(capture: Capture) -> list[dict[str, Any]]:
-    return [dict(clean(job.inputs)) for job in capture.of_type(JOB) if job.name.endswith("-bench-job")]
+def inputs_of(capture: Capture, type_: str, suffix: str) -> dict[str, Any]:
+    (resource,) = [r for r in capture.of_type(type_) if r.name.endswith(suffix)]
+    return dict(clean(resource.inputs))
 
 
-def test_no_bench_block_no_job() -> None:
-    """Guards against every stack paying for (and exposing) a load generator nobody asked for."""
-    capture = render_stack("l4")
-    assert bench_jobs(capture) == []
-    assert not [r for r in capture.resources if r.type == "gemma:verify:BenchJob"]
+@pytest.fixture
+def capture(register: Callable[[Callable[[], object]], Capture]) -> Capture:
+    return register(lambda: BenchJob("l4-bench", args()))
 
 
-def test_the_job_runs_all_tasks_at_once_beside_the_service() -> None:
+def test_the_job_runs_all_tasks_at_once_beside_the_service(capture: Capture) -> None:
     """Guards against tasks running one after another (no combined load) or in another region (WAN in TTFT)."""
-    (job,) = bench_jobs(with_bench())
+    job = inputs_of(capture, JOB, "-job")
+    assert job["name"] == "l4-bench"
     assert job["location"] == "us-east4"
     template = job["template"]
     assert template["taskCount"] == 8
     assert template["parallelism"] == 8
     inner = template["template"]
     assert inner["maxRetries"] == 0
+    assert inner["timeout"] == "10800s"
     (container,) = inner["containers"]
+    assert container["image"] == "us-east4-docker.pkg.dev/p/gemma/verify-bench:v1"
     assert container["commands"] == ["python", "-m", "verify", "bench", "task"]
     assert container["resources"]["limits"] == {"cpu": "4", "memory": "8Gi"}
     env = {item["name"]: item.get("value") for item in container["envs"]}
     assert env["BENCH_MODEL"] == "gemma-4-12b-it"
     assert env["BENCH_WORKERS"] == "4"
     assert env["BENCH_RESULTS"] == "/results/bench-runs"
+    assert env["BENCH_URL"] == "https://svc-abc-uk.a.run.app"
     (volume,) = inner["volumes"]
     assert "metadata-cache-ttl-secs=0" in volume["gcs"]["mountOptions"]
 
 
-def test_the_job_may_invoke_this_service_and_write_its_results_only() -> None:
+def test_the_job_may_invoke_this_service_and_write_its_results_only(capture: Capture) -> None:
     """Guards against a load generator with project-wide roles, or one the service refuses (403 in every cell)."""
-    capture = with_bench()
-    invokers = [
-        dict(clean(r.inputs))
-        for r in capture.of_type("gcp:cloudrunv2/serviceIamMember:ServiceIamMember")
-        if r.name.endswith("-bench-invoker")
-    ]
-    assert len(invokers) == 1
-    assert invokers[0]["role"] == "roles/run.invoker"
-    assert invokers[0]["location"] == "us-east4"
-    writers = [r for r in capture.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if "-bench-" in r.name]
+    invoker = inputs_of(capture, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "-invoker")
+    assert invoker["role"] == "roles/run.invoker"
+    assert invoker["name"] == "svc"
+    assert invoker["location"] == "us-east4"
+    writers = capture.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
     assert [dict(clean(w.inputs))["role"] for w in writers] == ["roles/storage.objectUser"]
     assert not [r for r in capture.resources if r.type.startswith("gcp:projects/iam")]
-    bucket = next(r for r in capture.of_type("gcp:storage/bucket:Bucket") if r.name.endswith("-bench-results"))
-    inputs = dict(clean(bucket.inputs))
-    assert inputs["publicAccessPrevention"] == "enforced"
-    assert inputs["uniformBucketLevelAccess"] is True
-
-
-def test_settings_refuse_what_cloud_run_would() -> None:
-    """Guards against a job Cloud Run rejects at deploy time (memory below the CPU's minimum, odd CPU counts)."""
-    with pytest.raises(ValidationError, match=r"bench.memoryGib 1 is below Cloud Run's minimum of 4 GiB"):
-        BenchSettings.model_validate({**BENCH, "cpuPerTask": 8, "memoryGib": 1})
-    with pytest.raises(ValidationError, match="cpuPerTask"):
-        BenchSettings.model_validate({**BENCH, "cpuPerTask": 3})
-    with pytest.raises(ValidationError, match="floating tag"):
-        BenchSettings.model_validate({**BENCH, "image": "verify-bench:latest"})
-    with pytest.raises(ValidationError, match="taks"):
-        BenchSettings.model_validate({**BENCH, "taks": 3})
-
-
-def test_a_tpu_stack_refuses_the_block() -> None:
-    """Guards against a bench block silently ignored on a stack without a Cloud Run service."""
-    with pytest.raises(Exception, match="bench: the load-generator job runs beside a Cloud Run service"):
-        render_stack("tpu-v6e", {"gemma-serving:bench": json.dumps(BENCH)})
+    bucket = inputs_of(capture, "gcp:storage/bucket:Bucket", "-results")
+    assert bucket["publicAccessPrevention"] == "enforced"
+    assert bucket["uniformBucketLevelAccess"] is True
+    (rule,) = bucket["lifecycleRules"]
+    assert rule["condition"]["age"] == 30
 
 
 def test_args_refuse_a_bad_account_id() -> None:
     """Guards against a name Google rejects only at deploy time."""
-    with pytest.raises(ValueError, match="account_id"):
-        BenchJobArgs(
-            region="us-east4",
-            service_name="s",
-            service_url="https://s",
-            served_model_name="m",
-            account_id="Bad_Id",
-            settings=BenchSettings.model_validate(BENCH),
-        )
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.account_id 'Bad_Id': 6-30 lowercase"):
+        args(account_id="Bad_Id")
+
+
+def test_args_refuse_a_job_shape_cloud_run_would() -> None:
+    """Guards against a caller without the stack schema deploying a job Cloud Run rejects (size, count, timeout)."""
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.cpu_per_task: 3 vCPU .* allowed: 1, 2, 4, 6, 8"):
+        args(cpu_per_task=3)
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.memory_gib: 2 is below Cloud Run's minimum of 4 GiB for 8"):
+        args(cpu_per_task=8, memory_gib=2)
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.memory_gib: 16 is above Cloud Run's maximum of 4 GiB for 1"):
+        args(cpu_per_task=1, memory_gib=16)
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.tasks: 0; allowed: 1-10000"):
+        args(tasks=0)
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.task_timeout_seconds: 0; allowed: 1-604800"):
+        args(task_timeout_seconds=0)
+
+
+def test_args_refuse_results_outside_the_bucket_and_instant_deletion() -> None:
+    """Guards against samples written outside the results volume ('..') or deleted before collect merges them."""
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.results_prefix: '\.\./x' must be a relative object path"):
+        args(results_prefix="../x")
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.results_prefix: '/abs' .* inside the results bucket"):
+        args(results_prefix="/abs")
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.keep_days: 0; allowed: 1 or more"):
+        args(keep_days=0)
+
+
+def test_args_refuse_an_unpinned_image() -> None:
+    """Guards against two runs of the same commit measuring different load generators (a moving tag)."""
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.image: .* floating tag :latest"):
+        args(image="us-east4-docker.pkg.dev/p/gemma/verify-bench:latest")
+
+
+def test_args_report_every_problem_at_once() -> None:
+    """Guards against fixing one field, redeploying, and only then learning of the next."""
+    with pytest.raises(ValueError, match="BenchJobArgs") as caught:
+        args(tasks=0, keep_days=0, region="")
+    message = str(caught.value)
+    assert "BenchJobArgs.tasks" in message
+    assert "BenchJobArgs.keep_days" in message
+    assert "BenchJobArgs.region is required" in message
+
+
+def test_the_component_name_is_the_job_name(register: Callable[[Callable[[], object]], Capture]) -> None:
+    """Guards against a job name Cloud Run refuses only at deploy time."""
+    with pytest.raises(ValueError, match="BenchJob name 'Bench_Job' is the job's name"):
+        register(lambda: BenchJob("Bench_Job", args()))

@@ -14,9 +14,10 @@ import pytest
 
 from components.derived_image import REGISTRY_USER
 from components.image_mirror import ImageMirror, ImageMirrorArgs
+from policy.image_pins import image_pin_problem
 from preview.capture import Capture
 from preview.render import COMPUTED, SECRET_MASK, clean, plan_document
-from serving.images import docker_hub_path, image_pin_problem
+from serving.images import docker_hub_path
 from tests.conftest import render_stack
 
 REPOSITORY = "gcp:artifactregistry/repository:Repository"

@@ -17,6 +17,7 @@ from pulumi.output import Unknown
 from pulumi_policy import ResourceValidationPolicy
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+from pydantic import TypeAdapter, ValidationError
 
 from policy import images as policy_images
 from policy.access import BUCKET_NOT_PUBLIC, BUCKET_PRIVATE, CLOUD_RUN_NOT_PUBLIC
@@ -33,8 +34,8 @@ from policy.network import VLLM_PORT_NOT_PUBLIC
 from policy.plaintext_secrets import NO_PLAINTEXT_SECRETS
 from policy.rules import GUARDRAILS, policies
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
-from serving import images as stack_images
 from serving.accelerators import CLOUD_RUN_GPUS
+from stacks.images import PinnedImage
 from tests.policy.props import (
     JOB,
     PLAIN_DYNAMIC,
@@ -784,24 +785,31 @@ def test_gpu_accelerators_match_the_stack_table() -> None:
 
 
 @pytest.mark.parametrize(
-    "reference",
+    ("reference", "pinned"),
     [
-        "vllm/vllm-openai:v0.32.0",
-        "vllm/vllm-openai:latest",
-        "vllm/vllm-openai:Nightly",
-        "vllm/vllm-openai",
-        "host:5000/vllm/vllm-openai",
-        "host:5000/vllm/vllm-openai:v1",
-        "vllm/vllm-openai@sha256:" + "0" * 64,
-        "vllm/vllm-openai@sha256:xyz",
-        "vllm/vllm-openai:bad tag",
+        ("vllm/vllm-openai:v0.32.0", True),
+        ("vllm/vllm-openai:latest", False),
+        ("vllm/vllm-openai:Nightly", False),
+        ("vllm/vllm-openai", False),
+        ("host:5000/vllm/vllm-openai", False),
+        ("host:5000/vllm/vllm-openai:v1", True),
+        ("vllm/vllm-openai@sha256:" + "0" * 64, True),
+        ("vllm/vllm-openai@sha256:xyz", False),
+        ("vllm/vllm-openai:bad tag", False),
     ],
 )
-def test_pin_rule_agrees_with_the_stack_settings(reference: str) -> None:
-    """The settings and the pack judge an image reference the same way (no image the one accepts and the
-    other refuses)."""
-    assert policy_images.FLOATING_TAGS == stack_images.FLOATING_TAGS
-    assert (policy_images.image_pin_problem(reference) is None) == (stack_images.image_pin_problem(reference) is None)
+def test_the_pack_and_the_settings_judge_an_image_alike(reference: str, pinned: bool) -> None:
+    """The settings and the pack judge an image reference the same way: no image the one accepts and the
+    other refuses (both gates run here, the pack's guardrail on a service and the settings' image type)."""
+    props = gpu_service()
+    props["template"]["containers"][0]["image"] = reference
+    pack_refuses = list(policy_images.check_images_pinned(SERVICE, props, {}))
+    try:
+        TypeAdapter(PinnedImage).validate_python(reference)
+        settings_refuse = False
+    except ValidationError:
+        settings_refuse = True
+    assert (not pack_refuses, not settings_refuse) == (pinned, pinned)
 
 
 def test_secret_env_with_a_computed_value_is_still_plain_text() -> None:

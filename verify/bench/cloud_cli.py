@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 
 from verify import UsageError, discovery
+from verify.argtypes import positive_int, positive_number
 from verify.auth import GoogleIdTokenAuth
 from verify.bench.cloud import CollectError, FileBarrier, TaskSlot, merged_records, read_shares, run_task, task_file
 from verify.bench.console import summary_table
@@ -236,11 +237,24 @@ def register(
     task.add_argument("--url", help="the service (default $BENCH_URL)")
     task.add_argument("--model", help="served model name (default $BENCH_MODEL)")
     task.add_argument("--results", help="folder on the results volume (default $BENCH_RESULTS)")
-    task.add_argument("--workers", type=int, help="worker processes (default $BENCH_WORKERS, else the CPUs)")
-    task.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT_S)
-    task.add_argument("--timeout", type=float, default=DEFAULT_READ_TIMEOUT_S)
-    task.add_argument("--deadline", type=float, help="longest one request may take in all (default as bench)")
-    task.add_argument("--barrier-timeout", type=float, default=600.0, help="seconds to wait for the other tasks")
+    task.add_argument(
+        "--workers", type=positive_int("--workers"), help="worker processes (default $BENCH_WORKERS, else the CPUs)"
+    )
+    task.add_argument(
+        "--connect-timeout", type=positive_number("--connect-timeout", "seconds"), default=DEFAULT_CONNECT_TIMEOUT_S
+    )
+    task.add_argument("--timeout", type=positive_number("--timeout", "seconds"), default=DEFAULT_READ_TIMEOUT_S)
+    task.add_argument(
+        "--deadline",
+        type=positive_number("--deadline", "seconds"),
+        help="longest one request may take in all (default as bench)",
+    )
+    task.add_argument(
+        "--barrier-timeout",
+        type=positive_number("--barrier-timeout", "seconds"),
+        default=600.0,
+        help="seconds to wait for the other tasks",
+    )
     task.set_defaults(handler=run_task_command)
     collect = subparsers.add_parser(
         "bench-collect",

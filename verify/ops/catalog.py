@@ -76,10 +76,6 @@ def cloud_run_gpu_metric(gpu: str, *, zonal_redundancy_disabled: bool) -> str:
     return f"run.googleapis.com/{gpu.replace('-', '_')}_gpu_allocation{suffix}"
 
 
-def permissions_for(platform: str) -> tuple[Permission, ...]:
-    return BASE_PERMISSIONS + (TPU_PERMISSIONS if platform == "tpu" else CLOUD_RUN_PERMISSIONS)
-
-
 # Cloud Quotas `metricUnit` prefixes for memory quotas, in GiB.
 _MEMORY_UNITS_GIB: dict[str, float] = {
     "By": 1 / 2**30,

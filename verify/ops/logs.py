@@ -23,17 +23,16 @@ from typing import Any
 
 import pydantic
 
+from serving.durations import duration_seconds
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
 from verify.ops.signatures import SIGNATURES, match
-from verify.ops.stack import TPU_CONTAINER_NAME, TPU_STARTUP_LOG_PREFIX, OpsStack
+from verify.ops.stack import OpsStack
 
 DEFAULT_LIMIT = 500
 _SEVERE = {"ERROR", "CRITICAL", "ALERT", "EMERGENCY"}
 # vLLM's log format (vllm/logger.py _FORMAT): "(<process> pid=N) LEVEL MM-DD HH:MM:SS [file:line] message".
 _VLLM_LEVEL = re.compile(r"(?:^|\) )(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d ")
-_SINCE = re.compile(r"^(\d+)\s*([smhd])$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 class LogLine(pydantic.BaseModel):
@@ -84,28 +83,10 @@ class LogsReport(pydantic.BaseModel):
 
 def parse_since(value: str) -> int:
     """Seconds from `30m`, `1h`, `2d`; ValueError naming the accepted forms."""
-    found = _SINCE.match(value.strip())
-    if not found or int(found.group(1)) <= 0:
+    seconds = duration_seconds(value)
+    if not seconds:
         raise ValueError(f"--since {value!r}: write a positive whole number with s, m, h or d (e.g. 30m, 1h, 2d)")
-    return int(found.group(1)) * _UNIT_SECONDS[found.group(2)]
-
-
-def log_filter(stack: OpsStack, since: datetime) -> str:
-    """Cloud Logging's query language (https://cloud.google.com/logging/docs/view/logging-query-language)."""
-    after = f'timestamp>="{since.strftime("%Y-%m-%dT%H:%M:%SZ")}"'
-    if stack.tpu is not None:
-        container = (
-            f'logName="projects/{stack.project}/logs/gcplogs-docker-driver" '
-            f'AND jsonPayload.container.name="/{TPU_CONTAINER_NAME}"'
-        )
-        startup = f'(textPayload:"{TPU_STARTUP_LOG_PREFIX}" OR jsonPayload.message:"{TPU_STARTUP_LOG_PREFIX}")'
-        return f"{after} AND (({container}) OR {startup})"
-    service = (
-        f'resource.type="cloud_run_revision" AND resource.labels.location="{stack.region}" '
-        f'AND resource.labels.service_name:"{stack.base_name}"'
-    )
-    jobs = f'resource.type="cloud_run_job" AND resource.labels.job_name:"{stack.import_job_prefix}"'
-    return f"{after} AND (({service}) OR ({jobs}))"
+    return seconds
 
 
 def run_logs(
@@ -117,7 +98,7 @@ def run_logs(
     limit: int = DEFAULT_LIMIT,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> LogsReport:
-    query = log_filter(stack, now() - timedelta(seconds=since_s))
+    query = stack.log_filter(now() - timedelta(seconds=since_s))
     base = {
         "stack": stack.name,
         "project": stack.project,

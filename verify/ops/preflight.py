@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import assert_never
 
 import pydantic
 
@@ -18,7 +19,7 @@ from verify.ops import catalog
 from verify.ops.findings import Finding, Verdict, exit_code
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
-from verify.ops.stack import OpsStack, TpuShape
+from verify.ops.stack import CloudRunOpsStack, OpsStack, TpuOpsStack
 from verify.ops.status import find_service
 
 
@@ -42,13 +43,19 @@ class PreflightReport(pydantic.BaseModel):
 def run_preflight(stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datetime.now(UTC)) -> PreflightReport:
     """Every preflight check for one stack, in the order a user would fix them."""
     granted, permission_findings = _permissions(stack, apis)
-    findings = [*_apis(stack, apis, granted), *permission_findings]
-    if stack.cloud_run is not None:
-        findings += _cloud_run_quotas(stack, apis, now)
-    if stack.tpu is not None:
-        findings += _tpu_quota(stack, stack.tpu, apis, now)
-        findings += _tpu_zones(stack, stack.tpu, apis)
+    findings = [*_apis(stack, apis, granted), *permission_findings, *_capacity(stack, apis, now)]
     return _report(stack, findings)
+
+
+def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
+    """Whether Google has room for this stack: the platform's own quotas (and, for a TPU, its zone)."""
+    match stack:
+        case CloudRunOpsStack():
+            return _cloud_run_quotas(stack, apis, now)
+        case TpuOpsStack():
+            return [*_tpu_quota(stack, apis, now), *_tpu_zones(stack, apis)]
+        case _ as unreachable:
+            assert_never(unreachable)
 
 
 def unchecked_report(stack: OpsStack, reason: str, fix: str | None) -> PreflightReport:
@@ -63,7 +70,7 @@ def _report(stack: OpsStack, findings: list[Finding]) -> PreflightReport:
         project=stack.project,
         platform=stack.platform,
         region=stack.region,
-        zone=stack.tpu.zone if stack.tpu else None,
+        zone=stack.zone,
         accelerator=stack.accelerator,
         findings=findings,
     )
@@ -83,7 +90,7 @@ def _guarded(area: str, item: str, project: str, check: Callable[[], list[Findin
 
 
 def _permissions(stack: OpsStack, apis: GoogleApis) -> tuple[set[str] | None, list[Finding]]:
-    wanted = catalog.permissions_for(stack.platform)
+    wanted = stack.permissions
     granted: set[str] | None = None
 
     def check() -> list[Finding]:
@@ -187,22 +194,21 @@ class _Need:
     request_url: str
 
 
-def _cloud_run_quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
-    run = stack.cloud_run
-    assert run is not None
+def _cloud_run_quotas(stack: CloudRunOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
     console = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
 
     def check() -> list[Finding]:
         infos = quota_infos(apis, stack.project, "run.googleapis.com")
         own = _deployed_allocation(stack, apis)
-        gpu_metric = catalog.cloud_run_gpu_metric(run.gpu, zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled)
-        redundancy = "without" if run.gpu_zonal_redundancy_disabled else "with"
+        redundancy_off = stack.gpu_zonal_redundancy_disabled
+        gpu_metric = catalog.cloud_run_gpu_metric(stack.gpu, zonal_redundancy_disabled=redundancy_off)
+        redundancy = "without" if redundancy_off else "with"
         needs = (
             _Need(
-                f"{run.gpu} GPUs ({redundancy} zonal redundancy)",
+                f"{stack.gpu} GPUs ({redundancy} zonal redundancy)",
                 find_by_metric(infos, gpu_metric),
                 gpu_metric,
-                float(run.max_instances),
+                float(stack.max_instances),
                 "GPU",
                 catalog.CLOUD_RUN_GPU_QUOTA_URL,
             ),
@@ -210,7 +216,7 @@ def _cloud_run_quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Findi
                 "CPU",
                 find_by_id(infos, catalog.CLOUD_RUN_CPU_QUOTA_ID),
                 catalog.CLOUD_RUN_CPU_QUOTA_ID,
-                float(run.cpu * run.max_instances),
+                float(stack.cpu * stack.max_instances),
                 "vCPU",
                 console,
             ),
@@ -218,7 +224,7 @@ def _cloud_run_quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Findi
                 "memory",
                 find_by_id(infos, catalog.CLOUD_RUN_MEMORY_QUOTA_ID),
                 catalog.CLOUD_RUN_MEMORY_QUOTA_ID,
-                float(run.memory_gib * run.max_instances),
+                float(stack.memory_gib * stack.max_instances),
                 "GiB",
                 console,
             ),
@@ -228,7 +234,7 @@ def _cloud_run_quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Findi
     return _guarded("quota", "run.googleapis.com", stack.project, check)
 
 
-def _cloud_run_quota(stack: OpsStack, apis: GoogleApis, need: _Need, own: float, now: Now) -> Finding:
+def _cloud_run_quota(stack: CloudRunOpsStack, apis: GoogleApis, need: _Need, own: float, now: Now) -> Finding:
     region = stack.region
     if need.quota is None:
         return Finding(
@@ -266,7 +272,7 @@ def _cloud_run_quota(stack: OpsStack, apis: GoogleApis, need: _Need, own: float,
     )
 
 
-def _deployed_allocation(stack: OpsStack, apis: GoogleApis) -> dict[str, float]:
+def _deployed_allocation(stack: CloudRunOpsStack, apis: GoogleApis) -> dict[str, float]:
     """What the stack's existing service holds (GPU, vCPU, GiB x max instances); zero when there is none."""
     held = {"GPU": 0.0, "vCPU": 0.0, "GiB": 0.0}
     try:
@@ -307,24 +313,24 @@ def _gib(value: str) -> float:
     return float(value) / 2**30
 
 
-def _tpu_quota(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> list[Finding]:
-    if tpu.reservation is not None:
+def _tpu_quota(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
+    if stack.reservation is not None:
         return [
             Finding(
                 area="quota",
-                item=f"TPU v6e ({tpu.provisioning})",
+                item=f"TPU v6e ({stack.provisioning})",
                 verdict=Verdict.INFO,
-                detail=f"draws on reservation {tpu.reservation}, not on quota; check its free chips in the console",
+                detail=f"draws on reservation {stack.reservation}, not on quota; check its free chips in the console",
             )
         ]
-    kind = "preemptible" if tpu.preemptible else "on-demand"
+    kind = "preemptible" if stack.preemptible else "on-demand"
 
     def check() -> list[Finding]:
         infos = [
             info
             for info in quota_infos(apis, stack.project, "tpu.googleapis.com")
             if "v6e" in f"{info.quota_id} {info.metric}".lower()
-            and ("preemptible" in f"{info.quota_id} {info.metric}".lower()) == tpu.preemptible
+            and ("preemptible" in f"{info.quota_id} {info.metric}".lower()) == stack.preemptible
         ]
         request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
         if not infos:
@@ -334,22 +340,22 @@ def _tpu_quota(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> li
                     item=f"TPU v6e chips ({kind})",
                     verdict=Verdict.BLOCKER,
                     detail=f"no {kind} TPU v6e quota in tpu.googleapis.com for this project",
-                    fix=f"request {kind} TPU v6e quota in {tpu.zone}: {request_url}",
-                    needed=float(tpu.chips),
+                    fix=f"request {kind} TPU v6e quota in {stack.zone}: {request_url}",
+                    needed=float(stack.chips),
                     unit="chips",
                 )
             ]
         findings = []
         for info in infos:
-            location = tpu.zone if "zone" in info.dimensions or not info.dimensions else stack.region
+            location = stack.zone if "zone" in info.dimensions or not info.dimensions else stack.region
             usage = allocation_usage(apis, stack.project, info.metric, location, now)
             findings.append(
                 compare(
                     info,
                     area="quota",
-                    item=f"TPU v6e chips ({kind}, {tpu.provisioning})",
+                    item=f"TPU v6e chips ({kind}, {stack.provisioning})",
                     location=location,
-                    needed=float(tpu.chips),
+                    needed=float(stack.chips),
                     usage=usage,
                     unit="chips",
                     request_url=request_url,
@@ -363,38 +369,38 @@ def _tpu_quota(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> li
 # --- TPU zones -------------------------------------------------------------------------------------------
 
 
-def _tpu_zones(stack: OpsStack, tpu: TpuShape, apis: GoogleApis) -> list[Finding]:
+def _tpu_zones(stack: TpuOpsStack, apis: GoogleApis) -> list[Finding]:
     def offers(zone: str) -> bool:
         path = f"projects/{stack.project}/locations/{zone}/acceleratorTypes"
-        return any(item.get("type") == tpu.accelerator_type for item in apis.pages("tpu", path, "acceleratorTypes"))
+        return any(item.get("type") == stack.accelerator_type for item in apis.pages("tpu", path, "acceleratorTypes"))
 
     def check() -> list[Finding]:
-        here = offers(tpu.zone)
-        others = [zone for zone in tpu.candidate_zones if zone != tpu.zone and offers(zone)]
+        here = offers(stack.zone)
+        others = [zone for zone in stack.candidate_zones if zone != stack.zone and offers(zone)]
         elsewhere = f"; also offered in {', '.join(others)}" if others else "; no other candidate zone offers it"
         findings = [
             Finding(
                 area="tpu-zone",
-                item=f"{tpu.accelerator_type} in {tpu.zone}",
+                item=f"{stack.accelerator_type} in {stack.zone}",
                 verdict=Verdict.PASS if here else Verdict.BLOCKER,
                 detail=("offered" if here else "not offered") + elsewhere,
                 fix=None
                 if here
                 else "move the stack: set gemma-serving:region and gemma-serving:tpu.zone to one of "
-                + (", ".join(others) or "the zones in stacks/tpu.py"),
+                + (", ".join(others) or "the zones in serving/tpu_offers.py"),
             )
         ]
         runtimes = {
             str(item.get("version", ""))
             for item in apis.pages(
-                "tpu", f"projects/{stack.project}/locations/{tpu.zone}/runtimeVersions", "runtimeVersions"
+                "tpu", f"projects/{stack.project}/locations/{stack.zone}/runtimeVersions", "runtimeVersions"
             )
         }
-        has_runtime = tpu.runtime_version in runtimes
+        has_runtime = stack.runtime_version in runtimes
         findings.append(
             Finding(
                 area="tpu-zone",
-                item=f"runtime {tpu.runtime_version} in {tpu.zone}",
+                item=f"runtime {stack.runtime_version} in {stack.zone}",
                 verdict=Verdict.PASS if has_runtime else Verdict.BLOCKER,
                 detail="offered" if has_runtime else f"not offered (the zone lists {len(runtimes)} other versions)",
                 fix=None if has_runtime else "pick a zone that lists it (gcloud compute tpus versions list --zone Z)",
@@ -402,4 +408,4 @@ def _tpu_zones(stack: OpsStack, tpu: TpuShape, apis: GoogleApis) -> list[Finding
         )
         return findings
 
-    return _guarded("tpu-zone", tpu.zone, stack.project, check)
+    return _guarded("tpu-zone", stack.zone, stack.project, check)

@@ -17,7 +17,7 @@ from verify.health.console import _stdout_console  # the 120-column console veri
 from verify.ops.findings import Verdict
 from verify.ops.logs import LogsReport
 from verify.ops.preflight import PreflightReport
-from verify.ops.status import RolloutState, StatusReport
+from verify.ops.status import CloudRunStatus, RolloutState, StatusReport, TpuStatus
 
 _VERDICTS: dict[Verdict, tuple[str, str]] = {
     Verdict.PASS: ("PASS", "bold green"),
@@ -82,44 +82,44 @@ def print_status(report: StatusReport, console: Console | None = None) -> None:
     table.add_column("fact", style="bold")
     table.add_column("value", overflow="fold")
     table.add_row("summary", Text(report.summary))
-    if report.cloud_run is not None:
-        run = report.cloud_run
-        rows = [
-            ("service", run.service),
-            ("ready", run.ready),
-            ("latest created", run.latest_created_revision or "-"),
-            ("latest ready", run.latest_ready_revision or "-"),
-            ("traffic", ", ".join(run.traffic) or "-"),
-            ("candidate", run.candidate_url and f"{run.candidate_revision} at {run.candidate_url}"),
-            ("failing revision", run.failing_revision),
-            ("reason", run.failing_reason),
-            ("message", run.failing_message),
-            ("instances", f"min {run.min_instances}, max {run.max_instances}"),
-            ("url", run.url or "-"),
-        ]
-        for name, value in rows:
-            if value:
-                table.add_row(name, Text(str(value)))
-    if report.tpu is not None:
-        tpu = report.tpu
-        left = _deadline_text(tpu.deadline_left_s)
-        rows = [
-            ("queued resource", f"{tpu.queued_resource}: {tpu.state}"),
-            ("reason", tpu.reason),
-            ("deadline left", left if tpu.state != "ACTIVE" else None),
-            ("valid until", tpu.valid_until),
-            ("node", tpu.node_state and f"{tpu.node_state} ({tpu.node_health or 'health not reported'})"),
-            ("health", tpu.health_description),
-            ("endpoint", tpu.endpoint),
-        ]
-        for name, value in rows:
-            if value:
-                table.add_row(name, Text(str(value)))
+    for name, value in _detail_rows(report.detail):
+        if value:
+            table.add_row(name, Text(str(value)))
     if report.readiness is not None:
         table.add_row("readiness", Text(f"{report.readiness.status}: {report.readiness.summary}"))
     if report.fix:
         table.add_row("next", Text(report.fix))
     out.print(table)
+
+
+def _detail_rows(detail: CloudRunStatus | TpuStatus | None) -> list[tuple[str, str | None]]:
+    match detail:
+        case CloudRunStatus() as run:
+            return [
+                ("service", run.service),
+                ("ready", run.ready),
+                ("latest created", run.latest_created_revision or "-"),
+                ("latest ready", run.latest_ready_revision or "-"),
+                ("traffic", ", ".join(run.traffic) or "-"),
+                ("candidate", run.candidate_url and f"{run.candidate_revision} at {run.candidate_url}"),
+                ("failing revision", run.failing_revision),
+                ("reason", run.failing_reason),
+                ("message", run.failing_message),
+                ("instances", f"min {run.min_instances}, max {run.max_instances}"),
+                ("url", run.url or "-"),
+            ]
+        case TpuStatus() as tpu:
+            return [
+                ("queued resource", f"{tpu.queued_resource}: {tpu.state}"),
+                ("reason", tpu.reason),
+                ("deadline left", _deadline_text(tpu.deadline_left_s) if tpu.state != "ACTIVE" else None),
+                ("valid until", tpu.valid_until),
+                ("node", tpu.node_state and f"{tpu.node_state} ({tpu.node_health or 'health not reported'})"),
+                ("health", tpu.health_description),
+                ("endpoint", tpu.endpoint),
+            ]
+        case None:
+            return []
 
 
 def _deadline_text(seconds: float | None) -> str | None:

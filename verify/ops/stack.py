@@ -1,7 +1,9 @@
 """The one place `verify preflight|status|logs` read a stack's settings, and the names its resources get.
 
-Why one adapter: the settings model is being reshaped (a Cloud Run variant and a TPU variant); every ops
-command reads only `OpsStack`, so a change in the settings' shape is a change here and nowhere else.
+Why one adapter: every ops command reads only `OpsStack`, so a change in the settings' shape is a change
+here and nowhere else. It is a union like the settings (one variant per platform, told apart by
+`platform`): what differs by platform and is a fact (permissions, zone, names, log filter, how /health is
+reached) is the variant's own; each command `match`es the variant once where its checks differ.
 The stack file is read exactly as the offline preview reads it (`preview.stack_file`), then validated by
 `stacks.loading`, so a stack that does not preview does not preflight either, with the same messages.
 
@@ -12,31 +14,64 @@ resource carries the labels `managed-by=gemma-serving` and `stack=<stack>`.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
+from typing import Literal, assert_never
 
 import pydantic
 
 from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, read_stack_config
+from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.apis import required_apis
 from stacks.labels import stack_labels
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import CloudRunStack, TpuStack
-from stacks.tpu import FLEX_START_V6E_ZONES, V6E_ZONES, ProvisioningModel
+from stacks.tpu import ProvisioningModel
 from verify import UsageError
+from verify.ops import catalog
 
 # The TPU VM's container (components/tpu/startup_script.py, StartupScriptSpec.container_name).
 TPU_CONTAINER_NAME = "gemma-vllm"
 # The line prefix of the TPU startup script's own log lines (components/tpu/startup_script.py, log()).
 TPU_STARTUP_LOG_PREFIX = "gemma-vllm-startup:"
 
+# How `/health` is reached: with a Google ID token (Cloud Run invokers) or bare (TPU).
+HealthAuth = Literal["google", "none"]
 
-class _Frozen(pydantic.BaseModel):
+
+class _OpsStackBase(pydantic.BaseModel):
+    """What every ops command reads of any stack: its names, where it lives, the APIs it needs."""
+
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
+    name: str
+    project: str
+    region: str
+    accelerator: str
+    apis: tuple[str, ...]
 
-class CloudRunShape(_Frozen):
-    """What ops needs of a Cloud Run GPU stack."""
+    @property
+    def base_name(self) -> str:
+        return f"gemma-{self.name}-vllm"
 
+    @property
+    def import_job_prefix(self) -> str:
+        return f"gemma-{self.name}-import"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return stack_labels(self.name)
+
+    def _logs_after(self, since: datetime) -> str:
+        """The start of every log filter, in Cloud Logging's query language
+        (https://cloud.google.com/logging/docs/view/logging-query-language)."""
+        return f'timestamp>="{since.strftime("%Y-%m-%dT%H:%M:%SZ")}"'
+
+
+class CloudRunOpsStack(_OpsStackBase):
+    """A Cloud Run GPU stack: a regional service (Cloud Run picks the zone) and its import jobs."""
+
+    platform: Literal["cloud-run"] = "cloud-run"
     gpu: str  # Cloud Run's accelerator value, e.g. nvidia-l4
     gpu_display_name: str
     cpu: int
@@ -46,10 +81,34 @@ class CloudRunShape(_Frozen):
     gpu_zonal_redundancy_disabled: bool
     model_load_seconds: int
 
+    @property
+    def zone(self) -> None:
+        """Cloud Run places instances itself: no zone to name."""
+        return None
 
-class TpuShape(_Frozen):
-    """What ops needs of a TPU stack."""
+    @property
+    def permissions(self) -> tuple[catalog.Permission, ...]:
+        return catalog.BASE_PERMISSIONS + catalog.CLOUD_RUN_PERMISSIONS
 
+    @property
+    def health_auth(self) -> HealthAuth:
+        """The service admits only invokers: `/health` needs a Google ID token."""
+        return "google"
+
+    def log_filter(self, since: datetime) -> str:
+        """The service's revisions and the import jobs, in Cloud Logging's query language."""
+        service = (
+            f'resource.type="cloud_run_revision" AND resource.labels.location="{self.region}" '
+            f'AND resource.labels.service_name:"{self.base_name}"'
+        )
+        jobs = f'resource.type="cloud_run_job" AND resource.labels.job_name:"{self.import_job_prefix}"'
+        return f"{self._logs_after(since)} AND (({service}) OR ({jobs}))"
+
+
+class TpuOpsStack(_OpsStackBase):
+    """A TPU stack: one queued resource in one zone, whose node runs vLLM in a container."""
+
+    platform: Literal["tpu"] = "tpu"
     zone: str
     accelerator_type: str  # e.g. v6e-1
     chips: int
@@ -67,38 +126,36 @@ class TpuShape(_Frozen):
         """Flex-start and spot draw on the preemptible TPU quota; guaranteed on the on-demand one."""
         return self.provisioning in {ProvisioningModel.FLEX_START.value, ProvisioningModel.SPOT.value}
 
-
-class OpsStack(_Frozen):
-    name: str
-    project: str
-    region: str
-    accelerator: str
-    apis: tuple[str, ...]
-    cloud_run: CloudRunShape | None = None
-    tpu: TpuShape | None = None
+    @property
+    def permissions(self) -> tuple[catalog.Permission, ...]:
+        return catalog.BASE_PERMISSIONS + catalog.TPU_PERMISSIONS
 
     @property
-    def platform(self) -> str:
-        return "tpu" if self.tpu is not None else "cloud-run"
+    def health_auth(self) -> HealthAuth:
+        """vLLM's `--api-key` guards /v1 only: `/health` answers without it."""
+        return "none"
 
     @property
-    def base_name(self) -> str:
-        return f"gemma-{self.name}-vllm"
+    def queued_resource_name(self) -> str:
+        """The request `pulumi up` queued for this stack's node."""
+        return f"projects/{self.project}/locations/{self.zone}/queuedResources/{self.base_name}"
 
     @property
-    def import_job_prefix(self) -> str:
-        return f"gemma-{self.name}-import"
+    def node_name(self) -> str:
+        return f"projects/{self.project}/locations/{self.zone}/nodes/{self.base_name}"
 
-    @property
-    def labels(self) -> dict[str, str]:
-        return stack_labels(self.name)
+    def log_filter(self, since: datetime) -> str:
+        """The node's vLLM container (Docker's gcplogs driver) and the startup script's own lines."""
+        container = (
+            f'logName="projects/{self.project}/logs/gcplogs-docker-driver" '
+            f'AND jsonPayload.container.name="/{TPU_CONTAINER_NAME}"'
+        )
+        startup = f'(textPayload:"{TPU_STARTUP_LOG_PREFIX}" OR jsonPayload.message:"{TPU_STARTUP_LOG_PREFIX}")'
+        return f"{self._logs_after(since)} AND (({container}) OR {startup})"
 
-    def queued_resource_name(self, tpu: TpuShape) -> str:
-        """The request `pulumi up` queued for this stack's node (in the TPU shape's zone)."""
-        return f"projects/{self.project}/locations/{tpu.zone}/queuedResources/{self.base_name}"
 
-    def node_name(self, tpu: TpuShape) -> str:
-        return f"projects/{self.project}/locations/{tpu.zone}/nodes/{self.base_name}"
+# The settings' two variants (stacks.settings), each as ops reads it; commands `match` on it once.
+OpsStack = CloudRunOpsStack | TpuOpsStack
 
 
 def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None = None) -> OpsStack:
@@ -120,42 +177,43 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
         settings = settings_from_config(values, project=config.project)
     except StackConfigError as error:
         raise UsageError(f"Pulumi.{stack}.yaml has invalid settings:\n{error}") from None
-    assert settings.project is not None
-    cloud_run = None
-    tpu = None
-    # One adapter per settings variant (stacks.settings): the platform was decided when the file was read.
-    if isinstance(settings, CloudRunStack):
-        run = settings.cloud_run
-        cloud_run = CloudRunShape(
-            gpu=settings.gpu.node_selector,
-            gpu_display_name=settings.gpu.display_name,
-            cpu=run.cpu,
-            memory_gib=run.memory_gib,
-            min_instances=run.min_instances,
-            max_instances=run.max_instances,
-            gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
-            model_load_seconds=run.model_load_seconds,
-        )
-    if isinstance(settings, TpuStack):
-        model = settings.tpu.provisioning.model
-        tpu = TpuShape(
-            zone=settings.tpu.zone,
-            accelerator_type=settings.tpu.accelerator_type,
-            chips=settings.tpu.chips,
-            provisioning=model.value,
-            reservation=settings.tpu.provisioning.reservation,
-            runtime_version=settings.chip.runtime_version,
-            port=settings.tpu.port,
-            public_endpoint=settings.tpu.public_endpoint,
-            active_deadline_seconds=settings.tpu.active_deadline,
-            candidate_zones=FLEX_START_V6E_ZONES if model is ProvisioningModel.FLEX_START else V6E_ZONES,
-        )
-    return OpsStack(
+    shared = _OpsStackBase(
         name=stack,
-        project=settings.project,
+        project=str(values["gcp:project"]),
         region=settings.region,
         accelerator=settings.accelerator.value,
         apis=required_apis(settings),
-        cloud_run=cloud_run,
-        tpu=tpu,
-    )
+    ).model_dump()
+    # The platform was decided when the file was read: one ops variant per settings variant.
+    match settings:
+        case CloudRunStack():
+            run = settings.cloud_run
+            return CloudRunOpsStack(
+                **shared,
+                gpu=settings.gpu.node_selector,
+                gpu_display_name=settings.gpu.display_name,
+                cpu=run.cpu,
+                memory_gib=run.memory_gib,
+                min_instances=run.min_instances,
+                max_instances=run.max_instances,
+                gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
+                model_load_seconds=run.model_load_seconds,
+            )
+        case TpuStack():
+            tpu = settings.tpu
+            model = tpu.provisioning.model
+            return TpuOpsStack(
+                **shared,
+                zone=tpu.zone,
+                accelerator_type=tpu.accelerator_type,
+                chips=tpu.chips,
+                provisioning=model.value,
+                reservation=tpu.provisioning.reservation,
+                runtime_version=settings.chip.runtime_version,
+                port=tpu.port,
+                public_endpoint=tpu.public_endpoint,
+                active_deadline_seconds=tpu.active_deadline,
+                candidate_zones=FLEX_START_V6E_ZONES if model is ProvisioningModel.FLEX_START else V6E_ZONES,
+            )
+        case _ as unreachable:
+            assert_never(unreachable)

@@ -17,13 +17,13 @@ import enum
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, assert_never
 
 import pydantic
 
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
-from verify.ops.stack import OpsStack, TpuShape
+from verify.ops.stack import CloudRunOpsStack, HealthAuth, OpsStack, TpuOpsStack
 
 
 class RolloutState(enum.StrEnum):
@@ -62,6 +62,11 @@ class CloudRunStatus(pydantic.BaseModel):
     min_instances: int | None = None
     max_instances: int | None = None
 
+    @property
+    def probe_url(self) -> str | None:
+        """A gated candidate is probed on its own tag URL: the service URL still reaches the serving revision."""
+        return self.candidate_url or self.url
+
 
 class TpuStatus(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
@@ -75,6 +80,10 @@ class TpuStatus(pydantic.BaseModel):
     node_health: str | None = None
     health_description: str | None = None
     endpoint: str | None = None
+
+    @property
+    def probe_url(self) -> str | None:
+        return self.endpoint
 
 
 class StatusReport(pydantic.BaseModel):
@@ -91,6 +100,11 @@ class StatusReport(pydantic.BaseModel):
     readiness: Readiness | None = None
     timed_out: bool = False
 
+    @property
+    def detail(self) -> CloudRunStatus | TpuStatus | None:
+        """The platform's own facts: at most one of `cloud_run` / `tpu` is set, its stack's platform."""
+        return self.cloud_run if self.cloud_run is not None else self.tpu
+
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
     def exit_code(self) -> int:
@@ -102,7 +116,7 @@ class StatusReport(pydantic.BaseModel):
         return EXIT_BLOCKED
 
 
-Probe = Callable[[str, str], Readiness]  # (endpoint, auth kind: google | none) -> one readiness poll
+Probe = Callable[[str, HealthAuth], Readiness]  # (endpoint, how /health is reached) -> one readiness poll
 Now = Callable[[], datetime]
 
 
@@ -115,22 +129,20 @@ def run_status(
 ) -> StatusReport:
     """One look at the stack's deployment."""
     try:
-        report = _tpu_status(stack, stack.tpu, apis, now) if stack.tpu else _cloud_run_status(stack, apis)
+        match stack:
+            case CloudRunOpsStack():
+                report = _cloud_run_status(stack, apis)
+            case TpuOpsStack():
+                report = _tpu_status(stack, apis, now)
+            case _ as unreachable:
+                assert_never(unreachable)
     except GoogleApiError as error:
         return _unknown(stack, str(error), error.advice(stack.project))
     except CannotCheckError as error:
         return _unknown(stack, str(error), None)
-    # A gated candidate is probed on its own tag URL: the service URL still reaches the serving revision.
-    endpoint = (
-        (report.cloud_run.candidate_url or report.cloud_run.url)
-        if report.cloud_run
-        else report.tpu.endpoint
-        if report.tpu
-        else None
-    )
+    endpoint = report.detail.probe_url if report.detail is not None else None
     if probe is not None and endpoint and report.state is RolloutState.READY:
-        auth = "google" if stack.platform == "cloud-run" else "none"  # TPU: /health is outside --api-key
-        report = report.model_copy(update={"readiness": probe(endpoint, auth)})
+        report = report.model_copy(update={"readiness": probe(endpoint, stack.health_auth)})
     return report
 
 
@@ -166,7 +178,7 @@ def _unknown(stack: OpsStack, reason: str, fix: str | None) -> StatusReport:
 # --- Cloud Run -------------------------------------------------------------------------------------------
 
 
-def find_service(stack: OpsStack, apis: GoogleApis) -> dict[str, Any] | None:
+def find_service(stack: CloudRunOpsStack, apis: GoogleApis) -> dict[str, Any] | None:
     """The stack's service: labelled managed-by/stack by deploy.py; its name starts with gemma-<stack>-vllm."""
     path = f"projects/{stack.project}/locations/{stack.region}/services"
     candidates = list(apis.pages("run", path, "services"))
@@ -180,7 +192,7 @@ def find_service(stack: OpsStack, apis: GoogleApis) -> dict[str, Any] | None:
     return None
 
 
-def _cloud_run_status(stack: OpsStack, apis: GoogleApis) -> StatusReport:
+def _cloud_run_status(stack: CloudRunOpsStack, apis: GoogleApis) -> StatusReport:
     service = find_service(stack, apis)
     if service is None:
         return _report(
@@ -291,22 +303,22 @@ _ENDED = {"FAILED", "SUSPENDING", "SUSPENDED", "DELETING"}
 _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING", "UNHIDING"}
 
 
-def _tpu_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> StatusReport:
+def _tpu_status(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> StatusReport:
     try:
-        queued = apis.get("tpu", stack.queued_resource_name(tpu))
+        queued = apis.get("tpu", stack.queued_resource_name)
     except GoogleApiError as error:
         if not error.not_found:
             raise
         return _report(
             stack,
             state=RolloutState.NOT_DEPLOYED,
-            summary=f"no queued resource {stack.base_name} in {tpu.zone}",
+            summary=f"no queued resource {stack.base_name} in {stack.zone}",
             fix=f"pulumi up --stack {stack.name} (or, after a flex-start run ended: pulumi up --refresh)",
         )
     state_block = queued.get("state") or {}
     state = str(state_block.get("state", "STATE_UNSPECIFIED"))
     valid_until = (queued.get("queueingPolicy") or {}).get("validUntilTime")
-    deadline_left = _deadline_left(queued.get("createTime"), tpu.active_deadline_seconds, now)
+    deadline_left = _deadline_left(queued.get("createTime"), stack.active_deadline_seconds, now)
     status = TpuStatus(
         queued_resource=stack.base_name,
         state=state,
@@ -314,13 +326,13 @@ def _tpu_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> S
         valid_until=str(valid_until) if valid_until else None,
     )
     if state in _WAITING:
-        reason = _waiting_reason(state, tpu)
+        reason = _waiting_reason(state, stack)
         left = _left_text(deadline_left)
         return _report(
             stack,
             state=RolloutState.IN_PROGRESS,
             summary=f"queued resource {state}: {reason}; {left}",
-            fix=None if state != "WAITING_FOR_RESOURCES" else _other_zone_fix(tpu),
+            fix=None if state != "WAITING_FOR_RESOURCES" else _other_zone_fix(stack),
             tpu=status.model_copy(update={"reason": reason}),
         )
     if state in _ENDED:
@@ -329,17 +341,17 @@ def _tpu_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, now: Now) -> S
             stack,
             state=RolloutState.FAILED,
             summary=f"queued resource {state}: {reason}",
-            fix=_ended_fix(state, tpu, stack.name),
+            fix=_ended_fix(state, stack),
             tpu=status.model_copy(update={"reason": reason}),
         )
     if state != "ACTIVE":
         return _report(stack, state=RolloutState.IN_PROGRESS, summary=f"queued resource {state}", tpu=status)
-    return _tpu_node_status(stack, tpu, apis, status)
+    return _tpu_node_status(stack, apis, status)
 
 
-def _tpu_node_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, status: TpuStatus) -> StatusReport:
+def _tpu_node_status(stack: TpuOpsStack, apis: GoogleApis, status: TpuStatus) -> StatusReport:
     """The queued resource is ACTIVE: the node's state and health decide."""
-    node = apis.get("tpu", stack.node_name(tpu))
+    node = apis.get("tpu", stack.node_name)
     node_state = str(node.get("state", "STATE_UNSPECIFIED"))
     health = node.get("health")
     status = status.model_copy(
@@ -347,7 +359,7 @@ def _tpu_node_status(stack: OpsStack, tpu: TpuShape, apis: GoogleApis, status: T
             "node_state": node_state,
             "node_health": str(health) if health else None,
             "health_description": node.get("healthDescription") or None,
-            "endpoint": _node_endpoint(node, tpu),
+            "endpoint": _node_endpoint(node, stack),
         }
     )
     if node_state == "READY" and health in {None, "HEALTHY", "HEALTH_UNSPECIFIED"}:
@@ -388,16 +400,16 @@ def _left_text(seconds: float | None) -> str:
     return f"{seconds / 60:.0f} min left before tpu.activeDeadline"
 
 
-def _waiting_reason(state: str, tpu: TpuShape) -> str:
+def _waiting_reason(state: str, stack: TpuOpsStack) -> str:
     if state == "WAITING_FOR_RESOURCES":
-        return f"no {tpu.accelerator_type} capacity for {tpu.provisioning} in {tpu.zone} yet"
+        return f"no {stack.accelerator_type} capacity for {stack.provisioning} in {stack.zone} yet"
     if state == "PROVISIONING":
         return "capacity found; the node is being created"
     return "the request is being validated"
 
 
-def _other_zone_fix(tpu: TpuShape) -> str | None:
-    others = [zone for zone in tpu.candidate_zones if zone != tpu.zone]
+def _other_zone_fix(stack: TpuOpsStack) -> str | None:
+    others = [zone for zone in stack.candidate_zones if zone != stack.zone]
     if not others:
         return None
     return (
@@ -415,23 +427,24 @@ def _ended_reason(state: str, state_block: dict[str, Any]) -> str:
     return "the request is being deleted"
 
 
-def _ended_fix(state: str, tpu: TpuShape, stack: str) -> str:
+def _ended_fix(state: str, stack: TpuOpsStack) -> str:
     if state == "FAILED":
+        others = ", ".join(zone for zone in stack.candidate_zones if zone != stack.zone)
         return (
-            f"read the reason above; try another zone ({', '.join(z for z in tpu.candidate_zones if z != tpu.zone)}) "
-            f"or run `pulumi up --refresh --stack {stack}` to queue again"
+            f"read the reason above; try another zone ({others}) "
+            f"or run `pulumi up --refresh --stack {stack.name}` to queue again"
         )
-    return f"pulumi up --refresh --stack {stack} queues a new request"
+    return f"pulumi up --refresh --stack {stack.name} queues a new request"
 
 
-def _node_endpoint(node: dict[str, Any], tpu: TpuShape) -> str | None:
+def _node_endpoint(node: dict[str, Any], stack: TpuOpsStack) -> str | None:
     endpoints = node.get("networkEndpoints") or []
     if not endpoints:
         return None
     first = endpoints[0]
-    address = (first.get("accessConfig") or {}).get("externalIp") if tpu.public_endpoint else None
+    address = (first.get("accessConfig") or {}).get("externalIp") if stack.public_endpoint else None
     address = address or first.get("ipAddress")
-    return f"http://{address}:{tpu.port}" if address else None
+    return f"http://{address}:{stack.port}" if address else None
 
 
 # --- watching --------------------------------------------------------------------------------------------

@@ -154,6 +154,21 @@ def test_bench_collect_and_task_are_two_words() -> None:
     assert two_word_alias(["bench", "--url", "u"]) == ["bench", "--url", "u"]
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--timeout", "nan"), ("--barrier-timeout", "0"), ("--deadline", "-1"), ("--workers", "0")],
+)
+def test_bench_task_refuses_a_number_no_run_could_use(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job's task takes the same finite, positive numbers as `verify bench`: a `nan` wait would never
+    end, and the message names the flag."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "task", "--run-id", "r1", flag, value])
+    assert exit_info.value.code == 2
+    assert flag in capsys.readouterr().err
+
+
 def test_on_cloud_run_starts_the_job_with_the_sweep_and_merges_its_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

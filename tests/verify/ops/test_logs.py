@@ -11,7 +11,7 @@ import pytest
 from tests.verify.ops.google_fake import FIXTURES, Body, FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import STACKS, ops_stack
 from verify.ops.google import GoogleApis
-from verify.ops.logs import LogsReport, log_filter, parse_since, run_logs
+from verify.ops.logs import LogsReport, parse_since, run_logs
 from verify.ops.signatures import SIGNATURES, match
 
 LINES: dict[str, str] = json.loads((FIXTURES / "log_lines.json").read_text(encoding="utf-8"))
@@ -168,12 +168,12 @@ def test_clean_logs_exit_0(fake: FakeGoogle) -> None:
 def test_filters_name_the_stacks_service_jobs_and_tpu_container() -> None:
     """Cloud Run: the service's revisions and its import jobs; TPU: the gcplogs container and startup lines."""
     since = datetime(2026, 11, 23, 11, 0, tzinfo=UTC)
-    cloud_run = log_filter(ops_stack("rtx6000"), since)
+    cloud_run = ops_stack("rtx6000").log_filter(since)
     assert 'timestamp>="2026-11-23T11:00:00Z"' in cloud_run
     assert 'resource.labels.service_name:"gemma-rtx6000-vllm"' in cloud_run
     assert 'resource.labels.location="us-central1"' in cloud_run
     assert 'resource.labels.job_name:"gemma-rtx6000-import"' in cloud_run
-    tpu = log_filter(ops_stack("tpu-v6e"), since)
+    tpu = ops_stack("tpu-v6e").log_filter(since)
     assert 'logName="projects/p1/logs/gcplogs-docker-driver"' in tpu
     assert 'jsonPayload.container.name="/gemma-vllm"' in tpu
     assert 'textPayload:"gemma-vllm-startup:"' in tpu

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 import pytest
 
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
-from tests.verify.ops.scenarios import STACKS, Project, ops_stack
+from tests.verify.ops.scenarios import ROOT, STACKS, Project, ops_stack
 from verify.ops import catalog
 from verify.ops.findings import Finding, Verdict
 from verify.ops.google import GoogleApis
@@ -123,11 +124,7 @@ def test_redeploying_does_not_count_the_stacks_own_service_against_it(fake: Fake
 
 def test_gpu_quota_follows_the_zonal_redundancy_setting(fake: FakeGoogle) -> None:
     """With zonal redundancy on, the service draws on the other GPU quota, which projects rarely have."""
-    stack = ops_stack("l4")
-    assert stack.cloud_run is not None
-    redundant = stack.model_copy(
-        update={"cloud_run": stack.cloud_run.model_copy(update={"gpu_zonal_redundancy_disabled": False})}
-    )
+    redundant = ops_stack("l4").model_copy(update={"gpu_zonal_redundancy_disabled": False})
     Project().install(fake)
     with GoogleApis(tokens, api_root=fake.url) as apis:
         report = run_preflight(redundant, apis, now=_now)
@@ -178,6 +175,16 @@ def test_tpu_zone_without_the_accelerator_names_zones_that_have_it(fake: FakeGoo
     assert blocker.item == "v6e-1 in us-east5-a"
     assert "asia-northeast1-b" in blocker.detail
     assert "asia-northeast1-b" in (blocker.fix or "")
+
+
+def test_tpu_zone_offered_nowhere_points_to_the_zone_list_that_exists(fake: FakeGoogle) -> None:
+    """No candidate zone offers the slice: the fix names the file that lists v6e zones, and it exists."""
+    report = preflight(fake, "tpu-v6e", Project(v6e_zones=set()))
+    [blocker] = only(report, Verdict.BLOCKER)
+    assert "no other candidate zone offers it" in blocker.detail
+    named = re.search(r"the zones in (\S+)", blocker.fix or "")
+    assert named is not None
+    assert (ROOT / named.group(1)).is_file()
 
 
 def test_tpu_zone_without_the_runtime_blocks(fake: FakeGoogle) -> None:

@@ -8,16 +8,20 @@ import pytest
 
 from tests.verify.ops.scenarios import ROOT, ops_stack
 from verify import UsageError
-from verify.ops.stack import load_ops_stack
+from verify.ops.stack import CloudRunOpsStack, TpuOpsStack, load_ops_stack
 
 
 def test_cloud_run_stack_shape() -> None:
     """l4: its GPU, CPU/memory and instances, the APIs it enables, and the names its resources get."""
     stack = ops_stack("l4")
+    assert isinstance(stack, CloudRunOpsStack)
     assert stack.platform == "cloud-run"
-    assert stack.cloud_run is not None
-    assert (stack.cloud_run.gpu, stack.cloud_run.cpu, stack.cloud_run.memory_gib) == ("nvidia-l4", 8, 32)
-    assert stack.cloud_run.gpu_zonal_redundancy_disabled
+    assert stack.zone is None
+    assert (stack.gpu, stack.cpu, stack.memory_gib) == ("nvidia-l4", 8, 32)
+    assert stack.gpu_zonal_redundancy_disabled
+    assert stack.health_auth == "google"
+    assert "run.services.create" in {permission.name for permission in stack.permissions}
+    assert "tpu.queuedresources.create" not in {permission.name for permission in stack.permissions}
     assert "run.googleapis.com" in stack.apis
     assert "tpu.googleapis.com" not in stack.apis
     assert stack.labels == {"managed-by": "gemma-serving", "stack": "l4"}
@@ -27,14 +31,17 @@ def test_cloud_run_stack_shape() -> None:
 def test_tpu_stack_shape() -> None:
     """tpu-v6e: zone, slice, flex-start (preemptible quota, only two zones), and its queued resource's name."""
     stack = ops_stack("tpu-v6e")
-    assert stack.tpu is not None
-    assert (stack.tpu.zone, stack.tpu.accelerator_type, stack.tpu.chips) == ("us-east5-a", "v6e-1", 1)
-    assert stack.tpu.preemptible
-    assert stack.tpu.candidate_zones == ("us-east5-a", "asia-northeast1-b")
-    assert stack.tpu.runtime_version == "v2-alpha-tpuv6e"
-    assert (
-        stack.queued_resource_name(stack.tpu) == "projects/p1/locations/us-east5-a/queuedResources/gemma-tpu-v6e-vllm"
-    )
+    assert isinstance(stack, TpuOpsStack)
+    assert stack.platform == "tpu"
+    assert (stack.zone, stack.accelerator_type, stack.chips) == ("us-east5-a", "v6e-1", 1)
+    assert stack.preemptible
+    assert stack.candidate_zones == ("us-east5-a", "asia-northeast1-b")
+    assert stack.runtime_version == "v2-alpha-tpuv6e"
+    assert stack.queued_resource_name == "projects/p1/locations/us-east5-a/queuedResources/gemma-tpu-v6e-vllm"
+    assert stack.node_name == "projects/p1/locations/us-east5-a/nodes/gemma-tpu-v6e-vllm"
+    assert stack.health_auth == "none"  # vLLM's --api-key leaves /health open
+    assert "tpu.queuedresources.create" in {permission.name for permission in stack.permissions}
+    assert "run.services.create" not in {permission.name for permission in stack.permissions}
     assert {"tpu.googleapis.com", "compute.googleapis.com"} <= set(stack.apis)
 
 
