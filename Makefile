@@ -38,8 +38,10 @@ preview: $(VENV)/.runtime-installed
 mcp: $(VENV)/.runtime-installed
 	@$(BIN)/python -m gemma_mcp $(MCP_ARGS)
 
+# The suite runs on every core (pytest-xdist, at most 8 workers); loadgroup keeps the tests that share one
+# xdist_group on one worker. PYTEST_ARGS="-n 0" runs it in one process, e.g. to debug with --pdb.
 test: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n auto --maxprocesses 8 --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

@@ -7,6 +7,8 @@ registers into `pulumi_capture` and never reaches a real engine.
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +36,18 @@ def _ensure_event_loop() -> None:
         usable = False
     if not usable:
         asyncio.set_event_loop(asyncio.new_event_loop())
+
+
+@pytest.fixture(autouse=True)
+def _console_width_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables are asserted as verify prints them into a pipe (120 columns), whatever the shell exported.
+
+    A COLUMNS in the environment changes where rich wraps a cell (80 columns split words such as
+    `gcsfuse-permission-denied` across lines). Importing GNU readline (pytest's debugger support does)
+    sets COLUMNS=80 in the C environment, unseen by os.environ but inherited by every child process:
+    pytest-xdist's workers start with it. Deleting it here clears both, for this process and its children.
+    """
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +79,21 @@ def render_stack(
     """The whole program for one stack file (optionally with config overrides), as the preview runs it.
 
     ``stack_state`` is what the stack's last update exported (default: preview.capture.OFFLINE_STACK_STATE).
+    A shipped stack file as it is (no overrides, default state) is rendered once per session and each
+    caller gets its own copy, so a test that changes what it got cannot change what another test reads.
     """
+    if overrides is None and stack_state is None:
+        return copy.deepcopy(_render_shipped_stack(stack))
+    return _render(stack, overrides, stack_state)
+
+
+@functools.cache
+def _render_shipped_stack(stack: str) -> Capture:
+    """Deterministic (no clock, no network, no state): some thirty tests read the same three plans."""
+    return _render(stack, None, None)
+
+
+def _render(stack: str, overrides: dict[str, str] | None, stack_state: dict[str, Any] | None) -> Capture:
     # Module-scoped fixtures render before the autouse fixture runs: an async test before may have left
     # no event loop.
     _ensure_event_loop()

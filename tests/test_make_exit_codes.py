@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.test_preview import run_preview, stack_root_with
+from tests.preview_cli import run_preview, stack_root_with
 
 
 def test_preview_exits_1_for_a_bad_stack_file_and_2_for_usage(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 
 from preview.notes import manual_steps
 from tests.conftest import render_stack
-from tests.test_preview import run_preview
+from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
 
 
 def test_gpu_stack_names_the_quota_of_the_right_kind_and_region() -> None:
@@ -59,12 +59,13 @@ def test_tpu_stack_names_the_default_network_and_preemptible_quota() -> None:
     assert any(note.startswith("access: the node has an internal IP only") for note in notes)
 
 
+@SHARES_SHIPPED_PLANS
 def test_notes_are_in_the_text_and_json_plans() -> None:
     """The notes appear in both forms of the plan, the unset gcp:project first."""
-    text = run_preview("--stack", "tpu-v6e")
+    text = shipped_plan("tpu-v6e")
     assert text.returncode == 0, text.stderr
     assert "  ! network: the node, its firewall rules" in text.stdout
-    notes = json.loads(run_preview("--stack", "l4", "--format", "json").stdout)["notes"]
+    notes = json.loads(shipped_plan("l4", "json").stdout)["notes"]
     assert notes[0].startswith("gcp:project is not set")
     assert any(note.startswith("teardown: `pulumi destroy`") for note in notes)
     assert any(note.startswith("quota: ") for note in notes)

@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import ROOT
-
-
-def run_preview(*args: str, root: Path | None = None) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "preview", *args]
-    if root is not None:
-        command += ["--root", str(root)]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+from tests.preview_cli import SHARES_SHIPPED_PLANS, run_preview, shipped_plan, stack_root_with
 
 
-def stack_root_with(tmp_path: Path, stack: str, edit: dict[str, object]) -> Path:
-    """A copy of the project with one stack file changed."""
-    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
-    shutil.copy(ROOT / "__main__.py", tmp_path / "__main__.py")
-    document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
-    document["config"].update(edit)
-    (tmp_path / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(document))
-    return tmp_path
-
-
+@SHARES_SHIPPED_PLANS
 def test_text_plan_says_it_is_offline_and_shows_the_command() -> None:
     """Reviewers see that the plan is offline and read the exact vLLM command, JSON flags and mount options intact."""
-    result = run_preview("--stack", "rtx6000")
+    result = shipped_plan("rtx6000")
     assert result.returncode == 0, result.stderr
     assert "OFFLINE PLAN" in result.stdout
     assert "not `pulumi preview`" in result.stdout
@@ -45,9 +25,10 @@ def test_text_plan_says_it_is_offline_and_shows_the_command() -> None:
     assert "uid=1001,gid=1001" in result.stdout
 
 
+@SHARES_SHIPPED_PLANS
 def test_json_plan_is_the_only_thing_on_stdout() -> None:
     """`FORMAT=json` output is piped into tools: one JSON document, nothing else."""
-    result = run_preview("--stack", "l4", "--format", "json")
+    result = shipped_plan("l4", "json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["stack"] == "l4"
@@ -86,9 +67,10 @@ def test_secure_values_are_masked(tmp_path: Path) -> None:
     assert "v1:AAAAcipher" not in result.stdout + result.stderr
 
 
+@SHARES_SHIPPED_PLANS
 @pytest.mark.parametrize("stack", ["l4", "rtx6000"])
 def test_every_shipped_stack_previews(stack: str) -> None:
     """FORMAT=json prints one parseable document with the resources, for every GPU stack file we ship."""
-    result = run_preview("--stack", stack, "--format", "json")
+    result = shipped_plan(stack, "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["resources"]

@@ -6,6 +6,7 @@ needed in this process: ``pulumi_capture`` is overridden by one that installs no
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from mcp_types import CallToolResult, ReadResourceResult, TextContent, TextResou
 from gemma_mcp.context import ServerContext
 from gemma_mcp.pulumi_gateway import ChangeSummary, StackOutputValues
 from gemma_mcp.redact import Redactor
-from gemma_mcp.runner import SubprocessRunner
+from gemma_mcp.runner import Completed, ModuleRunner, SubprocessRunner
 from gemma_mcp.server import build_server
+from tests.preview_cli import shipped_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,6 +62,21 @@ class FakePulumi:
         return self.urns
 
 
+@dataclass(frozen=True)
+class SessionPlans:
+    """The real runner, except that a shipped stack's JSON plan is the test session's (tests/preview_cli.py):
+    the same `python -m preview --stack <stack> --format json`, run once instead of once per tool call."""
+
+    runner: ModuleRunner
+
+    async def __call__(self, module: str, args: Sequence[str], *, timeout_s: float) -> Completed:
+        match module, list(args):
+            case "preview", ["--stack", stack, "--format", "json"] if (ROOT / f"Pulumi.{stack}.yaml").is_file():
+                plan = await asyncio.to_thread(shipped_plan, stack, "json")
+                return Completed(plan.returncode, plan.stdout, plan.stderr)
+        return await self.runner(module, args, timeout_s=timeout_s)
+
+
 def make_context(
     *,
     allow_changes: bool = False,
@@ -69,7 +86,7 @@ def make_context(
 ) -> ServerContext:
     return ServerContext(
         root=root,
-        run_module=SubprocessRunner(ROOT),
+        run_module=SessionPlans(SubprocessRunner(ROOT)),
         pulumi=pulumi or FakePulumi(),
         redactor=redactor or Redactor(),
         allow_changes=allow_changes,

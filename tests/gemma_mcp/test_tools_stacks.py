@@ -10,6 +10,7 @@ import pytest
 
 from gemma_mcp.pulumi_gateway import StackOutputValues
 from tests.gemma_mcp.conftest import ROOT, FakePulumi, connect, make_context, text_of
+from tests.preview_cli import SHARES_SHIPPED_PLANS
 from tests.test_stack_outputs import stack_output_json
 
 READ_ONLY_TOOLS = {"stacks", "plan", "fit", "outputs", "health", "bench", "compare", "preflight", "status", "logs"}
@@ -59,6 +60,7 @@ async def test_an_invalid_stack_file_is_listed_with_the_clis_messages(tmp_path: 
     assert any("maxNumSeqs" in problem for problem in entry["problems"])
 
 
+@SHARES_SHIPPED_PLANS
 async def test_plan_returns_resources_outputs_and_the_vllm_command() -> None:
     """The agent's plan must be the offline preview's: the same resources and the full vllm serve arguments."""
     async with connect() as client:
@@ -82,6 +84,7 @@ async def test_plan_of_an_unknown_stack_gives_the_clis_message() -> None:
     assert "no stack file Pulumi.l44.yaml; stacks here: l4, rtx6000, tpu-v6e" in text_of(result)
 
 
+@SHARES_SHIPPED_PLANS
 async def test_fit_gives_the_planners_verdict() -> None:
     """The fit tool must report the planner's numbers for the stack, not a guess."""
     async with connect() as client:

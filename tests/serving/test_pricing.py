@@ -22,8 +22,8 @@ from serving.pricing import (
     stack_cost,
 )
 from tests.conftest import render_stack
+from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
 from tests.stacks.test_capacity import load
-from tests.test_preview import run_preview
 
 HOUR = 3600
 L4_GPU, RTX_GPU, VCPU, GIB = 0.0001867, 0.00036522, 0.000018, 0.000002
@@ -152,15 +152,16 @@ def test_the_tpu_billing_output_is_the_node_the_request_asks_for() -> None:
     assert shape.provisioning_model == "flex-start"
 
 
+@SHARES_SHIPPED_PLANS
 def test_text_and_json_plans_show_the_cost() -> None:
     """`make preview` answers "what will this cost?" before `pulumi up`: per instance, kept running, full scale."""
-    text = run_preview("--stack", "l4")
+    text = shipped_plan("l4")
     assert text.returncode == 0, text.stderr
     assert "per instance:  $1.42/h (NVIDIA L4 $0.672 + 8 vCPU $0.518 + 32 GiB $0.230)" in text.stdout
     assert "kept running:  $0/h (minInstances 0" in text.stdout
     assert "at full scale: $1.42/h (maxInstances 1 x $1.42/h)" in text.stdout
     assert "https://cloud.google.com/run/pricing, read 2026-11-23" in text.stdout
-    document = json.loads(run_preview("--stack", "tpu-v6e", "--format", "json").stdout)
+    document = json.loads(shipped_plan("tpu-v6e", "json").stdout)
     assert document["cost"]["perUnit"]["usdPerHour"] == pytest.approx(1.35)
     assert document["cost"]["perRunUsd"] == pytest.approx(5.4)
     assert document["cost"]["shape"]["provisioningModel"] == "flex-start"

@@ -15,7 +15,7 @@ from stacks.capacity import assess_stack
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import StackSettings
 from tests.conftest import ROOT, render_stack
-from tests.test_preview import run_preview
+from tests.preview_cli import SHARES_SHIPPED_PLANS, run_preview, shipped_plan
 
 PREFIX = "gemma-serving:"
 
@@ -83,9 +83,10 @@ def test_a_workload_that_does_not_fit_warns_and_says_what_to_do() -> None:
     assert "docs/capacity-planning.md" in warning
 
 
+@SHARES_SHIPPED_PLANS
 def test_the_text_plan_has_no_cryptic_fragments() -> None:
     """ "(sources: FORMAT=json, capacity)" told nobody anything; the section says where to look instead."""
-    result = run_preview("--stack", "l4")
+    result = shipped_plan("l4")
     assert result.returncode == 0, result.stderr
     assert "(sources: FORMAT=json, capacity)" not in result.stdout
     assert "how to read this: docs/capacity-planning.md" in result.stdout
@@ -178,15 +179,16 @@ def test_a_capacity_profile_that_does_not_exist_names_the_key() -> None:
     assert "gemma-4-12B-it-qat-w4a16-ct" in problem
 
 
+@SHARES_SHIPPED_PLANS
 def test_preview_prints_the_capacity_table_and_json_key() -> None:
     """`make preview STACK=l4` shows the planner's table; FORMAT=json carries it under "capacity"."""
-    text = run_preview("--stack", "l4")
+    text = shipped_plan("l4")
     assert text.returncode == 0, text.stderr
     assert "Capacity (will it fit?):" in text.stdout
     for label in ("weights", "KV per token", "capacity", "concurrency", "headroom"):
         assert f"  {label}" in text.stdout
     assert "INFO: 2 full-length (32,768-token) sequences fit" in text.stdout
-    document = json.loads(run_preview("--stack", "l4", "--format", "json").stdout)
+    document = json.loads(shipped_plan("l4", "json").stdout)
     assert document["capacity"]["checked"] is True
     assert document["capacity"]["maxModelLen"] == 32768
     assert document["capacity"]["warnings"] == []

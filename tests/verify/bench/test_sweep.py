@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from pathlib import Path
 
@@ -115,7 +116,9 @@ async def test_fault_bursts_are_counted_by_class_and_never_retried(tmp_path: Pat
         cut = await sweep(server, tmp_path / "cut.jsonl", plan)
         server.config.cut_stream_after_chunks = None
         server.config.itl_s = [0.0, 1.0]
-        stalled = await sweep(server, tmp_path / "stall.jsonl", plan)
+        # Every outcome here is a read timeout, an early one included: a shorter one only waits less.
+        quick = dataclasses.replace(plan, timeouts=httpx.Timeout(0.1, connect=2.0))
+        stalled = await sweep(server, tmp_path / "stall.jsonl", quick)
     assert record.errors == {"http_429": 2, "http_503": 1}
     assert record.error_statuses == {"429": 2, "503": 1}
     assert (record.completed, record.failed, record.success_rate) == (3, 3, 0.5)

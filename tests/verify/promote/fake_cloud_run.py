@@ -97,7 +97,8 @@ def running_api(fake: FakeCloudRun) -> Iterator[FakeCloudRun]:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the serving loop's next poll: the default 0.5 s would add that to every test.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
