@@ -100,6 +100,17 @@ class OfflineMocks(pulumi_mocks.Mocks):
         )
 
 
+def _keys_sorted(value: Any) -> Any:  # noqa: ANN401 - any deserialized input
+    """Inputs with every mapping's keys in sorted order. The wire form is a protobuf Struct, whose map
+    order differs between protobuf releases (5 and 6 disagree), and a plan must read the same in every
+    environment, CI's and a laptop's."""
+    if isinstance(value, dict):
+        return {key: _keys_sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_keys_sorted(item) for item in value]
+    return value
+
+
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     """A mock monitor that also remembers each registration's type, name, parent and inputs."""
 
@@ -110,7 +121,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:  # noqa: ANN401, N802 - the engine's gRPC method
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
-            inputs = pulumi_sdk.deserialize_properties(request.object)
+            inputs = _keys_sorted(pulumi_sdk.deserialize_properties(request.object))
             self.capture.resources.append(
                 CapturedResource(
                     type=request.type,
@@ -167,8 +178,9 @@ def run_registrations(body: Callable[[], object], capture: Capture) -> Capture:
     pulumi_sdk.sync_await(pulumi_sdk.run_pulumi_func(program))
     root = pulumi_sdk.root_resource()
     exports: dict[str, Any] = getattr(root, "outputs", {}) or {}
-    for key, value in exports.items():
-        capture.outputs[key] = pulumi_sdk.sync_await(_resolve(value))
+    # Sorted like the inputs: resolved outputs pass through the same Struct wire form.
+    for key in sorted(exports):
+        capture.outputs[key] = _keys_sorted(pulumi_sdk.sync_await(_resolve(exports[key])))
     return capture
 
 

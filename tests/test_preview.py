@@ -74,3 +74,29 @@ def test_every_shipped_stack_previews(stack: str) -> None:
     result = shipped_plan(stack, "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["resources"]
+
+
+def _unsorted_keys(value: object, where: str) -> list[str]:
+    if isinstance(value, dict):
+        keys = list(value)
+        found = [where] if keys != sorted(keys) else []
+        return found + [problem for key in keys for problem in _unsorted_keys(value[key], f"{where}.{key}")]
+    if isinstance(value, list):
+        return [problem for index, item in enumerate(value) for problem in _unsorted_keys(item, f"{where}[{index}]")]
+    return []
+
+
+@SHARES_SHIPPED_PLANS
+@pytest.mark.parametrize("stack", ["l4", "rtx6000", "tpu-v6e"])
+def test_plans_read_the_same_whatever_protobuf_orders_maps(stack: str) -> None:
+    """A plan diffed between CI and a laptop showed reordered inputs: protobuf 5 and 6 iterate a Struct's
+    map in different orders. Every mapping of inputs and outputs is in key order, so the bytes are the same."""
+    result = shipped_plan(stack, "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    problems = [
+        problem
+        for resource in document["resources"]
+        for problem in _unsorted_keys(resource["inputs"], f"{resource['name']}.inputs")
+    ]
+    assert problems + _unsorted_keys(document["outputs"], "outputs") == []
