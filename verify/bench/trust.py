@@ -11,8 +11,10 @@ first token is timed (the send path through httpx and aiohttp, then noticing the
 pass waits about one loop iteration, which is what the probe's mean lateness measures. Against
 benchmarks/scripted_server.py (the true TTFT known) the mean TTFT was too high by about
 ``LAG_TO_TTFT_ERROR`` times the mean lateness (docs/benchmarking.md, "Accuracy against the truth"):
-0.7 ms of lag, +1.9 ms; 0.87 ms, +5.2 ms; 3.0 ms, +16 ms. So a cell is trusted while that estimate
-stays under 5% of its mean TTFT, the accuracy the client is held to.
+0.7 ms of lag, +1.9 ms; 0.87 ms, +5.2 ms; 3.0 ms, +16 ms; on a quiet machine at 64 users 0.70-0.97 ms,
++4.7 to +6.5 ms (a ratio of 5.6-6.7, so 7 covers every run seen). So a cell is trusted while that estimate
+stays under 5% of the TTFT the server itself took (the mean measured, less the estimate), the accuracy
+the client is held to: measured against the inflated mean, a cell 5.4% off once passed as trusted.
 
 A single long stall of an otherwise idle loop (the machine descheduling the client once) is not
 saturation: it keeps its own warning (verify.bench.stall) and moves the cell's mean lateness only by
@@ -33,8 +35,8 @@ from verify.bench.slo import Slo, violations, with_default_gate
 from verify.bench.stall import StallSummary
 
 # Measured ratio of the TTFT error to the probe's mean lateness (see the module docstring).
-LAG_TO_TTFT_ERROR = 6.0
-# The error a trusted cell may carry, as a share of its mean TTFT.
+LAG_TO_TTFT_ERROR = 7.0
+# The error a trusted cell may carry, as a share of the server's own TTFT (the mean less the client's part).
 TOLERANCE_SHARE_OF_TTFT = 0.05
 
 
@@ -65,7 +67,7 @@ def _saturation(summary: StallSummary, mean_ttft_ms: float | None) -> str | None
     if not mean_ttft_ms:
         return None  # no request succeeded: there is no latency the client could have distorted
     added = added_latency_ms(summary)
-    if added >= TOLERANCE_SHARE_OF_TTFT * mean_ttft_ms:
+    if added >= TOLERANCE_SHARE_OF_TTFT * (mean_ttft_ms - added):
         return (
             f"its event loop ran {summary.mean_ms:.1f} ms late on average, which adds about {added:.0f} ms to each "
             "request"
