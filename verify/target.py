@@ -142,6 +142,12 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="VAR",
         help=f"environment variable holding the vLLM --api-key (default with api-key auth: {DEFAULT_API_KEY_ENV})",
     )
+    add_timeout_arguments(parser)
+
+
+def add_timeout_arguments(parser: argparse.ArgumentParser) -> None:
+    """How long a connection, a silence and a whole request may take (every command that sends requests,
+    including the bench job's task, which finds its endpoint in its environment)."""
     limits = parser.add_argument_group("timeouts")
     limits.add_argument(
         "--connect-timeout",

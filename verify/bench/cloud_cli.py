@@ -36,7 +36,7 @@ from verify.bench.sweep import Endpoint, plan_from_arguments
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import default_timeout, make_client
-from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S
+from verify.target import add_timeout_arguments
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -240,15 +240,7 @@ def register(
     task.add_argument(
         "--workers", type=positive_int("--workers"), help="worker processes (default $BENCH_WORKERS, else the CPUs)"
     )
-    task.add_argument(
-        "--connect-timeout", type=positive_number("--connect-timeout", "seconds"), default=DEFAULT_CONNECT_TIMEOUT_S
-    )
-    task.add_argument("--timeout", type=positive_number("--timeout", "seconds"), default=DEFAULT_READ_TIMEOUT_S)
-    task.add_argument(
-        "--deadline",
-        type=positive_number("--deadline", "seconds"),
-        help="longest one request may take in all (default as bench)",
-    )
+    add_timeout_arguments(task)
     task.add_argument(
         "--barrier-timeout",
         type=positive_number("--barrier-timeout", "seconds"),
