@@ -27,6 +27,8 @@ class ModelBucketArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
     # Off by default: deleting a stack must not silently delete tens of GB of imported weights.
     force_destroy: bool = False
+    # The bucket's global name; None lets Pulumi name it (a stack that streams gs:// needs it known).
+    bucket_name: str | None = None
 
     def __post_init__(self) -> None:
         if not self.location:
@@ -53,6 +55,7 @@ class ModelBucket(pulumi.ComponentResource):
             force_destroy=args.force_destroy,
             labels=dict(args.labels),
             opts=child,
+            name=args.bucket_name,
         )
         for key, member in args.readers.items():
             gcp.storage.BucketIAMMember(

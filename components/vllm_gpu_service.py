@@ -1,4 +1,4 @@
-"""A Cloud Run service that runs vLLM on one GPU per instance, reading weights from a GCS FUSE mount.
+"""A Cloud Run service that runs vLLM on one GPU per instance, reading weights from a GCS FUSE mount or gs://.
 
 Why a component: the combination that works (GPU limit plus node selector, instance-based billing,
 startup CPU boost, gen2 with a uid/gid-mapped read-only mount, a startup probe as long as the model
@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pulumi
 import pulumi_gcp as gcp
 
+from components.weight_access import StreamedWeights, model_volume_mounts, model_volumes, vpc_access
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
@@ -28,7 +29,6 @@ _INGRESS = {
     "internal": "INGRESS_TRAFFIC_INTERNAL_ONLY",
     "internal-and-cloud-load-balancing": "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER",
 }
-MODEL_VOLUME = "models"
 CONTAINER_NAME = "vllm"
 # The tag a gated rollout gives the newest revision; its URL is https://candidate---<service host>.
 CANDIDATE_TAG = "candidate"
@@ -143,6 +143,8 @@ class VllmGpuServiceArgs:
     max_instances: int = 1
     request_timeout_seconds: int = 3600
     mount: ModelMount = field(default_factory=ModelMount)
+    # Set when vLLM streams its weights from gs:// (no mount; Direct VPC egress): components/weight_access.py.
+    streamed: StreamedWeights | None = None
     port: int = 8000
     env: Mapping[str, str] = field(default_factory=dict)
     # Who may call the service (IAM members), each bound on its own; nobody else.
@@ -198,11 +200,12 @@ class VllmGpuServiceArgs:
             *self.liveness_probe.problems(f"{_ARGS}.liveness_probe"),
             *self._scale_and_access_problems(),
         ]
-        if not self.serve_args or not self.serve_args[0].startswith(self.mount.mount_path + "/"):
-            problems.append(
-                f"{_ARGS}.serve_args: the model path must come first and live under the model mount "
-                f"{self.mount.mount_path}/"
-            )
+        root = "gs://" if self.streamed is not None else self.mount.mount_path + "/"
+        if not self.serve_args or not self.serve_args[0].startswith(root):
+            where = "be a gs:// path (streamed)" if self.streamed is not None else f"live under the model mount {root}"
+            problems.append(f"{_ARGS}.serve_args: the model path must come first and {where}")
+        if self.streamed is not None:
+            problems += self.streamed.problems(f"{_ARGS}.streamed")
         if self.service_name is not None and not _SERVICE_NAME.match(self.service_name):
             problems.append(f"{_ARGS}.service_name: {_service_name_rule(self.service_name)}")
         found = [problem for problem in problems if problem]
@@ -359,16 +362,8 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
         node_selector=gcp.cloudrunv2.ServiceTemplateNodeSelectorArgs(accelerator=args.gpu.node_selector),
         gpu_zonal_redundancy_disabled=args.gpu_zonal_redundancy_disabled,
         labels=dict(args.labels),
-        volumes=[
-            gcp.cloudrunv2.ServiceTemplateVolumeArgs(
-                name=MODEL_VOLUME,
-                gcs=gcp.cloudrunv2.ServiceTemplateVolumeGcsArgs(
-                    bucket=args.bucket_name,
-                    read_only=True,
-                    mount_options=list(args.mount.options),
-                ),
-            )
-        ],
+        volumes=model_volumes(args.bucket_name, list(args.mount.options), args.streamed),
+        vpc_access=vpc_access(args.streamed),
         containers=[
             gcp.cloudrunv2.ServiceTemplateContainerArgs(
                 name=CONTAINER_NAME,
@@ -402,11 +397,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                     timeout_seconds=args.liveness_probe.timeout_seconds,
                     failure_threshold=args.liveness_probe.failure_threshold,
                 ),
-                volume_mounts=[
-                    gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(
-                        name=MODEL_VOLUME, mount_path=args.mount.mount_path
-                    )
-                ],
+                volume_mounts=model_volume_mounts(args.mount.mount_path, args.streamed),
             )
         ],
     )

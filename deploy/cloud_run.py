@@ -10,6 +10,7 @@ from components.bench_job import BenchJob, BenchJobArgs
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
 from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
+from components.weight_access import StreamedWeights
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
@@ -18,6 +19,7 @@ from deploy.rollout_state import rollout_for
 from deploy.weights import model_supply
 from serving.outputs import CloudRunOutputs
 from stacks.cloud_run import CloudRunSettings
+from stacks.model_load import FuseLoad, StreamLoad
 from stacks.settings import CloudRunStack
 
 
@@ -37,6 +39,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
             readers={"serving": identity.member},
             labels=context.labels,
             force_destroy=settings.bucket.force_destroy,
+            bucket_name=settings.bucket.name,
         ),
         cloud,
     )
@@ -56,7 +59,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
             labels=context.labels,
             wait_for=weights.ready,
             rollout=rollout_for(run),
-            **_service_shape(run),
+            **_service_shape(run, settings),
         ),
         cloud,
     )
@@ -84,8 +87,11 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
     )
 
 
-def _service_shape(run: CloudRunSettings) -> dict[str, Any]:
+def _service_shape(run: CloudRunSettings, settings: CloudRunStack) -> dict[str, Any]:
     """The service's instance, probes, mount and access from the stack's cloudRun block, thresholds resolved."""
+    load = settings.model.load
+    streamed = StreamedWeights(network=load.network, subnet=load.subnet) if isinstance(load, StreamLoad) else None
+    options = (*run.mount.mount_options(), *(load.mount_options() if isinstance(load, FuseLoad) else ()))
     return {
         "cpu": run.cpu,
         "memory_gib": run.memory_gib,
@@ -94,7 +100,7 @@ def _service_shape(run: CloudRunSettings) -> dict[str, Any]:
         "max_instances": run.max_instances,
         "request_timeout_seconds": run.request_timeout_seconds,
         "startup_probe": HttpProbe(
-            failure_threshold=run.startup_failure_threshold(),
+            failure_threshold=run.startup_failure_threshold(settings.startup_load_seconds),
             initial_delay_seconds=run.startup_probe.initial_delay_seconds,
             period_seconds=run.startup_probe.period_seconds,
             timeout_seconds=run.startup_probe.timeout_seconds,
@@ -105,7 +111,8 @@ def _service_shape(run: CloudRunSettings) -> dict[str, Any]:
             period_seconds=run.liveness_probe.period_seconds,
             timeout_seconds=run.liveness_probe.timeout_seconds,
         ),
-        "mount": ModelMount(mount_path=run.mount.mount_path, options=tuple(run.mount.mount_options())),
+        "mount": ModelMount(mount_path=run.mount.mount_path, options=options),
+        "streamed": streamed,
         "port": run.port,
         "env": dict(run.env),
         "invokers": run.invokers,

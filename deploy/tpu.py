@@ -44,6 +44,7 @@ def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
             reader_aliases={"serving": [pulumi.Alias(name=f"{node_name}-weights-reader", parent=former_node)]},
             labels=context.labels,
             force_destroy=settings.bucket.force_destroy,
+            bucket_name=settings.bucket.name,
         ),
         cloud,
     )

@@ -25,6 +25,10 @@ BUCKET_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
 # Secret Manager secret ids: 1-255 letters, digits, '-' and '_' (https://cloud.google.com/secret-manager/docs/reference/rest/v1/projects.secrets/create).
 SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+# Bucket names without dots: 3-63 lowercase letters, digits, '-' and '_', starting and ending with a letter or
+# digit, not starting with "goog" (https://cloud.google.com/storage/docs/buckets#naming). Names with dots
+# need domain verification, so they are not offered here.
+BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]$")
 
 
 def bucket_path_problem(path: str, *, bucket: str = "the model bucket", example: str = "gemma-4-12B-it") -> str | None:
@@ -33,6 +37,17 @@ def bucket_path_problem(path: str, *, bucket: str = "the model bucket", example:
         return (
             f"{path!r} must be a relative object path inside {bucket} (segments of letters, digits, '.', '_' "
             f"or '-' joined by '/', none of them '..'), e.g. {example}"
+        )
+    return None
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a Cloud Storage bucket's name, or None when it can."""
+    if not BUCKET_NAME.match(name) or name.startswith("goog") or "google" in name:
+        return (
+            f"{name!r} is not a bucket name: 3-63 lowercase letters, digits, '-' and '_', starting and ending with "
+            "a letter or digit, not starting with 'goog' nor containing 'google' (names are global: prefix your "
+            "project id, e.g. my-project-gemma-models)"
         )
     return None
 

@@ -16,6 +16,9 @@ from pydantic import Field, field_validator, model_validator
 from serving.cloud_run_limits import MAX_CONCURRENCY
 from stacks.base import SettingsModel
 
+# The startup window when modelLoadSeconds is unset and the checkpoint's size is unknown (no built-in
+# profile, no capacity.weightBytes): the default this setting had before the window was derived.
+DEFAULT_MODEL_LOAD_SECONDS = 1200
 # Source: https://cloud.google.com/run/docs/reference/rest/v2/Container#probe (startup/liveness probes:
 # initialDelaySeconds 0-240, periodSeconds 1-240, timeoutSeconds 1-240 and not above periodSeconds).
 PROBE_MAX_SECONDS = 240
@@ -39,7 +42,7 @@ class ProbeSettings(SettingsModel):
     initial_delay_seconds: int = Field(default=0, ge=0, le=PROBE_MAX_SECONDS)
     period_seconds: int = Field(default=10, ge=1, le=PROBE_MAX_SECONDS)
     timeout_seconds: int = Field(default=5, ge=1, le=PROBE_MAX_SECONDS)
-    # Unset for the startup probe: derived from cloudRun.modelLoadSeconds so the window covers the load.
+    # Unset for the startup probe: derived from the model load (cloudRun.modelLoadSeconds or the estimate).
     failure_threshold: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
@@ -129,7 +132,12 @@ class CloudRunSettings(SettingsModel):
     max_instances: int = Field(default=1, ge=1)
     request_timeout_seconds: int = Field(default=MAX_REQUEST_TIMEOUT_SECONDS, ge=1, le=MAX_REQUEST_TIMEOUT_SECONDS)
     # The time a cold instance needs to load the model and answer /health; the startup probe covers it.
-    model_load_seconds: int = Field(default=1200, ge=30, le=7200)
+    # Unset: derived from the checkpoint's bytes and model.load's read throughput (serving/cold_start.py),
+    # or DEFAULT_MODEL_LOAD_SECONDS when the checkpoint's size is unknown.
+    model_load_seconds: int | None = Field(default=None, ge=30, le=7200)
+    # The cold start `verify promote` accepts for a candidate (instance start to first passing probe, as
+    # `verify status` measures it); unset: no cold-start gate.
+    max_cold_start_seconds: int | None = Field(default=None, ge=1, le=7200)
     startup_probe: ProbeSettings = ProbeSettings(initial_delay_seconds=30, period_seconds=10, timeout_seconds=5)
     liveness_probe: ProbeSettings = ProbeSettings(period_seconds=30, timeout_seconds=10, failure_threshold=3)
     ingress: Literal["all", "internal", "internal-and-cloud-load-balancing"] = "all"
@@ -193,7 +201,8 @@ class CloudRunSettings(SettingsModel):
                 f"({self.min_instances})"
             )
         threshold = self.startup_probe.failure_threshold
-        if threshold is not None and self.startup_probe.window_seconds(threshold) < self.model_load_seconds:
+        load = self.model_load_seconds
+        if threshold is not None and load is not None and self.startup_probe.window_seconds(threshold) < load:
             raise ValueError(
                 f"cloudRun.startupProbe gives the container {self.startup_probe.window_seconds(threshold)} s "
                 f"(initialDelaySeconds + periodSeconds x failureThreshold) but cloudRun.modelLoadSeconds is "
@@ -202,11 +211,17 @@ class CloudRunSettings(SettingsModel):
             )
         return self
 
-    def startup_failure_threshold(self) -> int:
+    def load_seconds(self, derived: int | None = None) -> int:
+        """The window the startup probe covers: modelLoadSeconds, else the derived estimate, else the default."""
+        if self.model_load_seconds is not None:
+            return self.model_load_seconds
+        return derived if derived is not None else DEFAULT_MODEL_LOAD_SECONDS
+
+    def startup_failure_threshold(self, derived: int | None = None) -> int:
         """The startup probe's threshold: explicit, or just enough to cover the model load."""
         if self.startup_probe.failure_threshold is not None:
             return self.startup_probe.failure_threshold
-        remaining = max(self.model_load_seconds - self.startup_probe.initial_delay_seconds, 0)
+        remaining = max(self.load_seconds(derived) - self.startup_probe.initial_delay_seconds, 0)
         return max(1, math.ceil(remaining / self.startup_probe.period_seconds))
 
     def liveness_failure_threshold(self) -> int:

@@ -30,7 +30,7 @@ def startup_probe_problem(run: CloudRunSettings, prefix: str) -> str | None:
         return None
     longest = run.startup_probe.initial_delay_seconds + GPU_STARTUP_PROBE_MAX_SECONDS
     return (
-        f"{prefix}modelLoadSeconds: {run.model_load_seconds} needs a startup probe of {threshold} x {period} s = "
+        f"{prefix}modelLoadSeconds: {run.load_seconds()} needs a startup probe of {threshold} x {period} s = "
         f"{threshold * period} s, above Cloud Run's {GPU_STARTUP_PROBE_MAX_SECONDS} s cap (failureThreshold x "
         f"periodSeconds) for a GPU service; allowed: at most {longest} with this probe (initialDelaySeconds "
         f"{run.startup_probe.initial_delay_seconds} + {GPU_STARTUP_PROBE_MAX_SECONDS}); a model that loads slower "

@@ -20,7 +20,8 @@ from pydantic import Field, field_validator, model_validator
 
 from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu, TpuChip
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
-from serving.gcp_names import bucket_path_problem
+from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_problem
+from serving.gcp_names import bucket_name_problem, bucket_path_problem
 from serving.images import DEFAULT_IMAGES
 from serving.pricing import CloudRunShape, TpuShape
 from serving.vllm_args import with_tensor_parallel
@@ -33,6 +34,15 @@ from stacks.cloud_run import CloudRunSettings
 from stacks.cloud_run_limits import gpu_service_problems, quota_warning
 from stacks.image_family import CUDA_BUILD, TPU_BUILD, ImageBuild, image_family_problem
 from stacks.images import PinnedImage
+from stacks.load_plan import (
+    checkpoint_bytes,
+    cold_start_estimate,
+    derived_load_seconds,
+    load_problems,
+    loader_args,
+    streamer_sizing,
+)
+from stacks.model_load import FuseLoad, ModelLoad, StreamLoad, load_block
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
 from stacks.vllm import VllmSettings
@@ -59,11 +69,18 @@ class ModelSettings(SettingsModel):
     source: WeightSource | None = None
     # Where the speculative drafter (vllm.speculative.drafter, its own bucket path) comes from.
     drafter_source: WeightSource | None = None
+    # How vLLM reads the weights, the drafter's too: `fuse` (the default) or `stream` (stacks/model_load.py).
+    load: ModelLoad = FuseLoad()
 
     @field_validator("path")
     @classmethod
     def _inside_bucket(cls, value: str) -> str:
         return _bucket_path(value)
+
+    @field_validator("load", mode="before")
+    @classmethod
+    def _load_shorthand(cls, value: Any) -> Any:  # noqa: ANN401 - raw stack data
+        return load_block(value)
 
 
 class BucketSettings(SettingsModel):
@@ -72,6 +89,17 @@ class BucketSettings(SettingsModel):
     # Bucket location; unset means the stack's region (same-region reads are fastest and free).
     location: str | None = None
     force_destroy: bool = False
+    # The bucket's global name; unset: Pulumi names it. `model.load: stream` needs it, since vLLM's
+    # arguments name gs://<bucket>/<path> before the bucket exists.
+    name: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _bucket_name(cls, value: str | None) -> str | None:
+        problem = bucket_name_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 # Where a TPU node mounts the weights it copied from the bucket (Cloud Run's mount path is a setting).
@@ -229,6 +257,13 @@ class CloudRunStack(_StackSettings):
         problems += gpu_service_problems(
             gpu, run, max_num_seqs=self.vllm.max_num_seqs, prefix="cloudRun.", seqs_key="vllm.maxNumSeqs"
         )
+        problems += load_problems(
+            self.model.load,
+            bucket_name=self.bucket.name,
+            load_format=self.vllm.load_format,
+            extra_args=self.vllm.extra_args,
+            run=run,
+        )
         found = [problem for problem in problems if problem]
         if found:
             raise ValueError("; ".join(found))
@@ -260,7 +295,33 @@ class CloudRunStack(_StackSettings):
 
     @property
     def model_root(self) -> str:
+        """Where vLLM finds the checkpoints: the FUSE mount, or gs://<bucket> when it streams them."""
+        if isinstance(self.model.load, StreamLoad):
+            return f"gs://{self.bucket.name}"
         return self.cloud_run.mount.mount_path
+
+    @property
+    def streams_weights(self) -> bool:
+        return isinstance(self.model.load, StreamLoad)
+
+    @property
+    def streamer(self) -> StreamerSizing | None:
+        """The Run:ai Model Streamer's threads and CPU buffer (stream mode only)."""
+        load = self.model.load
+        if not isinstance(load, StreamLoad):
+            return None
+        sizing = streamer_sizing(load, self.cloud_run)
+        return sizing if isinstance(sizing, StreamerSizing) else None
+
+    def cold_start_estimate(self) -> ColdStartEstimate | None:
+        """The estimated cold start (engine, weights at the mode's throughput, compile); None if the size is unknown."""
+        size = checkpoint_bytes(self.model_dirs, override=self.capacity.weight_bytes)
+        return cold_start_estimate(self.model.load, size)
+
+    @property
+    def startup_load_seconds(self) -> int:
+        """The startup probe's window: cloudRun.modelLoadSeconds, else derived from the estimate."""
+        return self.cloud_run.load_seconds(derived_load_seconds(self.cold_start_estimate(), self.cloud_run))
 
     @property
     def concurrency(self) -> int:
@@ -268,8 +329,9 @@ class CloudRunStack(_StackSettings):
         return self.cloud_run.concurrency or self.vllm.max_num_seqs
 
     def serve_args(self) -> list[str]:
-        """The container's `vllm serve` arguments."""
-        return self._vllm_serve_args(port=self.port, model_root=self.model_root)
+        """The container's `vllm serve` arguments (with the streamer's flags in stream mode)."""
+        args = self._vllm_serve_args(port=self.port, model_root=self.model_root)
+        return args + loader_args(self.model.load, self.cloud_run)
 
     def capacity_platform(self) -> PlatformCapacity:
         return cloud_run_capacity(self.gpu, self.vllm, self.capacity)
@@ -329,6 +391,13 @@ class TpuStack(_StackSettings):
             raise ValueError(
                 f"vllm.tensorParallelSize {self.vllm.tensor_parallel_size} exceeds the {self.tpu.chips} chip(s) of "
                 f"tpu.acceleratorType {self.tpu.accelerator_type}"
+            )
+        if not isinstance(self.model.load, FuseLoad):
+            raise ValueError(tpu_stream_problem(self.model.path))
+        if self.model.load.parallel_downloads:
+            raise ValueError(
+                "model.load.parallelDownloads: a TPU node copies the weights to its disk before vLLM starts; the "
+                "gcsfuse file cache is a Cloud Run mount option; remove it from a tpu-v6e stack"
             )
         if self.registry.build is not None:
             raise ValueError(

@@ -80,6 +80,8 @@ class CloudRunOpsStack(_OpsStackBase):
     max_instances: int
     gpu_zonal_redundancy_disabled: bool
     model_load_seconds: int
+    # cloudRun.maxColdStartSeconds: the budget `verify promote` holds a candidate's measured cold start to.
+    max_cold_start_seconds: int | None = None
 
     @property
     def zone(self) -> None:
@@ -197,7 +199,8 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 min_instances=run.min_instances,
                 max_instances=run.max_instances,
                 gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
-                model_load_seconds=run.model_load_seconds,
+                model_load_seconds=settings.startup_load_seconds,
+                max_cold_start_seconds=run.max_cold_start_seconds,
             )
         case TpuStack():
             tpu = settings.tpu
