@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from preview.capture import run_program
+from preview.cold_start_plan import cold_start_document, cold_start_lines, cold_start_notes
 from preview.costs import cost_document, cost_section
 from preview.notes import manual_steps
 from preview.render import plan_document, text_plan
@@ -57,11 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(errors), file=sys.stderr)
         return 1
     capacity = assess_stack(settings, root=args.root)
-    notes = [*config.notes, *manual_steps(capture)]
+    notes = [*config.notes, *manual_steps(capture), *cold_start_notes(settings)]
     if args.format == "json":
         document = plan_document(capture, stack=args.stack, project=config.project, notes=notes)
         document["cost"] = cost_document(capture)
         document["capacity"] = capacity.as_dict()
+        document["coldStart"] = cold_start_document(settings)
         print(json.dumps(document, indent=2, sort_keys=False))
     else:
         text = text_plan(
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             stack=args.stack,
             project=config.project,
             notes=notes,
-            sections=standard_sections(cost_section, lambda _: capacity.lines()),
+            sections=standard_sections(cost_section, lambda _: capacity.lines(), lambda _: cold_start_lines(settings)),
         )
         print(text, end="")
     return 0

@@ -155,14 +155,7 @@ def describe_cloud_run_service(service: CapturedResource, capture: Capture) -> l
             ),
         ),
         ("Image", container.get("image")),
-        (
-            "Model mount",
-            (
-                f"gs://{gcs.get('bucket')} at {mount.get('mountPath')} "
-                f"({'read-only' if gcs.get('readOnly') else 'READ-WRITE'}; "
-                f"options {','.join(gcs.get('mountOptions') or [])})"
-            ),
-        ),
+        _weights_row(template, gcs, mount),
         ("Startup probe", f"{_probe(startup)}; window {_probe_window(startup)} s (initialDelay + period x failures)"),
         ("Liveness probe", _probe(liveness)),
         (
@@ -186,6 +179,24 @@ def describe_cloud_run_service(service: CapturedResource, capture: Capture) -> l
     lines += [f"  {label + ':':<17} {value}" for label, value in rows]
     lines += ["  vLLM command:", "    " + _command_line(["vllm", "serve", *(container.get("args") or [])]), ""]
     return lines
+
+
+def _weights_row(template: dict[str, Any], gcs: dict[str, Any], mount: dict[str, Any]) -> tuple[str, str]:
+    """How vLLM reaches the weights: the bucket's FUSE mount, or gs:// over Direct VPC egress (model.load: stream)."""
+    vpc = template.get("vpcAccess") or {}
+    if not template.get("volumes") and vpc:
+        interface = (vpc.get("networkInterfaces") or [{}])[0]
+        streamed = (
+            f"streamed from gs:// by vLLM (no mount); Direct VPC egress {vpc.get('egress')} on network "
+            f"{interface.get('network')}, subnet {interface.get('subnetwork')}"
+        )
+        return ("Weights", streamed)
+    access = "read-only" if gcs.get("readOnly") else "READ-WRITE"
+    mounted = (
+        f"gs://{gcs.get('bucket')} at {mount.get('mountPath')} ({access}; "
+        f"options {','.join(gcs.get('mountOptions') or [])})"
+    )
+    return ("Model mount", mounted)
 
 
 def _revision(revision: object, service_name: object) -> str:
