@@ -31,7 +31,7 @@ from verify.ops.render import (
     status_change_printer,
 )
 from verify.ops.stack import load_ops_stack
-from verify.ops.status import StatusReport, run_status, unknown_report, watch_status
+from verify.ops.status import StatusReport, run_status, unknown_report, watch_status, with_cold_start
 
 
 def register_preflight(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -145,6 +145,7 @@ def _status(args: argparse.Namespace) -> int:
                 report = watch_status(look, timeout_s=args.timeout, interval_s=args.interval, on_change=changed)
             else:
                 report = look()
+            report = with_cold_start(report, stack, apis)
     except CannotCheckError as error:
         report = unknown_report(stack, str(error), ADC_SETUP_COMMAND)
     _show(report, args, print_status)

