@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,12 @@ class World:
         api.candidate_uri(candidate.url)
         self.shifter = FakeShifter(api, candidate=CANDIDATE, candidate_uri=candidate.url)
 
-    def promote(self, *flags: str, outputs: dict[str, Any] | None = None) -> int:
+    def promote(
+        self,
+        *flags: str,
+        outputs: dict[str, Any] | None = None,
+        cold_start: Callable[[str], str | None] | None = None,
+    ) -> int:
         args = build_parser().parse_args(
             [
                 "promote",
@@ -102,6 +107,7 @@ class World:
             access_token=lambda: ACCESS_TOKEN,
             shifter=self.shifter,
             say=self.lines.append,
+            cold_start=cold_start,
         )
         return run_promote_command(args, seams)
 
