@@ -13,7 +13,9 @@ from preview.capture import Capture, CapturedResource
 from preview.render import clean
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.vllm_args import check_serve_args
-from tests.conftest import render_stack
+from stacks.loading import settings_from_config
+from stacks.settings import CloudRunStack
+from tests.conftest import render_stack, stack_config
 
 GPU_STACKS = {"l4": Accelerator.NVIDIA_L4, "rtx6000": Accelerator.NVIDIA_RTX_PRO_6000}
 SERVICE = "gcp:cloudrunv2/service:Service"
@@ -77,14 +79,16 @@ def test_gcs_mount_with_uid_gid_read_only_gen2(rendered: tuple[str, Capture]) ->
 
 def test_probes_within_cloud_run_limits_and_cover_the_load(rendered: tuple[str, Capture]) -> None:
     """Probe values outside Cloud Run's ranges are rejected; a startup window shorter than the load kills instances."""
-    _, capture = rendered
+    stack, capture = rendered
     probe = container(capture)["startupProbe"]
     assert probe["httpGet"]["path"] == "/health"
     for key in ("initialDelaySeconds", "periodSeconds", "timeoutSeconds"):
         assert 0 <= probe[key] <= 240
     assert probe["timeoutSeconds"] <= probe["periodSeconds"]
     window = probe["initialDelaySeconds"] + probe["periodSeconds"] * probe["failureThreshold"]
-    assert window >= 900  # the stacks' modelLoadSeconds
+    settings = settings_from_config(stack_config(stack).values)
+    assert isinstance(settings, CloudRunStack)
+    assert window >= settings.startup_load_seconds  # the load the stack's checkpoint and load mode need
     liveness = container(capture)["livenessProbe"]
     assert liveness["timeoutSeconds"] <= liveness["periodSeconds"] <= 240
 

@@ -7,6 +7,7 @@ import sys
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from preview.stack_file import available_stacks
 from tests.gemma_mcp.conftest import ROOT
 
 
@@ -18,4 +19,4 @@ async def test_stdio_server_handshakes_lists_tools_and_answers() -> None:
         result = await client.call_tool("stacks", {})
     assert {"stacks", "plan", "fit", "health", "bench", "compare", "outputs"} <= names
     assert not names & {"deploy", "destroy", "run_weight_import"}
-    assert {entry["name"] for entry in result.structured_content["stacks"]} == {"l4", "rtx6000", "tpu-v6e"}
+    assert {entry["name"] for entry in result.structured_content["stacks"]} == set(available_stacks(ROOT))
