@@ -279,9 +279,7 @@ class GoogleApis:
                 if len(content) > self._max_body_bytes:
                     raise CannotCheckError(f"{api} API answered more than {self._max_body_bytes} bytes; not read")
                 if self._clock() - start > self._deadline_s:
-                    raise CannotCheckError(
-                        f"{api} API did not finish answering within {self._deadline_s:g} s; gave up"
-                    )
+                    raise CannotCheckError(f"{api} API did not finish answering within {self._deadline_s:g} s; gave up")
         # The chunks are decoded already: the rebuilt answer must not claim an encoding (or a length) again.
         kept = {k: v for k, v in response.headers.items() if k.lower() not in {"content-encoding", "content-length"}}
         return httpx.Response(response.status_code, headers=kept, content=bytes(content), request=response.request)
