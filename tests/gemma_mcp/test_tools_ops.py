@@ -71,7 +71,9 @@ async def test_logs_recognise_a_failure_signature(fake: FakeGoogle) -> None:
     """A GCS FUSE permission error in the logs must come back explained, with the uid/gid fix."""
     fake.route("POST", ENTRIES, {"entries": [entry("l4", LINES["gcsfuse-permission-denied"], severity="ERROR")]})
     async with connect(at_fake(fake)) as client:
-        result = await client.call_tool("logs", {"stack": "l4", "project": "proj-1", "since": "2h", "errors_only": True})
+        result = await client.call_tool(
+            "logs", {"stack": "l4", "project": "proj-1", "since": "2h", "errors_only": True}
+        )
     report = result.structured_content
     assert report["exit_code"] == 1
     assert [d["signature"] for d in report["report"]["diagnoses"]] == ["gcsfuse-permission-denied"]

@@ -22,6 +22,7 @@ from typing import assert_never
 
 import pydantic
 
+from serving.naming import CANDIDATE_TAG
 from verify.ops.answers import (
     QueuedResource,
     QueuedResourceState,
@@ -304,8 +305,6 @@ def _short(name: str | None) -> str | None:
 
 # --- TPU -------------------------------------------------------------------------------------------------
 
-# The tag a gated rollout gives the newest revision (components/vllm_gpu_service.py CANDIDATE_TAG).
-CANDIDATE_TAG = "candidate"
 _WAITING = {"CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING"}
 _ENDED = {"FAILED", "SUSPENDING", "SUSPENDED", "DELETING"}
 _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING", "UNHIDING"}
