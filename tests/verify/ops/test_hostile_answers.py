@@ -19,8 +19,9 @@ from verify.cli import main
 from verify.ops import google as ops_google
 from verify.ops.findings import EXIT_CANNOT_CHECK, Verdict
 from verify.ops.google import API_ROOT_ENV, MAX_PAGES, CannotCheckError, GoogleApis
+from verify.ops.logs import run_logs
 from verify.ops.preflight import run_preflight
-from verify.ops.status import RolloutState
+from verify.ops.status import RolloutState, StatusReport, run_status
 
 
 def _endless_empty_pages(_m: re.Match[str], _q: dict[str, list[str]], body: Body) -> tuple[int, Body]:
@@ -32,8 +33,6 @@ def test_logs_stop_after_a_bounded_number_of_empty_pages(fake: FakeGoogle) -> No
     """Empty pages with a nextPageToken used to be followed forever (the CLI hung, the MCP thread too)."""
     fake.route("POST", ENTRIES, _endless_empty_pages)
     with GoogleApis(tokens, api_root=fake.url) as apis:
-        from verify.ops.logs import run_logs
-
         report = run_logs(ops_stack("l4"), apis)
     assert report.exit_code == EXIT_CANNOT_CHECK
     assert "stopped reading" in (report.problem or "")
@@ -182,8 +181,6 @@ def test_a_trickling_answer_is_given_up_at_the_calls_deadline(trickle: str) -> N
 def test_status_with_a_trickling_api_exits_2_within_the_deadline(trickle: str) -> None:
     """The same through `status`: "unknown" (exit 2) with the reason, not a hang."""
     with GoogleApis(tokens, api_root=trickle, deadline_s=0.3, stall_s=0.2) as apis:
-        from verify.ops.status import run_status
-
         report = run_status(ops_stack("l4"), apis)
     assert report.exit_code == EXIT_CANNOT_CHECK
     assert "did not finish answering" in report.summary
@@ -198,9 +195,7 @@ def test_an_oversized_answer_is_not_read(fake: FakeGoogle) -> None:
     assert "more than 1024 bytes" in report.summary
 
 
-def run_status_with(apis: GoogleApis) -> object:
-    from verify.ops.status import run_status
-
+def run_status_with(apis: GoogleApis) -> StatusReport:
     return run_status(ops_stack("l4"), apis)
 
 
