@@ -26,6 +26,7 @@ READ_ONLY_TOOLS = {
     "logs",
     "query",
     "metrics",
+    "models",
 }
 CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}
 
