@@ -15,7 +15,7 @@ from verify.cli import main
 from verify.ops import google as ops_google
 from verify.ops.coldstart import ColdStart, Line, measure, milestone_filter
 from verify.ops.google import API_ROOT_ENV
-from verify.ops.logs import log_line
+from verify.ops.logs import page_lines
 from verify.ops.signatures import MILESTONES, match, milestone
 
 PHASES = [
@@ -29,7 +29,7 @@ PHASES = [
 
 
 def _measured(entries: list[dict[str, Any]], planned: int | None = None) -> ColdStart:
-    lines = [log_line(entry) for entry in entries]
+    lines = page_lines({"entries": entries})
     found = measure([Line(timestamp=x.timestamp, source=x.source, text=x.text) for x in lines], planned_bytes=planned)
     assert found is not None
     return found

@@ -10,7 +10,7 @@ from tests.verify.ops.scenarios import ROOT
 from tests.verify.promote import test_promote
 from tests.verify.promote.fake_cloud_run import CANDIDATE, SERVICE, SERVING
 from verify.ops.coldstart import ColdStart, Line, measure
-from verify.ops.logs import log_line
+from verify.ops.logs import page_lines
 from verify.promote.coldstart_gate import ColdStartGate, gate_for_stack, history_path
 
 # The promotion world of test_promote (fake Cloud Run, a vLLM-shaped candidate, a recording shifter).
@@ -19,7 +19,7 @@ world = test_promote.world
 
 def real_start(name: str = "vllm-0.32.0-cpu-default-loader.log") -> ColdStart:
     """The phases of a REAL vLLM 0.32.0 start (70 s in all; the slowest phase is engine start, 28 s)."""
-    lines = [log_line(entry) for entry in log_entries(name, revision=CANDIDATE)]
+    lines = page_lines({"entries": log_entries(name, revision=CANDIDATE)})
     found = measure([Line(timestamp=x.timestamp, source=x.source, text=x.text) for x in lines])
     assert found is not None
     return found
