@@ -97,7 +97,8 @@ async def test_plan_of_an_unknown_stack_gives_the_clis_message() -> None:
     async with connect() as client:
         result = await client.call_tool("plan", {"stack": "l44"})
     assert result.is_error
-    assert "no stack file Pulumi.l44.yaml; stacks here: l4, rtx6000, tpu-v6e" in text_of(result)
+    assert "no stack file Pulumi.l44.yaml; stacks here: l4, " in text_of(result)
+    assert all(name in text_of(result) for name in ("rtx6000", "tpu-v6e"))  # examples/ stacks are listed too
 
 
 @SHARES_SHIPPED_PLANS

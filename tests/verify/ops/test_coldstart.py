@@ -8,7 +8,7 @@ import pytest
 
 from tests.verify.ops.coldstart_entries import log_entries
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
-from tests.verify.ops.scenarios import ROOT
+from tests.verify.ops.scenarios import PROJECT, ROOT
 from tests.verify.ops.test_logs import ENTRIES
 from tests.verify.ops.test_status import SERVICES
 from verify.cli import main
@@ -122,7 +122,7 @@ def test_verify_status_prints_each_phase_with_its_duration(
     monkeypatch.setattr(ops_google, "adc_tokens", lambda: tokens)
     fake.route("GET", SERVICES, {"services": [fixture("run_service_ready.json")]})
     fake.route("POST", ENTRIES, {"entries": log_entries("vllm-0.32.0-cpu-default-loader.log")})
-    code = main(["status", "--stack", "l4", "--project", "p1"])
+    code = main(["status", "--stack", "l4", "--project", PROJECT])
     out = capsys.readouterr().out
     assert code == 0
     for phase in PHASES:
@@ -142,6 +142,6 @@ def test_verify_status_still_answers_when_logs_cannot_be_read(
     monkeypatch.setattr(ops_google, "adc_tokens", lambda: tokens)
     fake.route("GET", SERVICES, {"services": [fixture("run_service_ready.json")]})
     fake.fail("POST", ENTRIES, "error_permission_denied.json")
-    code = main(["status", "--stack", "l4", "--project", "p1"])
+    code = main(["status", "--stack", "l4", "--project", PROJECT])
     assert code == 0
     assert "cold start not measured" in capsys.readouterr().out
