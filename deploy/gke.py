@@ -12,7 +12,7 @@ from components.gke.manifests import FleetSpec
 from components.gke.node_identity import NodeIdentity, NodeIdentityArgs
 from components.gke.node_pool import AcceleratorNodePool, AcceleratorNodePoolArgs, Tier
 from components.model_bucket import ModelBucket, ModelBucketArgs
-from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
+from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
@@ -27,25 +27,26 @@ PICKER_SUFFIX = "-epp"
 
 
 def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
-    gke, base, stack = settings.gke, context.base, context.stack
+    gke, names, stack = settings.gke, context.names, context.stack
+    base = names.base
     pool = gke.node_pool
     cloud = google_cloud(context, settings.apis)
     identity = ServingIdentity(
-        f"{base}-identity",
-        ServingIdentityArgs(account_id=account_id_for(stack, "vllm"), display_name=f"gemma-serving {stack} GKE vLLM"),
+        names.identity,
+        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=f"gemma-serving {stack} GKE vLLM"),
         cloud,
     )
     nodes = NodeIdentity(
         f"{base}-nodes",
         NodeIdentityArgs(
             project=context.project,
-            account_id=account_id_for(stack, "nodes"),
+            account_id=names.account_id("nodes"),
             display_name=f"gemma-serving {stack} GKE nodes",
         ),
         cloud,
     )
     bucket = ModelBucket(
-        f"{base}-models",
+        names.model_bucket,
         ModelBucketArgs(
             location=settings.bucket.location or settings.region,
             readers={"serving": identity.member},
@@ -61,7 +62,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         f"{base}-api-key",
         FleetApiKeyArgs(
             project=context.project,
-            secret_id=f"{base}-vllm-api-key",
+            secret_id=names.gke_api_key_secret,
             location=settings.region,
             reader=identity.member,
             labels=context.labels,
@@ -72,7 +73,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
     existing_name = gke.cluster.existing_name
     if existing_name is None:
         cluster_spec = CreatedCluster(
-            name=base,
+            name=names.gke_cluster,
             location=gke.cluster_location,
             node_zones=pool.zones,
             kubernetes_version=gke.cluster.kubernetes_version,
@@ -94,7 +95,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
             project=context.project,
             cluster=cluster.name,
             location=gke.cluster_location,
-            pool_name=f"vllm-{pool.machine_type}",
+            pool_name=names.gke_node_pool(pool.machine_type),
             shape=pool.shape,
             zones=pool.zones,
             tier=Tier(pool.provisioning.value),
@@ -107,7 +108,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         ),
         pulumi.ResourceOptions(parent=cluster),
     )
-    name = f"{base}-vllm"
+    name = names.serving
     spec = FleetSpec(
         name=name,
         namespace=gke.namespace,

@@ -207,6 +207,8 @@ class GkeShape(_Model):
     # The stack created the cluster (its management fee and system node are the stack's), or uses one.
     cluster_created: bool
     system_machine_type: str | None = None
+    # The system pool has one node per zone of the accelerator pool (the cluster's node locations).
+    system_nodes: int = 1
 
     @property
     def chips_per_unit(self) -> int:
@@ -531,14 +533,14 @@ def _machine(machine_type: str, provisioning_model: str, region: str) -> HourlyP
             (),
             (rate.cite(),) if rate is not None else (),
             basis,
-            missing=f"no {provisioning_model} rate recorded for {machine_type} in {region}; see serving/data/pricing.json",
+            missing=f"no {provisioning_model} rate recorded for {machine_type} in {region} (serving/data/pricing.json)",
         )
     label = machine_type + (" (UNCONFIRMED rate: see serving/data/pricing.json)" if rates.unconfirmed else "")
     return HourlyPrice(rate.usd, (PricePart(label, rate.usd),), (rate.cite(),), basis)
 
 
 def gke_fixed_price(shape: GkeShape) -> HourlyPrice | None:
-    """What a created cluster costs whatever the fleet does: its management fee and one system node."""
+    """What a created cluster costs whatever the fleet does: its management fee and its system nodes."""
     if not shape.cluster_created:
         return None
     fee = price_book().gke.cluster_fee_per_hour
@@ -551,7 +553,8 @@ def gke_fixed_price(shape: GkeShape) -> HourlyPrice | None:
         if system.usd_per_hour is None:
             missing = system.missing
         else:
-            parts.append(PricePart(f"1 system node {system.parts[0].label}", system.usd_per_hour))
+            count = shape.system_nodes
+            parts.append(PricePart(f"{count} system node(s) {system.parts[0].label}", system.usd_per_hour * count))
             sources += system.sources
     total = None if missing else sum(part.usd_per_hour for part in parts)
     return HourlyPrice(total, tuple(parts), tuple(dict.fromkeys(sources)), "the cluster itself", missing)

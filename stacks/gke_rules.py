@@ -29,7 +29,7 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
     if shape.accelerator is not stack.accelerator:
         problems.append(
             f"gke.nodePool.machineType {shape.machine_type} carries {shape.accelerator.value}, but accelerator is "
-            f"{stack.accelerator.value}; allowed for {stack.accelerator.value}: {', '.join(shapes_for(stack.accelerator))}"
+            f"{stack.accelerator.value}; allowed: {', '.join(shapes_for(stack.accelerator))}"
         )
         return problems
     tensor_parallel = stack.vllm.tensor_parallel_size
@@ -40,12 +40,12 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
             f"machine type with {tensor_parallel} ({', '.join(shapes_for(stack.accelerator))})"
         )
     offered = ACCELERATOR_ZONES[stack.accelerator]
-    for zone in pool.zones:
-        if zone not in offered:
-            problems.append(
-                f"gke.nodePool.zones: {zone} does not offer {stack.accelerator.value}; allowed: {', '.join(offered)} "
-                "(serving/gke_machines.py)"
-            )
+    problems += [
+        f"gke.nodePool.zones: {zone} does not offer {stack.accelerator.value}; allowed: {', '.join(offered)} "
+        "(serving/gke_machines.py)"
+        for zone in pool.zones
+        if zone not in offered
+    ]
     if pool.region != stack.region:
         problems.append(
             f"region: {stack.region!r} must be the region of gke.nodePool.zones ({pool.region}), where the model "

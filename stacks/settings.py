@@ -466,6 +466,7 @@ class GkeStack(_StackSettings):
             max_nodes=0 if self.gke.replicas.parked else self.gke.replicas.max,
             cluster_created=self.gke.cluster.existing is None,
             system_machine_type=self.gke.cluster.system_machine_type if self.gke.cluster.existing is None else None,
+            system_nodes=len(pool.zones),
         )
 
 
@@ -473,18 +474,14 @@ def _platform_tag(data: Any) -> str | None:  # noqa: ANN401 - raw stack data or 
     """Which variant a stack file is: a `gke` block makes it a fleet; otherwise its accelerator decides."""
     if isinstance(data, _StackSettings):
         return str(type(data).PLATFORM)
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or data.get("accelerator") is None:
         return None
-    if "gke" in data:
-        return GkeStack.PLATFORM
-    accelerator = data.get("accelerator")
-    if accelerator is None:
-        return None
-    if accelerator in CLOUD_RUN_GPUS:
-        return CloudRunStack.PLATFORM
-    if accelerator in TPU_CHIPS:
-        return TpuStack.PLATFORM
-    return str(accelerator)
+    accelerator = data["accelerator"]
+    by_accelerator = {
+        **dict.fromkeys(CLOUD_RUN_GPUS, CloudRunStack.PLATFORM),
+        **dict.fromkeys(TPU_CHIPS, TpuStack.PLATFORM),
+    }
+    return GkeStack.PLATFORM if "gke" in data else by_accelerator.get(accelerator, str(accelerator))
 
 
 # One stack file: the variant is chosen by its `gke` block, else by `accelerator` (stacks.loading reports a

@@ -15,6 +15,7 @@ import pulumi_gcp as gcp
 import pulumi_random as random
 
 from components.managed_secret import ACCESSOR_ROLE, ManagedSecret, ManagedSecretArgs
+from serving.naming import TypeToken
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class FleetApiKey(pulumi.ComponentResource):
     version: pulumi.Output[str]
 
     def __init__(self, name: str, args: FleetApiKeyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:gke:FleetApiKey", name, None, opts)
+        super().__init__(TypeToken.GKE_API_KEY, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         value = random.RandomPassword(f"{name}-value", length=48, special=False, opts=child)
         secret = ManagedSecret(

@@ -15,6 +15,8 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from serving.naming import TypeToken
+
 # The kubeconfig authenticates through gke-gcloud-auth-plugin (the caller's own Google credentials): it
 # holds no token, so nothing secret lands in the state or the plan.
 _KUBECONFIG = """apiVersion: v1
@@ -89,7 +91,7 @@ class GkeCluster(pulumi.ComponentResource):
     provider: k8s.Provider
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:gke:GkeCluster", name, None, opts)
+        super().__init__(TypeToken.GKE_CLUSTER, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         spec = args.cluster
         self.location = spec.location

@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from components.gke import manifests
 from components.gke.manifests import FleetSpec
+from serving.naming import TypeToken
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class VllmFleet(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: VllmFleetArgs, provider: k8s.Provider, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gemma:gke:VllmFleet", name, None, opts)
+        super().__init__(TypeToken.GKE_FLEET, name, None, opts)
         spec = args.spec
         child = pulumi.ResourceOptions(parent=self)
         on_cluster = pulumi.ResourceOptions(parent=self, provider=provider)

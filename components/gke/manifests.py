@@ -135,7 +135,7 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
         "volumeMounts": [
             {"name": "models", "mountPath": spec.mount_path, "readOnly": True},
             {"name": "api-key", "mountPath": SECRETS_DIR, "readOnly": True},
-            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "dshm", "mountPath": "/dev/shm"},  # noqa: S108 - the pod's shared memory, not a temp file
         ],
         # The window covers the load: a pod killed mid-load restarts the load from scratch, forever.
         "startupProbe": _probe("/health", period=PROBE_PERIOD_SECONDS, failures=spec.startup_failure_threshold),

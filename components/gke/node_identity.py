@@ -15,6 +15,7 @@ import pulumi_gcp as gcp
 
 from components.gke.node_pool import NODE_ROLES
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
+from serving.naming import TypeToken
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class NodeIdentity(pulumi.ComponentResource):
     member: pulumi.Output[str]
 
     def __init__(self, name: str, args: NodeIdentityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:gke:NodeIdentity", name, None, opts)
+        super().__init__(TypeToken.GKE_NODE_IDENTITY, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         account = ServingIdentity(
             f"{name}-account", ServingIdentityArgs(account_id=args.account_id, display_name=args.display_name), child

@@ -15,9 +15,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 from serving.gke_machines import NodeShape
+from serving.naming import TypeToken
 
-# What GKE nodes need to write their logs and metrics (https://cloud.google.com/kubernetes-engine/docs/how-to/
-# hardening-your-cluster#use_least_privilege_sa); image pulls are granted by the mirror on its repository.
+# What GKE nodes need to write their logs and metrics (GKE's hardening guide, "use least privilege service
+# accounts for your nodes"); image pulls are granted by the mirror on its own repository.
 NODE_ROLES = (
     "roles/logging.logWriter",
     "roles/monitoring.metricWriter",
@@ -63,7 +64,7 @@ class AcceleratorNodePool(pulumi.ComponentResource):
     name: pulumi.Output[str]
 
     def __init__(self, name: str, args: AcceleratorNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:gke:AcceleratorNodePool", name, None, opts)
+        super().__init__(TypeToken.GKE_NODE_POOL, name, None, opts)
         container = gcp.container
         shape = args.shape
         accelerators = None
