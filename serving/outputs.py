@@ -162,7 +162,8 @@ class GkeOutputs(_SharedOutputs):
     )
     billing: GkeShape = Field(
         description="what the fleet bills, priced by `serving/pricing.py`: `{kind: gke, machineType, accelerator, "
-        "acceleratorsPerNode, provisioningModel, region, minNodes, maxNodes, clusterCreated, systemMachineType}`"
+        "acceleratorsPerNode, provisioningModel, region, minNodes, maxNodes, clusterCreated, systemMachineType, "
+        "systemNodes}`"
     )
     cluster: str = Field(description="`projects/<p>/locations/<l>/clusters/<name>`, the cluster the fleet runs in")
     cluster_endpoint: str = Field(description="the cluster's control-plane address (what `verify status` calls)")

@@ -85,6 +85,8 @@ class _StackSettings(SettingsModel):
 
     # The vLLM image family the serving image must be, set by each variant (stacks/image_family.py).
     IMAGE_BUILD: ClassVar[ImageBuild]
+    # The `platform` stack output (serving.outputs) and the union's tag, set by each variant.
+    PLATFORM: ClassVar[str]
 
     # Each variant narrows it to its platform's accelerators (the union's discriminator).
     accelerator: Accelerator
@@ -417,7 +419,7 @@ class GkeStack(_StackSettings):
 
     @property
     def image_build(self) -> ImageBuild:
-        return TPU_BUILD if self.gke.node_pool.shape.is_tpu else CUDA_BUILD
+        return TPU_BUILD if self.accelerator in TPU_CHIPS else CUDA_BUILD
 
     @property
     def import_image(self) -> str:

@@ -64,7 +64,7 @@ async def test_a_confirmed_destroy_of_an_unknown_stack_is_refused_by_name() -> N
     async with connect(make_context(allow_changes=True, pulumi=pulumi)) as client:
         result = await client.call_tool("destroy", {"stack": "l5", "confirm": "l5"})
     assert result.is_error
-    assert "stacks here: l4, rtx6000, tpu-v6e" in text_of(result)
+    assert "stacks here: gke-l4x4, gke-tpu-v6e, l4, rtx6000, tpu-v6e" in text_of(result)
     assert pulumi.calls == []
 
 

@@ -18,4 +18,10 @@ async def test_stdio_server_handshakes_lists_tools_and_answers() -> None:
         result = await client.call_tool("stacks", {})
     assert {"stacks", "plan", "fit", "health", "bench", "compare", "outputs"} <= names
     assert not names & {"deploy", "destroy", "run_weight_import"}
-    assert {entry["name"] for entry in result.structured_content["stacks"]} == {"l4", "rtx6000", "tpu-v6e"}
+    assert {entry["name"] for entry in result.structured_content["stacks"]} == {
+        "l4",
+        "rtx6000",
+        "tpu-v6e",
+        "gke-l4x4",
+        "gke-tpu-v6e",
+    }

@@ -36,7 +36,8 @@ async def test_stacks_lists_every_stack_file_with_its_platform() -> None:
         result = await client.call_tool("stacks", {})
     assert not result.is_error
     stacks = {entry["name"]: entry for entry in result.structured_content["stacks"]}
-    assert set(stacks) == {"l4", "rtx6000", "tpu-v6e"}
+    assert set(stacks) == {"l4", "rtx6000", "tpu-v6e", "gke-tpu-v6e", "gke-l4x4"}
+    assert stacks["gke-tpu-v6e"]["platform"] == "gke"
     assert (
         stacks["l4"] | {"valid": True, "accelerator": "nvidia-l4", "platform": "cloud-run", "region": "us-east4"}
         == stacks["l4"]
@@ -81,7 +82,7 @@ async def test_plan_of_an_unknown_stack_gives_the_clis_message() -> None:
     async with connect() as client:
         result = await client.call_tool("plan", {"stack": "l44"})
     assert result.is_error
-    assert "no stack file Pulumi.l44.yaml; stacks here: l4, rtx6000, tpu-v6e" in text_of(result)
+    assert "no stack file Pulumi.l44.yaml; stacks here: gke-l4x4, gke-tpu-v6e, l4, rtx6000, tpu-v6e" in text_of(result)
 
 
 @SHARES_SHIPPED_PLANS
