@@ -15,7 +15,7 @@ TPU = "gke-tpu-v6e"
 GPU = "gke-l4x4"
 
 
-def _load(stack: str, **gke_changes: Any) -> GkeStack:  # noqa: ANN401 - any gke block value
+def _load(stack: str, **gke_changes: Any) -> GkeStack:
     values = dict(stack_config(stack).values)
     gke = json.loads(values["gemma-serving:gke"])
     for dotted, value in gke_changes.items():
@@ -30,7 +30,7 @@ def _load(stack: str, **gke_changes: Any) -> GkeStack:  # noqa: ANN401 - any gke
     return settings
 
 
-def _problems(stack: str, overrides: dict[str, str] | None = None, **gke_changes: Any) -> str:  # noqa: ANN401
+def _problems(stack: str, overrides: dict[str, str] | None = None, **gke_changes: Any) -> str:
     with pytest.raises(StackConfigError) as error:
         if overrides:
             values = dict(stack_config(stack).values)
@@ -103,9 +103,7 @@ def test_memory_beyond_what_the_node_allocates_is_refused() -> None:
 def test_a_public_service_needs_narrow_ranges() -> None:
     """Never the vLLM port open to the internet, in any combination of ranges."""
     assert "allowedSourceRanges" in _problems(TPU, service__publicEndpoint=True)
-    message = _problems(
-        TPU, service__publicEndpoint=True, service__allowedSourceRanges=["0.0.0.0/1", "128.0.0.0/1"]
-    )
+    message = _problems(TPU, service__publicEndpoint=True, service__allowedSourceRanges=["0.0.0.0/1", "128.0.0.0/1"])
     assert "together let in" in message
     fine = _load(TPU, service__publicEndpoint=True, service__allowedSourceRanges=["203.0.113.0/24"])
     assert fine.gke.service.allowed_source_ranges == ("203.0.113.0/24",)
