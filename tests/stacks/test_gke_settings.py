@@ -31,13 +31,14 @@ def _load(stack: str, **gke_changes: Any) -> GkeStack:
 
 
 def _problems(stack: str, overrides: dict[str, str] | None = None, **gke_changes: Any) -> str:
+    values = dict(stack_config(stack).values)
+    values.update(overrides or {})
+
+    def load() -> object:
+        return _load(stack, **gke_changes) if not overrides else settings_from_config(values)
+
     with pytest.raises(StackConfigError) as error:
-        if overrides:
-            values = dict(stack_config(stack).values)
-            values.update(overrides)
-            settings_from_config(values)
-        else:
-            _load(stack, **gke_changes)
+        load()
     return str(error.value)
 
 
