@@ -11,18 +11,23 @@ from typing import Any, assert_never
 
 from serving.cold_start import WINDOW_MARGIN, ColdStartEstimate
 from stacks.model_load import FuseLoad, StreamLoad
-from stacks.settings import CloudRunStack, StackSettings, TpuStack
+from stacks.settings import CloudRunStack, GkeStack, StackSettings, TpuStack
 
 DOCS = "docs/cold-start.md"
 # What vLLM 0.32 can reuse from an earlier start, per platform, and whether this program keeps it.
 GPU_COMPILE_CACHE = (
     "not kept between revisions: vLLM 0.32 reads torch.compile's cache from a path (VLLM_CACHE_ROOT, default "
     "~/.cache/vllm/torch_compile_cache; or compilation_config.cache_dir), but a Cloud Run instance's disk is "
-    "memory that dies with it and this program mounts no writable volume for it (docs/cold-start.md)"
+    "memory that dies with it, and this program mounts no writable volume for it (docs/cold-start.md)"
 )
 TPU_COMPILE_CACHE = (
     "not kept between node runs: vLLM on TPU reads its XLA cache from VLLM_XLA_CACHE_PATH (a path on the node); "
     "the startup script does not yet restore it from the bucket (docs/cold-start.md)"
+)
+
+GKE_COMPILE_CACHE = (
+    "not kept between pods: vLLM reads its compile cache from a path (VLLM_CACHE_ROOT on GPU, VLLM_XLA_CACHE_PATH on "
+    "TPU) and the fleet mounts no writable volume for it (docs/cold-start.md)"
 )
 
 
@@ -85,6 +90,11 @@ def cold_start_rows(settings: StackSettings) -> list[tuple[str, str]]:
                 ("load mode", "fuse: the node copies the weights from the bucket to its disk before vLLM starts"),
                 ("compile cache", TPU_COMPILE_CACHE),
                 ("measured", f"python -m verify status --stack <stack> shows the phases ({DOCS})"),
+            ]
+        case GkeStack():
+            return [
+                ("load mode", "fuse: each replica mounts the bucket through the Cloud Storage FUSE CSI driver"),
+                ("compile cache", GKE_COMPILE_CACHE),
             ]
         case _ as unreachable:
             assert_never(unreachable)

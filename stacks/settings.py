@@ -480,6 +480,16 @@ class GkeStack(_StackSettings):
         return data
 
     @model_validator(mode="after")
+    def _reads_through_fuse(self) -> Self:
+        load = self.model.load
+        if not isinstance(load, FuseLoad) or load.parallel_downloads:
+            raise ValueError(
+                "model.load: a GKE fleet reads the bucket through the Cloud Storage FUSE CSI driver (gke.mount); "
+                "stream and parallelDownloads are wired for Cloud Run stacks only; use model.load: fuse"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _fits_the_fleet(self) -> Self:
         problems = gke_stack_problems(self)
         if problems:

@@ -11,6 +11,7 @@ from components.vllm_gpu_service import VllmGpuService
 from components.weight_access import StreamedWeights
 from policy.gpu_service import check_model_mount_owner
 from preview.capture import Capture
+from preview.stack_file import available_stacks
 from serving.cold_start import (
     FUSE_SEQUENTIAL,
     STREAM,
@@ -24,7 +25,7 @@ from serving.model_profiles import find_builtin_profile
 from stacks.loading import settings_from_config
 from stacks.settings import CloudRunStack
 from tests.components.test_vllm_gpu_service import args as service_args
-from tests.conftest import render_stack
+from tests.conftest import ROOT, render_stack
 from tests.test_settings import config_with, problems_of
 
 SERVICE = "gcp:cloudrunv2/service:Service"
@@ -183,3 +184,10 @@ def test_the_component_streams_without_a_volume(register: Any) -> None:
     template = _service(capture)["template"]
     assert "volumes" not in template
     assert template["vpcAccess"]["networkInterfaces"] == [{"network": "vpc-1", "subnetwork": "sub-1"}]
+
+
+def test_a_gke_fleet_is_refused_stream_with_the_reason() -> None:
+    """A fleet mounts the bucket through the FUSE CSI driver; asking it to stream must not pass silently."""
+    gke = next(name for name in available_stacks(ROOT) if "gke" in name)
+    message = problems_of(config_with(gke, model__load="stream"))
+    assert "model.load: a GKE fleet reads the bucket through the Cloud Storage FUSE CSI driver" in message
