@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from preview.stack_file import StackFileError, read_stack_config
+from preview.stack_file import StackFileError, project_root, read_stack_config
 from stacks.loading import StackConfigError, settings_from_config
 from verify import UsageError
 from verify.models.bucket import list_objects, read_marker
@@ -39,10 +39,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=_models)
 
 
-def served_dirs(stack: str, root: Path) -> list[str]:
+def served_dirs(stack: str, root: Path | None = None) -> list[str]:
     """The bucket directories the stack's server reads (model, then drafter), from its stack file."""
     try:
-        config = read_stack_config(root, stack)
+        config = read_stack_config(project_root(root), stack)
         settings = settings_from_config(config.values, project=config.project)
     except (StackFileError, StackConfigError) as error:
         raise UsageError(f"--stack {stack}: {error}") from None
@@ -65,7 +65,7 @@ def run_models(apis: GoogleApis, bucket: str, served: dict[str, list[str]]) -> B
 
 def _models(args: argparse.Namespace) -> int:
     stack = str(args.stack)
-    served = {stack: served_dirs(stack, Path.cwd())}
+    served = {stack: served_dirs(stack)}
     bucket = str(args.bucket) if args.bucket else bucket_of(stack)
     try:
         with apis_from_environment() as apis:
