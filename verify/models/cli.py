@@ -13,13 +13,12 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from preview.stack_file import StackFileError, project_root, read_stack_config
-from stacks.loading import StackConfigError, settings_from_config
 from verify import UsageError
 from verify.models.bucket import list_objects, read_marker
 from verify.models.inventory import BucketInventory, inventory
 from verify.numbers import readable
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, apis_from_environment
+from verify.stack_settings import load_settings
 from verify.target import read_stack_outputs
 
 EXIT_CANNOT_READ = 2
@@ -41,12 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def served_dirs(stack: str, root: Path | None = None) -> list[str]:
     """The bucket directories the stack's server reads (model, then drafter), from its stack file."""
-    try:
-        config = read_stack_config(project_root(root), stack)
-        settings = settings_from_config(config.values, project=config.project)
-    except (StackFileError, StackConfigError) as error:
-        raise UsageError(f"--stack {stack}: {error}") from None
-    return list(settings.model_dirs)
+    return list(load_settings(stack, root).model_dirs)
 
 
 def bucket_of(stack: str) -> str:
