@@ -16,13 +16,13 @@ import pytest
 from stacks.calibration import load_record, record_path, save_record
 from stacks.capacity import assess_stack
 from tests.verify.ops.google_fake import Body, FakeGoogle, tokens
+from tests.verify.ops.scenarios import ops_stack
 from tests.verify.ops.test_logs import ENTRIES, entry
 from verify import UsageError
 from verify.memory.cli import calibration_record, print_layout
 from verify.memory.layout import MemoryLayout, memory_layout, memory_query
 from verify.memory.startup import parse_startup
 from verify.ops.google import GoogleApis
-from verify.ops.stack import load_ops_stack
 from verify.stack_settings import load_settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -66,9 +66,7 @@ def _serve(fake: FakeGoogle, entries: list[Body]) -> None:
 
 def _layout(fake: FakeGoogle) -> MemoryLayout:
     with GoogleApis(tokens, api_root=fake.url) as apis:
-        return memory_layout(
-            apis, load_ops_stack("l4", project="p1"), load_settings("l4"), root=None, since_s=86400, now=lambda: NOW
-        )
+        return memory_layout(apis, ops_stack("l4"), load_settings("l4"), root=None, since_s=86400, now=lambda: NOW)
 
 
 def test_the_newest_start_up_is_shown_beside_the_plan_with_the_error(fake: FakeGoogle) -> None:
@@ -86,7 +84,7 @@ def test_the_newest_start_up_is_shown_beside_the_plan_with_the_error(fake: FakeG
     assert rows["maximum concurrency at 32,768 tokens"].measured == 2.82
     query = fake.seen[-1].body["filter"]
     assert '"Available KV cache memory"' in query
-    assert query == memory_query(load_ops_stack("l4", project="p1"), NOW - datetime.timedelta(days=1))
+    assert query == memory_query(ops_stack("l4"), NOW - datetime.timedelta(days=1))
     out = io.StringIO()
     print_layout(layout, out)
     assert "available KV cache memory (GiB)" in out.getvalue()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pydantic
 
@@ -19,7 +18,7 @@ from stacks.capacity import assess_stack
 from stacks.settings import StackSettings
 from verify.memory.startup import SEARCH_TERMS, StartupMemory, parse_startup
 from verify.ops.google import GoogleApis
-from verify.ops.logs import _entries, _source, _text
+from verify.ops.logs import _entries, _LogEntry, _source, _text
 from verify.ops.stack import OpsStack
 
 GIB = 1 << 30
@@ -74,12 +73,12 @@ def read_startup(
     apis: GoogleApis, stack: OpsStack, since: datetime.datetime
 ) -> tuple[StartupMemory, str | None, str | None]:
     """The newest start-up's memory lines, the source they came from and the time of the first."""
-    entries: list[dict[str, Any]] = _entries(apis, stack.project, memory_query(stack, since), MAX_LINES)
+    entries: list[_LogEntry] = _entries(apis, stack.project, memory_query(stack, since), MAX_LINES)
     if not entries:
         return StartupMemory(), None, None
     newest = _source(entries[0])
     own = [entry for entry in reversed(entries) if _source(entry) == newest]  # oldest first
-    return parse_startup(_text(entry) for entry in own), newest, str(own[0].get("timestamp", "")) or None
+    return parse_startup(_text(entry) for entry in own), newest, own[0].timestamp or None
 
 
 def planned_rows(settings: StackSettings, measured: StartupMemory, root: Path | None) -> tuple[list[Row], str | None]:

@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 from rich.console import Console
 
 from tests.verify.ops.google_fake import FakeGoogle, fixture
+from tests.verify.ops.scenarios import PROJECT
 from tests.verify.ops.test_status import NODE, QUEUED, SERVICES, _list, _service_in, status
 from verify.ops.live_state import flex_start_lifetime
 from verify.ops.render import print_status
 
-SERIES = r"/monitoring/v3/projects/p1/timeSeries"
+SERIES = rf"/monitoring/v3/projects/{PROJECT}/timeSeries"
 
 
 def _printed(report: object) -> str:
