@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from verify import UsageError
-from verify.models.bucket import list_objects, read_marker
+from verify.models.bucket import bucket_name, list_objects, read_marker
 from verify.models.inventory import BucketInventory, inventory
 from verify.numbers import readable
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, apis_from_environment
@@ -60,7 +60,10 @@ def run_models(apis: GoogleApis, bucket: str, served: dict[str, list[str]]) -> B
 def _models(args: argparse.Namespace) -> int:
     stack = str(args.stack)
     served = {stack: served_dirs(stack)}
-    bucket = str(args.bucket) if args.bucket else bucket_of(stack)
+    try:
+        bucket = bucket_name(str(args.bucket), where="--bucket") if args.bucket else bucket_of(stack)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     try:
         with apis_from_environment() as apis:
             found = run_models(apis, bucket, served)
