@@ -24,11 +24,12 @@ activity. Throughputs are those of each run's chosen cell.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from verify.bench.results import CellRecord
 from verify.bench.slo import Slo, violations, with_default_gate
+from verify.numbers import readable
 
 HOURS_PER_MONTH = 730.0
 DEFAULT_ACTIVE_HOURS = 8.0
@@ -136,7 +137,6 @@ class WorkloadVerdict:
     runs: tuple[RunVerdict, ...]
     cheapest: RunVerdict | None
     reason: str  # why that one, or why none
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 def workload_of(record: CellRecord) -> Workload:
@@ -190,20 +190,13 @@ def _verdict(workload: Workload, per_run: list[RunVerdict], gates: Sequence[Slo]
         with_break_even.append(RunVerdict(verdict.run, verdict.cells, verdict.chosen, hours))
     chosen = [v for v in with_break_even if v.chosen is not None]
     slo_text = ", ".join(slo.describe() for slo in gates)
-    notes = tuple(
-        f"{v.run.label}: {sum(not c.record.trusted for c in v.cells)} untrusted cell(s) left out"
-        for v in with_break_even
-        if any(c.record.measured and not c.record.trusted for c in v.cells)
-    )
     if not chosen:
-        return WorkloadVerdict(
-            workload, tuple(with_break_even), None, f"no measured, trusted cell meets {slo_text}", notes
-        )
+        return WorkloadVerdict(workload, tuple(with_break_even), None, f"no measured, trusted cell meets {slo_text}")
     cheapest = min(chosen, key=_chosen_cost)
     assert cheapest.chosen is not None
     record = cheapest.chosen.record
     reason = (
         f"{cheapest.run.label} ({cheapest.run.accelerator}) at {record.max_concurrency} users meets {slo_text} "
-        f"for ${record.cost_per_1m_output_tokens_usd:,.2f} per 1M output tokens"
+        f"for ${readable(record.cost_per_1m_output_tokens_usd)} per 1M output tokens"
     )
-    return WorkloadVerdict(workload, tuple(with_break_even), cheapest, reason, notes)
+    return WorkloadVerdict(workload, tuple(with_break_even), cheapest, reason)
