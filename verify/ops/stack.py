@@ -13,6 +13,7 @@ the labels `managed-by=gemma-serving` and `stack=<stack>`.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, assert_never
@@ -25,10 +26,16 @@ from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.apis import required_apis
 from stacks.labels import stack_labels
 from stacks.loading import StackConfigError, settings_from_config
-from stacks.settings import CloudRunStack, TpuStack
+from stacks.settings import CloudRunStack, GkeStack, TpuStack
 from stacks.tpu import ProvisioningModel
 from verify import UsageError
 from verify.ops import catalog
+
+# A project ID (https://cloud.google.com/resource-manager/docs/creating-managing-projects: 6 to 30 lowercase
+# letters, digits and hyphens, starting with a letter, not ending with a hyphen) or a project number. It is
+# pasted into Google API paths, so nothing else may pass: `victim:setIamPolicy?x=` would turn a read into
+# another method. Legacy domain-scoped IDs (`example.com:project`) are refused for the same reason.
+PROJECT_ID = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]|[1-9][0-9]{0,19}")
 
 # How `/health` is reached: with a Google ID token (Cloud Run invokers) or bare (TPU).
 HealthAuth = Literal["google", "none"]
@@ -118,6 +125,8 @@ class TpuOpsStack(_OpsStackBase):
     port: int
     public_endpoint: bool
     active_deadline_seconds: int
+    # A flex-start node's longest run (tpu.provisioning.maxRunDuration or its default); None otherwise.
+    flex_start_run_seconds: int | None = None
     # Zones where this provisioning model can get v6e at all (flex-start: only some), for "try another zone".
     candidate_zones: tuple[str, ...]
 
@@ -158,6 +167,16 @@ class TpuOpsStack(_OpsStackBase):
 OpsStack = CloudRunOpsStack | TpuOpsStack
 
 
+def require_project_id(value: str, where: str) -> str:
+    """The project ID or number unchanged; UsageError naming `where` and the accepted form otherwise."""
+    if not PROJECT_ID.fullmatch(value):
+        raise UsageError(
+            f"{where}: {value[:64]!r} is not a Google Cloud project ID (6-30 lowercase letters, digits and "
+            "hyphens, starting with a letter, not ending with a hyphen) or project number"
+        )
+    return value
+
+
 def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None = None) -> OpsStack:
     """Read `Pulumi.<stack>.yaml` (with `--project` overriding `gcp:project`); UsageError if unusable."""
     try:
@@ -172,6 +191,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
             f"stack {stack!r} has no gcp:project: pass --project <your-project-id> or run "
             f"`pulumi config set gcp:project <your-project-id> --stack {stack}`"
         )
+    require_project_id(str(values["gcp:project"]), "--project" if project else f"gcp:project of stack {stack!r}")
     try:
         settings = settings_from_config(values, project=config.project)
     except StackConfigError as error:
@@ -212,7 +232,17 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 port=tpu.port,
                 public_endpoint=tpu.public_endpoint,
                 active_deadline_seconds=tpu.active_deadline,
+                flex_start_run_seconds=(
+                    tpu.provisioning.flex_start_run_seconds if model is ProvisioningModel.FLEX_START else None
+                ),
                 candidate_zones=FLEX_START_V6E_ZONES if model is ProvisioningModel.FLEX_START else V6E_ZONES,
+            )
+        case GkeStack():
+            # Not built yet (issue 27): status/logs/preflight would read the Kubernetes API; say so plainly.
+            raise UsageError(
+                f"stack {stack!r} is a GKE fleet: `verify status`, `logs` and `preflight` do not read GKE fleets yet. "
+                "Reach its internal Service with the stack's `portForward` output, then `verify health --url "
+                "http://127.0.0.1:<port>` (docs/gke.md)"
             )
         case _ as unreachable:
             assert_never(unreachable)
