@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +21,9 @@ from gemma_mcp.results import BenchRun, CommandReport, Comparison
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_stacks import reply
 from verify.bench import compare as comparing
-from verify.bench.results import load_results
+from verify.bench.caveats import untrusted_reason, untrusted_summary
+from verify.bench.results import CellRecord, ResultsFileError, load_results
+from verify.numbers import percent, readable
 
 # Caps on what one agent call may ask of a server (and of the user's bill); stated in the descriptions.
 MAX_WAIT_S = 1800.0
@@ -34,6 +37,8 @@ DEFAULT_BENCH_WALL_S = 300.0
 # Time a health run may take beyond its readiness wait (the chat checks, the metrics scrape).
 HEALTH_SLACK_S = 300.0
 EXIT_USAGE = 2
+# A command-line flag in a message (`--allow-untrusted`): meaningless to an agent calling a tool.
+_CLI_FLAG = re.compile(r"(?<![\w-])--[a-z]")
 
 TALKS_TO_ENDPOINT = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
@@ -203,7 +208,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
     )
     def compare(a: str, b: str, allow_mismatch: bool = False) -> Annotated[CallToolResult, Comparison]:
         path_a, path_b = _results_path(ctx, a, "a"), _results_path(ctx, b, "b")
-        records_a, records_b = load_results(path_a).records, load_results(path_b).records
+        records_a, records_b = _records(path_a, "a"), _records(path_b, "b")
         mismatches = comparing.workload_mismatches(records_a, records_b)
         refused = [mismatch.describe() for mismatch in mismatches if mismatch.refused]
         if refused and not allow_mismatch:
@@ -244,6 +249,14 @@ def _results_path(ctx: ServerContext, given: str, name: str) -> Path:
     return path
 
 
+def _records(path: Path, name: str) -> list[CellRecord]:
+    """A side's cells, each line checked as the CLI checks it: a line verify could not have written is refused."""
+    try:
+        return load_results(path).records
+    except ResultsFileError as exc:
+        raise ToolError(f"{name}: {exc}") from None
+
+
 def _health_summary(report: CommandReport) -> str:
     head = "health: PASS" if report.passed else f"health: FAIL (exit {report.exit_code})"
     lines = [head]
@@ -257,19 +270,44 @@ def _health_summary(report: CommandReport) -> str:
     return "\n".join(lines)
 
 
+def _without_cli_flags(message: str) -> str:
+    """A CLI message without its advice clauses that name flags: the agent calls a tool, not the CLI."""
+    kept = [clause for clause in message.split("; ") if not _CLI_FLAG.search(clause)]
+    return "; ".join(kept)
+
+
+def _cell_line(cell: CellRecord) -> str:
+    users = f"{cell.max_concurrency} user{'s' if cell.max_concurrency != 1 else ''}"
+    where = f"  context {cell.requested_context} x {users}: "
+    if not cell.measured:
+        return where + f"skipped ({cell.skip_reason})"
+    numbers = (
+        f"{readable(cell.request_throughput)} req/s, p99 TTFT {readable(cell.p99_ttft_ms)} ms, "
+        f"success {percent(cell.success_rate)}"
+    )
+    reason = untrusted_reason(cell)
+    return where + numbers + (f" ({reason})" if reason else "")
+
+
 def _bench_summary(run: BenchRun) -> str:
+    """PASS/FAIL with the untrusted cells counted on the same line (a PASS on numbers the client made up
+    must not read as a clean one), one rounded line per cell, and the CLI's message without flag names."""
+    cells = [CellRecord.model_validate(cell) for cell in (run.report if isinstance(run.report, list) else [])]
     head = (
         "bench: PASS"
         if run.passed
         else f"bench: FAIL (exit {run.exit_code}{', stopped at the wall-time cap' if run.timed_out else ''})"
     )
-    lines = [head, f"results: {run.results_file}"]
-    lines.extend(
-        f"  context {cell.get('requested_context')} x {cell.get('max_concurrency')} users: "
-        f"{cell.get('request_throughput')} req/s, p99 TTFT {cell.get('p99_ttft_ms')} ms, "
-        f"success {cell.get('success_rate')}"
-        for cell in (run.report if isinstance(run.report, list) else [])
-    )
+    untrusted = untrusted_summary(cells)
+    lines = [head + (f", {untrusted}" if untrusted else ""), f"results: {run.results_file}"]
+    lines.extend(_cell_line(cell) for cell in cells)
+    if untrusted:
+        lines.append(
+            "untrusted cells' latencies include the load generator's own delay (this machine was short of CPU): "
+            "fewer users per cell, or a run from a machine with CPU to spare, gives numbers to trust"
+        )
     if run.message and not run.passed:
-        lines.append(run.message)
+        shown = _without_cli_flags(run.message)
+        if shown:
+            lines.append(shown)
     return "\n".join(lines)

@@ -66,9 +66,12 @@ def test_existing_results_need_resume_and_resume_sends_nothing_new(
         sent = sum(1 for r in server.requests if r.path == CHAT_PATH)
         assert bench(server.url, output) == 2
         assert "pass --resume" in capsys.readouterr().err
-        assert bench(server.url, output, "--resume", "--transport", "httpx") == 0
+        before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+        assert bench(server.url, output, "--resume") == 0
         assert sum(1 for r in server.requests if r.path == CHAT_PATH) == sent
     assert "0 cells to measure, 4 already in" in capsys.readouterr().err
+    # a resume that measures nothing changes no file (no empty metrics window, no rewritten report)
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
 
 
 @pytest.mark.parametrize(
