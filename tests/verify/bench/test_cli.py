@@ -51,7 +51,10 @@ def test_violated_slo_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     """Guards against CI passing a deploy whose latency breaks the SLO."""
     config = FakeVllmConfig(count_prompt_words=True, ttft_s=0.05)
     with running(config) as server:
-        code = bench(server.url, tmp_path / "r.jsonl", "--slo", "p99_ttft_ms=20", "--slo", "success_rate=1")
+        # --allow-untrusted: on a busy machine the cell may be untrusted, and then it is "not judged" instead
+        code = bench(
+            server.url, tmp_path / "r.jsonl", "--slo", "p99_ttft_ms=20", "--slo", "success_rate=1", "--allow-untrusted"
+        )
     assert code == 1
     assert "SLO violated" in capsys.readouterr().err
 
