@@ -217,8 +217,18 @@ def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
     return target_from_outputs(stack, read_stack_outputs(stack, run_pulumi=run_pulumi))
 
 
-def read_stack_outputs(stack: str, *, run_pulumi: PulumiRunner | None = None) -> object:
-    """The stack's outputs as `pulumi stack output --json` prints them; ``UsageError`` when unreadable."""
+# What a command that can also work without Pulumi tells a user who has no Pulumi CLI.
+WITHOUT_PULUMI_USE_URL = "or pass --url URL [--model NAME] instead"
+
+
+def read_stack_outputs(
+    stack: str, *, run_pulumi: PulumiRunner | None = None, without_cli: str = WITHOUT_PULUMI_USE_URL
+) -> object:
+    """The stack's outputs as `pulumi stack output --json` prints them; ``UsageError`` when unreadable.
+
+    ``without_cli`` ends the advice when the Pulumi CLI is missing: each command says what works for it
+    (health can take --url; promote cannot, so it must not suggest it).
+    """
     run_pulumi = run_pulumi or _run_pulumi
     command = ["pulumi", "stack", "output", "--json", "--stack", stack]
     try:
@@ -226,7 +236,7 @@ def read_stack_outputs(stack: str, *, run_pulumi: PulumiRunner | None = None) ->
     except FileNotFoundError as exc:
         raise UsageError(
             "--stack needs the Pulumi CLI, but `pulumi` is not on PATH; install it "
-            "(https://www.pulumi.com/docs/install/) or pass --url URL [--model NAME] instead"
+            f"(https://www.pulumi.com/docs/install/) {without_cli}"
         ) from exc
     if completed.returncode != 0:
         raise UsageError(

@@ -14,7 +14,21 @@ from tests.gemma_mcp.conftest import ROOT, FakePulumi, connect, make_context, te
 from tests.preview_cli import SHARES_SHIPPED_PLANS
 from tests.test_stack_outputs import stack_output_json
 
-READ_ONLY_TOOLS = {"stacks", "plan", "fit", "outputs", "health", "bench", "compare", "preflight", "status", "logs"}
+READ_ONLY_TOOLS = {
+    "stacks",
+    "plan",
+    "fit",
+    "outputs",
+    "health",
+    "bench",
+    "compare",
+    "preflight",
+    "status",
+    "logs",
+    "query",
+    "metrics",
+    "models",
+}
 CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}
 
 

@@ -172,7 +172,7 @@ def parse_line(path: Path, number: int, raw: bytes) -> CellRecord | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ResultsFileError(f"{path}:{number}: not UTF-8 text (byte {exc.start}): not a line verify wrote") from None
+        raise ResultsFileError(f"{path}:{number}: not UTF-8 text ({exc}): not a line verify wrote") from None
     if not text.strip():
         return None
     try:

@@ -145,7 +145,11 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
     if args.stack is None:
         raise UsageError("promote moves a stack's traffic: name it with --stack NAME (--url cannot be promoted)")
     stack = str(args.stack)
-    raw = read_stack_outputs(stack, run_pulumi=seams.run_pulumi)
+    raw = read_stack_outputs(
+        stack,
+        run_pulumi=seams.run_pulumi,
+        without_cli="(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)",
+    )
     outputs = rollout_outputs(stack, raw)
     target = with_flag_overrides(target_from_outputs(stack, raw), args)
     gates = seams.gates or CliGates(
