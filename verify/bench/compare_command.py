@@ -15,6 +15,7 @@ from rich.console import Console
 from verify import UsageError
 from verify.bench import compare as comparing
 from verify.bench.console import comparison_view
+from verify.bench.matrix_command import add_matrix_arguments, run_matrix, wants_matrix
 from verify.bench.results import CellRecord, read_checked
 
 EXIT_OK = 0
@@ -43,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="also judge cells a sweep marked untrusted (its load generator was CPU-bound): their would-be "
         "verdicts are marked * and counted apart",
     )
+    add_matrix_arguments(parser)
     parser.set_defaults(handler=run_compare_command)
 
 
@@ -57,6 +59,8 @@ def read_side(path: Path) -> list[CellRecord]:
 
 
 def run_compare_command(args: argparse.Namespace) -> int:
+    if wants_matrix(args):
+        return run_matrix([args.a, args.b, *args.more], args)
     a, b = read_side(args.a), read_side(args.b)
     mismatches = comparing.workload_mismatches(a, b)
     refused = [mismatch for mismatch in mismatches if mismatch.refused]
