@@ -85,7 +85,7 @@ def resolve_catalog_model(data: Any) -> Any:  # noqa: ANN401 - raw stack data, b
     _default(vllm, "dtype", variant.dtype)
     _variant_args(vllm, variant)
     _drafter(model, vllm, found, variant)
-    if data.get("accelerator") == "tpu-v6e":
+    if data.get("accelerator") == "tpu-v6e" and "gke" not in data:  # a queued-resource node (GKE sizes its own)
         tpu = data.get("tpu") if isinstance(data.get("tpu"), dict) else {}
         chips = V6E_CHIPS.get(str(_get(tpu, "acceleratorType") or "v6e-1"))
         if chips is not None:
