@@ -74,8 +74,10 @@ def _placement_rows(placements: list[dict[str, Any]], deadline: object) -> list[
     rows.append(
         (
             "Fallback",
-            f"the next placement when one is refused, fails or waits {deadline} s; at most "
-            f"{len(placements)} x {deadline} s in all; the body below is the first placement's",
+            (
+                f"the next placement when one is refused, fails or waits {deadline} s; at most "
+                f"{len(placements)} x {deadline} s in all; the body below is the first placement's"
+            ),
         )
     )
     return rows

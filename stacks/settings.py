@@ -33,8 +33,8 @@ from stacks.cloud_run import CloudRunSettings
 from stacks.cloud_run_limits import gpu_service_problems, quota_warning
 from stacks.image_family import CUDA_BUILD, TPU_BUILD, ImageBuild, image_family_problem
 from stacks.images import PinnedImage
-from stacks.registry import RegistrySettings
 from stacks.placement_cost import worst_case_shape
+from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
 from stacks.vllm import VllmSettings
 from stacks.weights import ModelImportSettings, WeightSource

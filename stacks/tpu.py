@@ -166,7 +166,7 @@ def _check_placements(tpu: TpuSettings) -> None:
     for index, placement in enumerate(tpu.placements):
         key = (placement.zone, placement.provisioning.model)
         if key in seen:
-            raise ValueError(f"tpu.placements[{index}]: {placement.label} is listed twice; list each zone and tier once")
+            raise ValueError(f"tpu.placements[{index}]: {placement.label} is listed twice; list each once")
         seen.add(key)
         if tpu.subnetwork is not None and region_of(placement.zone) != region_of(first.zone):
             raise ValueError(
@@ -307,7 +307,8 @@ class TpuSettings(SettingsModel):
         """Flex-start outside Google's published zones: tried (preflight checks it live), never refused."""
         warnings = []
         for index, placement in enumerate(self.placement_list):
-            if placement.provisioning.model is ProvisioningModel.FLEX_START and placement.zone not in FLEX_START_V6E_ZONES:
+            flex_start = placement.provisioning.model is ProvisioningModel.FLEX_START
+            if flex_start and placement.zone not in FLEX_START_V6E_ZONES:
                 where = f"tpu.placements[{index}]" if self.placements else "tpu.zone"
                 warnings.append(
                     f"{where}: flex-start in {placement.zone} is not in Google's published flex-start zones for v6e "
