@@ -32,6 +32,9 @@ from serving.gcp_names import RFC1035_ID
 # provider adds it when it POSTs (`with_fingerprint_label`): the plan can show the body before values
 # such as the bucket name are known, and the fingerprint is taken of the final, resolved body.
 SPEC_LABEL = "gemma-spec"
+# Node metadata the provider adds to a request when the stack lists several placements: which one it is and
+# what came of those before it (components/tpu/placements.py). Left out of the fingerprint, like the label.
+PLACEMENT_METADATA_KEY = "gemma-placement"
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,7 @@ def fingerprint(body: Mapping[str, Any]) -> str:
     canonical = json.loads(json.dumps(body))
     for node_spec in canonical.get("tpu", {}).get("nodeSpec", []):
         node_spec.get("node", {}).get("labels", {}).pop(SPEC_LABEL, None)
+        node_spec.get("node", {}).get("metadata", {}).pop(PLACEMENT_METADATA_KEY, None)
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return digest[:20]
 
