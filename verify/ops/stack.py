@@ -7,9 +7,8 @@ reached) is the variant's own; each command `match`es the variant once where its
 The stack file is read exactly as the offline preview reads it (`preview.stack_file`), then validated by
 `stacks.loading`, so a stack that does not preview does not preflight either, with the same messages.
 
-Resource names follow the program's conventions (deploy.py, components/): the service, queued resource
-and node are named after `gemma-<stack>-vllm`, import jobs `gemma-<stack>-import-<role>`, and every
-resource carries the labels `managed-by=gemma-serving` and `stack=<stack>`.
+Resource names come from `serving/naming.py`, the module `deploy/` names them with; every resource carries
+the labels `managed-by=gemma-serving` and `stack=<stack>`.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import Literal, assert_never
 import pydantic
 
 from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, read_stack_config
+from serving.naming import TPU_SERVING_CONTAINER, TPU_STARTUP_LOG_PREFIX, StackNames
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.apis import required_apis
 from stacks.labels import stack_labels
@@ -29,11 +29,6 @@ from stacks.settings import CloudRunStack, TpuStack
 from stacks.tpu import ProvisioningModel
 from verify import UsageError
 from verify.ops import catalog
-
-# The TPU VM's container (components/tpu/startup_script.py, StartupScriptSpec.container_name).
-TPU_CONTAINER_NAME = "gemma-vllm"
-# The line prefix of the TPU startup script's own log lines (components/tpu/startup_script.py, log()).
-TPU_STARTUP_LOG_PREFIX = "gemma-vllm-startup:"
 
 # How `/health` is reached: with a Google ID token (Cloud Run invokers) or bare (TPU).
 HealthAuth = Literal["google", "none"]
@@ -51,12 +46,17 @@ class _OpsStackBase(pydantic.BaseModel):
     apis: tuple[str, ...]
 
     @property
+    def names(self) -> StackNames:
+        return StackNames(self.name)
+
+    @property
     def base_name(self) -> str:
-        return f"gemma-{self.name}-vllm"
+        """What serves: the Cloud Run service, or the TPU queued resource and node."""
+        return self.names.serving
 
     @property
     def import_job_prefix(self) -> str:
-        return f"gemma-{self.name}-import"
+        return self.names.import_job_prefix
 
     @property
     def labels(self) -> dict[str, str]:
@@ -138,17 +138,17 @@ class TpuOpsStack(_OpsStackBase):
     @property
     def queued_resource_name(self) -> str:
         """The request `pulumi up` queued for this stack's node."""
-        return f"projects/{self.project}/locations/{self.zone}/queuedResources/{self.base_name}"
+        return self.names.queued_resource_path(self.project, self.zone)
 
     @property
     def node_name(self) -> str:
-        return f"projects/{self.project}/locations/{self.zone}/nodes/{self.base_name}"
+        return self.names.tpu_node_path(self.project, self.zone)
 
     def log_filter(self, since: datetime) -> str:
         """The node's vLLM container (Docker's gcplogs driver) and the startup script's own lines."""
         container = (
             f'logName="projects/{self.project}/logs/gcplogs-docker-driver" '
-            f'AND jsonPayload.container.name="/{TPU_CONTAINER_NAME}"'
+            f'AND jsonPayload.container.name="/{TPU_SERVING_CONTAINER}"'
         )
         startup = f'(textPayload:"{TPU_STARTUP_LOG_PREFIX}" OR jsonPayload.message:"{TPU_STARTUP_LOG_PREFIX}")'
         return f"{self._logs_after(since)} AND (({container}) OR {startup})"

@@ -21,6 +21,7 @@ from typing import Any, assert_never
 
 import pydantic
 
+from serving.naming import CANDIDATE_TAG
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
 from verify.ops.stack import CloudRunOpsStack, HealthAuth, OpsStack, TpuOpsStack
@@ -296,8 +297,6 @@ def _short(name: object) -> str | None:
 
 # --- TPU -------------------------------------------------------------------------------------------------
 
-# The tag a gated rollout gives the newest revision (components/vllm_gpu_service.py CANDIDATE_TAG).
-CANDIDATE_TAG = "candidate"
 _WAITING = {"CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING"}
 _ENDED = {"FAILED", "SUSPENDING", "SUSPENDED", "DELETING"}
 _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING", "UNHIDING"}
