@@ -145,6 +145,8 @@ def _detail_rows(detail: CloudRunStatus | TpuStatus | None) -> list[tuple[str, s
         case TpuStatus() as tpu:
             return [
                 ("queued resource", f"{tpu.queued_resource}: {tpu.state}"),
+                ("placement", tpu.placement.text() if tpu.placement else None),
+                ("left in the list", _list_left(tpu) if tpu.state != "ACTIVE" else None),
                 ("reason", tpu.reason),
                 ("deadline left", _deadline_text(tpu.deadline_left_s) if tpu.state != "ACTIVE" else None),
                 ("valid until", tpu.valid_until),
@@ -154,6 +156,14 @@ def _detail_rows(detail: CloudRunStatus | TpuStatus | None) -> list[tuple[str, s
             ]
         case None:
             return []
+
+
+def _list_left(tpu: TpuStatus) -> str | None:
+    """The most `pulumi up` may still wait over the remaining placements."""
+    if tpu.placement is None or tpu.placement.left_in_list_s is None:
+        return None
+    later = tpu.placement.of - tpu.placement.placement
+    return f"at most {tpu.placement.left_in_list_s / 60:.0f} min (this placement, then {later} more)"
 
 
 def _deadline_text(seconds: float | None) -> str | None:
