@@ -55,13 +55,13 @@ def _gpu_notes(service: CapturedResource, capture: Capture) -> list[str]:
         notes.append(
             f"access: only {', '.join(invokers)} may call the service. Any other caller, such as the deploy "
             "workflow's service account running `verify`, gets 403 until it is listed in cloudRun.invokers "
-            "(README, 'One-time set-up in Google Cloud')."
+            "(docs/ci.md, 'One-time set-up in Google Cloud')."
         )
     else:
         notes.append(
             "access: no invoker is granted (cloudRun.invokers is empty): every caller gets 403, the deploy "
             "workflow's service account running `verify` included. List yourself and that account in "
-            "cloudRun.invokers (README, 'One-time set-up in Google Cloud'); never allUsers."
+            "cloudRun.invokers (docs/ci.md, 'One-time set-up in Google Cloud'); never allUsers."
         )
     return notes
 
@@ -96,8 +96,8 @@ def _tpu_notes(resource: CapturedResource) -> list[str]:
     if not (node.get("networkConfig") or {}).get("enableExternalIps"):
         notes.append(
             "access: the node has an internal IP only: run `verify` from a VM in that network or through an IAP "
-            "tunnel, with the API key from Secret Manager (README, 'The TPU stack'); the deploy workflow verifies "
-            "it only with VERIFY_TPU_FROM_RUNNER=true."
+            "tunnel, with the API key from Secret Manager (docs/tpu.md, 'Reaching the node'); the deploy workflow "
+            "verifies it only with VERIFY_TPU_FROM_RUNNER=true."
         )
     return notes
 
@@ -140,8 +140,8 @@ def manual_steps(capture: Capture) -> list[str]:
     notes: list[str] = []
     if capture.of_type(API):
         notes.append(
-            "billing: the project needs billing enabled, and the deployer the roles the README lists "
-            "('What you need before that'); `pulumi up` enables the APIs itself."
+            "billing: the project needs billing enabled, and the deployer the roles listed in docs/deploying.md, "
+            "'What you need before `pulumi up`'; `pulumi up` enables the APIs itself."
         )
     if capture.of_type(RUN_ON_UP):
         notes.append(
@@ -157,8 +157,8 @@ def manual_steps(capture: Capture) -> list[str]:
     if any(not _inputs(bucket).get("forceDestroy") for bucket in buckets):
         notes.append(
             "teardown: `pulumi destroy` stops everything that bills by the hour but keeps the model bucket while "
-            "it holds weights (bucket.forceDestroy is false) and leaves the APIs enabled (README, 'Tear a "
-            "stack down')."
+            "it holds weights (bucket.forceDestroy is false) and leaves the APIs enabled (docs/deploying.md, "
+            "'Tear a stack down')."
         )
     elif buckets:
         notes.append(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,36 @@ STACK_FILE_KEYS = frozenset({"config", "environment", "secretsprovider", "encryp
 
 class StackFileError(ValueError):
     """The stack or project file is missing or not valid YAML/Pulumi config."""
+
+
+# Names the project folder for every command when no --root is given (e.g. an MCP client's `env`).
+ROOT_ENVIRONMENT_VARIABLE = "GEMMA_SERVING_ROOT"
+# The checkout these modules are installed from (`pip install -e .` keeps them in place).
+_INSTALLED_CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def project_root(explicit: Path | None = None) -> Path:
+    """The project folder (Pulumi.yaml and the stack files) every relative path is resolved against.
+
+    Why not the current directory: the preview, gemma-verify and the MCP server are started from anywhere
+    (a docs/ folder, an agent that passes no `cwd`), and a stack file looked up there is "not found" or,
+    worse, another project's. Order: the flag, then GEMMA_SERVING_ROOT, then the checkout these modules
+    were installed from. StackFileError (one line saying how to fix it) when that folder has no Pulumi.yaml.
+    """
+    environment = os.environ.get(ROOT_ENVIRONMENT_VARIABLE)
+    if explicit is not None:
+        root, source = explicit, "--root"
+    elif environment:
+        root, source = Path(environment), ROOT_ENVIRONMENT_VARIABLE
+    else:
+        root, source = _INSTALLED_CHECKOUT, "the installed checkout"
+    root = root.expanduser().resolve()
+    if not (root / "Pulumi.yaml").is_file():
+        raise StackFileError(
+            f"no Pulumi.yaml in {root} ({source}): pass --root <the gemma-serving project folder> "
+            f"or set {ROOT_ENVIRONMENT_VARIABLE}"
+        )
+    return root
 
 
 @dataclass

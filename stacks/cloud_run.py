@@ -172,7 +172,7 @@ class CloudRunSettings(SettingsModel):
             if _SECRET_LOOKING_ENV.search(name):
                 raise ValueError(
                     f"{name!r} looks like a credential: plain env values are visible to every project viewer; "
-                    "keep it in Secret Manager (see the secrets section of the README)"
+                    "keep it in Secret Manager (docs/deploying.md, 'Secrets')"
                 )
         return env
 

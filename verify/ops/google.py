@@ -39,6 +39,7 @@ ROOTS: dict[str, str] = {
     "tpu": "https://tpu.googleapis.com/v2",
     "run": "https://run.googleapis.com/v2",
     "logging": "https://logging.googleapis.com/v2",
+    "storage": "https://storage.googleapis.com/storage/v1",
 }
 
 TokenSource = Callable[[], tuple[str, str | None]]  # -> (access token, quota project or None)

@@ -19,7 +19,7 @@ from typing import Literal, assert_never
 
 import pydantic
 
-from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, read_stack_config
+from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, project_root, read_stack_config
 from serving.naming import TPU_SERVING_CONTAINER, TPU_STARTUP_LOG_PREFIX, StackNames
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.apis import required_apis
@@ -191,11 +191,10 @@ OpsStack = CloudRunOpsStack | TpuOpsStack
 
 def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None = None) -> OpsStack:
     """Read `Pulumi.<stack>.yaml` (with `--project` overriding `gcp:project`); UsageError if unusable."""
-    where = root if root is not None else Path.cwd()
     try:
-        config = read_stack_config(where, stack)
+        config = read_stack_config(project_root(root), stack)
     except StackFileError as error:
-        raise UsageError(f"--stack {stack}: {error} (run from the project directory)") from None
+        raise UsageError(f"--stack {stack}: {error}") from None
     values = dict(config.values)
     if project:
         values["gcp:project"] = project

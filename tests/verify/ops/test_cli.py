@@ -137,19 +137,20 @@ def test_status_watch_prints_changes_to_stderr_and_the_last_report_as_json(
 
 
 def test_installed_command_reaches_the_stack_reader(tmp_path: Path) -> None:
-    """`gemma-verify preflight` outside the project must fail on the missing stack file, not on an import
-    (the installed package has to carry preview's stack-file reader and stacks' settings)."""
+    """`gemma-verify preflight` pointed at a folder without the project must fail on the missing project
+    file, not on an import (the installed package has to carry preview's stack-file reader and stacks'
+    settings), and say how to name the project."""
     script = Path(sys.executable).with_name("gemma-verify")
     if not script.exists():
         pytest.skip("gemma-verify is installed by `make venv` / `make test` (pip install --no-deps -e .)")
     completed = subprocess.run(
         [str(script), "preflight", "--stack", "l4", "--project", "p1"],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin"},
+        env={"PATH": "/usr/bin:/bin", "GEMMA_SERVING_ROOT": str(tmp_path)},
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
     )
     assert completed.returncode == 2, completed.stderr
-    assert "Pulumi.yaml not found" in completed.stderr
+    assert f"no Pulumi.yaml in {tmp_path.resolve()} (GEMMA_SERVING_ROOT)" in completed.stderr
