@@ -26,6 +26,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also offer deploy, destroy and run_weight_import (each still needs confirm=<stack>)",
     )
+    parser.add_argument(
+        "--allow-any-url",
+        action="store_true",
+        help="let health and bench call any URL (never the metadata server or link-local addresses); by default "
+        "only loopback and this project's stacks' endpoints",
+    )
+    parser.add_argument(
+        "--no-policy-pack",
+        action="store_true",
+        help="run `pulumi up` (deploy, weight import, promote) without the policy pack in policy/ (not advised)",
+    )
     parser.add_argument("--http", action="store_true", help=f"serve streamable HTTP on {LOOPBACK} instead of stdio")
     parser.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")
     parser.add_argument(
@@ -42,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         pulumi=AutomationGateway(root),
         redactor=Redactor.from_environment(),
         allow_changes=args.allow_changes,
+        allow_any_url=args.allow_any_url,
+        policy_pack=not args.no_policy_pack,
     )
     server = build_server(ctx)
     if args.http:

@@ -6,6 +6,7 @@ from mcp.server.mcpserver import MCPServer
 
 from gemma_mcp import resources, tools_changes, tools_live, tools_models, tools_ops, tools_stacks, tools_verify
 from gemma_mcp.context import ServerContext
+from gemma_mcp.guard import GuardedServer
 
 INSTRUCTIONS = """\
 gemma-serving deploys Gemma 4 on vLLM to Google Cloud (Cloud Run GPUs or a TPU v6e node), one Pulumi stack
@@ -19,7 +20,7 @@ deployment is doing and why it fails; `outputs`, `health` and `bench` read a dep
 
 
 def build_server(ctx: ServerContext) -> MCPServer:
-    server: MCPServer = MCPServer("gemma-serving", instructions=INSTRUCTIONS)
+    server: MCPServer = GuardedServer("gemma-serving", instructions=INSTRUCTIONS)
     tools_stacks.register(server, ctx)
     tools_verify.register(server, ctx)
     tools_live.register(server, ctx)

@@ -62,7 +62,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             raise ToolError(f"reasoning: {reasoning!r} is not one of 'show', 'hide'")
         args = [
             "query",
-            *_target_args(ctx, stack, url, model),
+            *await _target_args(ctx, stack, url, model),
             "--max-tokens",
             str(max_tokens),
             "--deadline",
@@ -103,7 +103,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             raise ToolError(f"window_s: {window_s} is outside 0..{MAX_WINDOW_S:.0f} seconds")
         args = [
             "metrics",
-            *_target_args(ctx, stack, url, model),
+            *await _target_args(ctx, stack, url, model),
             *(["--window", f"{window_s:g}"] if window_s is not None else []),
             "--json",
         ]

@@ -6,6 +6,7 @@ gets exactly what a person gets from the CLI, and each is bounded in time and lo
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 from pathlib import Path
@@ -17,8 +18,9 @@ from mcp_types import CallToolResult, ToolAnnotations
 
 from gemma_mcp.context import ServerContext
 from gemma_mcp.results import BenchRun, CommandReport, Comparison
-from gemma_mcp.stack_files import require_stack
+from gemma_mcp.stack_files import require_stack, stack_names
 from gemma_mcp.tools_stacks import reply
+from gemma_mcp.urls import check_url
 from verify.bench import compare as comparing
 from verify.bench.results import load_results
 
@@ -34,17 +36,34 @@ DEFAULT_BENCH_WALL_S = 300.0
 # Time a health run may take beyond its readiness wait (the chat checks, the metrics scrape).
 HEALTH_SLACK_S = 300.0
 EXIT_USAGE = 2
+# The outputs whose values are URLs of a stack's server (serving/outputs.py).
+ENDPOINT_OUTPUTS = ("endpoint", "candidateUrl")
 
 TALKS_TO_ENDPOINT = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
 
-def _target_args(ctx: ServerContext, stack: str | None, url: str | None, model: str | None) -> list[str]:
+async def _target_args(ctx: ServerContext, stack: str | None, url: str | None, model: str | None) -> list[str]:
     if (stack is None) == (url is None):
         raise ToolError("give exactly one of stack (a deployed stack's name) or url (an endpoint's base URL)")
     if stack is not None:
         return ["--stack", require_stack(ctx.root, stack), *(["--model", model] if model else [])]
     assert url is not None
-    return ["--url", url, *(["--model", model] if model else [])]
+    checked = await asyncio.to_thread(
+        check_url, url, stack_endpoints=lambda: stack_endpoints(ctx), allow_any=ctx.allow_any_url
+    )
+    return ["--url", checked, *(["--model", model] if model else [])]
+
+
+def stack_endpoints(ctx: ServerContext) -> list[str]:
+    """The URLs this project's deployed stacks export (endpoint, candidateUrl); stacks not readable are skipped."""
+    found: list[str] = []
+    for name in stack_names(ctx.root):
+        try:
+            values = ctx.pulumi.outputs(name).values
+        except (ToolError, KeyError):
+            continue
+        found += [str(values[key]) for key in ENDPOINT_OUTPUTS if isinstance(values.get(key), str)]
+    return found
 
 
 def _report(ctx: ServerContext, command: list[str], completed: Any) -> CommandReport:  # noqa: ANN401
@@ -101,7 +120,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             raise ToolError(f"max_tokens: {max_tokens} is outside 1..{MAX_OUTPUT_TOKENS}")
         args = [
             "health",
-            *_target_args(ctx, stack, url, model),
+            *await _target_args(ctx, stack, url, model),
             "--wait",
             f"{wait_s:g}",
             *(["--max-tokens", str(max_tokens)] if max_tokens is not None else []),
@@ -158,7 +177,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         results = ctx.bench_dir / f"bench-{stamp}.jsonl"
         args = [
             "bench",
-            *_target_args(ctx, stack, url, model),
+            *await _target_args(ctx, stack, url, model),
             "--concurrency",
             ",".join(map(str, users)),
             "--context",

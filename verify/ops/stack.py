@@ -13,6 +13,7 @@ the labels `managed-by=gemma-serving` and `stack=<stack>`.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, assert_never
@@ -29,6 +30,12 @@ from stacks.settings import CloudRunStack, TpuStack
 from stacks.tpu import ProvisioningModel
 from verify import UsageError
 from verify.ops import catalog
+
+# A project ID (https://cloud.google.com/resource-manager/docs/creating-managing-projects: 6 to 30 lowercase
+# letters, digits and hyphens, starting with a letter, not ending with a hyphen) or a project number. It is
+# pasted into Google API paths, so nothing else may pass: `victim:setIamPolicy?x=` would turn a read into
+# another method. Legacy domain-scoped IDs (`example.com:project`) are refused for the same reason.
+PROJECT_ID = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]|[1-9][0-9]{0,19}")
 
 # How `/health` is reached: with a Google ID token (Cloud Run invokers) or bare (TPU).
 HealthAuth = Literal["google", "none"]
@@ -189,6 +196,16 @@ class TpuOpsStack(_OpsStackBase):
 OpsStack = CloudRunOpsStack | TpuOpsStack
 
 
+def require_project_id(value: str, where: str) -> str:
+    """The project ID or number unchanged; UsageError naming `where` and the accepted form otherwise."""
+    if not PROJECT_ID.fullmatch(value):
+        raise UsageError(
+            f"{where}: {value[:64]!r} is not a Google Cloud project ID (6-30 lowercase letters, digits and "
+            "hyphens, starting with a letter, not ending with a hyphen) or project number"
+        )
+    return value
+
+
 def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None = None) -> OpsStack:
     """Read `Pulumi.<stack>.yaml` (with `--project` overriding `gcp:project`); UsageError if unusable."""
     try:
@@ -203,6 +220,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
             f"stack {stack!r} has no gcp:project: pass --project <your-project-id> or run "
             f"`pulumi config set gcp:project <your-project-id> --stack {stack}`"
         )
+    require_project_id(str(values["gcp:project"]), "--project" if project else f"gcp:project of stack {stack!r}")
     try:
         settings = settings_from_config(values, project=config.project)
     except StackConfigError as error:

@@ -14,16 +14,25 @@ change; clock and sleep are injected so tests never wait.
 from __future__ import annotations
 
 import enum
+import ipaddress
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, assert_never
+from typing import assert_never
 
 import pydantic
 
 from serving.naming import CANDIDATE_TAG
+from verify.ops.answers import (
+    QueuedResourceState,
+    RunCondition,
+    RunRevision,
+    RunService,
+    RunTrafficStatus,
+    TpuNode,
+)
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.stack import CloudRunOpsStack, HealthAuth, OpsStack, TpuOpsStack
 from verify.ops.tpu_placement_status import (
     PlacementStatus,
@@ -189,16 +198,15 @@ def _unknown(stack: OpsStack, reason: str, fix: str | None) -> StatusReport:
 # --- Cloud Run -------------------------------------------------------------------------------------------
 
 
-def find_service(stack: CloudRunOpsStack, apis: GoogleApis) -> dict[str, Any] | None:
+def find_service(stack: CloudRunOpsStack, apis: GoogleApis) -> RunService | None:
     """The stack's service: labelled managed-by/stack by deploy.py; its name starts with gemma-<stack>-vllm."""
     path = f"projects/{stack.project}/locations/{stack.region}/services"
-    candidates = list(apis.pages("run", path, "services"))
+    candidates = [parse_answer(RunService, item, "run") for item in apis.pages("run", path, "services")]
     for service in candidates:
-        labels = service.get("labels") or {}
-        if all(labels.get(key) == value for key, value in stack.labels.items()):
+        if all(service.labels.get(key) == value for key, value in stack.labels.items()):
             return service
     for service in candidates:
-        if str(service.get("name", "")).rsplit("/", 1)[-1].startswith(stack.base_name):
+        if service.name.rsplit("/", 1)[-1].startswith(stack.base_name):
             return service
     return None
 
@@ -212,36 +220,31 @@ def _cloud_run_status(stack: CloudRunOpsStack, apis: GoogleApis) -> StatusReport
             summary=f"no Cloud Run service of stack {stack.name} in {stack.region}",
             fix=f"pulumi up --stack {stack.name}",
         )
-    name = str(service.get("name", ""))
-    short = name.rsplit("/", 1)[-1]
-    terminal = service.get("terminalCondition") or {}
-    latest_created = _short(service.get("latestCreatedRevision"))
-    latest_ready = _short(service.get("latestReadyRevision"))
-    failing = _failing_condition(apis, name, latest_created) if latest_created != latest_ready else None
-    terminal_state = str(terminal.get("state", "STATE_UNSPECIFIED"))
-    candidate = next(
-        (entry for entry in service.get("trafficStatuses") or [] if entry.get("tag") == CANDIDATE_TAG), None
-    )
-    scaling = service.get("scaling") or {}
-    template_scaling = (service.get("template") or {}).get("scaling") or {}
+    short = service.name.rsplit("/", 1)[-1]
+    terminal = service.terminal_condition
+    latest_created = _short(service.latest_created_revision)
+    latest_ready = _short(service.latest_ready_revision)
+    failing = _failing_condition(apis, service.name, latest_created) if latest_created != latest_ready else None
+    candidate = next((entry for entry in service.traffic_statuses if entry.tag == CANDIDATE_TAG), None)
+    scaling, template_scaling = service.scaling, service.template.scaling
     status = CloudRunStatus(
         service=short,
-        url=service.get("uri") or None,
+        url=service.uri or None,
         ready=_condition_text(terminal),
         latest_created_revision=latest_created,
         latest_ready_revision=latest_ready,
-        traffic=[_traffic_text(entry) for entry in service.get("trafficStatuses") or []],
-        candidate_revision=_short(candidate.get("revision")) if candidate else None,
-        candidate_percent=int(candidate.get("percent") or 0) if candidate else None,
-        candidate_url=str(candidate.get("uri")) if candidate and candidate.get("uri") else None,
+        traffic=[_traffic_text(entry) for entry in service.traffic_statuses],
+        candidate_revision=_short(candidate.revision) if candidate else None,
+        candidate_percent=candidate.percent if candidate else None,
+        candidate_url=candidate.uri or None if candidate else None,
         failing_revision=latest_created if failing else None,
         failing_reason=_reason(failing) if failing else None,
-        failing_message=str(failing.get("message", "")) if failing else None,
-        min_instances=template_scaling.get("minInstanceCount", scaling.get("minInstanceCount")),
-        max_instances=template_scaling.get("maxInstanceCount", scaling.get("maxInstanceCount")),
+        failing_message=failing.message if failing else None,
+        min_instances=_first_set(template_scaling.min_instance_count, scaling.min_instance_count),
+        max_instances=_first_set(template_scaling.max_instance_count, scaling.max_instance_count),
     )
-    if failing is not None or terminal_state == "CONDITION_FAILED":
-        message = status.failing_message or str(terminal.get("message", ""))
+    if failing is not None or terminal.state == "CONDITION_FAILED":
+        message = status.failing_message or terminal.message
         serving = f"; traffic stays on {latest_ready}" if latest_ready else ""
         return _report(
             stack,
@@ -250,7 +253,7 @@ def _cloud_run_status(stack: CloudRunOpsStack, apis: GoogleApis) -> StatusReport
             fix=f"python -m verify logs --stack {stack.name} --errors",
             cloud_run=status,
         )
-    if terminal_state == "CONDITION_SUCCEEDED" and latest_created == latest_ready and not service.get("reconciling"):
+    if terminal.state == "CONDITION_SUCCEEDED" and latest_created == latest_ready and not service.reconciling:
         if status.candidate_revision == latest_ready and (status.candidate_percent or 0) < 100:
             return _report(
                 stack,
@@ -271,38 +274,42 @@ def _cloud_run_status(stack: CloudRunOpsStack, apis: GoogleApis) -> StatusReport
     )
 
 
-def _traffic_text(entry: dict[str, Any]) -> str:
-    tag = f" (tag {entry['tag']})" if entry.get("tag") else ""
-    return f"{entry.get('percent', 0)}% {_short(entry.get('revision')) or 'latest'}{tag}"
+def _first_set(*values: int | None) -> int | None:
+    return next((value for value in values if value is not None), None)
 
 
-def _failing_condition(apis: GoogleApis, service: str, revision: str | None) -> dict[str, Any] | None:
+def _traffic_text(entry: RunTrafficStatus) -> str:
+    tag = f" (tag {entry.tag})" if entry.tag else ""
+    return f"{entry.percent}% {_short(entry.revision) or 'latest'}{tag}"
+
+
+def _failing_condition(apis: GoogleApis, service: str, revision: str | None) -> RunCondition | None:
     if not revision:
         return None
     for item in apis.pages("run", f"{service}/revisions", "revisions"):
-        if _short(item.get("name")) != revision:
+        found = parse_answer(RunRevision, item, "run")
+        if _short(found.name) != revision:
             continue
-        for condition in item.get("conditions") or []:
-            if condition.get("state") == "CONDITION_FAILED":
-                return dict(condition)
+        for condition in found.conditions:
+            if condition.state == "CONDITION_FAILED":
+                return condition
     return None
 
 
-def _reason(condition: dict[str, Any]) -> str:
-    parts = [str(condition.get("type", "")), str(condition.get("revisionReason") or condition.get("reason") or "")]
+def _reason(condition: RunCondition) -> str:
+    parts = [condition.type, condition.revision_reason or condition.reason]
     return " ".join(part for part in parts if part)
 
 
-def _condition_text(condition: dict[str, Any]) -> str:
-    state = str(condition.get("state", "unknown")).removeprefix("CONDITION_").lower()
+def _condition_text(condition: RunCondition) -> str:
+    state = condition.state.removeprefix("CONDITION_").lower()
     if state == "succeeded":
         return "ready"
-    message = condition.get("message")
-    return f"{state}: {message}" if message else state
+    return f"{state}: {condition.message}" if condition.message else state
 
 
-def _short(name: object) -> str | None:
-    return str(name).rsplit("/", 1)[-1] if name else None
+def _short(name: str | None) -> str | None:
+    return name.rsplit("/", 1)[-1] if name else None
 
 
 # --- TPU -------------------------------------------------------------------------------------------------
@@ -327,15 +334,15 @@ def _tpu_status(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> StatusReport:
     stack = stack.model_copy(
         update={"zone": placement.zone, "provisioning": placement.provisioning, "reservation": placement.reservation}
     )
-    state_block = queued.get("state") or {}
-    state = str(state_block.get("state", "STATE_UNSPECIFIED"))
-    valid_until = (queued.get("queueingPolicy") or {}).get("validUntilTime")
-    deadline_left = _deadline_left(queued.get("createTime"), stack.active_deadline_seconds, now)
+    state_block = queued.state
+    state = state_block.state
+    valid_until = queued.queueing_policy.valid_until_time
+    deadline_left = _deadline_left(queued.create_time, stack.active_deadline_seconds, now)
     status = TpuStatus(
         queued_resource=stack.base_name,
         state=state,
         deadline_left_s=deadline_left,
-        valid_until=str(valid_until) if valid_until else None,
+        valid_until=valid_until or None,
         placement=placement_status(stack, index, placement, queued, deadline_left),
     )
     where = f" ({status.placement.text()})" if status.placement else ""
@@ -370,18 +377,18 @@ def _tpu_status(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> StatusReport:
 
 def _tpu_node_status(stack: TpuOpsStack, apis: GoogleApis, status: TpuStatus) -> StatusReport:
     """The queued resource is ACTIVE: the node's state and health decide."""
-    node = apis.get("tpu", stack.node_name)
-    node_state = str(node.get("state", "STATE_UNSPECIFIED"))
-    health = node.get("health")
+    node = parse_answer(TpuNode, apis.get("tpu", stack.node_name), "tpu")
+    node_state = node.state
+    health = node.health
     status = status.model_copy(
         update={
             "node_state": node_state,
-            "node_health": str(health) if health else None,
-            "health_description": node.get("healthDescription") or None,
+            "node_health": health or None,
+            "health_description": node.health_description or None,
             "endpoint": _node_endpoint(node, stack),
         }
     )
-    if node_state == "READY" and health in {None, "HEALTHY", "HEALTH_UNSPECIFIED"}:
+    if node_state == "READY" and health in {"", "HEALTHY", "HEALTH_UNSPECIFIED"}:
         return _report(
             stack,
             state=RolloutState.READY,
@@ -404,12 +411,14 @@ def _tpu_node_status(stack: TpuOpsStack, apis: GoogleApis, status: TpuStatus) ->
     )
 
 
-def _deadline_left(create_time: object, deadline_s: int, now: Now) -> float | None:
+def _deadline_left(create_time: str, deadline_s: int, now: Now) -> float | None:
     if not create_time:
         return None
     try:
-        created = datetime.fromisoformat(str(create_time).replace("Z", "+00:00"))
+        created = datetime.fromisoformat(create_time.replace("Z", "+00:00"))
     except ValueError:
+        return None
+    if created.tzinfo is None:
         return None
     return (created + timedelta(seconds=deadline_s) - now()).total_seconds()
 
@@ -440,10 +449,9 @@ def _other_zone_fix(stack: TpuOpsStack) -> str | None:
     )
 
 
-def _ended_reason(state: str, state_block: dict[str, Any]) -> str:
+def _ended_reason(state: str, state_block: QueuedResourceState) -> str:
     if state == "FAILED":
-        error = (state_block.get("failedData") or {}).get("error") or {}
-        return str(error.get("message") or "no reason given")
+        return state_block.failed_data.error.message or "no reason given"
     return "the request is being deleted"
 
 
@@ -457,14 +465,17 @@ def _ended_fix(state: str, stack: TpuOpsStack) -> str:
     return f"pulumi up --refresh --stack {stack.name} queues a new request"
 
 
-def _node_endpoint(node: dict[str, Any], stack: TpuOpsStack) -> str | None:
-    endpoints = node.get("networkEndpoints") or []
-    if not endpoints:
+def _node_endpoint(node: TpuNode, stack: TpuOpsStack) -> str | None:
+    if not node.network_endpoints:
         return None
-    first = endpoints[0]
-    address = (first.get("accessConfig") or {}).get("externalIp") if stack.public_endpoint else None
-    address = address or first.get("ipAddress")
-    return f"http://{address}:{stack.port}" if address else None
+    first = node.network_endpoints[0]
+    address = first.access_config.external_ip if stack.public_endpoint else None
+    address = address or first.ip_address
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return None  # not an address: nothing to probe (Google gives IPs here)
+    return f"http://{address}:{stack.port}"
 
 
 # --- watching --------------------------------------------------------------------------------------------

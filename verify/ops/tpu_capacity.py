@@ -28,8 +28,9 @@ import pydantic
 from serving.gcp_names import region_of
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from verify.ops import catalog
+from verify.ops.answers import AcceleratorType, RuntimeVersion
 from verify.ops.findings import Finding, Verdict
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, quota_infos
 from verify.ops.stack import OpsPlacement, TpuOpsStack
 
@@ -158,9 +159,13 @@ def _read_offers(stack: TpuOpsStack, apis: GoogleApis, zone: str, facts: _Facts)
         return
     base = f"projects/{stack.project}/locations/{zone}"
     try:
-        types = {str(item.get("type")) for item in apis.pages("tpu", f"{base}/acceleratorTypes", "acceleratorTypes")}
+        types = {
+            parse_answer(AcceleratorType, item, "tpu").type
+            for item in apis.pages("tpu", f"{base}/acceleratorTypes", "acceleratorTypes")
+        }
         versions = {
-            str(item.get("version")) for item in apis.pages("tpu", f"{base}/runtimeVersions", "runtimeVersions")
+            parse_answer(RuntimeVersion, item, "tpu").version
+            for item in apis.pages("tpu", f"{base}/runtimeVersions", "runtimeVersions")
         }
     except GoogleApiError as error:
         if error.not_found or error.code == 400:  # a zone the TPU API does not serve: nothing offered there

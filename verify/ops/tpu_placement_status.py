@@ -12,12 +12,11 @@ where its reason survives while `pulumi up` still waits.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
 import pydantic
 
-from verify.ops.google import GoogleApiError, GoogleApis
+from verify.ops.answers import QueuedResource, QueuedResourceState
+from verify.ops.google import GoogleApiError, GoogleApis, parse_answer
 from verify.ops.stack import OpsPlacement, TpuOpsStack
 
 # The node metadata key the queued-resource provider writes (components/tpu/request_body.py).
@@ -60,11 +59,12 @@ class PlacementStatus(pydantic.BaseModel):
         )
 
 
-def find_request(stack: TpuOpsStack, apis: GoogleApis) -> tuple[int, OpsPlacement, dict[str, Any]] | None:
+def find_request(stack: TpuOpsStack, apis: GoogleApis) -> tuple[int, OpsPlacement, QueuedResource] | None:
     """The stack's queued resource in the first placement zone that has it; None when no zone has one."""
     for index, placement in enumerate(stack.placement_list):
         try:
-            return index, placement, apis.get("tpu", stack.queued_resource_in(placement.zone))
+            answer = apis.get("tpu", stack.queued_resource_in(placement.zone))
+            return index, placement, parse_answer(QueuedResource, answer, "tpu")
         except GoogleApiError as error:
             if not error.not_found:
                 raise
@@ -72,7 +72,7 @@ def find_request(stack: TpuOpsStack, apis: GoogleApis) -> tuple[int, OpsPlacemen
 
 
 def placement_status(
-    stack: TpuOpsStack, index: int, placement: OpsPlacement, queued: Mapping[str, Any], deadline_left_s: float | None
+    stack: TpuOpsStack, index: int, placement: OpsPlacement, queued: QueuedResource, deadline_left_s: float | None
 ) -> PlacementStatus | None:
     """Where the request is among several placements (None for a stack with one)."""
     count = len(stack.placement_list)
@@ -90,13 +90,14 @@ def placement_status(
     )
 
 
-def _attempts(queued: Mapping[str, Any]) -> list[PlacementAttempt]:
+def _attempts(queued: QueuedResource) -> list[PlacementAttempt]:
     """The provider's record on the request; empty when it carries none (or one this version cannot read)."""
+    specs = queued.tpu.node_spec
+    text = specs[0].node.metadata.get(PLACEMENT_METADATA_KEY) if specs else None
     try:
-        metadata = queued["tpu"]["nodeSpec"][0]["node"].get("metadata") or {}
-        record = json.loads(metadata.get(PLACEMENT_METADATA_KEY) or "{}")
+        record = json.loads(text or "{}")
         return [PlacementAttempt.model_validate(item) for item in record.get("attempts") or []]
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+    except (TypeError, AttributeError, ValueError):  # pydantic.ValidationError is a ValueError
         return []
 
 
@@ -109,10 +110,10 @@ def node_gone(node_state: str) -> str | None:
     return f"node gone: the node is {node_state}"
 
 
-def suspended_reason(state_block: Mapping[str, Any], flex_start: bool) -> str:
+def suspended_reason(state_block: QueuedResourceState, flex_start: bool) -> str:
     """A SUSPENDING/SUSPENDED request: the flex-start run that ended, or who suspended it
     (`QueuedResourceState.stateInitiator`: USER or SERVICE)."""
-    initiator = state_block.get("stateInitiator")
+    initiator = state_block.state_initiator
     if initiator == "USER":
         return "node gone: the request was suspended by a user"
     if flex_start:
