@@ -176,8 +176,14 @@ def _live_state(stack: OpsStack, apis: GoogleApis, report: StatusReport, now: No
     if report.cloud_run is not None:
         return {"instances": cloud_run_instances(apis, stack.project, report.cloud_run.service, now=now)}
     if isinstance(stack, TpuOpsStack) and stack.flex_start_run_seconds and report.tpu and report.tpu.node_state:
+        # With tpu.placements the node is where the request was granted (tpu_placement_status.py).
+        placement = report.tpu.placement
+        if placement is not None and placement.provisioning != "flex-start":
+            return {}
         try:
-            node = apis.get("tpu", stack.node_name)
+            node = apis.get(
+                "tpu", stack.names.tpu_node_path(stack.project, placement.zone if placement else stack.zone)
+            )
         except (GoogleApiError, CannotCheckError):
             return {}
         return {"lifetime": flex_start_lifetime(node, stack.flex_start_run_seconds, now=now)}
