@@ -6,7 +6,6 @@ Each test is a way a user's `pulumi up` used to end with no node and a manual hu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +21,7 @@ from components.tpu.request_body import (
     build_request_body,
     with_fingerprint_label,
 )
-from tests.components.tpu_fake_api import FAKE_TOKEN, FakeClock, FakeTpuApi, Scenario
+from tests.components.tpu_fake_api import FakeClock, FakeTpuApi, Scenario
 from tests.components.tpu_request import SPEC
 
 FIRST = "projects/p/locations/us-east5-a/queuedResources/gemma-tpu"
@@ -46,33 +45,10 @@ def two_placements(deadline: int = 3600) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def api() -> Iterator[FakeTpuApi]:
-    with FakeTpuApi() as fake:
-        fake.addresses["europe-west4-a"] = "10.164.0.9"
-        yield fake
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def reports() -> list[str]:
-    return []
-
-
-@pytest.fixture
-def provider(api: FakeTpuApi, clock: FakeClock, reports: list[str]) -> QueuedResourceProvider:
-    return QueuedResourceProvider(
-        base_url=api.base_url,
-        token_provider=lambda: FAKE_TOKEN,
-        sleep=clock.sleep,
-        clock=clock.monotonic,
-        report=reports.append,
-        poll_seconds=30.0,
-    )
+@pytest.fixture(autouse=True)
+def _europe_has_its_own_address(api: FakeTpuApi) -> None:
+    """So a test can tell which placement's node the endpoint follows."""
+    api.addresses["europe-west4-a"] = "10.164.0.9"
 
 
 def test_a_placement_is_the_first_body_moved_to_its_zone_and_tier() -> None:
