@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,8 +25,10 @@ from gemma_mcp.stack_files import require_stack, stack_names
 from gemma_mcp.tools_stacks import reply
 from gemma_mcp.urls import check_url
 from verify.bench import compare as comparing
+from verify.bench.caveats import untrusted_reason, untrusted_summary
 from verify.bench.matrix import DEFAULT_ACTIVE_HOURS
-from verify.bench.results import load_results
+from verify.bench.results import CellRecord, ResultsFileError, load_results
+from verify.numbers import percent, readable
 
 # Caps on what one agent call may ask of a server (and of the user's bill); stated in the descriptions.
 MAX_WAIT_S = 1800.0
@@ -40,6 +43,8 @@ DEFAULT_BENCH_WALL_S = 300.0
 # Time a health run may take beyond its readiness wait (the chat checks, the metrics scrape).
 HEALTH_SLACK_S = 300.0
 EXIT_USAGE = 2
+# A command-line flag in a message (`--allow-untrusted`): meaningless to an agent calling a tool.
+_CLI_FLAG = re.compile(r"(?<![\w-])--[a-z]")
 # The outputs whose values are URLs of a stack's server (serving/outputs.py).
 ENDPOINT_OUTPUTS = ("endpoint", "candidateUrl")
 
@@ -251,7 +256,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         if more or matrix:
             paths = [path_a, path_b, *(_results_path(ctx, given, "more") for given in more or [])]
             return compare_runs(ctx, paths, slo or [], active_hours)
-        records_a, records_b = load_results(path_a).records, load_results(path_b).records
+        records_a, records_b = _records(path_a, "a"), _records(path_b, "b")
         mismatches = comparing.workload_mismatches(records_a, records_b)
         refused = [mismatch.describe() for mismatch in mismatches if mismatch.refused]
         if refused and not allow_mismatch:
@@ -292,6 +297,14 @@ def _results_path(ctx: ServerContext, given: str, name: str) -> Path:
     return path
 
 
+def _records(path: Path, name: str) -> list[CellRecord]:
+    """A side's cells, each line checked as the CLI checks it: a line verify could not have written is refused."""
+    try:
+        return load_results(path).records
+    except ResultsFileError as exc:
+        raise ToolError(f"{name}: {exc}") from None
+
+
 def _health_summary(report: CommandReport) -> str:
     head = "health: PASS" if report.passed else f"health: FAIL (exit {report.exit_code})"
     lines = [head]
@@ -305,19 +318,44 @@ def _health_summary(report: CommandReport) -> str:
     return "\n".join(lines)
 
 
+def _without_cli_flags(message: str) -> str:
+    """A CLI message without its advice clauses that name flags: the agent calls a tool, not the CLI."""
+    kept = [clause for clause in message.split("; ") if not _CLI_FLAG.search(clause)]
+    return "; ".join(kept)
+
+
+def _cell_line(cell: CellRecord) -> str:
+    users = f"{cell.max_concurrency} user{'s' if cell.max_concurrency != 1 else ''}"
+    where = f"  context {cell.requested_context} x {users}: "
+    if not cell.measured:
+        return where + f"skipped ({cell.skip_reason})"
+    numbers = (
+        f"{readable(cell.request_throughput)} req/s, p99 TTFT {readable(cell.p99_ttft_ms)} ms, "
+        f"success {percent(cell.success_rate)}"
+    )
+    reason = untrusted_reason(cell)
+    return where + numbers + (f" ({reason})" if reason else "")
+
+
 def _bench_summary(run: BenchRun) -> str:
+    """PASS/FAIL with the untrusted cells counted on the same line (a PASS on numbers the client made up
+    must not read as a clean one), one rounded line per cell, and the CLI's message without flag names."""
+    cells = [CellRecord.model_validate(cell) for cell in (run.report if isinstance(run.report, list) else [])]
     head = (
         "bench: PASS"
         if run.passed
         else f"bench: FAIL (exit {run.exit_code}{', stopped at the wall-time cap' if run.timed_out else ''})"
     )
-    lines = [head, f"results: {run.results_file}"]
-    lines.extend(
-        f"  context {cell.get('requested_context')} x {cell.get('max_concurrency')} users: "
-        f"{cell.get('request_throughput')} req/s, p99 TTFT {cell.get('p99_ttft_ms')} ms, "
-        f"success {cell.get('success_rate')}"
-        for cell in (run.report if isinstance(run.report, list) else [])
-    )
+    untrusted = untrusted_summary(cells)
+    lines = [head + (f", {untrusted}" if untrusted else ""), f"results: {run.results_file}"]
+    lines.extend(_cell_line(cell) for cell in cells)
+    if untrusted:
+        lines.append(
+            "untrusted cells' latencies include the load generator's own delay (this machine was short of CPU): "
+            "fewer users per cell, or a run from a machine with CPU to spare, gives numbers to trust"
+        )
     if run.message and not run.passed:
-        lines.append(run.message)
+        shown = _without_cli_flags(run.message)
+        if shown:
+            lines.append(shown)
     return "\n".join(lines)
