@@ -73,8 +73,9 @@ def _report(ctx: ServerContext, command: list[str], completed: Any) -> CommandRe
         document = None
     if document is None and not completed.timed_out and completed.exit_code == EXIT_USAGE:
         # A usage error: the CLI's own one-line message is the answer.
-        raise ToolError(ctx.redactor.text(completed.stderr_tail() or "verify refused the arguments"))
-    message = completed.stderr_tail().splitlines()[-1] if completed.stderr_tail() else None
+        raise ToolError(completed.stderr_tail(ctx.redactor) or "verify refused the arguments")
+    tail = completed.stderr_tail(ctx.redactor)
+    message = tail.splitlines()[-1] if tail else None
     return CommandReport(
         command=command,
         exit_code=completed.exit_code,
@@ -192,7 +193,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "--json",
             *[part for entry in slo or [] for part in ("--slo", entry)],
         ]
-        completed = await ctx.run_module("verify", args, timeout_s=wall_time_s)
+        with ctx.load_slot.hold("a bench run"):
+            completed = await ctx.run_module("verify", args, timeout_s=wall_time_s)
         found = _report(ctx, ["python", "-m", "verify", *args], completed)
         reports = sorted(str(path) for path in results.parent.glob(f"{results.stem}.*") if path != results)
         run = BenchRun(
