@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 
 from gemma_mcp.context import ServerContext
+from gemma_mcp.files import OutsideError, inside
 from gemma_mcp.results import BenchRun, CommandReport, Comparison
 from gemma_mcp.stack_files import require_stack, stack_names
 from gemma_mcp.tools_stacks import reply
@@ -257,9 +258,13 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
 
 
 def _results_path(ctx: ServerContext, given: str, name: str) -> Path:
-    path = (ctx.root / given).resolve()
-    if not path.is_relative_to(ctx.root.resolve()):
-        raise ToolError(f"{name}: {given!r} is outside the project root; give a path inside it")
+    try:
+        path = inside(ctx.root, Path(given))
+    except OutsideError as error:
+        raise ToolError(
+            f"{name}: {given!r} is outside the project root or reached through a symlink ({error}); give a "
+            "path inside it"
+        ) from None
     if path.suffix != ".jsonl" or not path.is_file():
         raise ToolError(f"{name}: {given!r} is not a bench results file (.jsonl) in the project")
     return path
