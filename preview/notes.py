@@ -16,8 +16,12 @@ from preview.supply_plan import API, JOB, SERVICE
 from preview.supply_plan import RUN as RUN_ON_UP
 from preview.tpu_plan import QUEUED_RESOURCE
 from serving.accelerators import CLOUD_RUN_GPUS
+from serving.gke_machines import NODE_SHAPES
 
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+CLUSTER = "gcp:container/cluster:Cluster"
+INFERENCE_POOL = "kubernetes:inference.networking.k8s.io/v1:InferencePool"
 BUCKET = "gcp:storage/bucket:Bucket"
 
 
@@ -96,6 +100,44 @@ def _tpu_notes(resource: CapturedResource) -> list[str]:
     return notes
 
 
+def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
+    inputs = _inputs(pool)
+    config = inputs.get("nodeConfig") or {}
+    machine = config.get("machineType")
+    nodes = (inputs.get("autoscaling") or {}).get("totalMaxNodeCount")
+    zones = ", ".join(inputs.get("nodeLocations") or [])
+    tier = "flex-start" if config.get("flexStart") else "spot" if config.get("spot") else "on-demand"
+    shape = NODE_SHAPES.get(str(machine))
+    what = f"{shape.accelerators} x {shape.accelerator.value}" if shape else "its accelerators"
+    kind = "preemptible" if tier != "on-demand" else "on-demand"
+    quota = (
+        f"quota: up to {nodes} {machine} node(s) ({what} each) in {zones}: the project needs {kind} quota for "
+        "that many accelerators in the region (Compute Engine quotas; GPUS_ALL_REGIONS counts GPUs too; check "
+        "IAM & Admin > Quotas before `pulumi up`), or pods stay Pending with FailedScaleUp."
+    )
+    metrics = (
+        "metrics: the HPA reads vllm:num_requests_waiting through the Custom Metrics Stackdriver Adapter, which "
+        "the cluster must run once (docs/gke.md, 'Before the first pulumi up'); without it the HPA reports "
+        "FailedGetPodsMetric and keeps the replica count."
+    )
+    access = (
+        "access: the Service is an internal load balancer: call it from the VPC, or run the stack's `portForward` "
+        "output and `verify health --url http://127.0.0.1:<port>` with the API key from Secret Manager."
+    )
+    notes = [quota, metrics, access]
+    if not capture.of_type(CLUSTER):
+        notes.append(
+            "cluster: the stack uses an existing cluster; it must have Workload Identity, the GCS FUSE CSI driver, "
+            "the Secret Manager add-on and Managed Prometheus enabled (docs/gke.md)."
+        )
+    if capture.of_type(INFERENCE_POOL):
+        notes.append(
+            "gateway: the InferencePool names an endpoint picker and needs a Gateway; install them from the Gateway "
+            "API Inference Extension chart (docs/gke.md, 'Inference Gateway')."
+        )
+    return notes
+
+
 def _revision_notes(capture: Capture) -> list[str]:
     notes = []
     for job in capture.of_type(JOB):
@@ -131,6 +173,9 @@ def manual_steps(capture: Capture) -> list[str]:
         notes += _gpu_notes(service, capture)
     for resource in capture.of_type(QUEUED_RESOURCE):
         notes += _tpu_notes(resource)
+    for pool in capture.of_type(NODE_POOL):
+        if (_inputs(pool).get("autoscaling") or {}).get("totalMaxNodeCount") is not None:
+            notes += _gke_notes(pool, capture)
     buckets = capture.of_type(BUCKET)
     if any(not _inputs(bucket).get("forceDestroy") for bucket in buckets):
         notes.append(

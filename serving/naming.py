@@ -40,6 +40,11 @@ class TypeToken:
     VLLM_GPU_SERVICE = "gemma:cloudrun:VllmGpuService"
     TPU_VLLM_NODE = "gemma:tpu:TpuVllmNode"
     BENCH_JOB = "gemma:verify:BenchJob"
+    GKE_CLUSTER = "gemma:gke:GkeCluster"
+    GKE_NODE_POOL = "gemma:gke:AcceleratorNodePool"
+    GKE_NODE_IDENTITY = "gemma:gke:NodeIdentity"
+    GKE_API_KEY = "gemma:gke:FleetApiKey"
+    GKE_FLEET = "gemma:gke:VllmFleet"
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,21 @@ class StackNames:
     def image_repository(self) -> str:
         """The standard Artifact Registry repository a derived image is pushed to."""
         return f"{self.base}-images"
+
+    @property
+    def gke_cluster(self) -> str:
+        """A GKE stack's cluster when the stack creates it (at most 40 characters, as GKE allows)."""
+        return self.base[:40].rstrip("-")
+
+    @property
+    def gke_api_key_secret(self) -> str:
+        """The Secret Manager secret id of a GKE fleet's vLLM API key."""
+        return f"{self.serving}-api-key"
+
+    @staticmethod
+    def gke_node_pool(machine_type: str) -> str:
+        """The accelerator node pool's name: its machine type says what it holds."""
+        return f"vllm-{machine_type}"
 
     def queued_resource_path(self, project: str, zone: str) -> str:
         """The TPU queued resource `pulumi up` created, as the TPU API names it."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from serving.accelerators import Accelerator, CloudRunGpu, TpuChip, facts_of
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
 from serving.model_profiles import profile_from_config_file as _profile_from_config_file
 from serving.planner import (
@@ -32,7 +33,6 @@ from serving.planner import (
 from stacks.base import SettingsModel
 
 if TYPE_CHECKING:
-    from serving.accelerators import CloudRunGpu, TpuChip
     from stacks.settings import StackSettings
     from stacks.vllm import VllmSettings
 
@@ -217,6 +217,14 @@ def tpu_capacity(chip: TpuChip, vllm: VllmSettings, capacity: CapacitySettings) 
         in_flight_tokens=0,  # tpu-inference keeps every token in every Gemma 4 layer: nothing slides out
         assumptions=("TPU layout: every layer stores every token (tpu-inference disables Gemma 4's sliding window)",),
     )
+
+
+def gke_capacity(accelerator: Accelerator, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """A GKE node's accelerators: vLLM there does what it does on the same chip elsewhere."""
+    facts = facts_of(accelerator)
+    if isinstance(facts, TpuChip):
+        return tpu_capacity(facts, vllm, capacity)
+    return cloud_run_capacity(facts, vllm, capacity)
 
 
 def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tuple[str, ...]]:

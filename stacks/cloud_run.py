@@ -84,7 +84,7 @@ class GcsMountSettings(SettingsModel):
                     "(e.g. implicit-dirs, metadata-cache-ttl-secs=-1)"
                 )
             if option.split("=", 1)[0] in {"uid", "gid"}:
-                raise ValueError(f"{option!r}: set uid/gid through cloudRun.mount.uid and cloudRun.mount.gid")
+                raise ValueError(f"{option!r}: set uid/gid through the mount block's uid and gid keys")
         return options
 
     def mount_options(self) -> list[str]:

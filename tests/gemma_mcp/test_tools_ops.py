@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from gemma_mcp.context import ServerContext
+from preview.stack_file import available_stacks
+from tests.conftest import ROOT
 from tests.gemma_mcp.conftest import connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import STACKS, Project
@@ -99,7 +101,7 @@ async def test_bad_arguments_get_the_clis_messages() -> None:
         since = await client.call_tool("logs", {"stack": "l4", "project": "proj-1", "since": "yesterday"})
         watch = await client.call_tool("status", {"stack": "l4", "project": "proj-1", "watch_s": 86400})
     assert "pass --project <your-project-id>" in text_of(no_project)
-    assert "stacks here: l4, rtx6000, tpu-v6e" in text_of(unknown)
+    assert f"stacks here: {', '.join(available_stacks(ROOT))}" in text_of(unknown)
     assert since.is_error
     assert text_of(since).startswith("Error executing tool logs: since:")
     assert "watch_s: 86400" in text_of(watch)

@@ -53,6 +53,7 @@ async def test_stacks_lists_every_stack_file_with_its_platform() -> None:
     stacks = {entry["name"]: entry for entry in result.structured_content["stacks"]}
     assert set(stacks) == set(available_stacks(ROOT))
     assert {"l4", "rtx6000", "tpu-v6e"} <= set(stacks)
+    assert stacks["gke-tpu-v6e"]["platform"] == "gke"
     assert (
         stacks["l4"] | {"valid": True, "accelerator": "nvidia-l4", "platform": "cloud-run", "region": "us-east4"}
         == stacks["l4"]
@@ -97,7 +98,7 @@ async def test_plan_of_an_unknown_stack_gives_the_clis_message() -> None:
     async with connect() as client:
         result = await client.call_tool("plan", {"stack": "l44"})
     assert result.is_error
-    assert "no stack file Pulumi.l44.yaml; stacks here: l4, rtx6000, tpu-v6e" in text_of(result)
+    assert f"no stack file Pulumi.l44.yaml; stacks here: {', '.join(available_stacks(ROOT))}" in text_of(result)
 
 
 @SHARES_SHIPPED_PLANS

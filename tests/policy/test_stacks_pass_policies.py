@@ -42,7 +42,19 @@ EXPECTED_TO_APPLY = {
         "no-plaintext-secrets",
     },
     "tpu": {"tpu-queued-resource-bounded", "images-pinned", "no-plaintext-secrets"},
+    "gke": {
+        "gke-service-not-public",
+        "gke-images-pinned",
+        "gke-model-mount-uid-gid",
+        "gke-probes-present",
+        "gke-no-credentials",
+        "images-pinned",
+        "no-plaintext-secrets",
+        "bucket-private",
+        "bucket-not-public",
+    },
 }
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
 @functools.cache
@@ -77,7 +89,7 @@ def test_whole_plan_passes_every_guardrail(stack: str) -> None:
     violations, not_evaluated, applied = judge(capture.resources)
     assert violations == []
     assert not_evaluated == []
-    kind = "cloud-run" if capture.of_type(SERVICE) else "tpu"
+    kind = "cloud-run" if capture.of_type(SERVICE) else "gke" if capture.of_type(DEPLOYMENT) else "tpu"
     assert EXPECTED_TO_APPLY[kind] <= applied, f"guardrails that judged nothing: {EXPECTED_TO_APPLY[kind] - applied}"
 
 

@@ -26,7 +26,7 @@ from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.apis import required_apis
 from stacks.labels import stack_labels
 from stacks.loading import StackConfigError, settings_from_config
-from stacks.settings import CloudRunStack, TpuStack
+from stacks.settings import CloudRunStack, GkeStack, TpuStack
 from stacks.tpu import ProvisioningModel
 from verify import UsageError
 from verify.ops import catalog
@@ -231,6 +231,13 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 public_endpoint=tpu.public_endpoint,
                 active_deadline_seconds=tpu.active_deadline,
                 candidate_zones=FLEX_START_V6E_ZONES if model is ProvisioningModel.FLEX_START else V6E_ZONES,
+            )
+        case GkeStack():
+            # Not built yet (issue 27): status/logs/preflight would read the Kubernetes API; say so plainly.
+            raise UsageError(
+                f"stack {stack!r} is a GKE fleet: `verify status`, `logs` and `preflight` do not read GKE fleets yet. "
+                "Reach its internal Service with the stack's `portForward` output, then `verify health --url "
+                "http://127.0.0.1:<port>` (docs/gke.md)"
             )
         case _ as unreachable:
             assert_never(unreachable)
