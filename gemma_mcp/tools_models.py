@@ -14,6 +14,7 @@ from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_ops import READS_THE_PROJECT
 from gemma_mcp.tools_stacks import reply
 from verify import UsageError
+from verify.models.bucket import bucket_name
 from verify.models.cli import run_models, served_dirs
 from verify.ops.google import CannotCheckError, GoogleApiError
 
@@ -45,7 +46,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             served = {name: served_dirs(name, ctx.root)}
         except UsageError as error:
             raise ToolError(str(error)) from None
-        where = bucket or _bucket_output(ctx, name)
+        where = bucket_name(bucket, where="bucket") if bucket is not None else _bucket_output(ctx, name)
         try:
             with ctx.google() as apis:
                 found = run_models(apis, where, served)

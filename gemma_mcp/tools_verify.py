@@ -16,6 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 
+from gemma_mcp.compare_runs import compare_runs
 from gemma_mcp.context import ServerContext
 from gemma_mcp.files import OutsideError, inside
 from gemma_mcp.results import BenchRun, CommandReport, Comparison
@@ -23,6 +24,7 @@ from gemma_mcp.stack_files import require_stack, stack_names
 from gemma_mcp.tools_stacks import reply
 from gemma_mcp.urls import check_url
 from verify.bench import compare as comparing
+from verify.bench.matrix import DEFAULT_ACTIVE_HOURS
 from verify.bench.results import load_results
 
 # Caps on what one agent call may ask of a server (and of the user's bill); stated in the descriptions.
@@ -220,11 +222,26 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "per cell (context x concurrency) B's change against A for throughput and latency percentiles, each "
             "judged better, worse or noise (within the two runs' own spread). Refuses files whose requests differ "
             "in output tokens or API unless allow_mismatch. Paths are relative to the project root (the bench tool "
-            "returns them). Local files only: instant, free."
+            "returns them). With more files (more=[...], or matrix=true for two): each file is one stack's run, "
+            "compared per workload with cost per 1M requests and output tokens, monthly cost always on and scaled "
+            "to zero (active_hours a day), break-even active hours, and the cheapest run meeting slo (e.g. "
+            "['p99_ttft_ms=2000']); untrusted cells are marked and left out. Local files only: instant, free."
         ),
     )
-    def compare(a: str, b: str, allow_mismatch: bool = False) -> Annotated[CallToolResult, Comparison]:
+    def compare(
+        a: str,
+        b: str,
+        *,
+        allow_mismatch: bool = False,
+        more: list[str] | None = None,
+        matrix: bool = False,
+        slo: list[str] | None = None,
+        active_hours: float = DEFAULT_ACTIVE_HOURS,
+    ) -> Annotated[CallToolResult, Comparison]:
         path_a, path_b = _results_path(ctx, a, "a"), _results_path(ctx, b, "b")
+        if more or matrix:
+            paths = [path_a, path_b, *(_results_path(ctx, given, "more") for given in more or [])]
+            return compare_runs(ctx, paths, slo or [], active_hours)
         records_a, records_b = load_results(path_a).records, load_results(path_b).records
         mismatches = comparing.workload_mismatches(records_a, records_b)
         refused = [mismatch.describe() for mismatch in mismatches if mismatch.refused]

@@ -31,6 +31,7 @@ from serving.planner import (
     render_table,
 )
 from stacks.base import SettingsModel
+from stacks.calibration import calibrate
 
 if TYPE_CHECKING:
     from stacks.settings import StackSettings
@@ -269,6 +270,14 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
         in_flight_tokens=platform.in_flight_tokens,
         accelerator_label=platform.accelerator_label,
         workload_tokens=capacity.request_tokens,
+    )
+    inputs, assumptions = calibrate(
+        inputs,
+        assumptions,
+        root=root,
+        accelerator=settings.accelerator.value,
+        checkpoint=settings.model.path,
+        overhead_given=override is not None,
     )
     return inputs, tuple(assumptions)
 

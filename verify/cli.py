@@ -19,6 +19,7 @@ from verify import UsageError
 from verify.bench import cli as bench_cli
 from verify.bench.cloud_cli import two_word_alias
 from verify.health import cli as health_cli
+from verify.memory import cli as memory_cli
 from verify.metrics import cli as metrics_cli
 from verify.models import cli as models_cli
 from verify.ops import cli as ops_cli
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     query_cli.register(subparsers)
     metrics_cli.register(subparsers)
     models_cli.register(subparsers)
+    memory_cli.register(subparsers)
     return parser
 
 

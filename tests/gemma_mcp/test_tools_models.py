@@ -43,3 +43,11 @@ async def test_models_of_a_stack_without_outputs_asks_for_the_bucket() -> None:
         result = await client.call_tool("models", {"stack": "l4"})
     assert result.is_error
     assert "no modelBucket output" in text_of(result)
+
+
+async def test_models_refuses_a_bucket_that_is_not_a_bucket_name() -> None:
+    """A path or URL given as the bucket is refused before any Google call, naming the rule."""
+    async with connect() as client:
+        result = await client.call_tool("models", {"stack": "l4", "bucket": "../../etc"})
+    assert result.is_error
+    assert "not a Cloud Storage bucket name" in text_of(result)

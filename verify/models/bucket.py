@@ -10,6 +10,7 @@ complete (``Marker.to_json``): ``{source, revision, exclude, files: {name: bytes
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 import pydantic
@@ -22,6 +23,20 @@ IMPORT_MARKER = ".gemma-import-complete.json"
 # A bucket of checkpoints holds thousands of objects at most; 1000 per page (the API's maximum) x 50.
 PAGE_SIZE = 1000
 MAX_PAGES = 50
+
+
+# Cloud Storage bucket names: 3-63 lowercase letters, digits, '-', '_' and '.', starting and ending with a
+# letter or digit (https://cloud.google.com/storage/docs/buckets#naming).
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]")
+
+
+def bucket_name(value: str, *, where: str) -> str:
+    """``value`` when it is a bucket name; ValueError naming ``where`` and the rule otherwise."""
+    if not _BUCKET_NAME.fullmatch(value):
+        raise ValueError(
+            f"{where} {value!r} is not a Cloud Storage bucket name (3-63 lowercase letters, digits, '-', '_', '.')"
+        )
+    return value
 
 
 class StoredObject(pydantic.BaseModel):

@@ -13,13 +13,12 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from preview.stack_file import StackFileError, read_stack_config
-from stacks.loading import StackConfigError, settings_from_config
 from verify import UsageError
-from verify.models.bucket import list_objects, read_marker
+from verify.models.bucket import bucket_name, list_objects, read_marker
 from verify.models.inventory import BucketInventory, inventory
 from verify.numbers import readable
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, apis_from_environment
+from verify.stack_settings import load_settings
 from verify.target import read_stack_outputs
 
 EXIT_CANNOT_READ = 2
@@ -39,14 +38,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=_models)
 
 
-def served_dirs(stack: str, root: Path) -> list[str]:
+def served_dirs(stack: str, root: Path | None = None) -> list[str]:
     """The bucket directories the stack's server reads (model, then drafter), from its stack file."""
-    try:
-        config = read_stack_config(root, stack)
-        settings = settings_from_config(config.values, project=config.project)
-    except (StackFileError, StackConfigError) as error:
-        raise UsageError(f"--stack {stack}: {error}") from None
-    return list(settings.model_dirs)
+    return list(load_settings(stack, root).model_dirs)
 
 
 def bucket_of(stack: str) -> str:
@@ -65,8 +59,11 @@ def run_models(apis: GoogleApis, bucket: str, served: dict[str, list[str]]) -> B
 
 def _models(args: argparse.Namespace) -> int:
     stack = str(args.stack)
-    served = {stack: served_dirs(stack, Path.cwd())}
-    bucket = str(args.bucket) if args.bucket else bucket_of(stack)
+    served = {stack: served_dirs(stack)}
+    try:
+        bucket = bucket_name(str(args.bucket), where="--bucket") if args.bucket else bucket_of(stack)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     try:
         with apis_from_environment() as apis:
             found = run_models(apis, bucket, served)

@@ -125,6 +125,8 @@ class TpuOpsStack(_OpsStackBase):
     port: int
     public_endpoint: bool
     active_deadline_seconds: int
+    # A flex-start node's longest run (tpu.provisioning.maxRunDuration or its default); None otherwise.
+    flex_start_run_seconds: int | None = None
     # Zones where this provisioning model can get v6e at all (flex-start: only some), for "try another zone".
     candidate_zones: tuple[str, ...]
 
@@ -230,6 +232,9 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 port=tpu.port,
                 public_endpoint=tpu.public_endpoint,
                 active_deadline_seconds=tpu.active_deadline,
+                flex_start_run_seconds=(
+                    tpu.provisioning.flex_start_run_seconds if model is ProvisioningModel.FLEX_START else None
+                ),
                 candidate_zones=FLEX_START_V6E_ZONES if model is ProvisioningModel.FLEX_START else V6E_ZONES,
             )
         case GkeStack():

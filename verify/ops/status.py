@@ -34,6 +34,7 @@ from verify.ops.answers import (
 )
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
+from verify.ops.live_state import Instances, Lifetime, cloud_run_instances, flex_start_lifetime
 from verify.ops.stack import CloudRunOpsStack, HealthAuth, OpsStack, TpuOpsStack
 
 
@@ -110,6 +111,9 @@ class StatusReport(pydantic.BaseModel):
     tpu: TpuStatus | None = None
     readiness: Readiness | None = None
     timed_out: bool = False
+    # verify/ops/live_state.py: Cloud Run's recent instance count; a flex-start node's end.
+    instances: Instances | None = None
+    lifetime: Lifetime | None = None
 
     @property
     def detail(self) -> CloudRunStatus | TpuStatus | None:
@@ -151,10 +155,24 @@ def run_status(
         return _unknown(stack, str(error), error.advice(stack.project))
     except CannotCheckError as error:
         return _unknown(stack, str(error), None)
+    report = report.model_copy(update=_live_state(stack, apis, report, now))
     endpoint = report.detail.probe_url if report.detail is not None else None
     if probe is not None and endpoint and report.state is RolloutState.READY:
         report = report.model_copy(update={"readiness": probe(endpoint, stack.health_auth)})
     return report
+
+
+def _live_state(stack: OpsStack, apis: GoogleApis, report: StatusReport, now: Now) -> dict[str, object]:
+    """The instance count of a deployed Cloud Run service; the end of a running flex-start node."""
+    if report.cloud_run is not None:
+        return {"instances": cloud_run_instances(apis, stack.project, report.cloud_run.service, now=now)}
+    if isinstance(stack, TpuOpsStack) and stack.flex_start_run_seconds and report.tpu and report.tpu.node_state:
+        try:
+            node = apis.get("tpu", stack.node_name)
+        except (GoogleApiError, CannotCheckError):
+            return {}
+        return {"lifetime": flex_start_lifetime(node, stack.flex_start_run_seconds, now=now)}
+    return {}
 
 
 def _report(
