@@ -49,3 +49,17 @@ def test_a_url_with_user_and_password_is_refused_without_echoing_them(
     assert "hunter2secret" not in captured.out + captured.err
     assert "user:password@" in captured.err
     assert "Traceback" not in captured.err
+
+
+def test_an_endpoints_text_cannot_rewrite_the_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    """A server whose model name carries clear-screen and cursor sequences: health shows them as text."""
+    from tests.fake_vllm import FakeVllmConfig
+    from tests.verify.bench.test_cli import running
+
+    config = FakeVllmConfig(served_name="evil\x1b[2J\x1b[1A\x1b]52;c;aGk=\x07")
+    with running(config) as server:
+        code = main(["health", "--url", server.url, "--model", "tiny-gemma", "--wait", "5"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "\x1b" not in out
+    assert "\\x1b[2J" in out
