@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import Result
+from gemma_mcp.results import StackRead
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_ops import READS_THE_PROJECT
 from gemma_mcp.tools_stacks import reply
@@ -21,13 +21,7 @@ from verify.ops.logs import parse_since
 from verify.ops.stack import load_ops_stack
 from verify.stack_settings import load_settings
 
-
-class MemoryReport(Result):
-    stack: str
-    exit_code: int
-    passed: bool
-    report: dict[str, Any] | None
-    message: str | None = None
+MemoryReport = StackRead
 
 
 def register(server: MCPServer, ctx: ServerContext) -> None:
