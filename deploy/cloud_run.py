@@ -13,10 +13,12 @@ from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, V
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
+from deploy.monitoring import sidecar_supply, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.rollout_state import rollout_for
 from deploy.weights import model_supply
 from serving.outputs import CloudRunOutputs
+from serving.watch import CloudRunWatch
 from stacks.cloud_run import CloudRunSettings
 from stacks.settings import CloudRunStack
 
@@ -43,6 +45,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
     images = image_supply(settings, context, cloud)
     weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)
     run = settings.cloud_run
+    metrics = sidecar_supply(settings, context, identity.member, cloud)
     service = VllmGpuService(
         f"{base}-vllm",
         VllmGpuServiceArgs(
@@ -54,12 +57,14 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
             bucket_name=bucket.name,
             service_account_email=identity.email,
             labels=context.labels,
-            wait_for=weights.ready,
+            wait_for=[*weights.ready, *metrics.ready],
             rollout=rollout_for(run),
+            metrics_sidecar=metrics.sidecar,
             **_service_shape(run),
         ),
         cloud,
     )
+    watch_stack(settings, context, CloudRunWatch(f"{base}-vllm", run.min_instances), cloud)
     bench_job = _bench_job(settings, context, service, cloud) if settings.bench is not None else None
     return exported(
         CloudRunOutputs,

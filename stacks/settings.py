@@ -33,6 +33,7 @@ from stacks.cloud_run import CloudRunSettings
 from stacks.cloud_run_limits import gpu_service_problems, quota_warning
 from stacks.image_family import CUDA_BUILD, TPU_BUILD, ImageBuild, image_family_problem
 from stacks.images import PinnedImage
+from stacks.monitoring import MonitoringSettings
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
 from stacks.vllm import VllmSettings
@@ -98,6 +99,8 @@ class _StackSettings(SettingsModel):
     # How to plan capacity when model.path is not a built-in profile (stacks/capacity.py).
     capacity: CapacitySettings = CapacitySettings()
     labels: dict[str, str] = Field(default_factory=dict)
+    # Metrics collection, the dashboard, the alerts and an optional budget (stacks/monitoring.py).
+    monitoring: MonitoringSettings = MonitoringSettings()
 
     @field_validator("labels")
     @classmethod
@@ -247,7 +250,7 @@ class CloudRunStack(_StackSettings):
 
     @property
     def apis(self) -> tuple[str, ...]:
-        return BASE_APIS
+        return tuple(sorted({*BASE_APIS, *self.monitoring.apis}))
 
     @property
     def zone(self) -> str | None:
@@ -348,7 +351,7 @@ class TpuStack(_StackSettings):
 
     @property
     def apis(self) -> tuple[str, ...]:
-        return tuple(sorted({*BASE_APIS, *TPU_APIS}))
+        return tuple(sorted({*BASE_APIS, *TPU_APIS, *self.monitoring.apis}))
 
     @property
     def zone(self) -> str | None:
