@@ -14,6 +14,7 @@ pin a digest (`...@sha256:`) once `gcloud artifacts docker images describe` has 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import yaml
@@ -128,4 +129,5 @@ def tpu_collector_config(*, port: int, namespace: str, interval: str = SCRAPE_IN
             },
         },
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    # One line of JSON (which is YAML): it sits in the startup script's data block, which the plan shows.
+    return json.dumps(config)

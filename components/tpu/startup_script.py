@@ -51,9 +51,8 @@ _ARTIFACT_REGISTRY_HOST = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*-docker\.pkg\.dev$
 _RESERVED_ENV = frozenset({"VLLM_API_KEY", "HF_TOKEN"})
 
 
-# Where the collector's config lives on the VM, and where the otelcol-google image reads it.
+# Where the collector's config lives on the VM (the body mounts it where otelcol-google reads its config).
 COLLECTOR_CONFIG_FILE = "/etc/gemma-collector/config.yaml"
-_COLLECTOR_CONFIG_IN_CONTAINER = "/etc/otelcol-google/config.yaml"
 
 
 @dataclass(frozen=True)
@@ -186,26 +185,6 @@ def docker_run_argv(spec: StartupScriptSpec) -> list[str]:
     return argv
 
 
-def collector_run_argv(collector: NodeCollector) -> list[str]:
-    """The arguments after `docker` for the collector: host network (it scrapes vLLM on 127.0.0.1)."""
-    return [
-        "run",
-        "--detach",
-        "--name",
-        collector.container_name,
-        "--restart",
-        "unless-stopped",
-        "--net",
-        "host",
-        "--volume",
-        f"{COLLECTOR_CONFIG_FILE}:{_COLLECTOR_CONFIG_IN_CONTAINER}:ro",
-        "--log-driver",
-        "gcplogs",
-        collector.image,
-        f"--config={_COLLECTOR_CONFIG_IN_CONTAINER}",
-    ]
-
-
 def _assign(name: str, value: str | int) -> str:
     return f"{name}={shlex.quote(str(value))}"
 
@@ -241,12 +220,11 @@ def render_startup_script(spec: StartupScriptSpec) -> str:
         _assign("CONTAINER", spec.container_name),
         _assign("PORT", spec.port),
         _assign("READY_TIMEOUT_SECONDS", spec.ready_timeout_seconds),
-        _assign_array("DOCKER_RUN_ARGS", docker_run_argv(spec)),
         _assign("COLLECTOR_IMAGE", spec.collector.image if spec.collector else ""),
         _assign("COLLECTOR_CONTAINER", spec.collector.container_name if spec.collector else ""),
         _assign("COLLECTOR_CONFIG_FILE", COLLECTOR_CONFIG_FILE),
         _assign("COLLECTOR_CONFIG", spec.collector.config if spec.collector else ""),
-        _assign_array("COLLECTOR_RUN_ARGS", collector_run_argv(spec.collector) if spec.collector else []),
+        _assign_array("DOCKER_RUN_ARGS", docker_run_argv(spec)),
     ]
     return "\n".join([_PREAMBLE, *data, DATA_END_MARKER, _BODY])
 
@@ -383,10 +361,13 @@ start_container() {
 # The metrics collector beside vLLM, replaced at each boot and restarted by Docker like vLLM.
 start_collector() {
   install -d -m 0755 "$(dirname "$COLLECTOR_CONFIG_FILE")" || return 1
-  printf '%s' "$COLLECTOR_CONFIG" > "$COLLECTOR_CONFIG_FILE" || return 1
+  printf '%s\n' "$COLLECTOR_CONFIG" > "$COLLECTOR_CONFIG_FILE" || return 1
   docker pull "$COLLECTOR_IMAGE" || return 1
   docker rm --force "$COLLECTOR_CONTAINER" > /dev/null 2>&1 || true
-  docker "${COLLECTOR_RUN_ARGS[@]}" > /dev/null || return 1
+  # Host network: it scrapes vLLM on 127.0.0.1; the image reads /etc/otelcol-google/config.yaml.
+  docker run --detach --name "$COLLECTOR_CONTAINER" --restart unless-stopped --net host \
+    --volume "$COLLECTOR_CONFIG_FILE:/etc/otelcol-google/config.yaml:ro" --log-driver gcplogs \
+    "$COLLECTOR_IMAGE" --config=/etc/otelcol-google/config.yaml > /dev/null || return 1
 }
 
 wait_until_ready() {
