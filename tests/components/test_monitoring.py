@@ -35,7 +35,7 @@ PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
 BILLING_ACCOUNT = "012345-6789AB-CDEF01"
 
 
-def inputs(resource: Any) -> dict[str, Any]:  # noqa: ANN401 - a captured resource
+def inputs(resource: Any) -> dict[str, Any]:
     return dict(clean(resource.inputs))
 
 
@@ -155,7 +155,7 @@ def test_tpu_node_runs_the_collector_beside_vllm() -> None:
     assert resource["namespace"] == "gemma-tpu-v6e-vllm"
     assert config["service"]["pipelines"]["metrics"]["exporters"] == ["googlemanagedprometheus"]
     body = script.split(DATA_END_MARKER, 1)[1]
-    assert '--restart unless-stopped --net host' in body
+    assert "--restart unless-stopped --net host" in body
     assert "retry 3 start_collector" in body
     roles = sorted(inputs(r)["role"] for r in capture.of_type(PROJECT_MEMBER))
     assert roles == ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
@@ -206,4 +206,3 @@ def test_a_billing_account_adds_a_monthly_budget_on_the_stacks_label() -> None:
     notes = manual_steps(capture)
     assert any(note.startswith("budget:") and "billing.costsManager" in note for note in notes)
     assert any("roles/pubsub.publisher" in note for note in notes)
-

@@ -96,7 +96,9 @@ def test_panels_cover_what_an_operator_needs() -> None:
         ):
             assert name in used, name
         assert not any("spec_decode" in query for query in promql_of(without))
-    cloud_run = platform_metric_types(dashboard_sections(WATCHED["cloud-run-idle"], AlertThresholds(), spec_decode=False))
+    cloud_run = platform_metric_types(
+        dashboard_sections(WATCHED["cloud-run-idle"], AlertThresholds(), spec_decode=False)
+    )
     assert cloud_run == [
         "run.googleapis.com/container/instance_count",
         "run.googleapis.com/container/startup_latencies",
@@ -104,7 +106,7 @@ def test_panels_cover_what_an_operator_needs() -> None:
         "run.googleapis.com/container/gpu/memory_usages",
     ]
     tpu = dashboard_sections(WATCHED["tpu-spot"], AlertThresholds(), spec_decode=False)
-    assert any("TPU node state" == panel.title for section in tpu for panel in section.panels)
+    assert any(panel.title == "TPU node state" for section in tpu for panel in section.panels)
 
 
 def test_alerts_follow_vllms_dashboard_thresholds_by_default() -> None:
@@ -146,7 +148,8 @@ def test_every_alert_says_what_to_run_first() -> None:
     for watched in WATCHED.values():
         for rule in alert_rules(watched, EVERY_ALERT, stack="l4"):
             assert rule.meaning.endswith(".")
-            assert rule.first_command.startswith("gemma-verify ") and "--stack l4" in rule.first_command
+            assert rule.first_command.startswith("gemma-verify ")
+            assert "--stack l4" in rule.first_command
 
 
 def test_the_recorded_list_is_real_vllm_output() -> None:

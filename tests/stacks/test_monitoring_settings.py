@@ -26,7 +26,9 @@ def test_defaults_are_vllms_dashboard_values_and_tell_nobody() -> None:
 def test_an_slo_threshold_must_be_a_bucket_of_vllms_histogram() -> None:
     """Attainment is read from a histogram bucket: 0.3 s is not a TTFT bucket of vLLM 0.32, so no alert could
     compute it; the message lists the bounds that work."""
-    with pytest.raises(ValidationError, match=r"thresholds.ttftSeconds: 0.3 is not a bucket bound .* allowed: .*0.25, 0.5"):
+    with pytest.raises(
+        ValidationError, match=r"thresholds.ttftSeconds: 0.3 is not a bucket bound .* allowed: .*0.25, 0.5"
+    ):
         settings({"thresholds": {"ttftSeconds": 0.3}})
     assert settings({"thresholds": {"ttftSeconds": 2.5, "tpotSeconds": 0.05}}).thresholds.ttft_seconds == 2.5
 
@@ -58,7 +60,7 @@ def test_each_channel_names_exactly_one_destination() -> None:
 
 def test_a_budget_needs_an_amount_and_adds_its_api() -> None:
     """A billing account without an amount cannot make a budget; with both the Billing Budget API is enabled."""
-    with pytest.raises(ValidationError, match="monitoring.budget.amount"):
+    with pytest.raises(ValidationError, match=r"monitoring\.budget\.amount"):
         settings({"budget": {"billingAccount": "012345-6789AB-CDEF01"}})
     with pytest.raises(ValidationError, match="billingAccount"):
         settings({"budget": {"billingAccount": "not-an-account", "amount": 10}})

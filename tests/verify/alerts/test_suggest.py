@@ -34,9 +34,11 @@ def test_a_real_cpu_sweep_gives_a_snippet_that_previews_cleanly(
         capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "250", "--max-num-seqs", "4", "--allow-untrusted"
     )
     assert code == 0
-    assert "held at concurrency 4" in snippet and "broke at 16" in snippet
+    assert "held at concurrency 4" in snippet
+    assert "broke at 16" in snippet
     assert "3 cell(s) untrusted" in snippet
-    assert "ttftSeconds: 0.25\n" in snippet and "maxWaitingRequests: 12\n" in snippet
+    assert "ttftSeconds: 0.25\n" in snippet
+    assert "maxWaitingRequests: 12\n" in snippet
     shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     stack_file = (ROOT / "Pulumi.l4.yaml").read_text(encoding="utf-8")
     (tmp_path / "Pulumi.pasted.yaml").write_text(stack_file.rstrip("\n") + "\n" + snippet, encoding="utf-8")
