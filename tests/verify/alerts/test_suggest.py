@@ -7,14 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from preview.capture import run_program
 from preview.render import clean
-from preview.stack_file import read_stack_config
+from tests.conftest import ROOT, render_stack_at
 from verify.alerts.suggest import Slo, SloMissedEverywhereError, suggest
 from verify.bench.results import CellRecord
 from verify.cli import main
 
-ROOT = Path(__file__).resolve().parents[3]
 REAL_SWEEP = Path(__file__).parent / "data" / "vllm-cpu-sweep.jsonl"
 ALERT_POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 
@@ -42,14 +40,7 @@ def test_a_real_cpu_sweep_gives_a_snippet_that_previews_cleanly(
     shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     stack_file = (ROOT / "Pulumi.l4.yaml").read_text(encoding="utf-8")
     (tmp_path / "Pulumi.pasted.yaml").write_text(stack_file.rstrip("\n") + "\n" + snippet, encoding="utf-8")
-    config = read_stack_config(tmp_path, "pasted")
-    capture = run_program(
-        ROOT / "__main__.py",
-        project=config.project,
-        stack="pasted",
-        config=config.values,
-        secret_keys=config.secret_keys,
-    )
+    capture = render_stack_at(tmp_path, "pasted")
     queries = {policy.name.rsplit("-alert-", 1)[-1]: clean(policy.inputs) for policy in capture.of_type(ALERT_POLICY)}
     ttft = queries["ttft-slo-warning"]["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
     assert 'le="0.25"' in ttft
