@@ -26,10 +26,10 @@ import pulumi_gcp as gcp
 from policy.image_pins import image_pin_problem
 from serving.cloud_run_jobs import JobKeys, job_problems
 from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
+from serving.naming import BENCH_JOB_CONTAINER, TypeToken
 
 INVOKER_ROLE = "roles/run.invoker"
 RESULTS_ROLE = "roles/storage.objectUser"
-CONTAINER_NAME = "bench"
 RESULTS_MOUNT = "/results"
 # The barrier lists files other tasks just wrote: Cloud Storage FUSE must not cache the listing.
 # The files belong to the image's non-root user (images/verify-bench/Dockerfile: USER 65532).
@@ -119,7 +119,7 @@ class BenchJob(pulumi.ComponentResource):
     def __init__(self, name: str, args: BenchJobArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         if not RFC1035_ID.match(name):
             raise ValueError(f"BenchJob name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
-        super().__init__("gemma:verify:BenchJob", name, None, opts)
+        super().__init__(TypeToken.BENCH_JOB, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         account = gcp.serviceaccount.Account(
             f"{name}-sa",
@@ -175,7 +175,7 @@ class BenchJob(pulumi.ComponentResource):
                     max_retries=0,
                     containers=[
                         gcp.cloudrunv2.JobTemplateTemplateContainerArgs(
-                            name=CONTAINER_NAME,
+                            name=BENCH_JOB_CONTAINER,
                             image=args.image,
                             commands=["python", "-m", "verify", "bench", "task"],
                             envs=envs,

@@ -21,6 +21,7 @@ import pulumi_gcp as gcp
 from policy.image_pins import image_pin_problem
 from serving.gcp_names import RFC1035_ID
 from serving.images import registry_host
+from serving.naming import TypeToken
 
 # Artifact Registry accepts an OAuth access token as the password of this fixed user name
 # (https://cloud.google.com/artifact-registry/docs/docker/authentication#token).
@@ -69,7 +70,7 @@ class DerivedImage(pulumi.ComponentResource):
     repo_digest: pulumi.Output[str]
 
     def __init__(self, name: str, args: DerivedImageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:registry:DerivedImage", name, None, opts)
+        super().__init__(TypeToken.DERIVED_IMAGE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         repository = gcp.artifactregistry.Repository(
             f"{name}-repo",

@@ -21,6 +21,7 @@ import pulumi_gcp as gcp
 
 from serving.gcp_names import BINDING_KEY, RFC1035_ID
 from serving.images import docker_hub_path, registry_host
+from serving.naming import TypeToken
 
 READER_ROLE = "roles/artifactregistry.reader"
 
@@ -60,7 +61,7 @@ class ImageMirror(pulumi.ComponentResource):
     path: pulumi.Output[str]
 
     def __init__(self, name: str, args: ImageMirrorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:registry:ImageMirror", name, None, opts)
+        super().__init__(TypeToken.IMAGE_MIRROR, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         repository = gcp.artifactregistry.Repository(
             f"{name}-repo",

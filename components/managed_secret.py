@@ -15,6 +15,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from serving.gcp_names import SECRET_ID
+from serving.naming import TypeToken
 
 # The role whoever reads the secret is granted, on this secret only (e.g. by each ModelImport that needs it).
 ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
@@ -56,7 +57,7 @@ class ManagedSecret(pulumi.ComponentResource):
     version: pulumi.Output[str]
 
     def __init__(self, name: str, args: ManagedSecretArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:secrets:ManagedSecret", name, None, opts)
+        super().__init__(TypeToken.MANAGED_SECRET, name, None, opts)
         former = args.former_names
         secret = gcp.secretmanager.Secret(
             f"{name}-secret",

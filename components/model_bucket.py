@@ -9,6 +9,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from serving.gcp_names import BINDING_KEY
+from serving.naming import TypeToken
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class ModelBucket(pulumi.ComponentResource):
     url: pulumi.Output[str]
 
     def __init__(self, name: str, args: ModelBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:storage:ModelBucket", name, None, opts)
+        super().__init__(TypeToken.MODEL_BUCKET, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         bucket = gcp.storage.Bucket(
             f"{name}-bucket",

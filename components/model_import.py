@@ -37,9 +37,9 @@ import pulumi_gcp as gcp
 from components.managed_secret import ACCESSOR_ROLE, ManagedSecret
 from job_scripts import script_source
 from serving.gcp_names import COMMIT_ID, RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
+from serving.naming import IMPORT_JOB_CONTAINER, IMPORT_RUN_SUFFIX, TypeToken
 
 WRITER_ROLE = "roles/storage.objectUser"
-CONTAINER_NAME = "import"
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class ModelImport(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelImportArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         if not RFC1035_ID.match(name):
             raise ValueError(f"ModelImport name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
-        super().__init__("gemma:storage:ModelImport", name, None, opts)
+        super().__init__(TypeToken.MODEL_IMPORT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         account = gcp.serviceaccount.Account(
             f"{name}-sa",
@@ -195,7 +195,7 @@ class ModelImport(pulumi.ComponentResource):
                     max_retries=job_spec.max_retries,
                     containers=[
                         gcp.cloudrunv2.JobTemplateTemplateContainerArgs(
-                            name=CONTAINER_NAME,
+                            name=IMPORT_JOB_CONTAINER,
                             image=args.image,
                             # The script travels in the job spec: no image build, no install at start.
                             commands=["python3"],
@@ -219,7 +219,7 @@ class ModelImport(pulumi.ComponentResource):
         self.ready = job
         if job_spec.run_on_up:
             self.ready = command.local.Command(
-                f"{name}-run",
+                f"{name}{IMPORT_RUN_SUFFIX}",
                 create=self.run_command,
                 # Run again when what the prefix must hold changes; the job itself skips a complete copy.
                 triggers=[args.bucket_name, args.prefix, args.source_uri, args.revision, json.dumps(args.exclude)],

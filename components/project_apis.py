@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from serving.naming import TypeToken
+
 _API = re.compile(r"^[a-z][a-z0-9-]*\.googleapis\.com$")
 
 
@@ -41,7 +43,7 @@ class ProjectApis(pulumi.ComponentResource):
     provider: gcp.Provider
 
     def __init__(self, name: str, args: ProjectApisArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:project:ProjectApis", name, None, opts)
+        super().__init__(TypeToken.PROJECT_APIS, name, None, opts)
         services = [
             gcp.projects.Service(
                 f"{name}-{api.split('.', 1)[0]}",

@@ -6,13 +6,13 @@ service runs as it, and it must not be the project's default compute account (wh
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 
 from serving.gcp_names import SERVICE_ACCOUNT_ID
+from serving.naming import TypeToken
 
 
 @dataclass(frozen=True)
@@ -30,14 +30,6 @@ class ServingIdentityArgs:
             )
 
 
-def account_id_for(stack: str, role: str) -> str:
-    """A valid service-account id derived from the stack name (`gemma-<stack>-<role>`, at most 30 chars)."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", stack.lower()).strip("-") or "stack"
-    suffix = f"-{role}"
-    base = f"gemma-{slug}"[: 30 - len(suffix)].rstrip("-")
-    return f"{base}{suffix}"
-
-
 class ServingIdentity(pulumi.ComponentResource):
     """A service account that serving containers run as. Owns: the account. Grants: none by itself."""
 
@@ -47,7 +39,7 @@ class ServingIdentity(pulumi.ComponentResource):
     account_id: str
 
     def __init__(self, name: str, args: ServingIdentityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:iam:ServingIdentity", name, None, opts)
+        super().__init__(TypeToken.SERVING_IDENTITY, name, None, opts)
         self.account_id = args.account_id
         account = gcp.serviceaccount.Account(
             f"{name}-sa",

@@ -28,6 +28,7 @@ from components.monitoring.sidecar import (
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from serving.naming import CANDIDATE_TAG, GPU_SERVING_CONTAINER, TypeToken
 from serving.vllm_args import check_serve_args
 
 _INGRESS = {
@@ -36,9 +37,6 @@ _INGRESS = {
     "internal-and-cloud-load-balancing": "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER",
 }
 MODEL_VOLUME = "models"
-CONTAINER_NAME = "vllm"
-# The tag a gated rollout gives the newest revision; its URL is https://candidate---<service host>.
-CANDIDATE_TAG = "candidate"
 _BY_REVISION = "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"
 _LATEST = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
 # Source: https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services/create (serviceId:
@@ -260,7 +258,7 @@ class VllmGpuService(pulumi.ComponentResource):
     previous_revision: pulumi.Output[str | None]
 
     def __init__(self, name: str, args: VllmGpuServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:cloudrun:VllmGpuService", name, None, opts)
+        super().__init__(TypeToken.VLLM_GPU_SERVICE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         service_name = args.service_name or name
         if not _SERVICE_NAME.match(service_name):
@@ -382,7 +380,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
         ],
         containers=[
             gcp.cloudrunv2.ServiceTemplateContainerArgs(
-                name=CONTAINER_NAME,
+                name=GPU_SERVING_CONTAINER,
                 image=args.image,
                 args=list(args.serve_args),
                 envs=[

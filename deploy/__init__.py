@@ -3,7 +3,7 @@
 Why a package apart from `__main__.py`: the offline preview and the tests run exactly `deploy()` under
 Pulumi's mocks, so what they check is what `pulumi up` deploys. `deploy()` decides the platform once,
 by the settings' variant, and hands the stack to one module per platform (`deploy.cloud_run`,
-`deploy.tpu`); what every platform needs before vLLM starts has a module each (`deploy.apis`,
+`deploy.tpu`, `deploy.gke`); what every platform needs before vLLM starts has a module each (`deploy.apis`,
 `deploy.images`, `deploy.weights`), and `deploy.outputs` checks the exports against the contract in
 `serving.outputs`.
 """
@@ -16,10 +16,11 @@ import pulumi
 
 from deploy.cloud_run import deploy_cloud_run
 from deploy.context import StackContext
+from deploy.gke import deploy_gke
 from deploy.outputs import ExportedOutputs
 from deploy.tpu import deploy_tpu
 from stacks.labels import stack_labels
-from stacks.settings import CloudRunStack, StackSettings, TpuStack
+from stacks.settings import CloudRunStack, GkeStack, StackSettings, TpuStack
 
 
 def deploy(settings: StackSettings, stack: str) -> ExportedOutputs:
@@ -34,7 +35,9 @@ def deploy(settings: StackSettings, stack: str) -> ExportedOutputs:
             return deploy_cloud_run(settings, context)
         case TpuStack():
             return deploy_tpu(settings, context)
-        case _:  # pragma: no cover - the union has two variants
+        case GkeStack():
+            return deploy_gke(settings, context)
+        case _:  # pragma: no cover - the union has three variants
             assert_never(settings)
 
 

@@ -20,7 +20,7 @@ def google_cloud(context: StackContext, apis: tuple[str, ...]) -> pulumi.Resourc
     come from the environment as usual (`gcloud auth application-default login`, GOOGLE_CREDENTIALS).
     """
     project_apis = ProjectApis(
-        f"{context.base}-project",
+        context.names.project_apis,
         ProjectApisArgs(
             project=context.project,
             apis=apis,

@@ -8,7 +8,7 @@ import pulumi
 
 from components.bench_job import BenchJob, BenchJobArgs
 from components.model_bucket import ModelBucket, ModelBucketArgs
-from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
+from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
 from deploy.apis import google_cloud
 from deploy.context import StackContext
@@ -24,16 +24,16 @@ from stacks.settings import CloudRunStack
 
 
 def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> ExportedOutputs:
-    base, stack = context.base, context.stack
+    names, stack = context.names, context.stack
     # Every component uses a Google provider that waits for the project's APIs.
     cloud = google_cloud(context, settings.apis)
     identity = ServingIdentity(
-        f"{base}-identity",
-        ServingIdentityArgs(account_id=account_id_for(stack, "vllm"), display_name=f"gemma-serving {stack} vLLM"),
+        names.identity,
+        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=f"gemma-serving {stack} vLLM"),
         cloud,
     )
     bucket = ModelBucket(
-        f"{base}-models",
+        names.model_bucket,
         ModelBucketArgs(
             location=settings.bucket.location or settings.region,
             readers={"serving": identity.member},
@@ -47,7 +47,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
     run = settings.cloud_run
     metrics = sidecar_supply(settings, context, identity.member, cloud)
     service = VllmGpuService(
-        f"{base}-vllm",
+        names.serving,
         VllmGpuServiceArgs(
             region=settings.region,
             gpu=settings.gpu,
@@ -64,7 +64,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         ),
         cloud,
     )
-    watch_stack(settings, context, CloudRunWatch(f"{base}-vllm", run.min_instances), cloud)
+    watch_stack(settings, context, CloudRunWatch(context.names.serving, run.min_instances), cloud)
     bench_job = _bench_job(settings, context, service, cloud) if settings.bench is not None else None
     return exported(
         CloudRunOutputs,
@@ -74,7 +74,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         concurrency=settings.concurrency,
         max_instances=run.max_instances,
         service_name=service.service_name,
-        # The rollout (python -m verify promote reads these; docs/architecture.md, "Gated rollouts").
+        # The rollout (python -m verify promote reads these; docs/rollouts.md).
         rollout=run.rollout,
         cloud_run_service=service.resource_name,
         candidate_revision=service.candidate_revision,
@@ -128,13 +128,13 @@ def _bench_job(
     if bench is None:  # pragma: no cover - the caller checks
         raise ValueError("bench: no load-generator job configured")
     job = BenchJob(
-        f"{context.base}-bench",
+        context.names.bench_job,
         BenchJobArgs(
             region=settings.region,
             service_name=service.service_name,
             service_url=service.url,
             served_model_name=settings.model.served_name,
-            account_id=account_id_for(context.stack, "bench"),
+            account_id=context.names.account_id("bench"),
             image=bench.image,
             tasks=bench.tasks,
             cpu_per_task=bench.cpu_per_task,

@@ -43,16 +43,16 @@ def image_supply(
 
     `readers` are identities that pull by themselves (a TPU VM); Cloud Run needs no grant (image_mirror).
     """
-    base, labels = context.base, context.labels
+    labels = context.labels
     registry = settings.registry
     mirror: ImageMirror | None = None
     if registry.mirror_docker_hub:
         mirror = ImageMirror(
-            f"{base}-mirror",
+            context.names.image_mirror,
             ImageMirrorArgs(
                 project=context.project,
                 region=settings.region,
-                repository_id=f"{base}-dockerhub",
+                repository_id=context.names.mirror_repository,
                 readers=dict(readers or {}),
                 keep_untagged_days=registry.keep_untagged_days,
                 labels=dict(labels),
@@ -71,11 +71,11 @@ def image_supply(
                 f"registry.build: no {build.dockerfile} in {build.context}/ (paths are relative to the repository)"
             )
         derived = DerivedImage(
-            f"{base}-image",
+            context.names.derived_image,
             DerivedImageArgs(
                 project=context.project,
                 region=settings.region,
-                repository_id=f"{base}-images",
+                repository_id=context.names.image_repository,
                 context=build.context,
                 dockerfile=build.dockerfile,
                 base_image=serving,

@@ -42,7 +42,7 @@ def sidecar_supply(
         SidecarCollectionArgs(
             project=context.project,
             writer=writer,
-            secret_id=f"{context.base}-run-gmp-config",
+            secret_id=context.names.sidecar_config_secret,
             config=run_monitoring_config(port=settings.port),
             location=settings.region,
             labels=dict(context.labels),

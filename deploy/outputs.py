@@ -11,14 +11,16 @@ from typing import Any
 
 import pulumi
 
-from serving.outputs import CloudRunOutputs, TpuOutputs
+from serving.outputs import CloudRunOutputs, GkeOutputs, TpuOutputs
 from stacks.settings import StackSettings
 
 # Output name (camelCase) -> value; values are Pulumi inputs until the engine resolves them.
 ExportedOutputs = dict[str, pulumi.Input[Any]]
 
 
-def exported(model: type[CloudRunOutputs] | type[TpuOutputs], **values: pulumi.Input[Any]) -> ExportedOutputs:
+def exported(
+    model: type[CloudRunOutputs] | type[TpuOutputs] | type[GkeOutputs], **values: pulumi.Input[Any]
+) -> ExportedOutputs:
     """The exports of one platform: every field of `model` (defaults such as `platform` filled in)."""
     fields = model.model_fields
     unknown = sorted(set(values) - set(fields))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 
 from components.model_bucket import ModelBucket, ModelBucketArgs
-from components.serving_identity import ServingIdentity, ServingIdentityArgs, account_id_for
+from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.tpu.node import NetworkEdge, NodeWeights, QueueTerms, TpuVllmNode, TpuVllmNodeArgs
 from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
 from deploy.apis import google_cloud
@@ -14,31 +14,30 @@ from deploy.images import image_supply
 from deploy.monitoring import node_collector, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.weights import model_supply
+from serving.naming import TypeToken
 from serving.outputs import TpuOutputs
 from serving.watch import TpuWatch
 from stacks.settings import TpuStack
 from stacks.tpu import ProvisioningModel, TpuProvisioning
 
-NODE_TYPE = "gemma:tpu:TpuVllmNode"
+NODE_TYPE = TypeToken.TPU_VLLM_NODE
 
 
 def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
     tpu = settings.tpu
-    base, stack = context.base, context.stack
-    node_name = f"{base}-vllm"
+    names, stack = context.names, context.stack
+    node_name = names.serving
     # The APIs (tpu and compute included) are enabled first; the node's Google resources wait for them.
     cloud = google_cloud(context, settings.apis)
     # Made before the node, so the image mirror and the bucket can grant it read access first.
     identity = ServingIdentity(
-        f"{base}-identity",
-        ServingIdentityArgs(
-            account_id=account_id_for(stack, "vllm"), display_name=f"gemma-serving {stack} TPU vLLM node"
-        ),
+        names.identity,
+        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=f"gemma-serving {stack} TPU vLLM node"),
         cloud,
     )
     former_node = pulumi.create_urn(node_name, NODE_TYPE)
     bucket = ModelBucket(
-        f"{base}-models",
+        names.model_bucket,
         ModelBucketArgs(
             location=settings.bucket.location or settings.region,
             readers={"serving": identity.member},

@@ -12,7 +12,6 @@ import pulumi
 
 from components.managed_secret import ManagedSecret, ManagedSecretArgs
 from components.model_import import ImportJobSpec, ModelImport, ModelImportArgs
-from components.serving_identity import account_id_for
 from deploy.context import StackContext
 from stacks.secrets import HF_TOKEN_KEY, PlainSecretError, hf_token, set_secret_command
 from stacks.settings import StackSettings
@@ -52,7 +51,7 @@ def model_supply(
     supply = ModelSupply()
     if not sources:
         return supply
-    base, labels = context.base, context.labels
+    labels = context.labels
     try:
         token = hf_token()
     except PlainSecretError as error:
@@ -68,13 +67,15 @@ def model_supply(
         pulumi.log.warn(f"gemma-serving:{HF_TOKEN_KEY} is set but no weight source is a Hugging Face repo; unused")
     if token is not None and from_hub:
         supply.token = ManagedSecret(
-            f"{base}-hf-token",
-            ManagedSecretArgs(secret_id=f"{base}-hf-token", value=token, location=settings.region, labels=labels),
+            context.names.hf_token_secret,
+            ManagedSecretArgs(
+                secret_id=context.names.hf_token_secret, value=token, location=settings.region, labels=labels
+            ),
             opts,
         )
     for key, (path, source) in sources.items():
         supply.imports[key] = ModelImport(
-            f"{base}-import-{key}",
+            context.names.import_job(key),
             ModelImportArgs(
                 project=context.project,
                 region=settings.region,
@@ -84,7 +85,7 @@ def model_supply(
                 revision=source.revision,
                 exclude=source.exclude,
                 image=job_image,
-                account_id=account_id_for(context.stack, f"imp-{key}"),
+                account_id=context.names.account_id(f"imp-{key}"),
                 job=_job_spec(settings.model_import),
                 hf_token=supply.token,
                 labels=labels,

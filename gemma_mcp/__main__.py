@@ -14,8 +14,8 @@ from gemma_mcp.pulumi_gateway import AutomationGateway
 from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import SubprocessRunner
 from gemma_mcp.server import build_server
+from preview.stack_file import StackFileError, project_root
 
-ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
 
 
@@ -26,17 +26,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also offer deploy, destroy and run_weight_import (each still needs confirm=<stack>)",
     )
+    parser.add_argument(
+        "--allow-any-url",
+        action="store_true",
+        help="let health and bench call any URL (never the metadata server or link-local addresses); by default "
+        "only loopback and this project's stacks' endpoints",
+    )
+    parser.add_argument(
+        "--no-policy-pack",
+        action="store_true",
+        help="run `pulumi up` (deploy, weight import, promote) without the policy pack in policy/ (not advised)",
+    )
     parser.add_argument("--http", action="store_true", help=f"serve streamable HTTP on {LOOPBACK} instead of stdio")
     parser.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")
-    parser.add_argument("--root", type=Path, default=ROOT, help="project root (default: this repository)")
+    parser.add_argument(
+        "--root", type=Path, default=None, help="project root (default: $GEMMA_SERVING_ROOT, else this checkout)"
+    )
     args = parser.parse_args(argv)
-    root = args.root.resolve()
+    try:
+        root = project_root(args.root)
+    except StackFileError as error:
+        parser.error(str(error))
     ctx = ServerContext(
         root=root,
         run_module=SubprocessRunner(root),
         pulumi=AutomationGateway(root),
         redactor=Redactor.from_environment(),
         allow_changes=args.allow_changes,
+        allow_any_url=args.allow_any_url,
+        policy_pack=not args.no_policy_pack,
     )
     server = build_server(ctx)
     if args.http:

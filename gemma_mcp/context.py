@@ -20,6 +20,12 @@ class ServerContext:
     redactor: Redactor
     # Tools that change cloud resources exist only when the server was started with --allow-changes.
     allow_changes: bool = False
+    # health and bench may be pointed at any URL but the metadata server and link-local addresses
+    # (--allow-any-url); otherwise at loopback and this project's stacks' endpoints only.
+    allow_any_url: bool = False
+    # Every `pulumi up` the server runs (deploy, weight import, promote's traffic steps) runs the policy
+    # pack in <root>/policy, as the deploy workflow does, unless the server was started with --no-policy-pack.
+    policy_pack: bool = True
     # The Google client of preflight, status and logs: Application Default Credentials by default.
     google: Callable[[], GoogleApis] = field(default=apis_from_environment)
 

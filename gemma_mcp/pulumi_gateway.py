@@ -15,8 +15,9 @@ from typing import Any, Protocol
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from serving.naming import StackNames
+
 # The weight import of a checkpoint re-runs by replacing the pulumi-command resource that executes the job.
-IMPORT_RUN_SUFFIX = "-run"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,16 +105,12 @@ def _output_values(outputs: dict[str, Any]) -> StackOutputValues:
 
 
 def import_run_urn(urns: Sequence[str], stack: str, role: str) -> str:
-    """The URN of the command that runs a checkpoint's import job (`gemma-<stack>-import-<role>-run`)."""
-    name = f"gemma-{stack}-import-{role}{IMPORT_RUN_SUFFIX}"
-    matches = [urn for urn in urns if urn.endswith(f"::{name}")]
+    """The URN of the command that runs a checkpoint's import job (serving/naming.py, `import_run`)."""
+    names = StackNames(stack)
+    matches = [urn for urn in urns if urn.endswith(f"::{names.import_run(role)}")]
     if not matches:
         roles = sorted(
-            {
-                urn.rsplit("::", 1)[-1].removeprefix(f"gemma-{stack}-import-").removesuffix(IMPORT_RUN_SUFFIX)
-                for urn in urns
-                if urn.rsplit("::", 1)[-1].startswith(f"gemma-{stack}-import-") and urn.endswith(IMPORT_RUN_SUFFIX)
-            }
+            {found for urn in urns if (found := names.import_role_of_run(urn.rsplit("::", 1)[-1])) is not None}
         )
         raise ToolError(
             f"stack {stack!r} has no weight import {role!r} in its state; imports it has: {', '.join(roles) or 'none'}"

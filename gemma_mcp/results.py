@@ -97,6 +97,8 @@ class Comparison(Result):
     b: str
     cells: list[dict[str, Any]]
     markdown: str
+    # With three or more files: every file, and `cells` holds one entry per workload (gemma_mcp/compare_runs.py).
+    runs: list[str] | None = None
 
 
 class Change(Result):

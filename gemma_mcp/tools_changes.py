@@ -76,8 +76,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         description=(
             "`pulumi destroy` of one stack through the Automation API: deletes the service or TPU node and the "
             "stack's other resources (the model bucket stays if it holds weights, unless bucket.forceDestroy is "
-            "set; see the README's teardown section). Stops the stack's billing; cannot be undone. Takes minutes. "
-            "Requires confirm set to the stack's name, after the user agreed."
+            "set; see docs/deploying.md, 'Tear a stack down'). Stops the stack's billing; cannot be undone. "
+            "Takes minutes. Requires confirm set to the stack's name, after the user agreed."
         ),
     )
     async def destroy(stack: str, confirm: str | None = None) -> Annotated[CallToolResult, Change]:

@@ -6,6 +6,7 @@ gets exactly what a person gets from the CLI, and each is bounded in time and lo
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 from pathlib import Path
@@ -15,11 +16,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 
+from gemma_mcp.compare_runs import compare_runs
 from gemma_mcp.context import ServerContext
 from gemma_mcp.results import BenchRun, CommandReport, Comparison
-from gemma_mcp.stack_files import require_stack
+from gemma_mcp.stack_files import require_stack, stack_names
 from gemma_mcp.tools_stacks import reply
+from gemma_mcp.urls import check_url
 from verify.bench import compare as comparing
+from verify.bench.matrix import DEFAULT_ACTIVE_HOURS
 from verify.bench.results import load_results
 
 # Caps on what one agent call may ask of a server (and of the user's bill); stated in the descriptions.
@@ -34,17 +38,34 @@ DEFAULT_BENCH_WALL_S = 300.0
 # Time a health run may take beyond its readiness wait (the chat checks, the metrics scrape).
 HEALTH_SLACK_S = 300.0
 EXIT_USAGE = 2
+# The outputs whose values are URLs of a stack's server (serving/outputs.py).
+ENDPOINT_OUTPUTS = ("endpoint", "candidateUrl")
 
 TALKS_TO_ENDPOINT = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
 
-def _target_args(ctx: ServerContext, stack: str | None, url: str | None, model: str | None) -> list[str]:
+async def _target_args(ctx: ServerContext, stack: str | None, url: str | None, model: str | None) -> list[str]:
     if (stack is None) == (url is None):
         raise ToolError("give exactly one of stack (a deployed stack's name) or url (an endpoint's base URL)")
     if stack is not None:
         return ["--stack", require_stack(ctx.root, stack), *(["--model", model] if model else [])]
     assert url is not None
-    return ["--url", url, *(["--model", model] if model else [])]
+    checked = await asyncio.to_thread(
+        check_url, url, stack_endpoints=lambda: stack_endpoints(ctx), allow_any=ctx.allow_any_url
+    )
+    return ["--url", checked, *(["--model", model] if model else [])]
+
+
+def stack_endpoints(ctx: ServerContext) -> list[str]:
+    """The URLs this project's deployed stacks export (endpoint, candidateUrl); stacks not readable are skipped."""
+    found: list[str] = []
+    for name in stack_names(ctx.root):
+        try:
+            values = ctx.pulumi.outputs(name).values
+        except (ToolError, KeyError):
+            continue
+        found += [str(values[key]) for key in ENDPOINT_OUTPUTS if isinstance(values.get(key), str)]
+    return found
 
 
 def _report(ctx: ServerContext, command: list[str], completed: Any) -> CommandReport:  # noqa: ANN401
@@ -101,7 +122,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             raise ToolError(f"max_tokens: {max_tokens} is outside 1..{MAX_OUTPUT_TOKENS}")
         args = [
             "health",
-            *_target_args(ctx, stack, url, model),
+            *await _target_args(ctx, stack, url, model),
             "--wait",
             f"{wait_s:g}",
             *(["--max-tokens", str(max_tokens)] if max_tokens is not None else []),
@@ -158,7 +179,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         results = ctx.bench_dir / f"bench-{stamp}.jsonl"
         args = [
             "bench",
-            *_target_args(ctx, stack, url, model),
+            *await _target_args(ctx, stack, url, model),
             "--concurrency",
             ",".join(map(str, users)),
             "--context",
@@ -198,11 +219,26 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "per cell (context x concurrency) B's change against A for throughput and latency percentiles, each "
             "judged better, worse or noise (within the two runs' own spread). Refuses files whose requests differ "
             "in output tokens or API unless allow_mismatch. Paths are relative to the project root (the bench tool "
-            "returns them). Local files only: instant, free."
+            "returns them). With more files (more=[...], or matrix=true for two): each file is one stack's run, "
+            "compared per workload with cost per 1M requests and output tokens, monthly cost always on and scaled "
+            "to zero (active_hours a day), break-even active hours, and the cheapest run meeting slo (e.g. "
+            "['p99_ttft_ms=2000']); untrusted cells are marked and left out. Local files only: instant, free."
         ),
     )
-    def compare(a: str, b: str, allow_mismatch: bool = False) -> Annotated[CallToolResult, Comparison]:
+    def compare(
+        a: str,
+        b: str,
+        *,
+        allow_mismatch: bool = False,
+        more: list[str] | None = None,
+        matrix: bool = False,
+        slo: list[str] | None = None,
+        active_hours: float = DEFAULT_ACTIVE_HOURS,
+    ) -> Annotated[CallToolResult, Comparison]:
         path_a, path_b = _results_path(ctx, a, "a"), _results_path(ctx, b, "b")
+        if more or matrix:
+            paths = [path_a, path_b, *(_results_path(ctx, given, "more") for given in more or [])]
+            return compare_runs(ctx, paths, slo or [], active_hours)
         records_a, records_b = load_results(path_a).records, load_results(path_b).records
         mismatches = comparing.workload_mismatches(records_a, records_b)
         refused = [mismatch.describe() for mismatch in mismatches if mismatch.refused]

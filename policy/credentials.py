@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 
-# (what it is, its shape). Sources: each issuer's token format documentation, read 2026-11.
+PRIVATE_KEY_KIND = "a private key"
+
+# (what it is, its shape). Each shape is linear in the length of the text it searches (tests/test_redact.py).
+# Sources: each issuer's token format documentation, read 2026-11.
 CREDENTIAL_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # https://huggingface.co/docs/hub/security-tokens: user access tokens start with hf_.
     ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
@@ -27,11 +30,17 @@ CREDENTIAL_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Slack tokens (https://api.slack.com/authentication/token-types): xoxb-, xoxp-, ...
     ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
     # PEM private keys, e.g. inside a pasted service-account key file.
-    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    # JSON Web Tokens (RFC 7519): three base64url parts, the first two JSON objects ("eyJ").
-    ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")),
-    # user:password@ in a URL.
-    ("a password inside a URL", re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")),
+    (PRIVATE_KEY_KIND, re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
+    # JSON Web Tokens (RFC 7519): three base64url parts, the first two JSON objects ("eyJ"). It starts where a
+    # run of base64url characters starts (not after a letter, digit, _ or -): a `\b` alone would let every
+    # `-eyJ` inside one long run start a new scan of it, quadratic in the run's length.
+    (
+        "a JSON Web Token",
+        re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+    ),
+    # user:password@ in a URL, from the `://` on: a scheme pattern in front would rescan every run of letters
+    # from each of its positions (quadratic: two 200 KB log lines took 38 s).
+    ("a password inside a URL", re.compile(r"://[^/\s:@]+:[^/\s@]+@")),
 )
 
 # `vllm serve` flags whose value is a credential whatever it looks like (vLLM 0.32 serve flags).

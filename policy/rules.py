@@ -19,6 +19,7 @@ from policy.gpu_service import (
 )
 from policy.guardrail import Guardrail
 from policy.images import IMAGES_PINNED
+from policy.kubernetes import KUBERNETES_GUARDRAILS
 from policy.network import VLLM_PORT_NOT_PUBLIC
 from policy.plaintext_secrets import NO_PLAINTEXT_SECRETS
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
@@ -37,6 +38,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     VLLM_PORT_NOT_PUBLIC,
     TPU_QUEUED_RESOURCE_BOUNDED,
     NO_PLAINTEXT_SECRETS,
+    *KUBERNETES_GUARDRAILS,
 )
 
 

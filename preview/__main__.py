@@ -16,21 +16,22 @@ from preview.costs import cost_document, cost_section
 from preview.notes import manual_steps
 from preview.render import plan_document, text_plan
 from preview.sections import standard_sections
-from preview.stack_file import StackFileError, available_stacks, read_stack_config
+from preview.stack_file import StackFileError, project_root, read_stack_config
 from stacks.capacity import assess_stack
 from stacks.loading import StackConfigError, settings_from_config
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m preview", description=__doc__)
-    parser.add_argument("--stack", required=True, help=f"one of: {', '.join(available_stacks(ROOT))}")
+    parser.add_argument("--stack", required=True, help="a stack file's name: Pulumi.<stack>.yaml or examples/")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--root", type=Path, default=ROOT, help="folder with Pulumi.yaml (default: this repo)")
+    parser.add_argument(
+        "--root", type=Path, default=None, help="folder with Pulumi.yaml (default: $GEMMA_SERVING_ROOT, else this repo)"
+    )
     args = parser.parse_args(argv)
     try:
-        config = read_stack_config(args.root, args.stack)
+        root = project_root(args.root)
+        config = read_stack_config(root, args.stack)
     except StackFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         capture = run_program(
-            args.root / "__main__.py",
+            root / "__main__.py",
             project=config.project,
             stack=args.stack,
             config=config.values,
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         print("\n".join(errors), file=sys.stderr)
         return 1
-    capacity = assess_stack(settings, root=args.root)
+    capacity = assess_stack(settings, root=root)
     notes = [*config.notes, *manual_steps(capture)]
     if args.format == "json":
         document = plan_document(capture, stack=args.stack, project=config.project, notes=notes)

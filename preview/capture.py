@@ -7,8 +7,10 @@ component does on the side can escape them.
 
 from __future__ import annotations
 
+import contextlib
 import runpy
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,9 +201,25 @@ def run_program(
     )
 
     def body() -> None:
-        runpy.run_path(str(program), run_name="__main__")
+        with _as_the_cli_runs(program.parent):
+            runpy.run_path(str(program), run_name="__main__")
 
     return run_registrations(body, capture)
+
+
+@contextlib.contextmanager
+def _as_the_cli_runs(project_dir: Path) -> Iterator[None]:
+    """Run the program from its project folder with that folder importable, as Pulumi's Python host does.
+
+    Why: `python -m preview --root <checkout>` started from any other folder (docs/, a CI step elsewhere)
+    would otherwise fail to import the program's own packages (`deploy`, `components`).
+    """
+    sys.path.insert(0, str(project_dir))
+    try:
+        with contextlib.chdir(project_dir):
+            yield
+    finally:
+        sys.path.remove(str(project_dir))
 
 
 async def _resolve(value: Any) -> Any:  # noqa: ANN401 - any exported value

@@ -17,8 +17,12 @@ from preview.supply_plan import API, JOB, SERVICE
 from preview.supply_plan import RUN as RUN_ON_UP
 from preview.tpu_plan import QUEUED_RESOURCE
 from serving.accelerators import CLOUD_RUN_GPUS
+from serving.gke_machines import NODE_SHAPES
 
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+CLUSTER = "gcp:container/cluster:Cluster"
+INFERENCE_POOL = "kubernetes:inference.networking.k8s.io/v1:InferencePool"
 BUCKET = "gcp:storage/bucket:Bucket"
 
 
@@ -56,13 +60,13 @@ def _gpu_notes(service: CapturedResource, capture: Capture) -> list[str]:
         notes.append(
             f"access: only {', '.join(invokers)} may call the service. Any other caller, such as the deploy "
             "workflow's service account running `verify`, gets 403 until it is listed in cloudRun.invokers "
-            "(README, 'One-time set-up in Google Cloud')."
+            "(docs/ci.md, 'One-time set-up in Google Cloud')."
         )
     else:
         notes.append(
             "access: no invoker is granted (cloudRun.invokers is empty): every caller gets 403, the deploy "
             "workflow's service account running `verify` included. List yourself and that account in "
-            "cloudRun.invokers (README, 'One-time set-up in Google Cloud'); never allUsers."
+            "cloudRun.invokers (docs/ci.md, 'One-time set-up in Google Cloud'); never allUsers."
         )
     return notes
 
@@ -104,8 +108,46 @@ def _tpu_notes(resource: CapturedResource) -> list[str]:
     if not (node.get("networkConfig") or {}).get("enableExternalIps"):
         notes.append(
             "access: the node has an internal IP only: run `verify` from a VM in that network or through an IAP "
-            "tunnel, with the API key from Secret Manager (README, 'The TPU stack'); the deploy workflow verifies "
-            "it only with VERIFY_TPU_FROM_RUNNER=true."
+            "tunnel, with the API key from Secret Manager (docs/tpu.md, 'Reaching the node'); the deploy workflow "
+            "verifies it only with VERIFY_TPU_FROM_RUNNER=true."
+        )
+    return notes
+
+
+def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
+    inputs = _inputs(pool)
+    config = inputs.get("nodeConfig") or {}
+    machine = config.get("machineType")
+    nodes = (inputs.get("autoscaling") or {}).get("totalMaxNodeCount")
+    zones = ", ".join(inputs.get("nodeLocations") or [])
+    tier = "flex-start" if config.get("flexStart") else "spot" if config.get("spot") else "on-demand"
+    shape = NODE_SHAPES.get(str(machine))
+    what = f"{shape.accelerators} x {shape.accelerator.value}" if shape else "its accelerators"
+    kind = "preemptible" if tier != "on-demand" else "on-demand"
+    quota = (
+        f"quota: up to {nodes} {machine} node(s) ({what} each) in {zones}: the project needs {kind} quota for "
+        "that many accelerators in the region (Compute Engine quotas; GPUS_ALL_REGIONS counts GPUs too; check "
+        "IAM & Admin > Quotas before `pulumi up`), or pods stay Pending with FailedScaleUp."
+    )
+    metrics = (
+        "metrics: the HPA reads vllm:num_requests_waiting through the Custom Metrics Stackdriver Adapter, which "
+        "the cluster must run once (docs/gke.md, 'Before the first pulumi up'); without it the HPA reports "
+        "FailedGetPodsMetric and keeps the replica count."
+    )
+    access = (
+        "access: the Service is an internal load balancer: call it from the VPC, or run the stack's `portForward` "
+        "output and `verify health --url http://127.0.0.1:<port>` with the API key from Secret Manager."
+    )
+    notes = [quota, metrics, access]
+    if not capture.of_type(CLUSTER):
+        notes.append(
+            "cluster: the stack uses an existing cluster; it must have Workload Identity, the GCS FUSE CSI driver, "
+            "the Secret Manager add-on and Managed Prometheus enabled (docs/gke.md)."
+        )
+    if capture.of_type(INFERENCE_POOL):
+        notes.append(
+            "gateway: the InferencePool names an endpoint picker and needs a Gateway; install them from the Gateway "
+            "API Inference Extension chart (docs/gke.md, 'Inference Gateway')."
         )
     return notes
 
@@ -132,8 +174,8 @@ def manual_steps(capture: Capture) -> list[str]:
     notes: list[str] = []
     if capture.of_type(API):
         notes.append(
-            "billing: the project needs billing enabled, and the deployer the roles the README lists "
-            "('What you need before that'); `pulumi up` enables the APIs itself."
+            "billing: the project needs billing enabled, and the deployer the roles listed in docs/deploying.md, "
+            "'What you need before `pulumi up`'; `pulumi up` enables the APIs itself."
         )
     if capture.of_type(RUN_ON_UP):
         notes.append(
@@ -145,13 +187,16 @@ def manual_steps(capture: Capture) -> list[str]:
         notes += _gpu_notes(service, capture)
     for resource in capture.of_type(QUEUED_RESOURCE):
         notes += _tpu_notes(resource)
+    for pool in capture.of_type(NODE_POOL):
+        if (_inputs(pool).get("autoscaling") or {}).get("totalMaxNodeCount") is not None:
+            notes += _gke_notes(pool, capture)
     notes += monitoring_notes(capture)
     buckets = capture.of_type(BUCKET)
     if any(not _inputs(bucket).get("forceDestroy") for bucket in buckets):
         notes.append(
             "teardown: `pulumi destroy` stops everything that bills by the hour but keeps the model bucket while "
-            "it holds weights (bucket.forceDestroy is false) and leaves the APIs enabled (README, 'Tear a "
-            "stack down')."
+            "it holds weights (bucket.forceDestroy is false) and leaves the APIs enabled (docs/deploying.md, "
+            "'Tear a stack down')."
         )
     elif buckets:
         notes.append(

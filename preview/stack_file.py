@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from preview.strict_yaml import load as load_strict_yaml
 SECRET_PLACEHOLDER = "offline-preview-fake-secret"  # noqa: S105 - a visible stand-in, never a credential
 # Used where the stack file leaves gcp:project unset (a real `pulumi up` requires it).
 PLACEHOLDER_PROJECT = "offline-placeholder-project"
+# Example stacks (models, platforms and modes beyond the shipped three) live here, below the project folder.
+EXAMPLES_DIR = "examples"
 
 
 # What Pulumi reads at a stack file's top level (sdk/go/common/workspace/project.go, `ProjectStack`).
@@ -29,6 +32,36 @@ STACK_FILE_KEYS = frozenset({"config", "environment", "secretsprovider", "encryp
 
 class StackFileError(ValueError):
     """The stack or project file is missing or not valid YAML/Pulumi config."""
+
+
+# Names the project folder for every command when no --root is given (e.g. an MCP client's `env`).
+ROOT_ENVIRONMENT_VARIABLE = "GEMMA_SERVING_ROOT"
+# The checkout these modules are installed from (`pip install -e .` keeps them in place).
+_INSTALLED_CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def project_root(explicit: Path | None = None) -> Path:
+    """The project folder (Pulumi.yaml and the stack files) every relative path is resolved against.
+
+    Why not the current directory: the preview, gemma-verify and the MCP server are started from anywhere
+    (a docs/ folder, an agent that passes no `cwd`), and a stack file looked up there is "not found" or,
+    worse, another project's. Order: the flag, then GEMMA_SERVING_ROOT, then the checkout these modules
+    were installed from. StackFileError (one line saying how to fix it) when that folder has no Pulumi.yaml.
+    """
+    environment = os.environ.get(ROOT_ENVIRONMENT_VARIABLE)
+    if explicit is not None:
+        root, source = explicit, "--root"
+    elif environment:
+        root, source = Path(environment), ROOT_ENVIRONMENT_VARIABLE
+    else:
+        root, source = _INSTALLED_CHECKOUT, "the installed checkout"
+    root = root.expanduser().resolve()
+    if not (root / "Pulumi.yaml").is_file():
+        raise StackFileError(
+            f"no Pulumi.yaml in {root} ({source}): pass --root <the gemma-serving project folder> "
+            f"or set {ROOT_ENVIRONMENT_VARIABLE}"
+        )
+    return root
 
 
 @dataclass
@@ -77,8 +110,44 @@ def stack_file_key_problem(name: str, document: dict[str, Any]) -> str | None:
     )
 
 
+def _stack_name(path: Path) -> str:
+    return path.name[len("Pulumi.") : -len(".yaml")]
+
+
+def shipped_stacks(root: Path) -> list[str]:
+    """The stacks a user deploys from the project folder as it is (`pulumi stack select <name>`)."""
+    return sorted(_stack_name(path) for path in root.glob("Pulumi.*.yaml"))
+
+
+def example_stacks(root: Path) -> list[str]:
+    """Stacks kept in `examples/` so the root holds only what is deployed by default; each previews and is
+    judged like a shipped one, and a user copies it beside Pulumi.yaml to deploy it."""
+    return sorted(_stack_name(path) for path in (root / EXAMPLES_DIR).glob("Pulumi.*.yaml"))
+
+
 def available_stacks(root: Path) -> list[str]:
-    return sorted(path.name[len("Pulumi.") : -len(".yaml")] for path in root.glob("Pulumi.*.yaml"))
+    return sorted({*shipped_stacks(root), *example_stacks(root)})
+
+
+def stack_file_path(root: Path, stack: str) -> Path:
+    """Where `stack`'s file is: the project folder first, then `examples/`.
+
+    A name in both would make `make preview STACK=<name>` show one file and `pulumi up` deploy the other,
+    so it is refused.
+    """
+    shipped = root / f"Pulumi.{stack}.yaml"
+    example = root / EXAMPLES_DIR / f"Pulumi.{stack}.yaml"
+    if shipped.is_file() and example.is_file():
+        raise StackFileError(
+            f"stack {stack!r} has two files, Pulumi.{stack}.yaml and {EXAMPLES_DIR}/Pulumi.{stack}.yaml; "
+            "rename or remove one"
+        )
+    if example.is_file():
+        return example
+    if not shipped.is_file():
+        known = ", ".join(available_stacks(root)) or "none"
+        raise StackFileError(f"no stack file Pulumi.{stack}.yaml; stacks here: {known}")
+    return shipped
 
 
 def read_stack_config(root: Path, stack: str) -> StackConfig:
@@ -87,10 +156,7 @@ def read_stack_config(root: Path, stack: str) -> StackConfig:
     project = str(project_file.get("name", ""))
     if not project:
         raise StackFileError("Pulumi.yaml has no project name")
-    stack_path = root / f"Pulumi.{stack}.yaml"
-    if not stack_path.is_file():
-        known = ", ".join(available_stacks(root)) or "none"
-        raise StackFileError(f"no stack file Pulumi.{stack}.yaml; stacks here: {known}")
+    stack_path = stack_file_path(root, stack)
     stack_file = _load_yaml(stack_path)
     unknown = stack_file_key_problem(stack_path.name, stack_file)
     if unknown:

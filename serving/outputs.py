@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
-from serving.pricing import CloudRunShape, TpuShape
+from serving.pricing import CloudRunShape, GkeShape, TpuShape
 
 
 class _SharedOutputs(BaseModel):
@@ -26,7 +26,9 @@ class _SharedOutputs(BaseModel):
 
     endpoint: str = Field(description="base URL of the OpenAI-compatible server, no trailing slash")
     served_model_name: str = Field(description='the name clients put in `"model"`')
-    platform: str = Field(description="`cloud-run` or `tpu`: which platform's outputs below the stack also exports")
+    platform: str = Field(
+        description="`cloud-run`, `tpu` or `gke`: which platform's outputs below the stack also exports"
+    )
     auth_kind: str = Field(
         description="`google-id-token` (Cloud Run, IAM) or `api-key` (TPU, vLLM `--api-key`); verify also "
         "accepts `none` for a URL it is given"
@@ -147,15 +149,49 @@ class TpuOutputs(_SharedOutputs):
     node_id: str = Field(description="the TPU VM's id (for `gcloud compute tpus tpu-vm ssh <nodeId> --zone <zone>`)")
 
 
+class GkeOutputs(_SharedOutputs):
+    """A GKE fleet stack (gke-*): where the cluster is and the Kubernetes objects verify reads."""
+
+    LABEL: ClassVar[str] = "GKE"
+
+    platform: Literal["gke"] = Field(default="gke", description="`gke`")
+    auth_kind: Literal["api-key"] = Field(default="api-key", description="`api-key`")
+    api_key_secret: str = Field(
+        description="the Secret Manager secret that holds vLLM's API key (`projects/<p>/secrets/<id>`), mounted "
+        "into each pod by the Secret Manager CSI add-on"
+    )
+    billing: GkeShape = Field(
+        description="what the fleet bills, priced by `serving/pricing.py`: `{kind: gke, machineType, accelerator, "
+        "acceleratorsPerNode, provisioningModel, region, minNodes, maxNodes, clusterCreated, systemMachineType, "
+        "systemNodes}`"
+    )
+    cluster: str = Field(description="`projects/<p>/locations/<l>/clusters/<name>`, the cluster the fleet runs in")
+    cluster_endpoint: str = Field(description="the cluster's control-plane address (what `verify status` calls)")
+    namespace: str = Field(description="the Kubernetes namespace of the fleet's objects")
+    deployment: str = Field(description="the vLLM Deployment's name (its pods carry `app=<deployment>`)")
+    service_name: str = Field(description="the Kubernetes Service in front of the pods (internal load balancer)")
+    hpa: str = Field(description="the HorizontalPodAutoscaler's name (scales on `vllm:num_requests_waiting`)")
+    node_pool: str = Field(description="the accelerator node pool's name")
+    zones: list[str] = Field(description="the zones the node pool may place nodes in")
+    port_forward: str = Field(
+        description="the `kubectl port-forward` command that reaches the internal Service from a laptop "
+        "(then `verify ... --url http://127.0.0.1:<port>`)"
+    )
+
+
 # A deployed stack's outputs, the variant chosen by `platform`.
-StackOutputs = Annotated[CloudRunOutputs | TpuOutputs, Field(discriminator="platform")]
-PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs], ...] = (CloudRunOutputs, TpuOutputs)
+StackOutputs = Annotated[CloudRunOutputs | TpuOutputs | GkeOutputs, Field(discriminator="platform")]
+PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs] | type[GkeOutputs], ...] = (
+    CloudRunOutputs,
+    TpuOutputs,
+    GkeOutputs,
+)
 # mypy reports TypeAdapter(<Annotated union>) as arg-type or not depending on its cache (a fresh run and an
 # incremental one disagreed on the same files), so the ignore names both outcomes.
 _READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)  # type: ignore[arg-type, unused-ignore]
 
 
-def parse_stack_outputs(raw: object) -> CloudRunOutputs | TpuOutputs:
+def parse_stack_outputs(raw: object) -> CloudRunOutputs | TpuOutputs | GkeOutputs:
     """Validate `pulumi stack output --json` (pydantic.ValidationError names each missing or bad output)."""
     return _READER.validate_python(raw)
 

@@ -45,13 +45,15 @@ class Rate(_Model):
 
 
 class RegionalRate(_Model):
-    """A rate that differs by region (TPU chip-hours)."""
+    """A rate that differs by region (TPU chip-hours, GKE machine-hours)."""
 
     source: str
     read: datetime.date
     via: str | None = None
     as_of: str | None = None
     note: str = ""
+    # True where the figure could not be re-read from the page: the plan labels it so.
+    unconfirmed: bool = False
     by_region: dict[str, float]
 
     def in_region(self, region: str) -> Rate:
@@ -84,11 +86,19 @@ class TpuRates(_Model):
     flex_start: RegionalRate = Field(alias="flex-start")
 
 
+class GkeRates(_Model):
+    cluster_fee_per_hour: Rate
+    # Per machine type, per provisioning model (on-demand, spot, flex-start).
+    machines_per_hour: dict[str, dict[str, RegionalRate]]
+    tpu_note: str
+
+
 class PriceBook(_Model):
     about: str
     currency: Literal["USD"]
     cloud_run: CloudRunRates
     tpu_v6e_per_chip_hour: TpuRates = Field(alias="tpuV6ePerChipHour")
+    gke: GkeRates
 
 
 @functools.cache
@@ -135,6 +145,10 @@ class CloudRunShape(_Model):
     def hourly_price(self) -> HourlyPrice:
         return _cloud_run_instance(self)
 
+    def fixed_price(self) -> HourlyPrice | None:
+        """Nothing bills besides the instances."""
+        return None
+
     def cost_lines(self, cost: StackCost) -> list[str]:
         return _cloud_run_cost_lines(self, cost)
 
@@ -171,23 +185,74 @@ class TpuShape(_Model):
     def hourly_price(self) -> HourlyPrice:
         return _tpu_node(self)
 
+    def fixed_price(self) -> HourlyPrice | None:
+        """Nothing bills besides the node."""
+        return None
+
     def cost_lines(self, cost: StackCost) -> list[str]:
         return _tpu_cost_lines(self, cost)
 
 
-BillingShape = Annotated[CloudRunShape | TpuShape, Field(discriminator="kind")]
+class GkeShape(_Model):
+    """A GKE fleet as it is billed: nodes of one machine type (min..max), plus what the cluster costs."""
+
+    kind: Literal["gke"] = "gke"
+    machine_type: str
+    accelerator: Accelerator
+    accelerators_per_node: int
+    provisioning_model: Literal["on-demand", "spot", "flex-start"]
+    region: str | None
+    min_nodes: int
+    max_nodes: int
+    # The stack created the cluster (its management fee and system node are the stack's), or uses one.
+    cluster_created: bool
+    system_machine_type: str | None = None
+    # The system pool has one node per zone of the accelerator pool (the cluster's node locations).
+    system_nodes: int = 1
+
+    @property
+    def chips_per_unit(self) -> int:
+        """Accelerators in one billed unit: a node's."""
+        return self.accelerators_per_node
+
+    @property
+    def kept_running_units(self) -> int:
+        """Accelerator nodes billed with no traffic: the fleet's floor."""
+        return self.min_nodes
+
+    @property
+    def full_scale_units(self) -> int:
+        return self.max_nodes
+
+    @property
+    def longest_run_seconds(self) -> int | None:
+        """Nodes come and go with the autoscaler: no run limit to price."""
+        return None
+
+    def hourly_price(self) -> HourlyPrice:
+        return _gke_node(self)
+
+    def fixed_price(self) -> HourlyPrice | None:
+        """A created cluster's fee and system node, billed whatever the fleet does."""
+        return gke_fixed_price(self)
+
+    def cost_lines(self, cost: StackCost) -> list[str]:
+        return _gke_cost_lines(self, cost)
+
+
+BillingShape = Annotated[CloudRunShape | TpuShape | GkeShape, Field(discriminator="kind")]
 
 
 class _Billing(BaseModel):
     shape: BillingShape
 
 
-def parse_billing(value: object) -> CloudRunShape | TpuShape:
+def parse_billing(value: object) -> CloudRunShape | TpuShape | GkeShape:
     """A stack's `billing` output (camelCase JSON) as a shape; ValueError when it is not one."""
     return _Billing.model_validate({"shape": value}).shape
 
 
-def minimum_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape:
+def minimum_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeShape:
     """What `verify bench --url ... --accelerator X` prices without a stack: the smallest instance
     Cloud Run allows with that GPU (no zonal redundancy), or one on-demand v6e chip."""
     return _MINIMUM_SHAPES[accelerator]
@@ -269,7 +334,7 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def hourly_price(shape: CloudRunShape | TpuShape) -> HourlyPrice:
+def hourly_price(shape: CloudRunShape | TpuShape | GkeShape) -> HourlyPrice:
     """One instance or node of ``shape`` for one hour, at list price."""
     return shape.hourly_price()
 
@@ -346,14 +411,17 @@ def _tpu_node(shape: TpuShape) -> HourlyPrice:
 class StackCost:
     """What a stack costs per hour: what it keeps running, one instance, and everything at full scale."""
 
-    shape: CloudRunShape | TpuShape
+    shape: CloudRunShape | TpuShape | GkeShape
     unit: HourlyPrice
 
     def _times(self, instances: int) -> float | None:
-        """``instances`` billed units (Cloud Run instances, or the one TPU node)."""
-        if self.unit.usd_per_hour is None:
+        """``instances`` billed units (Cloud Run instances, the one TPU node, a fleet's nodes), plus what the
+        shape bills whatever it runs (a GKE cluster's fee and system node)."""
+        fixed = self.shape.fixed_price()
+        if self.unit.usd_per_hour is None or (fixed is not None and fixed.usd_per_hour is None):
             return None
-        return self.unit.usd_per_hour * instances
+        extra = fixed.usd_per_hour if fixed is not None and fixed.usd_per_hour is not None else 0.0
+        return self.unit.usd_per_hour * instances + extra
 
     @property
     def kept_running_usd_per_hour(self) -> float | None:
@@ -394,10 +462,11 @@ class StackCost:
             "keptRunningUsdPerHour": _rounded(self.kept_running_usd_per_hour),
             "fullScaleUsdPerHour": _rounded(self.full_scale_usd_per_hour),
             "perRunUsd": _rounded(self.per_run_usd),
+            **({"fixed": fixed.as_dict()} if (fixed := self.shape.fixed_price()) is not None else {}),
         }
 
 
-def stack_cost(shape: CloudRunShape | TpuShape) -> StackCost:
+def stack_cost(shape: CloudRunShape | TpuShape | GkeShape) -> StackCost:
     return StackCost(shape=shape, unit=hourly_price(shape))
 
 
@@ -429,4 +498,82 @@ def _tpu_cost_lines(shape: TpuShape, cost: StackCost) -> list[str]:
     if per_run is not None and shape.max_run_seconds is not None:
         hours = shape.max_run_seconds / SECONDS_PER_HOUR
         lines.append(f"  per run:       at most {usd(per_run)} (Google deletes the node after {hours:g} h)")
+    return lines
+
+
+# --- GKE fleets ------------------------------------------------------------------------------------------
+
+_GKE_TPU_TIERS = {"on-demand": "guaranteed", "spot": "spot", "flex-start": "flex-start"}
+
+
+def _gke_node(shape: GkeShape) -> HourlyPrice:
+    """One accelerator node: a ct6e node at the TPU chip-hour rates, another machine at its recorded rate."""
+    region = shape.region or "us-central1"
+    tier = _GKE_TPU_TIERS[shape.provisioning_model]
+    if shape.machine_type.startswith("ct6e-"):
+        chips = TpuShape(
+            accelerator_type=f"v6e-{shape.accelerators_per_node}",
+            chips=shape.accelerators_per_node,
+            provisioning_model=tier,  # type: ignore[arg-type]  # the three tiers map onto TpuShape's
+            region=region,
+        )
+        price = _tpu_node(chips)
+        basis = f"GKE node {shape.machine_type} ({price.basis}); {price_book().gke.tpu_note}"
+        return HourlyPrice(price.usd_per_hour, price.parts, price.sources, basis, price.missing)
+    return _machine(shape.machine_type, shape.provisioning_model, region)
+
+
+def _machine(machine_type: str, provisioning_model: str, region: str) -> HourlyPrice:
+    basis = f"GKE node {machine_type}, {provisioning_model}, {region}"
+    rates = price_book().gke.machines_per_hour.get(machine_type, {}).get(provisioning_model)
+    rate = rates.in_region(region) if rates is not None else None
+    if rates is None or rate is None or rate.usd is None:
+        return HourlyPrice(
+            None,
+            (),
+            (rate.cite(),) if rate is not None else (),
+            basis,
+            missing=f"no {provisioning_model} rate recorded for {machine_type} in {region} (serving/data/pricing.json)",
+        )
+    label = machine_type + (" (UNCONFIRMED rate: see serving/data/pricing.json)" if rates.unconfirmed else "")
+    return HourlyPrice(rate.usd, (PricePart(label, rate.usd),), (rate.cite(),), basis)
+
+
+def gke_fixed_price(shape: GkeShape) -> HourlyPrice | None:
+    """What a created cluster costs whatever the fleet does: its management fee and its system nodes."""
+    if not shape.cluster_created:
+        return None
+    fee = price_book().gke.cluster_fee_per_hour
+    assert fee.usd is not None  # the price book has it (tests/serving/test_gke_pricing.py)
+    parts = [PricePart("cluster management fee", fee.usd)]
+    sources = [fee.cite()]
+    missing = None
+    if shape.system_machine_type is not None:
+        system = _machine(shape.system_machine_type, "on-demand", shape.region or "us-central1")
+        if system.usd_per_hour is None:
+            missing = system.missing
+        else:
+            count = shape.system_nodes
+            parts.append(PricePart(f"{count} system node(s) {system.parts[0].label}", system.usd_per_hour * count))
+            sources += system.sources
+    total = None if missing else sum(part.usd_per_hour for part in parts)
+    return HourlyPrice(total, tuple(parts), tuple(dict.fromkeys(sources)), "the cluster itself", missing)
+
+
+def _gke_cost_lines(shape: GkeShape, cost: StackCost) -> list[str]:
+    lines = [f"  per node:      {cost.unit.describe()}"]
+    fixed = gke_fixed_price(shape)
+    if fixed is not None:
+        lines.append(f"  cluster:       {fixed.describe()}")
+    kept, full = cost.kept_running_usd_per_hour, cost.full_scale_usd_per_hour
+    if kept is not None and full is not None:
+        plus = " + the cluster" if fixed is not None else ""
+        floor = (
+            "no accelerator node without traffic (the fleet is parked or scales to 0)"
+            if shape.min_nodes == 0
+            else f"{shape.min_nodes} node(s) around the clock"
+        )
+        lines.append(f"  at min:        {usd(kept)}/h ({floor}{plus})")
+        each = usd(cost.unit.usd_per_hour or 0)
+        lines.append(f"  at max:        {usd(full)}/h ({shape.max_nodes} node(s) x {each}/h{plus})")
     return lines

@@ -22,6 +22,8 @@ BASE_APIS = (
 )
 # Further APIs per platform (a TPU node also needs Compute Engine for its network and firewall).
 TPU_APIS = ("compute.googleapis.com", "tpu.googleapis.com")
+# A GKE fleet: the cluster and node pools (container), their VMs (compute), Managed Prometheus (monitoring).
+GKE_APIS = ("compute.googleapis.com", "container.googleapis.com", "monitoring.googleapis.com")
 
 
 def required_apis(settings: StackSettings) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from serving.accelerators import Accelerator, CloudRunGpu, TpuChip, facts_of
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
 from serving.model_profiles import profile_from_config_file as _profile_from_config_file
 from serving.planner import (
@@ -30,9 +31,9 @@ from serving.planner import (
     render_table,
 )
 from stacks.base import SettingsModel
+from stacks.calibration import calibrate
 
 if TYPE_CHECKING:
-    from serving.accelerators import CloudRunGpu, TpuChip
     from stacks.settings import StackSettings
     from stacks.vllm import VllmSettings
 
@@ -219,6 +220,14 @@ def tpu_capacity(chip: TpuChip, vllm: VllmSettings, capacity: CapacitySettings) 
     )
 
 
+def gke_capacity(accelerator: Accelerator, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """A GKE node's accelerators: vLLM there does what it does on the same chip elsewhere."""
+    facts = facts_of(accelerator)
+    if isinstance(facts, TpuChip):
+        return tpu_capacity(facts, vllm, capacity)
+    return cloud_run_capacity(facts, vllm, capacity)
+
+
 def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tuple[str, ...]]:
     """The planner's inputs for a stack, and the assumptions behind them (shown in the preview)."""
     capacity = settings.capacity
@@ -261,6 +270,14 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
         in_flight_tokens=platform.in_flight_tokens,
         accelerator_label=platform.accelerator_label,
         workload_tokens=capacity.request_tokens,
+    )
+    inputs, assumptions = calibrate(
+        inputs,
+        assumptions,
+        root=root,
+        accelerator=settings.accelerator.value,
+        checkpoint=settings.model.path,
+        overhead_given=override is not None,
     )
     return inputs, tuple(assumptions)
 

@@ -84,7 +84,7 @@ class GcsMountSettings(SettingsModel):
                     "(e.g. implicit-dirs, metadata-cache-ttl-secs=-1)"
                 )
             if option.split("=", 1)[0] in {"uid", "gid"}:
-                raise ValueError(f"{option!r}: set uid/gid through cloudRun.mount.uid and cloudRun.mount.gid")
+                raise ValueError(f"{option!r}: set uid/gid through the mount block's uid and gid keys")
         return options
 
     def mount_options(self) -> list[str]:
@@ -172,7 +172,7 @@ class CloudRunSettings(SettingsModel):
             if _SECRET_LOOKING_ENV.search(name):
                 raise ValueError(
                     f"{name!r} looks like a credential: plain env values are visible to every project viewer; "
-                    "keep it in Secret Manager (see the secrets section of the README)"
+                    "keep it in Secret Manager (docs/deploying.md, 'Secrets')"
                 )
         return env
 

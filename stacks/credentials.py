@@ -30,7 +30,7 @@ _INSTEAD = {
 _SECRET_NAMING = ("secret", "token", "password", "apikey")
 
 _STORE_IT = (
-    "keep the credential in Secret Manager (see the README's secrets section) and revoke this one: it is now "
+    "keep the credential in Secret Manager (docs/deploying.md, 'Secrets') and revoke this one: it is now "
     "in the stack file's history"
 )
 

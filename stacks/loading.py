@@ -20,17 +20,14 @@ from stacks.capacity import assess_stack, capacity_problems
 from stacks.config_keys import config_key_problems
 from stacks.credentials import credential_problems
 from stacks.secrets import SECRET_KEYS
-from stacks.settings import CloudRunStack, StackSettings, TpuStack
+from stacks.settings import CloudRunStack, GkeStack, StackSettings, TpuStack
 from stacks.typos import fold_typos
 
 PROJECT = "gemma-serving"
 # The settings model of each platform, picked by the stack's `accelerator`.
 _STACK_SETTINGS: TypeAdapter[StackSettings] = TypeAdapter(StackSettings)  # type: ignore[arg-type, unused-ignore]  # see serving/outputs.py
-_VARIANTS: dict[str, type[BaseModel]] = {
-    str(accelerator): variant
-    for variant in (CloudRunStack, TpuStack)
-    for accelerator in typing.get_args(variant.model_fields["accelerator"].annotation)
-}
+# The union's tag of each variant (stacks.settings._platform_tag), which pydantic puts first in an error's path.
+_VARIANTS: dict[str, type[BaseModel]] = {variant.PLATFORM: variant for variant in (CloudRunStack, TpuStack, GkeStack)}
 # Provider config the program reads besides its own namespace.
 GCP_PROJECT_KEY = "gcp:project"
 

@@ -16,21 +16,23 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu, TpuChip
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
 from serving.gcp_names import bucket_path_problem
 from serving.images import DEFAULT_IMAGES
-from serving.pricing import CloudRunShape, TpuShape
+from serving.pricing import CloudRunShape, GkeShape, TpuShape
 from serving.vllm_args import with_tensor_parallel
-from stacks.apis import BASE_APIS, TPU_APIS
+from stacks.apis import BASE_APIS, GKE_APIS, TPU_APIS
 from stacks.base import SettingsModel
 from stacks.bench import BenchSettings
-from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capacity, tpu_capacity
+from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capacity, gke_capacity, tpu_capacity
 from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
 from stacks.cloud_run_limits import gpu_service_problems, quota_warning
+from stacks.gke import GkeSettings
+from stacks.gke_rules import gke_stack_problems
 from stacks.image_family import CUDA_BUILD, TPU_BUILD, ImageBuild, image_family_problem
 from stacks.images import PinnedImage
 from stacks.monitoring import MonitoringSettings
@@ -84,6 +86,8 @@ class _StackSettings(SettingsModel):
 
     # The vLLM image family the serving image must be, set by each variant (stacks/image_family.py).
     IMAGE_BUILD: ClassVar[ImageBuild]
+    # The `platform` stack output (serving.outputs) and the union's tag, set by each variant.
+    PLATFORM: ClassVar[str]
 
     # Each variant narrows it to its platform's accelerators (the union's discriminator).
     accelerator: Accelerator
@@ -124,7 +128,7 @@ class _StackSettings(SettingsModel):
 
     @model_validator(mode="after")
     def _image_fits_the_accelerator(self) -> Self:
-        family = image_family_problem(self.image_ref, self.accelerator, self.IMAGE_BUILD)
+        family = image_family_problem(self.image_ref, self.accelerator, self.image_build)
         quantization = quantization_problem(self.model.path, self.vllm.quantization)
         if family or quantization:
             raise ValueError("; ".join(p for p in (family, quantization) if p))
@@ -143,6 +147,11 @@ class _StackSettings(SettingsModel):
         if drafter and self.model.drafter_source is not None and drafter == self.model.path:
             raise ValueError("vllm.speculative.drafter: the drafter needs its own bucket path, not model.path")
         return self
+
+    @property
+    def image_build(self) -> ImageBuild:
+        """The vLLM image family the serving image must be (a GKE fleet's follows its nodes)."""
+        return self.IMAGE_BUILD
 
     @property
     def image_ref(self) -> str:
@@ -389,5 +398,102 @@ class TpuStack(_StackSettings):
         )
 
 
-# One stack file: the variant is chosen by `accelerator` (stacks.loading reports a wrong one by name).
-StackSettings = Annotated[CloudRunStack | TpuStack, Field(discriminator="accelerator")]
+class GkeStack(_StackSettings):
+    """A fleet on GKE: nodes of one accelerator shape (GPU or TPU), one vLLM replica per node (a `gke` block)."""
+
+    PLATFORM: ClassVar[str] = "gke"
+
+    accelerator: Literal[Accelerator.NVIDIA_L4, Accelerator.TPU_V6E]
+    gke: GkeSettings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gke_blocks(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
+        for key in ("cloudRun", "tpu", "bench"):
+            _refuse_foreign_block(data, key, f"{key}: a GKE stack takes a gke block instead; remove {key}")
+        return data
+
+    @model_validator(mode="after")
+    def _fits_the_fleet(self) -> Self:
+        problems = gke_stack_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def image_build(self) -> ImageBuild:
+        return TPU_BUILD if self.accelerator in TPU_CHIPS else CUDA_BUILD
+
+    @property
+    def import_image(self) -> str:
+        """The import job's base image: the CUDA vLLM image carries the clients (the TPU one has no twin)."""
+        return self.model_import.image or DEFAULT_IMAGES[Accelerator.NVIDIA_L4]
+
+    @property
+    def apis(self) -> tuple[str, ...]:
+        return tuple(sorted({*BASE_APIS, *GKE_APIS}))
+
+    @property
+    def zone(self) -> str | None:
+        """The fleet spans gke.nodePool.zones: no single zone to name."""
+        return None
+
+    @property
+    def port(self) -> int:
+        return self.gke.port
+
+    @property
+    def model_root(self) -> str:
+        return self.gke.mount.mount_path
+
+    def serve_args(self) -> list[str]:
+        """The container's `vllm serve` arguments, tensor parallel over the node's accelerators always stated."""
+        args = self._vllm_serve_args(port=self.port, model_root=self.model_root)
+        return with_tensor_parallel(args, self.vllm.tensor_parallel_size)
+
+    def capacity_platform(self) -> PlatformCapacity:
+        return gke_capacity(self.accelerator, self.vllm, self.capacity)
+
+    def quota_warnings(self) -> list[str]:
+        """Accelerator quota shows in the plan's notes (per node pool) and in `verify preflight`."""
+        return []
+
+    def billing_shape(self) -> GkeShape:
+        """What each node bills and how many run (min, max), plus the cluster fee: the `billing` output."""
+        pool = self.gke.node_pool
+        return GkeShape(
+            machine_type=pool.machine_type,
+            accelerator=self.accelerator,
+            accelerators_per_node=pool.shape.accelerators,
+            provisioning_model=pool.provisioning.value,
+            region=self.region,
+            min_nodes=0 if self.gke.replicas.parked else max(pool.min_nodes, self.gke.replicas.min),
+            max_nodes=0 if self.gke.replicas.parked else self.gke.replicas.max,
+            cluster_created=self.gke.cluster.existing is None,
+            system_machine_type=self.gke.cluster.system_machine_type if self.gke.cluster.existing is None else None,
+            system_nodes=len(pool.zones),
+        )
+
+
+def _platform_tag(data: Any) -> str | None:  # noqa: ANN401 - raw stack data or a parsed stack
+    """Which variant a stack file is: a `gke` block makes it a fleet; otherwise its accelerator decides."""
+    if isinstance(data, _StackSettings):
+        return str(type(data).PLATFORM)
+    if not isinstance(data, dict) or data.get("accelerator") is None:
+        return None
+    accelerator = data["accelerator"]
+    by_accelerator = {
+        **dict.fromkeys(CLOUD_RUN_GPUS, CloudRunStack.PLATFORM),
+        **dict.fromkeys(TPU_CHIPS, TpuStack.PLATFORM),
+    }
+    return GkeStack.PLATFORM if "gke" in data else by_accelerator.get(accelerator, str(accelerator))
+
+
+# One stack file: the variant is chosen by its `gke` block, else by `accelerator` (stacks.loading reports a
+# wrong one by name).
+StackSettings = Annotated[
+    Annotated[CloudRunStack, Tag(CloudRunStack.PLATFORM)]
+    | Annotated[TpuStack, Tag(TpuStack.PLATFORM)]
+    | Annotated[GkeStack, Tag(GkeStack.PLATFORM)],
+    Discriminator(_platform_tag),
+]

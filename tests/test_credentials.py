@@ -25,7 +25,7 @@ from tests.test_settings import config_with, problems_of
 
 TOKEN = "hf_LeakCanaryTokenForCredentialTests0123456"
 STORE_IT = (
-    "keep the credential in Secret Manager (see the README's secrets section) and revoke this one: it is now in "
+    "keep the credential in Secret Manager (docs/deploying.md, 'Secrets') and revoke this one: it is now in "
     "the stack file's history"
 )
 

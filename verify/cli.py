@@ -20,8 +20,12 @@ from verify.alerts import cli as alerts_cli
 from verify.bench import cli as bench_cli
 from verify.bench.cloud_cli import two_word_alias
 from verify.health import cli as health_cli
+from verify.memory import cli as memory_cli
+from verify.metrics import cli as metrics_cli
+from verify.models import cli as models_cli
 from verify.ops import cli as ops_cli
 from verify.promote import cli as promote_cli
+from verify.query import cli as query_cli
 from verify.version import project_version
 
 EXIT_USAGE = 2
@@ -43,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     ops_cli.register_status(subparsers)
     ops_cli.register_logs(subparsers)
     promote_cli.register(subparsers)
+    query_cli.register(subparsers)
+    metrics_cli.register(subparsers)
+    models_cli.register(subparsers)
+    memory_cli.register(subparsers)
     alerts_cli.register(subparsers)
     return parser
 

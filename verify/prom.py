@@ -137,7 +137,15 @@ def parse_metrics(text: str, *, model: str | None = None) -> VllmMetrics:
     )
 
 
-def _samples_by_name(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+Samples = dict[str, list[tuple[dict[str, str], float]]]
+
+
+def samples_by_name(text: str) -> Samples:
+    """Every sample of a ``/metrics`` body by its full name (``..._total``, ``..._bucket``) with its labels."""
+    return _samples_by_name(text)
+
+
+def _samples_by_name(text: str) -> Samples:
     by_name: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
     try:
         for family in text_string_to_metric_families(text):

@@ -16,6 +16,9 @@ from how vLLM 0.32 streams and how `vllm bench serve` measures:
 - Every request ends: the read timeout bounds the silence between two chunks, a total deadline bounds
   the whole request (a server may stream steadily forever), and a stream that has sent more text
   chunks than ``max_tokens`` (each carries at least one token) is not read further.
+- Reasoning (``delta.reasoning``) is kept apart from the answer as well as in ``text``, and usage's
+  ``completion_tokens_details.reasoning_tokens`` (sent when the server runs a reasoning parser) is
+  kept: `verify query` shows both; an ``on_text`` callback sees each piece as it arrives.
 - Only what vLLM sends is a completion chunk: a JSON event without ``choices`` (or a choice without
   ``delta``/``text``), or a line that is not SSE at all, is a malformed stream, never "empty output".
 
@@ -37,6 +40,8 @@ import pydantic
 from verify.responses import body_excerpt
 
 Clock = Callable[[], float]
+# Called with each piece of generated text as it arrives, and whether it is reasoning (not the answer).
+TextCallback = Callable[[str, bool], None]
 
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
@@ -135,6 +140,11 @@ class StreamResult:
     text: str
     content_chunks: int
     failure: StreamFailure | None = None
+    # What the chunks name as the model that answered, and the reasoning part of ``text`` (with its
+    # token count from usage when the server reports it: vLLM does so only with a reasoning parser).
+    model: str | None = None
+    reasoning_text: str = ""
+    reasoning_tokens: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -170,8 +180,11 @@ class _Delta(_Wire):
     reasoning_content: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
 
+    def reasoning_text(self) -> str:
+        return self.reasoning or self.reasoning_content or ""
+
     def text(self) -> str:
-        parts = [self.reasoning or self.reasoning_content or "", self.content or ""]
+        parts = [self.reasoning_text(), self.content or ""]
         parts.extend(
             (call.function.name or "") + (call.function.arguments or "")
             for call in self.tool_calls or ()
@@ -196,10 +209,23 @@ class _Choice(_Wire):
             return self.delta.text()
         return self.text or ""
 
+    def carried_reasoning(self) -> str:
+        return self.delta.reasoning_text() if self.delta is not None else ""
+
+
+class _CompletionTokensDetails(_Wire):
+    reasoning_tokens: int | None = None
+
 
 class _Usage(_Wire):
     prompt_tokens: int
     completion_tokens: int
+    completion_tokens_details: _CompletionTokensDetails | None = None
+
+    @property
+    def reasoning_tokens(self) -> int | None:
+        details = self.completion_tokens_details
+        return None if details is None else details.reasoning_tokens
 
 
 class _Chunk(_Wire):
@@ -207,6 +233,7 @@ class _Chunk(_Wire):
     usage: _Usage | None = None
     error: dict[str, object] | str | None = None
     object: str | None = None
+    model: str | None = None
 
     @pydantic.model_validator(mode="after")
     def _is_a_chunk_or_an_error(self) -> _Chunk:
@@ -234,13 +261,19 @@ class _Progress:
         "itl",
         "last_choice_at",
         "last_text_at",
+        "model",
+        "on_text",
+        "reasoning_parts",
         "start",
         "text_parts",
         "usage",
     )
 
-    def __init__(self, start: float) -> None:
+    def __init__(self, start: float, on_text: TextCallback | None = None) -> None:
         self.start = start
+        self.on_text = on_text
+        self.model: str | None = None
+        self.reasoning_parts: list[str] = []
         self.first_text_at: float | None = None
         self.last_text_at: float | None = None
         self.last_choice_at: float | None = None
@@ -254,6 +287,8 @@ class _Progress:
     def take(self, chunk: _Chunk, now: float) -> None:
         if chunk.usage is not None:
             self.usage = chunk.usage
+        if chunk.model is not None:
+            self.model = chunk.model
         if not chunk.choices:
             return
         choice = chunk.choices[0]
@@ -270,6 +305,15 @@ class _Progress:
         self.last_text_at = now
         self.content_chunks += 1
         self.text_parts.append(text)
+        reasoning = choice.carried_reasoning()
+        if reasoning:
+            self.reasoning_parts.append(reasoning)
+        if self.on_text is not None:
+            if reasoning:
+                self.on_text(reasoning, True)
+            answer = text[len(reasoning) :]
+            if answer:
+                self.on_text(answer, False)
 
     def result(self, now: float, failure: StreamFailure | None) -> StreamResult:
         end = self.last_choice_at if (failure is None and self.last_choice_at is not None) else now
@@ -283,6 +327,9 @@ class _Progress:
             text="".join(self.text_parts),
             content_chunks=self.content_chunks,
             failure=failure,
+            model=self.model,
+            reasoning_text="".join(self.reasoning_parts),
+            reasoning_tokens=None if self.usage is None else self.usage.reasoning_tokens,
         )
 
     def completion_failure(self, max_tokens: int) -> StreamFailure | None:
@@ -428,17 +475,19 @@ async def measure_stream(
     timeouts: httpx.Timeout | None = None,
     deadline_s: float | None = None,
     clock: Clock = time.perf_counter,
+    on_text: TextCallback | None = None,
 ) -> StreamResult:
     """Send one streamed completion and time it; never raises for HTTP trouble, never retries.
 
     ``client`` carries the base URL and auth; ``timeouts`` override the client's per request (the read
     timeout bounds the silence between two chunks, which is how a stalled stream is caught);
-    ``deadline_s`` bounds the whole request (None: the read timeout plus one second per token asked).
+    ``deadline_s`` bounds the whole request (None: the read timeout plus one second per token asked);
+    ``on_text`` sees each piece of text as it arrives (for a person watching the answer stream).
     """
     if deadline_s is None:
         read = (timeouts or client.timeout).read
         deadline_s = None if read is None else default_deadline_s(request.max_tokens, read)
-    progress = _Progress(clock())
+    progress = _Progress(clock(), on_text)
     failure: StreamFailure | None
     deadline = asyncio.timeout(deadline_s)
     try:

@@ -14,11 +14,13 @@ import enum
 import json
 import subprocess
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
 import pydantic
 
+from preview.stack_file import StackFileError, project_root
 from verify import UsageError
 from verify.argtypes import positive_number
 from verify.responses import body_excerpt
@@ -215,8 +217,18 @@ def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
     return target_from_outputs(stack, read_stack_outputs(stack, run_pulumi=run_pulumi))
 
 
-def read_stack_outputs(stack: str, *, run_pulumi: PulumiRunner | None = None) -> object:
-    """The stack's outputs as `pulumi stack output --json` prints them; ``UsageError`` when unreadable."""
+# What a command that can also work without Pulumi tells a user who has no Pulumi CLI.
+WITHOUT_PULUMI_USE_URL = "or pass --url URL [--model NAME] instead"
+
+
+def read_stack_outputs(
+    stack: str, *, run_pulumi: PulumiRunner | None = None, without_cli: str = WITHOUT_PULUMI_USE_URL
+) -> object:
+    """The stack's outputs as `pulumi stack output --json` prints them; ``UsageError`` when unreadable.
+
+    ``without_cli`` ends the advice when the Pulumi CLI is missing: each command says what works for it
+    (health can take --url; promote cannot, so it must not suggest it).
+    """
     run_pulumi = run_pulumi or _run_pulumi
     command = ["pulumi", "stack", "output", "--json", "--stack", stack]
     try:
@@ -224,13 +236,13 @@ def read_stack_outputs(stack: str, *, run_pulumi: PulumiRunner | None = None) ->
     except FileNotFoundError as exc:
         raise UsageError(
             "--stack needs the Pulumi CLI, but `pulumi` is not on PATH; install it "
-            "(https://www.pulumi.com/docs/install/) or pass --url URL [--model NAME] instead"
+            f"(https://www.pulumi.com/docs/install/) {without_cli}"
         ) from exc
     if completed.returncode != 0:
         raise UsageError(
             f"`{' '.join(command)}` failed with exit code {completed.returncode}: "
             f"{body_excerpt(completed.stderr or completed.stdout, 300)} (is {stack!r} a stack of this project, "
-            "and are you logged in to its backend? run verify from the project directory)"
+            "and are you logged in to its backend?)"
         )
     return _parse_outputs_json(stack, completed.stdout)
 
@@ -302,4 +314,15 @@ def _parse_outputs_json(stack: str, stdout: str) -> object:
 
 
 def _run_pulumi(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(command), capture_output=True, text=True, check=False, timeout=120)
+    """The Pulumi CLI run in the project folder (not wherever verify was started), as Pulumi needs."""
+    return subprocess.run(
+        list(command), cwd=pulumi_project_dir(), capture_output=True, text=True, check=False, timeout=120
+    )
+
+
+def pulumi_project_dir() -> Path:
+    """The project folder the Pulumi CLI runs in (preview.stack_file.project_root); UsageError if none."""
+    try:
+        return project_root()
+    except StackFileError as error:
+        raise UsageError(str(error)) from None

@@ -35,6 +35,7 @@ from policy.source_ranges import allowed_text, describe, too_wide
 from serving.accelerators import TPU_CHIPS, Accelerator
 from serving.collectors import METRIC_WRITER_ROLE
 from serving.gcp_names import region_of
+from serving.naming import TypeToken
 from serving.vllm_args import with_tensor_parallel
 
 # Stands in for an image reference that is still a Pulumi output while the script's other values are
@@ -189,7 +190,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         script = pulumi.Output.from_input(args.image).apply(
             lambda image: render_startup_script(replace(spec, image=image))
         )
-        super().__init__("gemma:tpu:TpuVllmNode", name, None, opts)
+        super().__init__(TypeToken.TPU_VLLM_NODE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         region = region_of(args.zone)
         tag = name

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from serving.gcp_names import bucket_path_problem
+from serving.naming import TPU_SERVING_CONTAINER
 
 # Where the env file with secrets lives: /run is a tmpfs, so it never reaches the disk.
 STATE_DIR = "/run/gemma-vllm"
@@ -89,7 +90,7 @@ class StartupScriptSpec:
     state_dir: str = STATE_DIR
     env: Mapping[str, str] = field(default_factory=dict)
     shm_size: str = "10gb"
-    container_name: str = "gemma-vllm"
+    container_name: str = TPU_SERVING_CONTAINER
     ready_timeout_seconds: int = 1800
     # The metrics collector started beside vLLM; None: the stack collects nothing.
     collector: NodeCollector | None = None

@@ -53,3 +53,17 @@ async def test_live_bench_and_compare_tools() -> None:
             assert [row["status"] for row in compared.structured_content["cells"]] == ["compared", "compared"]
         finally:
             remove_files([run["results_file"], *run["report_files"]])
+
+
+async def test_live_query_and_metrics_tools() -> None:
+    """Through MCP, a real vLLM must answer a prompt with its numbers, and its own histograms must show it."""
+    async with connect() as client:
+        asked = await client.call_tool("query", {**_target(), "prompt": "hello", "max_tokens": 8})
+        read = await client.call_tool("metrics", _target())
+    answer = asked.structured_content
+    assert answer["passed"] is True, asked.content
+    assert answer["report"]["completion_tokens"] == 8
+    assert answer["report"]["ttft_ms"] > 0
+    latency = read.structured_content["report"]["latency"]
+    assert latency["ttft"]["count"] >= 1
+    assert latency["e2e"]["mean_ms"] > 0

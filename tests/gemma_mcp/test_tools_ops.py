@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from gemma_mcp.context import ServerContext
+from preview.stack_file import available_stacks
+from tests.conftest import ROOT
 from tests.gemma_mcp.conftest import connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import STACKS, Project
@@ -37,7 +39,7 @@ async def test_preflight_all_clear_for_every_stack(fake: FakeGoogle, stack: str)
     """An agent asking before `pulumi up` must get the same all-clear verdict as the CLI, for every stack."""
     Project().install(fake)
     async with connect(at_fake(fake)) as client:
-        result = await client.call_tool("preflight", {"stack": stack, "project": "p1"})
+        result = await client.call_tool("preflight", {"stack": stack, "project": "proj-1"})
     assert not result.is_error, result.content
     report = result.structured_content
     assert (report["command"], report["stack"], report["exit_code"], report["passed"]) == ("preflight", stack, 0, True)
@@ -49,7 +51,7 @@ async def test_preflight_names_a_missing_permission_with_its_role(fake: FakeGoog
     """A blocker must come back with what is missing and the role that grants it, and exit_code 1."""
     Project(missing_permissions={"run.services.create"}).install(fake)
     async with connect(at_fake(fake)) as client:
-        result = await client.call_tool("preflight", {"stack": "l4", "project": "p1"})
+        result = await client.call_tool("preflight", {"stack": "l4", "project": "proj-1"})
     assert result.structured_content["exit_code"] == 1
     assert "run.services.create" in text_of(result)
     assert "roles/run.admin" in text_of(result)
@@ -60,7 +62,7 @@ async def test_status_of_a_revision_failing_its_probe(fake: FakeGoogle) -> None:
     fake.route("GET", SERVICES, {"services": [fixture("run_service_failed.json")]})
     fake.route("GET", REVISIONS, fixture("run_revisions_failed.json"))
     async with connect(at_fake(fake)) as client:
-        result = await client.call_tool("status", {"stack": "l4", "project": "p1"})
+        result = await client.call_tool("status", {"stack": "l4", "project": "proj-1"})
     report = result.structured_content
     assert report["exit_code"] == 1
     assert report["report"]["state"] == "failed"
@@ -71,7 +73,9 @@ async def test_logs_recognise_a_failure_signature(fake: FakeGoogle) -> None:
     """A GCS FUSE permission error in the logs must come back explained, with the uid/gid fix."""
     fake.route("POST", ENTRIES, {"entries": [entry("l4", LINES["gcsfuse-permission-denied"], severity="ERROR")]})
     async with connect(at_fake(fake)) as client:
-        result = await client.call_tool("logs", {"stack": "l4", "project": "p1", "since": "2h", "errors_only": True})
+        result = await client.call_tool(
+            "logs", {"stack": "l4", "project": "proj-1", "since": "2h", "errors_only": True}
+        )
     report = result.structured_content
     assert report["exit_code"] == 1
     assert [d["signature"] for d in report["report"]["diagnoses"]] == ["gcsfuse-permission-denied"]
@@ -83,7 +87,7 @@ async def test_without_credentials_each_tool_says_how_to_set_them_up(tool: str) 
     """No Application Default Credentials: exit_code 2 and the gcloud command, never a traceback."""
     ctx = dataclasses.replace(make_context(), google=no_credentials)
     async with connect(ctx) as client:
-        result = await client.call_tool(tool, {"stack": "tpu-v6e", "project": "p1"})
+        result = await client.call_tool(tool, {"stack": "tpu-v6e", "project": "proj-1"})
     assert not result.is_error
     assert result.structured_content["exit_code"] == 2
     assert ADC_SETUP_COMMAND in repr(result.structured_content)
@@ -93,11 +97,11 @@ async def test_bad_arguments_get_the_clis_messages() -> None:
     """A stack without a project, an unknown stack, a bad --since or an unbounded watch are refused by name."""
     async with connect() as client:
         no_project = await client.call_tool("preflight", {"stack": "l4"})
-        unknown = await client.call_tool("status", {"stack": "l5", "project": "p1"})
-        since = await client.call_tool("logs", {"stack": "l4", "project": "p1", "since": "yesterday"})
-        watch = await client.call_tool("status", {"stack": "l4", "project": "p1", "watch_s": 86400})
+        unknown = await client.call_tool("status", {"stack": "l5", "project": "proj-1"})
+        since = await client.call_tool("logs", {"stack": "l4", "project": "proj-1", "since": "yesterday"})
+        watch = await client.call_tool("status", {"stack": "l4", "project": "proj-1", "watch_s": 86400})
     assert "pass --project <your-project-id>" in text_of(no_project)
-    assert "stacks here: l4, rtx6000, tpu-v6e" in text_of(unknown)
+    assert f"stacks here: {', '.join(available_stacks(ROOT))}" in text_of(unknown)
     assert since.is_error
     assert text_of(since).startswith("Error executing tool logs: since:")
     assert "watch_s: 86400" in text_of(watch)
@@ -108,6 +112,6 @@ async def test_ops_tools_only_read(fake: FakeGoogle) -> None:
     Project().install(fake)
     async with connect(at_fake(fake)) as client:
         for tool in sorted(OPS_TOOLS):
-            await client.call_tool(tool, {"stack": "l4", "project": "p1"})
+            await client.call_tool(tool, {"stack": "l4", "project": "proj-1"})
     writes = [seen for seen in fake.seen if seen.method != "GET"]
-    assert {seen.path.rsplit("/", 1)[-1] for seen in writes} <= {"p1:testIamPermissions", "entries:list"}
+    assert {seen.path.rsplit("/", 1)[-1] for seen in writes} <= {"proj-1:testIamPermissions", "entries:list"}

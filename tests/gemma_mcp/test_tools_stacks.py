@@ -9,11 +9,26 @@ from typing import Any
 import pytest
 
 from gemma_mcp.pulumi_gateway import StackOutputValues
+from preview.stack_file import available_stacks
 from tests.gemma_mcp.conftest import ROOT, FakePulumi, connect, make_context, text_of
 from tests.preview_cli import SHARES_SHIPPED_PLANS
 from tests.test_stack_outputs import stack_output_json
 
-READ_ONLY_TOOLS = {"stacks", "plan", "fit", "outputs", "health", "bench", "compare", "preflight", "status", "logs"}
+READ_ONLY_TOOLS = {
+    "stacks",
+    "plan",
+    "fit",
+    "outputs",
+    "health",
+    "bench",
+    "compare",
+    "preflight",
+    "status",
+    "logs",
+    "query",
+    "metrics",
+    "models",
+}
 CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}
 
 
@@ -36,7 +51,9 @@ async def test_stacks_lists_every_stack_file_with_its_platform() -> None:
         result = await client.call_tool("stacks", {})
     assert not result.is_error
     stacks = {entry["name"]: entry for entry in result.structured_content["stacks"]}
-    assert set(stacks) == {"l4", "rtx6000", "tpu-v6e"}
+    assert set(stacks) == set(available_stacks(ROOT))
+    assert {"l4", "rtx6000", "tpu-v6e"} <= set(stacks)
+    assert stacks["gke-tpu-v6e"]["platform"] == "gke"
     assert (
         stacks["l4"] | {"valid": True, "accelerator": "nvidia-l4", "platform": "cloud-run", "region": "us-east4"}
         == stacks["l4"]
@@ -81,7 +98,7 @@ async def test_plan_of_an_unknown_stack_gives_the_clis_message() -> None:
     async with connect() as client:
         result = await client.call_tool("plan", {"stack": "l44"})
     assert result.is_error
-    assert "no stack file Pulumi.l44.yaml; stacks here: l4, rtx6000, tpu-v6e" in text_of(result)
+    assert f"no stack file Pulumi.l44.yaml; stacks here: {', '.join(available_stacks(ROOT))}" in text_of(result)
 
 
 @SHARES_SHIPPED_PLANS

@@ -36,6 +36,7 @@ from policy.rules import GUARDRAILS, policies
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
 from serving.accelerators import CLOUD_RUN_GPUS
 from stacks.images import PinnedImage
+from tests.policy.kubernetes_cases import K8S_BAD, K8S_GOOD
 from tests.policy.props import (
     JOB,
     PLAIN_DYNAMIC,
@@ -700,6 +701,10 @@ BAD: list[Case] = [
     ),
     Case("token-metadata", NO_PLAINTEXT_SECRETS, TPU_DYNAMIC, tpu_metadata("hf-token", "abc"), "hf-token"),
 ]
+
+
+GOOD += [Case(*case) for case in K8S_GOOD]
+BAD += [Case(*case) for case in K8S_BAD]
 
 
 def engine_form(props: dict[str, Any]) -> Any:

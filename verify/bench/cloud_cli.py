@@ -36,7 +36,7 @@ from verify.bench.sweep import Endpoint, plan_from_arguments
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import default_timeout, make_client
-from verify.target import add_timeout_arguments
+from verify.target import add_timeout_arguments, pulumi_project_dir
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -47,7 +47,7 @@ ARGS_DELIMITER = "|"
 
 
 def _run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(command), capture_output=True, text=True, check=False)
+    return subprocess.run(list(command), cwd=pulumi_project_dir(), capture_output=True, text=True, check=False)
 
 
 # --- --on-cloud-run ---------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from rich.console import Console
 from verify import UsageError
 from verify.bench import compare as comparing
 from verify.bench.console import comparison_view
+from verify.bench.matrix_command import add_matrix_arguments, run_matrix, wants_matrix
 from verify.bench.results import CellRecord, load_results
 
 EXIT_OK = 0
@@ -36,6 +37,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="compare even when A and B asked for different output tokens per request or API",
     )
+    add_matrix_arguments(parser)
     parser.set_defaults(handler=run_compare_command)
 
 
@@ -49,6 +51,8 @@ def _side(path: Path) -> list[CellRecord]:
 
 
 def run_compare_command(args: argparse.Namespace) -> int:
+    if wants_matrix(args):
+        return run_matrix([args.a, args.b, *args.more], args)
     a, b = _side(args.a), _side(args.b)
     mismatches = comparing.workload_mismatches(a, b)
     refused = [mismatch for mismatch in mismatches if mismatch.refused]

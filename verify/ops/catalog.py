@@ -2,7 +2,7 @@
 
 Sources:
 - Permissions and roles: Google's IAM roles and permissions index
-  (https://cloud.google.com/iam/docs/roles-permissions), for the roles the README's deploy section
+  (https://cloud.google.com/iam/docs/roles-permissions), for the roles docs/deploying.md
   lists; each permission is one `pulumi up` exercises when it creates the stack's resources.
 - Cloud Run GPU quota metrics `run.googleapis.com/<gpu>_gpu_allocation[_no_zonal_redundancy]` (e.g.
   `run.googleapis.com/nvidia_l4_gpu_allocation_no_zonal_redundancy`, quota ID

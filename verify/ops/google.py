@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
+import pydantic
+
+from verify.redact import escape_controls
 
 ADC_SETUP_COMMAND = "gcloud auth application-default login"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -39,9 +43,23 @@ ROOTS: dict[str, str] = {
     "tpu": "https://tpu.googleapis.com/v2",
     "run": "https://run.googleapis.com/v2",
     "logging": "https://logging.googleapis.com/v2",
+    "storage": "https://storage.googleapis.com/storage/v1",
 }
 
 TokenSource = Callable[[], tuple[str, str | None]]  # -> (access token, quota project or None)
+
+# Bounds on one call: an answer must be complete within CALL_DEADLINE_S (a read that stalls is given up
+# after STALL_S, so a call ends within CALL_DEADLINE_S + STALL_S whatever the server does), and no larger
+# than MAX_BODY_BYTES. A list is read for at most MAX_PAGES pages; more is "could not check", not a guess.
+CALL_DEADLINE_S = 30.0
+STALL_S = 10.0
+MAX_BODY_BYTES = 64 * 2**20
+MAX_PAGES = 20
+
+# Text a Google API supplied, with its control characters escaped (a revision's condition message or a log
+# line must not clear the terminal or write to the clipboard).
+GoogleText = Annotated[str, pydantic.AfterValidator(escape_controls)]
+Answer = TypeVar("Answer", bound=pydantic.BaseModel)
 
 
 class CannotCheckError(Exception):
@@ -86,31 +104,59 @@ class GoogleApiError(Exception):
         return "see the message; retry later if Google reports an internal or unavailable error"
 
 
+class _ErrorDetail(pydantic.BaseModel):
+    """`google.rpc.ErrorInfo` (or another detail, whose reason and metadata are then empty)."""
+
+    model_config = pydantic.ConfigDict(extra="ignore", populate_by_name=True)
+
+    type: str = pydantic.Field(default="", alias="@type")
+    reason: GoogleText | None = None
+    metadata: dict[str, GoogleText] = pydantic.Field(default_factory=dict)
+
+
+class _Status(pydantic.BaseModel):
+    """`google.rpc.Status`, the body of every Google API error."""
+
+    model_config = pydantic.ConfigDict(extra="ignore")
+
+    code: int | None = None
+    status: GoogleText | None = None
+    message: GoogleText = ""
+    details: list[_ErrorDetail | Any] = pydantic.Field(default_factory=list)
+
+
 def error_from_response(api: str, response: httpx.Response) -> GoogleApiError:
     """Parse google.rpc.Status; fall back to the status line for bodies that are not Google's."""
     try:
         body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        body = None
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict):
-        text = response.text[:200].strip()
+        status = _Status.model_validate(body.get("error") if isinstance(body, dict) else None)
+    except (json.JSONDecodeError, UnicodeDecodeError, pydantic.ValidationError):
+        text = escape_controls(response.text[:200].strip())
         return GoogleApiError(api, response.status_code, response.reason_phrase, text or response.reason_phrase)
-    reason: str | None = None
-    metadata: dict[str, str] = {}
-    for detail in error.get("details") or []:
-        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("google.rpc.ErrorInfo"):
-            reason = str(detail.get("reason") or "") or None
-            metadata = {str(k): str(v) for k, v in (detail.get("metadata") or {}).items()}
-            break
+    info = next(
+        (d for d in status.details if isinstance(d, _ErrorDetail) and d.type.endswith("google.rpc.ErrorInfo")), None
+    )
     return GoogleApiError(
         api=api,
-        code=int(error.get("code") or response.status_code),
-        status=str(error.get("status") or response.reason_phrase),
-        message=str(error.get("message") or ""),
-        reason=reason,
-        metadata=metadata,
+        code=status.code or response.status_code,
+        status=status.status or response.reason_phrase,
+        message=status.message,
+        reason=(info.reason or None) if info is not None else None,
+        metadata=dict(info.metadata) if info is not None else {},
     )
+
+
+def parse_answer(model: type[Answer], data: object, api: str) -> Answer:
+    """A Google answer (or one item of a list) as its model; a wrong shape or type is "could not check"."""
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the body"
+        raise CannotCheckError(
+            f"{api} API answered in an unexpected shape ({model.__name__}: {where}: {first['msg']}); "
+            "nothing was concluded from it"
+        ) from None
 
 
 class GoogleApis:
@@ -127,13 +173,20 @@ class GoogleApis:
         *,
         api_root: str | None = None,
         transport: httpx.BaseTransport | None = None,
-        timeout_s: float = 30.0,
+        deadline_s: float = CALL_DEADLINE_S,
+        stall_s: float = STALL_S,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._tokens = tokens
         self._roots = {api: _rebase(root, api_root) if api_root else root for api, root in ROOTS.items()}
+        self._deadline_s = deadline_s
+        self._stall_s = stall_s
+        self._max_body_bytes = max_body_bytes
+        self._clock = clock
         self._client = httpx.Client(
             transport=transport,
-            timeout=httpx.Timeout(timeout_s, connect=10.0),
+            timeout=httpx.Timeout(min(stall_s, deadline_s)),
             headers={"User-Agent": "gemma-serving-verify-ops"},
             follow_redirects=False,
         )
@@ -155,19 +208,29 @@ class GoogleApis:
         return self._call("POST", api, path, body=body)
 
     def pages(
-        self, api: str, path: str, items: str, params: Mapping[str, Any] | None = None, *, max_pages: int = 20
+        self, api: str, path: str, items: str, params: Mapping[str, Any] | None = None, *, max_pages: int = MAX_PAGES
     ) -> Iterator[dict[str, Any]]:
-        """Every item of a list method, following nextPageToken (bounded)."""
+        """Every item of a list method, following nextPageToken for at most `max_pages` pages.
+
+        A list longer than that, a token that comes back again or an item that is not an object raises
+        CannotCheckError: a service on page 21 must read as "could not check", never as "not deployed".
+        """
         query = dict(params or {})
+        tokens = set()
         for _ in range(max_pages):
             page = self.get(api, path, query)
-            for item in page.get(items) or []:
-                if isinstance(item, dict):
-                    yield item
+            found = page.get(items) or []
+            if not isinstance(found, list) or not all(isinstance(item, dict) for item in found):
+                raise CannotCheckError(f"{api} API answered {items} that are not a list of objects")
+            yield from found
             token = page.get("nextPageToken")
             if not token:
                 return
+            if not isinstance(token, str) or token in tokens:
+                raise CannotCheckError(f"{api} API repeated its nextPageToken: the list cannot be read to its end")
+            tokens.add(token)
             query["pageToken"] = token
+        raise CannotCheckError(f"{api} API listed more than {max_pages} pages of {items}; stopped reading there")
 
     def _call(
         self,
@@ -183,10 +246,10 @@ class GoogleApis:
         headers = {"Authorization": f"Bearer {token}"}
         if quota_project:
             headers["x-goog-user-project"] = quota_project
+        host = urlsplit(url).netloc
         try:
-            response = self._client.request(method, url, params=params, json=body, headers=headers)
+            response = self._read(method, url, params=params, body=body, headers=headers, api=api)
         except httpx.HTTPError as error:
-            host = urlsplit(url).netloc
             raise CannotCheckError(f"{api} API unreachable at {host}: {type(error).__name__}: {error}") from None
         if response.status_code >= 400:
             raise error_from_response(api, response)
@@ -194,7 +257,33 @@ class GoogleApis:
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise CannotCheckError(f"{api} API answered {response.status_code} without JSON") from None
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            raise CannotCheckError(f"{api} API answered {type(data).__name__} where an object belongs")
+        return data
+
+    def _read(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None,
+        body: Mapping[str, Any] | None,
+        headers: Mapping[str, str],
+        api: str,
+    ) -> httpx.Response:
+        """The whole answer, read chunk by chunk against the call's deadline and the body cap."""
+        start = self._clock()
+        with self._client.stream(method, url, params=params, json=body, headers=headers) as response:
+            content = bytearray()
+            for chunk in response.iter_bytes():
+                content += chunk
+                if len(content) > self._max_body_bytes:
+                    raise CannotCheckError(f"{api} API answered more than {self._max_body_bytes} bytes; not read")
+                if self._clock() - start > self._deadline_s:
+                    raise CannotCheckError(f"{api} API did not finish answering within {self._deadline_s:g} s; gave up")
+        # The chunks are decoded already: the rebuilt answer must not claim an encoding (or a length) again.
+        kept = {k: v for k, v in response.headers.items() if k.lower() not in {"content-encoding", "content-length"}}
+        return httpx.Response(response.status_code, headers=kept, content=bytes(content), request=response.request)
 
 
 def _rebase(root: str, api_root: str) -> str:

@@ -25,11 +25,16 @@ import pydantic
 
 from serving.durations import duration_seconds
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.google import MAX_PAGES, CannotCheckError, GoogleApiError, GoogleApis, GoogleText, parse_answer
 from verify.ops.signatures import SIGNATURES, match
 from verify.ops.stack import OpsStack
+from verify.redact import Redactor, escape_controls
 
 DEFAULT_LIMIT = 500
+# How far back `--since` may reach: Cloud Logging keeps the _Default bucket's entries 30 days unless the
+# bucket's retentionDays says otherwise (LogBucket, logging v2 reference); 3650 days is the longest custom
+# retention (not confirmed from a stored source, so it is only the cap, never a promise that lines exist).
+MAX_SINCE_S = 3650 * 86400
 _SEVERE = {"ERROR", "CRITICAL", "ALERT", "EMERGENCY"}
 # vLLM's log format (vllm/logger.py _FORMAT): "(<process> pid=N) LEVEL MM-DD HH:MM:SS [file:line] message".
 _VLLM_LEVEL = re.compile(r"(?:^|\) )(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d ")
@@ -82,11 +87,45 @@ class LogsReport(pydantic.BaseModel):
 
 
 def parse_since(value: str) -> int:
-    """Seconds from `30m`, `1h`, `2d`; ValueError naming the accepted forms."""
+    """Seconds from `30m`, `1h`, `2d`, at most Cloud Logging's longest retention; ValueError naming the forms."""
     seconds = duration_seconds(value)
     if not seconds:
         raise ValueError(f"--since {value!r}: write a positive whole number with s, m, h or d (e.g. 30m, 1h, 2d)")
+    if seconds > MAX_SINCE_S:
+        raise ValueError(
+            f"--since {value!r}: at most {MAX_SINCE_S // 86400}d, the longest Cloud Logging keeps entries "
+            "(30d unless the log bucket's retention was raised)"
+        )
     return seconds
+
+
+class _Resource(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+
+    labels: dict[str, GoogleText] = pydantic.Field(default_factory=dict)
+
+
+class _LogEntry(pydantic.BaseModel):
+    """`LogEntry` (logging v2 discovery document), the fields a line is made of; any other shape is refused."""
+
+    model_config = pydantic.ConfigDict(extra="ignore", populate_by_name=True)
+
+    timestamp: GoogleText = ""
+    severity: GoogleText = "DEFAULT"
+    log_name: GoogleText = pydantic.Field(default="", alias="logName")
+    resource: _Resource = _Resource()
+    text_payload: str | None = pydantic.Field(default=None, alias="textPayload")
+    json_payload: dict[str, Any] | None = pydantic.Field(default=None, alias="jsonPayload")
+    proto_payload: dict[str, Any] | None = pydantic.Field(default=None, alias="protoPayload")
+
+
+class _EntriesPage(pydantic.BaseModel):
+    """entries.list's answer: a page of entries and, when there is more, the token of the next page."""
+
+    model_config = pydantic.ConfigDict(extra="ignore", populate_by_name=True)
+
+    entries: list[_LogEntry] = pydantic.Field(default_factory=list)
+    next_page_token: str | None = pydantic.Field(default=None, alias="nextPageToken")
 
 
 def run_logs(
@@ -97,8 +136,11 @@ def run_logs(
     errors_only: bool = False,
     limit: int = DEFAULT_LIMIT,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    redactor: Redactor | None = None,
 ) -> LogsReport:
-    query = stack.log_filter(now() - timedelta(seconds=since_s))
+    """The newest `limit` lines since `since_s` ago, scrubbed of secrets (this process's own included)."""
+    safe = redactor if redactor is not None else Redactor.from_environment()
+    query = stack.log_filter(now() - timedelta(seconds=min(since_s, MAX_SINCE_S)))
     base = {
         "stack": stack.name,
         "project": stack.project,
@@ -112,7 +154,7 @@ def run_logs(
         return LogsReport(**base, lines=[], diagnoses=[], problem=str(error), fix=_read_fix(error, stack.project))
     except CannotCheckError as error:
         return LogsReport(**base, lines=[], diagnoses=[], problem=str(error))
-    lines = [_line(entry) for entry in reversed(entries)]  # oldest first, as a log reads
+    lines = [_line(entry, safe) for entry in reversed(entries)]  # oldest first, as a log reads
     diagnoses = _diagnose(lines)
     if errors_only:
         lines = [line for line in lines if _is_error(line)]
@@ -140,62 +182,67 @@ def _read_fix(error: GoogleApiError, project: str) -> str:
     return error.advice(project)
 
 
-def _entries(apis: GoogleApis, project: str, query: str, limit: int) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
+def _entries(apis: GoogleApis, project: str, query: str, limit: int) -> list[_LogEntry]:
+    """The newest `limit` entries, reading at most MAX_PAGES pages (empty pages with a token count too)."""
+    entries: list[_LogEntry] = []
     body: dict[str, Any] = {
         "resourceNames": [f"projects/{project}"],
         "filter": query,
         "orderBy": "timestamp desc",
         "pageSize": min(limit, 1000),
     }
-    while len(entries) < limit:
-        page = apis.post("logging", "entries:list", body)
-        entries += [entry for entry in page.get("entries") or [] if isinstance(entry, dict)]
-        token = page.get("nextPageToken")
-        if not token:
-            break
-        body = {**body, "pageToken": token}
-    return entries[:limit]
+    for _ in range(MAX_PAGES):
+        page = parse_answer(_EntriesPage, apis.post("logging", "entries:list", body), "logging")
+        entries += page.entries
+        if not page.next_page_token or len(entries) >= limit:
+            return entries[:limit]
+        body = {**body, "pageToken": page.next_page_token}
+    raise CannotCheckError(
+        f"logging API gave {len(entries)} entries in {MAX_PAGES} pages and still had more; stopped reading "
+        "(narrow --since)"
+    )
 
 
-def _line(entry: dict[str, Any]) -> LogLine:
+def _line(entry: _LogEntry, redactor: Redactor) -> LogLine:
     text = _text(entry)
     signature = match(text)
     return LogLine(
-        timestamp=str(entry.get("timestamp", "")),
-        severity=str(entry.get("severity", "DEFAULT")),
+        timestamp=entry.timestamp,
+        severity=entry.severity,
         source=_source(entry),
-        text=text,
+        text=redactor.text(text),
         signature=signature.id if signature else None,
     )
 
 
-def _text(entry: dict[str, Any]) -> str:
-    if entry.get("textPayload") is not None:
-        return str(entry["textPayload"]).rstrip("\n")
-    payload = entry.get("jsonPayload")
-    if isinstance(payload, dict):
+def _text(entry: _LogEntry) -> str:
+    """The entry's message as Google gave it (scrubbed, escaped and cut by the caller)."""
+    if entry.text_payload is not None:
+        return entry.text_payload.rstrip("\n")
+    payload = entry.json_payload
+    if payload is not None:
         message = payload.get("message") or payload.get("data")
         if message is not None:
             return str(message).rstrip("\n")
         return json.dumps(payload, sort_keys=True)
-    if isinstance(entry.get("protoPayload"), dict):
-        status = entry["protoPayload"].get("status") or {}
-        return str(status.get("message") or entry["protoPayload"].get("methodName") or "")
+    if entry.proto_payload is not None:
+        status = entry.proto_payload.get("status")
+        message = status.get("message") if isinstance(status, dict) else None
+        return str(message or entry.proto_payload.get("methodName") or "")
     return ""
 
 
-def _source(entry: dict[str, Any]) -> str:
-    labels = (entry.get("resource") or {}).get("labels") or {}
+def _source(entry: _LogEntry) -> str:
+    labels = entry.resource.labels
     for key in ("revision_name", "job_name"):
         if labels.get(key):
-            return str(labels[key])
-    payload = entry.get("jsonPayload")
-    if isinstance(payload, dict) and isinstance(payload.get("container"), dict):
-        return str(payload["container"].get("name", "")).lstrip("/")
+            return labels[key]
+    container = (entry.json_payload or {}).get("container")
+    if isinstance(container, dict):
+        return escape_controls(str(container.get("name", ""))).lstrip("/")
     if labels.get("instance_id"):
-        return str(labels["instance_id"])
-    return str(entry.get("logName", "")).rsplit("/", 1)[-1]
+        return labels["instance_id"]
+    return entry.log_name.rsplit("/", 1)[-1]
 
 
 def _is_error(line: LogLine) -> bool:

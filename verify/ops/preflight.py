@@ -16,8 +16,9 @@ from typing import assert_never
 import pydantic
 
 from verify.ops import catalog
+from verify.ops.answers import AcceleratorType, Permissions, RuntimeVersion, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
 from verify.ops.stack import CloudRunOpsStack, OpsStack, TpuOpsStack
 from verify.ops.status import find_service
@@ -100,7 +101,7 @@ def _permissions(stack: OpsStack, apis: GoogleApis) -> tuple[set[str] | None, li
             f"projects/{stack.project}:testIamPermissions",
             {"permissions": [permission.name for permission in wanted]},
         )
-        granted = {str(name) for name in answer.get("permissions") or []}
+        granted = set(parse_answer(Permissions, answer, "cloudresourcemanager").permissions)
         missing = [permission for permission in wanted if permission.name not in granted]
         if not missing:
             return [
@@ -135,8 +136,8 @@ def _apis(stack: OpsStack, apis: GoogleApis, granted: set[str] | None) -> list[F
         names = [f"projects/{stack.project}/services/{api}" for api in stack.apis]
         answer = apis.get("serviceusage", f"projects/{stack.project}/services:batchGet", {"names": names})
         states = {
-            str(service.get("name", "")).rsplit("/", 1)[-1]: str(service.get("state", ""))
-            for service in answer.get("services") or []
+            service.name.rsplit("/", 1)[-1]: service.state
+            for service in parse_answer(ServicesBatch, answer, "serviceusage").services
         }
         may_enable = granted is not None and catalog.ENABLE_APIS_PERMISSION in granted
         findings: list[Finding] = []
@@ -281,12 +282,15 @@ def _deployed_allocation(stack: CloudRunOpsStack, apis: GoogleApis) -> dict[str,
         return held  # Run API disabled or unreadable: nothing deployed that we can see
     if service is None:
         return held
-    template = service.get("template") or {}
-    instances = float((template.get("scaling") or {}).get("maxInstanceCount") or 0)
-    limits = ((template.get("containers") or [{}])[0].get("resources") or {}).get("limits") or {}
-    held["GPU"] = instances * float(limits.get("nvidia.com/gpu") or (1 if template.get("nodeSelector") else 0))
-    held["vCPU"] = instances * _cpu(str(limits.get("cpu") or "0"))
-    held["GiB"] = instances * _gib(str(limits.get("memory") or "0"))
+    template = service.template
+    instances = float(template.scaling.max_instance_count or 0)
+    limits = template.containers[0].resources.limits if template.containers else {}
+    try:
+        held["GPU"] = instances * float(limits.get("nvidia.com/gpu") or (1 if template.node_selector else 0))
+        held["vCPU"] = instances * _cpu(limits.get("cpu") or "0")
+        held["GiB"] = instances * _gib(limits.get("memory") or "0")
+    except ValueError:
+        raise CannotCheckError(f"run API gave limits that are not quantities: {limits}") from None
     return held
 
 
@@ -372,7 +376,10 @@ def _tpu_quota(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
 def _tpu_zones(stack: TpuOpsStack, apis: GoogleApis) -> list[Finding]:
     def offers(zone: str) -> bool:
         path = f"projects/{stack.project}/locations/{zone}/acceleratorTypes"
-        return any(item.get("type") == stack.accelerator_type for item in apis.pages("tpu", path, "acceleratorTypes"))
+        return any(
+            parse_answer(AcceleratorType, item, "tpu").type == stack.accelerator_type
+            for item in apis.pages("tpu", path, "acceleratorTypes")
+        )
 
     def check() -> list[Finding]:
         here = offers(stack.zone)
@@ -391,7 +398,7 @@ def _tpu_zones(stack: TpuOpsStack, apis: GoogleApis) -> list[Finding]:
             )
         ]
         runtimes = {
-            str(item.get("version", ""))
+            parse_answer(RuntimeVersion, item, "tpu").version
             for item in apis.pages(
                 "tpu", f"projects/{stack.project}/locations/{stack.zone}/runtimeVersions", "runtimeVersions"
             )

@@ -11,9 +11,10 @@ from datetime import datetime, timedelta
 
 import pydantic
 
+from verify.ops.answers import TimeSeries
 from verify.ops.catalog import QUOTA_USAGE_METRIC
 from verify.ops.findings import Finding, Verdict
-from verify.ops.google import GoogleApis
+from verify.ops.google import GoogleApis, GoogleText, parse_answer
 
 Now = Callable[[], datetime]
 
@@ -27,21 +28,21 @@ class QuotaDetails(_Api):
 
 
 class DimensionsInfo(_Api):
-    dimensions: dict[str, str] = pydantic.Field(default_factory=dict)
+    dimensions: dict[str, GoogleText] = pydantic.Field(default_factory=dict)
     details: QuotaDetails = QuotaDetails()
     applicable_locations: list[str] = pydantic.Field(default_factory=list, alias="applicableLocations")
 
 
 class QuotaInfo(_Api):
-    name: str = ""
-    quota_id: str = pydantic.Field(default="", alias="quotaId")
-    metric: str = ""
-    service: str = ""
+    name: GoogleText = ""
+    quota_id: GoogleText = pydantic.Field(default="", alias="quotaId")
+    metric: GoogleText = ""
+    service: GoogleText = ""
     dimensions: list[str] = pydantic.Field(default_factory=list)
-    quota_display_name: str = pydantic.Field(default="", alias="quotaDisplayName")
-    metric_unit: str = pydantic.Field(default="", alias="metricUnit")
+    quota_display_name: GoogleText = pydantic.Field(default="", alias="quotaDisplayName")
+    metric_unit: GoogleText = pydantic.Field(default="", alias="metricUnit")
     dimensions_infos: list[DimensionsInfo] = pydantic.Field(default_factory=list, alias="dimensionsInfos")
-    service_request_quota_uri: str = pydantic.Field(default="", alias="serviceRequestQuotaUri")
+    service_request_quota_uri: GoogleText = pydantic.Field(default="", alias="serviceRequestQuotaUri")
 
     @property
     def label(self) -> str:
@@ -63,7 +64,7 @@ class QuotaInfo(_Api):
 def quota_infos(apis: GoogleApis, project: str, service: str) -> list[QuotaInfo]:
     """quotaInfos.list for one service (GET .../locations/global/services/<service>/quotaInfos)."""
     path = f"projects/{project}/locations/global/services/{service}/quotaInfos"
-    return [QuotaInfo.model_validate(item) for item in apis.pages("cloudquotas", path, "quotaInfos")]
+    return [parse_answer(QuotaInfo, item, "cloudquotas") for item in apis.pages("cloudquotas", path, "quotaInfos")]
 
 
 def allocation_usage(apis: GoogleApis, project: str, metric: str, location: str, now: Now) -> float:
@@ -78,11 +79,10 @@ def allocation_usage(apis: GoogleApis, project: str, metric: str, location: str,
         "interval.endTime": _rfc3339(end),
     }
     latest = 0.0
-    for series in apis.pages("monitoring", f"projects/{project}/timeSeries", "timeSeries", params):
-        points = series.get("points") or []
+    for item in apis.pages("monitoring", f"projects/{project}/timeSeries", "timeSeries", params):
+        points = parse_answer(TimeSeries, item, "monitoring").points
         if points:  # newest first (monitoring.v3 TimeSeries.points)
-            value = points[0].get("value") or {}
-            latest = max(latest, float(value.get("int64Value") or value.get("doubleValue") or 0))
+            latest = max(latest, points[0].value.number)
     return latest
 
 

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from verify.health.console import _stdout_console  # the 120-column console verify health prints with
 from verify.ops.findings import Verdict
+from verify.ops.live_state import live_rows
 from verify.ops.logs import LogsReport
 from verify.ops.preflight import PreflightReport
 from verify.ops.status import CloudRunStatus, RolloutState, StatusReport, TpuStatus
@@ -85,6 +86,8 @@ def print_status(report: StatusReport, console: Console | None = None) -> None:
     for name, value in _detail_rows(report.detail):
         if value:
             table.add_row(name, Text(str(value)))
+    for name, value in live_rows(report):
+        table.add_row(name, Text(value))
     if report.readiness is not None:
         table.add_row("readiness", Text(f"{report.readiness.status}: {report.readiness.summary}"))
     if report.fix:

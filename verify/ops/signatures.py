@@ -133,7 +133,8 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "tpu-hbm-oom",
-        r"RESOURCE_EXHAUSTED.*(memory space hbm|Ran out of memory)",
+        # From the line's first RESOURCE_EXHAUSTED only: `.*` after every occurrence is quadratic in a long line.
+        r"(?m)^(?:(?!RESOURCE_EXHAUSTED).)*RESOURCE_EXHAUSTED.*(memory space hbm|Ran out of memory)",
         "the TPU ran out of HBM compiling or running the model",
         "lower vllm.maxModelLen or vllm.maxNumSeqs, or use a larger slice (tpu.acceleratorType)",
         "XLA TPU compiler RESOURCE_EXHAUSTED error (tpu-inference under vllm-tpu)",
@@ -154,7 +155,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "tpu-secret-unreadable",
-        r"could not read secret .* \(does the service account have secretAccessor",
+        r"(?m)^(?:(?!could not read secret ).)*could not read secret .* \(does the service account have secretAccessor",
         "the TPU VM could not read the vLLM API key from Secret Manager",
         "run `pulumi up` again (it grants secretAccessor on the key to the node's account)",
         "components/tpu/startup_script.py (this repository)",

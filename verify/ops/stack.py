@@ -7,33 +7,35 @@ reached) is the variant's own; each command `match`es the variant once where its
 The stack file is read exactly as the offline preview reads it (`preview.stack_file`), then validated by
 `stacks.loading`, so a stack that does not preview does not preflight either, with the same messages.
 
-Resource names follow the program's conventions (deploy.py, components/): the service, queued resource
-and node are named after `gemma-<stack>-vllm`, import jobs `gemma-<stack>-import-<role>`, and every
-resource carries the labels `managed-by=gemma-serving` and `stack=<stack>`.
+Resource names come from `serving/naming.py`, the module `deploy/` names them with; every resource carries
+the labels `managed-by=gemma-serving` and `stack=<stack>`.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, assert_never
 
 import pydantic
 
-from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, read_stack_config
+from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, project_root, read_stack_config
+from serving.naming import TPU_SERVING_CONTAINER, TPU_STARTUP_LOG_PREFIX, StackNames
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.apis import required_apis
 from stacks.labels import stack_labels
 from stacks.loading import StackConfigError, settings_from_config
-from stacks.settings import CloudRunStack, TpuStack
+from stacks.settings import CloudRunStack, GkeStack, TpuStack
 from stacks.tpu import ProvisioningModel
 from verify import UsageError
 from verify.ops import catalog
 
-# The TPU VM's container (components/tpu/startup_script.py, StartupScriptSpec.container_name).
-TPU_CONTAINER_NAME = "gemma-vllm"
-# The line prefix of the TPU startup script's own log lines (components/tpu/startup_script.py, log()).
-TPU_STARTUP_LOG_PREFIX = "gemma-vllm-startup:"
+# A project ID (https://cloud.google.com/resource-manager/docs/creating-managing-projects: 6 to 30 lowercase
+# letters, digits and hyphens, starting with a letter, not ending with a hyphen) or a project number. It is
+# pasted into Google API paths, so nothing else may pass: `victim:setIamPolicy?x=` would turn a read into
+# another method. Legacy domain-scoped IDs (`example.com:project`) are refused for the same reason.
+PROJECT_ID = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]|[1-9][0-9]{0,19}")
 
 # How `/health` is reached: with a Google ID token (Cloud Run invokers) or bare (TPU).
 HealthAuth = Literal["google", "none"]
@@ -51,12 +53,17 @@ class _OpsStackBase(pydantic.BaseModel):
     apis: tuple[str, ...]
 
     @property
+    def names(self) -> StackNames:
+        return StackNames(self.name)
+
+    @property
     def base_name(self) -> str:
-        return f"gemma-{self.name}-vllm"
+        """What serves: the Cloud Run service, or the TPU queued resource and node."""
+        return self.names.serving
 
     @property
     def import_job_prefix(self) -> str:
-        return f"gemma-{self.name}-import"
+        return self.names.import_job_prefix
 
     @property
     def labels(self) -> dict[str, str]:
@@ -118,6 +125,8 @@ class TpuOpsStack(_OpsStackBase):
     port: int
     public_endpoint: bool
     active_deadline_seconds: int
+    # A flex-start node's longest run (tpu.provisioning.maxRunDuration or its default); None otherwise.
+    flex_start_run_seconds: int | None = None
     # Zones where this provisioning model can get v6e at all (flex-start: only some), for "try another zone".
     candidate_zones: tuple[str, ...]
 
@@ -138,17 +147,17 @@ class TpuOpsStack(_OpsStackBase):
     @property
     def queued_resource_name(self) -> str:
         """The request `pulumi up` queued for this stack's node."""
-        return f"projects/{self.project}/locations/{self.zone}/queuedResources/{self.base_name}"
+        return self.names.queued_resource_path(self.project, self.zone)
 
     @property
     def node_name(self) -> str:
-        return f"projects/{self.project}/locations/{self.zone}/nodes/{self.base_name}"
+        return self.names.tpu_node_path(self.project, self.zone)
 
     def log_filter(self, since: datetime) -> str:
         """The node's vLLM container (Docker's gcplogs driver) and the startup script's own lines."""
         container = (
             f'logName="projects/{self.project}/logs/gcplogs-docker-driver" '
-            f'AND jsonPayload.container.name="/{TPU_CONTAINER_NAME}"'
+            f'AND jsonPayload.container.name="/{TPU_SERVING_CONTAINER}"'
         )
         startup = f'(textPayload:"{TPU_STARTUP_LOG_PREFIX}" OR jsonPayload.message:"{TPU_STARTUP_LOG_PREFIX}")'
         return f"{self._logs_after(since)} AND (({container}) OR {startup})"
@@ -158,13 +167,22 @@ class TpuOpsStack(_OpsStackBase):
 OpsStack = CloudRunOpsStack | TpuOpsStack
 
 
+def require_project_id(value: str, where: str) -> str:
+    """The project ID or number unchanged; UsageError naming `where` and the accepted form otherwise."""
+    if not PROJECT_ID.fullmatch(value):
+        raise UsageError(
+            f"{where}: {value[:64]!r} is not a Google Cloud project ID (6-30 lowercase letters, digits and "
+            "hyphens, starting with a letter, not ending with a hyphen) or project number"
+        )
+    return value
+
+
 def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None = None) -> OpsStack:
     """Read `Pulumi.<stack>.yaml` (with `--project` overriding `gcp:project`); UsageError if unusable."""
-    where = root if root is not None else Path.cwd()
     try:
-        config = read_stack_config(where, stack)
+        config = read_stack_config(project_root(root), stack)
     except StackFileError as error:
-        raise UsageError(f"--stack {stack}: {error} (run from the project directory)") from None
+        raise UsageError(f"--stack {stack}: {error}") from None
     values = dict(config.values)
     if project:
         values["gcp:project"] = project
@@ -173,6 +191,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
             f"stack {stack!r} has no gcp:project: pass --project <your-project-id> or run "
             f"`pulumi config set gcp:project <your-project-id> --stack {stack}`"
         )
+    require_project_id(str(values["gcp:project"]), "--project" if project else f"gcp:project of stack {stack!r}")
     try:
         settings = settings_from_config(values, project=config.project)
     except StackConfigError as error:
@@ -213,7 +232,17 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 port=tpu.port,
                 public_endpoint=tpu.public_endpoint,
                 active_deadline_seconds=tpu.active_deadline,
+                flex_start_run_seconds=(
+                    tpu.provisioning.flex_start_run_seconds if model is ProvisioningModel.FLEX_START else None
+                ),
                 candidate_zones=FLEX_START_V6E_ZONES if model is ProvisioningModel.FLEX_START else V6E_ZONES,
+            )
+        case GkeStack():
+            # Not built yet (issue 27): status/logs/preflight would read the Kubernetes API; say so plainly.
+            raise UsageError(
+                f"stack {stack!r} is a GKE fleet: `verify status`, `logs` and `preflight` do not read GKE fleets yet. "
+                "Reach its internal Service with the stack's `portForward` output, then `verify health --url "
+                "http://127.0.0.1:<port>` (docs/gke.md)"
             )
         case _ as unreachable:
             assert_never(unreachable)

@@ -14,15 +14,27 @@ change; clock and sleep are injected so tests never wait.
 from __future__ import annotations
 
 import enum
+import ipaddress
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, assert_never
+from typing import assert_never
 
 import pydantic
 
+from serving.naming import CANDIDATE_TAG
+from verify.ops.answers import (
+    QueuedResource,
+    QueuedResourceState,
+    RunCondition,
+    RunRevision,
+    RunService,
+    RunTrafficStatus,
+    TpuNode,
+)
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
+from verify.ops.live_state import Instances, Lifetime, cloud_run_instances, flex_start_lifetime
 from verify.ops.stack import CloudRunOpsStack, HealthAuth, OpsStack, TpuOpsStack
 
 
@@ -99,6 +111,9 @@ class StatusReport(pydantic.BaseModel):
     tpu: TpuStatus | None = None
     readiness: Readiness | None = None
     timed_out: bool = False
+    # verify/ops/live_state.py: Cloud Run's recent instance count; a flex-start node's end.
+    instances: Instances | None = None
+    lifetime: Lifetime | None = None
 
     @property
     def detail(self) -> CloudRunStatus | TpuStatus | None:
@@ -140,10 +155,24 @@ def run_status(
         return _unknown(stack, str(error), error.advice(stack.project))
     except CannotCheckError as error:
         return _unknown(stack, str(error), None)
+    report = report.model_copy(update=_live_state(stack, apis, report, now))
     endpoint = report.detail.probe_url if report.detail is not None else None
     if probe is not None and endpoint and report.state is RolloutState.READY:
         report = report.model_copy(update={"readiness": probe(endpoint, stack.health_auth)})
     return report
+
+
+def _live_state(stack: OpsStack, apis: GoogleApis, report: StatusReport, now: Now) -> dict[str, object]:
+    """The instance count of a deployed Cloud Run service; the end of a running flex-start node."""
+    if report.cloud_run is not None:
+        return {"instances": cloud_run_instances(apis, stack.project, report.cloud_run.service, now=now)}
+    if isinstance(stack, TpuOpsStack) and stack.flex_start_run_seconds and report.tpu and report.tpu.node_state:
+        try:
+            node = apis.get("tpu", stack.node_name)
+        except (GoogleApiError, CannotCheckError):
+            return {}
+        return {"lifetime": flex_start_lifetime(node, stack.flex_start_run_seconds, now=now)}
+    return {}
 
 
 def _report(
@@ -178,16 +207,15 @@ def _unknown(stack: OpsStack, reason: str, fix: str | None) -> StatusReport:
 # --- Cloud Run -------------------------------------------------------------------------------------------
 
 
-def find_service(stack: CloudRunOpsStack, apis: GoogleApis) -> dict[str, Any] | None:
+def find_service(stack: CloudRunOpsStack, apis: GoogleApis) -> RunService | None:
     """The stack's service: labelled managed-by/stack by deploy.py; its name starts with gemma-<stack>-vllm."""
     path = f"projects/{stack.project}/locations/{stack.region}/services"
-    candidates = list(apis.pages("run", path, "services"))
+    candidates = [parse_answer(RunService, item, "run") for item in apis.pages("run", path, "services")]
     for service in candidates:
-        labels = service.get("labels") or {}
-        if all(labels.get(key) == value for key, value in stack.labels.items()):
+        if all(service.labels.get(key) == value for key, value in stack.labels.items()):
             return service
     for service in candidates:
-        if str(service.get("name", "")).rsplit("/", 1)[-1].startswith(stack.base_name):
+        if service.name.rsplit("/", 1)[-1].startswith(stack.base_name):
             return service
     return None
 
@@ -201,36 +229,31 @@ def _cloud_run_status(stack: CloudRunOpsStack, apis: GoogleApis) -> StatusReport
             summary=f"no Cloud Run service of stack {stack.name} in {stack.region}",
             fix=f"pulumi up --stack {stack.name}",
         )
-    name = str(service.get("name", ""))
-    short = name.rsplit("/", 1)[-1]
-    terminal = service.get("terminalCondition") or {}
-    latest_created = _short(service.get("latestCreatedRevision"))
-    latest_ready = _short(service.get("latestReadyRevision"))
-    failing = _failing_condition(apis, name, latest_created) if latest_created != latest_ready else None
-    terminal_state = str(terminal.get("state", "STATE_UNSPECIFIED"))
-    candidate = next(
-        (entry for entry in service.get("trafficStatuses") or [] if entry.get("tag") == CANDIDATE_TAG), None
-    )
-    scaling = service.get("scaling") or {}
-    template_scaling = (service.get("template") or {}).get("scaling") or {}
+    short = service.name.rsplit("/", 1)[-1]
+    terminal = service.terminal_condition
+    latest_created = _short(service.latest_created_revision)
+    latest_ready = _short(service.latest_ready_revision)
+    failing = _failing_condition(apis, service.name, latest_created) if latest_created != latest_ready else None
+    candidate = next((entry for entry in service.traffic_statuses if entry.tag == CANDIDATE_TAG), None)
+    scaling, template_scaling = service.scaling, service.template.scaling
     status = CloudRunStatus(
         service=short,
-        url=service.get("uri") or None,
+        url=service.uri or None,
         ready=_condition_text(terminal),
         latest_created_revision=latest_created,
         latest_ready_revision=latest_ready,
-        traffic=[_traffic_text(entry) for entry in service.get("trafficStatuses") or []],
-        candidate_revision=_short(candidate.get("revision")) if candidate else None,
-        candidate_percent=int(candidate.get("percent") or 0) if candidate else None,
-        candidate_url=str(candidate.get("uri")) if candidate and candidate.get("uri") else None,
+        traffic=[_traffic_text(entry) for entry in service.traffic_statuses],
+        candidate_revision=_short(candidate.revision) if candidate else None,
+        candidate_percent=candidate.percent if candidate else None,
+        candidate_url=candidate.uri or None if candidate else None,
         failing_revision=latest_created if failing else None,
         failing_reason=_reason(failing) if failing else None,
-        failing_message=str(failing.get("message", "")) if failing else None,
-        min_instances=template_scaling.get("minInstanceCount", scaling.get("minInstanceCount")),
-        max_instances=template_scaling.get("maxInstanceCount", scaling.get("maxInstanceCount")),
+        failing_message=failing.message if failing else None,
+        min_instances=_first_set(template_scaling.min_instance_count, scaling.min_instance_count),
+        max_instances=_first_set(template_scaling.max_instance_count, scaling.max_instance_count),
     )
-    if failing is not None or terminal_state == "CONDITION_FAILED":
-        message = status.failing_message or str(terminal.get("message", ""))
+    if failing is not None or terminal.state == "CONDITION_FAILED":
+        message = status.failing_message or terminal.message
         serving = f"; traffic stays on {latest_ready}" if latest_ready else ""
         return _report(
             stack,
@@ -239,7 +262,7 @@ def _cloud_run_status(stack: CloudRunOpsStack, apis: GoogleApis) -> StatusReport
             fix=f"python -m verify logs --stack {stack.name} --errors",
             cloud_run=status,
         )
-    if terminal_state == "CONDITION_SUCCEEDED" and latest_created == latest_ready and not service.get("reconciling"):
+    if terminal.state == "CONDITION_SUCCEEDED" and latest_created == latest_ready and not service.reconciling:
         if status.candidate_revision == latest_ready and (status.candidate_percent or 0) < 100:
             return _report(
                 stack,
@@ -260,44 +283,46 @@ def _cloud_run_status(stack: CloudRunOpsStack, apis: GoogleApis) -> StatusReport
     )
 
 
-def _traffic_text(entry: dict[str, Any]) -> str:
-    tag = f" (tag {entry['tag']})" if entry.get("tag") else ""
-    return f"{entry.get('percent', 0)}% {_short(entry.get('revision')) or 'latest'}{tag}"
+def _first_set(*values: int | None) -> int | None:
+    return next((value for value in values if value is not None), None)
 
 
-def _failing_condition(apis: GoogleApis, service: str, revision: str | None) -> dict[str, Any] | None:
+def _traffic_text(entry: RunTrafficStatus) -> str:
+    tag = f" (tag {entry.tag})" if entry.tag else ""
+    return f"{entry.percent}% {_short(entry.revision) or 'latest'}{tag}"
+
+
+def _failing_condition(apis: GoogleApis, service: str, revision: str | None) -> RunCondition | None:
     if not revision:
         return None
     for item in apis.pages("run", f"{service}/revisions", "revisions"):
-        if _short(item.get("name")) != revision:
+        found = parse_answer(RunRevision, item, "run")
+        if _short(found.name) != revision:
             continue
-        for condition in item.get("conditions") or []:
-            if condition.get("state") == "CONDITION_FAILED":
-                return dict(condition)
+        for condition in found.conditions:
+            if condition.state == "CONDITION_FAILED":
+                return condition
     return None
 
 
-def _reason(condition: dict[str, Any]) -> str:
-    parts = [str(condition.get("type", "")), str(condition.get("revisionReason") or condition.get("reason") or "")]
+def _reason(condition: RunCondition) -> str:
+    parts = [condition.type, condition.revision_reason or condition.reason]
     return " ".join(part for part in parts if part)
 
 
-def _condition_text(condition: dict[str, Any]) -> str:
-    state = str(condition.get("state", "unknown")).removeprefix("CONDITION_").lower()
+def _condition_text(condition: RunCondition) -> str:
+    state = condition.state.removeprefix("CONDITION_").lower()
     if state == "succeeded":
         return "ready"
-    message = condition.get("message")
-    return f"{state}: {message}" if message else state
+    return f"{state}: {condition.message}" if condition.message else state
 
 
-def _short(name: object) -> str | None:
-    return str(name).rsplit("/", 1)[-1] if name else None
+def _short(name: str | None) -> str | None:
+    return name.rsplit("/", 1)[-1] if name else None
 
 
 # --- TPU -------------------------------------------------------------------------------------------------
 
-# The tag a gated rollout gives the newest revision (components/vllm_gpu_service.py CANDIDATE_TAG).
-CANDIDATE_TAG = "candidate"
 _WAITING = {"CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING"}
 _ENDED = {"FAILED", "SUSPENDING", "SUSPENDED", "DELETING"}
 _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING", "UNHIDING"}
@@ -305,7 +330,7 @@ _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING"
 
 def _tpu_status(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> StatusReport:
     try:
-        queued = apis.get("tpu", stack.queued_resource_name)
+        queued = parse_answer(QueuedResource, apis.get("tpu", stack.queued_resource_name), "tpu")
     except GoogleApiError as error:
         if not error.not_found:
             raise
@@ -315,15 +340,15 @@ def _tpu_status(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> StatusReport:
             summary=f"no queued resource {stack.base_name} in {stack.zone}",
             fix=f"pulumi up --stack {stack.name} (or, after a flex-start run ended: pulumi up --refresh)",
         )
-    state_block = queued.get("state") or {}
-    state = str(state_block.get("state", "STATE_UNSPECIFIED"))
-    valid_until = (queued.get("queueingPolicy") or {}).get("validUntilTime")
-    deadline_left = _deadline_left(queued.get("createTime"), stack.active_deadline_seconds, now)
+    state_block = queued.state
+    state = state_block.state
+    valid_until = queued.queueing_policy.valid_until_time
+    deadline_left = _deadline_left(queued.create_time, stack.active_deadline_seconds, now)
     status = TpuStatus(
         queued_resource=stack.base_name,
         state=state,
         deadline_left_s=deadline_left,
-        valid_until=str(valid_until) if valid_until else None,
+        valid_until=valid_until or None,
     )
     if state in _WAITING:
         reason = _waiting_reason(state, stack)
@@ -351,18 +376,18 @@ def _tpu_status(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> StatusReport:
 
 def _tpu_node_status(stack: TpuOpsStack, apis: GoogleApis, status: TpuStatus) -> StatusReport:
     """The queued resource is ACTIVE: the node's state and health decide."""
-    node = apis.get("tpu", stack.node_name)
-    node_state = str(node.get("state", "STATE_UNSPECIFIED"))
-    health = node.get("health")
+    node = parse_answer(TpuNode, apis.get("tpu", stack.node_name), "tpu")
+    node_state = node.state
+    health = node.health
     status = status.model_copy(
         update={
             "node_state": node_state,
-            "node_health": str(health) if health else None,
-            "health_description": node.get("healthDescription") or None,
+            "node_health": health or None,
+            "health_description": node.health_description or None,
             "endpoint": _node_endpoint(node, stack),
         }
     )
-    if node_state == "READY" and health in {None, "HEALTHY", "HEALTH_UNSPECIFIED"}:
+    if node_state == "READY" and health in {"", "HEALTHY", "HEALTH_UNSPECIFIED"}:
         return _report(
             stack,
             state=RolloutState.READY,
@@ -382,12 +407,14 @@ def _tpu_node_status(stack: TpuOpsStack, apis: GoogleApis, status: TpuStatus) ->
     )
 
 
-def _deadline_left(create_time: object, deadline_s: int, now: Now) -> float | None:
+def _deadline_left(create_time: str, deadline_s: int, now: Now) -> float | None:
     if not create_time:
         return None
     try:
-        created = datetime.fromisoformat(str(create_time).replace("Z", "+00:00"))
+        created = datetime.fromisoformat(create_time.replace("Z", "+00:00"))
     except ValueError:
+        return None
+    if created.tzinfo is None:
         return None
     return (created + timedelta(seconds=deadline_s) - now()).total_seconds()
 
@@ -418,10 +445,9 @@ def _other_zone_fix(stack: TpuOpsStack) -> str | None:
     )
 
 
-def _ended_reason(state: str, state_block: dict[str, Any]) -> str:
+def _ended_reason(state: str, state_block: QueuedResourceState) -> str:
     if state == "FAILED":
-        error = (state_block.get("failedData") or {}).get("error") or {}
-        return str(error.get("message") or "no reason given")
+        return state_block.failed_data.error.message or "no reason given"
     if state in {"SUSPENDING", "SUSPENDED"}:
         return "the flex-start run ended (maxRunDuration), or Google suspended the node"
     return "the request is being deleted"
@@ -437,14 +463,17 @@ def _ended_fix(state: str, stack: TpuOpsStack) -> str:
     return f"pulumi up --refresh --stack {stack.name} queues a new request"
 
 
-def _node_endpoint(node: dict[str, Any], stack: TpuOpsStack) -> str | None:
-    endpoints = node.get("networkEndpoints") or []
-    if not endpoints:
+def _node_endpoint(node: TpuNode, stack: TpuOpsStack) -> str | None:
+    if not node.network_endpoints:
         return None
-    first = endpoints[0]
-    address = (first.get("accessConfig") or {}).get("externalIp") if stack.public_endpoint else None
-    address = address or first.get("ipAddress")
-    return f"http://{address}:{stack.port}" if address else None
+    first = node.network_endpoints[0]
+    address = first.access_config.external_ip if stack.public_endpoint else None
+    address = address or first.ip_address
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return None  # not an address: nothing to probe (Google gives IPs here)
+    return f"http://{address}:{stack.port}"
 
 
 # --- watching --------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from verify.target import (
     PulumiRunner,
     add_target_arguments,
     normalise_base_url,
+    pulumi_project_dir,
     read_stack_outputs,
     target_from_outputs,
     with_flag_overrides,
@@ -74,9 +75,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rollout.add_argument(
         "--project-dir",
         type=Path,
-        default=Path.cwd(),
+        default=None,
         metavar="DIR",
-        help="the Pulumi project whose `pulumi up` moves traffic (default: the current directory)",
+        help="the Pulumi project whose `pulumi up` moves traffic (default: $GEMMA_SERVING_ROOT, else this checkout)",
     )
     rollout.add_argument(
         "--policy-pack",
@@ -145,7 +146,11 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
     if args.stack is None:
         raise UsageError("promote moves a stack's traffic: name it with --stack NAME (--url cannot be promoted)")
     stack = str(args.stack)
-    raw = read_stack_outputs(stack, run_pulumi=seams.run_pulumi)
+    raw = read_stack_outputs(
+        stack,
+        run_pulumi=seams.run_pulumi,
+        without_cli="(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)",
+    )
     outputs = rollout_outputs(stack, raw)
     target = with_flag_overrides(target_from_outputs(stack, raw), args)
     gates = seams.gates or CliGates(
@@ -166,7 +171,7 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
         say=seams.say or _say,
     )
     shifter = seams.shifter or PulumiAutomationShifter(
-        stack, work_dir=args.project_dir, policy_packs=tuple(args.policy_pack)
+        stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
     )
     api_url = normalise_base_url(args.cloud_run_api, flag="--cloud-run-api")
     with admin_api_client(base_url=api_url, token=seams.access_token, transport=seams.api_transport) as api:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from serving.naming import CANDIDATE_TAG
 from verify.promote.cloud_run import ServiceState
 from verify.promote.gates import Gates
 from verify.promote.outputs import RolloutOutputs
@@ -17,8 +18,6 @@ from verify.promote.shifter import ShiftFailedError, TrafficChange, TrafficShift
 
 EXIT_OK = 0
 EXIT_FAILED = 1
-# The tag `pulumi up` gives the candidate revision (components/vllm_gpu_service.py, CANDIDATE_TAG).
-CANDIDATE_TAG = "candidate"
 
 
 @dataclass(frozen=True)

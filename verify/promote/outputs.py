@@ -43,7 +43,7 @@ def rollout_outputs(stack: str, raw: object) -> RolloutOutputs:
     if isinstance(raw, dict) and raw.get("platform") not in (None, "cloud-run"):
         raise UsageError(
             f"stack {stack!r} runs on {raw.get('platform')!r}: promotion moves Cloud Run traffic between "
-            "revisions; a TPU node is verified with `python -m verify health` (see the README's TPU section)"
+            "revisions; a TPU node is verified with `python -m verify health` (see docs/tpu.md)"
         )
     try:
         outputs = RolloutOutputs.model_validate(raw)

@@ -14,13 +14,13 @@ from tests.verify.ops.google_fake import Body, FakeGoogle, fixture, fixture_text
 from verify.ops.stack import OpsStack, load_ops_stack
 
 ROOT = Path(__file__).resolve().parents[3]
-PROJECT = "p1"
+PROJECT = "proj-1"
 STACKS = ("l4", "rtx6000", "tpu-v6e")
 _FILTER_VALUE = re.compile(r'(metric\.labels\.quota_metric|resource\.labels\.location)="([^"]+)"')
 
 
 def ops_stack(name: str) -> OpsStack:
-    """The repository's own stack file, with project p1."""
+    """The repository's own stack file, with project proj-1."""
     return load_ops_stack(name, root=ROOT, project=PROJECT)
 
 

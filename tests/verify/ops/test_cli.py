@@ -39,7 +39,7 @@ def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_preflight_json_all_clear_exits_0(fake: FakeGoogle, capsys: pytest.CaptureFixture[str]) -> None:
     """`preflight --json` prints one JSON document (nothing else on stdout) and exits 0 when all is clear."""
     Project().install(fake)
-    code = main(["preflight", "--stack", "tpu-v6e", "--project", "p1", "--json"])
+    code = main(["preflight", "--stack", "tpu-v6e", "--project", "proj-1", "--json"])
     document = json.loads(capsys.readouterr().out)
     assert code == 0
     assert document["exit_code"] == 0
@@ -49,7 +49,7 @@ def test_preflight_json_all_clear_exits_0(fake: FakeGoogle, capsys: pytest.Captu
 def test_preflight_table_shows_blockers_and_exits_1(fake: FakeGoogle, capsys: pytest.CaptureFixture[str]) -> None:
     """The table names the blocker and its fix."""
     Project(missing_permissions={"run.services.create"}).install(fake)
-    code = main(["preflight", "--stack", "l4", "--project", "p1"])
+    code = main(["preflight", "--stack", "l4", "--project", "proj-1"])
     out = capsys.readouterr().out
     assert code == 1
     assert "run.services.create" in out
@@ -61,7 +61,7 @@ def test_status_of_a_failed_revision_exits_1(fake: FakeGoogle, capsys: pytest.Ca
     """`status` shows the failing revision's reason and exits 1."""
     fake.route("GET", SERVICES, {"services": [fixture("run_service_failed.json")]})
     fake.route("GET", REVISIONS, fixture("run_revisions_failed.json"))
-    code = main(["status", "--stack", "l4", "--project", "p1"])
+    code = main(["status", "--stack", "l4", "--project", "proj-1"])
     out = capsys.readouterr().out
     assert code == 1
     assert "FAILED" in out
@@ -71,7 +71,7 @@ def test_status_of_a_failed_revision_exits_1(fake: FakeGoogle, capsys: pytest.Ca
 def test_logs_explains_a_signature_and_exits_1(fake: FakeGoogle, capsys: pytest.CaptureFixture[str]) -> None:
     """`logs --errors` prints the line and a table of recognised failures with fixes."""
     fake.route("POST", ENTRIES, {"entries": [entry("l4", LINES["gcsfuse-permission-denied"], severity="ERROR")]})
-    code = main(["logs", "--stack", "l4", "--project", "p1", "--since", "2h", "--errors"])
+    code = main(["logs", "--stack", "l4", "--project", "proj-1", "--since", "2h", "--errors"])
     out = capsys.readouterr().out
     assert code == 1
     assert "gcsfuse-permission-denied" in out
@@ -84,7 +84,7 @@ def test_without_credentials_exit_2_with_the_setup_command(
     no_credentials: None, command: str, stack: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No Application Default Credentials: exit 2 and the one command that sets them up, in --json too."""
-    code = main([command, "--stack", stack, "--project", "p1", "--json"])
+    code = main([command, "--stack", stack, "--project", "proj-1", "--json"])
     document = json.loads(capsys.readouterr().out)
     assert code == 2
     assert document["exit_code"] == 2
@@ -104,7 +104,7 @@ def test_stack_without_project_is_a_usage_error(
 def test_unknown_stack_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A typo in --stack lists the stacks there are."""
     monkeypatch.chdir(ROOT)
-    code = main(["status", "--stack", "l5", "--project", "p1"])
+    code = main(["status", "--stack", "l5", "--project", "proj-1"])
     assert code == 2
     assert "l4, rtx6000, tpu-v6e" in capsys.readouterr().err
 
@@ -113,7 +113,7 @@ def test_bad_since_is_refused_by_argparse(monkeypatch: pytest.MonkeyPatch, capsy
     """--since 1week: argparse exits 2 naming the forms allowed."""
     monkeypatch.chdir(ROOT)
     with pytest.raises(SystemExit) as exit_info:
-        main(["logs", "--stack", "l4", "--project", "p1", "--since", "1week"])
+        main(["logs", "--stack", "l4", "--project", "proj-1", "--since", "1week"])
     assert exit_info.value.code == 2
     assert "30m, 1h, 2d" in capsys.readouterr().err
 
@@ -128,7 +128,7 @@ def test_status_watch_prints_changes_to_stderr_and_the_last_report_as_json(
     )
     revisions = [{"revisions": []}, fixture("run_revisions_failed.json")]  # not failed yet, then failed
     fake.route("GET", REVISIONS, lambda _m, _q, _b: (200, revisions.pop(0) if len(revisions) > 1 else revisions[0]))
-    code = main(["status", "--stack", "l4", "--project", "p1", "--watch", "--interval", "0.01", "--json"])
+    code = main(["status", "--stack", "l4", "--project", "proj-1", "--watch", "--interval", "0.01", "--json"])
     captured = capsys.readouterr()
     assert code == 1
     assert json.loads(captured.out)["state"] == "failed"
@@ -137,19 +137,20 @@ def test_status_watch_prints_changes_to_stderr_and_the_last_report_as_json(
 
 
 def test_installed_command_reaches_the_stack_reader(tmp_path: Path) -> None:
-    """`gemma-verify preflight` outside the project must fail on the missing stack file, not on an import
-    (the installed package has to carry preview's stack-file reader and stacks' settings)."""
+    """`gemma-verify preflight` pointed at a folder without the project must fail on the missing project
+    file, not on an import (the installed package has to carry preview's stack-file reader and stacks'
+    settings), and say how to name the project."""
     script = Path(sys.executable).with_name("gemma-verify")
     if not script.exists():
         pytest.skip("gemma-verify is installed by `make venv` / `make test` (pip install --no-deps -e .)")
     completed = subprocess.run(
-        [str(script), "preflight", "--stack", "l4", "--project", "p1"],
+        [str(script), "preflight", "--stack", "l4", "--project", "proj-1"],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin"},
+        env={"PATH": "/usr/bin:/bin", "GEMMA_SERVING_ROOT": str(tmp_path)},
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
     )
     assert completed.returncode == 2, completed.stderr
-    assert "Pulumi.yaml not found" in completed.stderr
+    assert f"no Pulumi.yaml in {tmp_path.resolve()} (GEMMA_SERVING_ROOT)" in completed.stderr

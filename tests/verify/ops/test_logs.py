@@ -45,7 +45,7 @@ def entry(stack: str, text: str, *, severity: str = "DEFAULT", second: int = 0) 
             },
             "timestamp": timestamp,
             "severity": severity,
-            "logName": "projects/p1/logs/gcplogs-docker-driver",
+            "logName": "projects/proj-1/logs/gcplogs-docker-driver",
             "receiveTimestamp": timestamp,
         }
     service = "gemma-l4-vllm-service-3f2a1b7" if stack == "l4" else "gemma-rtx6000-vllm-service-9c8d7e6"
@@ -55,7 +55,7 @@ def entry(stack: str, text: str, *, severity: str = "DEFAULT", second: int = 0) 
         "resource": {
             "type": "cloud_run_revision",
             "labels": {
-                "project_id": "p1",
+                "project_id": "proj-1",
                 "service_name": service,
                 "revision_name": f"{service}-00003-q9p",
                 "location": "us-east4",
@@ -65,7 +65,7 @@ def entry(stack: str, text: str, *, severity: str = "DEFAULT", second: int = 0) 
         "timestamp": timestamp,
         "severity": severity,
         "labels": {"instanceId": "0069c7a988"},
-        "logName": "projects/p1/logs/run.googleapis.com%2Fstderr",
+        "logName": "projects/proj-1/logs/run.googleapis.com%2Fstderr",
         "receiveTimestamp": timestamp,
     }
 
@@ -77,11 +77,11 @@ def job_entry(text: str) -> Body:
         "jsonPayload": {"message": text},
         "resource": {
             "type": "cloud_run_job",
-            "labels": {"project_id": "p1", "job_name": "gemma-l4-import-target", "location": "us-east4"},
+            "labels": {"project_id": "proj-1", "job_name": "gemma-l4-import-target", "location": "us-east4"},
         },
         "timestamp": "2026-11-23T10:59:00.000000Z",
         "severity": "ERROR",
-        "logName": "projects/p1/logs/run.googleapis.com%2Fstdout",
+        "logName": "projects/proj-1/logs/run.googleapis.com%2Fstdout",
     }
 
 
@@ -174,7 +174,7 @@ def test_filters_name_the_stacks_service_jobs_and_tpu_container() -> None:
     assert 'resource.labels.location="us-central1"' in cloud_run
     assert 'resource.labels.job_name:"gemma-rtx6000-import"' in cloud_run
     tpu = ops_stack("tpu-v6e").log_filter(since)
-    assert 'logName="projects/p1/logs/gcplogs-docker-driver"' in tpu
+    assert 'logName="projects/proj-1/logs/gcplogs-docker-driver"' in tpu
     assert 'jsonPayload.container.name="/gemma-vllm"' in tpu
     assert 'textPayload:"gemma-vllm-startup:"' in tpu
 
@@ -184,7 +184,7 @@ def test_request_is_a_read_of_the_stacks_project(fake: FakeGoogle) -> None:
     logs(fake, "l4", [], since_s=1800)
     [request] = fake.seen
     assert request.method == "POST"
-    assert request.body["resourceNames"] == ["projects/p1"]
+    assert request.body["resourceNames"] == ["projects/proj-1"]
     assert request.body["orderBy"] == "timestamp desc"
     assert 'timestamp>="2026-11-23T11:30:00Z"' in request.body["filter"]
 
@@ -220,7 +220,7 @@ def test_logging_api_disabled_says_how_to_enable_it(fake: FakeGoogle, stack: str
     with GoogleApis(tokens, api_root=fake.url) as apis:
         report = run_logs(ops_stack(stack), apis, now=_now)
     assert report.exit_code == 2
-    assert report.fix == "enable it: gcloud services enable logging.googleapis.com --project p1"
+    assert report.fix == "enable it: gcloud services enable logging.googleapis.com --project proj-1"
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("30m", 1800), ("1h", 3600), ("2d", 172800)])

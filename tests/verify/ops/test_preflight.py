@@ -71,7 +71,7 @@ def test_disabled_api_without_enable_permission_blocks(fake: FakeGoogle, stack: 
     report = preflight(fake, stack, project)
     assert report.exit_code == 1
     blocked = {f.item: f for f in only(report, Verdict.BLOCKER)}
-    assert "gcloud services enable secretmanager.googleapis.com --project p1" in (
+    assert "gcloud services enable secretmanager.googleapis.com --project proj-1" in (
         blocked["secretmanager.googleapis.com"].fix or ""
     )
     assert "roles/serviceusage.serviceUsageAdmin" in (blocked[catalog.ENABLE_APIS_PERMISSION].fix or "")
@@ -113,7 +113,7 @@ def test_redeploying_does_not_count_the_stacks_own_service_against_it(fake: Fake
     metric = "run.googleapis.com/nvidia_l4_gpu_allocation_no_zonal_redundancy"
     Project(usage={(metric, "us-east4"): 3}).install(fake)
     fake.route(
-        "GET", r"/run/v2/projects/p1/locations/us-east4/services", {"services": [fixture("run_service_ready.json")]}
+        "GET", r"/run/v2/projects/proj-1/locations/us-east4/services", {"services": [fixture("run_service_ready.json")]}
     )
     with GoogleApis(tokens, api_root=fake.url) as apis:
         report = run_preflight(ops_stack("l4"), apis, now=_now)
@@ -204,7 +204,7 @@ def test_quota_api_disabled_is_unchecked_with_the_enable_command(fake: FakeGoogl
     assert report.exit_code == 2
     [unchecked] = only(report, Verdict.UNCHECKED)
     assert unchecked.area == "quota"
-    assert unchecked.fix == "enable it: gcloud services enable cloudquotas.googleapis.com --project p1"
+    assert unchecked.fix == "enable it: gcloud services enable cloudquotas.googleapis.com --project proj-1"
     assert any(f.area == "permissions" and f.verdict is Verdict.PASS for f in report.findings)
 
 

@@ -37,8 +37,8 @@ def test_tpu_stack_shape() -> None:
     assert stack.preemptible
     assert stack.candidate_zones == ("us-east5-a", "asia-northeast1-b")
     assert stack.runtime_version == "v2-alpha-tpuv6e"
-    assert stack.queued_resource_name == "projects/p1/locations/us-east5-a/queuedResources/gemma-tpu-v6e-vllm"
-    assert stack.node_name == "projects/p1/locations/us-east5-a/nodes/gemma-tpu-v6e-vllm"
+    assert stack.queued_resource_name == "projects/proj-1/locations/us-east5-a/queuedResources/gemma-tpu-v6e-vllm"
+    assert stack.node_name == "projects/proj-1/locations/us-east5-a/nodes/gemma-tpu-v6e-vllm"
     assert stack.health_auth == "none"  # vLLM's --api-key leaves /health open
     assert "tpu.queuedresources.create" in {permission.name for permission in stack.permissions}
     assert "run.services.create" not in {permission.name for permission in stack.permissions}
@@ -49,7 +49,7 @@ def test_project_flag_overrides_and_is_required_without_gcp_project() -> None:
     """Stack files carry no project: without --project the user is told how to give one."""
     with pytest.raises(UsageError, match="pass --project"):
         load_ops_stack("l4", root=ROOT)
-    assert load_ops_stack("l4", root=ROOT, project="other").project == "other"
+    assert load_ops_stack("l4", root=ROOT, project="other-project").project == "other-project"
 
 
 def test_invalid_settings_fail_like_the_preview(tmp_path: Path) -> None:
@@ -59,4 +59,4 @@ def test_invalid_settings_fail_like_the_preview(tmp_path: Path) -> None:
     (tmp_path / "Pulumi.yaml").write_text((root / "Pulumi.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     (tmp_path / "Pulumi.l4.yaml").write_text(text, encoding="utf-8")
     with pytest.raises(UsageError, match=r"gemma-serving:vllm\.maxNumSeq: unknown key"):
-        load_ops_stack("l4", root=tmp_path, project="p1")
+        load_ops_stack("l4", root=tmp_path, project="proj-1")

@@ -56,7 +56,7 @@ def _ready_probe(calls: list[tuple[str, str]]) -> object:
 @pytest.mark.parametrize("stack", ["l4", "rtx6000"])
 def test_cloud_run_ready_reports_revision_traffic_and_readiness(fake: FakeGoogle, stack: str) -> None:
     """A ready service: its revision, 100% traffic, instances, URL, and the readiness line with an ID token."""
-    other = dict(fixture("run_service_ready.json"), name="projects/p1/locations/x/services/unrelated", labels={})
+    other = dict(fixture("run_service_ready.json"), name="projects/proj-1/locations/x/services/unrelated", labels={})
     fake.route("GET", SERVICES, _list(other, _service_in(stack, "run_service_ready.json")))
     calls: list[tuple[str, str]] = []
     report = status(fake, stack, _ready_probe(calls))
@@ -135,7 +135,7 @@ def test_api_disabled_is_unknown_with_the_enable_command(fake: FakeGoogle, stack
     report = status(fake, stack)
     assert report.state is RolloutState.UNKNOWN
     assert report.exit_code == 2
-    assert report.fix == f"enable it: gcloud services enable {service} --project p1"
+    assert report.fix == f"enable it: gcloud services enable {service} --project proj-1"
 
 
 @pytest.mark.parametrize(("stack", "path"), [("l4", SERVICES), ("rtx6000", SERVICES), ("tpu-v6e", QUEUED)])

@@ -431,3 +431,17 @@ def test_an_interrupted_stepped_promotion_resumes_above_the_candidates_share(wor
     assert code == 0, world.lines
     assert [(c.serving_revision, c.candidate_percent) for c in world.shifter.changes] == [(CANDIDATE, 0)]
     assert world.routed() == {CANDIDATE: 100}
+
+
+def test_promote_without_the_pulumi_cli_does_not_suggest_url() -> None:
+    """The advice must work for the command that prints it: promote used to say "pass --url instead" when
+    the Pulumi CLI was missing, and then refuse --url ("cannot be promoted"), a loop with no way out."""
+
+    def no_cli(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        raise FileNotFoundError(command[0])
+
+    args = build_parser().parse_args(["promote", "--stack", "l4"])
+    with pytest.raises(UsageError) as refused:
+        run_promote_command(args, Seams(run_pulumi=no_cli))
+    assert "--url" not in str(refused.value).replace("it has no --url form", "")
+    assert "install it (https://www.pulumi.com/docs/install/)" in str(refused.value)

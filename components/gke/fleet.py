@@ -1,0 +1,112 @@
+"""The Kubernetes side of a vLLM fleet: namespace, identity, API key mount, Deployment, Service, PodMonitoring,
+HPA, PodDisruptionBudget and, when asked, an InferencePool; and the Workload Identity binding that lets the
+pods act as the serving account.
+
+Why a component: these objects only work together (the HPA reads the metric the PodMonitoring scrapes; the
+Service selects the Deployment's pods; the pods read the bucket as the account the KSA is bound to), so they
+are made from one `FleetSpec` (components/gke/manifests.py) and registered in one place. Owns: every
+Kubernetes object of the fleet and the serving account's workloadIdentityUser binding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.gke import manifests
+from components.gke.manifests import FleetSpec
+from serving.naming import TypeToken
+
+
+@dataclass(frozen=True)
+class VllmFleetArgs:
+    project: str
+    spec: FleetSpec
+    # The serving account's resource name (projects/<p>/serviceAccounts/<email>), bound to the KSA.
+    serving_account: pulumi.Input[str]
+    # The endpoint picker Service an InferencePool names (from the GAIE chart); None: no InferencePool.
+    endpoint_picker: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.project:
+            raise ValueError("VllmFleetArgs.project is required")
+
+
+def _object(kind: type[Any], name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:  # noqa: ANN401 - any k8s resource
+    body = {key: value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}
+    return kind(name, **body, opts=opts)
+
+
+def _custom(name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
+    return k8s.apiextensions.CustomResource(
+        name,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        spec=manifest["spec"],
+        opts=opts,
+    )
+
+
+class VllmFleet(pulumi.ComponentResource):
+    """Owns the fleet's Kubernetes objects; the node pool and cluster are the caller's."""
+
+    service_name: pulumi.Output[str]
+    # The internal (or allowed-ranges external) address, once the load balancer has one.
+    endpoint: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: VllmFleetArgs, provider: k8s.Provider, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TypeToken.GKE_FLEET, name, None, opts)
+        spec = args.spec
+        child = pulumi.ResourceOptions(parent=self)
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": spec.namespace, "labels": dict(spec.labels)}, opts=on_cluster
+        )
+        in_namespace = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])
+        # The KSA may act as the serving account (which reads the bucket and the API key secret, nothing else).
+        binding = gcp.serviceaccount.IAMMember(
+            f"{name}-workload-identity",
+            service_account_id=args.serving_account,
+            role="roles/iam.workloadIdentityUser",
+            member=f"serviceAccount:{args.project}.svc.id.goog[{spec.namespace}/{spec.name}]",
+            opts=child,
+        )
+        account = _object(k8s.core.v1.ServiceAccount, f"{name}-ksa", manifests.service_account(spec), in_namespace)
+        key = _custom(f"{name}-api-key", manifests.secret_provider_class(spec), in_namespace)
+        deployment = _object(
+            k8s.apps.v1.Deployment,
+            f"{name}-deployment",
+            manifests.deployment(spec),
+            pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[account, key, binding]),
+        )
+        service = _object(k8s.core.v1.Service, f"{name}-service", manifests.service(spec), in_namespace)
+        _custom(f"{name}-podmonitoring", manifests.pod_monitoring(spec), in_namespace)
+        _object(
+            k8s.autoscaling.v2.HorizontalPodAutoscaler,
+            f"{name}-hpa",
+            manifests.autoscaler(spec),
+            pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[deployment]),
+        )
+        _object(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", manifests.disruption_budget(spec), in_namespace)
+        if args.endpoint_picker is not None:
+            _custom(
+                f"{name}-inference-pool",
+                manifests.inference_pool(spec, endpoint_picker=args.endpoint_picker),
+                in_namespace,
+            )
+        self.service_name = service.metadata.apply(lambda metadata: metadata.name or spec.name)
+        self.endpoint = service.status.apply(lambda status: _address(status, spec.port))
+        self.register_outputs({"service_name": self.service_name, "endpoint": self.endpoint})
+
+
+def _address(status: Any, port: int) -> str:  # noqa: ANN401 - the Service's status output
+    ingress = (status.load_balancer.ingress or []) if status is not None and status.load_balancer else []
+    host = next((item.ip or item.hostname for item in ingress if item.ip or item.hostname), None)
+    return f"http://{host}:{port}" if host else ""

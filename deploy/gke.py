@@ -1,0 +1,178 @@
+"""A GKE stack: the identities, the model bucket, the image mirror, the weights, the API key, the cluster
+(created or existing), one accelerator node pool and the vLLM fleet on it."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.gke.api_key import FleetApiKey, FleetApiKeyArgs
+from components.gke.cluster import CreatedCluster, ExistingCluster, GkeCluster, GkeClusterArgs
+from components.gke.fleet import VllmFleet, VllmFleetArgs
+from components.gke.manifests import FleetSpec
+from components.gke.node_identity import NodeIdentity, NodeIdentityArgs
+from components.gke.node_pool import AcceleratorNodePool, AcceleratorNodePoolArgs, Tier
+from components.model_bucket import ModelBucket, ModelBucketArgs
+from components.serving_identity import ServingIdentity, ServingIdentityArgs
+from deploy.apis import google_cloud
+from deploy.context import StackContext
+from deploy.images import image_supply
+from deploy.outputs import ExportedOutputs, exported, settings_outputs
+from deploy.weights import model_supply
+from serving.outputs import GkeOutputs
+from stacks.settings import GkeStack
+
+# The endpoint picker Service an InferencePool names: what the Gateway API Inference Extension chart
+# installs for a pool called <name> (docs/gke.md).
+PICKER_SUFFIX = "-epp"
+
+
+def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
+    gke, names, stack = settings.gke, context.names, context.stack
+    base = names.base
+    pool = gke.node_pool
+    cloud = google_cloud(context, settings.apis)
+    identity = ServingIdentity(
+        names.identity,
+        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=f"gemma-serving {stack} GKE vLLM"),
+        cloud,
+    )
+    nodes = NodeIdentity(
+        f"{base}-nodes",
+        NodeIdentityArgs(
+            project=context.project,
+            account_id=names.account_id("nodes"),
+            display_name=f"gemma-serving {stack} GKE nodes",
+        ),
+        cloud,
+    )
+    bucket = ModelBucket(
+        names.model_bucket,
+        ModelBucketArgs(
+            location=settings.bucket.location or settings.region,
+            readers={"serving": identity.member},
+            labels=context.labels,
+            force_destroy=settings.bucket.force_destroy,
+        ),
+        cloud,
+    )
+    # Nodes pull the pinned image through the mirror in the stack's region, as their own account.
+    images = image_supply(settings, context, cloud, readers={"gke-nodes": nodes.member})
+    weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)
+    api_key = FleetApiKey(
+        f"{base}-api-key",
+        FleetApiKeyArgs(
+            project=context.project,
+            secret_id=names.gke_api_key_secret,
+            location=settings.region,
+            reader=identity.member,
+            labels=context.labels,
+        ),
+        cloud,
+    )
+    cluster_spec: CreatedCluster | ExistingCluster
+    existing_name = gke.cluster.existing_name
+    if existing_name is None:
+        cluster_spec = CreatedCluster(
+            name=names.gke_cluster,
+            location=gke.cluster_location,
+            node_zones=pool.zones,
+            kubernetes_version=gke.cluster.kubernetes_version,
+            release_channel=gke.cluster.release_channel,
+            network=gke.cluster.network,
+            subnetwork=gke.cluster.subnetwork,
+            system_machine_type=gke.cluster.system_machine_type,
+            deletion_protection=gke.cluster.deletion_protection,
+            gateway_api=gke.service.inference_pool,
+        )
+    else:
+        cluster_spec = ExistingCluster(name=existing_name, location=gke.cluster_location)
+    cluster = GkeCluster(
+        f"{base}-cluster", GkeClusterArgs(project=context.project, cluster=cluster_spec, labels=context.labels), cloud
+    )
+    node_pool = AcceleratorNodePool(
+        f"{base}-accelerators",
+        AcceleratorNodePoolArgs(
+            project=context.project,
+            cluster=cluster.name,
+            location=gke.cluster_location,
+            pool_name=names.gke_node_pool(pool.machine_type),
+            shape=pool.shape,
+            zones=pool.zones,
+            tier=Tier(pool.provisioning.value),
+            min_nodes=pool.min_nodes,
+            max_nodes=pool.max_nodes,
+            disk_size_gb=pool.disk_size_gb,
+            node_service_account=nodes.email,
+            max_run_seconds=pool.max_run_duration,
+            labels=context.labels,
+        ),
+        pulumi.ResourceOptions(parent=cluster),
+    )
+    name = names.serving
+    spec = FleetSpec(
+        name=name,
+        namespace=gke.namespace,
+        image=images.serving,
+        serve_args=settings.serve_args(),
+        port=settings.port,
+        shape=pool.shape,
+        cpu=gke.pod_cpu,
+        memory_gib=gke.pod_memory_gib,
+        bucket=bucket.name,
+        mount_path=gke.mount.mount_path,
+        mount_options=gke.mount.mount_options(),
+        service_account_email=identity.email,
+        api_key_version=api_key.version,
+        min_replicas=gke.replicas.min,
+        max_replicas=gke.replicas.max,
+        parked=gke.replicas.parked,
+        target_waiting_per_pod=gke.replicas.target_waiting_per_pod,
+        scale_down_stabilization_seconds=gke.replicas.scale_down_stabilization,
+        model_load_seconds=gke.model_load_seconds,
+        public_endpoint=gke.service.public_endpoint,
+        allowed_source_ranges=gke.service.allowed_source_ranges,
+        env=gke.env,
+        labels=context.labels,
+    )
+    fleet = VllmFleet(
+        name,
+        VllmFleetArgs(
+            project=context.project,
+            spec=spec,
+            serving_account=identity.email.apply(lambda email: f"projects/{context.project}/serviceAccounts/{email}"),
+            endpoint_picker=f"{name}{PICKER_SUFFIX}" if gke.service.inference_pool else None,
+        ),
+        cluster.provider,
+        # vLLM must never start against an empty bucket path, nor before its nodes may pull the image.
+        pulumi.ResourceOptions(
+            depends_on=[node_pool, *weights.ready, bucket, *([images.mirror] if images.mirror is not None else [])]
+        ),
+    )
+    return exported(
+        GkeOutputs,
+        **settings_outputs(settings),
+        endpoint=fleet.endpoint,
+        api_key_secret=api_key.secret,
+        model_bucket=bucket.name,
+        service_account=identity.email,
+        image=images.serving,
+        import_jobs=weights.by_hand(),
+        cluster=cluster.path,
+        cluster_endpoint=cluster.endpoint,
+        namespace=gke.namespace,
+        deployment=name,
+        service_name=fleet.service_name,
+        hpa=name,
+        node_pool=node_pool.name,
+        zones=list(pool.zones),
+        port_forward=_port_forward(cluster_spec, context.project, gke.namespace, name, settings.port),
+    )
+
+
+def _port_forward(cluster: CreatedCluster | ExistingCluster, project: str, namespace: str, name: str, port: int) -> str:
+    """How a laptop reaches the internal Service: credentials for the cluster, then a port-forward to it."""
+    where = f"--location {cluster.location} --project {project}"
+    return (
+        f"gcloud container clusters get-credentials {cluster.name} {where} && "
+        f"kubectl port-forward --namespace {namespace} service/{name} {port}:{port}"
+    )

@@ -1,0 +1,158 @@
+"""Tools that ask a serving endpoint one question or read its live counters: query and metrics.
+
+Like health and bench, each runs `python -m verify ... --json` as a child process (see `runner`), so the
+agent gets what a person gets from the CLI, with the same target resolution, credential and bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult
+
+from gemma_mcp.context import ServerContext
+from gemma_mcp.results import CommandReport
+from gemma_mcp.tools_stacks import reply
+from gemma_mcp.tools_verify import TALKS_TO_ENDPOINT, _report, _target_args
+
+MAX_QUERY_TOKENS = 4096
+MAX_PROMPT_CHARS = 200_000
+MAX_QUERY_DEADLINE_S = 600.0
+DEFAULT_QUERY_DEADLINE_S = 120.0
+MAX_WINDOW_S = 600.0
+# Time the child may take beyond the request's own deadline or the window (start-up, target resolution).
+SLACK_S = 60.0
+
+
+def register(server: MCPServer, ctx: ServerContext) -> None:
+    @server.tool(
+        name="query",
+        annotations=TALKS_TO_ENDPOINT,
+        description=(
+            "Ask an endpoint one prompt as a streamed chat completion and get the answer with its numbers: "
+            "TTFT, output tokens/s, usage (prompt, completion and reasoning tokens), finish reason and the model "
+            "that answered. Give stack (a deployed stack) or url (+ model). reasoning='hide' leaves the "
+            f"model's reasoning out of the answer (its tokens still count). Bounds: max_tokens <= {MAX_QUERY_TOKENS}, "
+            f"deadline_s <= {MAX_QUERY_DEADLINE_S:.0f} (default {DEFAULT_QUERY_DEADLINE_S:.0f}). Cost: one request; "
+            "on a scaled-to-zero Cloud Run service it starts an instance (billed while it runs). passed=false "
+            "with exit_code 1: the request failed (report.cause says why); 2: unreachable or unauthorised."
+        ),
+    )
+    async def query(
+        prompt: str,
+        *,
+        stack: str | None = None,
+        url: str | None = None,
+        model: str | None = None,
+        max_tokens: int = 256,
+        deadline_s: float = DEFAULT_QUERY_DEADLINE_S,
+        reasoning: str = "show",
+        system: str | None = None,
+    ) -> Annotated[CallToolResult, CommandReport]:
+        if not prompt.strip() or len(prompt) > MAX_PROMPT_CHARS:
+            raise ToolError(f"prompt: give 1..{MAX_PROMPT_CHARS} characters of text")
+        if not 1 <= max_tokens <= MAX_QUERY_TOKENS:
+            raise ToolError(f"max_tokens: {max_tokens} is outside 1..{MAX_QUERY_TOKENS}")
+        if not (math.isfinite(deadline_s) and 0 < deadline_s <= MAX_QUERY_DEADLINE_S):
+            raise ToolError(f"deadline_s: {deadline_s} is outside 0..{MAX_QUERY_DEADLINE_S:.0f} seconds")
+        if reasoning not in {"show", "hide"}:
+            raise ToolError(f"reasoning: {reasoning!r} is not one of 'show', 'hide'")
+        args = [
+            "query",
+            *await _target_args(ctx, stack, url, model),
+            "--max-tokens",
+            str(max_tokens),
+            "--deadline",
+            f"{deadline_s:g}",
+            "--reasoning",
+            reasoning,
+            *(["--system", system] if system else []),
+            "--json",
+            "--",
+            prompt,
+        ]
+        completed = await ctx.run_module("verify", args, timeout_s=deadline_s + SLACK_S)
+        # The prompt is the user's text: the recorded command names it by length, not in full.
+        shown = [*args[:-1], f"<prompt: {len(prompt)} characters>"]
+        found = _report(ctx, ["python", "-m", "verify", *shown], completed)
+        return reply(ctx, _query_summary(found), found)
+
+    @server.tool(
+        name="metrics",
+        annotations=TALKS_TO_ENDPOINT,
+        description=(
+            "Read vLLM's own /metrics (with the same credential as health): requests running and waiting, "
+            "KV-cache usage, prefix-cache hits, preemptions, TTFT/queue/ITL/end-to-end means and percentiles "
+            "(each percentile as the histogram bucket it falls in), speculative-decoding acceptance overall and "
+            "per draft position. Without window_s: one read, totals since the server started; with window_s "
+            f"(<= {MAX_WINDOW_S:.0f}): two reads that far apart, that window only. The report states which. "
+            "Give stack or url. Cost: free (no generation), but a scaled-to-zero service starts an instance."
+        ),
+    )
+    async def metrics(
+        *,
+        stack: str | None = None,
+        url: str | None = None,
+        model: str | None = None,
+        window_s: float | None = None,
+    ) -> Annotated[CallToolResult, CommandReport]:
+        if window_s is not None and not (math.isfinite(window_s) and 0 < window_s <= MAX_WINDOW_S):
+            raise ToolError(f"window_s: {window_s} is outside 0..{MAX_WINDOW_S:.0f} seconds")
+        args = [
+            "metrics",
+            *await _target_args(ctx, stack, url, model),
+            *(["--window", f"{window_s:g}"] if window_s is not None else []),
+            "--json",
+        ]
+        completed = await ctx.run_module("verify", args, timeout_s=(window_s or 0.0) + SLACK_S)
+        found = _report(ctx, ["python", "-m", "verify", *args], completed)
+        return reply(ctx, _metrics_summary(found), found)
+
+
+def _query_summary(report: CommandReport) -> str:
+    document = report.report if isinstance(report.report, dict) else {}
+    if not document:
+        return f"query: FAIL (exit {report.exit_code}) {report.message or ''}".rstrip()
+    head = "query: answered" if report.passed else f"query: FAIL (exit {report.exit_code}): {document.get('cause')}"
+    numbers = (
+        f"TTFT {_ms(document.get('ttft_ms'))}, {_num(document.get('output_tokens_per_s'))} output tok/s, "
+        f"usage prompt {document.get('prompt_tokens')} / completion {document.get('completion_tokens')} / "
+        f"reasoning {document.get('reasoning_tokens')}, finish {document.get('finish_reason')}, "
+        f"model {document.get('served_model')}"
+    )
+    return "\n".join([head, numbers, str(document.get("answer") or "")])
+
+
+def _metrics_summary(report: CommandReport) -> str:
+    document = report.report if isinstance(report.report, dict) else {}
+    if not document:
+        return f"metrics: FAIL (exit {report.exit_code}) {report.message or ''}".rstrip()
+    window = document.get("window") or {}
+    seconds = f", {window['seconds']} s" if window.get("seconds") else ""
+    lines = [
+        (
+            f"metrics ({window.get('kind')}{seconds}): "
+            f"running {document.get('running')}, waiting {document.get('waiting')}, KV cache "
+            f"{document.get('kv_cache_usage')}, prefix-cache hit rate {document.get('prefix_cache_hit_rate')}, "
+            f"preemptions {document.get('preemptions')}"
+        )
+    ]
+    for name, found in (document.get("latency") or {}).items():
+        lines.append(f"  {name}: n={found.get('count')} mean {_ms(found.get('mean_ms'))}")
+    spec = document.get("spec_decode")
+    if spec:
+        lines.append(
+            f"  spec decode acceptance {spec.get('acceptance_rate')}, by position {spec.get('acceptance_by_position')}"
+        )
+    return "\n".join(lines)
+
+
+def _ms(value: object) -> str:
+    return f"{value:.1f} ms" if isinstance(value, int | float) else "-"
+
+
+def _num(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "-"

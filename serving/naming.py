@@ -1,0 +1,154 @@
+"""Every name a stack's resources get, and every name a reader of a deployed stack looks for.
+
+Why one module: `deploy/` names the resources and `verify` and the MCP server find them again (a log
+filter on the service name, the import run's URN, the candidate tag, the TPU container's log lines). When
+each side spelt `gemma-<stack>` on its own, a rename on one side left the other looking for what no longer
+existed, with no error, only an empty answer ("not deployed"). Here each name is written once; a test
+checks that every name it yields for a shipped stack appears in that stack's plan.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# The tag a gated rollout gives the newest Cloud Run revision; its URL is https://candidate---<service host>.
+CANDIDATE_TAG = "candidate"
+# vLLM's container in the Cloud Run service (the one the GPU attaches to).
+GPU_SERVING_CONTAINER = "vllm"
+# vLLM's container on the TPU VM, started by the node's startup script.
+TPU_SERVING_CONTAINER = "gemma-vllm"
+# The prefix of the TPU startup script's own log lines (what `verify logs` filters on).
+TPU_STARTUP_LOG_PREFIX = "gemma-vllm-startup:"
+# The containers of the weight-import job and of the load-generator job.
+IMPORT_JOB_CONTAINER = "import"
+BENCH_JOB_CONTAINER = "bench"
+# The command that runs an import job once is named after the job's component plus this suffix.
+IMPORT_RUN_SUFFIX = "-run"
+
+
+class TypeToken:
+    """The `gemma:<module>:<Type>` token of each component, as Pulumi records it in URNs."""
+
+    PROJECT_APIS = "gemma:project:ProjectApis"
+    SERVING_IDENTITY = "gemma:iam:ServingIdentity"
+    MODEL_BUCKET = "gemma:storage:ModelBucket"
+    MODEL_IMPORT = "gemma:storage:ModelImport"
+    MANAGED_SECRET = "gemma:secrets:ManagedSecret"  # noqa: S105 - a type token, not a credential
+    IMAGE_MIRROR = "gemma:registry:ImageMirror"
+    DERIVED_IMAGE = "gemma:registry:DerivedImage"
+    VLLM_GPU_SERVICE = "gemma:cloudrun:VllmGpuService"
+    TPU_VLLM_NODE = "gemma:tpu:TpuVllmNode"
+    BENCH_JOB = "gemma:verify:BenchJob"
+    GKE_CLUSTER = "gemma:gke:GkeCluster"
+    GKE_NODE_POOL = "gemma:gke:AcceleratorNodePool"
+    GKE_NODE_IDENTITY = "gemma:gke:NodeIdentity"
+    GKE_API_KEY = "gemma:gke:FleetApiKey"
+    GKE_FLEET = "gemma:gke:VllmFleet"
+
+
+@dataclass(frozen=True)
+class StackNames:
+    """The names one stack's resources get, from its stack name alone."""
+
+    stack: str
+
+    @property
+    def base(self) -> str:
+        """The prefix of every component name: `gemma-<stack>`."""
+        return f"gemma-{self.stack}"
+
+    @property
+    def serving(self) -> str:
+        """What serves: the Cloud Run service, or the TPU queued resource and its node (same id)."""
+        return f"{self.base}-vllm"
+
+    @property
+    def sidecar_config_secret(self) -> str:
+        """The Secret Manager secret holding a Cloud Run service's metrics-sidecar config (RunMonitoring)."""
+        return f"{self.base}-run-gmp-config"
+
+    @property
+    def import_job_prefix(self) -> str:
+        """Every weight-import job's name starts with this (`<prefix>-<role>`, role target or drafter)."""
+        return f"{self.base}-import"
+
+    def import_job(self, role: str) -> str:
+        return f"{self.import_job_prefix}-{role}"
+
+    def import_run(self, role: str) -> str:
+        """The command resource that runs `role`'s import job once, as it appears at the end of its URN."""
+        return f"{self.import_job(role)}{IMPORT_RUN_SUFFIX}"
+
+    def import_role_of_run(self, resource_name: str) -> str | None:
+        """The role whose import run `resource_name` is, or None when it is not one of this stack's."""
+        prefix = f"{self.import_job_prefix}-"
+        if not (resource_name.startswith(prefix) and resource_name.endswith(IMPORT_RUN_SUFFIX)):
+            return None
+        return resource_name[len(prefix) : -len(IMPORT_RUN_SUFFIX)] or None
+
+    def account_id(self, role: str) -> str:
+        """A valid service-account id for `role` (`gemma-<stack>-<role>`, cut to Google's 30 characters)."""
+        slug = re.sub(r"[^a-z0-9-]+", "-", self.stack.lower()).strip("-") or "stack"
+        suffix = f"-{role}"
+        return f"gemma-{slug}"[: 30 - len(suffix)].rstrip("-") + suffix
+
+    @property
+    def bench_job(self) -> str:
+        return f"{self.base}-bench"
+
+    @property
+    def identity(self) -> str:
+        return f"{self.base}-identity"
+
+    @property
+    def model_bucket(self) -> str:
+        return f"{self.base}-models"
+
+    @property
+    def hf_token_secret(self) -> str:
+        return f"{self.base}-hf-token"
+
+    @property
+    def project_apis(self) -> str:
+        return f"{self.base}-project"
+
+    @property
+    def image_mirror(self) -> str:
+        return f"{self.base}-mirror"
+
+    @property
+    def mirror_repository(self) -> str:
+        """The Artifact Registry remote repository that mirrors Docker Hub."""
+        return f"{self.base}-dockerhub"
+
+    @property
+    def derived_image(self) -> str:
+        return f"{self.base}-image"
+
+    @property
+    def image_repository(self) -> str:
+        """The standard Artifact Registry repository a derived image is pushed to."""
+        return f"{self.base}-images"
+
+    @property
+    def gke_cluster(self) -> str:
+        """A GKE stack's cluster when the stack creates it (at most 40 characters, as GKE allows)."""
+        return self.base[:40].rstrip("-")
+
+    @property
+    def gke_api_key_secret(self) -> str:
+        """The Secret Manager secret id of a GKE fleet's vLLM API key."""
+        return f"{self.serving}-api-key"
+
+    @staticmethod
+    def gke_node_pool(machine_type: str) -> str:
+        """The accelerator node pool's name: its machine type says what it holds."""
+        return f"vllm-{machine_type}"
+
+    def queued_resource_path(self, project: str, zone: str) -> str:
+        """The TPU queued resource `pulumi up` created, as the TPU API names it."""
+        return f"projects/{project}/locations/{zone}/queuedResources/{self.serving}"
+
+    def tpu_node_path(self, project: str, zone: str) -> str:
+        return f"projects/{project}/locations/{zone}/nodes/{self.serving}"

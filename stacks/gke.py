@@ -1,0 +1,314 @@
+"""Settings of a GKE fleet: the cluster, one accelerator node pool, the vLLM replicas and their endpoint.
+
+Why a model of its own: a fleet outgrows one node by adding nodes of one shape, and each shape has rules
+the hand-made deployments learnt one failed rollout at a time (a G2 machine has a fixed number of GPUs, a
+replica that does not use all of them wastes the node, a zone without the accelerator never schedules,
+an HPA allowed more replicas than the pool has nodes leaves pods pending forever). The block is checked
+here against the machine table (serving/gke_machines.py), and against the rest of the stack (vLLM's
+tensor parallel, the model's weights, the region) by `GkeStack` in stacks/settings.py.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Literal, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from policy.source_ranges import allowed_text, describe, too_wide
+from serving.gcp_names import region_of
+from serving.gke_machines import NODE_SHAPES, SUPPORTED_KUBERNETES_VERSIONS, NodeShape
+from stacks.base import SettingsModel
+from stacks.cloud_run import _ENV_NAME, _SECRET_LOOKING_ENV, GcsMountSettings
+from stacks.tpu import Duration, _cidr
+
+# A cluster's full name, or its bare name (then gke.cluster.location says where it is).
+_CLUSTER_PATH = re.compile(r"^projects/([^/]+)/locations/([a-z0-9-]+)/clusters/([a-z][-a-z0-9]{0,38}[a-z0-9])$")
+_CLUSTER_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# Spot and flex-start nodes may be reclaimed; a PDB keeps voluntary disruptions (upgrades, scale-down) to one.
+
+
+class NodeProvisioning(enum.StrEnum):
+    """How the node pool obtains its machines."""
+
+    # Standard VMs from on-demand quota: never preempted.
+    ON_DEMAND = "on-demand"
+    # Spot VMs: cheapest, preemptible at any time (preemptible quota).
+    SPOT = "spot"
+    # Flex-start (Dynamic Workload Scheduler): a node when capacity frees up, kept at most maxRunDuration.
+    FLEX_START = "flex-start"
+
+
+class ClusterSettings(SettingsModel):
+    """The Standard cluster the fleet runs in: one the stack creates, or one that already exists."""
+
+    # Unset: the stack creates a Standard cluster `gemma-<stack>` in the stack's region. Set: an existing
+    # cluster (`projects/<p>/locations/<l>/clusters/<name>`, or its name with gke.cluster.location); it must
+    # have Workload Identity, the GCS FUSE CSI driver, the Secret Manager add-on and Managed Prometheus.
+    existing: str | None = None
+    # Where an existing cluster named by its bare name lives (region or zone).
+    location: str | None = None
+    # The minor version the stack pins (the control plane's minimum); every manifest is validated against
+    # this version's OpenAPI schema in the tests.
+    kubernetes_version: str = "1.34"
+    release_channel: Literal["REGULAR", "STABLE", "RAPID"] = "REGULAR"
+    network: str = "default"
+    subnetwork: str | None = None
+    # The small CPU pool beside the accelerators (kube-dns, the metrics adapter, Managed Prometheus).
+    system_machine_type: str = "e2-standard-4"
+    deletion_protection: bool = True
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _pinned_version(cls, value: str) -> str:
+        if value not in SUPPORTED_KUBERNETES_VERSIONS:
+            raise ValueError(
+                f"gke.cluster.kubernetesVersion {value!r}: allowed {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} "
+                "(the versions whose Kubernetes schema the tests validate the manifests against)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _existing_named_fully(self) -> Self:
+        if self.existing is None:
+            if self.location is not None:
+                raise ValueError("gke.cluster.location applies only to an existing cluster; remove it")
+            return self
+        if _CLUSTER_PATH.match(self.existing):
+            if self.location is not None:
+                raise ValueError("gke.cluster.location: the existing cluster's path already names its location")
+        elif _CLUSTER_NAME.match(self.existing):
+            if self.location is None:
+                raise ValueError(
+                    f"gke.cluster.location: say where the existing cluster {self.existing!r} is (a region or zone)"
+                )
+        else:
+            raise ValueError(
+                f"gke.cluster.existing {self.existing!r}: write projects/<p>/locations/<l>/clusters/<name> or a "
+                "cluster name (lowercase letters, digits, '-')"
+            )
+        return self
+
+    @property
+    def existing_location(self) -> str | None:
+        if self.existing is None:
+            return None
+        match = _CLUSTER_PATH.match(self.existing)
+        return match.group(2) if match else self.location
+
+    @property
+    def existing_name(self) -> str | None:
+        if self.existing is None:
+            return None
+        match = _CLUSTER_PATH.match(self.existing)
+        return match.group(3) if match else self.existing
+
+
+class NodePoolSettings(SettingsModel):
+    """The accelerator node pool: one vLLM replica per node."""
+
+    machine_type: str
+    # Accelerators per node; unset means the machine type's (G2 and ct6e types have a fixed count).
+    accelerator_count: int | None = Field(default=None, ge=1)
+    # Zones of the stack's region that offer the accelerator; the autoscaler picks among them.
+    zones: tuple[str, ...] = Field(min_length=1)
+    provisioning: NodeProvisioning = NodeProvisioning.SPOT
+    # flex-start only: the longest a node is kept (Google's limit is 7 days).
+    max_run_duration: Duration | None = None
+    # The cluster autoscaler's bounds, over all zones. 0 lets an idle fleet cost nothing for accelerators.
+    min_nodes: int = Field(default=0, ge=0)
+    max_nodes: int = Field(ge=1, le=1000)
+    disk_size_gb: int = Field(default=200, ge=50, le=65536)
+
+    @field_validator("machine_type")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in NODE_SHAPES:
+            raise ValueError(
+                f"gke.nodePool.machineType {value!r} is not an accelerator machine type this project knows; "
+                f"allowed: {', '.join(NODE_SHAPES)} (serving/gke_machines.py)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Self:
+        shape = self.shape
+        if self.accelerator_count is not None and self.accelerator_count != shape.accelerators:
+            raise ValueError(
+                f"gke.nodePool.acceleratorCount {self.accelerator_count}: {self.machine_type} comes with exactly "
+                f"{shape.accelerators} accelerator(s); allowed: {shape.accelerators} (or leave it unset)"
+            )
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"gke.nodePool.minNodes {self.min_nodes} exceeds gke.nodePool.maxNodes {self.max_nodes}")
+        if self.provisioning is NodeProvisioning.FLEX_START:
+            run = self.max_run_duration
+            if run is not None and not 10 * 60 <= run <= 7 * 24 * 3600:
+                raise ValueError(f"gke.nodePool.maxRunDuration {run}s: allowed between 10m and 7d")
+        elif self.max_run_duration is not None:
+            raise ValueError(
+                f"gke.nodePool.maxRunDuration applies only to provisioning flex-start, not {self.provisioning.value}"
+            )
+        if len(set(self.zones)) != len(self.zones):
+            raise ValueError(f"gke.nodePool.zones {list(self.zones)}: a zone is listed twice")
+        regions = sorted({region_of(zone) for zone in self.zones})
+        if len(regions) != 1:
+            raise ValueError(f"gke.nodePool.zones {list(self.zones)}: all zones must be in one region, not {regions}")
+        return self
+
+    @property
+    def shape(self) -> NodeShape:
+        return NODE_SHAPES[self.machine_type]
+
+    @property
+    def region(self) -> str:
+        return region_of(self.zones[0])
+
+
+class ReplicaSettings(SettingsModel):
+    """How many vLLM replicas run, and what makes the HPA add one."""
+
+    # The HPA's bounds. Kubernetes' HPA cannot go below 1 (scale-to-zero is an alpha feature gate GKE does
+    # not enable); `parked: true` sets the Deployment to 0 replicas instead, and the nodes follow to 0.
+    min: int = Field(default=1, ge=1)
+    max: int = Field(ge=1)
+    parked: bool = False
+    # The HPA's target: vLLM's queue (`vllm:num_requests_waiting`) averaged per pod. GKE's inference
+    # autoscaling guidance scales on the queue for throughput and cost.
+    target_waiting_per_pod: int = Field(default=5, ge=1)
+    # How long the queue must stay low before a replica (and its node) is removed.
+    scale_down_stabilization: Duration = 600
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Self:
+        if self.min > self.max:
+            raise ValueError(f"gke.replicas.min {self.min} exceeds gke.replicas.max {self.max}")
+        return self
+
+
+class ServiceSettings(SettingsModel):
+    """How traffic reaches the pods: an internal load balancer unless the stack asks otherwise."""
+
+    # false (default): an internal passthrough load balancer, reachable from the VPC only. true: an external
+    # one, reachable only from allowedSourceRanges (never 0.0.0.0/0 or ::/0, alone or together).
+    public_endpoint: bool = False
+    allowed_source_ranges: tuple[str, ...] = ()
+    # GKE Inference Gateway: an InferencePool over the pods (its endpoint picker and Gateway are installed
+    # from the Gateway API Inference Extension chart; docs/gke.md).
+    inference_pool: bool = False
+
+    @field_validator("allowed_source_ranges")
+    @classmethod
+    def _no_open_ranges(cls, ranges: tuple[str, ...]) -> tuple[str, ...]:
+        checked: list[str] = []
+        for value in ranges:
+            try:
+                checked.append(_cidr(value))
+            except ValueError as error:
+                raise ValueError(f"gke.service.allowedSourceRanges: {error}") from None
+        wide = too_wide(checked)
+        if wide:
+            raise ValueError(
+                f"gke.service.allowedSourceRanges {checked} together let in "
+                f"{'; '.join(describe(item) for item in wide)}; vLLM's /metrics and /tokenize answer anyone who "
+                f"reaches the port. Allowed: {allowed_text()}"
+            )
+        return tuple(checked)
+
+    @model_validator(mode="after")
+    def _public_needs_ranges(self) -> Self:
+        if self.public_endpoint and not self.allowed_source_ranges:
+            raise ValueError(
+                "gke.service.allowedSourceRanges: publicEndpoint is true, so name the CIDRs allowed to reach the "
+                "vLLM port (e.g. [203.0.113.0/24])"
+            )
+        if self.allowed_source_ranges and not self.public_endpoint:
+            raise ValueError(
+                "gke.service.allowedSourceRanges applies only with publicEndpoint: true (an internal load balancer "
+                "is reachable from the VPC only)"
+            )
+        return self
+
+
+class GkeSettings(SettingsModel):
+    """Everything a GKE stack says about its fleet (the `gke:` block of the stack settings)."""
+
+    cluster: ClusterSettings = ClusterSettings()
+    node_pool: NodePoolSettings
+    replicas: ReplicaSettings
+    service: ServiceSettings = ServiceSettings()
+    namespace: str = "gemma"
+    port: int = Field(default=8000, ge=1024, le=65535)
+    # The vLLM container's requests (= limits). Unset: 80% of what the node can allocate.
+    cpu: float | None = Field(default=None, gt=0)
+    memory_gib: float | None = Field(default=None, gt=0)
+    # How long loading the weights (and compiling, on TPU) may take: the startup probe's window.
+    model_load_seconds: Duration = 1800
+    env: dict[str, str] = Field(default_factory=dict)
+    mount: GcsMountSettings = GcsMountSettings()
+
+    @field_validator("namespace")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if not _DNS_LABEL.match(value):
+            raise ValueError(f"gke.namespace {value!r}: a DNS label (lowercase letters, digits, '-')")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _plain_env(cls, env: dict[str, str]) -> dict[str, str]:
+        for name in env:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"gke.env: {name!r} is not a valid environment variable name")
+            if _SECRET_LOOKING_ENV.search(name):
+                raise ValueError(
+                    f"gke.env: {name!r} looks like a credential; manifests are readable by anyone with cluster "
+                    "read access: keep it in Secret Manager"
+                )
+        return env
+
+    @field_validator("model_load_seconds")
+    @classmethod
+    def _load_window(cls, seconds: int) -> int:
+        if not 60 <= seconds <= 4 * 3600:
+            raise ValueError(f"gke.modelLoadSeconds {seconds}s: allowed between 1m and 4h")
+        return seconds
+
+    @model_validator(mode="after")
+    def _fits_the_node(self) -> Self:
+        shape = self.node_pool.shape
+        if self.replicas.max > self.node_pool.max_nodes:
+            raise ValueError(
+                f"gke.replicas.max {self.replicas.max} exceeds gke.nodePool.maxNodes {self.node_pool.max_nodes}: each "
+                f"replica takes a whole {shape.machine_type} node (tensor parallel over its {shape.accelerators} "
+                "accelerator(s)), so the extra replicas would stay Pending"
+            )
+        if self.cpu is not None and self.cpu > shape.allocatable_vcpu:
+            raise ValueError(
+                f"gke.cpu {self.cpu:g}: a {shape.machine_type} node can allocate {shape.allocatable_vcpu:.2f} vCPU"
+            )
+        if self.memory_gib is not None and self.memory_gib > shape.allocatable_memory_gib:
+            raise ValueError(
+                f"gke.memoryGib {self.memory_gib:g}: a {shape.machine_type} node can allocate "
+                f"{shape.allocatable_memory_gib:.1f} GiB"
+            )
+        return self
+
+    @property
+    def pod_cpu(self) -> float:
+        """The vLLM container's CPU (request = limit): the stack's, or 80% of the node's allocatable."""
+        return self.cpu if self.cpu is not None else round(self.node_pool.shape.allocatable_vcpu * 0.8, 1)
+
+    @property
+    def pod_memory_gib(self) -> float:
+        return (
+            self.memory_gib
+            if self.memory_gib is not None
+            else float(int(self.node_pool.shape.allocatable_memory_gib * 0.8))
+        )
+
+    @property
+    def cluster_location(self) -> str:
+        """Where the cluster is: an existing one's location, or the stack's region (a regional cluster)."""
+        return self.cluster.existing_location or self.node_pool.region

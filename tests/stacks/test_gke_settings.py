@@ -1,0 +1,140 @@
+"""A GKE stack file is checked at load, each mistake named by its key (stacks/gke.py, stacks/gke_rules.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from stacks.loading import StackConfigError, settings_from_config
+from stacks.settings import GkeStack
+from tests.conftest import stack_config
+
+TPU = "gke-tpu-v6e"
+GPU = "gke-l4x4"
+
+
+def _load(stack: str, **gke_changes: Any) -> GkeStack:
+    values = dict(stack_config(stack).values)
+    gke = json.loads(values["gemma-serving:gke"])
+    for dotted, value in gke_changes.items():
+        block = gke
+        *path, last = dotted.split("__")
+        for key in path:
+            block = block.setdefault(key, {})
+        block[last] = value
+    values["gemma-serving:gke"] = json.dumps(gke)
+    settings = settings_from_config(values)
+    assert isinstance(settings, GkeStack)
+    return settings
+
+
+def _problems(stack: str, overrides: dict[str, str] | None = None, **gke_changes: Any) -> str:
+    values = dict(stack_config(stack).values)
+    values.update(overrides or {})
+
+    def load() -> object:
+        return _load(stack, **gke_changes) if not overrides else settings_from_config(values)
+
+    with pytest.raises(StackConfigError) as error:
+        load()
+    return str(error.value)
+
+
+def test_both_shipped_gke_stacks_load_as_fleets() -> None:
+    """The examples must load as the GKE variant, TP equal to accelerators per node."""
+    tpu, gpu = _load(TPU), _load(GPU)
+    assert (tpu.gke.node_pool.shape.accelerators, tpu.vllm.tensor_parallel_size) == (1, 1)
+    assert (gpu.gke.node_pool.shape.accelerators, gpu.vllm.tensor_parallel_size) == (4, 4)
+    assert "--tensor-parallel-size" in gpu.serve_args()
+
+
+def test_a_machine_type_of_another_accelerator_is_refused() -> None:
+    """A TPU stack with a G2 machine would never schedule: the key and the allowed types are named."""
+    message = _problems(TPU, nodePool__machineType="g2-standard-48")
+    assert "gke.nodePool.machineType g2-standard-48 carries nvidia-l4" in message
+    assert "ct6e-standard-1t" in message
+
+
+def test_an_accelerator_count_the_machine_does_not_have_is_refused() -> None:
+    """G2 machines come with a fixed number of GPUs; asking for another count fails at load."""
+    assert "comes with exactly 4" in _problems(GPU, nodePool__acceleratorCount=2)
+
+
+def test_tensor_parallel_must_use_every_accelerator_of_the_node() -> None:
+    """TP 2 on a 4-GPU node would waste two GPUs per replica."""
+    values = dict(stack_config(GPU).values)
+    vllm = json.loads(values["gemma-serving:vllm"])
+    vllm["tensorParallelSize"] = 2
+    message = _problems(GPU, {"gemma-serving:vllm": json.dumps(vllm)})
+    assert "vllm.tensorParallelSize 2" in message
+    assert "set it to 4" in message
+
+
+def test_a_zone_without_the_accelerator_is_refused() -> None:
+    """A node pool in a zone without v6e waits forever; the zones that have it are listed."""
+    message = _problems(TPU, nodePool__zones=["us-east5-c"])
+    assert "gke.nodePool.zones: us-east5-c does not offer tpu-v6e" in message
+
+
+def test_zones_outside_the_stack_region_are_refused() -> None:
+    """The bucket and the mirror live in the stack's region; nodes elsewhere pay egress and latency."""
+    assert "must be the region of gke.nodePool.zones" in _problems(TPU, nodePool__zones=["us-central1-b"])
+
+
+def test_more_replicas_than_nodes_is_refused() -> None:
+    """One replica per node: an HPA allowed more replicas than nodes leaves pods Pending forever."""
+    message = _problems(TPU, replicas__max=8)
+    assert "gke.replicas.max 8 exceeds gke.nodePool.maxNodes 4" in message
+
+
+def test_weights_larger_than_the_pod_memory_are_refused() -> None:
+    """The checkpoint passes through host memory while loading; a pod smaller than it is OOM-killed."""
+    message = _problems(TPU, memoryGib=16)
+    assert "gke.memoryGib" in message
+    assert "22.3 GiB of weights" in message
+
+
+def test_memory_beyond_what_the_node_allocates_is_refused() -> None:
+    """A pod asking more than the node can allocate never schedules."""
+    assert "can allocate" in _problems(GPU, memoryGib=500)
+
+
+def test_a_public_service_needs_narrow_ranges() -> None:
+    """Never the vLLM port open to the internet, in any combination of ranges."""
+    assert "allowedSourceRanges" in _problems(TPU, service__publicEndpoint=True)
+    message = _problems(TPU, service__publicEndpoint=True, service__allowedSourceRanges=["0.0.0.0/1", "128.0.0.0/1"])
+    assert "together let in" in message
+    fine = _load(TPU, service__publicEndpoint=True, service__allowedSourceRanges=["203.0.113.0/24"])
+    assert fine.gke.service.allowed_source_ranges == ("203.0.113.0/24",)
+
+
+def test_an_unpinnable_kubernetes_version_is_refused() -> None:
+    """The manifests are validated against the pinned version's schema: only versions the tests know."""
+    assert "kubernetesVersion '1.29'" in _problems(TPU, cluster__kubernetesVersion="1.29")
+
+
+def test_an_existing_cluster_needs_its_location() -> None:
+    """A bare cluster name is ambiguous across locations."""
+    assert "gke.cluster.location" in _problems(TPU, cluster__existing="serving")
+    settings = _load(TPU, cluster__existing="projects/p/locations/us-east5/clusters/serving")
+    assert (settings.gke.cluster.existing_name, settings.gke.cluster_location) == ("serving", "us-east5")
+    assert settings.billing_shape().cluster_created is False
+
+
+def test_a_tpu_image_on_gpu_nodes_is_refused() -> None:
+    """The image family follows the node pool, not the platform."""
+    message = _problems(GPU, {"gemma-serving:image": "vllm/vllm-tpu:v0.32.0"})
+    assert "image" in message
+
+
+def test_a_typo_in_the_gke_block_names_the_key() -> None:
+    """A typo is an error naming the key, never a silent default."""
+    assert "gemma-serving:gke.nodePool.maxNode" in _problems(TPU, nodePool__maxNode=3)
+
+
+def test_a_parked_fleet_costs_no_accelerator_node() -> None:
+    """Parking sets the Deployment to 0 replicas; the plan prices 0 nodes at min and max."""
+    shape = _load(TPU, replicas__parked=True).billing_shape()
+    assert (shape.min_nodes, shape.max_nodes) == (0, 0)

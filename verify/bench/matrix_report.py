@@ -1,0 +1,184 @@
+"""The N-run comparison drawn: a Markdown table per workload, a CSV of every cell, a PNG of the costs.
+
+Rendering only reads verify/bench/matrix.py's verdicts; it decides nothing. Untrusted, skipped and
+SLO-missing cells appear with their mark, so a reader sees what was left out of the verdict and why.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from verify.bench.chart import INK, PALETTE, _fitting, _font
+from verify.bench.matrix import HOURS_PER_MONTH, RunVerdict, WorkloadVerdict
+from verify.numbers import plain, readable
+
+WIDTH = 1200
+ROW = 30
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${readable(value)}"
+
+
+def _hours(verdict: RunVerdict) -> str:
+    if not verdict.run.scales_to_zero:
+        return "n/a (bills while it exists)"
+    if verdict.break_even_hours is None:
+        return "-"
+    return "any (24+)" if verdict.break_even_hours >= 24 else f"{verdict.break_even_hours:.1f} h/day"
+
+
+def markdown(verdicts: Sequence[WorkloadVerdict], *, active_hours: float, slo_text: str) -> str:
+    lines = [
+        "# Stacks compared",
+        "",
+        (
+            f"SLO: {slo_text}. Costs at list prices from each run's own billing shape; monthly at "
+            f"{HOURS_PER_MONTH:g} h, scaled to zero while active {active_hours:g} h/day. Chosen cell per run: the "
+            "measured, trusted cell meeting the SLO at the lowest cost per 1M output tokens."
+        ),
+    ]
+    for verdict in verdicts:
+        lines += ["", f"## {verdict.workload.describe()}", "", f"**Cheapest meeting the SLO:** {verdict.reason}", ""]
+        lines += [
+            (
+                "| run | accelerator | model | users | req/s | output tok/s | p99 TTFT ms | p99 E2E ms | $/1M req "
+                "| $/1M output tok | always on $/month | scaled to zero $/month | break-even active hours |"
+            ),
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for run in verdict.runs:
+            chosen = run.chosen
+            monthly = (
+                f"{_usd(run.run.always_on_monthly_usd())} | {_usd(run.run.scaled_to_zero_monthly_usd(active_hours))}"
+            )
+            if chosen is None:
+                lines.append(
+                    f"| {run.run.label} | {run.run.accelerator} | {run.run.model} | - | - | - | - | - | - | - "
+                    f"| {monthly} | - |"
+                )
+                continue
+            record = chosen.record
+            lines.append(
+                f"| {run.run.label} | {run.run.accelerator} | {run.run.model} | {record.max_concurrency} "
+                f"| {readable(record.request_throughput)} | {readable(record.output_throughput)} "
+                f"| {readable(record.p99_ttft_ms)} | {readable(record.p99_e2el_ms)} "
+                f"| {_usd(record.cost_per_1m_requests_usd)} | {_usd(record.cost_per_1m_output_tokens_usd)} "
+                f"| {monthly} | {_hours(run)} |"
+            )
+        left_out = [
+            f"- {cell.run.label}, {cell.record.max_concurrency} users: {cell.mark}"
+            for run in verdict.runs
+            for cell in run.cells
+            if cell.mark
+        ]
+        if left_out:
+            lines += ["", "Left out of the verdict:", *left_out]
+    return "\n".join(lines) + "\n"
+
+
+CSV_COLUMNS = (
+    "api",
+    "context",
+    "max_tokens",
+    "run",
+    "accelerator",
+    "platform",
+    "model",
+    "concurrency",
+    "status",
+    "trusted",
+    "mark",
+    "chosen",
+    "request_throughput",
+    "output_throughput",
+    "p99_ttft_ms",
+    "p99_e2el_ms",
+    "price_per_hour_usd",
+    "cost_per_1m_requests_usd",
+    "cost_per_1m_output_tokens_usd",
+    "always_on_monthly_usd",
+    "break_even_active_hours",
+    "cheapest",
+)
+
+
+def csv_text(verdicts: Sequence[WorkloadVerdict]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for verdict in verdicts:
+        for run in verdict.runs:
+            for cell in run.cells:
+                record = cell.record
+                writer.writerow(
+                    [
+                        verdict.workload.api,
+                        verdict.workload.context,
+                        verdict.workload.max_tokens,
+                        run.run.label,
+                        run.run.accelerator,
+                        run.run.platform or "",
+                        run.run.model,
+                        record.max_concurrency,
+                        record.status,
+                        record.trusted,
+                        cell.mark,
+                        cell is run.chosen,
+                        plain(record.request_throughput),
+                        plain(record.output_throughput),
+                        plain(record.p99_ttft_ms),
+                        plain(record.p99_e2el_ms),
+                        plain(record.price_per_hour_usd),
+                        plain(record.cost_per_1m_requests_usd),
+                        plain(record.cost_per_1m_output_tokens_usd),
+                        plain(run.run.always_on_monthly_usd()),
+                        plain(run.break_even_hours),
+                        verdict.cheapest is run and cell is run.chosen,
+                    ]
+                )
+    return out.getvalue()
+
+
+def chart_png(verdicts: Sequence[WorkloadVerdict], path: Path) -> bool:
+    """Bars of each run's chosen cost per 1M output tokens, one group per workload; False when nothing was
+    chosen anywhere (an empty chart says nothing)."""
+    groups = [(v, [r for r in v.runs if r.chosen is not None]) for v in verdicts]
+    groups = [(v, runs) for v, runs in groups if runs]
+    if not groups:
+        return False
+    labels = sorted({run.run.label for _, runs in groups for run in runs})
+    colours = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
+    rows = sum(len(runs) + 1 for _, runs in groups)
+    height = 90 + rows * ROW + 40
+    image = Image.new("RGB", (WIDTH, height), "white")
+    draw = ImageDraw.Draw(image)
+    title = "Cost per 1M output tokens of each run's chosen cell (meets the SLO, trusted), per workload"
+    draw.text((WIDTH / 2, 16), title, fill=INK, font=_fitting(draw, title, 18), anchor="mt")
+    top = max(_cost(run) for _, runs in groups for run in runs) or 1.0
+    font, left, right = _font(14), 420, WIDTH - 140
+    y = 60
+    for verdict, runs in groups:
+        draw.text((20, y + ROW / 2), verdict.workload.describe(), fill=INK, font=_font(15), anchor="lm")
+        y += ROW
+        for run in runs:
+            cost = _cost(run)
+            width = (right - left) * cost / top
+            cheapest = verdict.cheapest is run
+            label = f"{run.run.label} ({run.run.accelerator}){'  <- cheapest' if cheapest else ''}"
+            draw.text((left - 10, y + ROW / 2), label, fill=INK, font=font, anchor="rm")
+            draw.rectangle((left, y + 5, left + max(width, 1), y + ROW - 5), fill=colours[run.run.label])
+            draw.text((left + width + 8, y + ROW / 2), f"${readable(cost)}", fill=INK, font=font, anchor="lm")
+            y += ROW
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="PNG", optimize=True)
+    return True
+
+
+def _cost(run: RunVerdict) -> float:
+    return (run.chosen.record.cost_per_1m_output_tokens_usd or 0.0) if run.chosen else 0.0

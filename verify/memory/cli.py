@@ -1,0 +1,123 @@
+"""`verify memory --stack NAME`: vLLM's start-up memory lines beside the plan; ``--save`` calibrates.
+
+Exit codes: 0 the lines were found (and saved, with --save); 1 none found in --since (the server has not
+started, or started longer ago); 2 could not read the logs, or --save without the lines it needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from typing import TextIO
+
+from preview.stack_file import project_root
+from stacks.calibration import CalibrationRecord, record_path, save_record
+from stacks.capacity import assess_stack
+from stacks.settings import StackSettings
+from verify import UsageError
+from verify.memory.layout import MemoryLayout, memory_layout
+from verify.numbers import readable, signed_percent
+from verify.ops.google import CannotCheckError, GoogleApiError, apis_from_environment
+from verify.ops.logs import parse_since
+from verify.ops.stack import load_ops_stack
+from verify.stack_settings import load_settings
+
+GIB = 1 << 30
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "memory",
+        help="vLLM's start-up memory lines (weights, KV cache) beside the planner's prediction",
+        description="Read vLLM's start-up memory lines from Cloud Logging (weights loaded, available KV cache "
+        "memory, KV cache size in tokens, maximum concurrency) for the stack's newest start-up, beside the "
+        "planner's prediction with the error. --save writes them as a calibration record the planner then "
+        "uses for this accelerator and checkpoint. Exit codes: 0 found, 1 no lines found, 2 could not read.",
+    )
+    parser.add_argument("--stack", required=True, metavar="NAME", help="the stack (Pulumi.<NAME>.yaml)")
+    parser.add_argument("--project", metavar="ID", help="the Google Cloud project (default: the stack's gcp:project)")
+    parser.add_argument("--since", default="7d", metavar="AGE", help="look this far back (30m, 12h, 7d; default 7d)")
+    parser.add_argument(
+        "--save", action="store_true", help="write the lines as a calibration record (calibration/<accel>/...)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    parser.set_defaults(handler=_memory)
+
+
+def _memory(args: argparse.Namespace) -> int:
+    try:
+        since_s = parse_since(str(args.since))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    stack = load_ops_stack(str(args.stack), project=args.project)
+    settings = load_settings(str(args.stack))
+    try:
+        with apis_from_environment() as apis:
+            layout = memory_layout(apis, stack, settings, root=None, since_s=since_s)
+    except (CannotCheckError, GoogleApiError) as error:
+        print(f"memory: cannot read the logs of {args.stack}: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(layout.model_dump_json(indent=2))
+    else:
+        print_layout(layout, sys.stdout)
+    if args.save and layout.exit_code == 0:
+        return _save(layout, settings)
+    return layout.exit_code
+
+
+def calibration_record(layout: MemoryLayout, settings: StackSettings, *, now: datetime.datetime) -> CalibrationRecord:
+    """The record ``--save`` writes; UsageError when the lines it needs were not logged."""
+    measured = layout.measured
+    if measured.weights_gib is None or measured.available_kv_cache_gib is None:
+        raise UsageError(
+            "--save needs both 'Model loading took ... GiB memory' and 'Available KV cache memory' from the "
+            "server's log; this start-up did not log both (see the lines above)"
+        )
+    plan = assess_stack(settings, root=project_root()).plan
+    if plan is None or plan.usable_bytes is None:
+        raise UsageError("--save needs the planner's usable memory for this stack, and it has no plan")
+    vllm = settings.vllm
+    return CalibrationRecord(
+        accelerator=layout.accelerator,
+        checkpoint=layout.checkpoint,
+        weights_gib=measured.weights_gib,
+        available_kv_cache_gib=measured.available_kv_cache_gib,
+        kv_cache_tokens=measured.kv_cache_tokens,
+        max_concurrency=measured.max_concurrency,
+        usable_gib=round(plan.usable_bytes / GIB, 3),
+        gpu_memory_utilization=vllm.gpu_memory_utilization,
+        max_model_len=vllm.max_model_len,
+        max_num_seqs=vllm.max_num_seqs,
+        kv_cache_dtype=vllm.kv_cache_dtype,
+        source=f"Cloud Logging, stack {layout.stack}, {layout.source} at {layout.first_line_at}",
+        recorded_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+
+
+def _save(layout: MemoryLayout, settings: StackSettings) -> int:
+    record = calibration_record(layout, settings, now=datetime.datetime.now(datetime.UTC))
+    path = save_record(project_root(), record)
+    shown = record_path(project_root(), record.accelerator, record.checkpoint).relative_to(project_root())
+    print(f"saved {shown}: the planner now uses these figures for {record.accelerator} + {record.checkpoint}")
+    return 0 if path.is_file() else 2
+
+
+def print_layout(layout: MemoryLayout, out: TextIO) -> None:
+    lines = [f"memory of {layout.stack} ({layout.accelerator}, {layout.checkpoint})"]
+    if not layout.measured.lines:
+        lines.append("no vLLM start-up memory lines found in the logs (not started yet, or before --since)")
+    else:
+        lines.append(f"from {layout.source}, start-up at {layout.first_line_at}")
+        lines.append(f"  {'':<40} {'planned':>12} {'measured':>12} {'error':>8}")
+        for row in layout.rows:
+            error = "-" if row.error is None else signed_percent(row.error)
+            measured = "not logged" if row.measured is None else readable(row.measured)
+            lines.append(
+                f"  {row.quantity + ' (' + row.unit + ')':<40} {readable(row.planned):>12} {measured:>12} {error:>8}"
+            )
+        lines.extend(f"  | {line}" for line in layout.measured.lines)
+    if layout.plan_note:
+        lines.append(layout.plan_note)
+    out.write("\n".join(lines) + "\n")

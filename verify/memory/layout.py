@@ -1,0 +1,145 @@
+"""vLLM's start-up memory lines from Cloud Logging, beside the planner's prediction for the same stack.
+
+Which start-up: the lines are searched with the stack's own log filter (verify/ops/stack.py: the Cloud
+Run service's revisions, or the TPU node's container) narrowed to the memory lines, newest first; the
+newest line's source (the revision, or the node's container) is the start-up reported, and only its lines
+are read. The error of each planned figure is (planned - measured) / measured.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from pathlib import Path
+
+import pydantic
+
+from stacks.capacity import assess_stack
+from stacks.settings import StackSettings
+from verify.memory.startup import SEARCH_TERMS, StartupMemory, parse_startup
+from verify.ops.google import GoogleApis
+from verify.ops.logs import _entries, _LogEntry, _source, _text
+from verify.ops.stack import OpsStack
+
+GIB = 1 << 30
+MAX_LINES = 200
+
+
+class Row(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    quantity: str
+    unit: str
+    planned: float | None
+    measured: float | None
+
+    @pydantic.computed_field  # type: ignore[prop-decorator]
+    @property
+    def error(self) -> float | None:
+        """(planned - measured) / measured: +10% means the planner promised 10% more than vLLM found."""
+        if self.planned is None or not self.measured:
+            return None
+        return (self.planned - self.measured) / self.measured
+
+
+class MemoryLayout(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    accelerator: str
+    checkpoint: str
+    source: str | None  # the revision or node container the lines came from
+    first_line_at: str | None
+    measured: StartupMemory
+    rows: list[Row]
+    plan_note: str | None  # why there is no plan, or that it is already calibrated
+    problem: str | None = None
+
+    @pydantic.computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        """0 lines found; 1 none found (not started yet, or too long ago); 2 logs unreadable."""
+        if self.problem is not None:
+            return 2
+        return 0 if self.measured.lines else 1
+
+
+def memory_query(stack: OpsStack, since: datetime.datetime) -> str:
+    terms = " OR ".join(f'"{term}"' for term in SEARCH_TERMS)
+    return f"{stack.log_filter(since)} AND ({terms})"
+
+
+def read_startup(
+    apis: GoogleApis, stack: OpsStack, since: datetime.datetime
+) -> tuple[StartupMemory, str | None, str | None]:
+    """The newest start-up's memory lines, the source they came from and the time of the first."""
+    entries: list[_LogEntry] = _entries(apis, stack.project, memory_query(stack, since), MAX_LINES)
+    if not entries:
+        return StartupMemory(), None, None
+    newest = _source(entries[0])
+    own = [entry for entry in reversed(entries) if _source(entry) == newest]  # oldest first
+    return parse_startup(_text(entry) for entry in own), newest, own[0].timestamp or None
+
+
+def planned_rows(settings: StackSettings, measured: StartupMemory, root: Path | None) -> tuple[list[Row], str | None]:
+    capacity = assess_stack(settings, root=root)
+    plan = capacity.plan
+    note = None
+    if plan is None:
+        note = f"no plan: {capacity.unknown_reason}"
+    elif any("(measured: " in line for line in capacity.assumptions):
+        note = "the plan already uses a calibration record for this accelerator and checkpoint"
+
+    def gib(value: int | None) -> float | None:
+        return None if value is None else value / GIB
+
+    rows = [
+        Row(
+            quantity="weights",
+            unit="GiB",
+            planned=gib(plan.weight_bytes) if plan else None,
+            measured=measured.weights_gib,
+        ),
+        Row(
+            quantity="available KV cache memory",
+            unit="GiB",
+            planned=gib(plan.kv_budget_bytes) if plan else None,
+            measured=measured.available_kv_cache_gib,
+        ),
+        Row(
+            quantity="KV cache size",
+            unit="tokens",
+            planned=plan.capacity_tokens if plan else None,
+            measured=measured.kv_cache_tokens,
+        ),
+        Row(
+            quantity=f"maximum concurrency at {settings.vllm.max_model_len:,} tokens",
+            unit="x",
+            planned=plan.max_concurrency if plan else None,
+            measured=measured.max_concurrency,
+        ),
+    ]
+    return rows, note
+
+
+def memory_layout(
+    apis: GoogleApis,
+    stack: OpsStack,
+    settings: StackSettings,
+    *,
+    root: Path | None,
+    since_s: int,
+    now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+) -> MemoryLayout:
+    measured, source, first = read_startup(apis, stack, now() - datetime.timedelta(seconds=since_s))
+    rows, note = planned_rows(settings, measured, root)
+    return MemoryLayout(
+        stack=stack.name,
+        accelerator=settings.accelerator.value,
+        checkpoint=settings.model.path,
+        source=source,
+        first_line_at=first,
+        measured=measured,
+        rows=rows,
+        plan_note=note,
+    )

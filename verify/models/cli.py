@@ -1,0 +1,94 @@
+"""`verify models`: flags, the bucket's checkpoints as a table or JSON, and the exit code.
+
+The bucket is the stack's ``modelBucket`` output (`pulumi stack output`), or ``--bucket``; the paths the
+stack serves (its model and drafter directories) come from its stack file, as the program reads it.
+Exit codes: 0 every served path holds a complete import, 1 one does not, 2 could not read (no
+credentials, no such bucket, the stack's outputs unreadable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from verify import UsageError
+from verify.models.bucket import bucket_name, list_objects, read_marker
+from verify.models.inventory import BucketInventory, inventory
+from verify.numbers import readable
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, apis_from_environment
+from verify.stack_settings import load_settings
+from verify.target import read_stack_outputs
+
+EXIT_CANNOT_READ = 2
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "models",
+        help="what the model bucket holds: complete and partial imports, and the path the stack serves",
+        description="List the stack's model bucket: every completed import (source, revision, files, bytes from "
+        "its completion marker), imports without a marker or whose files changed, and which path the stack "
+        "serves. Exit codes: 0 the served paths are complete, 1 one is not, 2 could not read.",
+    )
+    parser.add_argument("--stack", required=True, metavar="NAME", help="the stack (Pulumi.<NAME>.yaml)")
+    parser.add_argument("--bucket", metavar="NAME", help="list this bucket instead of the stack's modelBucket output")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    parser.set_defaults(handler=_models)
+
+
+def served_dirs(stack: str, root: Path | None = None) -> list[str]:
+    """The bucket directories the stack's server reads (model, then drafter), from its stack file."""
+    return list(load_settings(stack, root).model_dirs)
+
+
+def bucket_of(stack: str) -> str:
+    """The stack's ``modelBucket`` output (docs/architecture.md, "Stack outputs")."""
+    outputs = read_stack_outputs(stack)
+    bucket = outputs.get("modelBucket") if isinstance(outputs, dict) else None
+    if not isinstance(bucket, str) or not bucket:
+        raise UsageError(f"stack {stack!r} has no modelBucket output (not deployed?); pass --bucket NAME")
+    return bucket
+
+
+def run_models(apis: GoogleApis, bucket: str, served: dict[str, list[str]]) -> BucketInventory:
+    """List ``bucket`` and read each completion marker in it; raises GoogleApiError / CannotCheckError."""
+    return inventory(bucket, list_objects(apis, bucket), lambda name: read_marker(apis, bucket, name), served)
+
+
+def _models(args: argparse.Namespace) -> int:
+    stack = str(args.stack)
+    served = {stack: served_dirs(stack)}
+    try:
+        bucket = bucket_name(str(args.bucket), where="--bucket") if args.bucket else bucket_of(stack)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    try:
+        with apis_from_environment() as apis:
+            found = run_models(apis, bucket, served)
+    except (CannotCheckError, GoogleApiError) as error:
+        print(f"models: cannot read gs://{bucket}: {error}", file=sys.stderr)
+        return EXIT_CANNOT_READ
+    if args.json:
+        print(found.model_dump_json(indent=2))
+    else:
+        print_inventory(found, sys.stdout)
+    return found.exit_code
+
+
+def print_inventory(found: BucketInventory, out: TextIO) -> None:
+    lines = [f"gs://{found.bucket}"]
+    for checkpoint in found.checkpoints:
+        origin = f"{checkpoint.source}@{checkpoint.revision}" if checkpoint.source else "-"
+        serving = f"  <- served by {', '.join(checkpoint.served_by)}" if checkpoint.served_by else ""
+        lines.append(
+            f"  {checkpoint.path or '(bucket root)'}: {checkpoint.state.value}, {origin}, {checkpoint.files} files, "
+            f"{readable(checkpoint.bytes / 2**30)} GiB"
+            + (f", completed {checkpoint.completed_at}" if checkpoint.completed_at else "")
+            + serving
+        )
+        lines.extend(f"      {problem}" for problem in checkpoint.problems)
+    if not found.checkpoints:
+        lines.append("  (empty)")
+    out.write("\n".join(lines) + "\n")

@@ -1,0 +1,183 @@
+"""Google's answers as the ops commands read them: pydantic models at the edge, every text escaped.
+
+Why models rather than `dict.get` chains: an answer of the wrong shape (labels as a string, a percent of
+"ten", a usage value "abc") must stop the command with "could not check" (exit 2), never crash with a
+traceback nor be read as empty and reported as "not deployed" or a missing quota. `parse_answer` turns
+a validation error into CannotCheckError. Unknown fields are ignored (Google adds fields); the ones read
+are typed as the discovery documents say (googleapis/google-api-python-client, discovery_cache:
+run.v2.json, tpu.v2.json, cloudresourcemanager.v3.json, serviceusage.v1.json, monitoring.v3.json).
+int64 values arrive as JSON strings and are coerced; anything else is refused.
+"""
+
+from __future__ import annotations
+
+import pydantic
+
+from verify.ops.google import GoogleText
+
+
+class _Answer(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+
+# --- Cloud Run Admin API v2 ------------------------------------------------------------------------------
+
+
+class RunCondition(_Answer):
+    """`GoogleCloudRunV2Condition`."""
+
+    type: GoogleText = ""
+    state: GoogleText = "STATE_UNSPECIFIED"
+    message: GoogleText = ""
+    reason: GoogleText = ""
+    revision_reason: GoogleText = pydantic.Field(default="", alias="revisionReason")
+
+
+class RunTrafficStatus(_Answer):
+    """`GoogleCloudRunV2TrafficTargetStatus`."""
+
+    type: GoogleText = ""
+    revision: GoogleText = ""
+    percent: int = pydantic.Field(default=0, ge=0, le=100)
+    tag: GoogleText = ""
+    uri: GoogleText = ""
+
+
+class RunScaling(_Answer):
+    min_instance_count: int | None = pydantic.Field(default=None, alias="minInstanceCount")
+    max_instance_count: int | None = pydantic.Field(default=None, alias="maxInstanceCount")
+
+
+class RunResources(_Answer):
+    limits: dict[str, GoogleText] = pydantic.Field(default_factory=dict)
+
+
+class RunContainer(_Answer):
+    resources: RunResources = RunResources()
+
+
+class RunTemplate(_Answer):
+    """`GoogleCloudRunV2RevisionTemplate`: the fields preflight and status read."""
+
+    scaling: RunScaling = RunScaling()
+    containers: list[RunContainer] = pydantic.Field(default_factory=list)
+    node_selector: dict[str, GoogleText] = pydantic.Field(default_factory=dict, alias="nodeSelector")
+
+
+class RunService(_Answer):
+    """`GoogleCloudRunV2Service`."""
+
+    name: GoogleText = ""
+    uri: GoogleText = ""
+    labels: dict[str, GoogleText] = pydantic.Field(default_factory=dict)
+    reconciling: bool = False
+    terminal_condition: RunCondition = pydantic.Field(default=RunCondition(), alias="terminalCondition")
+    latest_created_revision: GoogleText = pydantic.Field(default="", alias="latestCreatedRevision")
+    latest_ready_revision: GoogleText = pydantic.Field(default="", alias="latestReadyRevision")
+    traffic_statuses: list[RunTrafficStatus] = pydantic.Field(default_factory=list, alias="trafficStatuses")
+    scaling: RunScaling = RunScaling()
+    template: RunTemplate = RunTemplate()
+
+
+class RunRevision(_Answer):
+    """`GoogleCloudRunV2Revision`: its name and conditions."""
+
+    name: GoogleText = ""
+    conditions: list[RunCondition] = pydantic.Field(default_factory=list)
+
+
+# --- Cloud TPU API v2 ------------------------------------------------------------------------------------
+
+
+class _Status(_Answer):
+    message: GoogleText = ""
+
+
+class _FailedData(_Answer):
+    error: _Status = _Status()
+
+
+class QueuedResourceState(_Answer):
+    """`QueuedResourceState`: the state and, when it failed, Google's error."""
+
+    state: GoogleText = "STATE_UNSPECIFIED"
+    failed_data: _FailedData = pydantic.Field(default=_FailedData(), alias="failedData")
+
+
+class _QueueingPolicy(_Answer):
+    valid_until_time: GoogleText = pydantic.Field(default="", alias="validUntilTime")
+
+
+class QueuedResource(_Answer):
+    """`QueuedResource`."""
+
+    state: QueuedResourceState = QueuedResourceState()
+    queueing_policy: _QueueingPolicy = pydantic.Field(default=_QueueingPolicy(), alias="queueingPolicy")
+    create_time: GoogleText = pydantic.Field(default="", alias="createTime")
+
+
+class _AccessConfig(_Answer):
+    external_ip: GoogleText = pydantic.Field(default="", alias="externalIp")
+
+
+class NetworkEndpoint(_Answer):
+    ip_address: GoogleText = pydantic.Field(default="", alias="ipAddress")
+    access_config: _AccessConfig = pydantic.Field(default=_AccessConfig(), alias="accessConfig")
+
+
+class TpuNode(_Answer):
+    """`Node`: state, health and endpoints."""
+
+    state: GoogleText = "STATE_UNSPECIFIED"
+    health: GoogleText = ""
+    health_description: GoogleText = pydantic.Field(default="", alias="healthDescription")
+    network_endpoints: list[NetworkEndpoint] = pydantic.Field(default_factory=list, alias="networkEndpoints")
+
+
+class AcceleratorType(_Answer):
+    type: GoogleText = ""
+
+
+class RuntimeVersion(_Answer):
+    version: GoogleText = ""
+
+
+# --- Resource Manager, Service Usage, Monitoring ---------------------------------------------------------
+
+
+class Permissions(_Answer):
+    """testIamPermissions' answer: the subset of the permissions asked about that the caller holds."""
+
+    permissions: list[GoogleText] = pydantic.Field(default_factory=list)
+
+
+class ServiceState(_Answer):
+    name: GoogleText = ""
+    state: GoogleText = ""
+
+
+class ServicesBatch(_Answer):
+    """services:batchGet's answer."""
+
+    services: list[ServiceState] = pydantic.Field(default_factory=list)
+
+
+class TypedValue(_Answer):
+    """`TypedValue` of a quota usage point (int64 as a JSON string, or a double)."""
+
+    int64_value: int | None = pydantic.Field(default=None, alias="int64Value")
+    double_value: float | None = pydantic.Field(default=None, alias="doubleValue", allow_inf_nan=False)
+
+    @property
+    def number(self) -> float:
+        return float(self.int64_value if self.int64_value is not None else self.double_value or 0)
+
+
+class Point(_Answer):
+    value: TypedValue = TypedValue()
+
+
+class TimeSeries(_Answer):
+    """`TimeSeries`: its points, newest first."""
+
+    points: list[Point] = pydantic.Field(default_factory=list)

@@ -1,0 +1,159 @@
+"""`verify query`: flags, the prompt's source (argument, file or stdin), the live answer and the summary.
+
+The answer is printed as it streams (reasoning, when shown, dimmed and labelled before it), then one
+summary line of numbers; ``--json`` prints one document instead, for machines (the MCP tool).
+Exit codes: 0 answered, 1 the request failed (the summary says how and the likely cause), 2 usage
+error, unreachable or unauthorised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import httpx
+
+from verify import UsageError
+from verify.argtypes import non_negative_number, positive_int
+from verify.client import client_for
+from verify.discovery import AnswerError, find_card, served_models
+from verify.numbers import readable
+from verify.query.run import DEFAULT_MAX_TOKENS, QueryOptions, QueryReport, ReasoningDisplay, run_query
+from verify.streaming import TextCallback
+from verify.target import Target, add_target_arguments, request_deadline_s, resolve_target
+
+STDIN = "-"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``verify query`` to the CLI."""
+    parser = subparsers.add_parser(
+        "query",
+        help="ask an endpoint one prompt, streamed, with TTFT, tokens/s and usage",
+        description="Send one prompt as a streamed chat completion; print the answer as it arrives, then "
+        "TTFT, output tokens/s, usage (prompt, completion, reasoning tokens), finish reason and the model "
+        "that answered. Exit codes: 0 answered, 1 the request failed, 2 usage error or endpoint "
+        "unreachable/unauthorised.",
+    )
+    add_target_arguments(parser)
+    parser.add_argument("prompt", nargs="?", metavar="PROMPT", help=f"the prompt ({STDIN!r}: read it from stdin)")
+    parser.add_argument("--prompt-file", type=Path, metavar="PATH", help="read the prompt from this file")
+    parser.add_argument("--system", metavar="TEXT", help="a system message before the prompt")
+    parser.add_argument(
+        "--max-tokens",
+        type=positive_int("--max-tokens"),
+        default=DEFAULT_MAX_TOKENS,
+        metavar="N",
+        help=f"most output tokens, reasoning included (default {DEFAULT_MAX_TOKENS})",
+    )
+    parser.add_argument(
+        "--temperature", type=non_negative_number("--temperature"), metavar="T", help="sampling temperature"
+    )
+    parser.add_argument(
+        "--reasoning",
+        choices=[choice.value for choice in ReasoningDisplay],
+        default=ReasoningDisplay.SHOW.value,
+        help="print the model's reasoning or not (its tokens are counted either way; default show)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of streaming")
+    parser.set_defaults(handler=run_query_command)
+
+
+def read_prompt(args: argparse.Namespace, stdin: TextIO | None = None) -> str:
+    """The prompt from exactly one of PROMPT, PROMPT='-' (stdin) or --prompt-file."""
+    given: str | None = args.prompt
+    path: Path | None = args.prompt_file
+    if (given is None) == (path is None):
+        raise UsageError("give the prompt as PROMPT, as '-' to read stdin, or with --prompt-file PATH (exactly one)")
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--prompt-file {str(path)!r} cannot be read as UTF-8 text: {exc}") from None
+    elif given == STDIN:
+        text = (stdin or sys.stdin).read()
+    else:
+        text = str(given)
+    if not text.strip():
+        raise UsageError("the prompt is empty")
+    return text
+
+
+def run_query_command(args: argparse.Namespace) -> int:
+    prompt = read_prompt(args)
+    target = resolve_target(args)
+    report = asyncio.run(_run(target, args, prompt))
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        print_summary(report, sys.stdout)
+    return report.exit_code
+
+
+async def _run(target: Target, args: argparse.Namespace, prompt: str) -> QueryReport:
+    display = ReasoningDisplay(args.reasoning)
+    async with client_for(target, args) as client:
+        model = target.model or await _the_one_model(client)
+        options = QueryOptions(
+            prompt=prompt,
+            model=model,
+            max_tokens=args.max_tokens,
+            deadline_s=request_deadline_s(args, args.max_tokens),
+            temperature=args.temperature,
+            system=args.system,
+        )
+        on_text = None if args.json else live_printer(sys.stdout, display)
+        return await run_query(client, target.base_url, options, reasoning=display, on_text=on_text)
+
+
+async def _the_one_model(client: httpx.AsyncClient) -> str:
+    """With no --model, the one name /v1/models lists; otherwise a usage error naming the choices."""
+    try:
+        models = await served_models(client)
+    except AnswerError as exc:
+        raise UsageError(f"--model not given and GET {exc.path} failed ({exc.problem.value}); pass --model") from None
+    card = find_card(models, None)
+    if card is None:
+        raise UsageError(f"--model not given and the server lists {models.names}; pass --model NAME")
+    return card.id
+
+
+def live_printer(out: TextIO, display: ReasoningDisplay) -> TextCallback:
+    """Print text as it arrives: reasoning (when shown) under a 'reasoning:' label, then the answer."""
+    state = {"section": ""}
+
+    def take(text: str, is_reasoning: bool) -> None:
+        if is_reasoning and display is ReasoningDisplay.HIDE:
+            return
+        section = "reasoning" if is_reasoning else "answer"
+        if state["section"] != section:
+            if state["section"]:
+                out.write("\n")
+            if is_reasoning or state["section"]:
+                out.write(f"[{section}]\n")
+            state["section"] = section
+        out.write(text)
+        out.flush()
+
+    return take
+
+
+def print_summary(report: QueryReport, out: TextIO) -> None:
+    """The numbers after the answer; on failure what went wrong and its likely cause."""
+    out.write("\n\n")
+    usage = (
+        f"usage: prompt {readable(report.prompt_tokens)}, completion {readable(report.completion_tokens)}"
+        f", reasoning {readable(report.reasoning_tokens, missing='not reported')}"
+    )
+    timing = (
+        f"TTFT {readable(report.ttft_ms)} ms, {readable(report.output_tokens_per_s)} output tok/s after the "
+        f"first ({readable(report.tokens_per_s_overall)} overall), end-to-end {readable(report.e2e_ms)} ms"
+    )
+    served = report.served_model or "not named"
+    out.write(f"{timing}\n{usage}\nfinish reason {report.finish_reason or '-'}, model {served}\n")
+    if report.failure is not None:
+        status = f" (HTTP {report.status})" if report.status is not None else ""
+        out.write(f"FAILED: {report.failure}{status}: {report.failure_detail}\nlikely cause: {report.cause}\n")

@@ -1,0 +1,124 @@
+"""Ask one prompt and report what came back: TTFT, output tokens per second, usage, finish reason, model.
+
+Why this is not a health check: a person asks their own question and reads the answer; the numbers are
+those of that one request, measured the way a benchmark measures (verify/streaming.py: TTFT to the
+first text chunk, tokens only from ``usage``, never retried, bounded by max tokens and a deadline).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+
+import httpx
+import pydantic
+
+from verify import streaming
+from verify.health.diagnosis import stream_cause
+from verify.streaming import FailureKind, StreamRequest, StreamResult, TextCallback
+
+DEFAULT_MAX_TOKENS = 512
+# Failures that mean "could not ask" (exit 2, like an unreachable endpoint elsewhere), not "a bad answer".
+_COULD_NOT_ASK = frozenset({FailureKind.CONNECT_ERROR, FailureKind.CONNECT_TIMEOUT})
+_UNAUTHORISED = frozenset({401, 403})
+
+
+class ReasoningDisplay(enum.StrEnum):
+    """Whether the model's reasoning is printed; it is always counted."""
+
+    SHOW = "show"
+    HIDE = "hide"
+
+
+class QueryOptions(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    prompt: str = pydantic.Field(min_length=1)
+    model: str
+    max_tokens: int = pydantic.Field(default=DEFAULT_MAX_TOKENS, ge=1)
+    deadline_s: float | None = pydantic.Field(default=None, gt=0)
+    temperature: float | None = pydantic.Field(default=None, ge=0)
+    system: str | None = None
+
+
+class QueryReport(pydantic.BaseModel):
+    """One request's outcome; on failure whatever was measured before it is kept."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str
+    asked_model: str
+    served_model: str | None
+    answer: str
+    reasoning: str | None  # None when hidden
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    reasoning_tokens: int | None  # only servers running a reasoning parser report it
+    ttft_ms: float | None
+    e2e_ms: float
+    output_tokens_per_s: float | None  # decode speed after the first token: 1 / TPOT
+    tokens_per_s_overall: float | None  # completion tokens / end-to-end time
+    failure: str | None = None
+    failure_detail: str | None = None
+    status: int | None = None
+    cause: str | None = None
+
+    @pydantic.computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        """0 answered; 2 could not ask (unreachable, unauthorised); 1 the answer failed."""
+        if self.failure is None:
+            return 0
+        if self.status in _UNAUTHORISED or self.failure in _COULD_NOT_ASK:
+            return 2
+        return 1
+
+
+async def run_query(
+    client: httpx.AsyncClient,
+    base_url: str,
+    options: QueryOptions,
+    *,
+    reasoning: ReasoningDisplay = ReasoningDisplay.SHOW,
+    on_text: TextCallback | None = None,
+    clock: streaming.Clock = time.perf_counter,
+) -> QueryReport:
+    """Send the prompt as one streamed chat completion and report it."""
+    extra: dict[str, object] = {}
+    if options.temperature is not None:
+        extra["temperature"] = options.temperature
+    if options.system is not None:
+        extra["messages"] = [
+            {"role": "system", "content": options.system},
+            {"role": "user", "content": options.prompt},
+        ]
+    request = StreamRequest(model=options.model, prompt=options.prompt, max_tokens=options.max_tokens, extra_body=extra)
+    found = await streaming.measure_stream(client, request, deadline_s=options.deadline_s, clock=clock, on_text=on_text)
+    return report_of(found, base_url, options, reasoning)
+
+
+def report_of(found: StreamResult, base_url: str, options: QueryOptions, reasoning: ReasoningDisplay) -> QueryReport:
+    answer = found.text[len(found.reasoning_text) :] if found.text.startswith(found.reasoning_text) else found.text
+    failure = found.failure
+    return QueryReport(
+        base_url=base_url,
+        asked_model=options.model,
+        served_model=found.model,
+        answer=answer,
+        reasoning=found.reasoning_text if reasoning is ReasoningDisplay.SHOW else None,
+        finish_reason=found.finish_reason,
+        prompt_tokens=found.prompt_tokens,
+        completion_tokens=found.output_tokens,
+        reasoning_tokens=found.reasoning_tokens,
+        ttft_ms=None if found.ttft_s is None else found.ttft_s * 1000,
+        e2e_ms=found.e2el_s * 1000,
+        output_tokens_per_s=None if not found.tpot_s else 1 / found.tpot_s,
+        tokens_per_s_overall=(
+            found.output_tokens / found.e2el_s if found.output_tokens is not None and found.e2el_s > 0 else None
+        ),
+        failure=None if failure is None else failure.kind.value,
+        failure_detail=None if failure is None else failure.detail,
+        status=None if failure is None else failure.status,
+        cause=None if failure is None else stream_cause(failure, options.model),
+    )
