@@ -413,7 +413,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                     )
                 ],
             ),
-            *sidecar_containers(args.metrics_sidecar, serving_container=CONTAINER_NAME),
+            *sidecar_containers(args.metrics_sidecar, serving_container=GPU_SERVING_CONTAINER),
         ],
     )
 

@@ -28,7 +28,7 @@ RUN_GMP_SIDECAR_IMAGE = "us-docker.pkg.dev/cloud-ops-agents-artifacts/cloud-run-
 OTELCOL_GOOGLE_IMAGE = (
     "us-docker.pkg.dev/cloud-ops-agents-artifacts/google-cloud-opentelemetry-collector/otelcol-google:0.159.0"
 )
-# The role a collector's identity needs to write metrics (run-gmp-sidecar README, "Prerequisites").
+# The role a collector's identity needs to write metrics (the prerequisites of run-gmp-sidecar's own readme).
 METRIC_WRITER_ROLE = "roles/monitoring.metricWriter"
 # run-gmp-sidecar's own default (confgenerator.DefaultRunMonitoringConfig: 30s); the TPU collector matches it.
 SCRAPE_INTERVAL = "30s"

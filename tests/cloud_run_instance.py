@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.vllm_gpu_service import CONTAINER_NAME
+from serving.naming import GPU_SERVING_CONTAINER
 
 _MIB = {"Mi": 1, "Gi": 1024}
 
 
 def vllm_container(template: dict[str, Any]) -> dict[str, Any]:
-    (container,) = [c for c in template["containers"] if c.get("name") == CONTAINER_NAME]
+    (container,) = [c for c in template["containers"] if c.get("name") == GPU_SERVING_CONTAINER]
     return dict(container)
 
 

@@ -9,7 +9,7 @@ import promql_parser
 import pytest
 import yaml
 from google.cloud.monitoring_dashboard_v1 import Dashboard
-from google.protobuf.json_format import ParseError
+from google.protobuf.json_format import ParseError  # type: ignore[import-untyped]  # protobuf ships no stubs
 
 from components.monitoring.dashboard import dashboard_json
 from components.tpu.startup_script import DATA_END_MARKER
