@@ -65,7 +65,7 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
 
 
 def _http(url: str, *, post: bool = False) -> dict[str, object]:
-    request = urllib.request.Request(url, method="POST" if post else "GET", data=b"" if post else None)  # noqa: S310
+    request = urllib.request.Request(url, method="POST" if post else "GET", data=b"" if post else None)  # noqa: S310 - a loopback URL the script builds itself
     with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - our own 127.0.0.1 server
         return dict(json.loads(answer.read()))
 

@@ -411,7 +411,7 @@ class GcsDestination:
             while data := stream.read(self.chunk_bytes):
                 out.write(data)
 
-    def rewrite_from(self, source_blob: Any, name: str, version: str) -> None:  # noqa: ANN401
+    def rewrite_from(self, source_blob: Any, name: str, version: str) -> None:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
         """A server-side copy from another bucket: no bytes pass through the job."""
         blob = self._blob(name)
         blob.metadata = {VERSION_KEY: version}

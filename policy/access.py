@@ -74,7 +74,7 @@ def _iam_members(kind: str, props: Mapping[str, Any]) -> Iterator[tuple[str, str
         yield from _policy_data_members(field(props, "policyData"))
 
 
-def _policy_data_members(policy_data: Any) -> Iterator[tuple[str, str]]:  # noqa: ANN401
+def _policy_data_members(policy_data: Any) -> Iterator[tuple[str, str]]:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     if isinstance(policy_data, str):
         try:
             policy_data = json.loads(policy_data)

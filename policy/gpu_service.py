@@ -39,7 +39,7 @@ def _gpu_limit(container: Mapping[str, Any]) -> Any:  # noqa: ANN401 - "1" as wr
     return field(container, "resources", "limits", GPU_RESOURCE)
 
 
-def _accelerator(props: Mapping[str, Any]) -> Any:  # noqa: ANN401
+def _accelerator(props: Mapping[str, Any]) -> Any:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     return field(props, "template", "nodeSelector", "accelerator")
 
 

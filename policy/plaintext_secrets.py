@@ -67,7 +67,7 @@ def _queued_resource_problems(resource_type: str, props: Mapping[str, Any]) -> I
             yield f"node {index}: metadata key {key!r} holds a credential in plain text; use Secret Manager"
 
 
-def _secret_named_keys(metadata: Any) -> list[str]:  # noqa: ANN401
+def _secret_named_keys(metadata: Any) -> list[str]:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     if not isinstance(metadata, Mapping):
         return []
     return [str(key) for key in metadata if _SECRET_NAME.search(str(key).replace("-", "_"))]

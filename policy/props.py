@@ -29,12 +29,12 @@ def unwrap(value: Any) -> Any:  # noqa: ANN401 - properties are untyped JSON-lik
     return value
 
 
-def is_unknown(value: Any) -> bool:  # noqa: ANN401
+def is_unknown(value: Any) -> bool:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     """True for a value that a preview cannot know yet (an output of a resource not created)."""
     return isinstance(value, Unknown) or (isinstance(value, str) and value == ENGINE_UNKNOWN)
 
 
-def field(value: Any, *path: str | int) -> Any:  # noqa: ANN401
+def field(value: Any, *path: str | int) -> Any:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     """The value at `path` (keys and list indices), or None when any step is absent.
 
     Raises pulumi-policy's ``UnknownValueError`` when a step is unknown during preview, which the policy
@@ -58,18 +58,18 @@ def field(value: Any, *path: str | int) -> Any:  # noqa: ANN401
     return current
 
 
-def has_key(value: Any, key: str) -> bool:  # noqa: ANN401
+def has_key(value: Any, key: str) -> bool:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     """Whether a mapping sets `key`, without reading the value (which may be unknown during preview)."""
     value = unwrap(value)
     return isinstance(value, Mapping) and any(existing == key for existing in value)
 
 
-def is_sequence(value: Any) -> bool:  # noqa: ANN401
+def is_sequence(value: Any) -> bool:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     """A list-like value (the engine's proxy or a plain list), never a string."""
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
-def items(value: Any) -> Iterator[Any]:  # noqa: ANN401
+def items(value: Any) -> Iterator[Any]:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     """The elements of a list-like value (none when absent), secrets unwrapped, unknowns refused."""
     value = unwrap(value)
     if is_unknown(value):
@@ -83,14 +83,14 @@ def items(value: Any) -> Iterator[Any]:  # noqa: ANN401
         yield element
 
 
-def mappings(value: Any) -> Iterator[Mapping[str, Any]]:  # noqa: ANN401
+def mappings(value: Any) -> Iterator[Mapping[str, Any]]:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     """The mapping elements of a list-like value (e.g. a service's containers)."""
     for element in items(value):
         if isinstance(element, Mapping):
             yield element
 
 
-def strings(value: Any) -> list[str]:  # noqa: ANN401
+def strings(value: Any) -> list[str]:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     """The string elements of a list-like value; a single string counts as a one-element list."""
     value = unwrap(value)
     if isinstance(value, str):
@@ -98,7 +98,7 @@ def strings(value: Any) -> list[str]:  # noqa: ANN401
     return [element for element in items(value) if isinstance(element, str)]
 
 
-def number(value: Any) -> float | None:  # noqa: ANN401
+def number(value: Any) -> float | None:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     """A number as the engine sends it (floats, e.g. 8080.0) or as a numeric string; None otherwise."""
     value = unwrap(value)
     if isinstance(value, bool):
@@ -113,7 +113,7 @@ def number(value: Any) -> float | None:  # noqa: ANN401
     return None
 
 
-def walk_strings(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:  # noqa: ANN401
+def walk_strings(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     """Every known string inside a nested value, with a dotted path for messages (unknowns skipped)."""
     value = unwrap(value)
     if is_unknown(value):
@@ -128,7 +128,7 @@ def walk_strings(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, 
             yield from walk_strings(_known_or_none(value, index), (*path, str(index)))
 
 
-def _known_or_none(container: Any, key: str | int) -> Any:  # noqa: ANN401
+def _known_or_none(container: Any, key: str | int) -> Any:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     # The engine's proxies raise on access to an unknown; a scan over everything just skips it.
     try:
         return container[key]

@@ -47,7 +47,7 @@ def node_specs(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [*mappings(field(body, "tpu", "nodeSpec")), *mappings(field(body, "tpu", "nodeSpecs"))]
 
 
-def _duration_seconds(value: Any) -> float | None:  # noqa: ANN401
+def _duration_seconds(value: Any) -> float | None:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     if not isinstance(value, str):
         return None
     match = _DURATION.match(value.strip())

@@ -38,6 +38,9 @@ class CapturedResource:
     # Resource options that decide what `pulumi destroy` does with it (kept in the cloud, or refused).
     retain_on_delete: bool = False
     protect: bool = False
+    # Former identities the engine should match in state instead of replacing (`aliases=`), each as
+    # `field=value` pairs of the SDK's alias spec, e.g. `name=<old name> parentUrn=<old parent>`.
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass
@@ -134,9 +137,16 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     dependencies=tuple(request.dependencies),
                     retain_on_delete=bool(request.retainOnDelete),
                     protect=bool(request.protect),
+                    aliases=(*request.aliasURNs, *(_alias_text(alias) for alias in request.aliases)),
                 )
             )
         return response
+
+
+def _alias_text(alias: Any) -> str:  # noqa: ANN401 - the SDK's generated protobuf message
+    """An alias spec as `field=value` pairs, in the order the SDK's message declares its fields."""
+    spec = alias.spec
+    return " ".join(f"{descriptor.name}={value}" for descriptor, value in spec.ListFields())
 
 
 class _LogEngine(pulumi_mocks.MockEngine):

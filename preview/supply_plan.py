@@ -18,9 +18,9 @@ REPOSITORY = "gcp:artifactregistry/repository:Repository"
 REPOSITORY_READER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
 DOCKER_IMAGE = "docker:index/image:Image"
 # Type tokens, not credentials.
-SECRET = "gcp:secretmanager/secret:Secret"  # noqa: S105
-SECRET_VERSION = "gcp:secretmanager/secretVersion:SecretVersion"  # noqa: S105
-SECRET_READER = "gcp:secretmanager/secretIamMember:SecretIamMember"  # noqa: S105
+SECRET = "gcp:secretmanager/secret:Secret"  # noqa: S105 - a Pulumi type token, not a credential
+SECRET_VERSION = "gcp:secretmanager/secretVersion:SecretVersion"  # noqa: S105 - a Pulumi type token, not a credential
+SECRET_READER = "gcp:secretmanager/secretIamMember:SecretIamMember"  # noqa: S105 - a Pulumi type token, not a credential
 IMPORT = "gemma:storage:ModelImport"
 JOB = "gcp:cloudrunv2/job:Job"
 SERVICE = "gcp:cloudrunv2/service:Service"

@@ -32,7 +32,7 @@ def hf_token(project: str = "gemma-serving") -> pulumi.Output[str] | None:
     Refuses a token stored without `--secret`: it would sit in plain text in Pulumi.<stack>.yaml.
     """
     import pulumi  # noqa: PLC0415 - settings code and tests need no Pulumi runtime
-    from pulumi.runtime.config import is_config_secret  # noqa: PLC0415
+    from pulumi.runtime.config import is_config_secret  # noqa: PLC0415 - as above
 
     token = pulumi.Config(project).get_secret(HF_TOKEN_KEY)
     if token is None:

@@ -178,7 +178,7 @@ def fetch_google_id_token(audience: str, *, run: CommandRunner | None = None) ->
 
 def _fetch_with_google_auth(audience: str) -> str:
     from google.auth.transport.requests import Request  # noqa: PLC0415 - pulls in requests only when needed
-    from google.oauth2 import id_token  # noqa: PLC0415
+    from google.oauth2 import id_token  # noqa: PLC0415 - imported when first needed, so importing the module stays cheap
 
     token = id_token.fetch_id_token(Request(), audience)  # type: ignore[no-untyped-call]
     return token if isinstance(token, str) else ""

@@ -247,7 +247,7 @@ class TpuVllmNode(pulumi.ComponentResource):
                     f"{name}-hf-token-reader",
                     project=args.project,
                     secret_id=args.hf_token_secret.rsplit("/", 1)[-1],
-                    role="roles/secretmanager.secretAccessor",
+                    role=ACCESSOR_ROLE,
                     member=member,
                     opts=child,
                 )

@@ -135,8 +135,8 @@ def admin_api_client(
 def google_access_token() -> str:
     """An access token from Application Default Credentials (a workload identity in CI, gcloud's ADC locally)."""
     import google.auth  # noqa: PLC0415 - only promotion against a real project needs google-auth's discovery
-    from google.auth import exceptions as google_exceptions  # noqa: PLC0415
-    from google.auth.transport.requests import Request  # noqa: PLC0415
+    from google.auth import exceptions as google_exceptions  # noqa: PLC0415 - imported when first needed, so importing the module stays cheap
+    from google.auth.transport.requests import Request  # noqa: PLC0415 - imported when first needed, so importing the module stays cheap
 
     try:
         credentials, _project = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])

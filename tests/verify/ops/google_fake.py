@@ -108,9 +108,9 @@ class FakeGoogle:
                 self.wfile.write(data)
 
             do_GET = _answer  # noqa: N815 - http.server's naming
-            do_POST = _answer  # noqa: N815
-            do_PATCH = _answer  # noqa: N815
-            do_DELETE = _answer  # noqa: N815
+            do_POST = _answer  # noqa: N815 - http.server dispatches on these exact method names
+            do_PATCH = _answer  # noqa: N815 - http.server dispatches on these exact method names
+            do_DELETE = _answer  # noqa: N815 - http.server dispatches on these exact method names
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), RequestHandler)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
