@@ -50,8 +50,9 @@ class BenchJobArgs:
     service_url: pulumi.Input[str]
     served_model_name: str
     account_id: str
-    # A pinned image of this repository's `python -m verify` (images/verify-bench/Dockerfile).
-    image: str
+    # A pinned image of this repository's `python -m verify` (images/verify-bench/Dockerfile): a tag or
+    # digest given in the stack, or the digest of the image the stack built (an Output).
+    image: pulumi.Input[str]
     # Tasks running at once; each runs its share of every cell's users.
     tasks: int
     # One load-generator worker process per vCPU (1, 2, 4, 6 or 8: Cloud Run's sizes for a job's task).
@@ -73,7 +74,7 @@ class BenchJobArgs:
             problems.append(f"{_ARGS}.region is required (the service's region)")
         if not self.served_model_name:
             problems.append(f"{_ARGS}.served_model_name is required")
-        image = image_pin_problem(self.image)
+        image = image_pin_problem(self.image) if isinstance(self.image, str) else None
         if image:
             problems.append(f"{_ARGS}.image: {image}")
         problems += job_problems(

@@ -43,6 +43,10 @@ class DerivedImageArgs:
     dockerfile: str = "Dockerfile"
     platform: str = "linux/amd64"
     labels: Mapping[str, str] = field(default_factory=dict)
+    # Immutable tags (the default): a tag names one build forever. An image rebuilt under the same tag on
+    # every change of its sources (verify-bench) needs them mutable; it is still run by digest.
+    immutable_tags: bool = True
+    description: str = "gemma-serving derived vLLM images"
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -79,8 +83,8 @@ class DerivedImage(pulumi.ComponentResource):
             repository_id=args.repository_id,
             format="DOCKER",
             mode="STANDARD_REPOSITORY",
-            description="gemma-serving derived vLLM images",
-            docker_config=gcp.artifactregistry.RepositoryDockerConfigArgs(immutable_tags=True),
+            description=args.description,
+            docker_config=gcp.artifactregistry.RepositoryDockerConfigArgs(immutable_tags=args.immutable_tags),
             labels=dict(args.labels),
             opts=child,
         )

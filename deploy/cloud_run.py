@@ -7,10 +7,12 @@ from typing import Any
 import pulumi
 
 from components.bench_job import BenchJob, BenchJobArgs
+from components.image_mirror import ImageMirror
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
 from deploy.apis import google_cloud
+from deploy.bench_image import bench_image
 from deploy.context import StackContext
 from deploy.images import image_supply
 from deploy.monitoring import sidecar_supply, watch_stack
@@ -65,7 +67,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         cloud,
     )
     watch_stack(settings, context, CloudRunWatch(context.names.serving, run.min_instances), cloud)
-    bench_job = _bench_job(settings, context, service, cloud) if settings.bench is not None else None
+    bench_job = _bench_job(settings, context, service, cloud, images.mirror) if settings.bench is not None else None
     return exported(
         CloudRunOutputs,
         bench_job=bench_job,
@@ -121,7 +123,11 @@ def _service_shape(run: CloudRunSettings) -> dict[str, Any]:
 
 
 def _bench_job(
-    settings: CloudRunStack, context: StackContext, service: VllmGpuService, cloud: pulumi.ResourceOptions
+    settings: CloudRunStack,
+    context: StackContext,
+    service: VllmGpuService,
+    cloud: pulumi.ResourceOptions,
+    mirror: ImageMirror | None,
 ) -> dict[str, Any]:
     """The optional load generator beside the service (stacks/bench.py); what verify needs to start it."""
     bench = settings.bench
@@ -135,7 +141,7 @@ def _bench_job(
             service_url=service.url,
             served_model_name=settings.model.served_name,
             account_id=context.names.account_id("bench"),
-            image=bench.image,
+            image=bench_image(settings, context, mirror, cloud),
             tasks=bench.tasks,
             cpu_per_task=bench.cpu_per_task,
             # Resolved here from the stack's policy (2 GiB per CPU unless bench.memoryGib is set).

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 
+from gemma_mcp.bench_cloud import CLOUD_RUN_JOB, LOCAL, cloud_run_job_stack
 from gemma_mcp.compare_runs import compare_runs
 from gemma_mcp.context import ServerContext
 from gemma_mcp.results import BenchRun, CommandReport, Comparison
@@ -23,21 +25,26 @@ from gemma_mcp.stack_files import require_stack, stack_names
 from gemma_mcp.tools_stacks import reply
 from gemma_mcp.urls import check_url
 from verify.bench import compare as comparing
+from verify.bench.caveats import untrusted_reason, untrusted_summary
 from verify.bench.matrix import DEFAULT_ACTIVE_HOURS
-from verify.bench.results import load_results
+from verify.bench.results import CellRecord, ResultsFileError, load_results
+from verify.numbers import percent, readable
 
 # Caps on what one agent call may ask of a server (and of the user's bill); stated in the descriptions.
 MAX_WAIT_S = 1800.0
-MAX_USERS = 128
-MAX_CELLS = 12
-MAX_REQUESTS_PER_CELL = 256
-MAX_OUTPUT_TOKENS = 1024
+# From the agent's machine (gemma_mcp/bench_cloud.py has these and the load-generator job's larger ones).
+MAX_USERS = LOCAL.max_users
+MAX_CELLS = LOCAL.max_cells
+MAX_REQUESTS_PER_CELL = LOCAL.max_requests_per_cell
+MAX_OUTPUT_TOKENS = LOCAL.max_output_tokens
 MAX_CONTEXT_TOKENS = 131072
-MAX_BENCH_WALL_S = 900.0
+MAX_BENCH_WALL_S = LOCAL.max_wall_s
 DEFAULT_BENCH_WALL_S = 300.0
 # Time a health run may take beyond its readiness wait (the chat checks, the metrics scrape).
 HEALTH_SLACK_S = 300.0
 EXIT_USAGE = 2
+# A command-line flag in a message (`--allow-untrusted`): meaningless to an agent calling a tool.
+_CLI_FLAG = re.compile(r"(?<![\w-])--[a-z]")
 # The outputs whose values are URLs of a stack's server (serving/outputs.py).
 ENDPOINT_OUTPUTS = ("endpoint", "candidateUrl")
 
@@ -146,7 +153,11 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "whole run (each billed per second while up); a TPU node bills the same whether loaded or not. "
             "slo entries like 'p99_ttft_ms=2000' or 'success_rate=0.99' make passed=false when violated. Returns "
             "each cell's record and the paths of the JSONL, CSV, Markdown and PNG reports (read the Markdown and "
-            "PNG through the bench:// resources)."
+            "PNG through the bench:// resources). on_cloud_run=true (a stack with a bench block; only when the "
+            "server was started with --allow-changes, and with confirm=<stack name>) generates the load from the "
+            f"stack's Cloud Run load-generator job instead: up to {CLOUD_RUN_JOB.max_users} users, "
+            f"{CLOUD_RUN_JOB.max_cells} cells, {CLOUD_RUN_JOB.max_requests_per_cell} requests per cell, wall time "
+            f"<= {CLOUD_RUN_JOB.max_wall_s:.0f} s; it bills the job's tasks too, and returns the merged results."
         ),
     )
     async def bench(
@@ -160,20 +171,27 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         requests_per_cell: int | None = None,
         slo: list[str] | None = None,
         wall_time_s: float = DEFAULT_BENCH_WALL_S,
+        on_cloud_run: bool = False,
+        confirm: str | None = None,
     ) -> Annotated[CallToolResult, BenchRun]:
+        caps = CLOUD_RUN_JOB if on_cloud_run else LOCAL
+        if on_cloud_run:
+            stack = cloud_run_job_stack(ctx, stack, url, confirm)
         users = concurrency or [1, 8]
         contexts = context or [128, 1024]
-        _check_each("concurrency", users, cap=MAX_USERS)
+        _check_each("concurrency", users, cap=caps.max_users)
         _check_each("context", contexts, cap=MAX_CONTEXT_TOKENS)
-        if len(users) * len(contexts) > MAX_CELLS:
-            raise ToolError(f"{len(users)} x {len(contexts)} cells is more than this tool's cap of {MAX_CELLS}")
-        if not 1 <= max_tokens <= MAX_OUTPUT_TOKENS:
-            raise ToolError(f"max_tokens: {max_tokens} is outside 1..{MAX_OUTPUT_TOKENS}")
-        requests = requests_per_cell if requests_per_cell is not None else min(MAX_REQUESTS_PER_CELL, 4 * max(users))
-        if not 1 <= requests <= MAX_REQUESTS_PER_CELL:
-            raise ToolError(f"requests_per_cell: {requests} is outside 1..{MAX_REQUESTS_PER_CELL}")
-        if not 0 < wall_time_s <= MAX_BENCH_WALL_S:
-            raise ToolError(f"wall_time_s: {wall_time_s} is outside 0..{MAX_BENCH_WALL_S:.0f} seconds")
+        if len(users) * len(contexts) > caps.max_cells:
+            raise ToolError(f"{len(users)} x {len(contexts)} cells is more than this tool's cap of {caps.max_cells}")
+        if not 1 <= max_tokens <= caps.max_output_tokens:
+            raise ToolError(f"max_tokens: {max_tokens} is outside 1..{caps.max_output_tokens}")
+        requests = (
+            requests_per_cell if requests_per_cell is not None else min(caps.max_requests_per_cell, 4 * max(users))
+        )
+        if not 1 <= requests <= caps.max_requests_per_cell:
+            raise ToolError(f"requests_per_cell: {requests} is outside 1..{caps.max_requests_per_cell}")
+        if not 0 < wall_time_s <= caps.max_wall_s:
+            raise ToolError(f"wall_time_s: {wall_time_s} is outside 0..{caps.max_wall_s:.0f} seconds")
         ctx.bench_dir.mkdir(parents=True, exist_ok=True)
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S-%f")
         results = ctx.bench_dir / f"bench-{stamp}.jsonl"
@@ -193,21 +211,20 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "--no-progress",
             "--json",
             *[part for entry in slo or [] for part in ("--slo", entry)],
+            *(["--on-cloud-run"] if on_cloud_run else []),
         ]
         completed = await ctx.run_module("verify", args, timeout_s=wall_time_s)
         found = _report(ctx, ["python", "-m", "verify", *args], completed)
+        if on_cloud_run:
+            # The merged results are in the file (the job's tasks measured; this process only merged them).
+            merged = [record.model_dump(mode="json") for record in load_results(results).records]
+            found = found.model_copy(update={"report": merged})
         reports = sorted(str(path) for path in results.parent.glob(f"{results.stem}.*") if path != results)
         run = BenchRun(
             **found.model_dump(),
             results_file=str(results),
             report_files=reports,
-            caps={
-                "max_users": MAX_USERS,
-                "max_cells": MAX_CELLS,
-                "max_requests_per_cell": MAX_REQUESTS_PER_CELL,
-                "max_output_tokens": MAX_OUTPUT_TOKENS,
-                "wall_time_s": wall_time_s,
-            },
+            caps=caps.as_dict(wall_time_s),
         )
         return reply(ctx, _bench_summary(run), run)
 
@@ -239,7 +256,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         if more or matrix:
             paths = [path_a, path_b, *(_results_path(ctx, given, "more") for given in more or [])]
             return compare_runs(ctx, paths, slo or [], active_hours)
-        records_a, records_b = load_results(path_a).records, load_results(path_b).records
+        records_a, records_b = _records(path_a, "a"), _records(path_b, "b")
         mismatches = comparing.workload_mismatches(records_a, records_b)
         refused = [mismatch.describe() for mismatch in mismatches if mismatch.refused]
         if refused and not allow_mismatch:
@@ -280,6 +297,14 @@ def _results_path(ctx: ServerContext, given: str, name: str) -> Path:
     return path
 
 
+def _records(path: Path, name: str) -> list[CellRecord]:
+    """A side's cells, each line checked as the CLI checks it: a line verify could not have written is refused."""
+    try:
+        return load_results(path).records
+    except ResultsFileError as exc:
+        raise ToolError(f"{name}: {exc}") from None
+
+
 def _health_summary(report: CommandReport) -> str:
     head = "health: PASS" if report.passed else f"health: FAIL (exit {report.exit_code})"
     lines = [head]
@@ -293,19 +318,44 @@ def _health_summary(report: CommandReport) -> str:
     return "\n".join(lines)
 
 
+def _without_cli_flags(message: str) -> str:
+    """A CLI message without its advice clauses that name flags: the agent calls a tool, not the CLI."""
+    kept = [clause for clause in message.split("; ") if not _CLI_FLAG.search(clause)]
+    return "; ".join(kept)
+
+
+def _cell_line(cell: CellRecord) -> str:
+    users = f"{cell.max_concurrency} user{'s' if cell.max_concurrency != 1 else ''}"
+    where = f"  context {cell.requested_context} x {users}: "
+    if not cell.measured:
+        return where + f"skipped ({cell.skip_reason})"
+    numbers = (
+        f"{readable(cell.request_throughput)} req/s, p99 TTFT {readable(cell.p99_ttft_ms)} ms, "
+        f"success {percent(cell.success_rate)}"
+    )
+    reason = untrusted_reason(cell)
+    return where + numbers + (f" ({reason})" if reason else "")
+
+
 def _bench_summary(run: BenchRun) -> str:
+    """PASS/FAIL with the untrusted cells counted on the same line (a PASS on numbers the client made up
+    must not read as a clean one), one rounded line per cell, and the CLI's message without flag names."""
+    cells = [CellRecord.model_validate(cell) for cell in (run.report if isinstance(run.report, list) else [])]
     head = (
         "bench: PASS"
         if run.passed
         else f"bench: FAIL (exit {run.exit_code}{', stopped at the wall-time cap' if run.timed_out else ''})"
     )
-    lines = [head, f"results: {run.results_file}"]
-    lines.extend(
-        f"  context {cell.get('requested_context')} x {cell.get('max_concurrency')} users: "
-        f"{cell.get('request_throughput')} req/s, p99 TTFT {cell.get('p99_ttft_ms')} ms, "
-        f"success {cell.get('success_rate')}"
-        for cell in (run.report if isinstance(run.report, list) else [])
-    )
+    untrusted = untrusted_summary(cells)
+    lines = [head + (f", {untrusted}" if untrusted else ""), f"results: {run.results_file}"]
+    lines.extend(_cell_line(cell) for cell in cells)
+    if untrusted:
+        lines.append(
+            "untrusted cells' latencies include the load generator's own delay (this machine was short of CPU): "
+            "fewer users per cell, or a run from a machine with CPU to spare, gives numbers to trust"
+        )
     if run.message and not run.passed:
-        lines.append(run.message)
+        shown = _without_cli_flags(run.message)
+        if shown:
+            lines.append(shown)
     return "\n".join(lines)

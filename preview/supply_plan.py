@@ -72,7 +72,8 @@ def _repositories(capture: Capture) -> list[str]:
     for repo in capture.of_type(REPOSITORY):
         inputs = _inputs(repo)
         upstream = inputs.get("remoteRepositoryConfig", {}).get("dockerRepository", {}).get("publicRepository")
-        kind = f"mirror of {upstream}" if upstream else "standard (immutable tags)"
+        immutable = inputs.get("dockerConfig", {}).get("immutableTags", False)
+        kind = f"mirror of {upstream}" if upstream else f"standard ({'immutable' if immutable else 'mutable'} tags)"
         readers = [
             _inputs(r).get("member")
             for r in capture.of_type(REPOSITORY_READER)

@@ -98,6 +98,16 @@ class StackNames:
         return f"{self.base}-bench"
 
     @property
+    def bench_image(self) -> str:
+        """The load generator's image, when the stack builds it (images/verify-bench)."""
+        return f"{self.base}-bench-image"
+
+    @property
+    def bench_image_repository(self) -> str:
+        """The standard Artifact Registry repository the built load-generator image is pushed to."""
+        return f"{self.base}-bench-images"
+
+    @property
     def identity(self) -> str:
         return f"{self.base}-identity"
 

@@ -275,6 +275,19 @@ _MINIMUM_SHAPES: dict[Accelerator, CloudRunShape | TpuShape] = {
 }
 
 
+def idle_chips_problem(shape: TpuShape, used: int) -> str:
+    """Why a TPU node whose vLLM uses `used` of its chips is refused: one vLLM server shards over
+    --tensor-parallel-size chips and leaves the others idle, billed all the same (priced here)."""
+    idle = shape.chips - used
+    price = shape.hourly_price().usd_per_hour
+    billed = f" billing {usd(price * idle / shape.chips)}/h for nothing" if price is not None else ""
+    return (
+        f"vllm.tensorParallelSize {used} uses {used} of the {shape.chips} chips of tpu.acceleratorType "
+        f"{shape.accelerator_type}: the other {idle} sit idle{billed}; set it to {shape.chips} (the default) or "
+        f"use a slice of {used} chip(s)"
+    )
+
+
 # --- prices ------------------------------------------------------------------------------------------
 
 

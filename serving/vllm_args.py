@@ -110,6 +110,17 @@ def check_serve_args(args: Sequence[str], facts: VllmFacts | None = None) -> lis
     return problems
 
 
+def normalise_flags(args: Sequence[str]) -> tuple[str, ...]:
+    """`--max_num_batched_tokens` as `--max-num-batched-tokens`: vLLM's parser accepts both spellings of a
+    long flag (its FlexibleArgumentParser turns underscores in the flag name into dashes), so a stack may
+    write either, and the plan shows the one spelling vLLM documents. Values are left untouched."""
+    normalised = []
+    for arg in args:
+        name, equals, value = arg.partition("=")
+        normalised.append(name.replace("_", "-") + equals + value if arg.startswith("--") else arg)
+    return tuple(normalised)
+
+
 def with_tensor_parallel(serve_args: Sequence[str], size: int) -> list[str]:
     """State the tensor-parallel size explicitly on TPU (one chip: 1), unless the arguments already do."""
     args = list(serve_args)

@@ -8,10 +8,14 @@ a stack pays for nothing until it asks for it.
 
 ```yaml
 gemma-serving:bench:
-  image: us-east4-docker.pkg.dev/<project>/gemma/verify-bench:v1   # built from images/verify-bench
   tasks: 8           # load-generator tasks running at once; each runs its share of every cell's users
   cpuPerTask: 4      # one worker process per CPU inside each task
+  # image: us-east4-docker.pkg.dev/<project>/gemma/verify-bench:v1   # optional: an image you pushed yourself
 ```
+
+Without `image`, `pulumi up` builds images/verify-bench from this checkout with pulumi-docker, pushes it
+to the stack's own Artifact Registry repository and runs the job by the pushed digest (deploy/bench_image.py;
+never built on preview).
 """
 
 from __future__ import annotations
@@ -40,8 +44,9 @@ def _results_path(value: str) -> str:
 class BenchSettings(SettingsModel):
     """The load-generator job: how many tasks, how big, which image of this repository's verify."""
 
-    # An image of `python -m verify` (images/verify-bench/Dockerfile), pinned like every image we run.
-    image: PinnedImage
+    # An image of `python -m verify` (images/verify-bench/Dockerfile), pinned like every image we run; None:
+    # the stack builds it from this checkout and runs it by digest.
+    image: PinnedImage | None = None
     tasks: int = Field(default=4, ge=1, le=MAX_TASKS)
     cpu_per_task: JobCpu = 4
     memory_gib: int | None = Field(default=None, ge=1, le=MAX_TASK_MEMORY_GIB)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from serving.accelerators import Accelerator, CloudRunGpu, TpuChip, facts_of
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
@@ -71,6 +71,9 @@ class CapacitySettings(SettingsModel):
     drafter_profile: str | None = None
     # The checkpoint's weight bytes, when `profile` is a config.json with no index or safetensors beside it.
     weight_bytes: int | None = Field(default=None, ge=1)
+    # Or the weights as a parameter count and the bits each is stored in (an estimate, shown as one).
+    parameters: int | None = Field(default=None, ge=1)
+    bits_per_parameter: float | None = Field(default=None, gt=0, le=32)
     # Replaces the assumed runtime overhead (GiB per accelerator).
     runtime_overhead_gib: float | None = Field(default=None, ge=0)
     # The stack's stated workload: tokens (prompt + output) of a typical request. The plan WARNS when
@@ -78,6 +81,21 @@ class CapacitySettings(SettingsModel):
     # under ordinary traffic); full-length sequences that do not all fit are only an INFO. 512 is a chat
     # turn of a few hundred tokens of prompt and answer (docs/capacity-planning.md).
     request_tokens: int = Field(default=DEFAULT_REQUEST_TOKENS, ge=1)
+
+    @model_validator(mode="after")
+    def _one_weight_figure(self) -> Self:
+        if (self.parameters is None) != (self.bits_per_parameter is None):
+            raise ValueError("capacity.parameters and capacity.bitsPerParameter go together (weights = their product)")
+        if self.parameters is not None and self.weight_bytes is not None:
+            raise ValueError("capacity.weightBytes: give the weights once, as weightBytes or as parameters x bits")
+        return self
+
+    @property
+    def stated_weight_bytes(self) -> int | None:
+        """The checkpoint's weight bytes as the stack states them, if it does."""
+        if self.parameters is not None and self.bits_per_parameter is not None:
+            return round(self.parameters * self.bits_per_parameter / 8)
+        return self.weight_bytes
 
 
 class CapacityUnknownError(ValueError):
@@ -145,12 +163,19 @@ class StackCapacity:
 def _resolve_profile(
     reference: str | None, fallback_path: str, *, key: str, weight_bytes: int | None, root: Path
 ) -> ModelProfile:
+    builtin = reference is None or reference in builtin_profile_names()
+    if builtin and weight_bytes is not None:
+        raise ValueError(
+            f"capacity.weightBytes: applies only to a checkpoint profiled from its config.json ({key}: path/to/"
+            "config.json); this stack's checkpoint has a built-in profile whose weights are known, so the figure would "
+            "be ignored: remove it (or correct the catalog with its source)"
+        )
     if reference is None:
         profile = find_builtin_profile(fallback_path)
         if profile is None:
             raise CapacityUnknownError(
-                f"no model profile for {fallback_path!r} (built-in: {', '.join(builtin_profile_names())}); set "
-                f"{key} to one of them or to the path of the checkpoint's config.json"
+                f"{fallback_path!r} is neither a catalog checkpoint nor a built-in profile; set {key} to the "
+                "checkpoint's config.json"
             )
         return profile
     if reference in builtin_profile_names():
@@ -185,7 +210,7 @@ class PlatformCapacity:
 def cloud_run_capacity(gpu: CloudRunGpu, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
     """One CUDA GPU: vLLM's hybrid KV layout, blocks of 16, async scheduling's two batches in flight."""
     override = capacity.runtime_overhead_gib
-    batched = vllm.max_num_batched_tokens
+    batched = vllm.batched_tokens
     if batched is None:
         batched = LARGE_GPU_BATCHED_TOKENS if gpu.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
     in_flight = batched * ASYNC_CONCURRENT_BATCHES
@@ -235,7 +260,7 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
         capacity.profile,
         settings.model.path,
         key="capacity.profile",
-        weight_bytes=capacity.weight_bytes,
+        weight_bytes=capacity.stated_weight_bytes,
         root=root,
     )
     drafter = None
@@ -300,12 +325,20 @@ FINDING_KEYS = {
 }
 
 
-def capacity_problems(capacity: StackCapacity) -> list[str]:
+def capacity_problems(capacity: StackCapacity, *, model_key: str = "model.path") -> list[str]:
     """The loader's error lines (`<key>: capacity: <planner message>`) for a stack that cannot fit."""
     if capacity.plan is None:
-        return []
+        return [
+            (
+                f"capacity.profile: the planner cannot judge whether this stack fits ({capacity.unknown_reason}); a "
+                "GPU or TPU stack is never planned unchecked: serve a catalog model (model.id, model.variant, "
+                "model.revision; `make matrix` lists them), or set capacity.profile to the checkpoint's config.json "
+                "with capacity.weightBytes (or capacity.parameters and capacity.bitsPerParameter)"
+            )
+        ]
     return [
-        f"{FINDING_KEYS.get(finding.code, 'vllm')}: capacity: {finding.message}"
+        f"{model_key if finding.code == 'weights-exceed-memory' else FINDING_KEYS.get(finding.code, 'vllm')}: "
+        f"capacity: {finding.message}"
         for finding in capacity.plan.findings
         if finding.severity is Severity.ERROR
     ]

@@ -78,7 +78,8 @@ def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -
         raise StackConfigError(format_errors(error, project)) from None
     # Will it fit? A stack whose weights or one full-length sequence cannot fit fails here, with numbers.
     try:
-        problems = capacity_problems(assess_stack(settings))
+        model_key = "model.variant" if settings.model.id else "model.path"
+        problems = capacity_problems(assess_stack(settings), model_key=model_key)
     except ValueError as error:
         problems = [str(error)]
     if problems:

@@ -22,12 +22,14 @@ from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRu
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
 from serving.gcp_names import bucket_path_problem
 from serving.images import DEFAULT_IMAGES
-from serving.pricing import CloudRunShape, GkeShape, TpuShape
+from serving.pricing import CloudRunShape, GkeShape, TpuShape, idle_chips_problem
 from serving.vllm_args import with_tensor_parallel
 from stacks.apis import BASE_APIS, GKE_APIS, TPU_APIS
 from stacks.base import SettingsModel
 from stacks.bench import BenchSettings
 from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capacity, gke_capacity, tpu_capacity
+from stacks.catalog_checks import catalog_problems
+from stacks.catalog_model import resolve_catalog_model
 from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
 from stacks.cloud_run_limits import gpu_service_problems, quota_warning
@@ -53,8 +55,19 @@ def _bucket_path(value: str) -> str:
 
 
 class ModelSettings(SettingsModel):
-    """Which checkpoint to serve and under what name clients ask for it."""
+    """Which checkpoint to serve and under what name clients ask for it.
 
+    Short form: `id`, `variant` and `revision` name a catalog checkpoint (serving/catalog), and
+    stacks/catalog_model.py fills `path`, `source` (and the drafter's) from it before validation.
+    Long form: `path` and `source` directly.
+    """
+
+    # The catalog model, its variant, and the pinned commit of the variant's repo (short form).
+    id: str | None = None
+    variant: str | None = None
+    revision: str | None = None
+    # The pinned commit of the MTP drafter the catalog pairs with the variant (with vllm.speculative).
+    drafter_revision: str | None = None
     # Directory of the checkpoint inside the model bucket (mounted at cloudRun.mount.mountPath).
     path: str
     served_name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
@@ -106,6 +119,11 @@ class _StackSettings(SettingsModel):
     # Metrics collection, the dashboard, the alerts and an optional budget (stacks/monitoring.py).
     monitoring: MonitoringSettings = MonitoringSettings()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _catalog_model(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
+        return resolve_catalog_model(data)
+
     @field_validator("labels")
     @classmethod
     def _gcp_labels(cls, labels: dict[str, str]) -> dict[str, str]:
@@ -129,9 +147,16 @@ class _StackSettings(SettingsModel):
     @model_validator(mode="after")
     def _image_fits_the_accelerator(self) -> Self:
         family = image_family_problem(self.image_ref, self.accelerator, self.image_build)
-        quantization = quantization_problem(self.model.path, self.vllm.quantization)
+        quantization = quantization_problem(self.checkpoint_name, self.vllm.quantization)
         if family or quantization:
             raise ValueError("; ".join(p for p in (family, quantization) if p))
+        return self
+
+    @model_validator(mode="after")
+    def _agrees_with_the_catalog(self) -> Self:
+        problems = catalog_problems(self.model, self.vllm, accelerator=self.accelerator, chips=self.accelerator_chips)
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @model_validator(mode="after")
@@ -147,6 +172,17 @@ class _StackSettings(SettingsModel):
         if drafter and self.model.drafter_source is not None and drafter == self.model.path:
             raise ValueError("vllm.speculative.drafter: the drafter needs its own bucket path, not model.path")
         return self
+
+    @property
+    def checkpoint_name(self) -> str:
+        """What names the served checkpoint: its Hugging Face repo when it has one, else its bucket path."""
+        source = self.model.source
+        return source.hugging_face.repo if source is not None and source.hugging_face is not None else self.model.path
+
+    @property
+    def accelerator_chips(self) -> int:
+        """GPUs or TPU chips one serving unit has (a Cloud Run instance: 1; a TPU node: its slice's chips)."""
+        return 1
 
     @property
     def image_build(self) -> ImageBuild:
@@ -342,12 +378,18 @@ class TpuStack(_StackSettings):
                 f"vllm.tensorParallelSize {self.vllm.tensor_parallel_size} exceeds the {self.tpu.chips} chip(s) of "
                 f"tpu.acceleratorType {self.tpu.accelerator_type}"
             )
+        if self.vllm.tensor_parallel_size < self.tpu.chips:
+            raise ValueError(idle_chips_problem(self.billing_shape(), self.vllm.tensor_parallel_size))
         if self.registry.build is not None:
             raise ValueError(
                 "registry.build: a TPU node pulls its pinned image through the stack's Docker Hub mirror only "
                 "(its account reads that repository alone); remove registry.build from a tpu-v6e stack"
             )
         return self
+
+    @property
+    def accelerator_chips(self) -> int:
+        return self.tpu.chips
 
     @property
     def chip(self) -> TpuChip:
@@ -423,6 +465,10 @@ class GkeStack(_StackSettings):
     @property
     def image_build(self) -> ImageBuild:
         return TPU_BUILD if self.accelerator in TPU_CHIPS else CUDA_BUILD
+
+    @property
+    def accelerator_chips(self) -> int:
+        return self.gke.node_pool.shape.accelerators
 
     @property
     def import_image(self) -> str:

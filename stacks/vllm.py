@@ -13,7 +13,7 @@ from typing import Annotated, Self
 
 from pydantic import AfterValidator, Field, JsonValue, model_validator
 
-from serving.vllm_args import check_serve_args
+from serving.vllm_args import check_serve_args, normalise_flags
 from serving.vllm_facts import vllm_facts
 from stacks.base import SettingsModel
 
@@ -115,7 +115,8 @@ class VllmSettings(SettingsModel):
     load_format: LoadFormat | None = None
     speculative: SpeculativeDecoding | None = None
     # Anything else, as `vllm serve` arguments; checked against vLLM's flags (managed flags refused).
-    extra_args: tuple[str, ...] = ()
+    # vLLM accepts `--flag_name` as `--flag-name`; so do we, and the plan shows the dashed spelling.
+    extra_args: Annotated[tuple[str, ...], AfterValidator(normalise_flags)] = ()
 
     @model_validator(mode="after")
     def _coherent(self) -> Self:
@@ -141,6 +142,25 @@ class VllmSettings(SettingsModel):
         if problems:
             raise ValueError("vllm.extraArgs: " + "; ".join(problems))
         return self
+
+    def extra_arg(self, flag: str) -> str | None:
+        """The value `extraArgs` gives a flag (`--flag value` or `--flag=value`), if it gives one."""
+        for index, arg in enumerate(self.extra_args):
+            name, equals, value = arg.partition("=")
+            if name == flag:
+                if equals:
+                    return value
+                return self.extra_args[index + 1] if index + 1 < len(self.extra_args) else None
+        return None
+
+    @property
+    def batched_tokens(self) -> int | None:
+        """--max-num-batched-tokens as vLLM will see it: the typed setting, or extraArgs' (the capacity
+        planner counts the in-flight tokens sliding-window layers hold from it)."""
+        if self.max_num_batched_tokens is not None:
+            return self.max_num_batched_tokens
+        written = self.extra_arg("--max-num-batched-tokens")
+        return int(written) if written is not None and written.isdigit() else None
 
     def serve_args(self, *, model_path: str, served_model_name: str, port: int, model_root: str) -> list[str]:
         """The full `vllm serve` argument list: model first (positional; --model is deprecated)."""

@@ -104,16 +104,18 @@ P = "gemma-serving:"
         pytest.param(
             "l4",
             {"vllm__quantization": "fp8"},
-            "vllm.quantization: 'fp8' contradicts gemma-4-12B-it-qat-w4a16-ct, which is stored as compressed-tensors "
-            "(vLLM refuses to start); allowed: compressed-tensors (or unset: vLLM reads it from the checkpoint)",
+            "vllm.quantization: 'fp8' contradicts google/gemma-4-12B-it-qat-w4a16-ct, which is stored as "
+            "compressed-tensors (vLLM refuses to start); allowed: compressed-tensors (or unset: vLLM reads it from the "
+            "checkpoint)",
             id="quantization-contradicts-checkpoint",
         ),
         pytest.param(
             "tpu-v6e",
             {"vllm__quantization": "compressed-tensors"},
-            "vllm.quantization: 'compressed-tensors' reads a checkpoint stored in that format, but gemma-4-12B-it is "
-            "unquantized; allowed: unset, or an online method (experts_int8, fp8, fp8_per_block, fp8_per_channel, "
-            "fp8_per_tensor, int8_per_channel_weight_only, mxfp8, nvfp4_per_token, online)",
+            "vllm.quantization: 'compressed-tensors' reads a checkpoint stored in that format, but "
+            "google/gemma-4-12B-it is unquantized; allowed: unset, or an online method (experts_int8, fp8, "
+            "fp8_per_block, fp8_per_channel, fp8_per_tensor, int8_per_channel_weight_only, mxfp8, nvfp4_per_token, "
+            "online)",
             id="checkpoint-format-on-bf16",
         ),
     ],

@@ -21,7 +21,7 @@ from preview.capture import run_program
 from preview.render import plan_document, text_plan
 from stacks.credentials import credential_problems
 from tests.conftest import ROOT, stack_config
-from tests.test_settings import config_with, problems_of
+from tests.test_settings import config_with, long_form, problems_of
 
 TOKEN = "hf_LeakCanaryTokenForCredentialTests0123456"
 STORE_IT = (
@@ -133,7 +133,7 @@ def test_the_token_as_a_pulumi_secret_never_reaches_the_plan(stack: str) -> None
     """The one place a token belongs (`pulumi config set --secret gemma-serving:hfToken`) on every stack,
     the TPU one included: the plan renders, and neither format nor any log line shows it."""
     config = stack_config(stack)
-    values = {**config.values, "gemma-serving:hfToken": TOKEN}
+    values = {**long_form(config.values), "gemma-serving:hfToken": TOKEN}
     model = json.loads(values["gemma-serving:model"])
     model["source"]["huggingFace"]["gated"] = True
     values["gemma-serving:model"] = json.dumps(model)

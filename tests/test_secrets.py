@@ -19,6 +19,7 @@ from preview.render import SECRET_MASK, clean, plan_document, text_plan
 from preview.sections import standard_sections
 from stacks.loading import settings_from_config
 from tests.conftest import ROOT, stack_config
+from tests.test_settings import long_form
 
 TOKEN = "hf_DistinctiveFakeTokenForLeakTests0123456789"
 TOKEN_KEY = "gemma-serving:hfToken"
@@ -37,6 +38,7 @@ def render(stack: str, *, token: str | None = TOKEN, secret: bool = True, gated:
     config = stack_config(stack)
     values = dict(config.values)
     if gated:
+        values = long_form(values)
         model = json.loads(values["gemma-serving:model"])
         model["source"]["huggingFace"]["gated"] = True
         values["gemma-serving:model"] = json.dumps(model)

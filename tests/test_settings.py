@@ -7,14 +7,43 @@ from typing import Any
 
 import pytest
 
+from stacks.catalog_model import resolve_catalog_model
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import CloudRunStack
 from tests.conftest import stack_config
 
+# The keys of a catalog model's short form (stacks/catalog_model.py).
+_SHORT_FORM = {"id", "variant", "revision", "drafterRevision"}
+
+
+def long_form(values: dict[str, str]) -> dict[str, str]:
+    """The same stack with its catalog model written the long way (model.path, model.source, vllm.quantization,
+    the drafter's path and source), as the shipped stacks were written before the catalog."""
+    raw = {
+        key.removeprefix("gemma-serving:"): json.loads(value) if value[:1] in "{[" else value
+        for key, value in values.items()
+        if key.startswith("gemma-serving:")
+    }
+    resolved = resolve_catalog_model(raw)
+    out = dict(values)
+    out["gemma-serving:model"] = json.dumps({k: v for k, v in resolved["model"].items() if k not in _SHORT_FORM})
+    out["gemma-serving:vllm"] = json.dumps(resolved["vllm"])
+    return out
+
+
+def _long_form_change(key: str, value: object) -> bool:
+    """A change that writes the model the long way (a whole model without `id`, or one of its long-form keys)."""
+    if key == "model":
+        return not (isinstance(value, dict) and "id" in value)
+    return key.startswith("model__") and key.split("__")[1] not in _SHORT_FORM
+
 
 def config_with(stack: str = "l4", /, **changes: Any) -> dict[str, str]:
-    """The stack file's config with some top-level keys replaced or nested keys patched (a.b.c=value)."""
+    """The stack file's config with some top-level keys replaced or nested keys patched (a.b.c=value). A change
+    to the model's long-form keys (path, source, ...) applies to the stack written the long way."""
     values = dict(stack_config(stack).values)
+    if any(_long_form_change(key, value) for key, value in changes.items()):
+        values = long_form(values)
     for dotted, value in changes.items():
         key, *path = dotted.split("__")
         full = f"gemma-serving:{key}"
@@ -149,7 +178,10 @@ def test_typo_two_levels_deep() -> None:
 
 def test_speculative_decoding_without_drafter() -> None:
     """Gemma 4 MTP without the -assistant checkpoint would draft with the target model."""
-    message = problems_of(config_with("rtx6000", vllm__speculative={"method": "mtp", "numSpeculativeTokens": 3}))
+    values = long_form(stack_config("rtx6000").values)
+    vllm = json.loads(values["gemma-serving:vllm"])
+    vllm["speculative"] = {"method": "mtp", "numSpeculativeTokens": 3}
+    message = problems_of({**values, "gemma-serving:vllm": json.dumps(vllm)})
     assert "vllm.speculative.drafter: method 'mtp' needs a drafter model" in message
 
 

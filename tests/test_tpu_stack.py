@@ -28,6 +28,7 @@ from preview.supply_plan import supply_section
 from preview.tpu_plan import script_value, startup_scripts, tpu_section
 from serving.vllm_args import check_serve_args
 from tests.conftest import ROOT, render_stack, stack_config
+from tests.test_settings import long_form
 
 QUEUED = "pulumi-python:dynamic/tpu:QueuedResource"
 FIREWALL = "gcp:compute/firewall:Firewall"
@@ -145,10 +146,13 @@ def test_plan_shows_the_import_job_and_the_image_the_node_pulls(rendered: Captur
 
 def test_gated_checkpoint_without_a_token_names_the_key() -> None:
     """Should the checkpoint become gated, `pulumi up` stops with the key to set, not a 401 in the job."""
-    model = json.loads(stack_config(STACK).values["gemma-serving:model"])
+    values = long_form(stack_config(STACK).values)
+    model = json.loads(values["gemma-serving:model"])
     model["source"]["huggingFace"]["gated"] = True
     with pytest.raises(SecretConfigError, match="pulumi config set --secret gemma-serving:hfToken"):
-        render_stack(STACK, {"gemma-serving:model": json.dumps(model)})
+        render_stack(
+            STACK, {"gemma-serving:model": json.dumps(model), "gemma-serving:vllm": values["gemma-serving:vllm"]}
+        )
 
 
 def test_request_is_a_v6e_1_flex_start_node_with_internal_ip(rendered: Capture) -> None:

@@ -7,13 +7,14 @@ one bucket path, and a derived-image tag that names no particular build.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from stacks.loading import settings_from_config
 from tests.conftest import stack_config
-from tests.test_settings import config_with, problems_of
+from tests.test_settings import config_with, long_form, problems_of
 
 REV = "1d2c2d7f2466070e69d6fb3fd5ce9a7d75f2f6ee"
 
@@ -94,7 +95,11 @@ def test_drafter_with_slashes_is_the_same_bucket_path() -> None:
 
 def test_drafter_needs_its_own_path() -> None:
     """A drafter at the model's own path would make the two imports overwrite each other's files."""
-    values = config_with("rtx6000", vllm__speculative__drafter="gemma-4-12B-it-qat-w4a16-ct")
+    values = long_form(stack_config("rtx6000").values)
+    model = json.loads(values["gemma-serving:model"])
+    vllm = json.loads(values["gemma-serving:vllm"])
+    model["path"] = vllm["speculative"]["drafter"] = "my-finetune"
+    values.update({"gemma-serving:model": json.dumps(model), "gemma-serving:vllm": json.dumps(vllm)})
     assert "the drafter needs its own bucket path" in problems_of(values)
 
 

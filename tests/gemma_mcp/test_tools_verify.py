@@ -6,10 +6,17 @@ real socket, as the agent's calls will.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from gemma_mcp.results import BenchRun
+from gemma_mcp.tools_verify import _bench_summary
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from tests.gemma_mcp.conftest import ROOT, connect, is_file, remove_files, text_of
+from verify.bench.results import load_results
+from verify.numbers import readable
+
+REAL_SWEEP = ROOT / "tests" / "verify" / "bench" / "data" / "real" / "sweep-64-tokens.jsonl"
 
 # A server with a realistic first-token time: against one that answers in a millisecond the load generator
 # itself is the bottleneck and verify bench marks the cells untrusted (verify/bench/trust.py).
@@ -138,3 +145,31 @@ async def test_compare_refuses_files_outside_the_project(tmp_path: Path) -> None
         result = await client.call_tool("compare", {"a": str(outside), "b": str(outside)})
     assert result.is_error
     assert "outside the project root" in text_of(result)
+
+
+def test_bench_text_counts_untrusted_cells_rounds_numbers_and_names_no_cli_flag() -> None:
+    """Guards against "bench: PASS" with raw floats (58.77129879670868 req/s), no word that every cell was
+    untrusted, and advice naming a CLI flag the tool does not take (cells of a real sweep, all untrusted)."""
+    cells = load_results(REAL_SWEEP).records
+    run = BenchRun(
+        command=["python", "-m", "verify", "bench"],
+        exit_code=1,
+        passed=False,
+        timed_out=False,
+        report=[cell.model_dump(mode="json") for cell in cells],
+        message="failed SLO not judged on 4 untrusted cells (16 x 1, 16 x 2, 32 x 1, 32 x 2): their latencies "
+        "include the client's own delay; --allow-untrusted to gate on them anyway",
+        results_file="bench-results/mcp/r.jsonl",
+        report_files=[],
+        caps={},
+    )
+    text = _bench_summary(run)
+    lines = text.splitlines()
+    assert lines[0] == "bench: FAIL (exit 1), 4 of 4 cells untrusted (load generator CPU-bound)"
+    assert lines[2].startswith(f"  context 16 x 1 user: {readable(cells[0].request_throughput)} req/s, p99 TTFT ")
+    assert "(untrusted, client CPU-bound: " in lines[2]
+    assert not re.search(r"\d\.\d{4,}", text), text
+    assert "--" not in text
+    assert lines[-1].endswith("their latencies include the client's own delay")
+    passed = _bench_summary(run.model_copy(update={"passed": True, "exit_code": 0}))
+    assert passed.startswith("bench: PASS, 4 of 4 cells untrusted (load generator CPU-bound)\n")

@@ -16,6 +16,7 @@ from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import StackSettings
 from tests.conftest import ROOT, render_stack
 from tests.preview_cli import SHARES_SHIPPED_PLANS, run_preview, shipped_plan
+from tests.test_settings import long_form
 
 PREFIX = "gemma-serving:"
 
@@ -23,6 +24,8 @@ PREFIX = "gemma-serving:"
 def load(stack: str, **edits: object) -> StackSettings:
     """A shipped stack file's settings, with top-level keys (`vllm`, `model`, ...) edited."""
     config = read_stack_config(ROOT, stack)
+    if "model" in edits:  # the stack written the long way, so an edited path or source is what it serves
+        config.values.update(long_form(config.values))
     for key, change in edits.items():
         full = PREFIX + key
         current = json.loads(config.values[full]) if full in config.values else {}
@@ -124,13 +127,29 @@ def test_the_tpu_stack_fits_one_full_length_sequence() -> None:
     assert capacity.plan.max_concurrency >= 1
 
 
-def test_an_unknown_checkpoint_is_not_checked_and_says_so() -> None:
-    """A checkpoint without a profile loads, and the preview says capacity was not checked and how to fix it."""
-    capacity = assess_stack(load("l4", model={"path": "my-own-finetune"}))
-    assert capacity.plan is None
-    (warning,) = capacity.warnings
-    assert "capacity not checked: no model profile for 'my-own-finetune'" in warning
-    assert capacity.as_dict()["checked"] is False
+def test_an_unknown_checkpoint_is_refused_with_how_to_make_it_judgeable() -> None:
+    """A GPU stack serving a checkpoint nobody can size is refused (it used to plan with "capacity not checked"),
+    and the message says what would make it judgeable."""
+    problems = load_errors("l4", model={"path": "my-own-finetune", "source": None})
+    assert len(problems) == 1
+    assert problems[0].startswith(
+        "gemma-serving:capacity.profile: the planner cannot judge whether this stack fits ('my-own-finetune' is "
+        "neither a catalog checkpoint nor a built-in profile"
+    )
+    assert "serve a catalog model (model.id, model.variant, model.revision" in problems[0]
+    assert "capacity.weightBytes (or capacity.parameters and capacity.bitsPerParameter)" in problems[0]
+
+
+def test_weight_bytes_next_to_a_built_in_profile_is_refused() -> None:
+    """capacity.weightBytes beside a catalog checkpoint used to be ignored silently (and the 31B then "fit" an L4)."""
+    problems = load_errors("l4", capacity={"weightBytes": 1_000_000})
+    assert problems == [
+        (
+            "gemma-serving:capacity.weightBytes: applies only to a checkpoint profiled from its config.json "
+            "(capacity.profile: path/to/config.json); this stack's checkpoint has a built-in profile whose weights "
+            "are known, so the figure would be ignored: remove it (or correct the catalog with its source)"
+        )
+    ]
 
 
 def test_the_program_warns_through_pulumi_log() -> None:
@@ -200,13 +219,12 @@ def test_preview_prints_the_capacity_table_and_json_key() -> None:
 def test_preview_of_a_stack_that_cannot_fit_exits_with_the_message(tmp_path: Path) -> None:
     """The bf16 12B on the L4 stack: the preview prints the capacity error and exits 1, no traceback."""
     document = yaml.safe_load((ROOT / "Pulumi.l4.yaml").read_text())
-    document["config"]["gemma-serving:model"]["path"] = "gemma-4-12B-it"
-    del document["config"]["gemma-serving:vllm"]["quantization"]  # the bf16 checkpoint is not compressed-tensors
+    document["config"]["gemma-serving:model"]["variant"] = "bf16"
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(ROOT / name, tmp_path / name)
     (tmp_path / "Pulumi.l4.yaml").write_text(yaml.safe_dump(document))
     result = run_preview("--stack", "l4", "--root", str(tmp_path))
     assert result.returncode == 1
-    assert "model.path: capacity: weights need 23.90 GB" in result.stderr
+    assert "model.variant: capacity: weights need 23.90 GB" in result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""

@@ -212,7 +212,7 @@ def test_bench_counts_misbehaving_streams_and_fails_the_run(
     with serving(FaultyVllm(faults)) as server:
         result = bench(capsys, server.url, output, *ONE_CELL, *flags)
     assert result.code == 1
-    assert "failed SLO violated context 16 x concurrency 1: success_rate = 0, SLO success_rate >= 1" in result.err
+    assert "failed SLO violated context 16 x concurrency 1: success_rate = 0 (SLO >= 1)" in result.err
     (record,) = load_results(output).records
     assert record.measured
     assert (record.completed, record.failed, record.errors) == (0, 2, {kind: 2})
@@ -259,7 +259,7 @@ def test_bench_fails_by_default_when_every_request_fails(capsys: pytest.CaptureF
         failing = bench(capsys, server.url, tmp_path / "default.jsonl", *ONE_CELL)
         overridden = bench(capsys, server.url, tmp_path / "override.jsonl", *ONE_CELL, "--slo", "success_rate=0")
     assert failing.code == 1
-    assert "success_rate = 0, SLO success_rate >= 1" in failing.err
+    assert "success_rate = 0 (SLO >= 1)" in failing.err
     assert overridden.code == 0, overridden.err
     for name in ("default", "override"):
         (record,) = load_results(tmp_path / f"{name}.jsonl").records

@@ -8,7 +8,10 @@ before it count as trusted, so old sweeps keep rendering as they did.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from verify.bench.results import CellRecord
+from verify.bench.stall import STALL_WARNING_START
 
 
 def trusted(record: CellRecord) -> bool:
@@ -34,3 +37,42 @@ def untrusted_note(record: CellRecord) -> str | None:
 def needs_a_look(record: CellRecord) -> bool:
     """True when the cell's numbers come with a caveat the reader must see next to them."""
     return record.measured and (bool(record.warnings) or not trusted(record))
+
+
+def _cause(record: CellRecord) -> str:
+    """What made the cell untrusted, in the few words a summary line counts it under."""
+    reason = untrusted_reason(record) or ""
+    if "CPU-bound" in reason or "ran out of CPU" in reason:
+        return "load generator CPU-bound"
+    if "load-generator tasks reported" in reason:
+        return "a load-generator task missing"
+    return "marked untrusted"
+
+
+def other_warnings(record: CellRecord) -> list[str]:
+    """The cell's warnings besides its untrusted reason. A stall warning is left out of an untrusted cell's:
+    the reason already says the client was late (the record keeps both)."""
+    reason = untrusted_reason(record)
+    return [
+        warning
+        for warning in record.warnings
+        if warning != reason and not (reason is not None and warning.startswith(STALL_WARNING_START))
+    ]
+
+
+def cell_note(record: CellRecord) -> str:
+    """Everything a reader must know about one cell, on one line: the untrusted reason (cause and size)
+    first, then the other warnings."""
+    reason = untrusted_reason(record)
+    return "; ".join([*([reason] if reason else []), *other_warnings(record)])
+
+
+def untrusted_summary(records: Sequence[CellRecord]) -> str | None:
+    """``4 of 6 cells untrusted (load generator CPU-bound)``; None when every measured cell is trusted."""
+    measured = [record for record in records if record.measured]
+    causes = [_cause(record) for record in measured if not trusted(record)]
+    if not causes:
+        return None
+    kinds = sorted(set(causes))
+    counted = ", ".join(f"{causes.count(cause)} {cause}" if len(kinds) > 1 else cause for cause in kinds)
+    return f"{len(causes)} of {len(measured)} cells untrusted ({counted})"

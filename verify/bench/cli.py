@@ -23,14 +23,14 @@ from rich.console import Console
 from verify import UsageError, discovery
 from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.auth import auth_advice
-from verify.bench import cloud_cli, compare_command, server_metrics
+from verify.bench import cloud_cli, compare_command, resume, server_metrics
 from verify.bench.console import ProgressObserver, summary_table
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
 from verify.bench.load_generator import TransportKind, make_transport, raise_fd_limit
 from verify.bench.outputs import check_output
 from verify.bench.prompts import PromptBook, choose_counter
 from verify.bench.report import write_reports
-from verify.bench.results import CellKey, CellRecord, done_keys, load_results
+from verify.bench.results import CellKey, CellRecord, done_keys, read_checked
 from verify.bench.slo import DEFAULT_SUCCESS_RATE, Slo, parse_slo
 from verify.bench.sweep import Endpoint, EndpointLostError, plan_from_arguments, run_sweep
 from verify.bench.trust import gate_failures
@@ -224,7 +224,7 @@ def _default_output() -> Path:
 
 
 def _existing_records(path: Path, *, resume: bool, console: Console) -> list[CellRecord]:
-    loaded = load_results(path)
+    loaded = read_checked(path)
     if loaded.unreadable_lines:
         console.print(
             f"[yellow]warning[/] {path}: lines {loaded.unreadable_lines} are not cell records (e.g. cut off by a "
@@ -264,7 +264,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
     try:
         planned = asyncio.run(_bench(args, target, output, existing=existing, facts=facts, console=console))
     except KeyboardInterrupt:
-        kept = len(load_results(output).records)
+        kept = len(read_checked(output).records)
         console.print(
             f"\n[yellow]interrupted[/]: {kept} finished cells are kept in {output}; rerun the same command with "
             f"--output {output} --resume to measure the rest"
@@ -276,7 +276,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--output {output}: writing a cell failed ({exc.strerror or exc}); finished cells are kept"
         ) from None
-    records = load_results(output).records
+    records = read_checked(output).records
     _show(args, records, new=[r for r in records if r.key not in done_keys(existing)], output=output, console=console)
     if lost is not None:
         raise UsageError(
@@ -299,6 +299,10 @@ def _show(
         print(json.dumps([record.model_dump(mode="json") for record in new], indent=2))
     if not any(record.measured for record in records):
         console.print(f"results: {output}; no reports written: no cell was measured")
+        return
+    if not new:
+        Console(width=None if sys.stdout.isatty() else 160).print(summary_table(records))
+        console.print(f"results: {output}; nothing new was measured, so no file was changed")
         return
     summary = _metrics_summary(output.with_suffix(".metrics.json"))
     try:
@@ -389,13 +393,19 @@ async def _bench(
             accelerator=facts,
             model_params=args.model_params or params_from_model_name(found.model),
         )
-        counter = await choose_counter(client, found.model, plan.api)
-        before = await server_metrics.snapshot(client, found.model)
+        found_differences = resume.differences(existing, plan, endpoint)
+        if found_differences:
+            raise UsageError(resume.refusal(output, found_differences))
         todo = [cell for cell in plan.cells() if plan.key(*cell) not in done_keys(existing)]
         console.print(
             f"benchmarking {found.model} at {target.base_url} (vLLM {found.vllm_version or 'unknown'}): "
             f"{len(todo)} cells to measure, {len(plan.cells()) - len(todo)} already in {output}"
         )
+        if not todo:
+            # Nothing to measure: every file stays as it is (no empty metrics window, no rewritten reports).
+            return [plan.key(*cell) for cell in plan.cells()]
+        counter = await choose_counter(client, found.model, plan.api)
+        before = await server_metrics.snapshot(client, found.model)
         spec = ClientSpec(target.base_url, transport_kind, args.connect_timeout, args.timeout, max(args.concurrency))
         async with worker_pool(args.workers, spec) as pool:
             if pool is not None:
@@ -418,5 +428,5 @@ async def _bench(
                         pool=pool,
                     )
         after = await server_metrics.snapshot(client, found.model)
-        server_metrics.write_snapshots(output.with_suffix(".metrics.json"), before, after)
+        server_metrics.write_snapshots(server_metrics.window_path(output), before, after)
         return [plan.key(*cell) for cell in plan.cells()]

@@ -31,7 +31,7 @@ from verify.bench.console import summary_table
 from verify.bench.load_generator import TransportKind, raise_fd_limit
 from verify.bench.prompts import choose_counter
 from verify.bench.report import write_reports
-from verify.bench.results import CellRecord, append_record, load_results
+from verify.bench.results import CellRecord, append_record, read_checked
 from verify.bench.sweep import Endpoint, plan_from_arguments
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
@@ -132,7 +132,7 @@ def run_on_cloud_run(args: argparse.Namespace, output: Path, console: Console, *
 
 def collect_into(directory: Path, output: Path, args: argparse.Namespace, console: Console) -> int:
     """Merge a run's task files into ``output`` (+ CSV, Markdown, PNG); SLO gates as `verify bench`."""
-    if load_results(output).records:
+    if read_checked(output).records:
         raise UsageError(f"{output} already holds cells; choose another --output")
     try:
         records = merged_records(read_shares(directory))

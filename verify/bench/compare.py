@@ -10,6 +10,11 @@ The two files must have asked the same question. Output tokens per request and t
 every latency and throughput number, so a difference there is refused unless the caller says it is
 intended (``--allow-mismatch``). The model, requests per cell and client transport may differ on
 purpose (a QAT checkpoint or an MTP variant is served under its own name) and are warned about.
+
+Cells a sweep marked untrusted (its load generator was CPU-bound) are not judged: their latencies
+include the client's own delay. On a busy machine that can be every cell, so ``allow_untrusted``
+(``--allow-untrusted``) shows the verdicts they would get, each marked ``*`` and counted apart.
+A value that is not a finite number is never judged (the files' reader refuses them anyway).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from verify.bench import spread
-from verify.bench.caveats import needs_a_look, trusted, untrusted_note
+from verify.bench.caveats import cell_note, needs_a_look, trusted, untrusted_summary
 from verify.bench.results import CellRecord
 from verify.bench.workload import Workload
 from verify.numbers import percent, readable, signed_percent
@@ -65,11 +70,13 @@ MARKS = {
     Verdict.UNKNOWN: "?",
     Verdict.UNTRUSTED: "?",
 }
+# Appended to the mark of a verdict judged on an untrusted side (``allow_untrusted``).
+WOULD_BE = "*"
 LEGEND = (
     "▲ better, ▼ worse; ≈ within noise (|B - A| at most "
     f"{NOISE_SIGMAS:g} combined standard errors of the two cells, from their recorded spread and request "
-    "count); ? not judged: a side is untrusted or records no spread; ⚠ a side has warnings or is untrusted "
-    "(listed below)"
+    "count); ? not judged: a side is untrusted or records no spread; * would-be verdict on an untrusted "
+    "cell; ⚠ a side has warnings or is untrusted (listed below)"
 )
 
 
@@ -83,6 +90,7 @@ class Delta:
     a_se: float | None = None
     b_se: float | None = None
     judged: bool = True  # False when a side is untrusted
+    would_be: bool = False  # judged although a side is untrusted (allow_untrusted): shown marked
 
     @property
     def change(self) -> float | None:
@@ -117,7 +125,9 @@ class Delta:
     @property
     def mark(self) -> str:
         verdict = self.verdict
-        return "" if verdict is None else MARKS[verdict]
+        if verdict is None:
+            return ""
+        return MARKS[verdict] + (WOULD_BE if self.would_be and verdict is not Verdict.UNTRUSTED else "")
 
     def shown_change(self) -> str:
         change = self.change
@@ -187,10 +197,11 @@ _WORKLOAD: tuple[tuple[str, str, bool, str], ...] = (
 
 
 def _value(record: CellRecord | None, field: str) -> float | None:
+    """The number to compare; None when the cell has none (or one that is not finite: never judged)."""
     if record is None or not record.measured:
         return None
     value = getattr(record, field)
-    return None if value is None else float(value)
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def _standard_error(record: CellRecord | None, metric: Metric) -> float | None:
@@ -202,20 +213,38 @@ def _standard_error(record: CellRecord | None, metric: Metric) -> float | None:
 _Matched = tuple[int, int, CellRecord | None, CellRecord | None]
 
 
+class DuplicateCellError(ValueError):
+    """A side holds two records of one cell: which one to compare would be a guess."""
+
+
+def _by_cell(records: Sequence[CellRecord], side: str) -> dict[tuple[int, int], CellRecord]:
+    cells: dict[tuple[int, int], CellRecord] = {}
+    for record in records:
+        cell = (record.requested_context, record.max_concurrency)
+        if cell in cells:
+            raise DuplicateCellError(
+                f"{side} holds two records of context {cell[0]} x concurrency {cell[1]}: compare takes one sweep "
+                "per side"
+            )
+        cells[cell] = record
+    return cells
+
+
 def _matched(a: Sequence[CellRecord], b: Sequence[CellRecord]) -> list[_Matched]:
-    """Every cell in A or B, by context then concurrency (the last line of a cell wins)."""
-    by_a = {(r.requested_context, r.max_concurrency): r for r in a}
-    by_b = {(r.requested_context, r.max_concurrency): r for r in b}
+    """Every cell in A or B, by context then concurrency; a side with two records of a cell is refused."""
+    by_a, by_b = _by_cell(a, "A"), _by_cell(b, "B")
     return [
         (context, concurrency, by_a.get((context, concurrency)), by_b.get((context, concurrency)))
         for context, concurrency in sorted(by_a.keys() | by_b.keys())
     ]
 
 
-def compare(a: Sequence[CellRecord], b: Sequence[CellRecord]) -> list[CellComparison]:
+def compare(a: Sequence[CellRecord], b: Sequence[CellRecord], *, allow_untrusted: bool = False) -> list[CellComparison]:
+    """One row per cell of A or B. Untrusted cells are not judged unless ``allow_untrusted``, which gives
+    their would-be verdicts (``Delta.would_be``)."""
     rows = []
     for context, concurrency, left, right in _matched(a, b):
-        judged = all(record is None or trusted(record) for record in (left, right))
+        untrusted = not all(record is None or trusted(record) for record in (left, right))
         deltas = tuple(
             Delta(
                 metric.field,
@@ -225,7 +254,8 @@ def compare(a: Sequence[CellRecord], b: Sequence[CellRecord]) -> list[CellCompar
                 metric.higher_is_better,
                 a_se=_standard_error(left, metric),
                 b_se=_standard_error(right, metric),
-                judged=judged,
+                judged=not untrusted or allow_untrusted,
+                would_be=untrusted and allow_untrusted,
             )
             for metric in COMPARED
         )
@@ -255,7 +285,8 @@ def workload_mismatches(a: Sequence[CellRecord], b: Sequence[CellRecord]) -> lis
 def tally(rows: Sequence[CellComparison]) -> str:
     """``B is better in 3, worse in 1 and within noise in 17 of 21 comparisons``: the one line to read first."""
     compared = [row for row in rows if not row.status()]
-    verdicts = [d.verdict for row in compared for d in row.deltas if d.verdict is not None]
+    judged = [d for row in compared for d in row.deltas if d.verdict is not None]
+    verdicts = [d.verdict for d in judged if not d.would_be]
     counts = {verdict: verdicts.count(verdict) for verdict in Verdict}
     parts = [
         f"better in {counts[Verdict.BETTER]}",
@@ -266,9 +297,16 @@ def tally(rows: Sequence[CellComparison]) -> str:
         parts.append(f"unknown (no spread recorded) in {counts[Verdict.UNKNOWN]}")
     if counts[Verdict.UNTRUSTED]:
         parts.append(f"not judged (untrusted) in {counts[Verdict.UNTRUSTED]}")
+    would_be = [d.verdict for d in judged if d.would_be]
+    if would_be:
+        parts.append(
+            f"would-be (untrusted, marked {WOULD_BE}) in {len(would_be)}: better in {would_be.count(Verdict.BETTER)}, "
+            f"worse in {would_be.count(Verdict.WORSE)}, within noise in "
+            f"{would_be.count(Verdict.NOISE) + would_be.count(Verdict.SAME)}"
+        )
     caveats = sum(row.caveat for row in compared)
     warned = f"; {caveats} of {len(compared)} cells have warnings (⚠)" if caveats else ""
-    return f"B is {', '.join(parts)} of {len(verdicts)} comparisons{warned}"
+    return f"B is {', '.join(parts)} of {len(judged)} comparisons{warned}"
 
 
 def describe_side(records: Sequence[CellRecord]) -> str:
@@ -312,14 +350,15 @@ def markdown(
 
 
 def caveat_notes(rows: Sequence[CellComparison]) -> list[str]:
-    """One line per warning of either side, and per untrusted cell: what the ⚠ marks point at."""
+    """What the ⚠ marks point at: one line per cell and side with a caveat (the untrusted reason with its
+    cause and size, then the other warnings), and one line counting the untrusted cells of each side."""
     notes = []
     for row in rows:
         for side, record in (("A", row.a), ("B", row.b)):
-            if record is None or not needs_a_look(record):
-                continue
-            untrusted = untrusted_note(record)
-            if untrusted:
-                notes.append(f"{row.label} in {side}: {untrusted}")
-            notes.extend(f"{row.label} in {side}: {warning}" for warning in record.warnings)
+            if record is not None and needs_a_look(record):
+                notes.append(f"{row.label} in {side}: {cell_note(record)}")
+    for side, records in (("A", [row.a for row in rows]), ("B", [row.b for row in rows])):
+        summary = untrusted_summary([record for record in records if record is not None])
+        if summary is not None:
+            notes.append(f"{side}: {summary}")
     return notes

@@ -18,9 +18,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
-from verify.bench.caveats import untrusted_reason
+from verify.bench.caveats import other_warnings, untrusted_reason, untrusted_summary
 from verify.bench.compare import COMPARED, LEGEND, CellComparison, Delta, Mismatch, Verdict, caveat_notes, tally
 from verify.bench.results import CellRecord
+from verify.bench.trust import UNTRUSTED_ADVICE
 from verify.numbers import percent, readable
 from verify.streaming import StreamResult
 
@@ -67,14 +68,9 @@ class ProgressObserver:
         self._progress.update(self._task, advance=1, failed=self._failed)
 
     def cell_finished(self, record: CellRecord) -> None:
+        # Skips and warnings are not printed here: the summary under the table says each once, on one line
+        # per cell (printing them here too doubled every warning on a busy machine).
         self._done_cells += 1
-        if not record.measured:
-            self._console.print(
-                f"[yellow]skipped[/] context {record.requested_context} x concurrency {record.max_concurrency}: "
-                f"{record.skip_reason}"
-            )
-        for warning in record.warnings:
-            self._console.print(f"[yellow]warning[/] {warning}")
         self._task = None
 
 
@@ -97,7 +93,7 @@ def _footnote(record: CellRecord) -> str:
         notes.append("platform limit")
     if record.exceeds_ceiling:
         notes.append("[red]above physical ceiling[/]")
-    notes.extend(escape(warning) for warning in record.warnings if warning != reason)
+    notes.extend(escape(warning) for warning in other_warnings(record))
     return "; ".join(notes)
 
 
@@ -106,7 +102,7 @@ def _compact_table(title: str) -> Table:
     return Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False, title_justify="left")
 
 
-def summary_table(records: Sequence[CellRecord]) -> Group:
+def summary_table(records: Sequence[CellRecord], *, advice: str = UNTRUSTED_ADVICE) -> Group:
     """One row per cell, then a numbered note per cell that has one (failures, warnings, skips).
 
     Why notes under the table rather than in a column: a notes column squeezed every other column
@@ -146,6 +142,9 @@ def summary_table(records: Sequence[CellRecord]) -> Group:
             row += [readable(record.cost_per_1m_output_tokens_usd)] if priced else []
         row += [mark] if noted else []
         table.add_row(*row)
+    untrusted = untrusted_summary(ordered)
+    if untrusted is not None:
+        lines.append(f"[yellow]{escape(untrusted)}[/]: {escape(advice)}")
     return Group(table, *(Text.from_markup(line) for line in lines))
 
 
@@ -190,6 +189,16 @@ def _or_status(row: CellComparison, cells: list[str]) -> list[str]:
     return [status, *[""] * (len(cells) - 1)] if status else cells
 
 
+def untrusted_advice(rows: Sequence[CellComparison]) -> str | None:
+    """The one line that says what to do about untrusted cells in a comparison (None when there are none)."""
+    deltas = [delta for row in rows for delta in row.deltas]
+    if any(delta.verdict is Verdict.UNTRUSTED for delta in deltas):
+        return f"untrusted cells are not judged: --allow-untrusted shows their would-be verdicts; {UNTRUSTED_ADVICE}"
+    if any(delta.would_be for delta in deltas):
+        return f"verdicts marked * are on untrusted cells; for real ones, {UNTRUSTED_ADVICE}"
+    return None
+
+
 def comparison_view(
     rows: Sequence[CellComparison], *, a_name: str, b_name: str, width: int, mismatches: Sequence[Mismatch] = ()
 ) -> Group:
@@ -211,4 +220,7 @@ def comparison_view(
     ]
     parts += [Text(tally(rows), style="bold"), table, Text(legend, style="dim")]
     parts += [Text.from_markup(f"[yellow]⚠[/] {escape(note)}") for note in caveat_notes(rows)]
+    advice = untrusted_advice(rows)
+    if advice is not None:
+        parts.append(Text(advice, style="yellow"))
     return Group(*parts)

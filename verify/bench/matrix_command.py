@@ -18,7 +18,7 @@ from verify import UsageError
 from verify.argtypes import positive_number
 from verify.bench.matrix import DEFAULT_ACTIVE_HOURS, Run, judge
 from verify.bench.matrix_report import chart_png, csv_text, markdown
-from verify.bench.results import load_results
+from verify.bench.results import read_checked
 from verify.bench.slo import Slo, parse_slo, with_default_gate
 
 EXIT_OK = 0
@@ -70,7 +70,7 @@ def load_runs(paths: list[Path]) -> list[Run]:
     for path in paths:
         if not path.exists():
             raise UsageError(f"{path} does not exist (compare takes results files of `verify bench`)")
-        records = load_results(path).records
+        records = read_checked(path).records
         if not records:
             raise UsageError(f"{path} holds no cell records")
         runs.append(Run(label=path.stem, path=path, records=tuple(records)))

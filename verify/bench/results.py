@@ -9,12 +9,16 @@ compared line by line; ours are added beside them.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, Self
 
 import pydantic
+
+from verify import UsageError
+from verify.bench.record_checks import STORED, problems_of
 
 
 class CellKey(NamedTuple):
@@ -30,7 +34,8 @@ class CellKey(NamedTuple):
 class CellRecord(pydantic.BaseModel):
     """One line of the results file. Skipped cells carry no metrics, only the reason."""
 
-    model_config = pydantic.ConfigDict(extra="ignore", frozen=True)
+    # NaN and infinity are refused: no metric we compute is one, and `compare` must not judge one.
+    model_config = pydantic.ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     record: Literal["cell"] = "cell"
     status: Literal["measured", "skipped"]
@@ -45,6 +50,8 @@ class CellRecord(pydantic.BaseModel):
     max_tokens: int
     num_prompts: int
     num_warmups: int = 0
+    # Whether the output length was forced (None: a file written before verify recorded it).
+    ignore_eos: bool | None = None
     # the endpoint
     base_url: str | None = None
     platform: str | None = None
@@ -112,6 +119,16 @@ class CellRecord(pydantic.BaseModel):
     untrusted_reason: str | None = None
     warnings: list[str] = pydantic.Field(default_factory=list)
 
+    @pydantic.model_validator(mode="after")
+    def _consistent_when_read(self, info: pydantic.ValidationInfo) -> Self:
+        """A line read back from a file must be a line verify could have written (see record_checks);
+        records verify builds itself are not re-checked (their numbers come from the samples)."""
+        if info.context is not None and info.context.get(STORED):
+            problems = problems_of(self)
+            if problems:
+                raise ValueError("; ".join(problems))
+        return self
+
     @property
     def key(self) -> CellKey:
         return CellKey(self.model, self.api, self.requested_context, self.max_concurrency, self.max_tokens)
@@ -121,27 +138,89 @@ class CellRecord(pydantic.BaseModel):
         return self.status == "measured"
 
 
+class ResultsFileError(ValueError):
+    """A results file holds a line verify could not have written; the message names ``file:line`` and why."""
+
+
 class LoadedResults(NamedTuple):
     records: list[CellRecord]
-    # Lines that could not be read, e.g. the half-written last line of a killed run.
+    # Lines cut off mid-write (a killed run's last line, JSON that simply stops): reported, not fatal.
     unreadable_lines: list[int]
+    # The line each record was read from, in the same order as ``records``.
+    line_numbers: list[int]
+
+
+def _cut_off(text: str) -> bool:
+    """True for a line that is valid JSON up to where it stops: what a kill mid-write leaves."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+    return False
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def parse_line(path: Path, number: int, raw: bytes) -> CellRecord | None:
+    """One line of a results file as a checked record; None for a blank line or one that is not a cell
+    line (``record`` other than "cell"); raises ``ResultsFileError`` naming ``path:number`` otherwise."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsFileError(f"{path}:{number}: not UTF-8 text ({exc}): not a line verify wrote") from None
+    if not text.strip():
+        return None
+    try:
+        return CellRecord.model_validate_json(text, context={STORED: True})
+    except pydantic.ValidationError as exc:
+        raise ResultsFileError(f"{path}:{number}: {_first_error(exc)}") from None
 
 
 def load_results(path: Path) -> LoadedResults:
-    """Every readable cell line of ``path``; unreadable lines are reported, not fatal."""
+    """Every cell line of ``path``, each checked (verify.bench.record_checks).
+
+    A line cut off mid-write is reported in ``unreadable_lines``; any other line that is not a cell
+    verify could have written, and a second line for a cell (context x concurrency) already read, raise
+    ``ResultsFileError`` naming the file, the line and the reason: numbers from such a file would be
+    made up, so nothing reads on past it.
+    """
     records: list[CellRecord] = []
+    numbers: list[int] = []
     unreadable: list[int] = []
     if not path.exists():
-        return LoadedResults(records, unreadable)
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(CellRecord.model_validate_json(line))
-            except pydantic.ValidationError:
-                unreadable.append(number)
-    return LoadedResults(records, unreadable)
+        return LoadedResults(records, unreadable, numbers)
+    seen: dict[tuple[int, int], int] = {}
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if _cut_off(raw.decode("utf-8", errors="replace")) and raw.strip():
+            unreadable.append(number)
+            continue
+        record = parse_line(path, number, raw)
+        if record is None:
+            continue
+        cell = (record.requested_context, record.max_concurrency)
+        if cell in seen:
+            raise ResultsFileError(
+                f"{path}:{number}: a second line for context {cell[0]} x concurrency {cell[1]} (the first is line "
+                f"{seen[cell]}): a results file holds one sweep, one line per cell; split the file or remove one"
+            )
+        seen[cell] = number
+        records.append(record)
+        numbers.append(number)
+    return LoadedResults(records, unreadable, numbers)
+
+
+def read_checked(path: Path) -> LoadedResults:
+    """``load_results`` for a command: a line verify could not have written is a usage error (exit 2)
+    naming ``file:line`` and why."""
+    try:
+        return load_results(path)
+    except ResultsFileError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def done_keys(records: Iterable[CellRecord]) -> set[CellKey]:

@@ -51,6 +51,18 @@ def summary_markdown(before: VllmMetrics | None, after: VllmMetrics | None) -> s
     return "\n".join(lines)
 
 
+def window_path(output: Path) -> Path:
+    """Where a sweep's ``/metrics`` window goes: ``<results>.metrics.json``, or for a resumed sweep whose
+    first window is there, the next free ``<results>.metrics-<n>.json`` (a window describes the cells
+    measured in it: a resume never overwrites the earlier one)."""
+    path = output.with_suffix(".metrics.json")
+    number = 2
+    while path.exists():
+        path = output.with_name(f"{output.stem}.metrics-{number}.json")
+        number += 1
+    return path
+
+
 def write_snapshots(path: Path, before: VllmMetrics | None, after: VllmMetrics | None) -> None:
     """``<results>.metrics.json``: both scrapes and their difference, for later digging."""
     document = {

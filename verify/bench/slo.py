@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from verify.bench.results import CellRecord
+from verify.numbers import readable
 
 _LOWER_BOUNDS = ("success_rate", "request_throughput", "output_throughput", "total_token_throughput")
 _METRIC_ORDER = re.compile(r"^(ttft|tpot|itl|e2el)_(mean|median|p\d+)_ms$")
@@ -88,8 +89,13 @@ class Violation:
     value: float | None
 
     def describe(self) -> str:
-        shown = "no value (no request succeeded)" if self.value is None else f"{self.value:.4g}"
-        return f"{self.cell}: {self.slo.key} = {shown}, SLO {self.slo.describe()}"
+        return f"{self.cell}: {self.describe_value()}"
+
+    def describe_value(self) -> str:
+        """``p99_ttft_ms = 2,345 (SLO <= 2000)``, the cell left out."""
+        shown = "no value (no request succeeded)" if self.value is None else readable(self.value)
+        bound = ">=" if self.slo.is_lower_bound else "<="
+        return f"{self.slo.key} = {shown} (SLO {bound} {self.slo.limit:g})"
 
 
 def cell_label(record: CellRecord) -> str:

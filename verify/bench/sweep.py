@@ -185,6 +185,7 @@ def _base_fields(plan: SweepPlan, endpoint: Endpoint, context: int, concurrency:
         "max_tokens": plan.max_tokens,
         "num_prompts": plan.requests_for(concurrency),
         "num_warmups": plan.warmups_for(concurrency),
+        "ignore_eos": plan.ignore_eos,
         "base_url": endpoint.base_url,
         "platform": endpoint.platform,
         "accelerator": endpoint.accelerator.name,
@@ -225,8 +226,7 @@ def measured_record(
         warnings.append(stalled)
     if not shape.exact:
         warnings.append(
-            f"prompts are {shape.measured} tokens, not {context}: the shortest unique prompt the server "
-            "accepts (chat template + prefix) or the closest length its tokenizer allows"
+            f"prompts are {shape.measured} tokens, not {context} (the nearest the server's template allows)"
         )
     verdict = platform_verdict(concurrency, endpoint.admission_limit, metrics.errors)
     if verdict.over_limit:

@@ -30,8 +30,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from verify.bench.caveats import trusted
 from verify.bench.results import CellRecord
-from verify.bench.slo import Slo, violations, with_default_gate
+from verify.bench.slo import Slo, cell_label, violations, with_default_gate
 from verify.bench.stall import StallSummary
 
 # Measured ratio of the TTFT error to the probe's mean lateness (see the module docstring).
@@ -63,56 +64,66 @@ def added_latency_ms(summary: StallSummary) -> float:
     return LAG_TO_TTFT_ERROR * summary.mean_ms
 
 
+# What every untrusted reason of a CPU-bound client says, so readers can tell the cause apart.
+CPU_BOUND = "CPU-bound"
+# The fix, said once under the cells (never repeated per cell: on a busy machine that is every cell).
+UNTRUSTED_ADVICE = "rerun with more --workers, on a machine with CPU to spare, or beside the service (--on-cloud-run)"
+
+
 def _saturation(summary: StallSummary, mean_ttft_ms: float | None) -> str | None:
     if not mean_ttft_ms:
         return None  # no request succeeded: there is no latency the client could have distorted
     added = added_latency_ms(summary)
     if added >= TOLERANCE_SHARE_OF_TTFT * (mean_ttft_ms - added):
-        return (
-            f"its event loop ran {summary.mean_ms:.1f} ms late on average, which adds about {added:.0f} ms to each "
-            "request"
-        )
+        # The estimate grows with the lag without bound; past the mean TTFT itself it only says "most of it".
+        size = f"+{added:.0f} ms per request" if added < mean_ttft_ms else "most of each TTFT is the client's"
+        return f"{size} (loop {summary.mean_ms:.1f} ms late on average"
     return None
 
 
 def judge(stalls: Sequence[StallSummary], mean_ttft_ms: float | None) -> Trust:
-    """The cell's trust from every load generator's watch (one per worker)."""
+    """The cell's trust from every load generator's watch (one per worker): a short reason with the cause
+    and its size (the advice, ``UNTRUSTED_ADVICE``, is printed once by whoever lists the cells)."""
     found = [(index, reason) for index, summary in enumerate(stalls) if (reason := _saturation(summary, mean_ttft_ms))]
     if not found:
         return Trust(trusted=True)
-    who = "the load generator" if len(stalls) == 1 else f"{len(found)} of {len(stalls)} load-generator workers"
-    first = found[0][1] if len(stalls) == 1 else f"worker {found[0][0] + 1}: {found[0][1]}"
-    ttft = f" against a mean TTFT of {mean_ttft_ms:.0f} ms" if mean_ttft_ms else ""
-    return Trust(
-        trusted=False,
-        reason=(
-            f"untrusted: {who} ran out of CPU ({first}{ttft}), so these latencies include its own delay; "
-            "rerun with more --workers, on more CPUs, or nearer the service (--on-cloud-run)"
-        ),
-    )
+    who = "client" if len(stalls) == 1 else f"{len(found)} of {len(stalls)} client workers"
+    worst = found[0][1] if len(stalls) == 1 else f"{found[0][1]}, worker {found[0][0] + 1}"
+    ttft = f"; mean TTFT {mean_ttft_ms:.0f} ms" if mean_ttft_ms else ""
+    return Trust(trusted=False, reason=f"untrusted, {who} {CPU_BOUND}: {worst}{ttft})")
 
 
 def untrusted_cells(records: Iterable[CellRecord]) -> list[CellRecord]:
     return [record for record in records if record.measured and not record.trusted]
 
 
-def untrusted_gate(records: Iterable[CellRecord], *, gated: bool, allow_untrusted: bool) -> list[str]:
-    """Why an ``--slo`` gate cannot pass: one line per untrusted cell (none without a gate or when allowed)."""
-    if not gated or allow_untrusted:
-        return []
-    return [
-        f"context {record.requested_context} x concurrency {record.max_concurrency}: {record.untrusted_reason} "
-        "(--allow-untrusted to gate on it anyway)"
-        for record in untrusted_cells(records)
-    ]
-
-
 def gate_failures(slos: Sequence[Slo], records: Sequence[CellRecord], *, allow_untrusted: bool) -> list[str]:
-    """Every reason the run's gates fail: violated SLOs (with the default success-rate gate), then the
-    cells an explicit timing ``--slo`` (latency, throughput) cannot judge because they are untrusted."""
-    problems = [f"SLO violated {violation.describe()}" for violation in violations(with_default_gate(slos), records)]
-    timed = any(slo.judges_timing for slo in slos)
-    problems += [
-        f"SLO not judged {line}" for line in untrusted_gate(records, gated=timed, allow_untrusted=allow_untrusted)
-    ]
+    """Every reason the run's gates fail, one outcome per cell: a line per cell that violates an SLO (all its
+    violations on it), then one line for the untrusted cells an explicit timing ``--slo`` (latency,
+    throughput) could not judge. A timing SLO is not applied to an untrusted cell (its numbers include the
+    client's delay, so "violated" would be as unfounded as "met") unless ``allow_untrusted``; the success
+    rate, a count of answers, is judged on every cell."""
+    gates = with_default_gate(slos)
+    counted = [slo for slo in gates if not slo.judges_timing]
+    timed = [slo for slo in gates if slo.judges_timing]
+    problems: list[str] = []
+    not_judged: list[CellRecord] = []
+    for record in records:
+        if not record.measured:
+            continue
+        skip_timing = bool(timed) and not allow_untrusted and not trusted(record)
+        found = violations([*counted, *([] if skip_timing else timed)], [record])
+        if found:
+            shown = "; ".join(violation.describe_value() for violation in found)
+            also = " (its timing SLOs not judged: untrusted)" if skip_timing else ""
+            problems.append(f"SLO violated {cell_label(record)}: {shown}{also}")
+        elif skip_timing:
+            not_judged.append(record)
+    if not_judged:
+        named = ", ".join(f"{r.requested_context} x {r.max_concurrency}" for r in not_judged)
+        plural = "s" if len(not_judged) > 1 else ""
+        problems.append(
+            f"SLO not judged on {len(not_judged)} untrusted cell{plural} ({named}): their latencies include the "
+            "client's own delay; --allow-untrusted to gate on them anyway"
+        )
     return problems

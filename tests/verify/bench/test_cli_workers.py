@@ -43,7 +43,7 @@ def test_an_untrusted_cell_fails_the_gate_unless_allowed(
     assert counted == 0
     records = load_results(tmp_path / "a.jsonl").records
     assert all(not r.trusted and r.untrusted_reason for r in records)
-    assert all(any(w.startswith("untrusted:") for w in r.warnings) for r in records)
+    assert all(any(w.startswith("untrusted, ") for w in r.warnings) for r in records)
     report = (tmp_path / "a.md").read_text()
     assert f"{UNTRUSTED_MARK} untrusted" in report
     assert f"{UNTRUSTED_MARK} |" in report  # the mark ends the cells' numbers in the matrices

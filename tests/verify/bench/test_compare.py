@@ -108,7 +108,9 @@ def test_workloads_that_differ_are_found_and_the_request_shape_refused() -> None
 def test_cli_refuses_mismatched_workloads_unless_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Guards against `compare` silently comparing files whose requests differ (exit 2, naming both values)."""
     a = write(tmp_path / "a.jsonl", [first_cell()])
-    b = write(tmp_path / "b.jsonl", [first_cell().model_copy(update={"max_tokens": 32, "num_prompts": 64})])
+    # 32 output tokens per request: the tokens and throughputs follow (1024 tokens over the same 64 s)
+    short = {"max_tokens": 32, "num_prompts": 64, "total_output_tokens": 1024, "output_throughput": 16.0}
+    b = write(tmp_path / "b.jsonl", [first_cell().model_copy(update={**short, "total_token_throughput": 80.0})])
     assert main(["compare", str(a), str(b)]) == 2
     error = capsys.readouterr().err
     assert "output tokens per request: A 128; B 32" in error

@@ -53,8 +53,8 @@ def test_violations_cover_every_measured_cell() -> None:
     found = violations([parse_slo("success_rate=0.99"), parse_slo("p99_ttft_ms=2000")], records)
     described = [v.describe() for v in found]
     assert described == [
-        "context 128 x concurrency 128: success_rate = 0.875, SLO success_rate >= 0.99",
-        "context 8192 x concurrency 1: p99_ttft_ms = 2700, SLO p99_ttft_ms <= 2000",
+        "context 128 x concurrency 128: success_rate = 0.875 (SLO >= 0.99)",
+        "context 8192 x concurrency 1: p99_ttft_ms = 2,700 (SLO <= 2000)",
     ]
     assert violations([parse_slo("success_rate=0.5")], records) == []
 

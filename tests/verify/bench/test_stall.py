@@ -74,7 +74,7 @@ def test_a_cell_is_flagged_when_the_stall_could_move_its_latencies(
     assert (warning is not None) == flagged
     if warning is not None:
         assert f"up to {max_ms:.0f} ms" in warning
-        assert "short of CPU" in warning
+        assert "timed late" in warning
 
 
 def _watcher() -> subprocess.Popen[str]:

@@ -12,7 +12,6 @@ from verify.bench.trust import (
     gate_failures,
     judge,
     untrusted_cells,
-    untrusted_gate,
 )
 
 IDLE = StallSummary(max_ms=3.0, stalled_ms=0.0, probes=800, mean_ms=0.2)
@@ -34,8 +33,10 @@ def test_a_saturated_load_generator_makes_the_cell_untrusted() -> None:
     trust = judge([SATURATED], mean_ttft_ms=117.0)
     assert not trust.trusted
     assert trust.reason is not None
-    assert "3.0 ms late on average" in trust.reason
-    assert "--workers" in trust.reason
+    # cause and size on one short line; the fix is said once by whoever lists the cells
+    assert trust.reason == (
+        "untrusted, client CPU-bound: +21 ms per request (loop 3.0 ms late on average; mean TTFT 117 ms)"
+    )
 
 
 def test_one_saturated_worker_is_enough() -> None:
@@ -43,7 +44,8 @@ def test_one_saturated_worker_is_enough() -> None:
     trust = judge([IDLE, SATURATED, IDLE, IDLE], mean_ttft_ms=117.0)
     assert not trust.trusted
     assert trust.reason is not None
-    assert "1 of 4 load-generator workers" in trust.reason
+    assert trust.reason.startswith("untrusted, 1 of 4 client workers CPU-bound: +21 ms per request")
+    assert "worker 2" in trust.reason
 
 
 def test_the_threshold_scales_with_the_latency_measured() -> None:
@@ -84,15 +86,44 @@ def _cell(*, trusted: bool, status: str = "measured") -> CellRecord:
     )
 
 
+def _measured(*, trusted: bool, p99_ttft_ms: float, context: int = 128) -> CellRecord:
+    update = {"completed": 256, "failed": 0, "success_rate": 1.0, "p99_ttft_ms": p99_ttft_ms}
+    return _cell(trusted=trusted).model_copy(update={**update, "requested_context": context})
+
+
 def test_an_slo_gate_fails_on_an_untrusted_cell_unless_allowed() -> None:
     """Guards against CI passing (or failing) a deploy on numbers the client made up."""
-    records = [_cell(trusted=True), _cell(trusted=False)]
-    lines = untrusted_gate(records, gated=True, allow_untrusted=False)
-    assert len(lines) == 1
-    assert "concurrency 64" in lines[0]
-    assert "ran out of CPU" in lines[0]
-    assert untrusted_gate(records, gated=True, allow_untrusted=True) == []
-    assert untrusted_gate(records, gated=False, allow_untrusted=False) == []
+    records = [_measured(trusted=True, p99_ttft_ms=50.0), _measured(trusted=False, p99_ttft_ms=50.0, context=256)]
+    (line,) = gate_failures([parse_slo("p99_ttft_ms=2000")], records, allow_untrusted=False)
+    assert line == (
+        "SLO not judged on 1 untrusted cell (256 x 64): their latencies include the client's own delay; "
+        "--allow-untrusted to gate on them anyway"
+    )
+    assert gate_failures([parse_slo("p99_ttft_ms=2000")], records, allow_untrusted=True) == []
+
+
+def test_each_cell_gets_one_slo_outcome() -> None:
+    """Guards against a cell listed as both "violated" and "not judged", and against a line per SLO per
+    cell: a cell that fails the success rate while untrusted is one "violated" line saying its timing SLOs
+    were not judged; the other untrusted cells share one "not judged" line."""
+    failing = _measured(trusted=False, p99_ttft_ms=5000.0).model_copy(
+        update={"completed": 200, "failed": 56, "success_rate": 200 / 256, "errors": {"http_503": 56}}
+    )
+    records = [failing, _measured(trusted=False, p99_ttft_ms=5000.0, context=256)]
+    lines = gate_failures([parse_slo("p99_ttft_ms=2000")], records, allow_untrusted=False)
+    violated = (
+        "SLO violated context 128 x concurrency 64: success_rate = 0.781 (SLO >= 1) (its timing SLOs not judged: "
+        "untrusted)"
+    )
+    not_judged = (
+        "SLO not judged on 1 untrusted cell (256 x 64): their latencies include the client's own delay; "
+        "--allow-untrusted to gate on them anyway"
+    )
+    assert lines == [violated, not_judged]
+    (allowed,) = gate_failures([parse_slo("p99_ttft_ms=2000")], records[:1], allow_untrusted=True)
+    assert allowed == (
+        "SLO violated context 128 x concurrency 64: success_rate = 0.781 (SLO >= 1); p99_ttft_ms = 5,000 (SLO <= 2000)"
+    )
 
 
 def test_only_timing_slos_are_stopped_by_an_untrusted_cell() -> None:
@@ -104,7 +135,7 @@ def test_only_timing_slos_are_stopped_by_an_untrusted_cell() -> None:
     (line,) = gate_failures(
         [parse_slo("success_rate=0.99"), parse_slo("p99_ttft_ms=2000")], records, allow_untrusted=False
     )
-    assert line.startswith("SLO not judged context 128 x concurrency 64: untrusted: the load generator ran out of CPU")
+    assert line.startswith("SLO not judged on 1 untrusted cell (128 x 64)")
 
 
 def test_skipped_cells_are_not_judged() -> None:
