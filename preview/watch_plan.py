@@ -51,8 +51,10 @@ def watch_section(capture: Capture) -> list[str]:
         inputs = _inputs(policy)
         condition = (inputs.get("conditions") or [{}])[0].get("conditionPrometheusQueryLanguage") or {}
         channels = len(inputs.get("notificationChannels") or [])
+        # Lower case: the plan keeps upper-case WARNING for its own warnings.
+        severity = str(inputs.get("severity")).lower()
         lines.append(
-            f"  alert:      [{str(inputs.get('severity')).lower()}] {inputs.get('displayName')} (for {condition.get('duration')}; "
+            f"  alert:      [{severity}] {inputs.get('displayName')} (for {condition.get('duration')}; "
             f"{channels} channel(s))"
         )
     for budget in budgets:
