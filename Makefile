@@ -4,6 +4,8 @@
 #   make test                             the test suite
 #   make lint                             ruff, mypy --strict, shellcheck, workflow linters
 #   make mcp [MCP_ARGS=--allow-changes]   the MCP server for agents, on stdio
+#   make matrix [MATRIX_ARGS="--context 8192 --output 1024 --format json"]
+#                                         every catalog model x variant x accelerator shape: fit, price, ceilings
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +13,7 @@ BIN := $(VENV)/bin
 STACK ?= l4
 FORMAT ?= text
 
-.PHONY: venv preview test lint format clean mcp
+.PHONY: venv preview test lint format clean mcp matrix
 
 # Set-up output goes to stderr so that `FORMAT=json` leaves stdout to the JSON document alone.
 $(BIN)/python:
@@ -34,6 +36,9 @@ venv: $(VENV)/.runtime-installed
 
 preview: $(VENV)/.runtime-installed
 	@$(BIN)/python -m preview --stack "$(STACK)" --format "$(FORMAT)"
+
+matrix: $(VENV)/.runtime-installed
+	@$(BIN)/python -m preview.matrix $(MATRIX_ARGS)
 
 mcp: $(VENV)/.runtime-installed
 	@$(BIN)/python -m gemma_mcp $(MCP_ARGS)

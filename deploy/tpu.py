@@ -7,7 +7,7 @@ import pulumi
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.tpu.node import NetworkEdge, NodeWeights, QueueTerms, TpuVllmNode, TpuVllmNodeArgs
-from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
+from components.tpu.request_body import FlexStart, Guaranteed, Placement, Provisioning, Spot
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
@@ -63,6 +63,10 @@ def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
                 provisioning=_provisioning(tpu.provisioning),
                 valid_until_seconds=tpu.valid_until_duration,
                 active_deadline_seconds=tpu.active_deadline,
+                fallbacks=[
+                    Placement(placement.zone, _provisioning(placement.provisioning))
+                    for placement in tpu.placement_list[1:]
+                ],
             ),
             image=images.serving,
             serve_args=serve_args,
@@ -96,9 +100,10 @@ def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
         **settings_outputs(settings),
         endpoint=node.endpoint,
         api_key_secret=node.api_key_secret,
-        zone=tpu.zone,
+        # Where the node landed (with tpu.placements, the placement Google granted).
+        zone=node.zone,
         accelerator_type=tpu.accelerator_type,
-        provisioning_model=tpu.provisioning.model.value,
+        provisioning_model=node.provisioning_model,
         queued_resource_name=node.queued_resource_name,
         node_id=node.node_id,
         model_bucket=bucket.name,

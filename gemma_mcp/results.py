@@ -56,13 +56,15 @@ class Plan(Result):
 
 
 class Fit(Result):
-    """The capacity planner's verdict on a stack's settings."""
+    """The capacity planner's verdict on a stack's settings, or on catalog combinations without a stack."""
 
-    stack: str
+    stack: str | None
     verdict: str
     errors: list[str]
     warnings: list[str]
     capacity: dict[str, Any]
+    # Without a stack: one row per model x variant x shape asked for (`make matrix --format json` rows).
+    combinations: list[dict[str, Any]] = []
 
 
 class Outputs(Result):

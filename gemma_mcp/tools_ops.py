@@ -84,8 +84,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "Before `pulumi up`: checks the stack's Google Cloud project for what would make the deploy fail or "
             "wait: the APIs it enables (and whether the deployer may enable them), the deployer's IAM permissions "
             "(each missing one with the role that grants it), Cloud Run GPU/CPU/memory quotas or TPU v6e chip "
-            "quota against what the stack needs (limit, usage, need, where to ask for more), and for TPU whether "
-            "the zone offers the accelerator and runtime (and which zones do). Read-only calls with the user's "
+            "quota against what the stack needs (limit, usage, need, where to ask for more), and for TPU the v6e "
+            "quota, offer and runtime in every v6e zone for flex-start, spot and guaranteed, ranked "
+            "(report.tpu_capacity), with each of the stack's tpu.placements checked. Read-only calls with the user's "
             "Application Default Credentials: free, a few seconds. exit_code 1: a blocker; 2: could not check "
             "(e.g. no credentials: the report says the command that sets them up). project overrides gcp:project."
         ),
@@ -100,6 +101,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         )
         findings = report.model_dump(mode="json").get("findings", [])
         lines = [f"preflight {stack}: exit {getattr(report, 'exit_code', None)}"]
+        capacity = getattr(report, "tpu_capacity", None)
+        if capacity is not None:
+            lines.append(f"  TPU zones and tiers ({capacity.source}): {capacity.ranked_answer}")
         lines += [
             f"  {f['verdict']}: {f['area']} {f['item']}: {f['detail']}" + (f" -> {f['fix']}" if f.get("fix") else "")
             for f in findings

@@ -87,13 +87,25 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         name="fit",
         annotations=READ_ONLY,
         description=(
-            "The capacity planner's verdict for one stack: do the weights fit the accelerator, how much KV cache "
+            "The capacity planner's verdict. For one stack: do the weights fit the accelerator, how much KV cache "
             "is left, how many full-length sequences fit at once, and the errors or warnings for its settings "
-            "(docs/capacity-planning.md explains the numbers). Use it before changing maxModelLen, maxNumSeqs, "
-            "the model or the accelerator. Offline: a few seconds, free."
+            "(docs/capacity-planning.md explains the numbers). Without a stack file: pass model (a catalog id such "
+            "as gemma-4-31b-it), shape (l4, rtx-pro-6000, v6e-1, v6e-4 or v6e-8) and optionally variant (bf16, "
+            "qat-w4a16-ct, qat-q4_0-unquantized, fp8, nvfp4...; default all) and the workload's context_tokens and "
+            "output_tokens: it answers as `make matrix` does (fits or why not, KV tokens, sequences, price per "
+            "hour, prefill/decode ceilings and cost per 1M output tokens at the ceiling). Offline: seconds, free."
         ),
     )
-    async def fit(stack: str) -> Annotated[CallToolResult, Fit]:
+    async def fit(  # noqa: PLR0917 - MCP tools take their arguments by name; the signature is the schema
+        stack: str | None = None,
+        model: str | None = None,
+        variant: str | None = None,
+        shape: str | None = None,
+        context_tokens: int = 8192,
+        output_tokens: int = 1024,
+    ) -> Annotated[CallToolResult, Fit]:
+        if stack is None:
+            return await _catalog_fit(ctx, model, variant, shape, context_tokens, output_tokens)
         document = await _preview(ctx, require_stack(ctx.root, stack))
         capacity: dict[str, Any] = document.get("capacity") or {}
         errors = [str(item) for item in capacity.get("errors", [])]
@@ -150,3 +162,41 @@ async def _preview(ctx: ServerContext, stack: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         raise ToolError(f"the offline plan of {stack!r} did not print JSON") from None
     return document
+
+
+async def _catalog_fit(  # noqa: PLR0917 - the tool's own parameters, passed on
+    ctx: ServerContext,
+    model: str | None,
+    variant: str | None,
+    shape: str | None,
+    context_tokens: int,
+    output_tokens: int,
+) -> CallToolResult:
+    """`fit` without a stack: the catalog's answer for a model (and variant) on a shape (preview/matrix.py)."""
+    if not model or not shape:
+        raise ToolError(
+            "fit needs a stack, or a model (catalog id) and a shape (l4, rtx-pro-6000, v6e-1, v6e-4, v6e-8)"
+        )
+    args = ["--model", model, "--shape", shape, "--context", str(context_tokens), "--output", str(output_tokens)]
+    args += ["--variant", variant] if variant else []
+    completed = await ctx.run_module("preview.matrix", [*args, "--format", "json"], timeout_s=PLAN_TIMEOUT_S)
+    if completed.timed_out:
+        raise ToolError(f"the fit of {model} on {shape} did not finish within {PLAN_TIMEOUT_S:.0f} s")
+    if completed.exit_code != 0:
+        raise ToolError(ctx.redactor.text(completed.stderr_tail() or f"preview.matrix exited {completed.exit_code}"))
+    rows: list[dict[str, Any]] = json.loads(completed.stdout)["rows"]
+    fitting = [row for row in rows if row["fits"]]
+    verdict = "fits" if fitting else "does not fit"
+    errors = [f"{row['model']} {row['variant']} on {row['shape']}: {row['whyNot']}" for row in rows if not row["fits"]]
+    warnings = [f"{row['model']} {row['variant']}: {w}" for row in fitting for w in row["warnings"]]
+    found = Fit(stack=None, verdict=verdict, errors=errors, warnings=warnings, capacity={}, combinations=rows)
+    summary = [f"{model} on {shape} ({context_tokens:,} context + {output_tokens:,} output tokens): {verdict}"]
+    for row in fitting:
+        ceilings = row["ceilings"]
+        summary.append(
+            f"  {row['variant']}: {row['kvTokens']:,} KV tokens, {row['sequences']} requests at once, "
+            f"${row['usdPerHour']}/h; ceilings (not measurements): prefill {ceilings['prefillTokensPerS']:,} tok/s, "
+            f"decode {ceilings['decodeTokensPerS']:,} tok/s, ${ceilings['usdPerMillionOutputTokens']}/1M output tokens"
+        )
+    summary += [f"  no: {item}" for item in errors]
+    return reply(ctx, "\n".join(summary), found)

@@ -92,13 +92,19 @@ def _tpu_notes(resource: CapturedResource) -> list[str]:
     network = (node.get("networkConfig") or {}).get("network")
     zone = inputs.get("zone")
     accelerator = node.get("acceleratorType")
-    preemptible = body.get("provisioningModel") == "FLEX_START" or "spot" in body
-    kind = "preemptible" if preemptible else "on-demand"
-    which = "flex-start and spot use the preemptible quota" if preemptible else "guaranteed uses the on-demand quota"
-    quota = (
-        f"quota: the {accelerator} request draws on {kind} TPU v6e quota in {zone} (Cloud TPU API; {which}). "
-        "Without it the request fails at once; with it, it may still wait for capacity (WAITING_FOR_RESOURCES)."
-    )
+    placements = inputs.get("placements") or []
+    if placements:
+        quota = _placement_quota_note(str(accelerator), placements)
+    else:
+        preemptible = body.get("provisioningModel") == "FLEX_START" or "spot" in body
+        kind = "preemptible" if preemptible else "on-demand"
+        which = (
+            "flex-start and spot use the preemptible quota" if preemptible else "guaranteed uses the on-demand quota"
+        )
+        quota = (
+            f"quota: the {accelerator} request draws on {kind} TPU v6e quota in {zone} (Cloud TPU API; {which}). "
+            "Without it the request fails at once; with it, it may still wait for capacity (WAITING_FOR_RESOURCES)."
+        )
     vpc = (
         f"network: the node, its firewall rules and its Cloud NAT use the VPC network {network!r} (tpu.network). "
         "It must exist in the project: projects created under the org policy "
@@ -112,6 +118,22 @@ def _tpu_notes(resource: CapturedResource) -> list[str]:
             "verifies it only with VERIFY_TPU_FROM_RUNNER=true."
         )
     return notes
+
+
+def _placement_quota_note(accelerator: str, placements: list[dict[str, Any]]) -> str:
+    """One quota line per placement, in the order `pulumi up` tries them."""
+    needs = "; ".join(
+        f"{index + 1}. {placement.get('zone')} {placement.get('provisioningModel')}: "
+        + ("on-demand" if placement.get("provisioningModel") == "guaranteed" else "preemptible")
+        + f" TPU v6e quota in {placement.get('zone')}"
+        for index, placement in enumerate(placements)
+    )
+    return (
+        f"quota: the {accelerator} request tries {len(placements)} placements in order, each with its own quota "
+        f"(Cloud TPU API; flex-start and spot use the preemptible quota, guaranteed the on-demand one): {needs}. "
+        "A placement without quota is refused and the next is tried; `verify preflight` shows which can be "
+        "granted now (docs/tpu.md)."
+    )
 
 
 def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:

@@ -60,6 +60,29 @@ def _tier(body: dict[str, Any]) -> str:
     return "NO TIER SET"
 
 
+def _placement_rows(placements: list[dict[str, Any]], deadline: object) -> list[tuple[str, str]]:
+    """With tpu.placements: each zone and tier in the order `pulumi up` tries them (the body is the first's)."""
+    if not placements:
+        return []
+    rows = [
+        (
+            "Placement" if index == 0 else "then",
+            f"{index + 1}. {placement.get('zone')} {_tier(placement.get('tier') or {})}",
+        )
+        for index, placement in enumerate(placements)
+    ]
+    rows.append(
+        (
+            "Fallback",
+            (
+                f"the next placement when one is refused, fails or waits {deadline} s; at most "
+                f"{len(placements)} x {deadline} s in all; the body below is the first placement's"
+            ),
+        )
+    )
+    return rows
+
+
 def describe_queued_resource(resource: CapturedResource, capture: Capture) -> list[str]:
     inputs = clean(resource.inputs)
     body: dict[str, Any] = inputs.get("requestBody") or {}
@@ -74,6 +97,7 @@ def describe_queued_resource(resource: CapturedResource, capture: Capture) -> li
     rows = [
         ("Node", f"{where}: {node.get('acceleratorType')}, runtime {node.get('runtimeVersion')}"),
         ("Tier", _tier(body)),
+        *_placement_rows(inputs.get("placements") or [], inputs.get("activeDeadlineSeconds")),
         ("Queueing", f"Google fails the request after {queueing}" if queueing else "waits until capacity arrives"),
         ("Wait in `up`", f"{inputs.get('activeDeadlineSeconds')} s, then the request is withdrawn"),
         ("Network", f"{network.get('network')}{subnetwork}, {exposure}; tags {node.get('tags')}"),

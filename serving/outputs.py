@@ -134,14 +134,17 @@ class TpuOutputs(_SharedOutputs):
     api_key_secret: str = Field(
         description="the Secret Manager secret that holds vLLM's API key (`projects/<p>/secrets/<id>`)"
     )
-    zone: str = Field(description="the zone the node was queued in (its region is `region`)")
+    zone: str = Field(
+        description="the zone the node was granted in: the stack's zone, or with `tpu.placements` the placement "
+        "Google granted (docs/tpu.md)"
+    )
     billing: TpuShape = Field(
         description="what the node bills, priced by `serving/pricing.py` for the plan and `verify bench`: "
         "`{kind: tpu, acceleratorType, chips, provisioningModel, region, maxRunSeconds}`"
     )
     accelerator_type: str = Field(description="the slice asked for, e.g. `v6e-1`")
     provisioning_model: Literal["flex-start", "spot", "guaranteed"] = Field(
-        description="`flex-start`, `spot` or `guaranteed` (`stacks/tpu.py`)"
+        description="`flex-start`, `spot` or `guaranteed` (`stacks/tpu.py`), the granted placement's"
     )
     queued_resource_name: str = Field(
         description="`projects/<p>/locations/<zone>/queuedResources/<id>`, the request `pulumi up` created"

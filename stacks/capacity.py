@@ -8,6 +8,7 @@ the planner's numbers, and one that will queue says so in the preview and in `pu
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
@@ -19,6 +20,7 @@ from serving.model_profiles import ConfigError, builtin_profile, builtin_profile
 from serving.model_profiles import profile_from_config_file as _profile_from_config_file
 from serving.planner import (
     DOCS,
+    GB,
     GIB,
     CapacityPlan,
     KvLayout,
@@ -32,6 +34,7 @@ from serving.planner import (
 )
 from stacks.base import SettingsModel
 from stacks.calibration import calibrate
+from stacks.catalog_checks import Served, served_checkpoint
 
 if TYPE_CHECKING:
     from stacks.settings import StackSettings
@@ -253,6 +256,27 @@ def gke_capacity(accelerator: Accelerator, vllm: VllmSettings, capacity: Capacit
     return cloud_run_capacity(facts, vllm, capacity)
 
 
+TEXT_ONLY_FLAG = "--language-model-only"
+
+
+def _text_only(profile: ModelProfile, settings: StackSettings) -> ModelProfile:
+    """A text-only stack (`--language-model-only`) does not load the catalog model's vision/audio towers."""
+    if TEXT_ONLY_FLAG not in settings.vllm.extra_args:
+        return profile
+    served = served_checkpoint(settings.model)
+    if not isinstance(served, Served) or served.model.towers is None:
+        return profile
+    towers = served.model.towers
+    return dataclasses.replace(
+        profile,
+        weight_bytes=profile.weight_bytes - towers.weight_bytes,
+        weight_source=(
+            f"{profile.weight_source}; minus the {towers.what} ({towers.weight_bytes / GB:.2f} GB), which "
+            f"{TEXT_ONLY_FLAG} does not load"
+        ),
+    )
+
+
 def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tuple[str, ...]]:
     """The planner's inputs for a stack, and the assumptions behind them (shown in the preview)."""
     capacity = settings.capacity
@@ -263,6 +287,7 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
         weight_bytes=capacity.stated_weight_bytes,
         root=root,
     )
+    model = _text_only(model, settings)
     drafter = None
     speculative = settings.vllm.speculative
     if speculative is not None and (speculative.drafter or capacity.drafter_profile):

@@ -38,6 +38,7 @@ from stacks.gke_rules import gke_stack_problems
 from stacks.image_family import CUDA_BUILD, TPU_BUILD, ImageBuild, image_family_problem
 from stacks.images import PinnedImage
 from stacks.monitoring import MonitoringSettings
+from stacks.placement_cost import worst_case_shape
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
 from stacks.vllm import VllmSettings
@@ -425,19 +426,14 @@ class TpuStack(_StackSettings):
         return tpu_capacity(self.chip, self.vllm, self.capacity)
 
     def quota_warnings(self) -> list[str]:
-        """TPU quota shows as the queued request's state (WAITING_FOR_RESOURCES), not as a plan warning."""
-        return []
+        """TPU quota shows as the queued request's state (WAITING_FOR_RESOURCES); only a flex-start zone
+        outside Google's published list is worth a warning before `pulumi up` (stacks/tpu.py)."""
+        return self.tpu.placement_warnings()
 
     def billing_shape(self) -> TpuShape:
-        """What the node bills (chips of its slice at its provisioning model's rate): the `billing` output."""
-        tpu = self.tpu
-        return TpuShape(
-            accelerator_type=tpu.accelerator_type,
-            chips=tpu.chips,
-            provisioning_model=tpu.provisioning.model.value,
-            region=tpu.region,
-            max_run_seconds=tpu.provisioning.max_run_duration,
-        )
+        """What the node bills (chips of its slice at its provisioning model's rate): the `billing` output.
+        With tpu.placements, the worst case over the list (stacks/placement_cost.py)."""
+        return worst_case_shape(self.tpu)
 
 
 class GkeStack(_StackSettings):

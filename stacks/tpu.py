@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import re
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
@@ -117,6 +117,65 @@ class TpuProvisioning(SettingsModel):
         return self.max_run_duration if self.max_run_duration is not None else DEFAULT_FLEX_START_RUN_SECONDS
 
 
+def _v6e_zone(key: str, zone: str) -> str:
+    if zone not in V6E_ZONES:
+        raise ValueError(
+            f"{key} {zone!r} has no TPU v6e; allowed: {', '.join(V6E_ZONES)} "
+            "(source: https://cloud.google.com/tpu/docs/regions-zones)"
+        )
+    return zone
+
+
+# A request that waits its full tpu.activeDeadline in each placement keeps `pulumi up` busy n times as long.
+MAX_PLACEMENTS = 6
+
+
+class TpuPlacement(SettingsModel):
+    """One place to ask for the node: a zone and a tier (`provisioning: spot` is short for `{model: spot}`)."""
+
+    zone: str
+    provisioning: TpuProvisioning = TpuProvisioning()
+
+    @field_validator("zone")
+    @classmethod
+    def _v6e_zone(cls, zone: str) -> str:
+        return _v6e_zone("tpu.placements[].zone", zone)
+
+    @field_validator("provisioning", mode="before")
+    @classmethod
+    def _tier_name(cls, value: object) -> object:
+        return {"model": value} if isinstance(value, str) else value
+
+    @property
+    def label(self) -> str:
+        return f"{self.zone} {self.provisioning.model.value}"
+
+
+def _check_placements(tpu: TpuSettings) -> None:
+    """The first placement is the stack's zone and tier; no placement twice; a subnetwork stays in its region."""
+    if not tpu.placements:
+        return
+    first = tpu.placements[0]
+    if (first.zone, first.provisioning) != (tpu.zone, tpu.provisioning):
+        raise ValueError(
+            f"tpu.placements[0] ({first.label}) must be tpu.zone with tpu.provisioning ({tpu.zone} "
+            f"{tpu.provisioning.model.value}): leave tpu.zone and tpu.provisioning out (they default to the first "
+            "placement) or list them first"
+        )
+    seen: set[tuple[str, ProvisioningModel]] = set()
+    for index, placement in enumerate(tpu.placements):
+        key = (placement.zone, placement.provisioning.model)
+        if key in seen:
+            raise ValueError(f"tpu.placements[{index}]: {placement.label} is listed twice; list each once")
+        seen.add(key)
+        if tpu.subnetwork is not None and region_of(placement.zone) != region_of(first.zone):
+            raise ValueError(
+                f"tpu.placements[{index}]: {placement.zone} is outside {region_of(first.zone)}, the region of "
+                f"tpu.subnetwork {tpu.subnetwork!r} (a subnetwork is regional); drop tpu.subnetwork or keep the "
+                "placements in one region"
+            )
+
+
 def _cidr(value: str) -> str:
     try:
         network = ipaddress.ip_network(value, strict=True)
@@ -136,6 +195,9 @@ class TpuSettings(SettingsModel):
     zone: str
     accelerator_type: Literal["v6e-1", "v6e-4", "v6e-8"] = "v6e-1"
     provisioning: TpuProvisioning = TpuProvisioning()
+    # Where else to ask, in order (the first is tpu.zone with tpu.provisioning): `pulumi up` moves to the next
+    # when a request is refused, fails or waits past tpu.activeDeadline (docs/tpu.md).
+    placements: tuple[TpuPlacement, ...] = Field(default=(), max_length=MAX_PLACEMENTS)
     # Queueing policy: Google fails the request if no capacity arrived within this time (unset: no limit).
     valid_until_duration: Duration | None = None
     # How long `pulumi up` waits for the request to turn ACTIVE before giving up (and withdrawing it).
@@ -159,12 +221,22 @@ class TpuSettings(SettingsModel):
     @field_validator("zone")
     @classmethod
     def _v6e_zone(cls, zone: str) -> str:
-        if zone not in V6E_ZONES:
-            raise ValueError(
-                f"tpu.zone {zone!r} has no TPU v6e; allowed: {', '.join(V6E_ZONES)} "
-                "(source: https://cloud.google.com/tpu/docs/regions-zones)"
-            )
-        return zone
+        return _v6e_zone("tpu.zone", zone)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _first_placement(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
+        """With tpu.placements, tpu.zone and tpu.provisioning default to the first placement."""
+        if not isinstance(data, dict) or not isinstance(data.get("placements"), list | tuple):
+            return data
+        first = data["placements"][0] if data["placements"] else None
+        if not isinstance(first, dict):
+            return data
+        filled = dict(data)
+        filled.setdefault("zone", first.get("zone"))
+        if "provisioning" not in filled and "provisioning" in first:
+            filled["provisioning"] = first["provisioning"]
+        return filled
 
     @field_validator("allowed_source_ranges", mode="before")
     @classmethod
@@ -223,13 +295,28 @@ class TpuSettings(SettingsModel):
                 "tpu.allowedSourceRanges: publicEndpoint is true, so name the CIDRs allowed to reach the vLLM "
                 "port (e.g. [203.0.113.0/24]); an open port would expose /metrics and the engine to anyone"
             )
-        if self.provisioning.model is ProvisioningModel.FLEX_START and self.zone not in FLEX_START_V6E_ZONES:
-            raise ValueError(
-                f"tpu.zone {self.zone!r}: flex-start for v6e is offered only in {', '.join(FLEX_START_V6E_ZONES)} "
-                "(https://cloud.google.com/tpu/docs/request-using-flex-start#limitations); pick one of them "
-                "or use provisioning.model spot or guaranteed"
-            )
+        _check_placements(self)
         return self
+
+    @property
+    def placement_list(self) -> tuple[TpuPlacement, ...]:
+        """Where and on what terms to ask, in order: tpu.placements, or the stack's zone and provisioning."""
+        return self.placements or (TpuPlacement(zone=self.zone, provisioning=self.provisioning),)
+
+    def placement_warnings(self) -> list[str]:
+        """Flex-start outside Google's published zones: tried (preflight checks it live), never refused."""
+        warnings = []
+        for index, placement in enumerate(self.placement_list):
+            flex_start = placement.provisioning.model is ProvisioningModel.FLEX_START
+            if flex_start and placement.zone not in FLEX_START_V6E_ZONES:
+                where = f"tpu.placements[{index}]" if self.placements else "tpu.zone"
+                warnings.append(
+                    f"{where}: flex-start in {placement.zone} is not in Google's published flex-start zones for v6e "
+                    f"({', '.join(FLEX_START_V6E_ZONES)}, serving/tpu_offers.py); it is tried anyway: run `verify "
+                    "preflight` to check its quota live, and if Google refuses it `pulumi up` moves to the next "
+                    "placement (or fails with Google's reason when there is none)"
+                )
+        return warnings
 
     @property
     def chips(self) -> int:

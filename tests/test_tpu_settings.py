@@ -32,7 +32,6 @@ def test_the_tpu_stack_file_is_valid() -> None:
     ("changes", "message"),
     [
         ({"tpu__zone": "us-west1-a"}, "tpu.zone 'us-west1-a' has no TPU v6e; allowed: us-central1-b"),
-        ({"tpu__zone": "us-east5-b"}, "flex-start for v6e is offered only in us-east5-a, asia-northeast1-b"),
         ({"tpu__publicEndpoint": True}, "publicEndpoint is true, so name the CIDRs allowed to reach the vLLM port"),
         ({"tpu__allowedSourceRanges": ["0.0.0.0/0"]}, "'0.0.0.0/0' would open the vLLM port to the whole internet"),
         ({"tpu__allowedSourceRanges": ["::/0"]}, "'::/0' would open the vLLM port to the whole internet"),

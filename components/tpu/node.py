@@ -28,7 +28,7 @@ from components.managed_secret import ACCESSOR_ROLE, FormerNames, ManagedSecret,
 from components.serving_identity import ServingIdentity
 from components.tpu import compute
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
-from components.tpu.request_body import Provisioning
+from components.tpu.request_body import Placement, Provisioning, tier_name
 from components.tpu.startup_script import BUCKET_METADATA_KEY, NodeCollector, StartupScriptSpec, render_startup_script
 from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
@@ -71,6 +71,8 @@ class QueueTerms:
     # Google fails the request if no node arrived within this time (None: no limit).
     valid_until_seconds: int | None = None
     active_deadline_seconds: int = 2 * 3600
+    # Where else to ask, in order, when the stack's zone and tier refuse, fail or time out.
+    fallbacks: Sequence[Placement] = ()
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,8 @@ class TpuVllmNode(pulumi.ComponentResource):
     service_account_email: pulumi.Output[str]
     internal_ip: pulumi.Output[str]
     image: pulumi.Output[str]
+    zone: pulumi.Output[str]
+    provisioning_model: pulumi.Output[str]
 
     def __init__(self, name: str, args: TpuVllmNodeArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         problems = args.problems()
@@ -274,6 +278,7 @@ class TpuVllmNode(pulumi.ComponentResource):
                 network_tags=[tag],
                 valid_until_seconds=args.queue.valid_until_seconds,
                 active_deadline_seconds=args.queue.active_deadline_seconds,
+                fallbacks=args.queue.fallbacks,
             ),
             # The VM reads the bucket and the secret and pulls the image at first boot: every grant, the
             # weights and the image repository must exist before it.
@@ -288,6 +293,12 @@ class TpuVllmNode(pulumi.ComponentResource):
         self.service_account_email = identity.email
         self.image = pulumi.Output.from_input(args.image)
         self.internal_ip = queued.internal_ip
+        # Where the node landed: the one zone and tier, or (with fallbacks) the placement Google granted.
+        fixed = not args.queue.fallbacks
+        self.zone = pulumi.Output.from_input(args.zone) if fixed else queued.placement_zone
+        self.provisioning_model = (
+            pulumi.Output.from_input(tier_name(args.queue.provisioning)) if fixed else queued.placement_model
+        )
         self.register_outputs(
             {
                 "endpoint": self.endpoint,
@@ -334,10 +345,24 @@ class TpuVllmNode(pulumi.ComponentResource):
                 )
             )
         if network.egress_nat and not network.public_endpoint:
-            router = compute.Router(
-                f"{name}-router", project=args.project, region=region, network=network.network, opts=child
-            )
-            edge.append(
-                compute.RouterNat(f"{name}-nat", project=args.project, region=region, router=router.name, opts=child)
-            )
+            # One NAT per region the node may land in (a fallback zone in another region needs its own).
+            for other in _placement_regions(args):
+                suffix = "" if other == region else f"-{other}"
+                router = compute.Router(
+                    f"{name}-router{suffix}", project=args.project, region=other, network=network.network, opts=child
+                )
+                edge.append(
+                    compute.RouterNat(
+                        f"{name}-nat{suffix}", project=args.project, region=other, router=router.name, opts=child
+                    )
+                )
         return edge
+
+
+def _placement_regions(args: TpuVllmNodeArgs) -> list[str]:
+    """The regions of the node's zone and its fallbacks, in order, each once."""
+    regions: list[str] = []
+    for zone in (args.zone, *(placement.zone for placement in args.queue.fallbacks)):
+        if region_of(zone) not in regions:
+            regions.append(region_of(zone))
+    return regions

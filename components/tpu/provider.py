@@ -5,14 +5,16 @@ on any change, since Google cannot update a queued resource) and delete to be re
 state, and the wait for a node needs to report progress and fail with Google's own reason.
 
 Lifecycle it implements:
-- create: POST the body; on 409 adopt the request if it carries our fingerprint (a retried `pulumi up`),
-  re-queue it if it is our FAILED/SUSPENDED leftover, refuse anyone else's. Then poll (tenacity repeats
-  the look, its sleep injected) until ACTIVE within `activeDeadlineSeconds`, reporting each state change.
-  On FAILED or deadline the request is withdrawn (forced delete) before the error is raised: Pulumi
-  records nothing from a failed create, and a forgotten request that turns ACTIVE later would bill for a
-  TPU nobody manages.
-- read: the live state; a request that is gone, FAILED, or SUSPENDED (flex-start run over) reads as gone,
-  so the next `pulumi up` asks for a node again.
+- create: for each placement in order (tpu.placements; one when the stack names none): POST the body; on
+  409 adopt the request if it carries our fingerprint (a retried `pulumi up`), re-queue it if it is our
+  FAILED/SUSPENDED/preempted leftover, refuse anyone else's. Then poll (tenacity repeats the look, its
+  sleep injected) until ACTIVE within `activeDeadlineSeconds`, reporting each state change. On a refusal,
+  FAILED or the deadline the request is withdrawn (forced delete) and the next placement is tried, the move
+  reported; when none is left the error lists each placement's reason. Pulumi records nothing from a failed
+  create, and a forgotten request that turns ACTIVE later would bill for a TPU nobody manages. The state
+  records the placement granted (`placementZone`, `placementModel`) and the attempts before it.
+- read: the live state; a request that is gone, FAILED, SUSPENDED (flex-start run over) or whose node is
+  PREEMPTED/TERMINATED (spot) reads as gone, so the next `pulumi up` asks again through the placements.
 - diff: any change of project, zone, id or request body means replace (delete first: the id is reused and
   the quota is per project); a new deadline alone is an in-place no-op update.
 - delete: forced (removes the node too) and waits until Google no longer lists it.
@@ -29,6 +31,14 @@ import pulumi
 import pulumi.dynamic
 import tenacity
 
+from components.tpu.placements import (
+    Attempt,
+    PlacementRefusedError,
+    PlacementTry,
+    all_failed_message,
+    placements_of,
+    with_history,
+)
 from components.tpu.request_body import fingerprint, fingerprint_label, with_fingerprint_label
 from components.tpu.rest import DEFAULT_BASE_URL, TokenProvider, TpuApiError, TpuRestClient, google_token_provider
 
@@ -40,15 +50,26 @@ _T = TypeVar("_T")
 # Inputs whose change means a new queued resource (Google has no update call for them).
 REPLACE_KEYS = ("project", "zone", "queuedResourceId", "nodeId", "requestBody")
 # Inputs that only steer this provider.
-UPDATE_KEYS = ("activeDeadlineSeconds",)
+UPDATE_KEYS = ("activeDeadlineSeconds", "placements")
 REQUIRED_KEYS = (*REPLACE_KEYS, "activeDeadlineSeconds")
 # Outputs read from Google, on top of the inputs.
-OBSERVED_KEYS = ("queuedResourceName", "state", "nodeName", "internalIp", "externalIp")
+OBSERVED_KEYS = (
+    "queuedResourceName",
+    "state",
+    "nodeName",
+    "internalIp",
+    "externalIp",
+    "placementZone",
+    "placementModel",
+    "attempts",
+)
 
 ACTIVE = "ACTIVE"
 FAILED = "FAILED"
 # States after which a request will never become ACTIVE again without being re-queued.
 ENDED = frozenset({"SUSPENDING", "SUSPENDED", "DELETING"})
+# Node states of an ACTIVE request whose node will not serve again (a spot preemption, a stopped node).
+NODE_GONE = frozenset({"PREEMPTED", "TERMINATED", "STOPPED", "DELETING"})
 
 
 class QueuedResourceError(Exception):
@@ -61,6 +82,11 @@ def queued_resource_name(props: Mapping[str, Any]) -> str:
 
 def node_name(props: Mapping[str, Any]) -> str:
     return f"projects/{props['project']}/locations/{props['zone']}/nodes/{props['nodeId']}"
+
+
+def node_of(queued_name: str, node_id: str) -> str:
+    """The node a queued resource brings up, in the request's own zone (a placement's, not always the first)."""
+    return f"{queued_name.split('/queuedResources/', 1)[0]}/nodes/{node_id}"
 
 
 def state_of(queued_resource: Mapping[str, Any] | None) -> str:
@@ -151,27 +177,105 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
         )
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        name = queued_resource_name(props)
+        tries = placements_of(props)
+        attempts: list[Attempt] = []
         with self._client() as client:
-            operation = self._submit(client, props, name)
-            live = self._wait_until_active(client, props, name, operation)
-            node = client.get_node(node_name(props))
-        return pulumi.dynamic.CreateResult(name, {**props, **observed_outputs(name, live, node)})
+            start = self._clear_leftovers(client, props, tries) if len(tries) > 1 else 0
+            for index in range(start, len(tries)):
+                place = tries[index]
+                name = self._name_in(props, place.zone)
+                body = place.body
+                if len(tries) > 1:
+                    self._say(f"placement {index + 1} of {len(tries)}: {place.label} ({name})")
+                    body = with_history(body, index, len(tries), attempts)
+                try:
+                    operation = self._submit(client, props, name, body)
+                    live = self._wait_until_active(client, props, name, operation)
+                except PlacementRefusedError as refused:
+                    if len(tries) == 1:
+                        raise QueuedResourceError(str(refused)) from None
+                    attempts.append(Attempt(place.zone, place.model, refused.outcome, refused.reason))
+                    following = (
+                        f"; moving on to placement {index + 2}: {tries[index + 1].label}"
+                        if index + 1 < len(tries)
+                        else ""
+                    )
+                    self._say(f"placement {index + 1} ({place.label}) {refused.outcome}: {refused.reason}{following}")
+                    continue
+                node = client.get_node(node_of(name, str(props["nodeId"])))
+                granted = {
+                    "placementZone": place.zone,
+                    "placementModel": place.model,
+                    "attempts": [attempt.as_dict() for attempt in attempts],
+                }
+                if len(tries) > 1:
+                    self._say(f"placement {index + 1} of {len(tries)} ({place.label}) granted: {name} is ACTIVE")
+                return pulumi.dynamic.CreateResult(name, {**props, **observed_outputs(name, live, node), **granted})
+        raise QueuedResourceError(all_failed_message(attempts, float(props["activeDeadlineSeconds"])))
+
+    def _name_in(self, props: Mapping[str, Any], zone: str) -> str:
+        return queued_resource_name({**props, "zone": zone})
+
+    def _clear_leftovers(self, client: TpuRestClient, props: Mapping[str, Any], tries: list[PlacementTry]) -> int:
+        """Delete our ended requests in any placement's zone; return where a live one of ours already is.
+
+        A node preempted or ended in placement 2 leaves its request there while the re-queue starts at
+        placement 1; and a `pulumi up` interrupted while placement 2 waited must adopt that request rather
+        than ask placement 1 for a second node.
+        """
+        for index, place in enumerate(tries):
+            name = self._name_in(props, place.zone)
+            existing = client.get_queued_resource(name)
+            if existing is None or fingerprint_label(existing) != fingerprint(place.body):
+                continue
+            if self._ended(client, existing, name, props):
+                self._say(
+                    f"{name}: our earlier request is {self._gone_reason(client, existing, name, props)}; deleting it"
+                )
+                self._delete_and_wait(client, name)
+                continue
+            self._say(f"{name}: our request in placement {index + 1} ({place.label}) is still there; taking it up")
+            return index
+        return 0
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         name = id_ or queued_resource_name(props)
         with self._client() as client:
             live = client.get_queued_resource(name)
-            state = state_of(live)
-            if live is None or state == FAILED or state in ENDED:
+            if live is None or self._ended(client, live, name, props):
                 if live is not None:
                     self._say(
-                        f"{name} is {state}; treating it as gone so that the next `pulumi up` queues a new "
-                        "request" + (f" (reason: {failure_reason(live)})" if state == FAILED else "")
+                        f"{name} is {self._gone_reason(client, live, name, props)}; treating it as gone so that "
+                        "the next `pulumi up` queues a new request (through tpu.placements, in order)"
                     )
                 return pulumi.dynamic.ReadResult("", {})
-            node = client.get_node(node_name(props)) if state == ACTIVE else None
+            node = client.get_node(node_of(name, str(props["nodeId"]))) if state_of(live) == ACTIVE else None
         return pulumi.dynamic.ReadResult(name, {**props, **observed_outputs(name, live, node)})
+
+    def _ended(self, client: TpuRestClient, live: Mapping[str, Any], name: str, props: Mapping[str, Any]) -> bool:
+        """FAILED, suspended or deleting, or ACTIVE with a node that is preempted, stopped or missing."""
+        state = state_of(live)
+        if state == FAILED or state in ENDED:
+            return True
+        if state != ACTIVE:
+            return False
+        node = client.get_node(node_of(name, str(props["nodeId"])))
+        return node is None or str(node.get("state")) in NODE_GONE
+
+    def _gone_reason(self, client: TpuRestClient, live: Mapping[str, Any], name: str, props: Mapping[str, Any]) -> str:
+        state = state_of(live)
+        if state == FAILED:
+            return f"FAILED (reason: {failure_reason(live)})"
+        if state in ENDED:
+            initiator = (live.get("state") or {}).get("stateInitiator")
+            by = f", initiated by {initiator}" if initiator else ""
+            return f"{state} (a flex-start run that reached maxRunDuration, or a suspended node{by})"
+        node = client.get_node(node_of(name, str(props["nodeId"])))
+        if node is None:
+            return "ACTIVE but its node is gone"
+        return f"ACTIVE but its node is {node.get('state')}" + (
+            " (a spot node Google preempted)" if node.get("state") == "PREEMPTED" else ""
+        )
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         # Only provider settings can reach here (everything Google sees forces a replace in `diff`).
@@ -185,30 +289,39 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
 
     # -- steps -----------------------------------------------------------------------------------
 
-    def _submit(self, client: TpuRestClient, props: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    def _submit(
+        self, client: TpuRestClient, props: Mapping[str, Any], name: str, request: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
         """POST the request; returns Google's operation, or None when an identical request is adopted."""
         parent = name.rsplit("/queuedResources/", 1)[0]
-        body = with_fingerprint_label(props["requestBody"])
+        body = with_fingerprint_label(request)
         try:
             return client.create_queued_resource(parent, props["queuedResourceId"], body)
         except TpuApiError as error:
             if error.status != 409:
-                raise QueuedResourceError(f"Google refused the queued resource {name}: {error.message}") from None
+                raise PlacementRefusedError(
+                    f"Google refused the queued resource {name}: {error.message}",
+                    outcome="refused",
+                    reason=error.message,
+                ) from None
         existing = client.get_queued_resource(name)
         if existing is None:
             raise QueuedResourceError(f"{name}: Google answered 409 already exists, yet it cannot be read back")
         ours = fingerprint(body)
         theirs = fingerprint_label(existing)
         if theirs != ours:
-            raise QueuedResourceError(
+            raise PlacementRefusedError(
                 f"{name} already exists and was not created from this stack's spec (label gemma-spec is "
                 f"{theirs!r}, this spec is {ours!r}). Delete it (`gcloud alpha compute tpus queued-resources "
                 f"delete {props['queuedResourceId']} --zone {props['zone']} --force`) or give this stack "
-                "another name; this provider never takes over a request it did not make."
+                "another name; this provider never takes over a request it did not make.",
+                outcome="refused",
+                reason=f"{name} exists with another spec (not this stack's request)",
             )
         state = state_of(existing)
-        if state == FAILED or state in ENDED:
-            self._say(f"{name}: an earlier identical request is {state}; deleting it and queueing again")
+        if self._ended(client, existing, name, props):
+            reason = self._gone_reason(client, existing, name, props)
+            self._say(f"{name}: an earlier identical request is {reason}; deleting it and queueing again")
             self._delete_and_wait(client, name)
             return client.create_queued_resource(parent, props["queuedResourceId"], body)
         self._say(f"{name}: adopting the identical request already queued (state {state})")
@@ -236,19 +349,29 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
             if live is not None and state == FAILED:
                 reason = failure_reason(live)
                 self._withdraw(client, name)
-                raise QueuedResourceError(
+                raise PlacementRefusedError(
                     f"{name} FAILED: {reason}. Check the TPU quota for the tier (flex-start and spot use "
                     "preemptible quota), the zone's v6e offer, and the service account; the request was "
-                    "deleted so the next `pulumi up` can try again."
+                    "deleted so the next `pulumi up` can try again.",
+                    outcome="failed",
+                    reason=reason,
                 )
             if live is not None and state in ENDED:
-                raise QueuedResourceError(f"{name} turned {state} before it became ACTIVE; run `pulumi up` again")
+                raise PlacementRefusedError(
+                    f"{name} turned {state} before it became ACTIVE; run `pulumi up` again",
+                    outcome="ended",
+                    reason=f"turned {state} before it became ACTIVE",
+                )
             if elapsed >= deadline:
                 self._withdraw(client, name)
-                raise QueuedResourceError(
+                zone = name.split("/locations/", 1)[-1].split("/", 1)[0]
+                raise PlacementRefusedError(
                     f"{name} was still {state} after {_minutes(elapsed)} (tpu.activeDeadline). TPU v6e chips in "
-                    f"{props.get('zone')} were not available in time; the request was withdrawn. Try another "
-                    "zone (tpu.zone), another tier (tpu.provisioning.model) or a longer tpu.activeDeadline."
+                    f"{zone} were not available in time; the request was withdrawn. Try another "
+                    "zone (tpu.zone or tpu.placements), another tier (tpu.provisioning.model) or a longer "
+                    "tpu.activeDeadline.",
+                    outcome="deadline",
+                    reason=f"still {state} after {_minutes(elapsed)} (tpu.activeDeadline)",
                 )
             if self._now() - seen.heartbeat >= self.heartbeat_seconds:
                 self._say(f"{name}: still {state} after {_minutes(elapsed)} (deadline {_minutes(deadline)})")
@@ -283,8 +406,9 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
         current = client.get_operation(str(operation_name)) or {}
         error = current.get("error")
         if current.get("done") and error:
-            raise QueuedResourceError(
-                f"Google rejected the queued resource {name}: {error.get('message', error)} (code {error.get('code')})"
+            reason = f"{error.get('message', error)} (code {error.get('code')})"
+            raise PlacementRefusedError(
+                f"Google rejected the queued resource {name}: {reason}", outcome="refused", reason=reason
             )
 
     def _withdraw(self, client: TpuRestClient, name: str) -> None:

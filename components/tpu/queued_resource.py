@@ -7,6 +7,7 @@ the provider where no reviewer sees it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -14,7 +15,13 @@ import pulumi
 import pulumi.dynamic
 
 from components.tpu.provider import QueuedResourceProvider
-from components.tpu.request_body import QueuedResourceSpec, build_request_body
+from components.tpu.request_body import (
+    Placement,
+    QueuedResourceSpec,
+    build_request_body,
+    tier_fields,
+    tier_name,
+)
 
 
 @dataclass(frozen=True)
@@ -25,8 +32,22 @@ class QueuedResourceArgs(QueuedResourceSpec):
     plan shows the rest of the body as it is built.
     """
 
-    # How long `pulumi up` waits for ACTIVE before withdrawing the request and failing.
+    # How long `pulumi up` waits for ACTIVE in each placement before withdrawing the request there.
     active_deadline_seconds: int = 2 * 3600
+    # Where to ask next, in order, when this zone and tier refuse, fail or time out (docs/tpu.md).
+    fallbacks: Sequence[Placement] = ()
+
+    def placements(self) -> list[dict[str, Any]]:
+        """Every placement in order, the spec's own first, as the provider reads them (the plan shows them)."""
+        ordered = [Placement(self.zone, self.provisioning), *self.fallbacks]
+        return [
+            {
+                "zone": placement.zone,
+                "provisioningModel": tier_name(placement.provisioning),
+                "tier": tier_fields(placement.provisioning, self.project, placement.zone),
+            }
+            for placement in ordered
+        ]
 
 
 class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource"):
@@ -42,12 +63,17 @@ class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource
             "nodeId": args.node_id,
             "requestBody": body,
             "activeDeadlineSeconds": args.active_deadline_seconds,
+            # Only with fallbacks, so a single-zone stack's request (and plan) reads as it always has.
+            **({"placements": args.placements()} if args.fallbacks else {}),
             # Outputs the provider reads back from Google.
             "queuedResourceName": None,
             "state": None,
             "nodeName": None,
             "internalIp": None,
             "externalIp": None,
+            "placementZone": None,
+            "placementModel": None,
+            "attempts": None,
         }
         super().__init__(QueuedResourceProvider(), name, props, opts)
 
@@ -77,6 +103,16 @@ class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource
     def external_ip(self) -> pulumi.Output[str]:
         """Empty unless the node was given an external IP."""
         return self._output("externalIp")
+
+    @property
+    def placement_zone(self) -> pulumi.Output[str]:
+        """The zone of the placement Google granted (the first one that turned ACTIVE)."""
+        return self._output("placementZone")
+
+    @property
+    def placement_model(self) -> pulumi.Output[str]:
+        """The tier of the placement Google granted: flex-start, spot or guaranteed."""
+        return self._output("placementModel")
 
     @property
     def request_body(self) -> pulumi.Output[dict[str, Any]]:

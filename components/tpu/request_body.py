@@ -32,6 +32,9 @@ from serving.gcp_names import RFC1035_ID
 # provider adds it when it POSTs (`with_fingerprint_label`): the plan can show the body before values
 # such as the bucket name are known, and the fingerprint is taken of the final, resolved body.
 SPEC_LABEL = "gemma-spec"
+# Node metadata the provider adds to a request when the stack lists several placements: which one it is and
+# what came of those before it (components/tpu/placements.py). Left out of the fingerprint, like the label.
+PLACEMENT_METADATA_KEY = "gemma-placement"
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,29 @@ class Guaranteed:
 
 
 Provisioning = FlexStart | Spot | Guaranteed
+
+# The body's fields that say the tier: a placement replaces exactly these (and the node's parent zone).
+TIER_KEYS = ("provisioningModel", "runDuration", "spot", "guaranteed", "reservationName")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One more zone and tier to ask in when the ones before it are refused, fail or time out."""
+
+    zone: str
+    provisioning: Provisioning
+
+
+def tier_name(provisioning: Provisioning) -> str:
+    """The stack file's word for a tier (stacks/tpu.py ProvisioningModel values)."""
+    match provisioning:
+        case FlexStart():
+            return "flex-start"
+        case Spot():
+            return "spot"
+        case Guaranteed():
+            return "guaranteed"
+    raise TypeError(f"unknown provisioning {provisioning!r}")  # pragma: no cover - exhaustive above
 
 
 @dataclass(frozen=True)
@@ -123,7 +149,7 @@ def build_request_body(spec: QueuedResourceSpec) -> dict[str, Any]:
     body: dict[str, Any] = {
         "tpu": {"nodeSpec": [{"parent": spec.parent, "nodeId": spec.node_id, "node": node}]},
     }
-    body.update(_provisioning_fields(spec))
+    body.update(tier_fields(spec.provisioning, spec.project, spec.zone))
     if spec.valid_until_seconds is not None:
         body["queueingPolicy"] = {"validUntilDuration": google_duration(spec.valid_until_seconds)}
     return body
@@ -137,8 +163,18 @@ def with_fingerprint_label(body: Mapping[str, Any]) -> dict[str, Any]:
     return labelled
 
 
-def _provisioning_fields(spec: QueuedResourceSpec) -> dict[str, Any]:
-    match spec.provisioning:
+def placement_body(body: Mapping[str, Any], project: str, zone: str, tier: Mapping[str, Any]) -> dict[str, Any]:
+    """The request for another placement: the same node, its parent in ``zone``, the tier fields ``tier``."""
+    placed: dict[str, Any] = {key: value for key, value in json.loads(json.dumps(body)).items() if key not in TIER_KEYS}
+    for node_spec in placed.get("tpu", {}).get("nodeSpec", []):
+        node_spec["parent"] = f"projects/{project}/locations/{zone}"
+    placed.update(json.loads(json.dumps(tier)))
+    return placed
+
+
+def tier_fields(provisioning: Provisioning, project: str, zone: str) -> dict[str, Any]:
+    """The body's tier fields (TIER_KEYS) for one provisioning model; a reservation is named in ``zone``."""
+    match provisioning:
         case FlexStart(max_run_duration_seconds=seconds):
             return {
                 "provisioningModel": "FLEX_START",
@@ -151,9 +187,9 @@ def _provisioning_fields(spec: QueuedResourceSpec) -> dict[str, Any]:
         case Guaranteed(reservation=str(reservation)):
             return {
                 "guaranteed": {"reserved": True},
-                "reservationName": reservation_name(spec.project, spec.zone, reservation),
+                "reservationName": reservation_name(project, zone, reservation),
             }
-    raise TypeError(f"unknown provisioning {spec.provisioning!r}")  # pragma: no cover - exhaustive above
+    raise TypeError(f"unknown provisioning {provisioning!r}")  # pragma: no cover - exhaustive above
 
 
 def fingerprint(body: Mapping[str, Any]) -> str:
@@ -161,6 +197,7 @@ def fingerprint(body: Mapping[str, Any]) -> str:
     canonical = json.loads(json.dumps(body))
     for node_spec in canonical.get("tpu", {}).get("nodeSpec", []):
         node_spec.get("node", {}).get("labels", {}).pop(SPEC_LABEL, None)
+        node_spec.get("node", {}).get("metadata", {}).pop(PLACEMENT_METADATA_KEY, None)
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return digest[:20]
 

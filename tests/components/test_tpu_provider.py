@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -26,34 +25,6 @@ def props_for(spec: QueuedResourceSpec = SPEC, deadline: int = 3600) -> dict[str
         "requestBody": build_request_body(spec),
         "activeDeadlineSeconds": deadline,
     }
-
-
-@pytest.fixture
-def api() -> Iterator[FakeTpuApi]:
-    with FakeTpuApi() as fake:
-        yield fake
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def reports() -> list[str]:
-    return []
-
-
-@pytest.fixture
-def provider(api: FakeTpuApi, clock: FakeClock, reports: list[str]) -> QueuedResourceProvider:
-    return QueuedResourceProvider(
-        base_url=api.base_url,
-        token_provider=lambda: FAKE_TOKEN,
-        sleep=clock.sleep,
-        clock=clock.monotonic,
-        report=reports.append,
-        poll_seconds=30.0,
-    )
 
 
 def test_create_waits_for_active_and_reports_each_state(

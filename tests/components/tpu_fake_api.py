@@ -37,6 +37,8 @@ class Scenario:
     operation_error: str | None = None
     # GETs that still show DELETING after a DELETE, before the request is gone.
     deleting_polls: int = 2
+    # The node's state once the request is ACTIVE (PREEMPTED: a spot node Google took back).
+    node_state: str = "READY"
 
 
 @dataclass
@@ -62,6 +64,10 @@ class FakeTpuApi:
 
     def __init__(self) -> None:
         self.scenarios: dict[str, Scenario] = {}
+        # Per zone, for requests that try several placements with one id; wins over `scenarios`.
+        self.zone_scenarios: dict[str, Scenario] = {}
+        # A node's internal address per zone, so a test can tell which placement the endpoint follows.
+        self.addresses: dict[str, str] = {}
         self.queued: dict[str, _Queued] = {}
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
@@ -147,7 +153,8 @@ class FakeTpuApi:
 
     def _create(self, parent_path: str, request: Recorded) -> tuple[int, Any, dict[str, str]]:
         queued_id = request.query.get("queuedResourceId", [""])[0]
-        scenario = self.scenarios.setdefault(queued_id, Scenario())
+        zone = parent_path.split("/locations/", 1)[-1].split("/", 1)[0]
+        scenario = self.zone_scenarios.get(zone) or self.scenarios.setdefault(queued_id, Scenario())
         if scenario.create_failures:
             status = scenario.create_failures.pop(0)
             return _error(status, "UNAVAILABLE" if status >= 500 else "RESOURCE_EXHAUSTED", "try again", retry=True)
@@ -163,7 +170,8 @@ class FakeTpuApi:
 
     def _operation(self, path: str) -> tuple[int, Any, dict[str, str]]:
         queued_id = path.rsplit("/create-", 1)[-1]
-        scenario = self.scenarios.get(queued_id)
+        zone = path.split("/locations/", 1)[-1].split("/", 1)[0]
+        scenario = self.zone_scenarios.get(zone) or self.scenarios.get(queued_id)
         if scenario is not None and scenario.operation_error is not None:
             return 200, {"name": path, "done": True, "error": {"code": 3, "message": scenario.operation_error}}, {}
         return 200, {"name": path, "done": True}, {}
@@ -208,15 +216,17 @@ class FakeTpuApi:
         return 200, {"name": f"{location}/operations/delete", "done": False}, {}
 
     def _node(self, name: str) -> tuple[int, Any, dict[str, str]]:
-        node_id = name.rsplit("/", 1)[-1]
-        for queued in self.queued.values():
+        location, node_id = name.rsplit("/nodes/", 1)
+        for queued_name, queued in self.queued.items():
             spec = (queued.body.get("tpu") or {}).get("nodeSpec") or [{}]
-            if spec[0].get("nodeId") == node_id:
+            if spec[0].get("nodeId") == node_id and queued_name.startswith(f"{location}/"):
                 external = spec[0]["node"]["networkConfig"].get("enableExternalIps")
-                endpoint: dict[str, Any] = {"ipAddress": "10.128.0.7", "port": 8470}
+                zone = location.split("/locations/", 1)[-1]
+                endpoint: dict[str, Any] = {"ipAddress": self.addresses.get(zone, "10.128.0.7"), "port": 8470}
                 if external:
                     endpoint["accessConfig"] = {"externalIp": "34.1.2.3"}
-                return 200, {"name": name, "state": "READY", "networkEndpoints": [endpoint]}, {}
+                state = queued.scenario.node_state
+                return 200, {"name": name, "state": state, "networkEndpoints": [endpoint]}, {}
         return _error(404, "NOT_FOUND", f"Resource '{name}' was not found")
 
 

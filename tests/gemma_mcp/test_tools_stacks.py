@@ -157,3 +157,19 @@ async def test_outputs_are_checked_against_the_contract(rendered_outputs: tuple[
     assert result.structured_content is not None
     assert any("maxNumSeqs" in problem for problem in result.structured_content["contract_problems"])
     assert "maxNumSeqs" in text_of(result)
+
+
+async def test_fit_without_a_stack_answers_from_the_catalog() -> None:
+    """An agent asks "does the 31B fit a v6e-8?" without writing a stack file, and gets the matrix's answer."""
+    async with connect() as client:
+        result = await client.call_tool("fit", {"model": "gemma-4-31b-it", "variant": "bf16", "shape": "v6e-8"})
+    assert not result.is_error
+    fit = result.structured_content
+    assert fit["stack"] is None
+    assert fit["verdict"] == "fits"
+    (row,) = fit["combinations"]
+    assert row["kvTokens"] > 0
+    assert "ceilings (not measurements)" in text_of(result)
+    async with connect() as client:
+        missing = await client.call_tool("fit", {"model": "gemma-4-31b-it"})
+    assert missing.is_error

@@ -80,8 +80,8 @@ def test_a_workload_that_does_not_fit_warns_and_says_what_to_do() -> None:
     capacity = assess_stack(load("tpu-v6e", capacity={"requestTokens": 512}))
     (warning,) = capacity.warnings
     assert warning.startswith("the stated workload does not fit: --max-num-seqs 64 requests of 512 tokens")
-    assert "holds 38 of them" in warning
-    assert "Lower --max-num-seqs to 38" in warning
+    assert "holds 51 of them" in warning
+    assert "Lower --max-num-seqs to 51" in warning
     assert "capacity.requestTokens" in warning
     assert "docs/capacity-planning.md" in warning
 

@@ -98,10 +98,25 @@ class _FailedData(_Answer):
 
 
 class QueuedResourceState(_Answer):
-    """`QueuedResourceState`: the state and, when it failed, Google's error."""
+    """`QueuedResourceState`: the state, who brought it about (USER or SERVICE) and, when it failed, Google's error."""
 
     state: GoogleText = "STATE_UNSPECIFIED"
+    state_initiator: GoogleText = pydantic.Field(default="", alias="stateInitiator")
     failed_data: _FailedData = pydantic.Field(default=_FailedData(), alias="failedData")
+
+
+class _NodeRequest(_Answer):
+    metadata: dict[str, GoogleText] = pydantic.Field(default_factory=dict)
+
+
+class _NodeSpec(_Answer):
+    node: _NodeRequest = _NodeRequest()
+
+
+class _TpuRequest(_Answer):
+    """`Tpu`: the node the request asks for (its metadata carries the provider's placement record)."""
+
+    node_spec: list[_NodeSpec] = pydantic.Field(default_factory=list, alias="nodeSpec")
 
 
 class _QueueingPolicy(_Answer):
@@ -114,6 +129,7 @@ class QueuedResource(_Answer):
     state: QueuedResourceState = QueuedResourceState()
     queueing_policy: _QueueingPolicy = pydantic.Field(default=_QueueingPolicy(), alias="queueingPolicy")
     create_time: GoogleText = pydantic.Field(default="", alias="createTime")
+    tpu: _TpuRequest = _TpuRequest()
 
 
 class _AccessConfig(_Answer):

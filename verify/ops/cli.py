@@ -37,7 +37,7 @@ from verify.ops.status import StatusReport, run_status, unknown_report, watch_st
 def register_preflight(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "preflight",
-        help="before `pulumi up`: APIs, permissions, quotas and TPU zones the stack needs",
+        help="before `pulumi up`: APIs, permissions, quotas and (TPU) v6e quota in every zone and tier, ranked",
         description="Read-only checks of a stack's project before `pulumi up`. Exit codes: 0 all clear, "
         "1 a blocker found, 2 could not check (no credentials, an API disabled or unreachable).",
     )

@@ -15,13 +15,14 @@ from typing import assert_never
 
 import pydantic
 
-from verify.ops import catalog
-from verify.ops.answers import AcceleratorType, Permissions, RuntimeVersion, ServicesBatch
+from verify.ops import catalog, tpu_capacity
+from verify.ops.answers import Permissions, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
 from verify.ops.stack import CloudRunOpsStack, OpsStack, TpuOpsStack
 from verify.ops.status import find_service
+from verify.ops.tpu_capacity import TpuCapacity
 
 
 class PreflightReport(pydantic.BaseModel):
@@ -34,6 +35,8 @@ class PreflightReport(pydantic.BaseModel):
     zone: str | None
     accelerator: str
     findings: list[Finding]
+    # TPU only: every v6e zone and tier for the stack's slice, ranked (verify/ops/tpu_capacity.py).
+    tpu_capacity: TpuCapacity | None = None
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -44,17 +47,18 @@ class PreflightReport(pydantic.BaseModel):
 def run_preflight(stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datetime.now(UTC)) -> PreflightReport:
     """Every preflight check for one stack, in the order a user would fix them."""
     granted, permission_findings = _permissions(stack, apis)
-    findings = [*_apis(stack, apis, granted), *permission_findings, *_capacity(stack, apis, now)]
-    return _report(stack, findings)
+    capacity, tpu = _capacity(stack, apis, now)
+    findings = [*_apis(stack, apis, granted), *permission_findings, *capacity]
+    return _report(stack, findings).model_copy(update={"tpu_capacity": tpu})
 
 
-def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
-    """Whether Google has room for this stack: the platform's own quotas (and, for a TPU, its zone)."""
+def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuCapacity | None]:
+    """Whether Google has room for this stack: the platform's own quotas (for a TPU, every zone and tier)."""
     match stack:
         case CloudRunOpsStack():
-            return _cloud_run_quotas(stack, apis, now)
+            return _cloud_run_quotas(stack, apis, now), None
         case TpuOpsStack():
-            return [*_tpu_quota(stack, apis, now), *_tpu_zones(stack, apis)]
+            return tpu_capacity.assess(stack, apis, now)
         case _ as unreachable:
             assert_never(unreachable)
 
@@ -315,104 +319,3 @@ def _gib(value: str) -> float:
         if value.endswith(suffix):
             return float(value[: -len(suffix)]) * factor
     return float(value) / 2**30
-
-
-def _tpu_quota(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
-    if stack.reservation is not None:
-        return [
-            Finding(
-                area="quota",
-                item=f"TPU v6e ({stack.provisioning})",
-                verdict=Verdict.INFO,
-                detail=f"draws on reservation {stack.reservation}, not on quota; check its free chips in the console",
-            )
-        ]
-    kind = "preemptible" if stack.preemptible else "on-demand"
-
-    def check() -> list[Finding]:
-        infos = [
-            info
-            for info in quota_infos(apis, stack.project, "tpu.googleapis.com")
-            if "v6e" in f"{info.quota_id} {info.metric}".lower()
-            and ("preemptible" in f"{info.quota_id} {info.metric}".lower()) == stack.preemptible
-        ]
-        request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
-        if not infos:
-            return [
-                Finding(
-                    area="quota",
-                    item=f"TPU v6e chips ({kind})",
-                    verdict=Verdict.BLOCKER,
-                    detail=f"no {kind} TPU v6e quota in tpu.googleapis.com for this project",
-                    fix=f"request {kind} TPU v6e quota in {stack.zone}: {request_url}",
-                    needed=float(stack.chips),
-                    unit="chips",
-                )
-            ]
-        findings = []
-        for info in infos:
-            location = stack.zone if "zone" in info.dimensions or not info.dimensions else stack.region
-            usage = allocation_usage(apis, stack.project, info.metric, location, now)
-            findings.append(
-                compare(
-                    info,
-                    area="quota",
-                    item=f"TPU v6e chips ({kind}, {stack.provisioning})",
-                    location=location,
-                    needed=float(stack.chips),
-                    usage=usage,
-                    unit="chips",
-                    request_url=request_url,
-                )
-            )
-        return findings
-
-    return _guarded("quota", "tpu.googleapis.com", stack.project, check)
-
-
-# --- TPU zones -------------------------------------------------------------------------------------------
-
-
-def _tpu_zones(stack: TpuOpsStack, apis: GoogleApis) -> list[Finding]:
-    def offers(zone: str) -> bool:
-        path = f"projects/{stack.project}/locations/{zone}/acceleratorTypes"
-        return any(
-            parse_answer(AcceleratorType, item, "tpu").type == stack.accelerator_type
-            for item in apis.pages("tpu", path, "acceleratorTypes")
-        )
-
-    def check() -> list[Finding]:
-        here = offers(stack.zone)
-        others = [zone for zone in stack.candidate_zones if zone != stack.zone and offers(zone)]
-        elsewhere = f"; also offered in {', '.join(others)}" if others else "; no other candidate zone offers it"
-        findings = [
-            Finding(
-                area="tpu-zone",
-                item=f"{stack.accelerator_type} in {stack.zone}",
-                verdict=Verdict.PASS if here else Verdict.BLOCKER,
-                detail=("offered" if here else "not offered") + elsewhere,
-                fix=None
-                if here
-                else "move the stack: set gemma-serving:region and gemma-serving:tpu.zone to one of "
-                + (", ".join(others) or "the zones in serving/tpu_offers.py"),
-            )
-        ]
-        runtimes = {
-            parse_answer(RuntimeVersion, item, "tpu").version
-            for item in apis.pages(
-                "tpu", f"projects/{stack.project}/locations/{stack.zone}/runtimeVersions", "runtimeVersions"
-            )
-        }
-        has_runtime = stack.runtime_version in runtimes
-        findings.append(
-            Finding(
-                area="tpu-zone",
-                item=f"runtime {stack.runtime_version} in {stack.zone}",
-                verdict=Verdict.PASS if has_runtime else Verdict.BLOCKER,
-                detail="offered" if has_runtime else f"not offered (the zone lists {len(runtimes)} other versions)",
-                fix=None if has_runtime else "pick a zone that lists it (gcloud compute tpus versions list --zone Z)",
-            )
-        )
-        return findings
-
-    return _guarded("tpu-zone", stack.zone, stack.project, check)

@@ -19,6 +19,7 @@ from verify.ops.live_state import live_rows
 from verify.ops.logs import LogsReport
 from verify.ops.preflight import PreflightReport
 from verify.ops.status import CloudRunStatus, RolloutState, StatusReport, TpuStatus
+from verify.ops.tpu_capacity import TpuCapacity
 
 _VERDICTS: dict[Verdict, tuple[str, str]] = {
     Verdict.PASS: ("PASS", "bold green"),
@@ -58,6 +59,8 @@ def print_preflight(report: PreflightReport, console: Console | None = None) -> 
             finding.area, Text(finding.item), Text(label, style=style), Text(finding.detail), Text(finding.fix or "")
         )
     out.print(table)
+    if report.tpu_capacity is not None:
+        print_tpu_capacity(report.tpu_capacity, out)
     style = "bold green" if report.exit_code == 0 else "bold red"
     counts = {verdict: sum(1 for f in report.findings if f.verdict is verdict) for verdict in Verdict}
     out.print(
@@ -67,6 +70,37 @@ def print_preflight(report: PreflightReport, console: Console | None = None) -> 
             style=style,
         )
     )
+
+
+def print_tpu_capacity(capacity: TpuCapacity, out: Console) -> None:
+    """Every v6e zone and tier for the stack's slice, best first; `#` is the stack's own placement number."""
+    title = f"TPU {capacity.accelerator_type} ({capacity.chips} chip(s)) by zone and tier, ranked ({capacity.source})"
+    table = Table(show_header=True, header_style="bold", title=title)
+    for column in ("rank", "zone", "tier", "quota", "limit", "in use", "free", "offered", "#", "answer"):
+        table.add_column(column, overflow="fold")
+    for row in capacity.rows:
+        can = {True: ("yes", "green"), False: ("no", "red"), None: ("?", "yellow")}[row.grantable]
+        offered = {True: "yes", False: "no", None: "?"}
+        table.add_row(
+            str(row.rank),
+            row.zone,
+            row.tier,
+            row.quota,
+            _number(row.limit),
+            _number(row.usage),
+            Text(_number(row.free), style=can[1]),
+            f"{offered[row.offers_slice]}/{offered[row.offers_runtime]}",
+            str(row.placement or ""),
+            Text(row.answer),
+        )
+    out.print(table)
+    out.print(Text(f"source: {capacity.source_note}", style="dim" if capacity.source == "live" else "yellow"))
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return "unlimited" if value == -1 else f"{value:g}"
 
 
 def print_status(report: StatusReport, console: Console | None = None) -> None:
@@ -114,6 +148,8 @@ def _detail_rows(detail: CloudRunStatus | TpuStatus | None) -> list[tuple[str, s
         case TpuStatus() as tpu:
             return [
                 ("queued resource", f"{tpu.queued_resource}: {tpu.state}"),
+                ("placement", tpu.placement.text() if tpu.placement else None),
+                ("left in the list", _list_left(tpu) if tpu.state != "ACTIVE" else None),
                 ("reason", tpu.reason),
                 ("deadline left", _deadline_text(tpu.deadline_left_s) if tpu.state != "ACTIVE" else None),
                 ("valid until", tpu.valid_until),
@@ -123,6 +159,14 @@ def _detail_rows(detail: CloudRunStatus | TpuStatus | None) -> list[tuple[str, s
             ]
         case None:
             return []
+
+
+def _list_left(tpu: TpuStatus) -> str | None:
+    """The most `pulumi up` may still wait over the remaining placements."""
+    if tpu.placement is None or tpu.placement.left_in_list_s is None:
+        return None
+    later = tpu.placement.of - tpu.placement.placement
+    return f"at most {tpu.placement.left_in_list_s / 60:.0f} min (this placement, then {later} more)"
 
 
 def _deadline_text(seconds: float | None) -> str | None:

@@ -112,6 +112,25 @@ class CloudRunOpsStack(_OpsStackBase):
         return f"{self._logs_after(since)} AND (({service}) OR ({jobs}))"
 
 
+class OpsPlacement(pydantic.BaseModel):
+    """One zone and tier the stack's request tries (tpu.placements, or its one zone), in order."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    zone: str
+    provisioning: str  # flex-start, spot or guaranteed
+    reservation: str | None = None
+
+    @property
+    def preemptible(self) -> bool:
+        """Flex-start and spot draw on the preemptible TPU quota; guaranteed on the on-demand one."""
+        return self.provisioning in {ProvisioningModel.FLEX_START.value, ProvisioningModel.SPOT.value}
+
+    @property
+    def label(self) -> str:
+        return f"{self.zone} {self.provisioning}"
+
+
 class TpuOpsStack(_OpsStackBase):
     """A TPU stack: one queued resource in one zone, whose node runs vLLM in a container."""
 
@@ -129,6 +148,18 @@ class TpuOpsStack(_OpsStackBase):
     flex_start_run_seconds: int | None = None
     # Zones where this provisioning model can get v6e at all (flex-start: only some), for "try another zone".
     candidate_zones: tuple[str, ...]
+    # Where `pulumi up` asks, in order: the first is `zone` with `provisioning`.
+    placements: tuple[OpsPlacement, ...] = ()
+
+    @property
+    def placement_list(self) -> tuple[OpsPlacement, ...]:
+        return self.placements or (
+            OpsPlacement(zone=self.zone, provisioning=self.provisioning, reservation=self.reservation),
+        )
+
+    def queued_resource_in(self, zone: str) -> str:
+        """The request `pulumi up` queues in one placement's zone (the same id in every zone)."""
+        return self.names.queued_resource_path(self.project, zone)
 
     @property
     def preemptible(self) -> bool:
@@ -236,6 +267,14 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                     tpu.provisioning.flex_start_run_seconds if model is ProvisioningModel.FLEX_START else None
                 ),
                 candidate_zones=FLEX_START_V6E_ZONES if model is ProvisioningModel.FLEX_START else V6E_ZONES,
+                placements=tuple(
+                    OpsPlacement(
+                        zone=placement.zone,
+                        provisioning=placement.provisioning.model.value,
+                        reservation=placement.provisioning.reservation,
+                    )
+                    for placement in tpu.placement_list
+                ),
             )
         case GkeStack():
             # Not built yet (issue 27): status/logs/preflight would read the Kubernetes API; say so plainly.

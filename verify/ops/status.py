@@ -24,7 +24,6 @@ import pydantic
 
 from serving.naming import CANDIDATE_TAG
 from verify.ops.answers import (
-    QueuedResource,
     QueuedResourceState,
     RunCondition,
     RunRevision,
@@ -36,6 +35,14 @@ from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.live_state import Instances, Lifetime, cloud_run_instances, flex_start_lifetime
 from verify.ops.stack import CloudRunOpsStack, HealthAuth, OpsStack, TpuOpsStack
+from verify.ops.tpu_placement_status import (
+    PlacementStatus,
+    find_request,
+    node_gone,
+    placement_status,
+    requeue_fix,
+    suspended_reason,
+)
 
 
 class RolloutState(enum.StrEnum):
@@ -92,6 +99,8 @@ class TpuStatus(pydantic.BaseModel):
     node_health: str | None = None
     health_description: str | None = None
     endpoint: str | None = None
+    # With tpu.placements: which one the request is in, the attempts before it, the time left over the list.
+    placement: PlacementStatus | None = None
 
     @property
     def probe_url(self) -> str | None:
@@ -167,8 +176,14 @@ def _live_state(stack: OpsStack, apis: GoogleApis, report: StatusReport, now: No
     if report.cloud_run is not None:
         return {"instances": cloud_run_instances(apis, stack.project, report.cloud_run.service, now=now)}
     if isinstance(stack, TpuOpsStack) and stack.flex_start_run_seconds and report.tpu and report.tpu.node_state:
+        # With tpu.placements the node is where the request was granted (tpu_placement_status.py).
+        placement = report.tpu.placement
+        if placement is not None and placement.provisioning != "flex-start":
+            return {}
         try:
-            node = apis.get("tpu", stack.node_name)
+            node = apis.get(
+                "tpu", stack.names.tpu_node_path(stack.project, placement.zone if placement else stack.zone)
+            )
         except (GoogleApiError, CannotCheckError):
             return {}
         return {"lifetime": flex_start_lifetime(node, stack.flex_start_run_seconds, now=now)}
@@ -329,17 +344,20 @@ _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING"
 
 
 def _tpu_status(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> StatusReport:
-    try:
-        queued = parse_answer(QueuedResource, apis.get("tpu", stack.queued_resource_name), "tpu")
-    except GoogleApiError as error:
-        if not error.not_found:
-            raise
+    found = find_request(stack, apis)
+    if found is None:
+        zones = ", ".join(placement.zone for placement in stack.placement_list)
         return _report(
             stack,
             state=RolloutState.NOT_DEPLOYED,
-            summary=f"no queued resource {stack.base_name} in {stack.zone}",
+            summary=f"no queued resource {stack.base_name} in {zones}",
             fix=f"pulumi up --stack {stack.name} (or, after a flex-start run ended: pulumi up --refresh)",
         )
+    index, placement, queued = found
+    # From here on the stack is read at the placement the request is in (tpu_placement_status.py).
+    stack = stack.model_copy(
+        update={"zone": placement.zone, "provisioning": placement.provisioning, "reservation": placement.reservation}
+    )
     state_block = queued.state
     state = state_block.state
     valid_until = queued.queueing_policy.valid_until_time
@@ -349,24 +367,31 @@ def _tpu_status(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> StatusReport:
         state=state,
         deadline_left_s=deadline_left,
         valid_until=valid_until or None,
+        placement=placement_status(stack, index, placement, queued, deadline_left),
     )
+    where = f" ({status.placement.text()})" if status.placement else ""
     if state in _WAITING:
         reason = _waiting_reason(state, stack)
         left = _left_text(deadline_left)
         return _report(
             stack,
             state=RolloutState.IN_PROGRESS,
-            summary=f"queued resource {state}: {reason}; {left}",
+            summary=f"queued resource {state}{where}: {reason}; {left}",
             fix=None if state != "WAITING_FOR_RESOURCES" else _other_zone_fix(stack),
             tpu=status.model_copy(update={"reason": reason}),
         )
     if state in _ENDED:
-        reason = _ended_reason(state, state_block)
+        suspended = state in {"SUSPENDING", "SUSPENDED"}
+        reason = (
+            suspended_reason(state_block, stack.provisioning == "flex-start")
+            if suspended
+            else _ended_reason(state, state_block)
+        )
         return _report(
             stack,
             state=RolloutState.FAILED,
-            summary=f"queued resource {state}: {reason}",
-            fix=_ended_fix(state, stack),
+            summary=f"queued resource {state}{where}: {reason}",
+            fix=requeue_fix(stack) if suspended else _ended_fix(state, stack),
             tpu=status.model_copy(update={"reason": reason}),
         )
     if state != "ACTIVE":
@@ -397,6 +422,9 @@ def _tpu_node_status(stack: TpuOpsStack, apis: GoogleApis, status: TpuStatus) ->
     if node_state in _NODE_STARTING:
         return _report(stack, state=RolloutState.IN_PROGRESS, summary=f"node {node_state}", tpu=status)
     detail = f" ({health}: {status.health_description})" if health and health != "HEALTHY" else ""
+    gone = node_gone(node_state)
+    if gone is not None:
+        return _report(stack, state=RolloutState.FAILED, summary=gone, fix=requeue_fix(stack), tpu=status)
     return _report(
         stack,
         state=RolloutState.FAILED,
@@ -448,8 +476,6 @@ def _other_zone_fix(stack: TpuOpsStack) -> str | None:
 def _ended_reason(state: str, state_block: QueuedResourceState) -> str:
     if state == "FAILED":
         return state_block.failed_data.error.message or "no reason given"
-    if state in {"SUSPENDING", "SUSPENDED"}:
-        return "the flex-start run ended (maxRunDuration), or Google suspended the node"
     return "the request is being deleted"
 
 

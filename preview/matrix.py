@@ -1,0 +1,143 @@
+"""`python -m preview.matrix` (`make matrix`): every catalog model x variant x accelerator shape, before spending.
+
+For a stated workload (context and output tokens per request) each row says whether the combination fits
+(or the loader's refusal, with its numbers), the KV cache in tokens and how many such requests fit at once,
+the shape's price per hour, and the physical ceilings: compute-bound prefill and bandwidth-bound decode
+tokens/s, and the cost per 1M output tokens at that decode ceiling. Ceilings are upper bounds from peak
+FLOP/s and memory bandwidth, never measurements (`verify bench` measures). `--format json` prints one
+object per combination. Offline: no credentials, no network.
+
+Exit codes: 0 printed; 2 usage errors (an unknown model, variant or shape).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from preview.fit import SHAPES, Fit, Workload, matrix
+from serving.catalog import catalog
+from serving.pricing import usd
+
+_CEILING_NOTE = (
+    "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `verify bench` "
+    "measures); $/1M out at the decode ceiling"
+)
+
+
+def _number(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _row(fit: Fit) -> list[str]:
+    verdict = "fits" if fit.fits else "no"
+    if fit.fits and fit.warnings:
+        verdict = "fits*"
+    return [
+        fit.model,
+        fit.variant,
+        fit.shape,
+        verdict,
+        _number(fit.weight_bytes / 1e9 if fit.weight_bytes else None, 1),
+        _number(fit.kv_tokens),
+        _number(fit.sequences),
+        usd(fit.usd_per_hour) if fit.usd_per_hour is not None else "-",
+        _number(fit.prefill_ceiling_tokens_per_s),
+        _number(fit.decode_ceiling_tokens_per_s),
+        usd(fit.usd_per_million_output_tokens_at_ceiling) if fit.usd_per_million_output_tokens_at_ceiling else "-",
+    ]
+
+
+HEADER = [
+    "model",
+    "variant",
+    "shape",
+    "fits",
+    "weights GB",
+    "KV tokens",
+    "seqs",
+    "$/h",
+    "prefill",
+    "decode",
+    "$/1M out",
+]
+
+
+def table(fits: list[Fit], workload: Workload) -> str:
+    """The text matrix: one line per combination, then why each refused one does not fit."""
+    rows = [HEADER, *(_row(fit) for fit in fits)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    lines = [f"workload: {workload.describe()}; seqs = such requests resident at once", _CEILING_NOTE, ""]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    refused = [fit for fit in fits if not fit.fits]
+    if refused:
+        lines += ["", "why not:"]
+        lines += [f"  {fit.model} {fit.variant} on {fit.shape}: {fit.why_not}" for fit in refused]
+    flagged = [fit for fit in fits if fit.fits and fit.warnings]
+    if flagged:
+        lines += ["", "* fits, with warnings:"]
+        lines += [f"  {fit.model} {fit.variant} on {fit.shape}: {'; '.join(fit.warnings)}" for fit in flagged]
+    prices = sorted({fit.price_basis for fit in fits})
+    lines += ["", "prices: " + "; ".join(prices) + " (serving/data/pricing.json)"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m preview.matrix", description=__doc__)
+    parser.add_argument("--context", type=int, default=Workload.context_tokens, help="prompt tokens per request")
+    parser.add_argument("--output", type=int, default=Workload.output_tokens, help="output tokens per request")
+    parser.add_argument("--kv-cache-dtype", default=Workload.kv_cache_dtype)
+    parser.add_argument("--text-only", action="store_true", help="serve with --language-model-only (no towers)")
+    parser.add_argument("--model", action="append", help="a catalog id (repeatable; default: all)")
+    parser.add_argument("--variant", action="append", help="a variant name (repeatable; default: all)")
+    parser.add_argument("--shape", action="append", help=f"one of {', '.join(s.name for s in SHAPES)} (repeatable)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    args = parser.parse_args(argv)
+    problems = _usage_problems(args)
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    workload = Workload(
+        context_tokens=args.context,
+        output_tokens=args.output,
+        kv_cache_dtype=args.kv_cache_dtype,
+        text_only=args.text_only,
+    )
+    fits = [
+        fit
+        for fit in matrix(workload, models=args.model, shapes=args.shape)
+        if not args.variant or fit.variant in args.variant
+    ]
+    if args.format == "json":
+        document = {
+            "workload": {
+                "contextTokens": workload.context_tokens,
+                "outputTokens": workload.output_tokens,
+                "kvCacheDtype": workload.kv_cache_dtype,
+                "gpuMemoryUtilization": workload.gpu_memory_utilization,
+                "textOnly": workload.text_only,
+            },
+            "rows": [fit.as_dict() for fit in fits],
+        }
+        print(json.dumps(document, indent=2))
+    else:
+        print(table(fits, workload), end="")
+    return 0
+
+
+def _usage_problems(args: argparse.Namespace) -> list[str]:
+    models = catalog()
+    problems = [f"--model {m!r}: allowed: {', '.join(models)}" for m in args.model or [] if m not in models]
+    variants = sorted({variant for model in models.values() for variant in model.variants})
+    problems += [f"--variant {v!r}: allowed: {', '.join(variants)}" for v in args.variant or [] if v not in variants]
+    shapes = [shape.name for shape in SHAPES]
+    problems += [f"--shape {s!r}: allowed: {', '.join(shapes)}" for s in args.shape or [] if s not in shapes]
+    if args.context < 1 or args.output < 1:
+        problems.append("--context and --output must be at least 1 token")
+    return problems
+
+
+if __name__ == "__main__":
+    sys.exit(main())

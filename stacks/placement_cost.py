@@ -1,0 +1,39 @@
+"""What a TPU stack's node bills when it could land in any of its placements: the worst case of the list.
+
+Why the worst case: `pulumi up` takes the first placement Google grants, which the plan cannot know, so
+the price it shows (and the `billing` output verify bench prices with) is the dearest placement's, never a
+cheaper one that may not come. A placement whose rate the price book lacks counts as the worst (its price
+is reported missing, never guessed).
+"""
+
+from __future__ import annotations
+
+from serving.gcp_names import region_of
+from serving.pricing import TpuShape, hourly_price
+from stacks.tpu import TpuPlacement, TpuSettings
+
+
+def placement_shape(tpu: TpuSettings, placement: TpuPlacement) -> TpuShape:
+    """What the node bills in one placement: its slice at that tier's rate in that zone's region."""
+    return TpuShape(
+        accelerator_type=tpu.accelerator_type,
+        chips=tpu.chips,
+        provisioning_model=placement.provisioning.model.value,
+        region=region_of(placement.zone),
+        max_run_seconds=placement.provisioning.max_run_duration,
+    )
+
+
+def worst_case_shape(tpu: TpuSettings) -> TpuShape:
+    """The dearest placement's shape (an unpriced one first; the first listed among equals)."""
+    shapes = [placement_shape(tpu, placement) for placement in tpu.placement_list]
+
+    def cost(shape: TpuShape) -> tuple[bool, float, int]:
+        usd = hourly_price(shape).usd_per_hour
+        return (usd is None, usd or 0.0, shape.max_run_seconds or 0)
+
+    worst = shapes[0]
+    for shape in shapes[1:]:
+        if cost(shape) > cost(worst):
+            worst = shape
+    return worst

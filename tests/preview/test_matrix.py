@@ -1,0 +1,96 @@
+"""`make matrix`: every catalog model x variant x shape offline, each a fit with figures or a refusal with numbers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from preview.fit import SHAPES, Workload, fit, matrix, shape_named
+from preview.matrix import main
+from serving.catalog import catalog, catalog_model
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, object]]:
+    return [row.as_dict() for row in matrix(Workload())]
+
+
+def test_one_row_per_combination(rows: list[dict[str, object]]) -> None:
+    """The JSON has exactly one row per model x variant x shape: nothing skipped, nothing twice."""
+    expected = {(m.id, v, s.name) for m in catalog().values() for v in m.variants for s in SHAPES}
+    assert len(rows) == len(expected)
+    assert {(r["model"], r["variant"], r["shape"]) for r in rows} == expected
+
+
+def test_every_model_fits_somewhere_and_every_refusal_has_a_reason(rows: list[dict[str, object]]) -> None:
+    """Done-when: each model has a variant that fits a shape; every "no" says why, naming the key."""
+    for model in catalog():
+        assert any(r["fits"] for r in rows if r["model"] == model), model
+    for row in rows:
+        if not row["fits"]:
+            assert isinstance(row["whyNot"], str)
+            assert row["whyNot"].split(":", 1)[0] in {"model.variant", "tpu.acceleratorType"}
+
+
+def test_fits_carry_figures_and_labelled_ceilings(rows: list[dict[str, object]]) -> None:
+    """A fit has KV tokens, sequences, a price, and ceilings labelled as ceilings (not measurements)."""
+    for row in rows:
+        if row["fits"]:
+            assert row["kvTokens"] > 0  # type: ignore[operator]
+            assert row["sequences"] >= 1  # type: ignore[operator]
+            assert row["usdPerHour"] > 0  # type: ignore[operator]
+            ceilings = row["ceilings"]
+            assert isinstance(ceilings, dict)
+            assert "not measurements" in ceilings["note"]
+            assert ceilings["decodeTokensPerS"] > 0
+            assert ceilings["usdPerMillionOutputTokens"] > 0
+
+
+def test_no_26b_variant_fits_the_l4_and_the_refusal_has_numbers() -> None:
+    """The hand-made deployments' "26B on L4": no variant vLLM serves fits 24 GB; the answer gives the numbers."""
+    model = catalog_model("gemma-4-26b-a4b-it")
+    answers = [fit(model, variant, shape_named("l4"), Workload()) for variant in model.variants]
+    assert not any(answer.fits for answer in answers)
+    fp8 = next(answer for answer in answers if answer.variant == "fp8")
+    assert fp8.why_not is not None
+    assert "weights need 27.08 GB (25.22 GiB)" in fp8.why_not
+    assert "only 20.12 GiB is usable" in fp8.why_not
+
+
+def test_text_only_frees_the_towers() -> None:
+    """--language-model-only skips the vision encoder: the 31B's weights drop by its ~1.1 GB."""
+    model, shape = catalog_model("gemma-4-31b-it"), shape_named("rtx-pro-6000")
+    full = fit(model, "qat-w4a16-ct", shape, Workload())
+    text = fit(model, "qat-w4a16-ct", shape, Workload(text_only=True))
+    assert full.weight_bytes is not None
+    assert text.weight_bytes is not None
+    assert full.weight_bytes - text.weight_bytes == 1_100_000_000
+    assert text.kv_tokens > full.kv_tokens  # type: ignore[operator]
+
+
+def test_moe_decode_reads_the_touched_experts_only() -> None:
+    """The 26B-A4B's decode ceiling is above the 31B's on the same card: 3.8B active, not 25.2B."""
+    shape = shape_named("rtx-pro-6000")
+    moe = fit(catalog_model("gemma-4-26b-a4b-it"), "nvfp4", shape, Workload())
+    dense = fit(catalog_model("gemma-4-31b-it"), "nvfp4", shape, Workload())
+    assert moe.prefill_ceiling_tokens_per_s > 7 * dense.prefill_ceiling_tokens_per_s  # type: ignore[operator]
+    assert moe.decode_ceiling_tokens_per_s > dense.decode_ceiling_tokens_per_s  # type: ignore[operator]
+
+
+def test_cli_json_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    """--format json prints the rows; an unknown shape is a usage error (exit 2) listing the allowed ones."""
+    assert main(["--model", "gemma-4-e4b-it", "--shape", "l4", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["workload"]["contextTokens"] == 8192
+    assert {row["variant"] for row in document["rows"]} == set(catalog_model("gemma-4-e4b-it").variants)
+    assert main(["--shape", "a100"]) == 2
+    assert "--shape 'a100': allowed: l4, rtx-pro-6000, v6e-1, v6e-4, v6e-8" in capsys.readouterr().err
+
+
+def test_cli_text_labels_ceilings(capsys: pytest.CaptureFixture[str]) -> None:
+    """The text table says the ceilings are ceilings and lists why each refused combination does not fit."""
+    assert main(["--model", "gemma-4-31b-it", "--shape", "l4", "--shape", "v6e-8"]) == 0
+    out = capsys.readouterr().out
+    assert "CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements" in out
+    assert "gemma-4-31b-it nvfp4 on l4: model.variant: gemma-4-31b-it nvfp4 (nvfp4 weights) cannot run" in out
