@@ -8,6 +8,9 @@ else needs a deliberate policy exception, not a quiet merge.
 Two resource shapes carry a queued resource:
 - the project's dynamic provider (`components/tpu/`): a Python dynamic resource whose `requestBody` is the
   v2alpha1 REST body, with `provisioningModel: FLEX_START` + `runDuration.maxRunDuration`, or `spot: {}`;
+  with `tpu.placements` it also carries `placements: [{zone, provisioningModel, tier}]`, each `tier` the
+  body fields a fallback placement asks with, judged like the body (a guaranteed fallback would otherwise
+  slip past a flex-start first placement);
 - pulumi-gcp's `tpu.V2QueuedResource`, whose schema (pulumi-gcp 10.2) has no tier, spot or run duration
   at all, so it can never satisfy this rule: use the dynamic provider instead.
 """
@@ -90,14 +93,20 @@ def check_queued_resource_bounded(
             "(components/tpu) with flex-start maxRunDuration or spot"
         )
         return
-    if _is_spot(body):
-        return
-    problem = _run_limit_problem(body)
-    if problem:
+    if not _is_spot(body) and (problem := _run_limit_problem(body)):
         yield (
             f"the queued resource is neither spot nor bounded ({problem}); use flex-start with "
             "runDuration.maxRunDuration, or spot, so the TPU stops billing by itself"
         )
+    for number, placement in enumerate(mappings(field(props, "placements")), start=1):
+        tier = field(placement, "tier")
+        tier = tier if isinstance(tier, Mapping) else {}
+        if not _is_spot(tier) and (problem := _run_limit_problem(tier)):
+            yield (
+                f"placement {number} ({field(placement, 'zone')} {field(placement, 'provisioningModel')}) is neither "
+                f"spot nor bounded ({problem}); every tpu.placements entry must be flex-start with a "
+                "maxRunDuration, or spot, so whichever is granted stops billing by itself"
+            )
 
 
 TPU_QUEUED_RESOURCE_BOUNDED = Guardrail(

@@ -32,7 +32,7 @@ SERVE_ARGS = ["/mnt/models/gemma-4-12B-it", "--served-model-name", "gemma", "--p
 
 
 EDGE_FIELDS = {"public_endpoint", "allowed_source_ranges", "iap_ssh", "egress_nat", "network", "subnetwork"}
-QUEUE_FIELDS = {"provisioning", "valid_until_seconds", "active_deadline_seconds"}
+QUEUE_FIELDS = {"provisioning", "valid_until_seconds", "active_deadline_seconds", "fallbacks"}
 
 
 def identity(account_id: str = "gemma-tpu-node") -> ServingIdentity:

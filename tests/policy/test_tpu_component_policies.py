@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from components.tpu.node import TpuVllmNode
-from components.tpu.request_body import FlexStart, Guaranteed, Provisioning, Spot
+from components.tpu.request_body import FlexStart, Guaranteed, Placement, Provisioning, Spot
 from policy.rules import GUARDRAILS
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
 from preview.capture import Capture
@@ -43,3 +43,13 @@ def test_guaranteed_tpu_node_is_refused(register: Register) -> None:
     violations, _, _ = judge(capture.resources)
     assert violations
     assert all(TPU_QUEUED_RESOURCE_BOUNDED.name in v for v in violations)
+
+
+def test_a_guaranteed_fallback_placement_is_refused_too(register: Register) -> None:
+    """A flex-start first placement must not carry an unbounded on-demand fallback past the pack."""
+    args = node_args(provisioning=FlexStart(4 * 3600), fallbacks=[Placement("europe-west4-a", Guaranteed())])
+    capture = register(lambda: TpuVllmNode("gemma-tpu", args))
+    violations, _, _ = judge(capture.resources)
+    [violation] = violations
+    assert TPU_QUEUED_RESOURCE_BOUNDED.name in violation
+    assert "placement 2 (europe-west4-a guaranteed) is neither spot nor bounded" in violation
