@@ -22,6 +22,7 @@ from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_stacks import reply
 from verify import UsageError
 from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, GoogleApis
+from verify.ops.live_state import live_rows
 from verify.ops.logs import parse_since, run_logs, unreadable_report
 from verify.ops.preflight import run_preflight, unchecked_report
 from verify.ops.readiness import probe_readiness
@@ -116,7 +117,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         annotations=READS_THE_PROJECT,
         description=(
             "After `pulumi up`: the deployment's state. Cloud Run: ready condition, latest created vs ready "
-            "revision, traffic (a gated candidate at 0% included), the failing revision's reason, instances, URL. "
+            "revision, traffic (a gated candidate at 0% included), the failing revision's reason, instances (and how "
+            "many are active or idle now, from Cloud Monitoring), URL. A flex-start TPU node: when it ends. "
             "TPU: the queued resource's state with its reason and the time left before its deadline, the node's "
             "state and endpoint. Then one /health poll of the endpoint. watch_s > 0 follows a rollout until it is "
             f"ready or failed (at most {MAX_WATCH_S:.0f} s, a look every {WATCH_INTERVAL_S:.0f} s). Read-only: free. "
@@ -142,6 +144,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             _with_google, ctx, look, lambda reason: unknown_report(ops, reason, ADC_SETUP_COMMAND)
         )
         lines = [f"status {stack}: {report.state.value}: {report.summary}"]
+        lines += [f"{name}: {value}" for name, value in live_rows(report)]
         if report.fix:
             lines.append(f"fix: {report.fix}")
         return _ops_result(ctx, "status", stack, report, lines)

@@ -100,6 +100,14 @@ class OfflineMocks(pulumi_mocks.Mocks):
             }, []
         if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - an invoke name
             return {"projectId": self.project, "number": "000000000000", "name": self.project}, []
+        if token == "gcp:container/getCluster:getCluster":  # noqa: S105 - an invoke name
+            # A GKE stack on an existing cluster reads it; offline, its address is a placeholder, not a host.
+            return {
+                "name": args.args.get("name"),
+                "location": args.args.get("location"),
+                "endpoint": "existing-cluster-endpoint.invalid",
+                "masterAuths": [{"clusterCaCertificate": ""}],
+            }, []
         raise UnansweredInvokeError(
             f"the offline plan has no answer for the invoke {token!r}; add one to preview/capture.py"
         )

@@ -148,8 +148,8 @@ def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
     kind = "preemptible" if tier != "on-demand" else "on-demand"
     quota = (
         f"quota: up to {nodes} {machine} node(s) ({what} each) in {zones}: the project needs {kind} quota for "
-        "that many accelerators in the region (Compute Engine quotas; GPUS_ALL_REGIONS counts GPUs too; check "
-        "IAM & Admin > Quotas before `pulumi up`), or pods stay Pending with FailedScaleUp."
+        "that many accelerators in the region (Compute Engine quotas; GPUS_ALL_REGIONS counts GPUs too; check it "
+        "with `verify preflight`), or pods stay Pending with FailedScaleUp (`verify status` shows it)."
     )
     metrics = (
         "metrics: the HPA reads vllm:num_requests_waiting through the Custom Metrics Stackdriver Adapter, which "

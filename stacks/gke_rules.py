@@ -62,8 +62,8 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
 
 
 def _weight_bytes(stack: GkeStack) -> int | None:
-    """The checkpoint's weight bytes from its built-in profile, when there is one (else the capacity
-    section says it could not check)."""
+    """The checkpoint's weight bytes from the model catalog (serving/catalog, whose variants are the planner's
+    built-in profiles) or capacity.weightBytes; None when neither knows it (the capacity section says so)."""
     reference = stack.capacity.profile
     if reference is not None and reference in builtin_profile_names():
         return builtin_profile(reference).weight_bytes

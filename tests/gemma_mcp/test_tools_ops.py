@@ -12,7 +12,7 @@ from preview.stack_file import available_stacks
 from tests.conftest import ROOT
 from tests.gemma_mcp.conftest import connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
-from tests.verify.ops.scenarios import STACKS, Project
+from tests.verify.ops.scenarios import PROJECT, STACKS, Project
 from tests.verify.ops.test_logs import ENTRIES, LINES, entry
 from tests.verify.ops.test_status import REVISIONS, SERVICES
 from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, GoogleApis
@@ -115,3 +115,13 @@ async def test_ops_tools_only_read(fake: FakeGoogle) -> None:
             await client.call_tool(tool, {"stack": "l4", "project": "proj-1"})
     writes = [seen for seen in fake.seen if seen.method != "GET"]
     assert {seen.path.rsplit("/", 1)[-1] for seen in writes} <= {"proj-1:testIamPermissions", "entries:list"}
+
+
+async def test_status_says_how_many_instances_run_now(fake: FakeGoogle) -> None:
+    """The agent asks "how many instances are up": the count is in the tool's text, not only in its JSON."""
+    fake.route("GET", SERVICES, {"services": [fixture("run_service_ready.json")]})
+    fake.route("GET", rf"/monitoring/v3/projects/{PROJECT}/timeSeries", fixture("monitoring_run_instance_count.json"))
+    async with connect(at_fake(fake)) as client:
+        result = await client.call_tool("status", {"stack": "l4", "project": PROJECT})
+    assert "instances now: 3 active, 1 idle" in text_of(result)
+    assert result.structured_content["report"]["instances"]["active"] == 3

@@ -48,8 +48,6 @@ EXPECTED_TO_APPLY = {
         "gke-model-mount-uid-gid",
         "gke-probes-present",
         "gke-no-credentials",
-        "images-pinned",
-        "no-plaintext-secrets",
         "bucket-private",
         "bucket-not-public",
     },

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from preview.notes import manual_steps
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import GkeStack
-from tests.conftest import stack_config
+from tests.conftest import render_stack, stack_config
 
 TPU = "gke-tpu-v6e"
 GPU = "gke-l4x4"
@@ -123,6 +124,19 @@ def test_an_existing_cluster_needs_its_location() -> None:
     assert settings.billing_shape().cluster_created is False
 
 
+def test_an_existing_cluster_renders_without_creating_one() -> None:
+    """A stack naming an existing cluster creates no cluster or system pool, only the accelerator pool and the
+    workload on it, and the plan's notes say what the cluster must have."""
+    gke = json.loads(stack_config(TPU).values["gemma-serving:gke"])
+    gke["cluster"] = {"existing": "serving", "location": "us-east5"}
+    capture = render_stack(TPU, {"gemma-serving:gke": json.dumps(gke)})
+    assert capture.of_type("gcp:container/cluster:Cluster") == []
+    pools = capture.of_type("gcp:container/nodePool:NodePool")
+    assert [pool.inputs["cluster"] for pool in pools] == ["serving"]
+    assert capture.of_type("kubernetes:apps/v1:Deployment")
+    assert any(note.startswith("cluster: the stack uses an existing cluster") for note in manual_steps(capture))
+
+
 def test_a_tpu_image_on_gpu_nodes_is_refused() -> None:
     """The image family follows the node pool, not the platform."""
     message = _problems(GPU, {"gemma-serving:image": "vllm/vllm-tpu:v0.32.0"})
@@ -138,3 +152,16 @@ def test_a_parked_fleet_costs_no_accelerator_node() -> None:
     """Parking sets the Deployment to 0 replicas; the plan prices 0 nodes at min and max."""
     shape = _load(TPU, replicas__parked=True).billing_shape()
     assert (shape.min_nodes, shape.max_nodes) == (0, 0)
+
+
+def test_the_31b_needs_all_four_gpus_of_the_node() -> None:
+    """The GPU example serves Gemma 4 31B because it needs tensor parallel 4: on a 2-GPU node its 58 GiB of
+    bf16 weights do not fit (the planner, with the catalog's weights, refuses it at load)."""
+    values = dict(stack_config(GPU).values)
+    vllm = json.loads(values["gemma-serving:vllm"])
+    vllm["tensorParallelSize"] = 2
+    gke = json.loads(values["gemma-serving:gke"])
+    gke["nodePool"]["machineType"] = "g2-standard-24"
+    message = _problems(GPU, {"gemma-serving:vllm": json.dumps(vllm), "gemma-serving:gke": json.dumps(gke)})
+    assert "model.path: capacity:" in message
+    assert "58.20 GiB" in message

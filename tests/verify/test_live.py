@@ -1,4 +1,4 @@
-"""`verify health` against a real vLLM server, when one is named.
+"""`verify health`, `query` and `metrics` against a real vLLM server, when one is named.
 
 Skipped unless VERIFY_LIVE_URL is set (optionally VERIFY_LIVE_MODEL, the served name; without it the
 checks discover the one model the server lists). Example, with a local CPU vLLM serving tiny-gemma:
@@ -75,3 +75,47 @@ def test_live_table_output() -> None:
     run = run_verify()
     assert run.returncode == 0, run.stdout + run.stderr
     assert "all 6 checks passed" in run.stdout
+
+
+def run_command(command: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``python -m verify <command> --url ... [--model ...] <extra>`` against the live server."""
+    assert LIVE_URL is not None
+    model = ["--model", LIVE_MODEL] if LIVE_MODEL else []
+    return subprocess.run(
+        [sys.executable, "-m", "verify", command, "--url", LIVE_URL, *model, *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_live_query_streams_an_answer_with_ttft_tokens_per_second_and_usage() -> None:
+    """The done-when, against real vLLM: an answer, then TTFT, tokens/s and usage."""
+    run = run_command("query", "hello", "--max-tokens", "16")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "TTFT " in run.stdout
+    assert "output tok/s" in run.stdout
+    assert "usage: prompt " in run.stdout
+    document = json.loads(run_command("query", "hello", "--max-tokens", "16", "--json").stdout)
+    assert document["completion_tokens"] == 16
+    assert document["finish_reason"] == "length"
+    assert document["ttft_ms"] > 0
+    assert document["answer"]
+    if LIVE_MODEL:
+        assert document["served_model"] == LIVE_MODEL
+
+
+def test_live_metrics_prints_the_histogram_means() -> None:
+    """After a request, the server's own TTFT/ITL/E2E histograms must have observations and means."""
+    assert run_command("query", "warm up", "--max-tokens", "8").returncode == 0
+    run = run_command("metrics")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "time to first token" in run.stdout
+    document = json.loads(run_command("metrics", "--json", "--window", "1").stdout)
+    assert document["window"]["kind"] == "window"
+    totals = json.loads(run_command("metrics", "--json").stdout)
+    for name in ("ttft", "itl", "e2e", "queue"):
+        assert totals["latency"][name]["count"] >= 1
+        assert totals["latency"][name]["mean_ms"] is not None

@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add ``verify bench`` and ``verify compare`` to the CLI."""
     _register_bench(subparsers)
     compare_command.register(subparsers)
-    cloud_cli.register(subparsers, add_workload_arguments, add_gate_arguments)
+    cloud_cli.register(subparsers, add_workload_arguments, add_gate_arguments, add_facts_arguments)
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -134,6 +134,34 @@ def add_gate_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup
     )
 
 
+def add_facts_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """What serves the endpoint, for cost and the physical ceiling: shared by ``bench`` and ``bench collect``."""
+    parser.add_argument(
+        "--accelerator",
+        help="accelerator serving the endpoint (default: the stack's), for cost and the physical ceiling",
+    )
+    parser.add_argument(
+        "--accelerator-count",
+        type=positive_int("--accelerator-count"),
+        default=1,
+        metavar="N",
+        help="Cloud Run instances or TPU nodes serving the endpoint, each of the stack's shape (default 1)",
+    )
+    parser.add_argument(
+        "--price-per-hour",
+        type=positive_number("--price-per-hour"),
+        metavar="USD",
+        help="hourly price of what serves the endpoint (default: the list price of the stack's billed shape "
+        "and provisioning model, serving/pricing.py)",
+    )
+    parser.add_argument(
+        "--model-params",
+        type=_params,
+        metavar="N",
+        help="parameters computed per token, e.g. 12B (default: read from the model name, e.g. gemma-4-12b-it)",
+    )
+
+
 def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "bench",
@@ -181,30 +209,7 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="generate the load from the stack's load-generator job beside the service (needs --stack and a "
         "bench block), then fetch and merge its results",
     )
-    judge.add_argument(
-        "--accelerator",
-        help="accelerator serving the endpoint (default: the stack's), for cost and the physical ceiling",
-    )
-    judge.add_argument(
-        "--accelerator-count",
-        type=positive_int("--accelerator-count"),
-        default=1,
-        metavar="N",
-        help="Cloud Run instances or TPU nodes serving the endpoint, each of the stack's shape (default 1)",
-    )
-    judge.add_argument(
-        "--price-per-hour",
-        type=positive_number("--price-per-hour"),
-        metavar="USD",
-        help="hourly price of what serves the endpoint (default: the list price of the stack's billed shape "
-        "and provisioning model, serving/pricing.py)",
-    )
-    judge.add_argument(
-        "--model-params",
-        type=_params,
-        metavar="N",
-        help="parameters computed per token, e.g. 12B (default: read from the model name, e.g. gemma-4-12b-it)",
-    )
+    add_facts_arguments(judge)
     parser.set_defaults(handler=run_bench_command)
 
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 import os
+import re
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -28,26 +30,23 @@ from typing import Any
 
 import httpx
 
-from verify.bench.judgement import AcceleratorFacts
-from verify.bench.prompts import PromptBook, PromptLengthSource, PromptShape, TokenCounter, calibrate
+from verify.bench.judgement import AcceleratorFacts, params_from_model_name
+from verify.bench.prompts import PromptBook, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellRecord
 from verify.bench.samples import PhaseShare, Sample, split_counts, split_users, union_metrics
+from verify.bench.share_lines import SHARE_RECORD, CollectError, Located, ResultSpec, RunShares, ShareLine
 from verify.bench.stall import StallSummary
 from verify.bench.sweep import Endpoint, SweepPlan, closed_loop, measured_record, skip_reason
 from verify.bench.trust import combined, judge
 from verify.bench.workers import WorkerPool, measure_phase
-from verify.streaming import Api, FailureKind, StreamFailure, StreamResult
+from verify.streaming import StreamFailure, StreamResult
 
-SHARE_RECORD = "share"
+BARRIER_FILE = re.compile(r"^task-(\d{5})$")
 # How far beyond the last task's arrival at the barrier the common start is set.
 BARRIER_MARGIN_S = 0.5
 BARRIER_POLL_S = 0.2
 DEFAULT_BARRIER_TIMEOUT_S = 600.0
 Sleep = Callable[[float], Awaitable[None]]
-
-
-class CollectError(ValueError):
-    """The results directory cannot be merged (nothing there, or not our files)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,21 +97,44 @@ class FileBarrier:
         self._sleep = sleep
 
     async def meet(self, name: str, index: int, expected: int) -> float:
-        """The wall-clock instant at which every one of ``expected`` tasks starts ``name``."""
+        """The wall-clock instant at which every one of ``expected`` tasks starts ``name``.
+
+        Only regular files named ``task-NNNNN`` of a task below ``expected`` count as arrivals, each
+        written whole (to a temporary name, then renamed), so a stray README or a half-written file
+        neither starts a task alone nor crashes it."""
         here = self._directory / "barrier" / name
         here.mkdir(parents=True, exist_ok=True)
         arrived = self._wall()
-        (here / f"task-{index:05d}").write_text(repr(arrived), encoding="utf-8")
+        mine = here / f"task-{index:05d}"
+        partial = here / f".task-{index:05d}.partial"
+        partial.write_text(repr(arrived), encoding="utf-8")
+        partial.replace(mine)
         deadline = arrived + self._timeout_s
         while True:
-            times = [float(path.read_text(encoding="utf-8") or "0") for path in here.iterdir()]
+            times = _arrivals(here, expected)
             if len(times) >= expected:
-                return max(times) + BARRIER_MARGIN_S
+                return max(times.values()) + BARRIER_MARGIN_S
             if self._wall() > deadline:
                 raise TimeoutError(
                     f"barrier {name}: {len(times)} of {expected} tasks arrived within {self._timeout_s:.0f} s"
                 )
             await self._sleep(BARRIER_POLL_S)
+
+
+def _arrivals(here: Path, expected: int) -> dict[int, float]:
+    """Each task's arrival instant, from the files of ``here`` that are one (everything else is ignored)."""
+    times: dict[int, float] = {}
+    for path in here.iterdir():
+        match = BARRIER_FILE.match(path.name)
+        if match is None or int(match.group(1)) >= expected or not path.is_file() or path.is_symlink():
+            continue
+        try:
+            instant = float(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError, OSError):
+            continue
+        if math.isfinite(instant):
+            times[int(match.group(1))] = instant
+    return times
 
 
 def wall_to_perf(wall_instant: float) -> float:
@@ -125,6 +147,7 @@ def wall_to_perf(wall_instant: float) -> float:
 def _result_json(result: StreamResult) -> dict[str, Any]:
     fields = dataclasses.asdict(result)
     fields["text"] = ""
+    fields["reasoning_text"] = ""
     if result.failure is not None:
         fields["failure"] = {
             "kind": result.failure.kind.value,
@@ -134,24 +157,22 @@ def _result_json(result: StreamResult) -> dict[str, Any]:
     return fields
 
 
-def _result_of(fields: Mapping[str, Any]) -> StreamResult:
-    failure = fields.get("failure")
+def _result_of(spec: ResultSpec) -> StreamResult:
+    failure = spec.failure
     return StreamResult(
-        ttft_s=fields["ttft_s"],
-        itl_s=tuple(fields["itl_s"]),
-        e2el_s=fields["e2el_s"],
-        output_tokens=fields["output_tokens"],
-        prompt_tokens=fields["prompt_tokens"],
-        finish_reason=fields["finish_reason"],
+        ttft_s=spec.ttft_s,
+        itl_s=spec.itl_s,
+        e2el_s=spec.e2el_s,
+        output_tokens=spec.output_tokens,
+        prompt_tokens=spec.prompt_tokens,
+        finish_reason=spec.finish_reason,
         text="",
-        content_chunks=fields["content_chunks"],
-        failure=None
-        if failure is None
-        else StreamFailure(FailureKind(failure["kind"]), failure["detail"], failure["status"]),
+        content_chunks=spec.content_chunks,
+        failure=None if failure is None else StreamFailure(failure.kind, failure.detail, failure.status),
     )
 
 
-def share_line(header: Mapping[str, Any], share: PhaseShare, *, to_wall: float) -> str:
+def share_line(header: Mapping[str, Any], share: PhaseShare, *, worker: int, to_wall: float) -> str:
     """One worker's share of one cell, its instants moved to wall-clock time by adding ``to_wall``."""
     body = {
         "started_at": share.started_at + to_wall,
@@ -160,25 +181,33 @@ def share_line(header: Mapping[str, Any], share: PhaseShare, *, to_wall: float) 
         "stalls": dataclasses.asdict(share.stalls),
         "samples": [[sample.sent_at + to_wall, _result_json(sample.result)] for sample in share.samples],
     }
-    return json.dumps({"record": SHARE_RECORD, **header, "share": body}, separators=(",", ":"))
+    return json.dumps({"record": SHARE_RECORD, **header, "worker": worker, "share": body}, separators=(",", ":"))
 
 
-def share_of(line: Mapping[str, Any]) -> PhaseShare:
-    body = line["share"]
+def share_of(line: ShareLine) -> PhaseShare:
+    body = line.share
     return PhaseShare(
-        started_at=body["started_at"],
-        finished_at=body["finished_at"],
-        samples=tuple(Sample(sent_at, _result_of(result)) for sent_at, result in body["samples"]),
-        stalls=StallSummary(**body["stalls"]),
-        users=body["users"],
+        started_at=body.started_at,
+        finished_at=body.finished_at,
+        samples=tuple(Sample(sent_at, _result_of(result)) for sent_at, result in body.samples),
+        stalls=StallSummary(**body.stalls.model_dump()),
+        users=body.users,
     )
 
 
 def cell_header(
-    plan: SweepPlan, endpoint: Endpoint, shape: PromptShape, context: int, concurrency: int, *, slot: TaskSlot
+    plan: SweepPlan,
+    endpoint: Endpoint,
+    shape: PromptShape,
+    context: int,
+    concurrency: int,
+    *,
+    slot: TaskSlot,
+    run_id: str,
 ) -> dict[str, Any]:
     """Everything collect needs to rebuild the cell's line without the task that measured it."""
     return {
+        "run_id": run_id,
         "task_index": slot.index,
         "task_count": slot.count,
         "tasks_expected": min(concurrency, slot.count),
@@ -199,6 +228,7 @@ def cell_header(
             "max_model_len": endpoint.max_model_len,
             "admission_limit": endpoint.admission_limit,
             "transport": endpoint.transport,
+            "accelerator": endpoint.accelerator.name,
         },
         "shape": {
             "requested": shape.requested,
@@ -219,6 +249,7 @@ async def run_task(
     endpoint: Endpoint,
     *,
     slot: TaskSlot,
+    run_id: str,
     output: Path,
     counter: TokenCounter,
     barrier: FileBarrier,
@@ -261,11 +292,11 @@ async def run_task(
                 timeouts=plan.timeouts,
                 agree_start=agreed_start,
             )
-        header = cell_header(plan, endpoint, shape, context, concurrency, slot=slot)
+        header = cell_header(plan, endpoint, shape, context, concurrency, slot=slot, run_id=run_id)
         to_wall = time.time() - time.perf_counter()
         with output.open("a", encoding="utf-8") as handle:
-            for share in shares:
-                handle.write(share_line(header, share, to_wall=to_wall) + "\n")
+            for worker, share in enumerate(shares):
+                handle.write(share_line(header, share, worker=worker, to_wall=to_wall) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
         cells += 1
@@ -275,88 +306,99 @@ async def run_task(
 # --- the merge ------------------------------------------------------------------------------------
 
 
-def read_shares(directory: Path) -> list[dict[str, Any]]:
-    """Every share line of every task file under ``directory`` (recursively: a copied run keeps its folder)."""
-    files = sorted(directory.rglob("task-*.jsonl"))
-    if not files:
-        raise CollectError(f"{directory} holds no task-*.jsonl files (copy the run's folder from the bucket first)")
-    lines: list[dict[str, Any]] = []
-    for path in files:
-        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not text.strip():
-                continue
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
-                raise CollectError(f"{path}:{number} is not JSON (a task killed mid-write?)") from None
-            if line.get("record") == SHARE_RECORD:
-                lines.append(line)
-    return lines
-
-
 def merged_records(
-    lines: Sequence[Mapping[str, Any]], *, accelerator: AcceleratorFacts | None = None
+    run: RunShares, *, accelerator: AcceleratorFacts | None = None, model_params: float | None = None
 ) -> list[CellRecord]:
     """One cell line per cell from every task's shares: metrics from the pooled samples, trust from the
-    worst worker, and a warning when a task's share is missing."""
-    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
-    for line in lines:
-        cell = line["cell"]
-        groups[(cell["model"], cell["api"], cell["context"], cell["concurrency"], cell["max_tokens"])].append(line)
-    records: list[CellRecord] = []
-    for key in sorted(groups, key=lambda key: (key[2], key[3])):
+    worst worker, the physical ceiling from ``accelerator`` and ``model_params`` (default: read from the
+    model's name), and the cell marked untrusted when a task's share, or part of it, is missing."""
+    groups: dict[tuple[int, int], list[Located]] = defaultdict(list)
+    for item in run.lines:
+        groups[item.line.cell_key].append(item)
+    records = []
+    for key in sorted(groups):
         group = groups[key]
-        first = group[0]
-        cell, where, shape_fields = first["cell"], first["endpoint"], first["shape"]
-        plan = SweepPlan(
-            model=cell["model"],
-            contexts=(cell["context"],),
-            concurrencies=(cell["concurrency"],),
-            max_tokens=cell["max_tokens"],
-            api=Api(cell["api"]),
-            requests=cell["requests"],
-            warmups=cell["warmups"],
-            ignore_eos=cell["ignore_eos"],
-        )
-        endpoint = Endpoint(
-            base_url=where["base_url"],
-            platform=where["platform"],
-            vllm_version=where["vllm_version"],
-            max_model_len=where["max_model_len"],
-            admission_limit=where["admission_limit"],
-            transport=where["transport"],
-            accelerator=accelerator or AcceleratorFacts(None, None, None),
-        )
-        shape = PromptShape(
-            shape_fields["requested"],
-            shape_fields["body_words"],
-            shape_fields["pad_letters"],
-            shape_fields["measured"],
-            PromptLengthSource(shape_fields["source"]),
-        )
-        shares = [share_of(line) for line in group]
-        metrics = union_metrics(shares)
-        stalls = [share.stalls for share in shares]
-        record = measured_record(
-            plan,
-            endpoint,
-            context=cell["context"],
-            concurrency=cell["concurrency"],
-            metrics=metrics,
-            shape=shape,
-            stalls=combined(stalls),
-            trust=judge(stalls, metrics.ttft.mean if metrics.completed else None),
-            workers=len(shares),
-        )
-        tasks_seen = len({line["task_index"] for line in group})
-        expected = int(first["tasks_expected"])
-        if tasks_seen < expected:
-            missing = (
-                f"only {tasks_seen} of {expected} load-generator tasks reported this cell (a task failed or its "
-                "file is missing): its load was lower than asked and its numbers describe fewer users"
-            )
-            record = record.model_copy(
-                update={"warnings": [*record.warnings, missing], "trusted": False, "untrusted_reason": missing}
-            )
-        records.append(record)
+        _one_workload(group)
+        first = group[0].line
+        records.append(_merged(first, [item.line for item in group], accelerator, model_params))
     return records
+
+
+def _one_workload(group: Sequence[Located]) -> None:
+    first = group[0]
+    for item in group[1:]:
+        if item.line.cell != first.line.cell or item.line.endpoint.base_url != first.line.endpoint.base_url:
+            raise CollectError(
+                f"{item.where} and {first.where} measured context {first.line.cell.context} x concurrency "
+                f"{first.line.cell.concurrency} with different settings or endpoints: not one run's shares"
+            )
+
+
+def _merged(
+    first: ShareLine, lines: Sequence[ShareLine], accelerator: AcceleratorFacts | None, model_params: float | None
+) -> CellRecord:
+    cell, where, shape_fields = first.cell, first.endpoint, first.shape
+    plan = SweepPlan(
+        model=cell.model,
+        contexts=(cell.context,),
+        concurrencies=(cell.concurrency,),
+        max_tokens=cell.max_tokens,
+        api=cell.api,
+        requests=cell.requests,
+        warmups=cell.warmups,
+        ignore_eos=cell.ignore_eos,
+    )
+    endpoint = Endpoint(
+        base_url=where.base_url,
+        platform=where.platform,
+        vllm_version=where.vllm_version,
+        max_model_len=where.max_model_len,
+        admission_limit=where.admission_limit,
+        transport=where.transport,
+        accelerator=accelerator or AcceleratorFacts(where.accelerator, None, None),
+        model_params=model_params or params_from_model_name(cell.model),
+    )
+    shape = PromptShape(
+        shape_fields.requested,
+        shape_fields.body_words,
+        shape_fields.pad_letters,
+        shape_fields.measured,
+        shape_fields.source,
+    )
+    shares = [share_of(line) for line in lines]
+    metrics = union_metrics(shares)
+    stalls = [share.stalls for share in shares]
+    record = measured_record(
+        plan,
+        endpoint,
+        context=cell.context,
+        concurrency=cell.concurrency,
+        metrics=metrics,
+        shape=shape,
+        stalls=combined(stalls),
+        trust=judge(stalls, metrics.ttft.mean if metrics.completed else None),
+        workers=len(shares),
+    )
+    missing = _missing(first, lines)
+    if missing is None:
+        return record
+    return record.model_copy(
+        update={"warnings": [*record.warnings, missing], "trusted": False, "untrusted_reason": missing}
+    )
+
+
+def _missing(first: ShareLine, lines: Sequence[ShareLine]) -> str | None:
+    """Why the cell describes less load than asked (a task or a worker's share missing), or None."""
+    tasks_seen = len({line.task_index for line in lines})
+    if tasks_seen < first.tasks_expected:
+        return (
+            f"untrusted: only {tasks_seen} of {first.tasks_expected} load-generator tasks reported this cell (a task "
+            "failed or its file is missing): fewer users than asked"
+        )
+    samples = sum(len(line.share.samples) for line in lines)
+    if samples < first.cell.requests:
+        return (
+            f"untrusted: {samples} of {first.cell.requests} requests reported (a worker's share is missing): "
+            "fewer users than asked"
+        )
+    return None

@@ -26,12 +26,14 @@ from rich.console import Console
 from verify import UsageError, discovery
 from verify.argtypes import positive_int, positive_number
 from verify.auth import GoogleIdTokenAuth
-from verify.bench.cloud import CollectError, FileBarrier, TaskSlot, merged_records, read_shares, run_task, task_file
+from verify.bench.cloud import FileBarrier, TaskSlot, merged_records, run_task, task_file
 from verify.bench.console import summary_table
+from verify.bench.judgement import AcceleratorFacts, accelerator_facts
 from verify.bench.load_generator import TransportKind, raise_fd_limit
 from verify.bench.prompts import choose_counter
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, append_record, read_checked
+from verify.bench.share_lines import CollectError, read_shares
 from verify.bench.sweep import Endpoint, plan_from_arguments
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
@@ -44,6 +46,8 @@ Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
 # gcloud splits list flags on commas, and --concurrency 1,8,32 has commas: name another delimiter
 # (`gcloud topic escaping`).
 ARGS_DELIMITER = "|"
+# What to change when the job's own tasks were CPU-bound (said once under the cells).
+JOB_ADVICE = "give the load-generator job more tasks or cpuPerTask (the stack's bench block)"
 
 
 def _run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
@@ -53,8 +57,9 @@ def _run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
 # --- --on-cloud-run ---------------------------------------------------------------------------------
 
 
-def task_arguments(args: argparse.Namespace, run_id: str) -> list[str]:
-    """The sweep as arguments of ``python -m verify bench task`` (the job's command)."""
+def task_arguments(args: argparse.Namespace, run_id: str, accelerator: str | None = None) -> list[str]:
+    """The sweep as arguments of ``python -m verify bench task`` (the job's command); ``accelerator`` (the
+    stack's) is recorded in the task files, so a later ``bench collect`` checks the physical ceiling."""
     task = [
         "--run-id",
         run_id,
@@ -77,6 +82,8 @@ def task_arguments(args: argparse.Namespace, run_id: str) -> list[str]:
         task += ["--deadline", f"{args.deadline:g}"]
     if not args.ignore_eos:
         task.append("--no-ignore-eos")
+    if accelerator:
+        task += ["--accelerator", accelerator]
     return task
 
 
@@ -111,9 +118,11 @@ def run_on_cloud_run(args: argparse.Namespace, output: Path, console: Console, *
     shown = run(["pulumi", "stack", "output", "--json", "--stack", args.stack])
     if shown.returncode != 0:
         raise UsageError(f"`pulumi stack output --json --stack {args.stack}` failed: {shown.stderr.strip()[:300]}")
-    job = bench_job_of(json.loads(shown.stdout or "{}"), args.stack)
+    outputs = json.loads(shown.stdout or "{}")
+    job = bench_job_of(outputs, args.stack)
+    accelerator = args.accelerator or outputs.get("accelerator")
     run_id = "run-" + datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
-    execute = execute_command(job, task_arguments(args, run_id))
+    execute = execute_command(job, task_arguments(args, run_id, accelerator))
     console.print(f"starting {job.get('tasks', '?')} load-generator tasks: {shlex.join(execute)}")
     executed = run(execute)
     if executed.returncode != 0:
@@ -124,25 +133,52 @@ def run_on_cloud_run(args: argparse.Namespace, output: Path, console: Console, *
     copied = run(copy_command(job, run_id, tasks_dir))
     if copied.returncode != 0:
         raise UsageError(f"copying the tasks' files failed: {copied.stderr.strip()[-300:]}")
-    return collect_into(tasks_dir, output, args, console)
+    billing = outputs.get("billing") if not args.accelerator else None
+    return collect_into(tasks_dir, output, args, console, billing=billing)
 
 
 # --- collect ----------------------------------------------------------------------------------------
 
 
-def collect_into(directory: Path, output: Path, args: argparse.Namespace, console: Console) -> int:
+def _facts(args: argparse.Namespace, recorded: str | None, billing: object) -> AcceleratorFacts:
+    """What served the run: ``--accelerator`` or the one the tasks recorded (the stack's), priced by the
+    stack's billing output when there is one."""
+    try:
+        return accelerator_facts(
+            args.accelerator or recorded,
+            count=args.accelerator_count,
+            price_override=args.price_per_hour,
+            billing=billing,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def collect_into(
+    directory: Path, output: Path, args: argparse.Namespace, console: Console, *, billing: object = None
+) -> int:
     """Merge a run's task files into ``output`` (+ CSV, Markdown, PNG); SLO gates as `verify bench`."""
     if read_checked(output).records:
         raise UsageError(f"{output} already holds cells; choose another --output")
     try:
-        records = merged_records(read_shares(directory))
+        run = read_shares(directory)
+        recorded = run.lines[0].line.endpoint.accelerator
+        facts = _facts(args, recorded, billing)
+        records = merged_records(run, accelerator=facts, model_params=args.model_params)
     except CollectError as exc:
         raise UsageError(str(exc)) from None
+    if run.copies_dropped:
+        console.print(
+            f"{run.copies_dropped} share lines were exact copies of others (a second copy of the run inside "
+            f"{directory}?) and were counted once"
+        )
     for record in records:
         append_record(output, record)
     reports = write_reports(records, output.with_suffix(""))
-    Console(width=None if sys.stdout.isatty() else 160).print(summary_table(records))
-    console.print(f"merged {len(records)} cells into {output}; reports: {', '.join(str(p) for p in reports)}")
+    Console(width=None if sys.stdout.isatty() else 160).print(summary_table(records, advice=JOB_ADVICE))
+    console.print(
+        f"merged run {run.run_id}: {len(records)} cells into {output}; reports: {', '.join(str(p) for p in reports)}"
+    )
     return _gate(records, args, console)
 
 
@@ -180,6 +216,10 @@ def run_task_command(args: argparse.Namespace, env: dict[str, str] | None = None
     workers = args.workers or int(values.get("BENCH_WORKERS") or available_cpus())
     raise_fd_limit(max(args.concurrency))
     output = task_file(Path(results), args.run_id, slot.index)
+    try:
+        accelerator_facts(args.accelerator)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     cells = asyncio.run(_task(args, url=url, model=model, slot=slot, workers=workers, output=output))
     print(f"task {slot.index} of {slot.count}: {cells} cells measured into {output}", flush=True)
     return EXIT_OK
@@ -200,6 +240,7 @@ async def _task(args: argparse.Namespace, *, url: str, model: str, slot: TaskSlo
             platform="cloud-run",
             max_model_len=None if card is None else card.max_model_len,
             transport=TransportKind.AIOHTTP.value,
+            accelerator=AcceleratorFacts(args.accelerator, None, None),
         )
         counter = await choose_counter(client, model, plan.api)
         spec = ClientSpec(url, TransportKind.AIOHTTP, args.connect_timeout, args.timeout, max(args.concurrency))
@@ -209,6 +250,7 @@ async def _task(args: argparse.Namespace, *, url: str, model: str, slot: TaskSlo
                 plan,
                 endpoint,
                 slot=slot,
+                run_id=args.run_id,
                 output=output,
                 counter=counter,
                 barrier=FileBarrier(output.parent, timeout_s=args.barrier_timeout),
@@ -224,6 +266,7 @@ def register(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     add_workload: Callable[[argparse.ArgumentParser], object],
     add_gates: Callable[[argparse.ArgumentParser], object],
+    add_facts: Callable[[argparse.ArgumentParser], object],
 ) -> None:
     """``bench task`` and ``bench collect`` (registered as ``bench-task``/``bench-collect``; verify.cli
     maps the two-word spelling onto them)."""
@@ -237,6 +280,7 @@ def register(
     task.add_argument("--url", help="the service (default $BENCH_URL)")
     task.add_argument("--model", help="served model name (default $BENCH_MODEL)")
     task.add_argument("--results", help="folder on the results volume (default $BENCH_RESULTS)")
+    task.add_argument("--accelerator", help="what serves the endpoint (the stack's), recorded for collect's ceiling")
     task.add_argument(
         "--workers", type=positive_int("--workers"), help="worker processes (default $BENCH_WORKERS, else the CPUs)"
     )
@@ -256,6 +300,7 @@ def register(
     collect.add_argument("directory", type=Path, metavar="DIR", help="the run's folder (copied from the bucket)")
     collect.add_argument("--output", type=Path, metavar="FILE.jsonl", help="default DIR.jsonl")
     add_gates(collect)
+    add_facts(collect)
     collect.set_defaults(handler=run_collect_command)
 
 

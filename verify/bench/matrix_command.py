@@ -5,7 +5,8 @@ latency, cost per 1M requests and output tokens, monthly cost always on and scal
 active hours a day) and the cheapest run meeting the SLO per workload (verify/bench/matrix.py says how
 each is decided). ``--markdown``, ``--csv`` and ``--chart`` also write it as files.
 
-Exit codes: 0 compared (whether or not a run met the SLO: the table says so); 2 a file missing or empty.
+Exit codes: 0 compared (whether or not a run met the SLO: the table says so); 2 a file missing, empty or
+holding a line verify could not have written (``file:line`` and why, verify/bench/record_checks.py).
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ class StallMonitor:
 
 
 # How every stall warning starts, so a reader that already says the cell is untrusted can leave it out.
-STALL_WARNING_START = "the load generator's event loop stalled for up to"
+STALL_WARNING_START = "the client stalled for up to"
 
 
 def stall_warning(summary: StallSummary, mean_ttft_ms: float | None) -> str | None:
@@ -119,8 +119,8 @@ def stall_warning(summary: StallSummary, mean_ttft_ms: float | None) -> str | No
     if mean_ttft_ms and summary.max_ms < STALL_SHARE_OF_TTFT * mean_ttft_ms:
         return None
     return (
-        f"{STALL_WARNING_START} {summary.max_ms:.0f} ms ({summary.stalled_ms:.0f} ms in all): answers arriving "
-        "then were timed late (TTFT and E2EL too high, TPOT and ITL too low)"
+        f"{STALL_WARNING_START} {summary.max_ms:,.0f} ms ({summary.stalled_ms:,.0f} ms in all): answers then were "
+        "timed late (TTFT and E2EL high, TPOT and ITL low)"
     )
 
 

@@ -71,6 +71,20 @@ TPU_PERMISSIONS: tuple[Permission, ...] = (
     ),
 )
 
+GKE_PERMISSIONS: tuple[Permission, ...] = (
+    Permission("container.clusters.create", "roles/container.admin", "the Standard cluster"),
+    Permission("container.clusters.get", "roles/container.admin", "reads the cluster for the workload"),
+    Permission(
+        "artifactregistry.repositories.setIamPolicy", "roles/artifactregistry.admin", "lets the nodes pull the mirror"
+    ),
+    Permission(
+        "resourcemanager.projects.setIamPolicy", "roles/resourcemanager.projectIamAdmin", "grants the nodes' roles"
+    ),
+    Permission(
+        "iam.serviceAccounts.setIamPolicy", "roles/iam.serviceAccountAdmin", "binds the pods' KSA (Workload Identity)"
+    ),
+)
+
 # Where to ask for more quota.
 CLOUD_RUN_GPU_QUOTA_URL = "https://g.co/cloudrun/gpu-quota"
 QUOTAS_CONSOLE_URL = "https://console.cloud.google.com/iam-admin/quotas?project={project}"

@@ -44,6 +44,7 @@ ROOTS: dict[str, str] = {
     "run": "https://run.googleapis.com/v2",
     "logging": "https://logging.googleapis.com/v2",
     "storage": "https://storage.googleapis.com/storage/v1",
+    "container": "https://container.googleapis.com/v1",
 }
 
 TokenSource = Callable[[], tuple[str, str | None]]  # -> (access token, quota project or None)
@@ -193,6 +194,11 @@ class GoogleApis:
 
     def close(self) -> None:
         self._client.close()
+
+    @property
+    def tokens(self) -> TokenSource:
+        """The credentials these calls use (a GKE cluster's API server accepts the same access token)."""
+        return self._tokens
 
     def __enter__(self) -> GoogleApis:
         return self

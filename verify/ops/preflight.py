@@ -20,7 +20,7 @@ from verify.ops.answers import Permissions, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
-from verify.ops.stack import CloudRunOpsStack, OpsStack, TpuOpsStack
+from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, OpsStack, TpuOpsStack
 from verify.ops.status import find_service
 from verify.ops.tpu_capacity import TpuCapacity
 
@@ -59,6 +59,8 @@ def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding
             return _cloud_run_quotas(stack, apis, now), None
         case TpuOpsStack():
             return tpu_capacity.assess(stack, apis, now)
+        case GkeOpsStack():
+            return _gke_quota(stack, apis, now), None
         case _ as unreachable:
             assert_never(unreachable)
 
@@ -319,3 +321,68 @@ def _gib(value: str) -> float:
         if value.endswith(suffix):
             return float(value[: -len(suffix)]) * factor
     return float(value) / 2**30
+
+
+# --- GKE -------------------------------------------------------------------------------------------------
+
+# The Compute Engine quota metric of each GKE accelerator resource, per provisioning (Compute Engine's GPU
+# quotas: NVIDIA_L4_GPUS and PREEMPTIBLE_NVIDIA_L4_GPUS, regional). TPU v6e nodes on GKE: the v6e quotas
+# the TPU stack's preflight reads (tpu.googleapis.com), picked by name; UNCONFIRMED for GKE node pools
+# (tests/verify/ops/fixtures/README.md).
+GKE_GPU_METRICS = {
+    False: "compute.googleapis.com/nvidia_l4_gpus",
+    True: "compute.googleapis.com/preemptible_nvidia_l4_gpus",
+}
+
+
+def _gke_quota(stack: GkeOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
+    """Quota for the node pool's accelerators at full scale: maxNodes x accelerators per node."""
+    kind = "preemptible" if stack.preemptible else "on-demand"
+    needed = float(stack.max_nodes * stack.accelerators_per_node)
+    tpu = stack.accelerator_resource == "google.com/tpu"
+    item = f"{stack.machine_type} accelerators ({kind}, {stack.max_nodes} node(s))"
+    request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
+
+    def check() -> list[Finding]:
+        if tpu:
+            infos = [
+                info
+                for info in quota_infos(apis, stack.project, "tpu.googleapis.com")
+                if "v6e" in f"{info.quota_id} {info.metric}".lower()
+                and ("preemptible" in f"{info.quota_id} {info.metric}".lower()) == stack.preemptible
+            ]
+        else:
+            found = find_by_metric(
+                quota_infos(apis, stack.project, "compute.googleapis.com"), GKE_GPU_METRICS[stack.preemptible]
+            )
+            infos = [found] if found is not None else []
+        if not infos:
+            return [
+                Finding(
+                    area="quota",
+                    item=item,
+                    verdict=Verdict.BLOCKER,
+                    detail=f"no {kind} quota found for {stack.accelerator} in this project",
+                    fix=f"request {kind} {stack.accelerator} quota in {stack.region}: {request_url}",
+                    needed=needed,
+                    unit="accelerators",
+                )
+            ]
+        findings = []
+        for info in infos:
+            usage = allocation_usage(apis, stack.project, info.metric, stack.region, now)
+            findings.append(
+                compare(
+                    info,
+                    area="quota",
+                    item=item,
+                    location=stack.region,
+                    needed=needed,
+                    usage=usage,
+                    unit="accelerators",
+                    request_url=request_url,
+                )
+            )
+        return findings
+
+    return _guarded("quota", "compute.googleapis.com" if not tpu else "tpu.googleapis.com", stack.project, check)

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from verify.health.console import _stdout_console  # the 120-column console verify health prints with
 from verify.ops.findings import Verdict
+from verify.ops.gke_status import GkeStatus, PodLine
 from verify.ops.live_state import live_rows
 from verify.ops.logs import LogsReport
 from verify.ops.preflight import PreflightReport
@@ -129,7 +130,7 @@ def print_status(report: StatusReport, console: Console | None = None) -> None:
     out.print(table)
 
 
-def _detail_rows(detail: CloudRunStatus | TpuStatus | None) -> list[tuple[str, str | None]]:
+def _detail_rows(detail: CloudRunStatus | TpuStatus | GkeStatus | None) -> list[tuple[str, str | None]]:
     match detail:
         case CloudRunStatus() as run:
             return [
@@ -157,8 +158,25 @@ def _detail_rows(detail: CloudRunStatus | TpuStatus | None) -> list[tuple[str, s
                 ("health", tpu.health_description),
                 ("endpoint", tpu.endpoint),
             ]
+        case GkeStatus() as gke:
+            return [
+                ("cluster", f"{gke.cluster}: {gke.cluster_status}"),
+                *[("node pool", pool) for pool in gke.node_pools],
+                ("deployment", f"{gke.deployment}: {gke.ready_replicas}/{gke.replicas} ready"),
+                ("hpa", gke.hpa),
+                *[("pod", _pod_text(pod)) for pod in gke.pods],
+                ("endpoint", gke.endpoint),
+            ]
         case None:
             return []
+
+
+def _pod_text(pod: PodLine) -> str:
+    state = "ready" if pod.ready else pod.reason or pod.phase
+    parts = [f"{pod.name}: {state}", f"{pod.restarts} restart(s)" if pod.restarts else ""]
+    parts += [pod.message or "", (pod.autoscaler and f"autoscaler: {pod.autoscaler}") or ""]
+    parts += [(pod.signature and f"signature {pod.signature}: {pod.log_line}") or ""]
+    return "; ".join(part for part in parts if part)
 
 
 def _list_left(tpu: TpuStatus) -> str | None:

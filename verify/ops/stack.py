@@ -194,8 +194,60 @@ class TpuOpsStack(_OpsStackBase):
         return f"{self._logs_after(since)} AND (({container}) OR {startup})"
 
 
-# The settings' two variants (stacks.settings), each as ops reads it; commands `match` on it once.
-OpsStack = CloudRunOpsStack | TpuOpsStack
+class GkeOpsStack(_OpsStackBase):
+    """A GKE fleet: a cluster, one accelerator node pool, a Deployment of vLLM pods behind a Service."""
+
+    platform: Literal["gke"] = "gke"
+    cluster: str  # the cluster's name
+    cluster_location: str  # region (created clusters) or zone
+    namespace: str
+    zones: tuple[str, ...]
+    machine_type: str
+    accelerators_per_node: int
+    accelerator_resource: str  # nvidia.com/gpu or google.com/tpu: what a Pending pod asks for
+    provisioning: str  # on-demand, spot or flex-start
+    max_nodes: int
+    port: int
+
+    @property
+    def zone(self) -> None:
+        """The node pool spans gke.nodePool.zones: no single zone to name."""
+        return None
+
+    @property
+    def deployment(self) -> str:
+        """The Deployment, its Service and its HPA share the serving name (deploy/gke.py)."""
+        return self.names.serving
+
+    @property
+    def cluster_path(self) -> str:
+        return f"projects/{self.project}/locations/{self.cluster_location}/clusters/{self.cluster}"
+
+    @property
+    def preemptible(self) -> bool:
+        return self.provisioning != "on-demand"
+
+    @property
+    def permissions(self) -> tuple[catalog.Permission, ...]:
+        return catalog.BASE_PERMISSIONS + catalog.GKE_PERMISSIONS
+
+    @property
+    def health_auth(self) -> HealthAuth:
+        """vLLM's API key guards /v1 only: `/health` answers without it."""
+        return "none"
+
+    def log_filter(self, since: datetime) -> str:
+        """The vLLM containers of the fleet's pods (GKE sends container logs to Cloud Logging)."""
+        pods = (
+            f'resource.type="k8s_container" AND resource.labels.cluster_name="{self.cluster}" '
+            f'AND resource.labels.namespace_name="{self.namespace}" AND labels."k8s-pod/app"="{self.deployment}"'
+        )
+        jobs = f'resource.type="cloud_run_job" AND resource.labels.job_name:"{self.import_job_prefix}"'
+        return f"{self._logs_after(since)} AND (({pods}) OR ({jobs}))"
+
+
+# The settings' variants (stacks.settings), each as ops reads it; commands `match` on it once.
+OpsStack = CloudRunOpsStack | TpuOpsStack | GkeOpsStack
 
 
 def require_project_id(value: str, where: str) -> str:
@@ -277,11 +329,20 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 ),
             )
         case GkeStack():
-            # Not built yet (issue 27): status/logs/preflight would read the Kubernetes API; say so plainly.
-            raise UsageError(
-                f"stack {stack!r} is a GKE fleet: `verify status`, `logs` and `preflight` do not read GKE fleets yet. "
-                "Reach its internal Service with the stack's `portForward` output, then `verify health --url "
-                "http://127.0.0.1:<port>` (docs/gke.md)"
+            gke = settings.gke
+            shape = gke.node_pool.shape
+            return GkeOpsStack(
+                **shared,
+                cluster=gke.cluster.existing_name or StackNames(stack).gke_cluster,
+                cluster_location=gke.cluster_location,
+                namespace=gke.namespace,
+                zones=gke.node_pool.zones,
+                machine_type=shape.machine_type,
+                accelerators_per_node=shape.accelerators,
+                accelerator_resource=shape.resource,
+                provisioning=gke.node_pool.provisioning.value,
+                max_nodes=gke.node_pool.max_nodes,
+                port=gke.port,
             )
         case _ as unreachable:
             assert_never(unreachable)

@@ -32,9 +32,10 @@ from verify.ops.answers import (
     TpuNode,
 )
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
+from verify.ops.gke_status import GkeStatus, KubeConnect, gke_fleet_status, real_cluster
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.live_state import Instances, Lifetime, cloud_run_instances, flex_start_lifetime
-from verify.ops.stack import CloudRunOpsStack, HealthAuth, OpsStack, TpuOpsStack
+from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, HealthAuth, OpsStack, TpuOpsStack
 from verify.ops.tpu_placement_status import (
     PlacementStatus,
     find_request,
@@ -118,6 +119,7 @@ class StatusReport(pydantic.BaseModel):
     fix: str | None = None
     cloud_run: CloudRunStatus | None = None
     tpu: TpuStatus | None = None
+    gke: GkeStatus | None = None
     readiness: Readiness | None = None
     timed_out: bool = False
     # verify/ops/live_state.py: Cloud Run's recent instance count; a flex-start node's end.
@@ -125,9 +127,9 @@ class StatusReport(pydantic.BaseModel):
     lifetime: Lifetime | None = None
 
     @property
-    def detail(self) -> CloudRunStatus | TpuStatus | None:
-        """The platform's own facts: at most one of `cloud_run` / `tpu` is set, its stack's platform."""
-        return self.cloud_run if self.cloud_run is not None else self.tpu
+    def detail(self) -> CloudRunStatus | TpuStatus | GkeStatus | None:
+        """The platform's own facts: at most one of `cloud_run` / `tpu` / `gke` is set, its stack's platform."""
+        return self.cloud_run or self.tpu or self.gke
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -150,14 +152,17 @@ def run_status(
     *,
     probe: Probe | None = None,
     now: Now = lambda: datetime.now(UTC),
+    kubernetes: KubeConnect | None = None,
 ) -> StatusReport:
-    """One look at the stack's deployment."""
+    """One look at the stack's deployment (`kubernetes` connects to a GKE cluster; default: the real one)."""
     try:
         match stack:
             case CloudRunOpsStack():
                 report = _cloud_run_status(stack, apis)
             case TpuOpsStack():
                 report = _tpu_status(stack, apis, now)
+            case GkeOpsStack():
+                report = _gke_status(stack, apis, kubernetes or real_cluster(apis))
             case _ as unreachable:
                 assert_never(unreachable)
     except GoogleApiError as error:
@@ -198,6 +203,7 @@ def _report(
     fix: str | None = None,
     cloud_run: CloudRunStatus | None = None,
     tpu: TpuStatus | None = None,
+    gke: GkeStatus | None = None,
 ) -> StatusReport:
     return StatusReport(
         stack=stack.name,
@@ -208,6 +214,7 @@ def _report(
         fix=fix,
         cloud_run=cloud_run,
         tpu=tpu,
+        gke=gke,
     )
 
 
@@ -217,6 +224,13 @@ def unknown_report(stack: OpsStack, reason: str, fix: str | None) -> StatusRepor
 
 def _unknown(stack: OpsStack, reason: str, fix: str | None) -> StatusReport:
     return _report(stack, state=RolloutState.UNKNOWN, summary=reason, fix=fix)
+
+
+def _gke_status(stack: GkeOpsStack, apis: GoogleApis, connect: KubeConnect) -> StatusReport:
+    verdict = gke_fleet_status(stack, apis, connect)
+    return _report(
+        stack, state=RolloutState(verdict.state), summary=verdict.summary, fix=verdict.fix, gke=verdict.detail
+    )
 
 
 # --- Cloud Run -------------------------------------------------------------------------------------------

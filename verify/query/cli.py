@@ -154,6 +154,8 @@ def print_summary(report: QueryReport, out: TextIO) -> None:
     )
     served = report.served_model or "not named"
     out.write(f"{timing}\n{usage}\nfinish reason {report.finish_reason or '-'}, model {served}\n")
+    if report.note:
+        out.write(f"note: {report.note}\n")
     if report.failure is not None:
         status = f" (HTTP {report.status})" if report.status is not None else ""
         out.write(f"FAILED: {report.failure}{status}: {report.failure_detail}\nlikely cause: {report.cause}\n")

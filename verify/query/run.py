@@ -18,6 +18,10 @@ from verify.health.diagnosis import stream_cause
 from verify.streaming import FailureKind, StreamRequest, StreamResult, TextCallback
 
 DEFAULT_MAX_TOKENS = 512
+# Faster than this per single stream is no decode rate but a burst: the answer arrived at once (the server
+# or a proxy buffered the stream), and (tokens - 1) / (E2E - TTFT) would divide by almost nothing. The
+# fastest single-stream decoding reported for models of this size is a few thousand tokens a second.
+BURST_TOKENS_PER_S = 10_000.0
 # Failures that mean "could not ask" (exit 2, like an unreachable endpoint elsewhere), not "a bad answer".
 _COULD_NOT_ASK = frozenset({FailureKind.CONNECT_ERROR, FailureKind.CONNECT_TIMEOUT})
 _UNAUTHORISED = frozenset({401, 403})
@@ -57,8 +61,9 @@ class QueryReport(pydantic.BaseModel):
     reasoning_tokens: int | None  # only servers running a reasoning parser report it
     ttft_ms: float | None
     e2e_ms: float
-    output_tokens_per_s: float | None  # decode speed after the first token: 1 / TPOT
+    output_tokens_per_s: float | None  # decode speed after the first token: 1 / TPOT (None: a burst)
     tokens_per_s_overall: float | None  # completion tokens / end-to-end time
+    note: str | None = None  # why a number is missing
     failure: str | None = None
     failure_detail: str | None = None
     status: int | None = None
@@ -101,6 +106,16 @@ async def run_query(
 def report_of(found: StreamResult, base_url: str, options: QueryOptions, reasoning: ReasoningDisplay) -> QueryReport:
     answer = found.text[len(found.reasoning_text) :] if found.text.startswith(found.reasoning_text) else found.text
     failure = found.failure
+    tpot = found.tpot_s
+    decode = None if tpot is None or tpot <= 0 else 1 / tpot
+    note = None
+    if tpot is not None and (decode is None or decode > BURST_TOKENS_PER_S):
+        decode = None
+        note = (
+            f"the answer arrived in a burst ({found.content_chunks} chunks within "
+            f"{(found.e2el_s - (found.ttft_s or 0)) * 1000:.2f} ms after the first): no decode rate; the server "
+            "or a proxy buffered the stream"
+        )
     return QueryReport(
         base_url=base_url,
         asked_model=options.model,
@@ -113,7 +128,7 @@ def report_of(found: StreamResult, base_url: str, options: QueryOptions, reasoni
         reasoning_tokens=found.reasoning_tokens,
         ttft_ms=None if found.ttft_s is None else found.ttft_s * 1000,
         e2e_ms=found.e2el_s * 1000,
-        output_tokens_per_s=None if not found.tpot_s else 1 / found.tpot_s,
+        output_tokens_per_s=decode,
         tokens_per_s_overall=(
             found.output_tokens / found.e2el_s if found.output_tokens is not None and found.e2el_s > 0 else None
         ),
@@ -121,4 +136,5 @@ def report_of(found: StreamResult, base_url: str, options: QueryOptions, reasoni
         failure_detail=None if failure is None else failure.detail,
         status=None if failure is None else failure.status,
         cause=None if failure is None else stream_cause(failure, options.model),
+        note=note,
     )

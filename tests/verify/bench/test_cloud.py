@@ -14,12 +14,10 @@ import pytest
 
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from verify.bench.cloud import (
-    CollectError,
     FileBarrier,
     TaskSlot,
     cell_header,
     merged_records,
-    read_shares,
     run_task,
     share_line,
     task_file,
@@ -28,6 +26,7 @@ from verify.bench.cloud_cli import two_word_alias
 from verify.bench.prompts import PromptLengthSource, PromptShape, TokenizeCounter
 from verify.bench.results import load_results
 from verify.bench.samples import PhaseShare, Sample
+from verify.bench.share_lines import CollectError, read_shares
 from verify.bench.stall import StallSummary
 from verify.bench.sweep import Endpoint, SweepPlan
 from verify.cli import main
@@ -80,6 +79,7 @@ async def test_two_tasks_meet_measure_and_merge_into_one_cell_line(tmp_path: Pat
                     PLAN,
                     endpoint,
                     slot=slot,
+                    run_id="run-1",
                     output=task_file(tmp_path, "run-1", index),
                     counter=TokenizeCounter(client, PLAN.model, PLAN.api),
                     barrier=FileBarrier(results, timeout_s=30),
@@ -87,8 +87,8 @@ async def test_two_tasks_meet_measure_and_merge_into_one_cell_line(tmp_path: Pat
 
         cells = await asyncio.gather(task(0), task(1))
     assert list(cells) == [2, 1]  # the 1-user cell needs one task only
-    lines = read_shares(tmp_path)
-    records = merged_records(lines)
+    run = read_shares(tmp_path)
+    records = merged_records(run)
     assert [(r.requested_context, r.max_concurrency) for r in records] == [(32, 1), (32, 4)]
     one, four = records
     assert (one.completed, one.client_workers) == (8, 1)
@@ -96,7 +96,7 @@ async def test_two_tasks_meet_measure_and_merge_into_one_cell_line(tmp_path: Pat
     assert four.actual_context == 32
     assert four.platform == "cloud-run"
     # Both tasks' measured phases started together (the barrier), so the window is one phase long.
-    starts = [line["share"]["started_at"] for line in lines if line["cell"]["concurrency"] == 4]
+    starts = [item.line.share.started_at for item in run.lines if item.line.cell.concurrency == 4]
     assert abs(starts[0] - starts[1]) < 0.2
     assert all(not w.startswith("only") for w in four.warnings)
 
@@ -105,8 +105,9 @@ def _synthetic_line(task: int, tasks: int, users: int) -> str:
     result = StreamResult(0.1, (0.01,) * 4, 0.14, 5, 32, "length", "", 5)
     share = PhaseShare(100.0, 101.0, tuple(Sample(100.0 + i / 10, result) for i in range(4)), StallSummary(1, 0, 9), 2)
     shape = PromptShape(32, 10, 0, 32, PromptLengthSource.TOKENIZE)
-    header = cell_header(PLAN, Endpoint(base_url="https://svc"), shape, 32, users, slot=TaskSlot(task, tasks))
-    return share_line(header, share, to_wall=1_700_000_000.0)
+    slot = TaskSlot(task, tasks)
+    header = cell_header(PLAN, Endpoint(base_url="https://svc"), shape, 32, users, slot=slot, run_id="run-1")
+    return share_line(header, share, worker=0, to_wall=1_700_000_000.0)
 
 
 def test_a_missing_task_makes_the_cell_untrusted(tmp_path: Path) -> None:

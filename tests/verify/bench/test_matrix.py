@@ -133,3 +133,12 @@ def test_active_hours_beyond_a_day_are_refused(capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit):
         cli.main(["compare", *map(str, FILES), "--active-hours", "30"])
     assert "at most 24" in capsys.readouterr().err
+
+
+def test_a_file_with_a_made_up_line_is_refused_naming_the_line(tmp_path: Path) -> None:
+    """A cell written twice (or with impossible numbers) must stop the comparison, never rank made-up runs."""
+    doubled = tmp_path / "doubled.jsonl"
+    line = FILES[1].read_text(encoding="utf-8").splitlines()[0]
+    doubled.write_text(f"{line}\n{line}\n", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"doubled.jsonl:2"):
+        load_runs([FILES[0], doubled, FILES[2]])

@@ -208,7 +208,7 @@ async def test_a_cell_whose_client_stalled_says_so(tmp_path: Path) -> None:
         (record,) = await sweep(server, path, plan, observer=StarvedClient())
     assert record.client_max_stall_ms is not None
     assert record.client_max_stall_ms >= 140.0
-    assert any("event loop stalled for up to" in warning for warning in record.warnings)
+    assert any("stalled for up to" in warning for warning in record.warnings)
 
 
 async def test_a_cell_records_its_stalls_even_when_there_were_none_to_speak_of(tmp_path: Path) -> None:

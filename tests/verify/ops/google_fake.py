@@ -26,7 +26,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 TOKEN = "fake-access-token"
 
 Body = dict[str, Any]
-Handler = Callable[[re.Match[str], dict[str, list[str]], Body], tuple[int, Body]]
+# A handler answers a JSON body, or plain text (a Kubernetes container log).
+Handler = Callable[[re.Match[str], dict[str, list[str]], Body], tuple[int, Body | str]]
 
 
 def fixture(name: str) -> Body:
@@ -58,13 +59,13 @@ class FakeGoogle:
     seen: list[Seen] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
 
-    def route(self, method: str, pattern: str, answer: Handler | Body, status: int = 200) -> None:
+    def route(self, method: str, pattern: str, answer: Handler | Body | str, status: int = 200) -> None:
         if callable(answer):
             handler = answer
         else:
             fixed = answer
 
-            def handler(_m: re.Match[str], _q: dict[str, list[str]], _b: Body) -> tuple[int, Body]:
+            def handler(_m: re.Match[str], _q: dict[str, list[str]], _b: Body) -> tuple[int, Body | str]:
                 return status, fixed
 
         self.routes.append((method, re.compile(pattern), handler))
@@ -91,7 +92,7 @@ class FakeGoogle:
                 body = json.loads(raw) if raw else {}
                 query = parse_qs(parts.query)
                 fake.seen.append(Seen(self.command, parts.path, query, body, self.headers.get("Authorization")))
-                status, answer = 404, _not_found(parts.path)
+                status, answer = 404, _not_found(parts.path)  # type: tuple[int, Body | str]
                 if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                     status, answer = 401, {"error": {"code": 401, "message": "no token", "status": "UNAUTHENTICATED"}}
                 else:
@@ -100,9 +101,12 @@ class FakeGoogle:
                         if method == self.command and found:
                             status, answer = handler(found, query, body)
                             break
-                data = json.dumps(answer).encode()
+                text = isinstance(answer, str)
+                data = answer.encode() if isinstance(answer, str) else json.dumps(answer).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
+                self.send_header(
+                    "Content-Type", "text/plain; charset=UTF-8" if text else "application/json; charset=UTF-8"
+                )
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
