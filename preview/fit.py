@@ -19,10 +19,9 @@ from typing import Literal
 
 from serving.accelerators import Accelerator, facts_of
 from serving.catalog import CatalogModel, catalog
-from serving.pricing import CloudRunShape, GkeShape, TpuShape
+from serving.pricing import CloudRunShape, GkeShape, TpuShape, minimum_shape
 from serving.tpu_offers import V6E_CHIPS
 from stacks.capacity import TEXT_ONLY_FLAG, assess_stack
-from stacks.catalog_checks import catalog_warnings
 from stacks.loading import StackConfigError, settings_from_config
 
 # A commit id for the synthetic stacks: the plan does not depend on which commit is served.
@@ -144,15 +143,14 @@ def stack_config(model: str, variant: str, shape: Shape, workload: Workload) -> 
         "model": {"id": model, "variant": variant, "revision": _ANY_COMMIT},
         "vllm": vllm,
     }
-    facts = facts_of(shape.accelerator)
     if shape.accelerator is Accelerator.TPU_V6E:
         config["region"] = "us-east5"
         config["tpu"] = {"zone": "us-east5-a", "acceleratorType": shape.name, "provisioning": {"model": "spot"}}
     else:
-        config["region"] = "us-central1"
-        min_cpu = getattr(facts, "min_cpu", 4)
-        min_memory = getattr(facts, "min_memory_gib", 16)
-        config["cloudRun"] = {"cpu": min_cpu, "memoryGib": min_memory}
+        instance = _billing(shape)
+        assert isinstance(instance, CloudRunShape)
+        config["region"] = instance.region
+        config["cloudRun"] = {"cpu": instance.cpu, "memoryGib": instance.memory_gib}
     return {
         f"gemma-serving:{key}": value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
     }
@@ -191,7 +189,7 @@ def fit(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> 
         decode_ceiling_tokens_per_s=decode,
         decode_batch=batch,
         usd_per_million_output_tokens_at_ceiling=cost,
-        warnings=(*capacity.warnings, *catalog_warnings(settings.model, accelerator=shape.accelerator)),
+        warnings=tuple(capacity.warnings),
         vllm_args=tuple(settings.serve_args()[1:]),
     )
 
@@ -218,16 +216,11 @@ def _refused(model: CatalogModel, variant: str, shape: Shape, reason: str) -> Fi
 
 
 def _billing(shape: Shape) -> CloudRunShape | TpuShape | GkeShape:
+    """What the shape bills: a v6e slice at spot rates in us-east5, or the smallest Cloud Run instance
+    with that GPU (serving.pricing.minimum_shape) in us-central1, where both GPUs are offered."""
     if shape.accelerator is Accelerator.TPU_V6E:
         return TpuShape(accelerator_type=shape.name, chips=shape.chips, provisioning_model="spot", region="us-east5")
-    facts = facts_of(shape.accelerator)
-    return CloudRunShape(
-        accelerator=shape.accelerator,
-        region="us-central1",
-        cpu=getattr(facts, "min_cpu", 4),
-        memory_gib=getattr(facts, "min_memory_gib", 16),
-        gpu_zonal_redundancy=False,
-    )
+    return minimum_shape(shape.accelerator).model_copy(update={"region": "us-central1"})
 
 
 def _price(shape: Shape) -> float | None:

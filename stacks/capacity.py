@@ -34,7 +34,7 @@ from serving.planner import (
 )
 from stacks.base import SettingsModel
 from stacks.calibration import calibrate
-from stacks.catalog_checks import Served, served_checkpoint
+from stacks.catalog_checks import Served, catalog_warnings, served_checkpoint
 
 if TYPE_CHECKING:
     from stacks.settings import StackSettings
@@ -113,6 +113,8 @@ class StackCapacity:
     unknown_reason: str | None
     # What the platform is assumed to do (in-flight tokens, runtime overhead, TPU layout).
     assumptions: tuple[str, ...] = ()
+    # What the model catalog cannot vouch for (a variant nobody has shown running on this accelerator).
+    catalog_notices: tuple[str, ...] = ()
 
     @property
     def errors(self) -> list[str]:
@@ -123,7 +125,7 @@ class StackCapacity:
         """What is wrong for the stack's stated workload (printed as WARNINGs by preview and `pulumi up`)."""
         if self.plan is None:
             return [f"capacity not checked: {self.unknown_reason}"]
-        return [finding.message for finding in self.plan.warnings]
+        return [finding.message for finding in self.plan.warnings] + list(self.catalog_notices)
 
     @property
     def infos(self) -> list[str]:
@@ -138,6 +140,7 @@ class StackCapacity:
         return {
             "checked": True,
             **self.plan.as_dict(),
+            "warnings": self.warnings,
             "weightSources": {profile.name: profile.weight_source for profile in profiles},
             "assumptions": list(self.assumptions),
         }
@@ -148,6 +151,7 @@ class StackCapacity:
         if self.plan is None:
             return [*lines, f"  not checked: {self.unknown_reason}", ""]
         lines += [f"  {line}" for line in render_table(self.plan).splitlines()]
+        lines += [f"  WARNING: {notice}" for notice in self.catalog_notices]
         lines += [f"  assumed: {assumption}" for assumption in self.assumptions]
         estimated = [
             f"{profile.name} {', '.join(note.split(':', 1)[0] for note in profile.estimates)}"
@@ -336,7 +340,10 @@ def assess_stack(settings: StackSettings, *, root: Path | None = None) -> StackC
     """Plan a stack's capacity. ValueError (naming the key) when its capacity settings are unusable."""
     try:
         inputs, assumptions = plan_inputs(settings, root=root or Path.cwd())
-        return StackCapacity(plan=plan_capacity(inputs), unknown_reason=None, assumptions=assumptions)
+        notices = tuple(catalog_warnings(settings.model, accelerator=settings.accelerator))
+        return StackCapacity(
+            plan=plan_capacity(inputs), unknown_reason=None, assumptions=assumptions, catalog_notices=notices
+        )
     except (CapacityUnknownError, UnsupportedKvDtypeError) as error:
         return StackCapacity(plan=None, unknown_reason=str(error), assumptions=())
 

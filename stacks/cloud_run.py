@@ -56,6 +56,21 @@ class ProbeSettings(SettingsModel):
         return self.initial_delay_seconds + self.period_seconds * failure_threshold
 
 
+def plain_env(env: dict[str, str], *, key: str = "") -> dict[str, str]:
+    """Env values written in a stack file: valid names, and nothing named like a credential (a Cloud Run
+    revision's and a Kubernetes manifest's env are readable by anyone who may view them)."""
+    where = f"{key}: " if key else ""
+    for name in env:
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"{where}{name!r} is not a valid environment variable name")
+        if _SECRET_LOOKING_ENV.search(name):
+            raise ValueError(
+                f"{where}{name!r} looks like a credential: plain env values are visible to every project viewer; "
+                "keep it in Secret Manager (docs/deploying.md, 'Secrets')"
+            )
+    return env
+
+
 class GcsMountSettings(SettingsModel):
     """How the model bucket is mounted through Cloud Storage FUSE."""
 
@@ -166,15 +181,7 @@ class CloudRunSettings(SettingsModel):
     @field_validator("env")
     @classmethod
     def _plain_env(cls, env: dict[str, str]) -> dict[str, str]:
-        for name in env:
-            if not _ENV_NAME.match(name):
-                raise ValueError(f"{name!r} is not a valid environment variable name")
-            if _SECRET_LOOKING_ENV.search(name):
-                raise ValueError(
-                    f"{name!r} looks like a credential: plain env values are visible to every project viewer; "
-                    "keep it in Secret Manager (docs/deploying.md, 'Secrets')"
-                )
-        return env
+        return plain_env(env)
 
     @model_validator(mode="after")
     def _traffic_needs_gated_rollout(self) -> Self:

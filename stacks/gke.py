@@ -20,7 +20,7 @@ from policy.source_ranges import allowed_text, describe, too_wide
 from serving.gcp_names import region_of
 from serving.gke_machines import NODE_SHAPES, SUPPORTED_KUBERNETES_VERSIONS, NodeShape
 from stacks.base import SettingsModel
-from stacks.cloud_run import _ENV_NAME, _SECRET_LOOKING_ENV, GcsMountSettings
+from stacks.cloud_run import GcsMountSettings, plain_env
 from stacks.tpu import Duration, _cidr
 
 # A cluster's full name, or its bare name (then gke.cluster.location says where it is).
@@ -258,15 +258,7 @@ class GkeSettings(SettingsModel):
     @field_validator("env")
     @classmethod
     def _plain_env(cls, env: dict[str, str]) -> dict[str, str]:
-        for name in env:
-            if not _ENV_NAME.match(name):
-                raise ValueError(f"gke.env: {name!r} is not a valid environment variable name")
-            if _SECRET_LOOKING_ENV.search(name):
-                raise ValueError(
-                    f"gke.env: {name!r} looks like a credential; manifests are readable by anyone with cluster "
-                    "read access: keep it in Secret Manager"
-                )
-        return env
+        return plain_env(env, key="gke.env")
 
     @field_validator("model_load_seconds")
     @classmethod

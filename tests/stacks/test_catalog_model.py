@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from stacks.capacity import assess_stack
 from stacks.loading import settings_from_config
 from stacks.settings import TpuStack
 from tests.test_settings import config_with, problems_of
@@ -169,3 +170,10 @@ def test_vllm_underscore_flag_spelling_is_accepted_and_normalised() -> None:
     settings = settings_from_config(values)
     assert "--max-num-batched-tokens=4096" in settings.serve_args()
     assert settings.vllm.batched_tokens == 4096
+
+
+def test_an_unconfirmed_variant_loads_with_a_warning() -> None:
+    """A variant nobody has shown on this accelerator (FP8 on the Ada L4) plans, and `pulumi up` warns why."""
+    settings = settings_from_config(config_with("l4", model=short("gemma-4-e4b-it", "fp8")))
+    (warning,) = assess_stack(settings).warnings
+    assert warning.startswith("gemma-4-e4b-it fp8 on NVIDIA L4 is unconfirmed: the recipe says FP8 (E4M3) W8A8")

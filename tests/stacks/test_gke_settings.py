@@ -143,6 +143,11 @@ def test_a_tpu_image_on_gpu_nodes_is_refused() -> None:
     assert "image" in message
 
 
+def test_a_credential_in_the_env_is_refused() -> None:
+    """A manifest's env is readable by anyone who may read the Deployment: no secret-named values there."""
+    assert "gke.env: 'HF_TOKEN' looks like a credential" in _problems(GPU, env={"HF_TOKEN": "x"})
+
+
 def test_a_typo_in_the_gke_block_names_the_key() -> None:
     """A typo is an error naming the key, never a silent default."""
     assert "gemma-serving:gke.nodePool.maxNode" in _problems(TPU, nodePool__maxNode=3)

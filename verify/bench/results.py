@@ -159,26 +159,34 @@ def _cut_off(text: str) -> bool:
     return False
 
 
-def _first_error(exc: pydantic.ValidationError) -> str:
+def first_error(exc: pydantic.ValidationError) -> str:
+    """``field.path: message`` of a model's first complaint, as a file reader reports it."""
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"])
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
 
 
-def parse_line(path: Path, number: int, raw: bytes) -> CellRecord | None:
-    """One line of a results file as a checked record; None for a blank line or one that is not a cell
-    line (``record`` other than "cell"); raises ``ResultsFileError`` naming ``path:number`` otherwise."""
+def decoded_line(path: Path, number: int, raw: bytes, error: type[ValueError]) -> str | None:
+    """One line of a JSONL file as text, None when blank; ``error`` naming ``path:number`` when it is not
+    UTF-8 (no line verify writes is)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ResultsFileError(f"{path}:{number}: not UTF-8 text ({exc}): not a line verify wrote") from None
-    if not text.strip():
+        raise error(f"{path}:{number}: not UTF-8 text ({exc}): not a line verify wrote") from None
+    return text if text.strip() else None
+
+
+def parse_line(path: Path, number: int, raw: bytes) -> CellRecord | None:
+    """One line of a results file as a checked record (None for a blank line); raises
+    ``ResultsFileError`` naming ``path:number`` and why otherwise."""
+    text = decoded_line(path, number, raw, ResultsFileError)
+    if text is None:
         return None
     try:
         return CellRecord.model_validate_json(text, context={STORED: True})
     except pydantic.ValidationError as exc:
-        raise ResultsFileError(f"{path}:{number}: {_first_error(exc)}") from None
+        raise ResultsFileError(f"{path}:{number}: {first_error(exc)}") from None
 
 
 def load_results(path: Path) -> LoadedResults:

@@ -29,6 +29,7 @@ from typing import Literal, Self
 import pydantic
 
 from verify.bench.prompts import PromptLengthSource
+from verify.bench.results import decoded_line, first_error
 from verify.bench.samples import split_counts, split_users
 from verify.streaming import Api, FailureKind
 
@@ -228,11 +229,8 @@ def task_files(directory: Path) -> list[Path]:
 
 
 def _parse(path: Path, number: int, raw: bytes) -> ShareLine | None:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CollectError(f"{path}:{number}: not UTF-8 text ({exc})") from None
-    if not text.strip():
+    text = decoded_line(path, number, raw, CollectError)
+    if text is None:
         return None
     try:
         fields = json.loads(text)
@@ -245,10 +243,7 @@ def _parse(path: Path, number: int, raw: bytes) -> ShareLine | None:
     try:
         return ShareLine.model_validate(fields)
     except pydantic.ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        raise CollectError(f"{path}:{number}: {where + ': ' if where else ''}{message}") from None
+        raise CollectError(f"{path}:{number}: {first_error(exc)}") from None
 
 
 def read_shares(directory: Path) -> RunShares:
