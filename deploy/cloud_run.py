@@ -17,7 +17,7 @@ from deploy.context import StackContext
 from deploy.images import image_supply
 from deploy.monitoring import sidecar_supply, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
-from deploy.rollout_state import rollout_for
+from deploy.rollout_state import obeyed_traffic, rollout_for
 from deploy.weights import model_supply
 from serving.outputs import CloudRunOutputs
 from serving.watch import CloudRunWatch
@@ -46,7 +46,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
     )
     images = image_supply(settings, context, cloud)
     weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)
-    run = settings.cloud_run
+    run = obeyed_traffic(settings.cloud_run)
     metrics = sidecar_supply(settings, context, identity.member, cloud)
     service = VllmGpuService(
         names.serving,

@@ -12,13 +12,38 @@ pulumi/pulumi#3722.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 import pulumi
 
 from components.vllm_gpu_service import DirectRollout, GatedRollout, Rollout
-from stacks.cloud_run import CloudRunSettings
+from stacks.cloud_run import CloudRunSettings, TrafficSettings
+
+# Set by `python -m verify promote` for its own `pulumi up` only, to the id it wrote as
+# cloudRun.traffic.promotionRun; no other update carries it.
+PROMOTION_RUN_ENV = "GEMMA_PROMOTION_RUN"
 
 # The name of the StackReference in the program (a read of the stack's own outputs, not a cloud resource).
 STATE_REFERENCE = "rollout-state"
+
+
+def obeyed_traffic(run: CloudRunSettings, environ: Mapping[str, str] | None = None) -> CloudRunSettings:
+    """The settings with `cloudRun.traffic` as this update must obey it: promotion's own update obeys the keys;
+    any other update (a later plain `pulumi up` after a promotion was killed mid-step) treats them as absent,
+    so the traffic stays as the stack's state says, and warns which keys to remove."""
+    traffic = run.traffic
+    if traffic == TrafficSettings():
+        return run
+    env = os.environ if environ is None else environ
+    if traffic.promotion_run is not None and env.get(PROMOTION_RUN_ENV) == traffic.promotion_run:
+        return run
+    pulumi.log.warn(
+        "cloudRun.traffic keys in the stack config were left by an interrupted `verify promote` and are ignored "
+        "(traffic stays as the stack's state says); remove them: pulumi config rm --path "
+        "gemma-serving:cloudRun.traffic"
+    )
+    return run.model_copy(update={"traffic": TrafficSettings()})
 
 
 def rollout_for(run: CloudRunSettings) -> Rollout:

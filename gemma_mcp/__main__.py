@@ -6,13 +6,16 @@ stdio by default (the agent CLI starts the server); `--http` serves streamable H
 from __future__ import annotations
 
 import argparse
+import atexit
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 
 from gemma_mcp.context import ServerContext
+from gemma_mcp.promotion import POLICY_PACK_DIR
 from gemma_mcp.pulumi_gateway import AutomationGateway
 from gemma_mcp.redact import Redactor
-from gemma_mcp.runner import SubprocessRunner
+from gemma_mcp.runner import SubprocessRunner, kill_all
 from gemma_mcp.server import build_server
 from preview.stack_file import StackFileError, project_root
 
@@ -50,18 +53,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     ctx = ServerContext(
         root=root,
         run_module=SubprocessRunner(root),
-        pulumi=AutomationGateway(root),
+        pulumi=AutomationGateway(root, policy_packs=() if args.no_policy_pack else (str(root / POLICY_PACK_DIR),)),
         redactor=Redactor.from_environment(),
         allow_changes=args.allow_changes,
         allow_any_url=args.allow_any_url,
         policy_pack=not args.no_policy_pack,
     )
     server = build_server(ctx)
-    if args.http:
-        server.run("streamable-http", host=LOOPBACK, port=args.port)
-    else:
-        server.run("stdio")
+    # No child outlives the server: its process groups are killed on every way out (stdin closed by a
+    # disconnecting client, SIGTERM, Ctrl-C, an exception); SIGKILL of the server is the kernel's (runner).
+    atexit.register(kill_all)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        if args.http:
+            server.run("streamable-http", host=LOOPBACK, port=args.port)
+        else:
+            server.run("stdio")
+    finally:
+        kill_all()
     return 0
+
+
+def _exit_on_sigterm(_signum: int, _frame: object) -> None:
+    raise SystemExit(143)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gemma_mcp.load_slot import LoadSlot
 from gemma_mcp.pulumi_gateway import PulumiGateway
 from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import ModuleRunner
@@ -26,6 +27,8 @@ class ServerContext:
     # Every `pulumi up` the server runs (deploy, weight import, promote's traffic steps) runs the policy
     # pack in <root>/policy, as the deploy workflow does, unless the server was started with --no-policy-pack.
     policy_pack: bool = True
+    # Held by every call that loads an endpoint (bench, promote's bench gate): one at a time per server.
+    load_slot: LoadSlot = field(default_factory=LoadSlot)
     # The Google client of preflight, status and logs: Application Default Credentials by default.
     google: Callable[[], GoogleApis] = field(default=apis_from_environment)
 

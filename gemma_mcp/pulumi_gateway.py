@@ -45,9 +45,14 @@ class PulumiGateway(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class AutomationGateway:
-    """The real gateway: a local workspace in the project root, one stack selected per call."""
+    """The real gateway: a local workspace in the project root, one stack selected per call.
+
+    `policy_packs` run with every update, as in the deploy workflow (`policyPacks: policy`): the server's
+    `pulumi up` is held to the same guardrails as CI's (the pack needs its virtualenv, policy/.venv).
+    """
 
     root: Path
+    policy_packs: tuple[str, ...] = ()
 
     def _stack(self, stack: str) -> Any:  # noqa: ANN401 - pulumi.automation.Stack
         try:
@@ -69,6 +74,7 @@ class AutomationGateway:
         result = selected.up(
             replace=list(replace) or None,
             target=list(target) or None,
+            policy_packs=list(self.policy_packs) or None,
             show_secrets=False,
             suppress_outputs=True,
             color="never",

@@ -6,29 +6,70 @@ Encrypted values in a stack file (`secure:`) are replaced by a marker: ciphertex
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from gemma_mcp.context import ServerContext
+from gemma_mcp.files import OutsideError, inside, read_bytes_inside, read_text_inside
 from gemma_mcp.stack_files import require_stack
+from preview.stack_file import StackFileError, stack_file_path
+
+BENCH_RESULTS = "bench-results"
 
 _SECURE_VALUE = re.compile(r"(?m)^(\s*secure:\s*).+$")
 
 
 def stack_file_text(ctx: ServerContext, stack: str) -> str:
-    text = (ctx.root / f"Pulumi.{require_stack(ctx.root, stack)}.yaml").read_text(encoding="utf-8")
+    try:
+        path = inside(ctx.root, stack_file_path(ctx.root, require_stack(ctx.root, stack)))
+    except (StackFileError, OutsideError) as error:
+        raise ResourceError(f"stack {stack!r}: {error}") from None
+    text = path.read_text(encoding="utf-8")
     return ctx.redactor.text(_SECURE_VALUE.sub(r"\1[encrypted]", text))
 
 
 def newest_report(ctx: ServerContext, suffix: str) -> Path:
-    """The most recent bench report with this suffix, from the tool's runs or the CLI's default folder."""
-    candidates = [path for path in (ctx.root / "bench-results").rglob(f"*{suffix}") if path.is_file()]
+    """The most recent bench report with this suffix under bench-results/ that a run on this machine wrote.
+
+    Never through a symlink (file or folder), never outside bench-results/, and never a file the repository
+    tracks: on a fresh clone a report committed from someone else's machine is not "the latest run".
+    """
+    folder = ctx.root / BENCH_RESULTS
+    tracked = _tracked_files(ctx.root)
+    candidates: list[Path] = []
+    for directory, folders, files in os.walk(folder, followlinks=False):
+        folders[:] = [name for name in folders if not (Path(directory) / name).is_symlink()]
+        for name in files:
+            path = Path(directory) / name
+            if not name.endswith(suffix) or path.resolve() in tracked:
+                continue
+            try:
+                candidates.append(inside(folder, path))
+            except OutsideError:
+                continue
+    candidates = [path for path in candidates if path.is_file()]
     if not candidates:
         raise ResourceError(f"no bench report ({suffix}) yet under bench-results/: run the bench tool first")
     return max(candidates, key=lambda path: path.stat().st_mtime)
+
+
+def _tracked_files(root: Path) -> set[Path]:
+    """Files under bench-results/ that git tracks (none when this is not a git checkout)."""
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--", BENCH_RESULTS],
+            capture_output=True,
+            check=True,
+            timeout=10,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {(root / name).resolve() for name in listed.decode("utf-8", "replace").split("\0") if name}
 
 
 def register(server: MCPServer, ctx: ServerContext) -> None:
@@ -48,7 +89,10 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         mime_type="text/markdown",
     )
     def latest_markdown() -> str:
-        return ctx.redactor.text(newest_report(ctx, ".md").read_text(encoding="utf-8"))
+        try:
+            return ctx.redactor.text(read_text_inside(ctx.root / BENCH_RESULTS, newest_report(ctx, ".md")))
+        except OutsideError as error:
+            raise ResourceError(str(error)) from None
 
     @server.resource(
         "bench://latest/chart.png",
@@ -57,4 +101,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         mime_type="image/png",
     )
     def latest_chart() -> bytes:
-        return newest_report(ctx, ".png").read_bytes()
+        try:
+            return read_bytes_inside(ctx.root / BENCH_RESULTS, newest_report(ctx, ".png"))
+        except OutsideError as error:
+            raise ResourceError(str(error)) from None

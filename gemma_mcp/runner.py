@@ -11,27 +11,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from verify.redact import Redactor
+
 # What a failed command's message keeps: the end of stderr, where the CLIs print their one clear line.
 STDERR_TAIL_CHARS = 2000
+# After SIGINT at a wall-time cap, how long the child's group has to write what it finished.
+STOP_GRACE_S = 5.0
+# Process groups of the children running now: every one is killed when the server exits.
+_LIVE_GROUPS: set[int] = set()
 
 
 @dataclass(frozen=True, slots=True)
 class Completed:
-    """What a child process left behind; ``timed_out`` means it was killed at the cap."""
+    """What a child process left behind; ``timed_out`` means it was stopped at the cap."""
 
     exit_code: int
     stdout: str
     stderr: str
     timed_out: bool = False
 
-    def stderr_tail(self) -> str:
-        return self.stderr.strip()[-STDERR_TAIL_CHARS:]
+    def stderr_tail(self, redactor: Redactor) -> str:
+        """The end of stderr, scrubbed before it is cut (a cut must never leave half a token unscrubbed)."""
+        return redactor.tail(self.stderr, STDERR_TAIL_CHARS)
 
 
 class ModuleRunner(Protocol):
@@ -42,10 +50,18 @@ class ModuleRunner(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SubprocessRunner:
-    """The real runner: the same interpreter as the server, the project root as working directory."""
+    """The real runner: the same interpreter as the server, the project root as working directory.
+
+    Each child leads a process group of its own (a bench's worker processes join it), and the group is what
+    is stopped: SIGINT at the wall-time cap (verify keeps the finished cells), SIGKILL after STOP_GRACE_S;
+    SIGKILL at once when the call is cancelled or the client goes away; SIGKILL for every live group when
+    the server exits (`kill_all`). On Linux the child is also killed by the kernel if the server dies
+    without a chance to clean up (PR_SET_PDEATHSIG).
+    """
 
     root: Path
     env: Mapping[str, str] | None = None
+    grace_s: float = STOP_GRACE_S
 
     async def __call__(self, module: str, args: Sequence[str], *, timeout_s: float) -> Completed:
         environment = dict(os.environ if self.env is None else self.env)
@@ -62,27 +78,56 @@ class SubprocessRunner:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
+        _LIVE_GROUPS.add(process.pid)
         try:
             stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=timeout_s)
         except TimeoutError:
-            # SIGINT first: verify keeps finished cells and exits 130; then make sure it is gone.
-            await _stop(process)
+            await _stop(process, grace_s=self.grace_s)
             stdout, stderr = await process.communicate()
             return Completed(process.returncode or -1, _text(stdout), _text(stderr), timed_out=True)
+        except BaseException:
+            # Cancelled (the client cancelled or went away) or the server is stopping: no load may outlive it.
+            _kill_group(process.pid)
+            raise
+        finally:
+            _LIVE_GROUPS.discard(process.pid)
         return Completed(process.returncode or 0, _text(stdout), _text(stderr))
 
 
-async def _stop(process: asyncio.subprocess.Process, *, grace_s: float = 10.0) -> None:
-    import signal  # noqa: PLC0415 - only needed on this path
+def kill_all() -> None:
+    """SIGKILL every child group still running (the server is exiting)."""
+    for group in list(_LIVE_GROUPS):
+        _kill_group(group)
+    _LIVE_GROUPS.clear()
 
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGINT)
-    try:
+
+def live_groups() -> frozenset[int]:
+    return frozenset(_LIVE_GROUPS)
+
+
+def _kill_group(group: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, sig)
+
+
+async def _stop(process: asyncio.subprocess.Process, *, grace_s: float) -> None:
+    """SIGINT to the whole group (the bench's workers stop sending at once), SIGKILL if it lingers."""
+    _kill_group(process.pid, signal.SIGINT)
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(process.wait(), timeout=grace_s)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
+    _kill_group(process.pid)  # workers that outlived their parent, or a parent that ignored SIGINT
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: the kernel sends SIGKILL when the server's thread that started it dies."""
+    if sys.platform.startswith("linux"):
+        import ctypes  # noqa: PLC0415 - child side, Linux only
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _text(data: bytes | None) -> str:

@@ -16,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 
 from gemma_mcp.context import ServerContext
+from gemma_mcp.promotion import POLICY_PACK_DIR, promotion_outcome, promotion_verdict
 from gemma_mcp.pulumi_gateway import ChangeSummary, import_run_urn
 from gemma_mcp.results import Change, CommandReport
 from gemma_mcp.stack_files import require_stack
@@ -131,22 +132,28 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "promote",
             "--stack",
             name,
+            "--json",
+            *(["--policy-pack", str(ctx.root / POLICY_PACK_DIR)] if ctx.policy_pack else []),
             *(["--rollback"] if rollback else []),
             *(["--steps", ",".join(map(str, steps))] if steps else []),
             *[part for entry in slo or [] for part in ("--slo", entry)],
         ]
-        completed = await ctx.run_module("verify", args, timeout_s=PROMOTE_TIMEOUT_S)
-        if completed.exit_code == EXIT_USAGE and not completed.timed_out:
-            raise ToolError(ctx.redactor.text(completed.stderr_tail() or "verify promote refused the arguments"))
+        with ctx.load_slot.hold(f"a promotion of {name} (its bench gate loads the candidate)"):
+            completed = await ctx.run_module("verify", args, timeout_s=PROMOTE_TIMEOUT_S)
+        outcome = promotion_outcome(completed.stdout)
+        if completed.exit_code == EXIT_USAGE and not completed.timed_out and outcome is None:
+            raise ToolError(completed.stderr_tail(ctx.redactor) or "verify promote refused the arguments")
+        tail = completed.stderr_tail(ctx.redactor)
         found = CommandReport(
             command=["python", "-m", "verify", *args],
             exit_code=completed.exit_code,
-            passed=completed.exit_code == 0 and not completed.timed_out,
+            passed=completed.exit_code == 0 and not completed.timed_out and outcome is not None,
             timed_out=completed.timed_out,
-            report={"output": (completed.stdout + completed.stderr)[-OUTPUT_TAIL_CHARS:]},
-            message=completed.stderr_tail().splitlines()[-1] if completed.stderr_tail() else None,
+            report={
+                "outcome": outcome,
+                "output": ctx.redactor.tail(completed.stdout + completed.stderr, OUTPUT_TAIL_CHARS),
+            },
+            message=tail.splitlines()[-1] if tail else None,
         )
-        verdict = "promoted" if found.passed else f"not promoted (exit {found.exit_code}); traffic left as it was"
-        if rollback:
-            verdict = "rolled back" if found.passed else f"rollback failed (exit {found.exit_code})"
+        verdict = promotion_verdict(outcome, completed.exit_code, timed_out=completed.timed_out)
         return reply(ctx, f"{verdict}: stack {name}" + (f"\n{found.message}" if found.message else ""), found)

@@ -156,7 +156,7 @@ async def _preview(ctx: ServerContext, stack: str) -> dict[str, Any]:
     if completed.timed_out:
         raise ToolError(f"the offline plan of {stack!r} did not finish within {PLAN_TIMEOUT_S:.0f} s")
     if completed.exit_code != 0:
-        raise ToolError(ctx.redactor.text(completed.stderr_tail() or f"preview exited {completed.exit_code}"))
+        raise ToolError(completed.stderr_tail(ctx.redactor) or f"preview exited {completed.exit_code}")
     try:
         document: dict[str, Any] = json.loads(completed.stdout)
     except json.JSONDecodeError:
@@ -183,7 +183,7 @@ async def _catalog_fit(  # noqa: PLR0917 - the tool's own parameters, passed on
     if completed.timed_out:
         raise ToolError(f"the fit of {model} on {shape} did not finish within {PLAN_TIMEOUT_S:.0f} s")
     if completed.exit_code != 0:
-        raise ToolError(ctx.redactor.text(completed.stderr_tail() or f"preview.matrix exited {completed.exit_code}"))
+        raise ToolError(completed.stderr_tail(ctx.redactor) or f"preview.matrix exited {completed.exit_code}")
     rows: list[dict[str, Any]] = json.loads(completed.stdout)["rows"]
     fitting = [row for row in rows if row["fits"]]
     verdict = "fits" if fitting else "does not fit"

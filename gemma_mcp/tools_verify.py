@@ -20,6 +20,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from gemma_mcp.bench_cloud import CLOUD_RUN_JOB, LOCAL, cloud_run_job_stack
 from gemma_mcp.compare_runs import compare_runs
 from gemma_mcp.context import ServerContext
+from gemma_mcp.files import OutsideError, inside
 from gemma_mcp.results import BenchRun, CommandReport, Comparison
 from gemma_mcp.stack_files import require_stack, stack_names
 from gemma_mcp.tools_stacks import reply
@@ -82,8 +83,9 @@ def _report(ctx: ServerContext, command: list[str], completed: Any) -> CommandRe
         document = None
     if document is None and not completed.timed_out and completed.exit_code == EXIT_USAGE:
         # A usage error: the CLI's own one-line message is the answer.
-        raise ToolError(ctx.redactor.text(completed.stderr_tail() or "verify refused the arguments"))
-    message = completed.stderr_tail().splitlines()[-1] if completed.stderr_tail() else None
+        raise ToolError(completed.stderr_tail(ctx.redactor) or "verify refused the arguments")
+    tail = completed.stderr_tail(ctx.redactor)
+    message = tail.splitlines()[-1] if tail else None
     return CommandReport(
         command=command,
         exit_code=completed.exit_code,
@@ -213,7 +215,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             *[part for entry in slo or [] for part in ("--slo", entry)],
             *(["--on-cloud-run"] if on_cloud_run else []),
         ]
-        completed = await ctx.run_module("verify", args, timeout_s=wall_time_s)
+        with ctx.load_slot.hold("a bench run"):
+            completed = await ctx.run_module("verify", args, timeout_s=wall_time_s)
         found = _report(ctx, ["python", "-m", "verify", *args], completed)
         if on_cloud_run:
             # The merged results are in the file (the job's tasks measured; this process only merged them).
@@ -289,9 +292,13 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
 
 
 def _results_path(ctx: ServerContext, given: str, name: str) -> Path:
-    path = (ctx.root / given).resolve()
-    if not path.is_relative_to(ctx.root.resolve()):
-        raise ToolError(f"{name}: {given!r} is outside the project root; give a path inside it")
+    try:
+        path = inside(ctx.root, Path(given))
+    except OutsideError as error:
+        raise ToolError(
+            f"{name}: {given!r} is outside the project root or reached through a symlink ({error}); give a "
+            "path inside it"
+        ) from None
     if path.suffix != ".jsonl" or not path.is_file():
         raise ToolError(f"{name}: {given!r} is not a bench results file (.jsonl) in the project")
     return path

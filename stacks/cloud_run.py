@@ -121,6 +121,10 @@ class TrafficSettings(SettingsModel):
     # The candidate's share during a stepped promotion (10 -> 50 -> ...); promotion to 100% names the
     # candidate as servingRevision instead.
     candidate_percent: int = Field(default=0, ge=0, le=99)
+    # The id of the promotion that wrote these keys. The program obeys them only in the `pulumi up` that
+    # promotion itself runs (it passes the same id in GEMMA_PROMOTION_RUN, deploy/rollout_state.py): keys
+    # left behind by a killed promotion are inert for every later plain `pulumi up`.
+    promotion_run: str | None = Field(default=None, pattern=r"^[0-9a-f]{16,64}$")
 
     @field_validator("serving_revision", "previous_revision")
     @classmethod

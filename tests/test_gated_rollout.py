@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from deploy.rollout_state import PROMOTION_RUN_ENV
 from preview.capture import OFFLINE_STACK_STATE, Capture
 from preview.render import COMPUTED, clean, text_plan
 from tests.conftest import render_stack, stack_config
@@ -21,6 +22,7 @@ GPU_STACKS = ("l4", "rtx6000")
 SERVICE = "gcp:cloudrunv2/service:Service"
 BY_REVISION = "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"
 STATE_SERVING = OFFLINE_STACK_STATE["servingRevision"]
+RUN_ID = "0123456789abcdef0123456789abcdef"
 
 
 def render(stack: str, *, cloud_run: dict[str, Any] | None = None, state: dict[str, Any] | None = None) -> Capture:
@@ -72,10 +74,17 @@ def test_the_first_rollout_serves_the_candidate() -> None:
     assert inputs["traffics"] == [{"type": BY_REVISION, "revision": COMPUTED, "percent": 100, "tag": "candidate"}]
 
 
-def test_a_stepped_promotion_gives_the_candidate_its_share() -> None:
+def promotions_own(traffic: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The keys as `verify promote` writes them, in the update it runs itself (the same id in its env)."""
+    monkeypatch.setenv(PROMOTION_RUN_ENV, RUN_ID)
+    return {"traffic": {**traffic, "promotionRun": RUN_ID}}
+
+
+def test_a_stepped_promotion_gives_the_candidate_its_share(monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards against promotion's config (one `pulumi up` per step) not reaching the traffic split."""
     capture = render(
-        "l4", cloud_run={"traffic": {"servingRevision": "gemma-l4-vllm-0a1b2c3d4e", "candidatePercent": 10}}
+        "l4",
+        cloud_run=promotions_own({"servingRevision": "gemma-l4-vllm-0a1b2c3d4e", "candidatePercent": 10}, monkeypatch),
     )
     inputs = service(capture)
 
@@ -86,13 +95,14 @@ def test_a_stepped_promotion_gives_the_candidate_its_share() -> None:
     assert clean(capture.outputs)["candidatePercent"] == 10
 
 
-def test_promotion_config_wins_over_the_stack_state() -> None:
+def test_promotion_config_wins_over_the_stack_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards against a promotion's `pulumi up` silently keeping the old revision (the state's) serving."""
     capture = render(
         "l4",
-        cloud_run={
-            "traffic": {"servingRevision": "gemma-l4-vllm-3f2a9c1b7e", "previousRevision": "gemma-l4-vllm-0a1b2c3d4e"}
-        },
+        cloud_run=promotions_own(
+            {"servingRevision": "gemma-l4-vllm-3f2a9c1b7e", "previousRevision": "gemma-l4-vllm-0a1b2c3d4e"},
+            monkeypatch,
+        ),
         state={"servingRevision": "gemma-l4-vllm-0a1b2c3d4e"},
     )
     outputs = clean(capture.outputs)
@@ -104,6 +114,40 @@ def test_promotion_config_wins_over_the_stack_state() -> None:
     }
     assert outputs["servingRevision"] == "gemma-l4-vllm-3f2a9c1b7e"
     assert outputs["previousRevision"] == "gemma-l4-vllm-0a1b2c3d4e"
+
+
+LEFTOVER = {"servingRevision": "gemma-l4-vllm-3f2a9c1b7e", "candidatePercent": 10, "promotionRun": RUN_ID}
+
+
+@pytest.mark.parametrize(
+    ("traffic", "environment"),
+    [
+        pytest.param(LEFTOVER, None, id="keys of a killed promotion, plain pulumi up"),
+        pytest.param({**LEFTOVER, "promotionRun": None}, None, id="keys without an id (an older promotion)"),
+        pytest.param(LEFTOVER, "f" * 32, id="another promotion's id"),
+    ],
+)
+def test_traffic_keys_left_by_a_killed_promotion_are_inert_for_a_plain_pulumi_up(
+    traffic: dict[str, Any], environment: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A promotion killed during its traffic update (SIGKILL, a cancelled CI job, the MCP runner's kill) leaves
+    cloudRun.traffic keys in the stack file; the next plain `pulumi up` gave the candidate of whatever template
+    it deployed that share of the users, ungated. The keys are ignored now (with a warning naming them), and
+    traffic stays as the stack's state says."""
+    if environment is None:
+        monkeypatch.delenv(PROMOTION_RUN_ENV, raising=False)
+    else:
+        monkeypatch.setenv(PROMOTION_RUN_ENV, environment)
+    cleaned = {key: value for key, value in traffic.items() if value is not None}
+    capture = render("l4", cloud_run={"traffic": cleaned}, state={"servingRevision": "gemma-l4-vllm-0a1b2c3d4e"})
+    inputs = service(capture)
+
+    assert inputs["traffics"] == [
+        {"type": BY_REVISION, "revision": "gemma-l4-vllm-0a1b2c3d4e", "percent": 100},
+        {"type": BY_REVISION, "revision": COMPUTED, "percent": 0, "tag": "candidate"},
+    ]
+    assert clean(capture.outputs)["candidatePercent"] == 0
+    assert any("left by an interrupted `verify promote`" in message for _severity, message in capture.logs)
 
 
 def test_direct_rollout_is_one_line_away() -> None:

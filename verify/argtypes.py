@@ -1,4 +1,4 @@
-"""argparse types for the numbers verify's flags take, each message naming the flag.
+"""argparse types for the numbers (and variable names) verify's flags take, each message naming the flag.
 
 Why one module: every subcommand (health, bench, compare, the benchmarks' scripts) takes seconds,
 counts and lists, and a value argparse accepts is a value the run relies on. ``float()`` alone
@@ -9,7 +9,37 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
+
+from policy.credentials import credential_kind
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def env_var_name(flag: str) -> Callable[[str], str]:
+    """The NAME of an environment variable; a value that is not one is refused without being echoed.
+
+    Why never echoed: the common mistake is pasting the key itself (`--api-key-env sk-...`), and the message
+    lands in a terminal's scrollback or a CI log. A name that is credential-shaped (`hf_...`, `AKIA...`) is a
+    pasted key too.
+    """
+
+    def parse(value: str) -> str:
+        if credential_kind(value) is not None:
+            raise argparse.ArgumentTypeError(
+                f"{flag} takes the NAME of the environment variable holding the key (e.g. VLLM_API_KEY), but the "
+                "value given looks like a credential itself; it is not shown here. Put the key in a variable "
+                f"(`read -rs VLLM_API_KEY && export VLLM_API_KEY`) and pass {flag} VLLM_API_KEY"
+            )
+        if not _ENV_NAME.fullmatch(value):
+            raise argparse.ArgumentTypeError(
+                f"{flag} takes an environment variable's name (letters, digits and _, not starting with a digit), "
+                "e.g. VLLM_API_KEY; the value given is not one (not shown, in case it is the key itself)"
+            )
+        return value
+
+    return parse
 
 
 def positive_number(flag: str, unit: str = "") -> Callable[[str], float]:

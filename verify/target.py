@@ -22,7 +22,7 @@ import pydantic
 
 from preview.stack_file import StackFileError, project_root
 from verify import UsageError
-from verify.argtypes import positive_number
+from verify.argtypes import env_var_name, positive_number
 from verify.responses import body_excerpt
 from verify.streaming import SLOWEST_HEALTHY_TOKEN_S, default_deadline_s
 
@@ -141,6 +141,7 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     )
     auth.add_argument(
         "--api-key-env",
+        type=env_var_name("--api-key-env"),
         metavar="VAR",
         help=f"environment variable holding the vLLM --api-key (default with api-key auth: {DEFAULT_API_KEY_ENV})",
     )
@@ -281,6 +282,12 @@ def output_problems(exc: pydantic.ValidationError) -> str:
 def normalise_base_url(url: str, *, flag: str) -> str:
     """An http(s) URL without a trailing slash, so paths like ``/v1/models`` join cleanly."""
     parts = urlsplit(url.strip())
+    if "@" in parts.netloc:
+        # Never echoed: the part before @ is a user name and password.
+        raise UsageError(
+            f"{flag} must not carry user:password@ (credentials in a URL end up in logs and process lists); "
+            "give the base URL and use --auth api-key with --api-key-env, or --auth google"
+        )
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise UsageError(f"{flag} must be an http:// or https:// URL with a host, got {url!r}")
     if parts.query or parts.fragment:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import types
 from collections.abc import Sequence
 
 import pytest
@@ -97,12 +99,16 @@ class RecordingRunner:
     """Stands in for `python -m verify promote`: records the arguments, answers with a fixed exit code."""
 
     exit_code: int = 0
+    verdict: str | None = "promoted"
+    routed: dict[str, int] = dataclasses.field(default_factory=lambda: {"gemma-l4-vllm-3f2a9c1b7e": 100})
     calls: list[list[str]] = dataclasses.field(default_factory=list)
 
     async def __call__(self, module: str, args: Sequence[str], *, timeout_s: float) -> Completed:
         self.calls.append([module, *args])
-        stderr = "" if self.exit_code == 0 else "gate failed: p99_ttft_ms 2500 > 2000; traffic left as it was\n"
-        return Completed(exit_code=self.exit_code, stdout="", stderr=stderr)
+        stderr = "" if self.exit_code == 0 else "verify promote: FAILED: p99_ttft_ms 2500 > 2000\n"
+        document = {"stack": "l4", "exit_code": self.exit_code, "verdict": self.verdict, "routed": self.routed}
+        stdout = "health table\n" + (json.dumps(document) + "\n" if self.verdict else "")
+        return Completed(exit_code=self.exit_code, stdout=stdout, stderr=stderr)
 
 
 async def test_promote_runs_the_gated_rollout_only_when_confirmed() -> None:
@@ -115,20 +121,96 @@ async def test_promote_runs_the_gated_rollout_only_when_confirmed() -> None:
             "promote", {"stack": "l4", "confirm": "l4", "steps": [10, 50, 100], "slo": ["p99_ttft_ms=2000"]}
         )
     assert refused.is_error
-    assert runner.calls == [["verify", "promote", "--stack", "l4", "--steps", "10,50,100", "--slo", "p99_ttft_ms=2000"]]
+    assert runner.calls == [
+        [
+            "verify",
+            "promote",
+            "--stack",
+            "l4",
+            "--json",
+            "--policy-pack",
+            str(ROOT / "policy"),
+            "--steps",
+            "10,50,100",
+            "--slo",
+            "p99_ttft_ms=2000",
+        ]
+    ]
     assert done.structured_content["passed"] is True
-    assert text_of(done).startswith("promoted: stack l4")
+    assert text_of(done).startswith("promoted; Cloud Run routes gemma-l4-vllm-3f2a9c1b7e 100%: stack l4")
 
 
 async def test_a_failed_gate_is_reported_as_not_promoted() -> None:
     """When a gate fails, the agent must read that traffic stayed where it was, and why."""
-    runner = RecordingRunner(exit_code=1)
+    runner = RecordingRunner(exit_code=1, verdict="untouched", routed={"gemma-l4-vllm-0a1b2c3d4e": 100})
     ctx = dataclasses.replace(make_context(allow_changes=True), run_module=runner)
     async with connect(ctx) as client:
         result = await client.call_tool("promote", {"stack": "l4", "confirm": "l4"})
         steps = await client.call_tool("promote", {"stack": "l4", "confirm": "l4", "steps": [10, 50]})
     assert result.structured_content["passed"] is False
-    assert "not promoted (exit 1); traffic left as it was" in text_of(result)
+    assert "not promoted; traffic untouched; Cloud Run routes gemma-l4-vllm-0a1b2c3d4e 100%" in text_of(result)
     assert "p99_ttft_ms 2500 > 2000" in text_of(result)
     assert "steps: [10, 50] must be percentages in 1..100 ending with 100" in text_of(steps)
     assert len(runner.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("verdict", "routed", "expected"),
+    [
+        (
+            "handed-back",
+            {"gemma-l4-vllm-0a1b2c3d4e": 100},
+            "a later step failed and the traffic was handed back; Cloud Run routes gemma-l4-vllm-0a1b2c3d4e 100%",
+        ),
+        (
+            "not-handed-back",
+            {"gemma-l4-vllm-0a1b2c3d4e": 90, "gemma-l4-vllm-3f2a9c1b7e": 10},
+            (
+                "the traffic was NOT handed back: the candidate may still serve users; Cloud Run routes "
+                "gemma-l4-vllm-0a1b2c3d4e 90%, gemma-l4-vllm-3f2a9c1b7e 10%"
+            ),
+        ),
+        (None, {}, "outcome unknown (exit 1, no verdict printed): traffic may have moved"),
+    ],
+)
+async def test_the_promote_verdict_is_the_promotions_own_not_the_exit_codes(
+    verdict: str | None, routed: dict[str, int], expected: str
+) -> None:
+    """The tool answered "traffic left as it was" for any non-zero exit, including when the step back had
+    failed and the candidate still served 10%."""
+    runner = RecordingRunner(exit_code=1, verdict=verdict, routed=routed)
+    ctx = dataclasses.replace(make_context(allow_changes=True), run_module=runner)
+    async with connect(ctx) as client:
+        result = await client.call_tool("promote", {"stack": "l4", "confirm": "l4", "steps": [10, 50, 100]})
+    assert expected in text_of(result)
+    assert "left as it was" not in text_of(result)
+    assert result.structured_content["passed"] is False
+
+
+async def test_promote_without_the_policy_pack_only_when_the_server_says_so() -> None:
+    """--no-policy-pack is the only way the server's traffic updates skip the guardrails."""
+    runner = RecordingRunner()
+    ctx = dataclasses.replace(make_context(allow_changes=True), run_module=runner, policy_pack=False)
+    async with connect(ctx) as client:
+        await client.call_tool("promote", {"stack": "l4", "confirm": "l4"})
+    assert "--policy-pack" not in runner.calls[0]
+
+
+def test_every_pulumi_up_the_server_runs_carries_the_policy_pack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's deploy and weight-import `pulumi up` ran without the policy pack, unlike the workflow."""
+    from pulumi import automation
+
+    from gemma_mcp.pulumi_gateway import AutomationGateway
+
+    seen: dict[str, object] = {}
+
+    class Stack:
+        def up(self, **kwargs: object) -> object:
+            seen.update(kwargs)
+            return types.SimpleNamespace(
+                summary=types.SimpleNamespace(result="succeeded", resource_changes={}), outputs={}
+            )
+
+    monkeypatch.setattr(automation, "select_stack", lambda **_kwargs: Stack())
+    AutomationGateway(ROOT, policy_packs=(str(ROOT / "policy"),)).up("l4")
+    assert seen["policy_packs"] == [str(ROOT / "policy")]

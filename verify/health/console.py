@@ -1,7 +1,8 @@
 """Drawing a health report: a rich table for people, one JSON document for machines, progress on stderr.
 
 Rendering only reads the result models; it decides nothing. Server text (bodies, generated output)
-is always passed as ``rich.text.Text`` so brackets in it are never taken for console markup.
+is always passed as ``rich.text.Text`` so brackets in it are never taken for console markup, with its
+control characters escaped (verify.redact) so an endpoint cannot clear or rewrite the terminal.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from verify.health.report import CheckStatus, HealthReport, Waiting
+from verify.redact import escape_controls
 
 _STYLES: dict[CheckStatus, tuple[str, str]] = {
     CheckStatus.PASS: ("PASS", "bold green"),
@@ -37,7 +39,7 @@ def print_health(report: HealthReport, console: Console | None = None) -> None:
         model += " (discovered)"
     out.print(Text.assemble(("verify health ", "bold"), target.base_url, f" ({target.source})"))
     version = f", vLLM {report.vllm_version}" if report.vllm_version else ""
-    out.print(Text(f"model {model}, auth {target.auth}{version}"))
+    out.print(Text(escape_controls(f"model {model}, auth {target.auth}{version}")))
     table = Table(show_header=True, header_style="bold", expand=False)
     table.add_column("check")
     table.add_column("result")
@@ -46,7 +48,7 @@ def print_health(report: HealthReport, console: Console | None = None) -> None:
     for check in report.checks:
         label, style = _STYLES[check.status]
         took = "" if check.status is CheckStatus.SKIPPED else f"{check.duration_s:.2f} s"
-        table.add_row(check.name.value, Text(label, style=style), took, Text(check.summary))
+        table.add_row(check.name.value, Text(label, style=style), took, Text(escape_controls(check.summary)))
     out.print(table)
     for check in report.checks:
         if check.status in {CheckStatus.PASS, CheckStatus.SKIPPED}:
@@ -54,7 +56,7 @@ def print_health(report: HealthReport, console: Console | None = None) -> None:
         out.print(Text(f"{check.name.value}: {_STYLES[check.status][0]}", style="bold red"))
         for label, value in (("expected", check.expected), ("got", check.got), ("likely cause", check.cause)):
             if value:
-                out.print(Text.assemble(f"  {label}: ", (value, "")))
+                out.print(Text.assemble(f"  {label}: ", (escape_controls(value), "")))
     out.print(_verdict(report))
 
 

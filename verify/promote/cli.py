@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,6 +86,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=[],
         metavar="DIR",
         help="policy pack every traffic update runs with, like the deploy workflow's (repeatable)",
+    )
+    rollout.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document at the end: the verdict (promoted, untouched, handed-back, "
+        "not-handed-back, ...) and what Cloud Run routes, as last read",
     )
     rollout.add_argument(
         "--cloud-run-api",
@@ -185,7 +192,10 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
             steps=args.steps,
             wait_s=args.wait,
         )
-        return promotion.rollback() if args.rollback else promotion.promote()
+        code = promotion.rollback() if args.rollback else promotion.promote()
+    if args.json:
+        print(json.dumps({"stack": stack, "exit_code": code, **promotion.outcome.as_json()}), flush=True)
+    return code
 
 
 def _slo(value: str) -> str:

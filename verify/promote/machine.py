@@ -7,10 +7,12 @@ partial step sends the candidate's share back to the serving revision before exi
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from serving.naming import CANDIDATE_TAG
+from verify import UsageError
 from verify.promote.cloud_run import ServiceState
 from verify.promote.gates import Gates
 from verify.promote.outputs import RolloutOutputs
@@ -18,6 +20,30 @@ from verify.promote.shifter import ShiftFailedError, TrafficChange, TrafficShift
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+
+
+class Verdict(enum.StrEnum):
+    """How a promotion ended, for people and for the MCP tool (which must not guess it from the exit code)."""
+
+    PROMOTED = "promoted"  # the candidate serves 100%
+    VERIFIED = "verified"  # first rollout: the candidate passed and already serves everything
+    UNTOUCHED = "untouched"  # refused before any traffic moved
+    HANDED_BACK = "handed-back"  # a later step failed; the serving revision has 100% again (checked)
+    NOT_HANDED_BACK = "not-handed-back"  # a step failed and handing back failed or could not be checked
+    ROLLED_BACK = "rolled-back"
+    ROLLBACK_FAILED = "rollback-failed"
+
+
+@dataclass
+class Outcome:
+    """The verdict and what Cloud Run routed when last read (None: could not be read)."""
+
+    verdict: Verdict | None = None
+    routed: dict[str, int] | None = None
+    detail: str = ""
+
+    def as_json(self) -> dict[str, object]:
+        return {"verdict": self.verdict.value if self.verdict else None, "routed": self.routed, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -35,12 +61,32 @@ class Promotion:
     wait_s: float = 1800.0
     # Between steps the candidate already serves users: it answers now or it fails.
     step_wait_s: float = 60.0
+    outcome: Outcome = field(default_factory=Outcome)
+
+    def _end(self, verdict: Verdict, code: int, detail: str = "") -> int:
+        self.outcome.verdict = verdict
+        self.outcome.detail = detail
+        return code
+
+    def _read(self) -> ServiceState:
+        service = self.read_service()
+        self.outcome.routed = service.routed_percent()
+        return service
+
+    def _routed_now(self) -> dict[str, int] | None:
+        """What Cloud Run routes now, or None (said) when the Admin API cannot be read."""
+        try:
+            return self._read().routed_percent()
+        except UsageError as exc:
+            self.outcome.routed = None
+            self.say(f"could not read what Cloud Run routes now: {exc}")
+            return None
 
     def promote(self) -> int:
         outputs = self.outputs
         candidate, serving = outputs.candidate_revision, outputs.serving_revision
         self.say(f"stack {self.stack}: serving {serving}, candidate {candidate} ({outputs.candidate_percent}%)")
-        service = self.read_service()
+        service = self._read()
         problem = candidate_problem(service, outputs) or traffic_drift(service, outputs)
         if problem:
             return self._refuse(problem)
@@ -53,7 +99,7 @@ class Promotion:
                 f"passed: {candidate} already serves all traffic (the stack's first rollout, or a template that did "
                 "not change), so there is no traffic to move"
             )
-            return EXIT_OK
+            return self._end(Verdict.VERIFIED, EXIT_OK)
         # A stepped promotion that was interrupted resumes above the share the candidate already has.
         for percent in [step for step in self.steps if step > outputs.candidate_percent]:
             code = self._step(percent, url)
@@ -63,7 +109,7 @@ class Promotion:
             f"promoted: {candidate} serves 100%; the previous revision {serving} stays deployed "
             f"(back to it: python -m verify promote --stack {self.stack} --rollback)"
         )
-        return EXIT_OK
+        return self._end(Verdict.PROMOTED, EXIT_OK)
 
     def _gate(self, url: str, candidate: str) -> str | None:
         """Health, then the metric gate, then the bench gate: why the candidate failed, or None."""
@@ -88,6 +134,7 @@ class Promotion:
             # An interrupted stepped promotion: the serving revision never stopped serving; take the share back.
             target, previous = outputs.serving_revision, outputs.previous_revision
         elif outputs.previous_revision is None:
+            self.outcome.verdict = Verdict.ROLLBACK_FAILED
             return self._refuse(
                 f"stack {self.stack} records no previous revision (nothing was promoted since the first rollout)"
             )
@@ -98,14 +145,14 @@ class Promotion:
         try:
             self.shifter.apply(change)
         except ShiftFailedError as exc:
-            self.say(f"FAILED: {exc}")
-            return EXIT_FAILED
-        mismatch = routed_mismatch(self.read_service(), {target: 100})
+            self.say(f"FAILED: {exc}; {_routes_text(self._routed_now())}")
+            return self._end(Verdict.ROLLBACK_FAILED, EXIT_FAILED, str(exc))
+        mismatch = routed_mismatch(self._read(), {target: 100})
         if mismatch:
             self.say(f"FAILED: after the rollback {mismatch}")
-            return EXIT_FAILED
+            return self._end(Verdict.ROLLBACK_FAILED, EXIT_FAILED, mismatch)
         self.say(f"rolled back: {target} serves 100%")
-        return EXIT_OK
+        return self._end(Verdict.ROLLED_BACK, EXIT_OK)
 
     def _step(self, percent: int, candidate_url: str) -> int:
         outputs = self.outputs
@@ -117,12 +164,18 @@ class Promotion:
             change = TrafficChange(candidate, 0, serving, reason=f"promote {candidate}")
             expected = {candidate: 100}
         self.say(f"traffic: {change.describe(candidate)}")
+        before = dict(self.outcome.routed or {})
         try:
             self.shifter.apply(change)
         except ShiftFailedError as exc:
-            self.say(f"FAILED: {exc}; the stack's state (pulumi stack output) says what serves now")
-            return EXIT_FAILED
-        mismatch = routed_mismatch(self.read_service(), expected)
+            # A failed update may still have moved traffic, and an earlier step surely did: look, then hand back.
+            routed = self._routed_now()
+            untouched = {outputs.serving_revision: 100 - outputs.candidate_percent}
+            if routed is not None and routed == before and before == _positive(untouched, candidate, outputs):
+                self.say(f"FAILED: {exc}")
+                return self._refuse(f"the update that was to move traffic failed ({_routes_text(routed)})")
+            return self._step_back(f"the update to {percent}% failed ({exc})")
+        mismatch = routed_mismatch(self._read(), expected)
         if mismatch:
             return self._step_back(f"after moving traffic {mismatch}")
         if percent < 100:
@@ -133,19 +186,34 @@ class Promotion:
         return EXIT_OK
 
     def _step_back(self, why: str) -> int:
+        """Hand the candidate's share back to the serving revision, check it, and say exactly what serves."""
         serving = self.outputs.serving_revision
         self.say(f"FAILED: {why}; sending all traffic back to {serving}")
         try:
             self.shifter.apply(TrafficChange(serving, 0, self.outputs.previous_revision, f"{why}: back to {serving}"))
         except ShiftFailedError as exc:
+            routed = self._routed_now()
             self.say(
-                f"FAILED to move traffic back: {exc}; run python -m verify promote --stack {self.stack} --rollback"
+                f"FAILED to move traffic back: {exc}; {_routes_text(routed)}; run python -m verify promote "
+                f"--stack {self.stack} --rollback"
             )
-        return EXIT_FAILED
+            return self._end(Verdict.NOT_HANDED_BACK, EXIT_FAILED, why)
+        routed = self._routed_now()
+        if routed != {serving: 100}:
+            self.say(
+                f"FAILED to confirm the hand-back: {_routes_text(routed)}; run python -m verify promote "
+                f"--stack {self.stack} --rollback"
+            )
+            return self._end(Verdict.NOT_HANDED_BACK, EXIT_FAILED, why)
+        self.say(f"traffic handed back: {serving} serves 100%")
+        return self._end(Verdict.HANDED_BACK, EXIT_FAILED, why)
 
     def _refuse(self, why: str) -> int:
         self.say(f"FAILED: {why}")
         self.say(f"traffic untouched: {self.outputs.serving_revision} keeps serving as before")
+        if self.outcome.verdict is None:
+            self.outcome.verdict = Verdict.UNTOUCHED
+        self.outcome.detail = why
         return EXIT_FAILED
 
 
@@ -206,6 +274,18 @@ def _gate_verdict(code: int) -> str:
     if code == 2:
         return "exit 2: unreachable, not ready within --wait, or the credential was refused"
     return f"exit {code}"
+
+
+def _positive(split: dict[str, int], candidate: str, outputs: RolloutOutputs) -> dict[str, int]:
+    """The split as Cloud Run reports it: revisions with a share only (the candidate's own share included)."""
+    full = {**split, candidate: outputs.candidate_percent} if outputs.candidate_percent else split
+    return {revision: share for revision, share in full.items() if share > 0}
+
+
+def _routes_text(routed: dict[str, int] | None) -> str:
+    if routed is None:
+        return "what Cloud Run routes now could not be read (python -m verify status shows it)"
+    return f"Cloud Run routes {_split(routed)} now"
 
 
 def _split(split: dict[str, int]) -> str:

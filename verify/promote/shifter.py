@@ -15,6 +15,8 @@ Cloud Run API without the Pulumi CLI.
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +30,10 @@ CONFIG_NAMESPACE = "gemma-serving"
 SERVING_REVISION_KEY = f"{CONFIG_NAMESPACE}:cloudRun.traffic.servingRevision"
 PREVIOUS_REVISION_KEY = f"{CONFIG_NAMESPACE}:cloudRun.traffic.previousRevision"
 CANDIDATE_PERCENT_KEY = f"{CONFIG_NAMESPACE}:cloudRun.traffic.candidatePercent"
+# The id only promotion's own `pulumi up` carries (in PROMOTION_RUN_ENV too): keys a killed promotion leaves
+# behind are inert for any other update (deploy/rollout_state.py, obeyed_traffic).
+PROMOTION_RUN_KEY = f"{CONFIG_NAMESPACE}:cloudRun.traffic.promotionRun"
+PROMOTION_RUN_ENV = "GEMMA_PROMOTION_RUN"
 
 
 @dataclass(frozen=True)
@@ -77,8 +83,13 @@ class PulumiAutomationShifter:
     def apply(self, change: TrafficChange) -> None:
         from pulumi import automation as auto  # noqa: PLC0415 - the CLI is needed only when traffic moves
 
+        run_id = secrets.token_hex(16)
         try:
-            stack = auto.select_stack(stack_name=self._stack_name, work_dir=str(self._work_dir))
+            stack = auto.select_stack(
+                stack_name=self._stack_name,
+                work_dir=str(self._work_dir),
+                opts=auto.LocalWorkspaceOptions(env_vars={PROMOTION_RUN_ENV: run_id}),
+            )
         except (auto.CommandError, FileNotFoundError) as exc:
             raise UsageError(
                 f"cannot select stack {self._stack_name!r} with the Pulumi CLI ({exc}); promotion moves traffic "
@@ -87,12 +98,14 @@ class PulumiAutomationShifter:
         config = {
             SERVING_REVISION_KEY: auto.ConfigValue(change.serving_revision),
             CANDIDATE_PERCENT_KEY: auto.ConfigValue(str(change.candidate_percent)),
+            PROMOTION_RUN_KEY: auto.ConfigValue(run_id),
         }
         if change.previous_revision is not None:
             config[PREVIOUS_REVISION_KEY] = auto.ConfigValue(change.previous_revision)
-        stack.set_all_config(config, path=True)
         keys = list(config)
         try:
+            # Killed anywhere from here on (SIGKILL, a cancelled job), the keys stay behind but stay inert.
+            stack.set_all_config(config, path=True)
             stack.up(
                 message=f"verify promote: {change.reason}",
                 on_output=self._on_output,
@@ -101,8 +114,9 @@ class PulumiAutomationShifter:
         except auto.CommandError as exc:
             raise ShiftFailedError(f"`pulumi up` failed: {exc}") from None
         finally:
-            # The update's outputs carry the split forward; a value left in the stack file would pin it.
-            stack.remove_all_config(keys, path=True)
+            # The update's outputs carry the split forward; the keys are removed whatever happened.
+            with contextlib.suppress(auto.CommandError):
+                stack.remove_all_config(keys, path=True)
 
 
 def _print_to_stderr(line: str) -> None:

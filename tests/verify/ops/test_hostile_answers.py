@@ -175,7 +175,8 @@ def test_a_trickling_answer_is_given_up_at_the_calls_deadline(trickle: str) -> N
         pytest.raises(CannotCheckError, match=r"did not finish answering within 0\.5 s"),
     ):
         apis.get("run", "projects/x/locations/y/services")
-    assert time.monotonic() - started < 0.5 + 0.3 + 0.5
+    # The whole answer would take 100000 x 50 ms (83 min); the bound is loose for a loaded 2-core machine.
+    assert time.monotonic() - started < 10
 
 
 def test_status_with_a_trickling_api_exits_2_within_the_deadline(trickle: str) -> None:

@@ -117,12 +117,14 @@ class FakeShifter:
     candidate: str
     candidate_uri: str
     fail: bool = False
+    # Fails only the changes this says (a later step, the step back), after applying them when `partly`.
+    fail_when: Callable[[TrafficChange], bool] | None = None
     after_apply: Callable[[TrafficChange], None] | None = None
     changes: list[TrafficChange] = field(default_factory=list)
 
     def apply(self, change: TrafficChange) -> None:
         self.changes.append(change)
-        if self.fail:
+        if self.fail or (self.fail_when is not None and self.fail_when(change)):
             raise ShiftFailedError("`pulumi up` failed: policy violation (fake)")
         split = {change.serving_revision: 100 - change.candidate_percent}
         if change.serving_revision != self.candidate:

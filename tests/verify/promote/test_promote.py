@@ -445,3 +445,52 @@ def test_promote_without_the_pulumi_cli_does_not_suggest_url() -> None:
         run_promote_command(args, Seams(run_pulumi=no_cli))
     assert "--url" not in str(refused.value).replace("it has no --url form", "")
     assert "install it (https://www.pulumi.com/docs/install/)" in str(refused.value)
+
+
+def test_a_later_step_whose_update_fails_hands_the_share_back(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """10% then a failing 50% step: the candidate kept its 10%, against the module's own promise. The share is
+    handed back, checked against what Cloud Run routes, and the JSON verdict says so."""
+    world.shifter.fail_when = lambda change: change.candidate_percent == 50
+
+    code = world.promote("--steps", "10,50,100", "--json")
+
+    assert code == 1
+    assert [(c.serving_revision, c.candidate_percent) for c in world.shifter.changes] == [
+        (SERVING, 10),
+        (SERVING, 50),
+        (SERVING, 0),
+    ]
+    assert world.routed() == {SERVING: 100}
+    outcome = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert outcome["verdict"] == "handed-back"
+    assert outcome["routed"] == {SERVING: 100}
+    assert any(f"traffic handed back: {SERVING} serves 100%" in line for line in world.lines)
+
+
+def test_a_failed_hand_back_says_exactly_what_serves(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """When the step back fails too, the candidate still serves 10%: the verdict must say so, with the split,
+    never "traffic left as it was"."""
+    world.shifter.fail_when = lambda change: change.candidate_percent in {0, 50}
+
+    code = world.promote("--steps", "10,50,100", "--json")
+
+    assert code == 1
+    assert world.routed() == {SERVING: 90, CANDIDATE: 10}
+    outcome = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert outcome["verdict"] == "not-handed-back"
+    assert outcome["routed"] == {SERVING: 90, CANDIDATE: 10}
+    assert any(f"Cloud Run routes {SERVING} 90%, {CANDIDATE} 10% now" in line for line in world.lines), world.lines
+    assert any("--rollback" in line for line in world.lines)
+
+
+def test_a_refused_candidate_reports_untouched_traffic_as_json(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JSON verdict of a gate failure is "untouched", with the split as read before anything moved."""
+    world.candidate.config.served_name = "some-other-model"
+
+    assert world.promote("--json") == 1
+
+    outcome = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert outcome["verdict"] == "untouched"
+    assert outcome["routed"] == {SERVING: 100}

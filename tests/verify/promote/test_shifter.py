@@ -16,6 +16,8 @@ from pulumi import automation as auto
 from verify.promote.shifter import (
     CANDIDATE_PERCENT_KEY,
     PREVIOUS_REVISION_KEY,
+    PROMOTION_RUN_ENV,
+    PROMOTION_RUN_KEY,
     SERVING_REVISION_KEY,
     PulumiAutomationShifter,
     ShiftFailedError,
@@ -28,6 +30,7 @@ class FakeStack:
         self.fail = fail
         self.config: dict[str, str] = {}
         self.calls: list[tuple[str, Any]] = []
+        self.env: dict[str, str] = {}
 
     def set_all_config(self, config: dict[str, auto.ConfigValue], *, path: bool = False) -> None:
         assert path, "the keys are paths inside gemma-serving:cloudRun"
@@ -35,7 +38,7 @@ class FakeStack:
         self.calls.append(("set", dict(self.config)))
 
     def up(self, **kwargs: Any) -> None:
-        self.calls.append(("up", {"config": dict(self.config), **kwargs}))
+        self.calls.append(("up", {"config": dict(self.config), "env": dict(self.env), **kwargs}))
         if self.fail:
             raise auto.CommandError(auto.CommandResult(stdout="", stderr="policy violation", code=255))
 
@@ -47,9 +50,10 @@ class FakeStack:
 
 
 def shifter_with(stack: FakeStack, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> PulumiAutomationShifter:
-    def select_stack(*, stack_name: str, work_dir: str) -> FakeStack:
+    def select_stack(*, stack_name: str, work_dir: str, opts: auto.LocalWorkspaceOptions) -> FakeStack:
         assert stack_name == "org/l4"
         assert work_dir == str(tmp_path)
+        stack.env = dict(opts.env_vars or {})
         return stack
 
     monkeypatch.setattr(auto, "select_stack", select_stack)
@@ -67,11 +71,14 @@ def test_the_split_reaches_the_update_as_config_and_is_removed_after(
 
     kind, up = stack.calls[1]
     assert kind == "up"
+    run_id = up["config"].pop(PROMOTION_RUN_KEY)
     assert up["config"] == {
         SERVING_REVISION_KEY: "gemma-l4-vllm-3f2a9c1b7e",
         CANDIDATE_PERCENT_KEY: "0",
         PREVIOUS_REVISION_KEY: "gemma-l4-vllm-0a1b2c3d4e",
     }
+    # Only this update carries the id the keys were written with: the program obeys them here and nowhere else.
+    assert up["env"] == {PROMOTION_RUN_ENV: run_id}
     assert up["policy_packs"] == ["policy"]
     assert "verify promote: promote" in up["message"]
     assert stack.config == {}
@@ -86,4 +93,24 @@ def test_a_failed_update_is_reported_and_still_cleans_up(monkeypatch: pytest.Mon
         shifter.apply(TrafficChange("gemma-l4-vllm-0a1b2c3d4e", 10, None, reason="10%"))
 
     assert stack.config == {}
-    assert ("remove", [SERVING_REVISION_KEY, CANDIDATE_PERCENT_KEY]) in stack.calls
+    assert ("remove", [SERVING_REVISION_KEY, CANDIDATE_PERCENT_KEY, PROMOTION_RUN_KEY]) in stack.calls
+
+
+def test_each_update_gets_a_fresh_promotion_id(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Guards against an id that a later run could reuse: keys left by one killed run never match another's."""
+    stack = FakeStack()
+    shifter = shifter_with(stack, monkeypatch, tmp_path)
+    shifter.apply(TrafficChange("gemma-l4-vllm-0a1b2c3d4e", 10, None, reason="10%"))
+    shifter.apply(TrafficChange("gemma-l4-vllm-0a1b2c3d4e", 50, None, reason="50%"))
+    ids = [call["env"][PROMOTION_RUN_ENV] for kind, call in stack.calls if kind == "up"]
+    assert len(set(ids)) == 2
+
+
+def test_the_shifter_and_the_program_agree_on_the_marker() -> None:
+    """Guards against promotion writing an id the program never reads (every step would be inert)."""
+    from deploy.rollout_state import PROMOTION_RUN_ENV as PROGRAM_ENV
+    from stacks.cloud_run import TrafficSettings
+
+    assert PROMOTION_RUN_ENV == PROGRAM_ENV
+    field = PROMOTION_RUN_KEY.rsplit(".", 1)[-1]
+    assert TrafficSettings.model_validate({field: "0123456789abcdef"}).promotion_run == "0123456789abcdef"
