@@ -18,6 +18,13 @@ from typing import Any, Literal
 import pulumi
 import pulumi_gcp as gcp
 
+from components.monitoring.sidecar import (
+    MetricsSidecar,
+    sidecar_containers,
+    sidecar_problems,
+    sidecar_volumes,
+    vllm_limits,
+)
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
@@ -157,6 +164,8 @@ class VllmGpuServiceArgs:
     rollout: Rollout = field(default_factory=GatedRollout)
     # The Cloud Run service's name (revision names derive from it); default: the component's name.
     service_name: str | None = None
+    # The Managed Prometheus sidecar scraping vLLM's /metrics (components/monitoring/sidecar.py); None: none.
+    metrics_sidecar: MetricsSidecar | None = None
 
     def __post_init__(self) -> None:
         problems = [
@@ -195,6 +204,7 @@ class VllmGpuServiceArgs:
             *self.startup_probe.problems(f"{_ARGS}.startup_probe"),
             *self.liveness_probe.problems(f"{_ARGS}.liveness_probe"),
             *self._scale_and_access_problems(),
+            *sidecar_problems(self.cpu, self.memory_gib, self.metrics_sidecar, f"{_ARGS}.metrics_sidecar"),
         ]
         if not self.serve_args or not self.serve_args[0].startswith(self.mount.mount_path + "/"):
             problems.append(
@@ -365,7 +375,8 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                     read_only=True,
                     mount_options=list(args.mount.options),
                 ),
-            )
+            ),
+            *sidecar_volumes(args.metrics_sidecar),
         ],
         containers=[
             gcp.cloudrunv2.ServiceTemplateContainerArgs(
@@ -378,11 +389,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 ],
                 ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=port, name="http1"),
                 resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
-                    limits={
-                        "cpu": str(args.cpu),
-                        "memory": f"{args.memory_gib}Gi",
-                        "nvidia.com/gpu": "1",
-                    },
+                    limits=vllm_limits(args.cpu, args.memory_gib, args.metrics_sidecar),
                     cpu_idle=False,
                     startup_cpu_boost=True,
                 ),
@@ -405,7 +412,8 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                         name=MODEL_VOLUME, mount_path=args.mount.mount_path
                     )
                 ],
-            )
+            ),
+            *sidecar_containers(args.metrics_sidecar, serving_container=GPU_SERVING_CONTAINER),
         ],
     )
 

@@ -37,6 +37,7 @@ from stacks.gke import GkeSettings
 from stacks.gke_rules import gke_stack_problems
 from stacks.image_family import CUDA_BUILD, TPU_BUILD, ImageBuild, image_family_problem
 from stacks.images import PinnedImage
+from stacks.monitoring import MonitoringSettings
 from stacks.placement_cost import worst_case_shape
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
@@ -116,6 +117,8 @@ class _StackSettings(SettingsModel):
     # How to plan capacity when model.path is not a built-in profile (stacks/capacity.py).
     capacity: CapacitySettings = CapacitySettings()
     labels: dict[str, str] = Field(default_factory=dict)
+    # Metrics collection, the dashboard, the alerts and an optional budget (stacks/monitoring.py).
+    monitoring: MonitoringSettings = MonitoringSettings()
 
     @model_validator(mode="before")
     @classmethod
@@ -293,7 +296,7 @@ class CloudRunStack(_StackSettings):
 
     @property
     def apis(self) -> tuple[str, ...]:
-        return BASE_APIS
+        return tuple(sorted({*BASE_APIS, *self.monitoring.apis}))
 
     @property
     def zone(self) -> str | None:
@@ -400,7 +403,7 @@ class TpuStack(_StackSettings):
 
     @property
     def apis(self) -> tuple[str, ...]:
-        return tuple(sorted({*BASE_APIS, *TPU_APIS}))
+        return tuple(sorted({*BASE_APIS, *TPU_APIS, *self.monitoring.apis}))
 
     @property
     def zone(self) -> str | None:
