@@ -18,6 +18,13 @@ from typing import Any, Literal
 import pulumi
 import pulumi_gcp as gcp
 
+from components.monitoring.sidecar import (
+    MetricsSidecar,
+    sidecar_containers,
+    sidecar_problems,
+    sidecar_volumes,
+    vllm_limits,
+)
 from components.weight_access import StreamedWeights, model_volume_mounts, model_volumes, vpc_access
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
@@ -159,6 +166,8 @@ class VllmGpuServiceArgs:
     rollout: Rollout = field(default_factory=GatedRollout)
     # The Cloud Run service's name (revision names derive from it); default: the component's name.
     service_name: str | None = None
+    # The Managed Prometheus sidecar scraping vLLM's /metrics (components/monitoring/sidecar.py); None: none.
+    metrics_sidecar: MetricsSidecar | None = None
 
     def __post_init__(self) -> None:
         problems = [
@@ -197,6 +206,7 @@ class VllmGpuServiceArgs:
             *self.startup_probe.problems(f"{_ARGS}.startup_probe"),
             *self.liveness_probe.problems(f"{_ARGS}.liveness_probe"),
             *self._scale_and_access_problems(),
+            *sidecar_problems(self.cpu, self.memory_gib, self.metrics_sidecar, f"{_ARGS}.metrics_sidecar"),
         ]
         root = "gs://" if self.streamed is not None else self.mount.mount_path + "/"
         if not self.serve_args or not self.serve_args[0].startswith(root):
@@ -360,7 +370,11 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
         node_selector=gcp.cloudrunv2.ServiceTemplateNodeSelectorArgs(accelerator=args.gpu.node_selector),
         gpu_zonal_redundancy_disabled=args.gpu_zonal_redundancy_disabled,
         labels=dict(args.labels),
-        volumes=model_volumes(args.bucket_name, list(args.mount.options), args.streamed),
+        volumes=[
+            *(model_volumes(args.bucket_name, list(args.mount.options), args.streamed) or []),
+            *sidecar_volumes(args.metrics_sidecar),
+        ]
+        or None,
         vpc_access=vpc_access(args.streamed),
         containers=[
             gcp.cloudrunv2.ServiceTemplateContainerArgs(
@@ -373,11 +387,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 ],
                 ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=port, name="http1"),
                 resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
-                    limits={
-                        "cpu": str(args.cpu),
-                        "memory": f"{args.memory_gib}Gi",
-                        "nvidia.com/gpu": "1",
-                    },
+                    limits=vllm_limits(args.cpu, args.memory_gib, args.metrics_sidecar),
                     cpu_idle=False,
                     startup_cpu_boost=True,
                 ),
@@ -396,7 +406,8 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                     failure_threshold=args.liveness_probe.failure_threshold,
                 ),
                 volume_mounts=model_volume_mounts(args.mount.mount_path, args.streamed),
-            )
+            ),
+            *sidecar_containers(args.metrics_sidecar, serving_container=GPU_SERVING_CONTAINER),
         ],
     )
 

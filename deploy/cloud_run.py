@@ -16,10 +16,12 @@ from deploy.apis import google_cloud
 from deploy.bench_image import bench_image
 from deploy.context import StackContext
 from deploy.images import image_supply
+from deploy.monitoring import sidecar_supply, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.rollout_state import obeyed_traffic, rollout_for
 from deploy.weights import model_supply
 from serving.outputs import CloudRunOutputs
+from serving.watch import CloudRunWatch
 from stacks.cloud_run import CloudRunSettings
 from stacks.model_load import FuseLoad, StreamLoad
 from stacks.settings import CloudRunStack
@@ -48,6 +50,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
     images = image_supply(settings, context, cloud)
     weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)
     run = obeyed_traffic(settings.cloud_run)
+    metrics = sidecar_supply(settings, context, identity.member, cloud)
     service = VllmGpuService(
         names.serving,
         VllmGpuServiceArgs(
@@ -59,12 +62,14 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
             bucket_name=bucket.name,
             service_account_email=identity.email,
             labels=context.labels,
-            wait_for=weights.ready,
+            wait_for=[*weights.ready, *metrics.ready],
             rollout=rollout_for(run),
+            metrics_sidecar=metrics.sidecar,
             **_service_shape(run, settings),
         ),
         cloud,
     )
+    watch_stack(settings, context, CloudRunWatch(context.names.serving, run.min_instances), cloud)
     bench_job = _bench_job(settings, context, service, cloud, images.mirror) if settings.bench is not None else None
     return exported(
         CloudRunOutputs,

@@ -11,10 +11,12 @@ from components.tpu.request_body import FlexStart, Guaranteed, Placement, Provis
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
+from deploy.monitoring import node_collector, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.weights import model_supply
 from serving.naming import TypeToken
 from serving.outputs import TpuOutputs
+from serving.watch import TpuWatch
 from stacks.settings import TpuStack
 from stacks.tpu import ProvisioningModel, TpuProvisioning
 
@@ -83,12 +85,17 @@ def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
             hf_token_secret=tpu.hf_token_secret,
             labels=context.labels,
             identity=identity,
+            collector=node_collector(settings, node_name),
             # vLLM must never boot against an empty or unreadable bucket path, nor before it may pull
             # through the mirror.
             wait_for=[*weights.ready, bucket, *([images.mirror] if images.mirror is not None else [])],
         ),
         cloud,
     )
+    flex_run = (
+        tpu.provisioning.flex_start_run_seconds if tpu.provisioning.model is ProvisioningModel.FLEX_START else None
+    )
+    watch_stack(settings, context, TpuWatch(node_name, flex_run), cloud)
     return exported(
         TpuOutputs,
         **settings_outputs(settings),

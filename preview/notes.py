@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from preview.capture import Capture, CapturedResource
+from preview.monitoring_notes import monitoring_notes
 from preview.render import clean
 from preview.supply_plan import API, JOB, SERVICE
 from preview.supply_plan import RUN as RUN_ON_UP
@@ -38,7 +39,7 @@ def _gpu_notes(service: CapturedResource, capture: Capture) -> list[str]:
     name = gpu.display_name if gpu else selector
     zonal = "without" if template.get("gpuZonalRedundancyDisabled") else "with"
     instances = (template.get("scaling") or {}).get("maxInstanceCount", 1)
-    limits = ((template.get("containers") or [{}])[0].get("resources") or {}).get("limits") or {}
+    cpu, memory = _instance_size(template.get("containers") or [{}])
     gpu_quota = (
         f"quota: Cloud Run needs {instances} {name} GPU(s) {zonal} zonal redundancy in {region} (the Cloud Run "
         f"Admin API quota for {name} GPUs {zonal} zonal redundancy, per project per region; "
@@ -46,7 +47,7 @@ def _gpu_notes(service: CapturedResource, capture: Capture) -> list[str]:
         "request it in the console (IAM & Admin > Quotas) before `pulumi up`, or the revision never starts."
     )
     size_quota = (
-        f"quota: {instances} instance(s) x {limits.get('cpu')} CPU / {limits.get('memory')} also count against "
+        f"quota: {instances} instance(s) x {cpu} CPU / {memory} also count against "
         f"Cloud Run's CPU and memory quotas in {region} (defaults can be as low as 20 vCPU / 40 GiB)."
     )
     notes = [gpu_quota, size_quota]
@@ -68,6 +69,19 @@ def _gpu_notes(service: CapturedResource, capture: Capture) -> list[str]:
             "cloudRun.invokers (docs/ci.md, 'One-time set-up in Google Cloud'); never allUsers."
         )
     return notes
+
+
+def _instance_size(containers: list[dict[str, Any]]) -> tuple[str, str]:
+    """An instance's CPU and memory: the sum of its containers' limits (vLLM's and the metrics sidecar's)."""
+    cpu, mib = 0.0, 0
+    units = {"Mi": 1, "Gi": 1024}
+    for container in containers:
+        limits = (container.get("resources") or {}).get("limits") or {}
+        cpu += float(limits.get("cpu") or 0)
+        memory = str(limits.get("memory") or "0Mi")
+        mib += int(memory[:-2]) * units.get(memory[-2:], 0)
+    memory_text = f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+    return f"{cpu:g}", memory_text
 
 
 def _tpu_notes(resource: CapturedResource) -> list[str]:
@@ -198,6 +212,7 @@ def manual_steps(capture: Capture) -> list[str]:
     for pool in capture.of_type(NODE_POOL):
         if (_inputs(pool).get("autoscaling") or {}).get("totalMaxNodeCount") is not None:
             notes += _gke_notes(pool, capture)
+    notes += monitoring_notes(capture)
     buckets = capture.of_type(BUCKET)
     if any(not _inputs(bucket).get("forceDestroy") for bucket in buckets):
         notes.append(

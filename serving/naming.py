@@ -64,6 +64,11 @@ class StackNames:
         return f"{self.base}-vllm"
 
     @property
+    def sidecar_config_secret(self) -> str:
+        """The Secret Manager secret holding a Cloud Run service's metrics-sidecar config (RunMonitoring)."""
+        return f"{self.base}-run-gmp-config"
+
+    @property
     def import_job_prefix(self) -> str:
         """Every weight-import job's name starts with this (`<prefix>-<role>`, role target or drafter)."""
         return f"{self.base}-import"

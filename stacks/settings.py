@@ -47,6 +47,7 @@ from stacks.load_plan import (
     streamer_sizing,
 )
 from stacks.model_load import FuseLoad, ModelLoad, StreamLoad, load_block
+from stacks.monitoring import MonitoringSettings
 from stacks.placement_cost import worst_case_shape
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
@@ -144,6 +145,8 @@ class _StackSettings(SettingsModel):
     # How to plan capacity when model.path is not a built-in profile (stacks/capacity.py).
     capacity: CapacitySettings = CapacitySettings()
     labels: dict[str, str] = Field(default_factory=dict)
+    # Metrics collection, the dashboard, the alerts and an optional budget (stacks/monitoring.py).
+    monitoring: MonitoringSettings = MonitoringSettings()
 
     @model_validator(mode="before")
     @classmethod
@@ -328,7 +331,7 @@ class CloudRunStack(_StackSettings):
 
     @property
     def apis(self) -> tuple[str, ...]:
-        return BASE_APIS
+        return tuple(sorted({*BASE_APIS, *self.monitoring.apis}))
 
     @property
     def zone(self) -> str | None:
@@ -469,7 +472,7 @@ class TpuStack(_StackSettings):
 
     @property
     def apis(self) -> tuple[str, ...]:
-        return tuple(sorted({*BASE_APIS, *TPU_APIS}))
+        return tuple(sorted({*BASE_APIS, *TPU_APIS, *self.monitoring.apis}))
 
     @property
     def zone(self) -> str | None:

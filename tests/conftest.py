@@ -87,6 +87,15 @@ def render_stack(
     return _render(stack, overrides, stack_state)
 
 
+def render_stack_at(root: Path, stack: str) -> Capture:
+    """A stack file a test wrote elsewhere (its own Pulumi.yaml beside it), rendered as the preview renders it."""
+    _ensure_event_loop()
+    config = read_stack_config(root, stack)
+    return run_program(
+        ROOT / "__main__.py", project=config.project, stack=stack, config=config.values, secret_keys=config.secret_keys
+    )
+
+
 @functools.cache
 def _render_shipped_stack(stack: str) -> Capture:
     """Deterministic (no clock, no network, no state): some thirty tests read the same three plans."""

@@ -29,6 +29,8 @@ from typing import Literal, Self
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from serving.vllm_metrics import recorded_metrics
+
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
 # The prompt's token count, kept on the request between parsing it and streaming the usage chunk.
@@ -100,6 +102,10 @@ class FakeVllmConfig:
     metrics: MetricsValues = field(default_factory=MetricsValues)
     spec_decode: SpecDecodeValues | None = None
     metrics_body: str | None = None  # replaces the generated text entirely (malformed metrics)
+    # Also every other family the recorded vLLM 0.32 exports (serving/data/vllm-0.32-metrics.json), at zero, but
+    # those in drop_metrics (a release that renamed one): what `verify promote`'s metric gate reads.
+    recorded_metrics: bool = False
+    drop_metrics: frozenset[str] = frozenset()
     # Prompt tokens, for benchmarks: a toy tokenizer (one token per whitespace-separated word, plus
     # chat_template_tokens with the chat API) answers POST /tokenize and, with count_prompt_words,
     # usage.prompt_tokens (otherwise a fixed 13). tokenize_route=False: a server without /tokenize.
@@ -487,4 +493,27 @@ def metrics_text(config: FakeVllmConfig) -> str:
             f"vllm:time_to_first_token_seconds_sum{{{labels}}} 0.05",
         ]
     )
-    return "\n".join(lines) + "\n"
+    if config.recorded_metrics:
+        lines += _recorded_families(labels, {line.split()[2] for line in lines if line.startswith("# TYPE ")})
+    text = "\n".join(lines) + "\n"
+    for name in config.drop_metrics:
+        text = "\n".join(line for line in text.split("\n") if not line.startswith((name + "{", name + " "))) + "\n"
+    return text
+
+
+def _recorded_families(labels: str, written: set[str]) -> list[str]:
+    """Zero-valued samples of each recorded family not written yet (engine families with their labels)."""
+    lines: list[str] = []
+    for family in recorded_metrics().families.values():
+        if family.name.endswith("_created") or family.name in written or f"{family.name}_total" in written:
+            continue
+        own = labels if "engine" in family.labels else ""
+        if "finished_reason" in family.labels:
+            own += ',finished_reason="stop"'
+        if "status" in family.labels:
+            own = 'handler="/v1/chat/completions",method="POST",status="2xx"'
+        lines.append(f"# TYPE {family.name} {family.type}")
+        for sample in family.samples:
+            extra = f'{own},le="+Inf"' if sample.endswith("_bucket") else own
+            lines.append(f"{sample}{{{extra.strip(',')}}} 0.0")
+    return lines

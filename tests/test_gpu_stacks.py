@@ -15,6 +15,7 @@ from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.vllm_args import check_serve_args
 from stacks.loading import settings_from_config
 from stacks.settings import CloudRunStack
+from tests.cloud_run_instance import instance_size, vllm_container
 from tests.conftest import render_stack, stack_config
 
 GPU_STACKS = {"l4": Accelerator.NVIDIA_L4, "rtx6000": Accelerator.NVIDIA_RTX_PRO_6000}
@@ -32,9 +33,8 @@ def service_inputs(capture: Capture) -> dict[str, Any]:
 
 
 def container(capture: Capture) -> dict[str, Any]:
-    containers = service_inputs(capture)["template"]["containers"]
-    assert len(containers) == 1
-    return dict(containers[0])
+    """vLLM's container (the metrics sidecar is the other one)."""
+    return vllm_container(service_inputs(capture)["template"])
 
 
 def test_gpu_limit_and_node_selector(rendered: tuple[str, Capture]) -> None:
@@ -56,12 +56,13 @@ def test_instance_billing_and_startup_boost(rendered: tuple[str, Capture]) -> No
 
 
 def test_cpu_and_memory_meet_gpu_minimum(rendered: tuple[str, Capture]) -> None:
-    """Each shipped GPU stack asks for at least the GPU's minimum CPU and memory (Cloud Run rejects less)."""
+    """Each shipped GPU stack's instance (its containers together) has at least the GPU's minimum CPU and memory
+    (Cloud Run rejects less)."""
     stack, capture = rendered
     gpu = CLOUD_RUN_GPUS[GPU_STACKS[stack]]
-    limits = container(capture)["resources"]["limits"]
-    assert int(limits["cpu"]) >= gpu.min_cpu
-    assert int(limits["memory"].removesuffix("Gi")) >= gpu.min_memory_gib
+    cpu, memory_gib = instance_size(service_inputs(capture)["template"])
+    assert cpu >= gpu.min_cpu
+    assert memory_gib >= gpu.min_memory_gib
 
 
 def test_gcs_mount_with_uid_gid_read_only_gen2(rendered: tuple[str, Capture]) -> None:
@@ -69,7 +70,7 @@ def test_gcs_mount_with_uid_gid_read_only_gen2(rendered: tuple[str, Capture]) ->
     _, capture = rendered
     template = service_inputs(capture)["template"]
     assert template["executionEnvironment"] == "EXECUTION_ENVIRONMENT_GEN2"
-    (volume,) = template["volumes"]
+    (volume,) = [volume for volume in template["volumes"] if "gcs" in volume]
     assert volume["gcs"]["readOnly"] is True
     assert volume["gcs"]["mountOptions"][:2] == ["uid=1001", "gid=1001"]
     (mount,) = container(capture)["volumeMounts"]
@@ -124,7 +125,8 @@ def test_no_public_invoker_and_private_bucket(rendered: tuple[str, Capture]) -> 
 
 
 def test_service_account_reads_the_bucket_only(rendered: tuple[str, Capture]) -> None:
-    """The serving identity is dedicated and gets objectViewer on the model bucket, nothing broader."""
+    """The serving identity is dedicated and gets objectViewer on the model bucket; its one project-level role is
+    the metric writer its metrics sidecar needs, nothing broader."""
     _, capture = rendered
     # The serving identity's account (the weight imports have accounts of their own).
     (account,) = [r for r in capture.of_type("gcp:serviceaccount/account:Account") if r.name.endswith("-identity-sa")]
@@ -134,9 +136,12 @@ def test_service_account_reads_the_bucket_only(rendered: tuple[str, Capture]) ->
         r for r in capture.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if r.inputs["member"].endswith(email)
     ]
     assert [r.inputs["role"] for r in readers] == ["roles/storage.objectViewer"]
-    assert not capture.of_type("gcp:projects/iAMMember:IAMMember") or all(
-        not r.inputs["member"].endswith(email) for r in capture.of_type("gcp:projects/iAMMember:IAMMember")
-    )
+    project_roles = [
+        r.inputs["role"]
+        for r in capture.of_type("gcp:projects/iAMMember:IAMMember")
+        if clean(r.inputs["member"]).endswith(email)
+    ]
+    assert project_roles == ["roles/monitoring.metricWriter"]
 
 
 def test_vllm_args_accepted_by_the_recorded_parser(rendered: tuple[str, Capture]) -> None:

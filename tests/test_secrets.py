@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from deploy.weights import SecretConfigError
-from preview.capture import Capture, run_program
+from preview.capture import Capture, CapturedResource, run_program
 from preview.render import SECRET_MASK, clean, plan_document, text_plan
 from preview.sections import standard_sections
 from stacks.loading import settings_from_config
@@ -24,6 +24,14 @@ from tests.test_settings import long_form
 TOKEN = "hf_DistinctiveFakeTokenForLeakTests0123456789"
 TOKEN_KEY = "gemma-serving:hfToken"
 SECRET_READER = "gcp:secretmanager/secretIamMember:SecretIamMember"
+# The metrics sidecar's RunMonitoring config (components/monitoring/collection.py): a secret only because
+# Cloud Run mounts files from Secret Manager; it holds a port and an interval, and the serving identity reads it.
+SIDECAR_CONFIG = "-metrics-config"
+
+
+def token_secrets(capture: Capture, type_: str) -> list[CapturedResource]:
+    """Resources of one type that belong to the token, not to the metrics sidecar's config."""
+    return [r for r in capture.of_type(type_) if SIDECAR_CONFIG not in r.name]
 
 
 def render(stack: str, *, token: str | None = TOKEN, secret: bool = True, gated: bool = False) -> Capture:
@@ -66,9 +74,9 @@ def test_token_appears_nowhere_in_the_plan(with_token: tuple[str, Capture]) -> N
 def test_secret_version_holds_the_token_as_a_pulumi_secret(with_token: tuple[str, Capture]) -> None:
     """The token is masked in the plan (a Pulumi secret), and its data stays in the stack's region."""
     _, capture = with_token
-    (version,) = capture.of_type("gcp:secretmanager/secretVersion:SecretVersion")
+    (version,) = token_secrets(capture, "gcp:secretmanager/secretVersion:SecretVersion")
     assert clean(version.inputs)["secretData"] == SECRET_MASK
-    (secret,) = capture.of_type("gcp:secretmanager/secret:Secret")
+    (secret,) = token_secrets(capture, "gcp:secretmanager/secret:Secret")
     replicas = clean(secret.inputs)["replication"]["userManaged"]["replicas"]
     assert [r["location"] for r in replicas] == [clean(capture.outputs)["region"]]
 
@@ -77,7 +85,7 @@ def test_only_the_import_identities_read_the_token(with_token: tuple[str, Captur
     """One accessor binding per import job (l4: the model; rtx6000: model and drafter), none for the
     serving identity, and none at project level."""
     stack, capture = with_token
-    readers = sorted(clean(r.inputs)["member"] for r in capture.of_type(SECRET_READER))
+    readers = sorted(clean(r.inputs)["member"] for r in token_secrets(capture, SECRET_READER))
     imports = ["target"] if stack == "l4" else ["drafter", "target"]
     assert readers == [
         f"serviceAccount:gemma-{stack}-imp-{key}@offline-placeholder-project.iam.gserviceaccount.com" for key in imports
@@ -85,7 +93,9 @@ def test_only_the_import_identities_read_the_token(with_token: tuple[str, Captur
     assert {clean(r.inputs)["role"] for r in capture.of_type(SECRET_READER)} == {"roles/secretmanager.secretAccessor"}
     serving = clean(capture.outputs)["serviceAccount"]
     assert all(not member.endswith(serving) for member in readers)
-    assert not capture.of_type("gcp:projects/iAMMember:IAMMember")
+    # The only project-level grant is the serving identity's metric writer (the sidecar writes with it).
+    project_roles = {clean(r.inputs)["role"] for r in capture.of_type("gcp:projects/iAMMember:IAMMember")}
+    assert project_roles == {"roles/monitoring.metricWriter"}
 
 
 def test_import_jobs_are_the_only_writers_each_in_its_own_folder(with_token: tuple[str, Capture]) -> None:
@@ -108,8 +118,8 @@ def test_import_jobs_are_the_only_writers_each_in_its_own_folder(with_token: tup
 def test_no_token_no_secret() -> None:
     """Gemma 4 repos are not gated: without a token the stack deploys and creates no secret."""
     capture = render("l4", token=None)
-    assert not capture.of_type("gcp:secretmanager/secret:Secret")
-    assert not capture.of_type(SECRET_READER)
+    assert not token_secrets(capture, "gcp:secretmanager/secret:Secret")
+    assert not token_secrets(capture, SECRET_READER)
     assert len(capture.of_type("gcp:cloudrunv2/job:Job")) == 1
 
 

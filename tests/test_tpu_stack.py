@@ -92,7 +92,8 @@ def test_node_account_reads_the_mirror_and_no_other_repository(rendered: Capture
         (repository["repositoryId"], repository["location"], "roles/artifactregistry.reader", node_member(rendered))
     ]
     project_roles = [clean(r.inputs)["role"] for r in rendered.of_type("gcp:projects/iAMMember:IAMMember")]
-    assert project_roles == ["roles/logging.logWriter"]
+    # Writing logs, and metrics for the collector beside vLLM; nothing else project-wide.
+    assert project_roles == ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
 
 
 def test_startup_script_logs_docker_in_to_the_registry_and_is_valid_bash(rendered: Capture, tmp_path: Path) -> None:

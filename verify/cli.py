@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verify import UsageError
+from verify.alerts import cli as alerts_cli
 from verify.bench import cli as bench_cli
 from verify.bench.cloud_cli import two_word_alias
 from verify.health import cli as health_cli
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     metrics_cli.register(subparsers)
     models_cli.register(subparsers)
     memory_cli.register(subparsers)
+    alerts_cli.register(subparsers)
     return parser
 
 

@@ -29,10 +29,11 @@ from components.serving_identity import ServingIdentity
 from components.tpu import compute
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Placement, Provisioning, tier_name
-from components.tpu.startup_script import BUCKET_METADATA_KEY, StartupScriptSpec, render_startup_script
+from components.tpu.startup_script import BUCKET_METADATA_KEY, NodeCollector, StartupScriptSpec, render_startup_script
 from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.accelerators import TPU_CHIPS, Accelerator
+from serving.collectors import METRIC_WRITER_ROLE
 from serving.gcp_names import region_of
 from serving.naming import TypeToken
 from serving.vllm_args import with_tensor_parallel
@@ -108,6 +109,8 @@ class TpuVllmNodeArgs:
     hf_token_secret: str | None = None
     env: Mapping[str, str] = field(default_factory=lambda: {"HF_HUB_OFFLINE": "1"})
     labels: Mapping[str, str] = field(default_factory=dict)
+    # The metrics collector started beside vLLM (its identity may then write metrics); None: none.
+    collector: NodeCollector | None = None
     # What must exist before the VM boots besides the node's own grants: the weight imports and the
     # bucket's reader grant (so vLLM never starts against an empty or unreadable bucket path) and the
     # image mirror with its reader binding.
@@ -185,6 +188,7 @@ class TpuVllmNode(pulumi.ComponentResource):
             port=args.port,
             model_root=args.weights.root,
             env=dict(args.env),
+            collector=args.collector,
         )
         # Rendered from the resolved image reference (a string in apply; no resource is made there).
         script = pulumi.Output.from_input(args.image).apply(
@@ -209,6 +213,12 @@ class TpuVllmNode(pulumi.ComponentResource):
                 opts=child,
             ),
         ]
+        if args.collector is not None:
+            grants.append(
+                gcp.projects.IAMMember(
+                    f"{name}-metric-writer", project=args.project, role=METRIC_WRITER_ROLE, member=member, opts=child
+                )
+            )
 
         api_key = random.RandomPassword(f"{name}-api-key", length=48, special=False, opts=child)
         # The key's data stays in the node's region, like every secret of the stack (ManagedSecret).

@@ -22,7 +22,11 @@ What the script does at every boot (GCE runs `startup-script` metadata on each b
    unless-stopped` (Docker restarts it if it exits) and the gcplogs log driver (container output goes to
    Cloud Logging); vLLM takes the key from `VLLM_API_KEY`, which is exactly
    `--api-key` (vllm/entrypoints/serve/middleware/register.py) without putting the key on a command line;
-4. logs each step to the serial console / Cloud Logging and waits (bounded) for `/health`.
+4. when the stack collects metrics, writes the collector's config and starts the collector container
+   (the Google-Built OpenTelemetry Collector, serving/collectors.py) beside vLLM the same way (replaced at
+   each boot, `--restart unless-stopped`, gcplogs); a collector that fails to start is logged and costs
+   the dashboard its data, never the node its serving;
+5. logs each step to the serial console / Cloud Logging and waits (bounded) for `/health`.
 """
 
 from __future__ import annotations
@@ -48,6 +52,25 @@ _ARTIFACT_REGISTRY_HOST = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*-docker\.pkg\.dev$
 _RESERVED_ENV = frozenset({"VLLM_API_KEY", "HF_TOKEN"})
 
 
+# Where the collector's config lives on the VM (the body mounts it where otelcol-google reads its config).
+COLLECTOR_CONFIG_FILE = "/etc/gemma-collector/config.yaml"
+
+
+@dataclass(frozen=True)
+class NodeCollector:
+    """The metrics collector beside vLLM: a pinned image and its config (YAML, no secret in it)."""
+
+    image: str
+    config: str
+    container_name: str = "gemma-collector"
+
+    def __post_init__(self) -> None:
+        if not self.image or any(ch.isspace() for ch in self.image):
+            raise ValueError(f"collector image {self.image!r}: a non-empty reference without whitespace")
+        if not self.config.strip():
+            raise ValueError("collector config is empty")
+
+
 @dataclass(frozen=True)
 class StartupScriptSpec:
     """Everything the startup script needs, as plain values (none of them secret)."""
@@ -69,6 +92,8 @@ class StartupScriptSpec:
     shm_size: str = "10gb"
     container_name: str = TPU_SERVING_CONTAINER
     ready_timeout_seconds: int = 1800
+    # The metrics collector started beside vLLM; None: the stack collects nothing.
+    collector: NodeCollector | None = None
 
     def __post_init__(self) -> None:
         problems = [*self._arg_problems(), *self._path_problems()]
@@ -196,6 +221,10 @@ def render_startup_script(spec: StartupScriptSpec) -> str:
         _assign("CONTAINER", spec.container_name),
         _assign("PORT", spec.port),
         _assign("READY_TIMEOUT_SECONDS", spec.ready_timeout_seconds),
+        _assign("COLLECTOR_IMAGE", spec.collector.image if spec.collector else ""),
+        _assign("COLLECTOR_CONTAINER", spec.collector.container_name if spec.collector else ""),
+        _assign("COLLECTOR_CONFIG_FILE", COLLECTOR_CONFIG_FILE),
+        _assign("COLLECTOR_CONFIG", spec.collector.config if spec.collector else ""),
         _assign_array("DOCKER_RUN_ARGS", docker_run_argv(spec)),
     ]
     return "\n".join([_PREAMBLE, *data, DATA_END_MARKER, _BODY])
@@ -330,6 +359,18 @@ start_container() {
   docker "${DOCKER_RUN_ARGS[@]}" > /dev/null || return 1
 }
 
+# The metrics collector beside vLLM, replaced at each boot and restarted by Docker like vLLM.
+start_collector() {
+  install -d -m 0755 "$(dirname "$COLLECTOR_CONFIG_FILE")" || return 1
+  printf '%s\n' "$COLLECTOR_CONFIG" > "$COLLECTOR_CONFIG_FILE" || return 1
+  docker pull "$COLLECTOR_IMAGE" || return 1
+  docker rm --force "$COLLECTOR_CONTAINER" > /dev/null 2>&1 || true
+  # Host network: it scrapes vLLM on 127.0.0.1; the image reads /etc/otelcol-google/config.yaml.
+  docker run --detach --name "$COLLECTOR_CONTAINER" --restart unless-stopped --net host \
+    --volume "$COLLECTOR_CONFIG_FILE:/etc/otelcol-google/config.yaml:ro" --log-driver gcplogs \
+    "$COLLECTOR_IMAGE" --config=/etc/otelcol-google/config.yaml > /dev/null || return 1
+}
+
 wait_until_ready() {
   local waited=0
   until curl --silent --fail --max-time 5 "http://127.0.0.1:$PORT/health" > /dev/null; do
@@ -368,6 +409,13 @@ main() {
   fi
   rm -f "$ENV_FILE"
   log "container $CONTAINER started; Docker restarts it if it exits"
+  if [[ -n "$COLLECTOR_IMAGE" ]]; then
+    if retry 3 start_collector; then
+      log "metrics collector started ($COLLECTOR_IMAGE); Docker restarts it if it exits"
+    else
+      log "could not start the metrics collector $COLLECTOR_IMAGE: vLLM serves, but no metrics reach Cloud Monitoring"
+    fi
+  fi
   wait_until_ready
 }
 

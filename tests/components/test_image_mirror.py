@@ -17,7 +17,9 @@ from components.image_mirror import ImageMirror, ImageMirrorArgs
 from policy.image_pins import image_pin_problem
 from preview.capture import Capture
 from preview.render import COMPUTED, SECRET_MASK, clean, plan_document
+from serving.collectors import RUN_GMP_SIDECAR_IMAGE
 from serving.images import docker_hub_path
+from tests.cloud_run_instance import vllm_container
 from tests.conftest import render_stack
 
 REPOSITORY = "gcp:artifactregistry/repository:Repository"
@@ -92,9 +94,14 @@ def stack(request: pytest.FixtureRequest) -> tuple[str, Capture]:
 
 
 def test_every_container_pulls_a_pinned_image_through_the_regional_mirror(stack: tuple[str, Capture]) -> None:
-    """The service and each import job run the pinned vLLM tag, from the mirror in the stack's region."""
+    """The service's vLLM container and each import job run the pinned vLLM tag, from the mirror in the stack's
+    region (the metrics sidecar is Google's Artifact Registry image, pinned, not on Docker Hub)."""
     name, capture = stack
-    images = [c["image"] for r in capture.of_type(SERVICE) for c in clean(r.inputs)["template"]["containers"]]
+    templates = [clean(r.inputs)["template"] for r in capture.of_type(SERVICE)]
+    images = [vllm_container(template)["image"] for template in templates]
+    sidecars = [c["image"] for template in templates for c in template["containers"] if c["name"] != "vllm"]
+    assert sidecars == [RUN_GMP_SIDECAR_IMAGE]
+    assert image_pin_problem(RUN_GMP_SIDECAR_IMAGE) is None
     images += [c["image"] for r in capture.of_type(JOB) for c in clean(r.inputs)["template"]["template"]["containers"]]
     assert len(images) >= 2
     mirror = f"{REGIONS[name]}-docker.pkg.dev/offline-placeholder-project/gemma-{name}-dockerhub/"
@@ -108,7 +115,7 @@ def test_mirror_off_pulls_the_pinned_tag_directly() -> None:
     """With mirrorDockerHub false no mirror is made and the service still runs the pinned tag, not rewritten."""
     capture = render_stack("l4", {"gemma-serving:registry": json.dumps({"mirrorDockerHub": False})})
     assert not capture.of_type(REPOSITORY)
-    (container,) = clean(capture.one(SERVICE).inputs)["template"]["containers"]
+    container = vllm_container(clean(capture.one(SERVICE).inputs)["template"])
     assert container["image"] == "vllm/vllm-openai:v0.32.0"
 
 
@@ -133,7 +140,7 @@ def test_derived_image_is_declared_not_built_on_preview_and_run_by_digest() -> N
         clean(r.inputs) for r in capture.of_type(REPOSITORY) if clean(r.inputs)["mode"] == "STANDARD_REPOSITORY"
     ]
     assert [r["dockerConfig"]["immutableTags"] for r in standard] == [True]
-    (container,) = capture.one(SERVICE).inputs["template"]["containers"]
+    container = vllm_container(capture.one(SERVICE).inputs["template"])
     assert clean(container["image"]) == COMPUTED  # the repo digest, known after the build
     document = json.dumps(plan_document(capture, stack="l4", project="gemma-serving", notes=[]))
     assert "offline-preview-no-token" not in document

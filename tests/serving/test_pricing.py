@@ -21,6 +21,7 @@ from serving.pricing import (
     price_book,
     stack_cost,
 )
+from tests.cloud_run_instance import instance_size
 from tests.conftest import render_stack
 from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
 from tests.stacks.test_capacity import load
@@ -128,8 +129,8 @@ def test_the_billing_output_is_the_shape_the_service_registers(stack: str) -> No
     shape = parse_billing(clean(capture.outputs)["billing"])
     assert isinstance(shape, CloudRunShape)
     template = _service(capture)["template"]
-    limits = template["containers"][0]["resources"]["limits"]
-    assert (str(int(shape.cpu)), f"{int(shape.memory_gib)}Gi") == (str(limits["cpu"]), limits["memory"])
+    # The instance Cloud Run bills is its containers together (vLLM's and the metrics sidecar's).
+    assert (shape.cpu, shape.memory_gib) == instance_size(template)
     assert shape.accelerator.value == template["nodeSelector"]["accelerator"]
     assert shape.gpu_zonal_redundancy is not template["gpuZonalRedundancyDisabled"]
     assert (shape.min_instances, shape.max_instances) == (

@@ -13,6 +13,7 @@ import pytest
 
 from stacks.apis import BASE_APIS, TPU_APIS
 from stacks.loading import StackConfigError, settings_from_config
+from stacks.monitoring import MONITORING_API
 from stacks.settings import CloudRunStack, TpuStack
 from tests.conftest import stack_config
 
@@ -71,9 +72,10 @@ def test_each_variant_owns_what_differs_by_platform() -> None:
     tpu = settings_from_config(stack_config("tpu-v6e").values)
     assert isinstance(gpu, CloudRunStack)
     assert isinstance(tpu, TpuStack)
-    assert (gpu.port, gpu.model_root, gpu.apis) == (gpu.cloud_run.port, gpu.cloud_run.mount.mount_path, BASE_APIS)
+    assert (gpu.port, gpu.model_root) == (gpu.cloud_run.port, gpu.cloud_run.mount.mount_path)
+    assert set(gpu.apis) == {*BASE_APIS, MONITORING_API}
     assert (tpu.port, tpu.model_root) == (tpu.tpu.port, "/mnt/models")
-    assert set(tpu.apis) == {*BASE_APIS, *TPU_APIS}
+    assert set(tpu.apis) == {*BASE_APIS, *TPU_APIS, MONITORING_API}
     assert gpu.import_image == gpu.image_ref
     assert tpu.import_image.startswith("vllm/vllm-openai:")
     assert "--tensor-parallel-size" in tpu.serve_args()

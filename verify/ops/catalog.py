@@ -44,10 +44,18 @@ BASE_PERMISSIONS: tuple[Permission, ...] = (
     Permission("secretmanager.secrets.create", "roles/secretmanager.admin", "tokens and the TPU API key"),
     Permission("run.jobs.create", "roles/run.admin", "the weight import jobs"),
     Permission("run.jobs.run", "roles/run.admin", "runs the import on `pulumi up`"),
+    # The stack's watch (stacks/monitoring.py; on unless monitoring.enabled is false).
+    Permission("monitoring.dashboards.create", "roles/monitoring.dashboardEditor", "the stack's dashboard"),
+    Permission("monitoring.alertPolicies.create", "roles/monitoring.alertPolicyEditor", "the stack's alert policies"),
 )
 CLOUD_RUN_PERMISSIONS: tuple[Permission, ...] = (
     Permission("run.services.create", "roles/run.admin", "the vLLM service"),
     Permission("run.services.setIamPolicy", "roles/run.admin", "grants roles/run.invoker to cloudRun.invokers"),
+    Permission(
+        "resourcemanager.projects.setIamPolicy",
+        "roles/resourcemanager.projectIamAdmin",
+        "grants the serving identity monitoring.metricWriter (its metrics sidecar)",
+    ),
 )
 TPU_PERMISSIONS: tuple[Permission, ...] = (
     Permission("tpu.queuedresources.create", "roles/tpu.admin", "queues the TPU request"),
@@ -57,7 +65,9 @@ TPU_PERMISSIONS: tuple[Permission, ...] = (
         "artifactregistry.repositories.setIamPolicy", "roles/artifactregistry.admin", "lets the node pull the mirror"
     ),
     Permission(
-        "resourcemanager.projects.setIamPolicy", "roles/resourcemanager.projectIamAdmin", "grants the node logWriter"
+        "resourcemanager.projects.setIamPolicy",
+        "roles/resourcemanager.projectIamAdmin",
+        "grants the node logWriter and metricWriter",
     ),
 )
 

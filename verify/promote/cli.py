@@ -24,6 +24,7 @@ from verify.promote.cloud_run import (
 from verify.promote.coldstart_gate import gate_for_stack
 from verify.promote.gates import BenchGate, CliGates, Gates
 from verify.promote.machine import Promotion
+from verify.promote.metric_gate import required_metrics
 from verify.promote.outputs import rollout_outputs
 from verify.promote.shifter import PulumiAutomationShifter, TrafficShifter
 from verify.target import (
@@ -176,6 +177,8 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
         api_key_env=args.api_key_env,
         connect_timeout_s=args.connect_timeout,
         timeout_s=args.timeout,
+        required_metrics=required_metrics(stack, raw),
+        say=seams.say or _say,
     )
     shifter = seams.shifter or PulumiAutomationShifter(
         stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)

@@ -7,12 +7,19 @@ the same SLO judgement and result files), so a promotion's verdict reads like th
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import httpx
+
+from verify import UsageError
+from verify.client import client_for
+from verify.promote.metric_gate import missing_metrics
 from verify.target import DEFAULT_API_KEY_ENV, AuthKind, Target
 
 
@@ -22,6 +29,8 @@ class Gates(Protocol):
     def health(self, url: str, *, wait_s: float) -> int: ...
 
     def bench(self, url: str, *, label: str) -> int: ...
+
+    def metrics(self, url: str) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,9 @@ class CliGates:
     timeout_s: float | None = None
     # Each run gets its own results file, so promoting the same candidate again never meets an old one.
     clock: Callable[[], float] = field(default=time.time)
+    # The vLLM metrics the stack's dashboard and alerts read (verify/promote/metric_gate.py); empty: no check.
+    required_metrics: frozenset[str] = frozenset()
+    say: Callable[[str], None] = print
 
     def health(self, url: str, *, wait_s: float) -> int:
         return self._run(["health", *self._common(url), "--wait", f"{wait_s:g}"])
@@ -80,6 +92,38 @@ class CliGates:
         for slo in gate.slos:
             argv += ["--slo", slo]
         return self._run(argv)
+
+    def metrics(self, url: str) -> int:
+        """1 when the candidate's /metrics lacks a metric the stack watches (or answers none), else 0."""
+        if not self.required_metrics:
+            return 0
+        try:
+            text = asyncio.run(self._scrape(url))
+        except (httpx.HTTPError, UsageError) as exc:
+            self.say(f"could not read {url}/metrics: {exc}")
+            return 2
+        try:
+            missing = missing_metrics(self.required_metrics, text)
+        except ValueError as exc:
+            self.say(f"{url}/metrics is not Prometheus text: {exc}")
+            return 1
+        if missing:
+            self.say(
+                f"the candidate's /metrics lacks {', '.join(sorted(missing))}, which the stack's dashboard or alerts "
+                "read (a renamed vLLM metric? serving/data/vllm-0.32-metrics.json is the recorded list)"
+            )
+            return 1
+        return 0
+
+    async def _scrape(self, url: str) -> str:
+        target = self.stack_target.model_copy(update={"base_url": url, "audience_url": self.stack_target.audience})
+        flags = argparse.Namespace(
+            api_key_env=self.api_key_env, connect_timeout=self.connect_timeout_s, timeout=self.timeout_s
+        )
+        async with client_for(target, flags) as client:
+            response = await client.get("/metrics")
+            response.raise_for_status()
+            return response.text
 
     def _common(self, url: str) -> list[str]:
         target = self.stack_target

@@ -93,19 +93,9 @@ class Promotion:
         if problem:
             return self._refuse(problem)
         url = candidate_url(service)
-        self.say(f"gate 1/2: verify health against the candidate at {url}")
-        code = self.gates.health(url, wait_s=self.wait_s)
-        refused = (
-            f"the candidate {candidate} failed verify health ({_gate_verdict(code)})"
-            if code != EXIT_OK
-            else self._cold_start_refusal(candidate)
-        )
-        if refused:
-            return self._refuse(refused)
-        self.say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
-        code = self.gates.bench(url, label=f"promote-{candidate}")
-        if code != EXIT_OK:
-            return self._refuse(f"the candidate {candidate} failed verify bench ({_gate_verdict(code)})")
+        failed = self._gate(url, candidate)
+        if failed:
+            return self._refuse(failed)
         if outputs.first_rollout:
             self.say(
                 f"passed: {candidate} already serves all traffic (the stack's first rollout, or a template that did "
@@ -129,6 +119,26 @@ class Promotion:
             return None
         self.say("cold-start gate: the candidate's measured cold start against cloudRun.maxColdStartSeconds")
         return self.cold_start(candidate)
+
+    def _gate(self, url: str, candidate: str) -> str | None:
+        """Health, then the metric gate, then the bench gate: why the candidate failed, or None."""
+        self.say(f"gate 1/2: verify health against the candidate at {url}")
+        code = self.gates.health(url, wait_s=self.wait_s)
+        if code != EXIT_OK:
+            return f"the candidate {candidate} failed verify health ({_gate_verdict(code)})"
+        refused = self._cold_start_refusal(candidate)
+        if refused:
+            return refused
+        # After health: by then the candidate has answered requests, so its HTTP metrics exist too.
+        self.say("metric gate: the candidate exports every vLLM metric the stack's dashboard and alerts read")
+        code = self.gates.metrics(url)
+        if code != EXIT_OK:
+            return f"the candidate {candidate} failed the metric gate ({_gate_verdict(code)})"
+        self.say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
+        code = self.gates.bench(url, label=f"promote-{candidate}")
+        if code != EXIT_OK:
+            return f"the candidate {candidate} failed verify bench ({_gate_verdict(code)})"
+        return None
 
     def rollback(self) -> int:
         outputs = self.outputs

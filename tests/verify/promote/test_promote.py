@@ -31,6 +31,7 @@ from verify import UsageError
 from verify.cli import build_parser
 from verify.promote.cli import Seams, run_promote_command
 from verify.promote.gates import BenchGate, CliGates
+from verify.promote.metric_gate import required_metrics
 from verify.promote.shifter import PulumiAutomationShifter, TrafficChange
 from verify.target import AuthKind, PulumiRunner, Target
 
@@ -125,9 +126,41 @@ class World:
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     monkeypatch.setenv("VLLM_API_KEY", API_KEY)
-    config = FakeVllmConfig(api_key=API_KEY, count_prompt_words=True, chat_template_tokens=3)
+    config = FakeVllmConfig(api_key=API_KEY, count_prompt_words=True, chat_template_tokens=3, recorded_metrics=True)
     with running(config) as candidate, running_api(FakeCloudRun()) as api:
         yield World(api, candidate, tmp_path)
+
+
+def test_a_candidate_missing_a_watched_metric_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards against promoting a vLLM release that renamed a metric: it passes health and latency gates, then
+    leaves the stack's KV-cache panel empty and its alerts silent. The traffic stays where it was."""
+    monkeypatch.setenv("VLLM_API_KEY", API_KEY)
+    config = FakeVllmConfig(
+        api_key=API_KEY,
+        count_prompt_words=True,
+        chat_template_tokens=3,
+        recorded_metrics=True,
+        drop_metrics=frozenset({"vllm:kv_cache_usage_perc"}),
+    )
+    with running(config) as candidate, running_api(FakeCloudRun()) as api:
+        world = World(api, candidate, tmp_path)
+        code = world.promote()
+        assert code == 1
+        assert any("lacks vllm:kv_cache_usage_perc" in line for line in world.lines), world.lines
+        assert any("failed the metric gate" in line for line in world.lines)
+        assert world.shifter.changes == []
+        assert world.routed() == {SERVING: 100}
+        assert world.candidate_requests("/metrics") >= 1
+        # verify health sent its two (chat, chat-stream); the bench gate, refused, sent none.
+        assert world.candidate_requests("/v1/chat/completions") == 2
+
+
+def test_the_metric_gate_asks_for_the_spec_decode_metrics_only_with_speculative_decoding() -> None:
+    """The RTX stack's MTP acceptance panel reads vllm:spec_decode_*; the L4 stack (no MTP) must not need them."""
+    with_mtp = required_metrics("rtx6000", {"vllmArgs": ["/m", "--speculative-config", '{"method":"mtp"}']})
+    without = required_metrics("l4", {"vllmArgs": ["/m"]})
+    assert "vllm:spec_decode_num_draft_tokens_total" in with_mtp - without
+    assert {"vllm:kv_cache_usage_perc", "http_requests_total", "vllm:time_to_first_token_seconds_bucket"} <= without
 
 
 def test_a_good_candidate_is_gated_then_takes_all_traffic(world: World) -> None:

@@ -1,0 +1,97 @@
+"""`gemma-verify alerts suggest`: thresholds from a real sweep, as a snippet that previews cleanly when pasted."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from preview.render import clean
+from tests.conftest import ROOT, render_stack_at
+from verify.alerts.suggest import Slo, SloMissedEverywhereError, suggest
+from verify.bench.results import CellRecord
+from verify.cli import main
+
+REAL_SWEEP = Path(__file__).parent / "data" / "vllm-cpu-sweep.jsonl"
+ALERT_POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["alerts", "suggest", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_real_cpu_sweep_gives_a_snippet_that_previews_cleanly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a results file from the real vLLM CPU server, the printed block, pasted into a stack file, loads and
+    renders: its alerts use the suggested thresholds (a snippet that fails the preview would be worse than none)."""
+    code, snippet, _ = run_cli(
+        capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "250", "--max-num-seqs", "4", "--allow-untrusted"
+    )
+    assert code == 0
+    assert "held at concurrency 4" in snippet
+    assert "broke at 16" in snippet
+    assert "3 cell(s) untrusted" in snippet
+    assert "ttftSeconds: 0.25\n" in snippet
+    assert "maxWaitingRequests: 12\n" in snippet
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    stack_file = (ROOT / "Pulumi.l4.yaml").read_text(encoding="utf-8")
+    (tmp_path / "Pulumi.pasted.yaml").write_text(stack_file.rstrip("\n") + "\n" + snippet, encoding="utf-8")
+    capture = render_stack_at(tmp_path, "pasted")
+    queries = {policy.name.rsplit("-alert-", 1)[-1]: clean(policy.inputs) for policy in capture.of_type(ALERT_POLICY)}
+    ttft = queries["ttft-slo-warning"]["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
+    assert 'le="0.25"' in ttft
+    waiting = queries["waiting-requests"]["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
+    assert waiting.endswith("> 12")
+
+
+def test_untrusted_cells_are_refused_unless_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    """Latencies a CPU-starved load generator measured are not the server's: used only when asked, and said."""
+    code, out, err = run_cli(capsys, "--from", str(REAL_SWEEP))
+    assert code == 2
+    assert out == ""
+    assert "--allow-untrusted" in err
+
+
+def test_a_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "--from", str(tmp_path / "nope.jsonl"))
+    assert code == 2
+    assert "no such file" in err
+
+
+def cell(concurrency: int, p99_ttft_ms: float, p99_tpot_ms: float = 20.0) -> CellRecord:
+    return CellRecord(
+        status="measured",
+        timestamp="2026-11-24T00:00:00Z",
+        model="m",
+        api="chat",
+        requested_context=1024,
+        max_concurrency=concurrency,
+        max_tokens=128,
+        num_prompts=32,
+        p99_ttft_ms=p99_ttft_ms,
+        median_ttft_ms=p99_ttft_ms / 2,
+        p99_tpot_ms=p99_tpot_ms,
+        success_rate=1.0,
+    )
+
+
+def test_thresholds_come_from_the_held_load_and_stay_within_the_slo() -> None:
+    """Held at 32 (p99 TTFT 420 ms, TPOT 38 ms), broke at 64: TTFT 0.5 s and TPOT 50 ms are the buckets just
+    above what the held load showed; 64 users with a batch of 48 leave 16 waiting."""
+    sweep = [cell(1, 120), cell(8, 200, 30), cell(32, 420, 38), cell(64, 2400, 90)]
+    found = suggest(sweep, Slo(), max_num_seqs=48)
+    assert (found.held, found.broke) == (32, 64)
+    assert (found.ttft_seconds, found.tpot_seconds) == (0.5, 0.05)
+    assert found.max_queue_seconds == pytest.approx(0.5 - 0.06)
+    assert found.max_waiting_requests == 16
+    # A held p99 above every bucket within the SLO is capped at the SLO's own bound.
+    assert suggest([cell(1, 990)], Slo()).ttft_seconds == 1.0
+
+
+def test_a_stack_that_misses_its_slo_everywhere_gets_no_thresholds() -> None:
+    with pytest.raises(SloMissedEverywhereError, match="lowest concurrency measured"):
+        suggest([cell(1, 1500), cell(4, 3000)], Slo())

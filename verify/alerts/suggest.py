@@ -1,0 +1,155 @@
+"""Alert thresholds derived from the stack's own bench sweep, written as the stack file's `monitoring` block.
+
+Why from the sweep: vLLM's generic values (TTFT 1 s, TPOT 100 ms) say nothing about where this stack,
+with this model and this accelerator, stops meeting its SLO. The sweep measured it: the highest
+concurrency whose every cell met the SLO ("held") and the first one above it that did not ("broke").
+The alerts should then warn while live traffic still looks like the held load:
+
+- `ttftSeconds` / `tpotSeconds`: the smallest bucket bound of vLLM's TTFT / TPOT histogram at or above the
+  held cells' worst p99 (attainment is read from a bucket), never above the SLO's own bound;
+- `maxQueueSeconds`: that TTFT threshold less the unloaded TTFT (the lowest concurrency's median): the
+  time a request may queue before the TTFT threshold is spent;
+- `maxWaitingRequests` (with `--max-num-seqs`): requests beyond vLLM's batch at the concurrency that broke
+  (at least 1): a closed-loop sweep at concurrency C keeps C requests in the server, maxNumSeqs of them running.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from serving.alert_rules import TPOT_HISTOGRAM, TTFT_HISTOGRAM
+from serving.vllm_metrics import recorded_metrics
+from verify.bench.results import CellRecord
+
+
+class NoUsableCellsError(ValueError):
+    """The results hold nothing to derive thresholds from (no measured, trusted cell)."""
+
+
+class SloMissedEverywhereError(ValueError):
+    """Even the lowest concurrency measured missed the SLO: no load the stack handles to derive from."""
+
+
+@dataclass(frozen=True)
+class Slo:
+    """The stack's latency SLO, as p99 bounds (the attainment alerts page below 99%)."""
+
+    ttft_ms: float = 1000.0
+    tpot_ms: float = 100.0
+
+    def met_by(self, cell: CellRecord) -> bool:
+        ttft, tpot = cell.p99_ttft_ms, cell.p99_tpot_ms
+        succeeded = cell.success_rate is None or cell.success_rate >= 1
+        return succeeded and ttft is not None and ttft <= self.ttft_ms and (tpot is None or tpot <= self.tpot_ms)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    # How many of the cells used were untrusted (their latencies include the load generator's own delay).
+    untrusted: int
+    held: int
+    broke: int | None
+    worst_ttft_ms: float
+    worst_tpot_ms: float | None
+    ttft_seconds: float
+    tpot_seconds: float
+    max_queue_seconds: float
+    max_waiting_requests: int | None
+
+
+def suggest(
+    records: Sequence[CellRecord], slo: Slo, *, max_num_seqs: int | None = None, allow_untrusted: bool = False
+) -> Suggestion:
+    """Thresholds from the measured cells (trusted ones only, unless ``allow_untrusted``)."""
+    cells = [cell for cell in records if cell.measured and (cell.trusted or allow_untrusted)]
+    if not cells:
+        raise NoUsableCellsError(
+            "no measured, trusted cell in the results: run `gemma-verify bench` on the stack first (or pass "
+            "--allow-untrusted to use cells whose load generator was short of CPU)"
+        )
+    by_concurrency: dict[int, list[CellRecord]] = defaultdict(list)
+    for cell in cells:
+        by_concurrency[cell.max_concurrency].append(cell)
+    levels = sorted(by_concurrency)
+    held: int | None = None
+    broke: int | None = None
+    for level in levels:
+        if all(slo.met_by(cell) for cell in by_concurrency[level]):
+            held = level
+        else:
+            broke = level
+            break
+    if held is None:
+        raise SloMissedEverywhereError(
+            f"every cell at the lowest concurrency measured ({levels[0]}) missed the SLO (p99 TTFT <= "
+            f"{slo.ttft_ms:g} ms, p99 TPOT <= {slo.tpot_ms:g} ms, every request succeeded): fix the stack or the SLO "
+            "before deriving alerts from it"
+        )
+    held_cells = by_concurrency[held]
+    worst_ttft = max(cell.p99_ttft_ms or 0.0 for cell in held_cells)
+    tpots = [cell.p99_tpot_ms for cell in held_cells if cell.p99_tpot_ms is not None]
+    worst_tpot = max(tpots) if tpots else None
+    ttft_seconds = _bucket_at_or_above(TTFT_HISTOGRAM, worst_ttft / 1000, ceiling=slo.ttft_ms / 1000)
+    tpot_seconds = _bucket_at_or_above(TPOT_HISTOGRAM, (worst_tpot or 0.0) / 1000, ceiling=slo.tpot_ms / 1000)
+    unloaded = min(cell.median_ttft_ms or worst_ttft for cell in by_concurrency[levels[0]]) / 1000
+    queue = max(round(ttft_seconds - unloaded, 3), 0.001)
+    waiting = None
+    if max_num_seqs is not None:
+        load = broke if broke is not None else levels[-1]
+        waiting = max(1, load - max_num_seqs)
+    return Suggestion(
+        untrusted=sum(not cell.trusted for cell in cells),
+        held=held,
+        broke=broke,
+        worst_ttft_ms=worst_ttft,
+        worst_tpot_ms=worst_tpot,
+        ttft_seconds=ttft_seconds,
+        tpot_seconds=tpot_seconds,
+        max_queue_seconds=queue,
+        max_waiting_requests=waiting,
+    )
+
+
+def _bucket_at_or_above(histogram: str, value: float, *, ceiling: float) -> float:
+    """The smallest bucket bound >= value, but not above the largest bound within the SLO's own bound."""
+    bounds = recorded_metrics().buckets(histogram)
+    within = [bound for bound in bounds if bound <= ceiling + 1e-12]
+    above = [bound for bound in bounds if bound >= value - 1e-12]
+    candidate = above[0] if above else bounds[-1]
+    if within and candidate > within[-1]:
+        return within[-1]
+    return candidate if within else bounds[0]
+
+
+def stack_snippet(suggestion: Suggestion, slo: Slo, *, source: str, project: str = "gemma-serving") -> str:
+    """The `monitoring` block as it goes under `config:` in Pulumi.<stack>.yaml (two-space indented)."""
+    s = suggestion
+    broke = f"broke at {s.broke}" if s.broke is not None else "never broke (measure higher concurrency to sharpen this)"
+    tpot = f", p99 TPOT {s.worst_tpot_ms:.3g} ms" if s.worst_tpot_ms is not None else ""
+    bounds = f"SLO p99 TTFT <= {slo.ttft_ms:g} ms, p99 TPOT <= {slo.tpot_ms:g} ms"
+    lines = [
+        f"  # From {source} (gemma-verify alerts suggest): {bounds};",
+        f"  # held at concurrency {s.held} (p99 TTFT {s.worst_ttft_ms:.3g} ms{tpot}), {broke}.",
+        *(
+            [f"  # {s.untrusted} cell(s) untrusted: the load generator was short of CPU, so latencies read high."]
+            if s.untrusted
+            else []
+        ),
+        f"  {project}:monitoring:",
+        "    thresholds:",
+        f"      ttftSeconds: {_number(s.ttft_seconds)}",
+        f"      tpotSeconds: {_number(s.tpot_seconds)}",
+        f"      maxQueueSeconds: {_number(s.max_queue_seconds)}",
+    ]
+    if s.max_waiting_requests is not None:
+        lines.append(f"      maxWaitingRequests: {s.max_waiting_requests}")
+    else:
+        lines.append("      # maxWaitingRequests: pass --max-num-seqs (the stack's vllm.maxNumSeqs) to derive it")
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float) -> str:
+    """As vLLM writes its bucket bounds (1.0, 0.25): the form the settings compare with the recorded list."""
+    return repr(float(value))
