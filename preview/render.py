@@ -184,7 +184,7 @@ def describe_cloud_run_service(service: CapturedResource, capture: Capture) -> l
 def _weights_row(template: dict[str, Any], gcs: dict[str, Any], mount: dict[str, Any]) -> tuple[str, str]:
     """How vLLM reaches the weights: the bucket's FUSE mount, or gs:// over Direct VPC egress (model.load: stream)."""
     vpc = template.get("vpcAccess") or {}
-    if not template.get("volumes") and vpc:
+    if not gcs and vpc:
         interface = (vpc.get("networkInterfaces") or [{}])[0]
         streamed = (
             f"streamed from gs:// by vLLM (no mount); Direct VPC egress {vpc.get('egress')} on network "
