@@ -112,3 +112,13 @@ class Change(Result):
     resource_changes: dict[str, int]
     outputs: dict[str, Any]
     secret_outputs: list[str]
+
+
+class StackRead(Result):
+    """A read-only look at one deployed stack (memory, models): the command's report and its exit code."""
+
+    stack: str
+    exit_code: int
+    passed: bool
+    report: dict[str, Any] | None
+    message: str | None = None

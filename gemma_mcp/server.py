@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
 
-from gemma_mcp import resources, tools_changes, tools_live, tools_models, tools_ops, tools_stacks, tools_verify
+from gemma_mcp import (
+    resources,
+    tools_changes,
+    tools_live,
+    tools_memory,
+    tools_models,
+    tools_ops,
+    tools_stacks,
+    tools_verify,
+)
 from gemma_mcp.context import ServerContext
 from gemma_mcp.guard import GuardedServer
 
@@ -14,7 +23,7 @@ per deployment, and proves each rollout serves. Start with `stacks` to learn the
 are offline and free; `preflight` checks the project before `pulumi up`; `status` and `logs` say what a
 deployment is doing and why it fails; `outputs`, `health` and `bench` read a deployed stack or an endpoint;
 `query` asks one prompt with TTFT and tokens/s, `metrics` reads vLLM's live counters and latency histograms,
-`models` lists the model bucket's imports;
+`models` lists the model bucket's imports, `memory` sets vLLM's start-up memory lines beside the plan;
 `compare` reads two bench results files. Tools that change the cloud exist only when the server was started with
 --allow-changes, and then require confirm=<stack name>. Results never contain secret values."""
 
@@ -26,6 +35,7 @@ def build_server(ctx: ServerContext) -> MCPServer:
     tools_live.register(server, ctx)
     tools_ops.register(server, ctx)
     tools_models.register(server, ctx)
+    tools_memory.register(server, ctx)
     resources.register(server, ctx)
     if ctx.allow_changes:
         tools_changes.register(server, ctx)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import Result
+from gemma_mcp.results import StackRead
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_ops import READS_THE_PROJECT
 from gemma_mcp.tools_stacks import reply
@@ -19,13 +19,8 @@ from verify.models.cli import run_models, served_dirs
 from verify.ops.google import CannotCheckError, GoogleApiError
 
 
-class ModelsReport(Result):
-    stack: str
+class ModelsReport(StackRead):
     bucket: str
-    exit_code: int
-    passed: bool
-    report: dict[str, Any] | None
-    message: str | None = None
 
 
 def register(server: MCPServer, ctx: ServerContext) -> None:

@@ -28,6 +28,7 @@ READ_ONLY_TOOLS = {
     "query",
     "metrics",
     "models",
+    "memory",
 }
 CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}
 
