@@ -16,9 +16,11 @@ from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
+from deploy.monitoring import watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.weights import model_supply
 from serving.outputs import GkeOutputs
+from serving.watch import GkeWatch
 from stacks.settings import GkeStack
 
 # The endpoint picker Service an InferencePool names: what the Gateway API Inference Extension chart
@@ -148,6 +150,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
             depends_on=[node_pool, *weights.ready, bucket, *([images.mirror] if images.mirror is not None else [])]
         ),
     )
+    watch_stack(settings, context, GkeWatch(gke.namespace, name, 0 if gke.replicas.parked else gke.replicas.min), cloud)
     return exported(
         GkeOutputs,
         **settings_outputs(settings),

@@ -18,7 +18,7 @@ from typing import Literal, assert_never
 
 from serving.collectors import NODE_UPTIME_METRIC
 from serving.promql import Promql, divide
-from serving.watch import CloudRunWatch, TpuWatch, Watched, promql_for
+from serving.watch import CloudRunWatch, GkeWatch, TpuWatch, Watched, promql_for
 
 TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
 TPOT_HISTOGRAM = "vllm:request_time_per_output_token_seconds"
@@ -229,5 +229,21 @@ def _platform_rules(watched: Watched, q: Promql, *, stack: str, status: str) -> 
                     )
                 )
             return rules
-        case _:  # pragma: no cover - the union has two variants
+        case GkeWatch():
+            if not watched.always_serving:
+                return []
+            return [
+                AlertRule(
+                    "no-serving-replica",
+                    "No vLLM replica reporting",
+                    "CRITICAL",
+                    q.absent("vllm:num_requests_running", ABSENT_WINDOW),
+                    0,
+                    f"No replica of {watched.deployment} in namespace {watched.namespace} has reported vLLM metrics "
+                    f"for {ABSENT_WINDOW}, though the fleet keeps at least one: pods are failing to start or no "
+                    "accelerator node could be had.",
+                    status,
+                )
+            ]
+        case _:  # pragma: no cover - the union has three variants
             assert_never(watched)

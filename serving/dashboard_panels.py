@@ -18,7 +18,7 @@ from typing import assert_never
 from serving.alert_rules import QUEUE_HISTOGRAM, TPOT_HISTOGRAM, TTFT_HISTOGRAM, AlertThresholds
 from serving.collectors import NODE_UPTIME_METRIC
 from serving.promql import Promql
-from serving.watch import CloudRunWatch, TpuWatch, Watched, promql_for
+from serving.watch import CloudRunWatch, GkeWatch, TpuWatch, Watched, promql_for
 
 E2E_HISTOGRAM = "vllm:e2e_request_latency_seconds"
 QUANTILES = (0.5, 0.95, 0.99)
@@ -272,7 +272,15 @@ def _platform(watched: Watched, q: Promql) -> tuple[Panel, ...]:
                     unit="By",
                 ),
             )
-        case _:  # pragma: no cover - the union has two variants
+        case GkeWatch():
+            return (
+                PromPanel(
+                    "Replicas reporting",
+                    "vLLM replicas whose metrics the PodMonitoring scrapes (the HPA scales them on the queue).",
+                    (Series("replicas", f"count({q.sel('vllm:num_requests_running')}) or vector(0)"),),
+                ),
+            )
+        case _:  # pragma: no cover - the union has three variants
             assert_never(watched)
 
 

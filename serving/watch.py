@@ -51,15 +51,41 @@ class TpuWatch:
         return True
 
 
-Watched = CloudRunWatch | TpuWatch
+@dataclass(frozen=True)
+class GkeWatch:
+    """A GKE fleet, scraped by its PodMonitoring: Managed Prometheus labels its series with the Kubernetes
+    namespace and `job=<PodMonitoring name>` (the Deployment's name), which one namespace's stacks tell apart."""
+
+    namespace: str
+    deployment: str
+    # 0 when the stack is parked (the Deployment at 0 replicas): then no replica is not an outage.
+    min_replicas: int
+
+    @property
+    def name(self) -> str:
+        return self.deployment
+
+    @property
+    def always_serving(self) -> bool:
+        return self.min_replicas >= 1
+
+
+Watched = CloudRunWatch | TpuWatch | GkeWatch
+
+
+def selector(watched: Watched) -> str:
+    """The label selector of the stack's own series (every panel and alert carries it)."""
+    names = [watched.name, *([watched.namespace] if isinstance(watched, GkeWatch) else [])]
+    for name in names:
+        if not _NAME.match(name):
+            raise ValueError(f"watched name {name!r}: a service, node, namespace or Deployment name (lowercase, '-')")
+    if isinstance(watched, GkeWatch):
+        return f'namespace="{watched.namespace}", job="{watched.deployment}"'
+    return f'namespace="{watched.name}"'
 
 
 def promql_for(watched: Watched) -> Promql:
-    if not _NAME.match(watched.name):
-        raise ValueError(
-            f"watched name {watched.name!r}: a Cloud Run service or TPU node name (lowercase, digits, '-')"
-        )
-    return Promql(selector=f'namespace="{watched.name}"')
+    return Promql(selector=selector(watched))
 
 
 def metric_names(promql: str) -> set[str]:

@@ -552,7 +552,7 @@ class GkeStack(_StackSettings):
 
     @property
     def apis(self) -> tuple[str, ...]:
-        return tuple(sorted({*BASE_APIS, *GKE_APIS}))
+        return tuple(sorted({*BASE_APIS, *GKE_APIS, *self.monitoring.apis}))
 
     @property
     def zone(self) -> str | None:

@@ -220,3 +220,21 @@ def test_the_text_plan_shows_the_collector_each_alert_and_who_it_tells(stack: st
     assert len(alerts) == len(render_stack(stack).of_type(ALERT_POLICY))
     assert all("0 channel(s)" in line for line in alerts)
     assert any("KV cache above 98%" in line and "[critical]" in line for line in alerts)
+
+
+@pytest.mark.parametrize("stack", ["gke-l4x4", "gke-tpu-v6e"])
+def test_gke_fleets_get_the_dashboard_and_alerts_over_their_podmonitoring(stack: str) -> None:
+    """A GKE stack is scraped by its PodMonitoring (the gke components); its dashboard and alerts read that
+    fleet's series only (its namespace and the PodMonitoring's job), and parse as Google's message."""
+    capture = render_stack(stack)
+    (resource,) = capture.of_type(DASHBOARD)
+    dashboard = Dashboard.from_json(inputs(resource)["dashboardJson"])
+    assert "Replicas reporting" in [tile.widget.title for tile in dashboard.mosaic_layout.tiles]
+    queries = [
+        inputs(policy)["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
+        for policy in capture.of_type(ALERT_POLICY)
+    ]
+    assert any("absent_over_time" in query for query in queries)  # no replica reporting
+    for query in queries:
+        promql_parser.parse(query)
+        assert f'job="gemma-{stack}-vllm"' in query

@@ -12,13 +12,15 @@ from serving.collectors import COLLECTOR_METRICS
 from serving.dashboard_panels import dashboard_sections, platform_metric_types, promql_of
 from serving.metric_contract import missing_from_scrape, spec_decode_on, stack_queries, unrecorded, vllm_metrics_used
 from serving.vllm_metrics import recorded_metrics
-from serving.watch import CloudRunWatch, TpuWatch, Watched, metric_names
+from serving.watch import CloudRunWatch, GkeWatch, TpuWatch, Watched, metric_names, selector
 
 WATCHED: dict[str, Watched] = {
     "cloud-run-idle": CloudRunWatch("gemma-l4-vllm", min_instances=0),
     "cloud-run-warm": CloudRunWatch("gemma-l4-vllm", min_instances=1),
     "tpu-flex-start": TpuWatch("gemma-tpu-v6e-vllm", flex_start_run_seconds=14400),
     "tpu-spot": TpuWatch("gemma-tpu-v6e-vllm"),
+    "gke": GkeWatch("gemma", "gemma-gke-l4x4-vllm", min_replicas=1),
+    "gke-parked": GkeWatch("gemma", "gemma-gke-l4x4-vllm", min_replicas=0),
 }
 EVERY_ALERT = AlertThresholds(max_waiting_requests=4)
 
@@ -69,7 +71,7 @@ def test_queries_read_only_the_stacks_own_series() -> None:
     for kind, watched in WATCHED.items():
         for query in all_queries(watched):
             for name in metric_names(query):
-                assert f'{name}{{namespace="{watched.name}"' in query, (kind, query)
+                assert f"{name}{{{selector(watched)}" in query, (kind, query)
 
 
 def test_panels_cover_what_an_operator_needs() -> None:
@@ -139,6 +141,9 @@ def test_absence_alerts_only_where_absence_is_an_outage() -> None:
     assert "no-serving-instance" in keys(WATCHED["cloud-run-warm"])
     assert "no-serving-node" in keys(WATCHED["tpu-spot"])
     assert "flex-start-ending" not in keys(WATCHED["tpu-spot"])
+    # A GKE fleet's HPA keeps one replica unless the stack is parked (the Deployment at 0).
+    assert "no-serving-replica" in keys(WATCHED["gke"])
+    assert "no-serving-replica" not in keys(WATCHED["gke-parked"])
     (ending,) = [r for r in alert_rules(WATCHED["tpu-flex-start"], AlertThresholds(), stack="s") if "flex" in r.key]
     assert ending.promql.endswith("> 10800")  # 4 h run, warned an hour before its end
 
