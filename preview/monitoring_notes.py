@@ -18,7 +18,8 @@ BUDGET = "gcp:billing/budget:Budget"
 CHANNEL = "gcp:monitoring/notificationChannel:NotificationChannel"
 
 
-def _inputs(resource: CapturedResource) -> dict[str, Any]:
+def resource_inputs(resource: CapturedResource) -> dict[str, Any]:
+    """A captured resource's inputs as the plan shows them (secrets masked); the watch section reads them too."""
     return dict(clean(resource.inputs))
 
 
@@ -31,13 +32,13 @@ def monitoring_notes(capture: Capture) -> list[str]:
             "monitoring: off (monitoring.enabled is false): no metrics are collected and nothing alerts on this "
             "stack (docs/operations.md, 'What is collected')."
         )
-    elif not any(_inputs(policy).get("notificationChannels") for policy in policies):
+    elif not any(resource_inputs(policy).get("notificationChannels") for policy in policies):
         notes.append(
             f"alerts: {len(policies)} alert policies and a dashboard watch the stack, but no notification channel "
             "is named (monitoring.notificationChannels is empty): alerts show in Cloud Monitoring and tell nobody. "
             "Name an email, a Pub/Sub topic or an existing channel (PagerDuty, Slack) there."
         )
-    if any(_inputs(channel).get("type") == "pubsub" for channel in capture.of_type(CHANNEL)):
+    if any(resource_inputs(channel).get("type") == "pubsub" for channel in capture.of_type(CHANNEL)):
         notes.append(
             "alerts: a Pub/Sub channel publishes as the project's Cloud Monitoring service agent "
             "(service-<project number>@gcp-sa-monitoring-notification.iam.gserviceaccount.com): grant it "
@@ -45,7 +46,7 @@ def monitoring_notes(capture: Capture) -> list[str]:
         )
     budgets = capture.of_type(BUDGET)
     if budgets:
-        account = _inputs(budgets[0]).get("billingAccount")
+        account = resource_inputs(budgets[0]).get("billingAccount")
         notes.append(
             f"budget: `pulumi up` creates a budget on billing account {account}: the deployer needs "
             "roles/billing.costsManager (or billing.admin) on it, and with user credentials (gcloud auth "

@@ -6,23 +6,16 @@ they notify to judge them, and the collector hides inside the service's template
 
 from __future__ import annotations
 
-from typing import Any
-
-from preview.capture import Capture, CapturedResource
-from preview.monitoring_notes import ALERT_POLICY, BUDGET, DASHBOARD
-from preview.render import clean
+from preview.capture import Capture
+from preview.monitoring_notes import ALERT_POLICY, BUDGET, DASHBOARD, resource_inputs
 from preview.supply_plan import SERVICE
 from preview.tpu_plan import script_value, startup_scripts
-
-
-def _inputs(resource: CapturedResource) -> dict[str, Any]:
-    return dict(clean(resource.inputs))
 
 
 def _collectors(capture: Capture) -> list[str]:
     lines = []
     for service in capture.of_type(SERVICE):
-        for container in (_inputs(service).get("template") or {}).get("containers") or []:
+        for container in (resource_inputs(service).get("template") or {}).get("containers") or []:
             if container.get("dependsOns"):
                 limits = (container.get("resources") or {}).get("limits") or {}
                 after = ", ".join(container["dependsOns"])
@@ -48,7 +41,7 @@ def watch_section(capture: Capture) -> list[str]:
     for dashboard in capture.of_type(DASHBOARD):
         lines.append(f"  dashboard:  {dashboard.name}")
     for policy in policies:
-        inputs = _inputs(policy)
+        inputs = resource_inputs(policy)
         condition = (inputs.get("conditions") or [{}])[0].get("conditionPrometheusQueryLanguage") or {}
         channels = len(inputs.get("notificationChannels") or [])
         # Lower case: the plan keeps upper-case WARNING for its own warnings.
@@ -58,7 +51,7 @@ def watch_section(capture: Capture) -> list[str]:
             f"{channels} channel(s))"
         )
     for budget in budgets:
-        inputs = _inputs(budget)
+        inputs = resource_inputs(budget)
         units = ((inputs.get("amount") or {}).get("specifiedAmount") or {}).get("units")
         rules = [rule.get("thresholdPercent") for rule in inputs.get("thresholdRules") or []]
         lines.append(f"  budget:     {units} a month on {inputs.get('billingAccount')}, notifying at {rules}")
