@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from verify.processes import die_with_parent
 from verify.redact import Redactor
 
 # What a failed command's message keeps: the end of stderr, where the CLIs print their one clear line.
@@ -78,7 +79,7 @@ class SubprocessRunner:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         _LIVE_GROUPS.add(process.pid)
         try:
@@ -118,16 +119,6 @@ async def _stop(process: asyncio.subprocess.Process, *, grace_s: float) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(process.wait(), timeout=grace_s)
     _kill_group(process.pid)  # workers that outlived their parent, or a parent that ignored SIGINT
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: the kernel sends SIGKILL when the server's thread that started it dies."""
-    if sys.platform.startswith("linux"):
-        import ctypes  # noqa: PLC0415 - child side, Linux only
-
-        pr_set_pdeathsig = 1
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _text(data: bytes | None) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pydantic
 
+from verify.redact import escape_controls
+
 
 class _Answer(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore", frozen=True)
@@ -92,13 +94,14 @@ class ErrorBody(_Answer):
 def body_excerpt(text: str, limit: int = 200) -> str:
     """A body on one line, cut to ``limit`` characters: enough to show vLLM's error message, short
     enough for a table cell. Whitespace runs collapse so HTML error pages stay readable."""
-    flat = " ".join(text.split())
+    flat = escape_controls(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def error_message(body: str) -> str | None:
     """The human part of an error body, or None when the body is not one of vLLM's error shapes."""
     try:
-        return ErrorBody.model_validate_json(body).message
+        message = ErrorBody.model_validate_json(body).message
     except pydantic.ValidationError:
         return None
+    return None if message is None else escape_controls(message)

@@ -38,6 +38,7 @@ from verify.bench.load_generator import TransportKind, make_transport, raise_fd_
 from verify.bench.samples import PhaseShare, Sample, split_counts, split_users
 from verify.bench.stall import StallMonitor
 from verify.client import default_timeout, make_client
+from verify.processes import die_with_parent
 from verify.streaming import Clock, StreamRequest, StreamResult, measure_stream
 
 # Users one worker process is given before another is started (default --workers). One loop kept
@@ -153,8 +154,13 @@ class WorkerError(RuntimeError):
     """A worker process failed or vanished; the cell cannot be measured."""
 
 
-def _worker_main(connection: multiprocessing.connection.Connection, spec: ClientSpec) -> None:
-    """Entry point of a worker process: serve phase jobs until told to stop (``None``)."""
+def _worker_main(connection: multiprocessing.connection.Connection, spec: ClientSpec, parent: int) -> None:
+    """Entry point of a worker process: serve phase jobs until told to stop (``None``).
+
+    It dies with its parent: a bench killed outright (or the MCP server that ran it) leaves no worker
+    sending requests with no cap left to stop it.
+    """
+    die_with_parent(parent)
     try:
         asyncio.run(_serve(connection, spec))
     except KeyboardInterrupt:
@@ -213,7 +219,7 @@ class WorkerPool:
         context = multiprocessing.get_context("spawn")
         for _ in range(self.size):
             parent_end, child_end = context.Pipe()
-            process = context.Process(target=_worker_main, args=(child_end, self._spec), daemon=True)
+            process = context.Process(target=_worker_main, args=(child_end, self._spec, os.getpid()), daemon=True)
             process.start()
             child_end.close()
             self._processes.append(process)

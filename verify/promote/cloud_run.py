@@ -18,6 +18,7 @@ import httpx
 import pydantic
 
 from verify import UsageError
+from verify.redact import escape_controls
 
 DEFAULT_API_URL = "https://run.googleapis.com"
 # What services.get needs (the discovery document's only scope for run v2).
@@ -170,7 +171,7 @@ def _error_message(response: httpx.Response) -> str:
         body = response.json()
         message = body["error"]["message"]
         if isinstance(message, str):
-            return message
+            return escape_controls(message)
     except (ValueError, KeyError, TypeError):
         pass
     text = " ".join(response.text.split())

@@ -22,6 +22,7 @@ from verify.client import client_for
 from verify.discovery import AnswerError, find_card, served_models
 from verify.numbers import readable
 from verify.query.run import DEFAULT_MAX_TOKENS, QueryOptions, QueryReport, ReasoningDisplay, run_query
+from verify.redact import escape_controls
 from verify.streaming import TextCallback
 from verify.target import Target, add_target_arguments, request_deadline_s, resolve_target
 
@@ -135,7 +136,8 @@ def live_printer(out: TextIO, display: ReasoningDisplay) -> TextCallback:
             if is_reasoning or state["section"]:
                 out.write(f"[{section}]\n")
             state["section"] = section
-        out.write(text)
+        # The model's text is the server's: a control sequence in it must not drive the terminal.
+        out.write(escape_controls(text))
         out.flush()
 
     return take
