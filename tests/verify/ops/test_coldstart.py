@@ -113,15 +113,21 @@ def test_the_query_reads_only_milestone_lines_of_one_revision() -> None:
     assert 'resource.labels.revision_name="gemma-l4-vllm-abc"' in query
 
 
-def test_verify_status_prints_each_phase_with_its_duration(
-    fake: FakeGoogle, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`verify status` of a ready revision prints the cold start's phases, the total and the slowest phase."""
+@pytest.fixture
+def ready_l4(fake: FakeGoogle, monkeypatch: pytest.MonkeyPatch) -> FakeGoogle:
+    """`verify status --stack l4` as a user runs it, against a fake Google whose l4 revision is ready."""
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv(API_ROOT_ENV, fake.url)
     monkeypatch.setattr(ops_google, "adc_tokens", lambda: tokens)
     fake.route("GET", SERVICES, {"services": [fixture("run_service_ready.json")]})
-    fake.route("POST", ENTRIES, {"entries": log_entries("vllm-0.32.0-cpu-default-loader.log")})
+    return fake
+
+
+def test_verify_status_prints_each_phase_with_its_duration(
+    ready_l4: FakeGoogle, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`verify status` of a ready revision prints the cold start's phases, the total and the slowest phase."""
+    ready_l4.route("POST", ENTRIES, {"entries": log_entries("vllm-0.32.0-cpu-default-loader.log")})
     code = main(["status", "--stack", "l4", "--project", PROJECT])
     out = capsys.readouterr().out
     assert code == 0
@@ -129,19 +135,15 @@ def test_verify_status_prints_each_phase_with_its_duration(
         assert phase in out
     assert "70.0" in out
     assert "slowest: engine start" in out
-    sent = next(seen.body for seen in fake.seen if seen.path.endswith("entries:list"))
+    sent = next(seen.body for seen in ready_l4.seen if seen.path.endswith("entries:list"))
     assert "gemma-l4-vllm-service-3f2a1b7-00002-x7k" in sent["filter"]
 
 
 def test_verify_status_still_answers_when_logs_cannot_be_read(
-    fake: FakeGoogle, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ready_l4: FakeGoogle, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No logging.viewer: the rollout state and exit code stand; the cold start says it was not measured."""
-    monkeypatch.chdir(ROOT)
-    monkeypatch.setenv(API_ROOT_ENV, fake.url)
-    monkeypatch.setattr(ops_google, "adc_tokens", lambda: tokens)
-    fake.route("GET", SERVICES, {"services": [fixture("run_service_ready.json")]})
-    fake.fail("POST", ENTRIES, "error_permission_denied.json")
+    ready_l4.fail("POST", ENTRIES, "error_permission_denied.json")
     code = main(["status", "--stack", "l4", "--project", PROJECT])
     assert code == 0
     assert "cold start not measured" in capsys.readouterr().out
