@@ -143,6 +143,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
             spec=spec,
             serving_account=identity.email.apply(lambda email: f"projects/{context.project}/serviceAccounts/{email}"),
             endpoint_picker=f"{name}{PICKER_SUFFIX}" if gke.service.inference_pool else None,
+            tracks=(gke.rollout.serving_track, gke.rollout.candidate_track) if gke.rollout.gated else None,
         ),
         cluster.provider,
         # vLLM must never start against an empty bucket path, nor before its nodes may pull the image.
@@ -163,7 +164,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         cluster=cluster.path,
         cluster_endpoint=cluster.endpoint,
         namespace=gke.namespace,
-        deployment=name,
+        deployment=f"{name}-{gke.rollout.serving_track}" if gke.rollout.gated else name,
         service_name=fleet.service_name,
         hpa=name,
         node_pool=node_pool.name,

@@ -41,6 +41,9 @@ class CapturedResource:
     # Former identities the engine should match in state instead of replacing (`aliases=`), each as
     # `field=value` pairs of the SDK's alias spec, e.g. `name=<old name> parentUrn=<old parent>`.
     aliases: tuple[str, ...] = ()
+    # Properties whose changes the engine leaves alone (`ignore_changes=`), e.g. a gated GKE fleet's serving
+    # track keeps its template until promoted.
+    ignore_changes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -146,6 +149,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     retain_on_delete=bool(request.retainOnDelete),
                     protect=bool(request.protect),
                     aliases=(*request.aliasURNs, *(_alias_text(alias) for alias in request.aliases)),
+                    ignore_changes=tuple(request.ignoreChanges),
                 )
             )
         return response

@@ -21,6 +21,7 @@ from serving.gcp_names import region_of
 from serving.gke_machines import NODE_SHAPES, SUPPORTED_KUBERNETES_VERSIONS, NodeShape
 from stacks.base import SettingsModel
 from stacks.cloud_run import GcsMountSettings, plain_env
+from stacks.gke_rollout import GkeRolloutSettings
 from stacks.tpu import Duration, _cidr
 
 # A cluster's full name, or its bare name (then gke.cluster.location says where it is).
@@ -238,6 +239,7 @@ class GkeSettings(SettingsModel):
     node_pool: NodePoolSettings
     replicas: ReplicaSettings
     service: ServiceSettings = ServiceSettings()
+    rollout: GkeRolloutSettings = GkeRolloutSettings()
     namespace: str = "gemma"
     port: int = Field(default=8000, ge=1024, le=65535)
     # The vLLM container's requests (= limits). Unset: 80% of what the node can allocate.

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.gke import manifests
+from components.gke import manifests, tracks
 from components.gke.manifests import FleetSpec
 from serving.naming import TypeToken
 
@@ -30,10 +30,14 @@ class VllmFleetArgs:
     serving_account: pulumi.Input[str]
     # The endpoint picker Service an InferencePool names (from the GAIE chart); None: no InferencePool.
     endpoint_picker: str | None = None
+    # A gated rollout's (serving, candidate) tracks (components/gke/tracks.py); None: one Deployment.
+    tracks: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not self.project:
             raise ValueError("VllmFleetArgs.project is required")
+        if self.tracks is not None and (self.tracks[0] == self.tracks[1] or not all(self.tracks)):
+            raise ValueError(f"VllmFleetArgs.tracks {self.tracks}: need two different track names (serving, candidate)")
 
 
 def _object(kind: type[Any], name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:  # noqa: ANN401 - any k8s resource
@@ -80,30 +84,68 @@ class VllmFleet(pulumi.ComponentResource):
         )
         account = _object(k8s.core.v1.ServiceAccount, f"{name}-ksa", manifests.service_account(spec), in_namespace)
         key = _custom(f"{name}-api-key", manifests.secret_provider_class(spec), in_namespace)
-        deployment = _object(
-            k8s.apps.v1.Deployment,
-            f"{name}-deployment",
-            manifests.deployment(spec),
-            pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[account, key, binding]),
-        )
-        service = _object(k8s.core.v1.Service, f"{name}-service", manifests.service(spec), in_namespace)
+        after_identity = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[account, key, binding])
+        if args.tracks is None:
+            deployment = _object(
+                k8s.apps.v1.Deployment, f"{name}-deployment", manifests.deployment(spec), after_identity
+            )
+            service = _object(k8s.core.v1.Service, f"{name}-service", manifests.service(spec), in_namespace)
+            hpa, pool = manifests.autoscaler(spec), _pool(spec, args.endpoint_picker)
+        else:
+            deployment, service = _tracks(name, spec, args.tracks, after_identity, in_namespace)
+            hpa = tracks.serving_autoscaler(spec, args.tracks[0])
+            pool = _pool(spec, args.endpoint_picker, serving=args.tracks[0])
         _custom(f"{name}-podmonitoring", manifests.pod_monitoring(spec), in_namespace)
         _object(
             k8s.autoscaling.v2.HorizontalPodAutoscaler,
             f"{name}-hpa",
-            manifests.autoscaler(spec),
+            hpa,
             pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[deployment]),
         )
         _object(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", manifests.disruption_budget(spec), in_namespace)
-        if args.endpoint_picker is not None:
-            _custom(
-                f"{name}-inference-pool",
-                manifests.inference_pool(spec, endpoint_picker=args.endpoint_picker),
-                in_namespace,
-            )
+        if pool is not None:
+            _custom(f"{name}-inference-pool", pool, in_namespace)
         self.service_name = service.metadata.apply(lambda metadata: metadata.name or spec.name)
         self.endpoint = service.status.apply(lambda status: _address(status, spec.port))
         self.register_outputs({"service_name": self.service_name, "endpoint": self.endpoint})
+
+
+def _pool(spec: FleetSpec, endpoint_picker: str | None, serving: str | None = None) -> dict[str, Any] | None:
+    if endpoint_picker is None:
+        return None
+    if serving is None:
+        return manifests.inference_pool(spec, endpoint_picker=endpoint_picker)
+    return tracks.serving_inference_pool(spec, serving, endpoint_picker=endpoint_picker)
+
+
+def _tracks(
+    name: str,
+    spec: FleetSpec,
+    names: tuple[str, str],
+    after_identity: pulumi.ResourceOptions,
+    in_namespace: pulumi.ResourceOptions,
+) -> tuple[Any, Any]:
+    """Both tracks, the user Service on the serving one and the candidate Service. The serving track ignores
+    template changes (`ignore_changes`), so a new template reaches the candidate only, until it is promoted."""
+    serving, candidate = names
+    keep_template = pulumi.ResourceOptions.merge(
+        after_identity, pulumi.ResourceOptions(ignore_changes=["spec.template"])
+    )
+    serving_deployment = _object(
+        k8s.apps.v1.Deployment,
+        f"{name}-{serving}",
+        tracks.track_deployment(spec, serving, candidate=False),
+        keep_template,
+    )
+    _object(
+        k8s.apps.v1.Deployment,
+        f"{name}-{candidate}",
+        tracks.track_deployment(spec, candidate, candidate=True),
+        after_identity,
+    )
+    service = _object(k8s.core.v1.Service, f"{name}-service", tracks.user_service(spec, serving), in_namespace)
+    _object(k8s.core.v1.Service, f"{name}-candidate-service", tracks.candidate_service(spec, candidate), in_namespace)
+    return serving_deployment, service
 
 
 def _address(status: Any, port: int) -> str:  # noqa: ANN401 - the Service's status output

@@ -170,3 +170,16 @@ def test_the_31b_needs_all_four_gpus_of_the_node() -> None:
     message = _problems(GPU, {"gemma-serving:vllm": json.dumps(vllm), "gemma-serving:gke": json.dumps(gke)})
     assert "model.path: capacity:" in message
     assert "58.20 GiB" in message
+
+
+def test_a_serving_track_without_the_gate_is_refused() -> None:
+    """`servingTrack` on a direct fleet would do nothing (one Deployment): the key and its condition are named."""
+    message = _problems(GPU, rollout__servingTrack="green")
+    assert "gke.rollout.servingTrack applies only with gke.rollout.gated: true" in message
+
+
+def test_a_gated_fleet_names_the_other_track_as_the_candidate() -> None:
+    """A template change lands on the track users do not reach, whichever that is."""
+    assert _load(GPU, rollout__gated=True).gke.rollout.candidate_track == "green"
+    assert _load(GPU, rollout__gated=True, rollout__servingTrack="green").gke.rollout.candidate_track == "blue"
+    assert "gke.rollout.servingTrack" in _problems(GPU, rollout__gated=True, rollout__servingTrack="red")
