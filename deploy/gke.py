@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 
 from components.gke.api_key import FleetApiKey, FleetApiKeyArgs
@@ -11,6 +13,7 @@ from components.gke.fleet import VllmFleet, VllmFleetArgs
 from components.gke.manifests import FleetSpec
 from components.gke.node_identity import NodeIdentity, NodeIdentityArgs
 from components.gke.node_pool import AcceleratorNodePool, AcceleratorNodePoolArgs, Tier
+from components.gke.tracks import CANDIDATE_SUFFIX
 from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from deploy.apis import google_cloud
@@ -21,6 +24,7 @@ from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.weights import model_supply
 from serving.outputs import GkeOutputs
 from serving.watch import GkeWatch
+from stacks.gke import GkeSettings
 from stacks.settings import GkeStack
 
 # The endpoint picker Service an InferencePool names: what the Gateway API Inference Extension chart
@@ -170,7 +174,24 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         node_pool=node_pool.name,
         zones=list(pool.zones),
         port_forward=_port_forward(cluster_spec, context.project, gke.namespace, name, settings.port),
+        **_gated_outputs(
+            gke,
+            fleet,
+            _port_forward(cluster_spec, context.project, gke.namespace, f"{name}{CANDIDATE_SUFFIX}", settings.port),
+        ),
     )
+
+
+def _gated_outputs(gke: GkeSettings, fleet: VllmFleet, candidate_port_forward: str) -> dict[str, Any]:
+    """What `verify promote` reads from a gated fleet; nothing for a direct one (its outputs stay as they were)."""
+    if not gke.rollout.gated:
+        return {}
+    return {
+        "serving_track": gke.rollout.serving_track,
+        "candidate_track": gke.rollout.candidate_track,
+        "candidate_endpoint": fleet.candidate_endpoint,
+        "candidate_port_forward": candidate_port_forward,
+    }
 
 
 def _port_forward(cluster: CreatedCluster | ExistingCluster, project: str, namespace: str, name: str, port: int) -> str:

@@ -180,6 +180,18 @@ class GkeOutputs(_SharedOutputs):
         description="the `kubectl port-forward` command that reaches the internal Service from a laptop "
         "(then `verify ... --url http://127.0.0.1:<port>`)"
     )
+    serving_track: str | None = Field(
+        default=None, description="gated rollouts (`gke.rollout.gated`): the track users reach, `blue` or `green`"
+    )
+    candidate_track: str | None = Field(
+        default=None, description="gated rollouts: the track a new template lands on, checked by `verify promote`"
+    )
+    candidate_endpoint: str | None = Field(
+        default=None, description="gated rollouts: the candidate Service's internal address, once it has one"
+    )
+    candidate_port_forward: str | None = Field(
+        default=None, description="gated rollouts: the `kubectl port-forward` command that reaches the candidate"
+    )
 
 
 # A deployed stack's outputs, the variant chosen by `platform`.

@@ -62,6 +62,8 @@ class VllmFleet(pulumi.ComponentResource):
     service_name: pulumi.Output[str]
     # The internal (or allowed-ranges external) address, once the load balancer has one.
     endpoint: pulumi.Output[str]
+    # A gated fleet's candidate Service address (internal); None for a direct fleet.
+    candidate_endpoint: pulumi.Output[str] | None
 
     def __init__(
         self, name: str, args: VllmFleetArgs, provider: k8s.Provider, opts: pulumi.ResourceOptions | None = None
@@ -91,10 +93,12 @@ class VllmFleet(pulumi.ComponentResource):
             )
             service = _object(k8s.core.v1.Service, f"{name}-service", manifests.service(spec), in_namespace)
             hpa, pool = manifests.autoscaler(spec), _pool(spec, args.endpoint_picker)
+            self.candidate_endpoint = None
         else:
-            deployment, service = _tracks(name, spec, args.tracks, after_identity, in_namespace)
+            deployment, service, candidate = _tracks(name, spec, args.tracks, after_identity, in_namespace)
             hpa = tracks.serving_autoscaler(spec, args.tracks[0])
             pool = _pool(spec, args.endpoint_picker, serving=args.tracks[0])
+            self.candidate_endpoint = candidate.status.apply(lambda status: _address(status, spec.port))
         _custom(f"{name}-podmonitoring", manifests.pod_monitoring(spec), in_namespace)
         _object(
             k8s.autoscaling.v2.HorizontalPodAutoscaler,
@@ -107,7 +111,13 @@ class VllmFleet(pulumi.ComponentResource):
             _custom(f"{name}-inference-pool", pool, in_namespace)
         self.service_name = service.metadata.apply(lambda metadata: metadata.name or spec.name)
         self.endpoint = service.status.apply(lambda status: _address(status, spec.port))
-        self.register_outputs({"service_name": self.service_name, "endpoint": self.endpoint})
+        self.register_outputs(
+            {
+                "service_name": self.service_name,
+                "endpoint": self.endpoint,
+                "candidate_endpoint": self.candidate_endpoint,
+            }
+        )
 
 
 def _pool(spec: FleetSpec, endpoint_picker: str | None, serving: str | None = None) -> dict[str, Any] | None:
@@ -124,7 +134,7 @@ def _tracks(
     names: tuple[str, str],
     after_identity: pulumi.ResourceOptions,
     in_namespace: pulumi.ResourceOptions,
-) -> tuple[Any, Any]:
+) -> tuple[Any, Any, Any]:
     """Both tracks, the user Service on the serving one and the candidate Service. The serving track ignores
     template changes (`ignore_changes`), so a new template reaches the candidate only, until it is promoted."""
     serving, candidate = names
@@ -144,8 +154,10 @@ def _tracks(
         after_identity,
     )
     service = _object(k8s.core.v1.Service, f"{name}-service", tracks.user_service(spec, serving), in_namespace)
-    _object(k8s.core.v1.Service, f"{name}-candidate-service", tracks.candidate_service(spec, candidate), in_namespace)
-    return serving_deployment, service
+    candidate_service = _object(
+        k8s.core.v1.Service, f"{name}-candidate-service", tracks.candidate_service(spec, candidate), in_namespace
+    )
+    return serving_deployment, service, candidate_service
 
 
 def _address(status: Any, port: int) -> str:  # noqa: ANN401 - the Service's status output

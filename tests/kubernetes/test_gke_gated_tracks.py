@@ -81,3 +81,11 @@ def test_the_candidate_service_stays_internal_when_users_reach_a_public_one() ->
     candidate = services[f"{NAME}-candidate"]
     assert candidate["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
     assert "loadBalancerSourceRanges" not in candidate["spec"]
+
+
+def test_a_gated_fleet_exports_what_promotion_reads() -> None:
+    """`verify promote` finds the tracks and the candidate's way in from the stack's own outputs."""
+    outputs = render_stack(STACK, {"gemma-serving:gke": _gated("green")}).outputs
+    assert (outputs["servingTrack"], outputs["candidateTrack"]) == ("green", "blue")
+    assert outputs["deployment"] == f"{NAME}-green"
+    assert f"service/{NAME}-candidate 8000:8000" in outputs["candidatePortForward"]
