@@ -23,6 +23,7 @@ from verify.promote.cloud_run import (
 )
 from verify.promote.coldstart_gate import gate_for_stack
 from verify.promote.gates import BenchGate, CliGates, Gates
+from verify.promote.gke import GkePromotion, PulumiTrackShifter, TrackShifter, gke_rollout, is_gke
 from verify.promote.machine import Promotion
 from verify.promote.metric_gate import required_metrics
 from verify.promote.outputs import rollout_outputs
@@ -89,6 +90,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="policy pack every traffic update runs with, like the deploy workflow's (repeatable)",
     )
     rollout.add_argument(
+        "--candidate-url",
+        default=None,
+        metavar="URL",
+        help="GKE gated fleets: the candidate Service's address when its internal one is not reachable from here "
+        "(the stack's candidatePortForward output, then http://127.0.0.1:<port>)",
+    )
+    rollout.add_argument(
         "--json",
         action="store_true",
         help="print one JSON document at the end: the verdict (promoted, untouched, handed-back, "
@@ -149,6 +157,8 @@ class Seams:
     say: Callable[[str], None] | None = None
     # The cold-start gate; None: cloudRun.maxColdStartSeconds from the stack file (verify/promote/coldstart_gate.py).
     cold_start: Callable[[str], str | None] | None = None
+    # A GKE fleet's `pulumi up` that moves users to a track (verify/promote/gke.py).
+    track_shifter: TrackShifter | None = None
 
 
 def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) -> int:
@@ -161,25 +171,10 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
         run_pulumi=seams.run_pulumi,
         without_cli="(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)",
     )
+    if is_gke(raw):
+        return _promote_gke(args, seams, stack, raw)
     outputs = rollout_outputs(stack, raw)
-    target = with_flag_overrides(target_from_outputs(stack, raw), args)
-    gates = seams.gates or CliGates(
-        stack_target=target,
-        bench_gate=BenchGate(
-            concurrency=",".join(str(users) for users in args.bench_concurrency),
-            context=",".join(str(tokens) for tokens in args.bench_context),
-            max_tokens=args.bench_max_tokens,
-            requests=args.bench_requests,
-            warmup=args.bench_warmup,
-            slos=tuple(args.slo),
-            output_dir=args.bench_output_dir,
-        ),
-        api_key_env=args.api_key_env,
-        connect_timeout_s=args.connect_timeout,
-        timeout_s=args.timeout,
-        required_metrics=required_metrics(stack, raw),
-        say=seams.say or _say,
-    )
+    gates = seams.gates or _cli_gates(args, seams, stack, raw)
     shifter = seams.shifter or PulumiAutomationShifter(
         stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
     )
@@ -197,6 +192,52 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
             cold_start=seams.cold_start or gate_for_stack(stack, outputs.cloud_run_service, args.project_dir),
         )
         code = promotion.rollback() if args.rollback else promotion.promote()
+    if args.json:
+        print(json.dumps({"stack": stack, "exit_code": code, **promotion.outcome.as_json()}), flush=True)
+    return code
+
+
+def _cli_gates(args: argparse.Namespace, seams: Seams, stack: str, raw: object) -> CliGates:
+    """verify health, the metric gate and verify bench, as the flags configure them, against the stack's model."""
+    return CliGates(
+        stack_target=with_flag_overrides(target_from_outputs(stack, raw), args),
+        bench_gate=BenchGate(
+            concurrency=",".join(str(users) for users in args.bench_concurrency),
+            context=",".join(str(tokens) for tokens in args.bench_context),
+            max_tokens=args.bench_max_tokens,
+            requests=args.bench_requests,
+            warmup=args.bench_warmup,
+            slos=tuple(args.slo),
+            output_dir=args.bench_output_dir,
+        ),
+        api_key_env=args.api_key_env,
+        connect_timeout_s=args.connect_timeout,
+        timeout_s=args.timeout,
+        required_metrics=required_metrics(stack, raw),
+        say=seams.say or _say,
+    )
+
+
+def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, raw: dict[str, object]) -> int:
+    """A gated GKE fleet: gate the candidate track, then make it serve (verify/promote/gke.py)."""
+    if args.rollback:
+        raise UsageError(
+            "--rollback is for Cloud Run revisions: on GKE the old track takes the new template once it becomes the "
+            "candidate; go back by reverting the template and promoting again"
+        )
+    promotion = GkePromotion(
+        stack=stack,
+        rollout=gke_rollout(stack, raw),
+        gates=seams.gates or _cli_gates(args, seams, stack, raw),
+        shifter=seams.track_shifter
+        or PulumiTrackShifter(
+            stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
+        ),
+        say=seams.say or _say,
+        wait_s=args.wait,
+        candidate_url=normalise_base_url(args.candidate_url, flag="--candidate-url") if args.candidate_url else None,
+    )
+    code = promotion.promote()
     if args.json:
         print(json.dumps({"stack": stack, "exit_code": code, **promotion.outcome.as_json()}), flush=True)
     return code

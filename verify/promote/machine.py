@@ -125,7 +125,7 @@ class Promotion:
         self.say(f"gate 1/2: verify health against the candidate at {url}")
         code = self.gates.health(url, wait_s=self.wait_s)
         if code != EXIT_OK:
-            return f"the candidate {candidate} failed verify health ({_gate_verdict(code)})"
+            return f"the candidate {candidate} failed verify health ({gate_verdict(code)})"
         refused = self._cold_start_refusal(candidate)
         if refused:
             return refused
@@ -133,11 +133,11 @@ class Promotion:
         self.say("metric gate: the candidate exports every vLLM metric the stack's dashboard and alerts read")
         code = self.gates.metrics(url)
         if code != EXIT_OK:
-            return f"the candidate {candidate} failed the metric gate ({_gate_verdict(code)})"
+            return f"the candidate {candidate} failed the metric gate ({gate_verdict(code)})"
         self.say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
         code = self.gates.bench(url, label=f"promote-{candidate}")
         if code != EXIT_OK:
-            return f"the candidate {candidate} failed verify bench ({_gate_verdict(code)})"
+            return f"the candidate {candidate} failed verify bench ({gate_verdict(code)})"
         return None
 
     def rollback(self) -> int:
@@ -279,7 +279,7 @@ def routed_mismatch(service: ServiceState, expected: dict[str, int]) -> str | No
     return f"Cloud Run routes {_split(routed)}, expected {_split(wanted)}"
 
 
-def _gate_verdict(code: int) -> str:
+def gate_verdict(code: int) -> str:
     """What a gate's exit code means; every failed gate fails the promotion (exit 1), whatever its cause."""
     if code == 1:
         return "exit 1: a check or an SLO failed"

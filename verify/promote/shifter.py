@@ -78,7 +78,7 @@ class PulumiAutomationShifter:
         self._stack_name = stack
         self._work_dir = work_dir
         self._policy_packs = list(policy_packs)
-        self._on_output = on_output or _print_to_stderr
+        self._on_output = on_output or print_to_stderr
 
     def apply(self, change: TrafficChange) -> None:
         from pulumi import automation as auto  # noqa: PLC0415 - the CLI is needed only when traffic moves
@@ -119,5 +119,5 @@ class PulumiAutomationShifter:
                 stack.remove_all_config(keys, path=True)
 
 
-def _print_to_stderr(line: str) -> None:
+def print_to_stderr(line: str) -> None:
     print(line, end="" if line.endswith("\n") else "\n", file=sys.stderr)

@@ -1,0 +1,157 @@
+"""`verify promote` for a gated GKE fleet: gate the candidate track, then point the user Service at it.
+
+Why its own module: on GKE the candidate is a Deployment track behind its own internal Service
+(components/gke/tracks.py), not a tagged revision; promotion checks it through that Service with the same
+gates as Cloud Run (verify health, the metric gate, a short verify bench) and moves users with one
+`pulumi up` that sets `gke.rollout.servingTrack` to the candidate. Unlike Cloud Run's transient
+`cloudRun.traffic.*` keys (which override state and so need the promotion-run marker), the serving track is
+the stack's own setting: the program must know it when it runs, because it decides which Deployment ignores
+template changes. So the setting stays after promotion, and a failed `pulumi up` puts the old value back.
+A failed gate changes nothing: no config is written, no update runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, TypeGuard
+
+from verify import UsageError
+from verify.promote.gates import Gates
+from verify.promote.machine import EXIT_FAILED, EXIT_OK, Outcome, Verdict, gate_verdict
+from verify.promote.shifter import CONFIG_NAMESPACE, ShiftFailedError, print_to_stderr
+
+SERVING_TRACK_KEY = f"{CONFIG_NAMESPACE}:gke.rollout.servingTrack"
+
+
+@dataclass(frozen=True)
+class GkeRollout:
+    """What a gated fleet exports for promotion (serving.outputs.GkeOutputs, gated fields)."""
+
+    serving_track: str
+    candidate_track: str
+    candidate_endpoint: str | None
+    candidate_port_forward: str | None
+
+
+def is_gke(raw: object) -> TypeGuard[dict[str, object]]:
+    return isinstance(raw, dict) and raw.get("platform") == "gke"
+
+
+def gke_rollout(stack: str, raw: dict[str, object]) -> GkeRollout:
+    """The gated fields; a direct fleet (no servingTrack output) is a usage error naming the setting."""
+    serving, candidate = raw.get("servingTrack"), raw.get("candidateTrack")
+    if not isinstance(serving, str) or not isinstance(candidate, str):
+        raise UsageError(
+            f"stack {stack!r} rolls out directly (no servingTrack output): every `pulumi up` rolls the pods users "
+            "reach; set gke.rollout.gated: true and run `pulumi up` to get a candidate track to promote"
+        )
+    endpoint, forward = raw.get("candidateEndpoint"), raw.get("candidatePortForward")
+    return GkeRollout(
+        serving_track=serving,
+        candidate_track=candidate,
+        candidate_endpoint=endpoint if isinstance(endpoint, str) and endpoint else None,
+        candidate_port_forward=forward if isinstance(forward, str) else None,
+    )
+
+
+class TrackShifter(Protocol):
+    """Makes `track` the serving one and returns once the update finished (raising ShiftFailedError)."""
+
+    def serve(self, track: str, *, reason: str) -> None: ...
+
+
+class PulumiTrackShifter:
+    """Sets gke.rollout.servingTrack and runs `pulumi up` (Automation API); restores the old value on failure."""
+
+    def __init__(self, stack: str, *, work_dir: Path, policy_packs: tuple[str, ...] = ()) -> None:
+        self._stack_name = stack
+        self._work_dir = work_dir
+        self._policy_packs = list(policy_packs)
+
+    def serve(self, track: str, *, reason: str) -> None:
+        from pulumi import automation as auto  # noqa: PLC0415 - the CLI is needed only when traffic moves
+
+        try:
+            stack = auto.select_stack(stack_name=self._stack_name, work_dir=str(self._work_dir))
+        except (auto.CommandError, FileNotFoundError) as exc:
+            raise UsageError(
+                f"cannot select stack {self._stack_name!r} with the Pulumi CLI ({exc}); promotion moves users "
+                "with `pulumi up`, so it needs the CLI logged in to the stack's backend"
+            ) from None
+        before: str | None = None
+        with contextlib.suppress(auto.CommandError):
+            before = stack.get_config(SERVING_TRACK_KEY, path=True).value
+        try:
+            stack.set_config(SERVING_TRACK_KEY, auto.ConfigValue(track), path=True)
+            stack.up(
+                message=f"verify promote: {reason}", on_output=print_to_stderr, policy_packs=self._policy_packs or None
+            )
+        except auto.CommandError as exc:
+            with contextlib.suppress(auto.CommandError):
+                if before is None:
+                    stack.remove_config(SERVING_TRACK_KEY, path=True)
+                else:
+                    stack.set_config(SERVING_TRACK_KEY, auto.ConfigValue(before), path=True)
+            raise ShiftFailedError(f"`pulumi up` failed: {exc}") from None
+
+
+@dataclass(frozen=True)
+class GkePromotion:
+    """Gate the candidate track through its Service, then make it serve; every side effect is injected."""
+
+    stack: str
+    rollout: GkeRollout
+    gates: Gates
+    shifter: TrackShifter
+    say: Callable[[str], None]
+    wait_s: float = 1800.0
+    # The candidate's address when its internal endpoint is not reachable from here (a port-forward).
+    candidate_url: str | None = None
+    outcome: Outcome = field(default_factory=Outcome)
+
+    def promote(self) -> int:
+        serving, candidate = self.rollout.serving_track, self.rollout.candidate_track
+        url = self.candidate_url or self.rollout.candidate_endpoint
+        if url is None:
+            raise UsageError(
+                f"stack {self.stack!r}: the candidate Service has no address yet; reach it with "
+                f"`{self.rollout.candidate_port_forward or 'kubectl port-forward'}` and pass "
+                "--candidate-url http://127.0.0.1:<port>"
+            )
+        self.say(f"stack {self.stack}: serving track {serving}, candidate track {candidate} at {url}")
+        failed = self._gate(url, candidate)
+        if failed:
+            self.say(f"not promoted: {failed}; users stay on track {serving}, nothing was changed")
+            return self._end(Verdict.UNTOUCHED, EXIT_FAILED, failed)
+        self.say(f"gates passed: setting gke.rollout.servingTrack to {candidate} (pulumi up)")
+        try:
+            self.shifter.serve(candidate, reason=f"candidate track {candidate} passed health and bench")
+        except ShiftFailedError as exc:
+            detail = f"{exc}; gke.rollout.servingTrack was set back to {serving}: check the stack's state"
+            self.say(detail)
+            return self._end(Verdict.NOT_HANDED_BACK, EXIT_FAILED, detail)
+        self.say(f"promoted: the Service sends users to track {candidate}; track {serving} is the next candidate")
+        return self._end(Verdict.PROMOTED, EXIT_OK)
+
+    def _gate(self, url: str, candidate: str) -> str | None:
+        """Health, the metric gate, then a short bench: why the candidate failed, or None."""
+        self.say(f"gate 1/2: verify health against the candidate track {candidate}")
+        code = self.gates.health(url, wait_s=self.wait_s)
+        if code != EXIT_OK:
+            return f"track {candidate} failed verify health ({gate_verdict(code)})"
+        code = self.gates.metrics(url)
+        if code != EXIT_OK:
+            return f"track {candidate} failed the metric gate ({gate_verdict(code)})"
+        self.say("gate 2/2: verify bench with the stack's SLO gates against the candidate track")
+        code = self.gates.bench(url, label=f"promote-{self.stack}-{candidate}")
+        if code != EXIT_OK:
+            return f"track {candidate} failed verify bench ({gate_verdict(code)})"
+        return None
+
+    def _end(self, verdict: Verdict, code: int, detail: str = "") -> int:
+        self.outcome.verdict = verdict
+        self.outcome.detail = detail
+        return code
