@@ -46,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add ``verify promote`` to the CLI."""
     parser = subparsers.add_parser(
         "promote",
-        help="gate a gated Cloud Run stack's candidate revision with health and bench, then move traffic to it",
+        help="gate a gated Cloud Run stack's candidate revision (or a gated GKE fleet's candidate track) with "
+        "health and bench, then move traffic to it",
         description="Reads the stack's outputs and the live service (Cloud Run Admin API v2), runs verify health "
         "and a short verify bench with --slo gates against the candidate's tagged URL, and only if both pass "
         "moves traffic to it with `pulumi up` (Automation API). Exit codes: 0 promoted (or rolled back), "
