@@ -20,7 +20,7 @@ from typing import Protocol, TypeGuard
 
 from verify import UsageError
 from verify.promote.gates import Gates
-from verify.promote.machine import EXIT_FAILED, EXIT_OK, Outcome, Verdict, gate_verdict
+from verify.promote.machine import EXIT_FAILED, EXIT_OK, Outcome, Verdict, run_gates
 from verify.promote.shifter import CONFIG_NAMESPACE, ShiftFailedError, print_to_stderr
 
 SERVING_TRACK_KEY = f"{CONFIG_NAMESPACE}:gke.rollout.servingTrack"
@@ -122,7 +122,14 @@ class GkePromotion:
                 "--candidate-url http://127.0.0.1:<port>"
             )
         self.say(f"stack {self.stack}: serving track {serving}, candidate track {candidate} at {url}")
-        failed = self._gate(url, candidate)
+        failed = run_gates(
+            self.gates,
+            url,
+            subject=f"track {candidate}",
+            label=f"promote-{self.stack}-{candidate}",
+            wait_s=self.wait_s,
+            say=self.say,
+        )
         if failed:
             self.say(f"not promoted: {failed}; users stay on track {serving}, nothing was changed")
             return self._end(Verdict.UNTOUCHED, EXIT_FAILED, failed)
@@ -135,21 +142,6 @@ class GkePromotion:
             return self._end(Verdict.NOT_HANDED_BACK, EXIT_FAILED, detail)
         self.say(f"promoted: the Service sends users to track {candidate}; track {serving} is the next candidate")
         return self._end(Verdict.PROMOTED, EXIT_OK)
-
-    def _gate(self, url: str, candidate: str) -> str | None:
-        """Health, the metric gate, then a short bench: why the candidate failed, or None."""
-        self.say(f"gate 1/2: verify health against the candidate track {candidate}")
-        code = self.gates.health(url, wait_s=self.wait_s)
-        if code != EXIT_OK:
-            return f"track {candidate} failed verify health ({gate_verdict(code)})"
-        code = self.gates.metrics(url)
-        if code != EXIT_OK:
-            return f"track {candidate} failed the metric gate ({gate_verdict(code)})"
-        self.say("gate 2/2: verify bench with the stack's SLO gates against the candidate track")
-        code = self.gates.bench(url, label=f"promote-{self.stack}-{candidate}")
-        if code != EXIT_OK:
-            return f"track {candidate} failed verify bench ({gate_verdict(code)})"
-        return None
 
     def _end(self, verdict: Verdict, code: int, detail: str = "") -> int:
         self.outcome.verdict = verdict

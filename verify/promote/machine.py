@@ -121,24 +121,16 @@ class Promotion:
         return self.cold_start(candidate)
 
     def _gate(self, url: str, candidate: str) -> str | None:
-        """Health, then the metric gate, then the bench gate: why the candidate failed, or None."""
-        self.say(f"gate 1/2: verify health against the candidate at {url}")
-        code = self.gates.health(url, wait_s=self.wait_s)
-        if code != EXIT_OK:
-            return f"the candidate {candidate} failed verify health ({gate_verdict(code)})"
-        refused = self._cold_start_refusal(candidate)
-        if refused:
-            return refused
-        # After health: by then the candidate has answered requests, so its HTTP metrics exist too.
-        self.say("metric gate: the candidate exports every vLLM metric the stack's dashboard and alerts read")
-        code = self.gates.metrics(url)
-        if code != EXIT_OK:
-            return f"the candidate {candidate} failed the metric gate ({gate_verdict(code)})"
-        self.say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
-        code = self.gates.bench(url, label=f"promote-{candidate}")
-        if code != EXIT_OK:
-            return f"the candidate {candidate} failed verify bench ({gate_verdict(code)})"
-        return None
+        """Health, the cold-start gate, the metric gate, then the bench gate: why the candidate failed, or None."""
+        return run_gates(
+            self.gates,
+            url,
+            subject=f"the candidate {candidate}",
+            label=f"promote-{candidate}",
+            wait_s=self.wait_s,
+            say=self.say,
+            after_health=lambda: self._cold_start_refusal(candidate),
+        )
 
     def rollback(self) -> int:
         outputs = self.outputs
@@ -277,6 +269,38 @@ def routed_mismatch(service: ServiceState, expected: dict[str, int]) -> str | No
     if routed == wanted:
         return None
     return f"Cloud Run routes {_split(routed)}, expected {_split(wanted)}"
+
+
+def run_gates(
+    gates: Gates,
+    url: str,
+    *,
+    subject: str,
+    label: str,
+    wait_s: float,
+    say: Callable[[str], None],
+    after_health: Callable[[], str | None] | None = None,
+) -> str | None:
+    """verify health, `after_health` (a platform's own check), the metric gate, then a short verify bench
+    against `url`: why `subject` failed, or None. Shared by Cloud Run revisions and GKE tracks, so both pass
+    the same gates in the same order."""
+    say(f"gate 1/2: verify health against {subject} at {url}")
+    code = gates.health(url, wait_s=wait_s)
+    if code != EXIT_OK:
+        return f"{subject} failed verify health ({gate_verdict(code)})"
+    refused = after_health() if after_health is not None else None
+    if refused:
+        return refused
+    # After health: by then the candidate has answered requests, so its HTTP metrics exist too.
+    say("metric gate: the candidate exports every vLLM metric the stack's dashboard and alerts read")
+    code = gates.metrics(url)
+    if code != EXIT_OK:
+        return f"{subject} failed the metric gate ({gate_verdict(code)})"
+    say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
+    code = gates.bench(url, label=label)
+    if code != EXIT_OK:
+        return f"{subject} failed verify bench ({gate_verdict(code)})"
+    return None
 
 
 def gate_verdict(code: int) -> str:
