@@ -11,13 +11,15 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
+from mcp.server.mcpserver.exceptions import ToolError
+
 from gemma_mcp.context import ServerContext
 from gemma_mcp.promotion import POLICY_PACK_DIR
-from gemma_mcp.pulumi_gateway import AutomationGateway
 from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import SubprocessRunner, kill_all
 from gemma_mcp.server import build_server
 from preview.stack_file import StackFileError, project_root
+from verify.pulumi_gateway import AutomationGateway
 
 LOOPBACK = "127.0.0.1"
 
@@ -53,7 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ctx = ServerContext(
         root=root,
         run_module=SubprocessRunner(root),
-        pulumi=AutomationGateway(root, policy_packs=() if args.no_policy_pack else (str(root / POLICY_PACK_DIR),)),
+        pulumi=AutomationGateway(
+            root, policy_packs=() if args.no_policy_pack else (str(root / POLICY_PACK_DIR),), error=ToolError
+        ),
         redactor=Redactor.from_environment(),
         allow_changes=args.allow_changes,
         allow_any_url=args.allow_any_url,

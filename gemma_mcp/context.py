@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemma_mcp.load_slot import LoadSlot
-from gemma_mcp.pulumi_gateway import PulumiGateway
 from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import ModuleRunner
 from verify.ops.google import GoogleApis, apis_from_environment
+from verify.pulumi_gateway import PulumiGateway
 
 
 @dataclass(frozen=True, slots=True)

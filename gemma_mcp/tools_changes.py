@@ -2,7 +2,7 @@
 
 Why so guarded: an agent acts on its reading of a conversation, and these cost money or delete things.
 So they do not exist unless a person started the server with `--allow-changes`, each one refuses to act
-unless `confirm` repeats the stack's name, and each goes through the Automation API (`pulumi_gateway`),
+unless `confirm` repeats the stack's name, and each goes through the Automation API (verify/pulumi_gateway.py),
 which applies the same program, policy and state as a person's `pulumi up`, and reports what changed.
 """
 
@@ -16,11 +16,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 
 from gemma_mcp.context import ServerContext
+from gemma_mcp.import_runs import import_run_urn
 from gemma_mcp.promotion import POLICY_PACK_DIR, promotion_outcome, promotion_verdict
-from gemma_mcp.pulumi_gateway import ChangeSummary, import_run_urn
 from gemma_mcp.results import Change, CommandReport
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_stacks import reply
+from verify.pulumi_gateway import ChangeSummary
 
 # `verify promote` runs health, a short bench and up to one `pulumi up` per traffic step.
 PROMOTE_TIMEOUT_S = 3600.0

@@ -10,7 +10,7 @@ Declared once, in a package both the program and `verify` may import (`verify` n
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
@@ -56,6 +56,24 @@ class _SharedOutputs(BaseModel):
     )
 
 
+class BenchJobOutputs(BaseModel):
+    """The `benchJob` output: the load-generator job `verify bench --on-cloud-run` starts (deploy/cloud_run.py).
+
+    `project`, `tasks` and `cpuPerTask` are optional so stacks deployed before they were exported still
+    read (the job then runs in gcloud's default project); the rest is what starting the job needs.
+    """
+
+    model_config = _SharedOutputs.model_config
+
+    name: str = Field(description="the Cloud Run job's name")
+    region: str = Field(description="the job's region")
+    results_bucket: str = Field(description="the bucket the tasks write their files to")
+    results_prefix: str = Field(description="the folder of each run's files in that bucket")
+    project: str | None = Field(default=None, description="the job's project")
+    tasks: int | None = Field(default=None, description="how many tasks each execution runs")
+    cpu_per_task: float | None = Field(default=None, description="the vCPU of each task")
+
+
 class _CloudRunServiceOutputs(_SharedOutputs):
     """A Cloud Run GPU stack's service, its size and billing (the rollout's outputs are CloudRunRolloutOutputs)."""
 
@@ -69,7 +87,7 @@ class _CloudRunServiceOutputs(_SharedOutputs):
         description="the instance cap; `concurrency` x `maxInstances` is what Cloud Run admits before it answers 429"
     )
 
-    bench_job: dict[str, Any] | None = Field(
+    bench_job: BenchJobOutputs | None = Field(
         default=None,
         description="only with a `bench` block: the load-generator job verify starts "
         "(`{name, region, project, tasks, cpuPerTask, resultsBucket, resultsPrefix}`)",

@@ -11,23 +11,15 @@ from __future__ import annotations
 
 import argparse
 import enum
-import json
-import subprocess
-from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
 import pydantic
 
-from preview.stack_file import StackFileError, project_root
 from verify import UsageError
 from verify.argtypes import env_var_name, positive_number
-from verify.responses import body_excerpt
+from verify.pulumi_gateway import PulumiRunner, read_stack_outputs, run_pulumi_cli
 from verify.streaming import SLOWEST_HEALTHY_TOKEN_S, default_deadline_s
-
-# A stack's outputs are read with this command; tests replace the runner, never the arguments.
-PulumiRunner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # The longest silence tolerated inside one request (between two stream chunks, or before a
@@ -184,7 +176,7 @@ def request_deadline_s(args: argparse.Namespace, max_tokens: int) -> float:
 def resolve_target(args: argparse.Namespace, *, run_pulumi: PulumiRunner | None = None) -> Target:
     """Turn the parsed target flags into a ``Target``; raises ``UsageError`` for anything unusable."""
     if args.stack is not None:
-        target = target_from_stack(str(args.stack), run_pulumi=run_pulumi or _run_pulumi)
+        target = target_from_stack(str(args.stack), run_pulumi=run_pulumi or run_pulumi_cli)
     else:
         target = target_from_url(
             str(args.url),
@@ -216,36 +208,6 @@ def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given
 
 def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
     return target_from_outputs(stack, read_stack_outputs(stack, run_pulumi=run_pulumi))
-
-
-# What a command that can also work without Pulumi tells a user who has no Pulumi CLI.
-WITHOUT_PULUMI_USE_URL = "or pass --url URL [--model NAME] instead"
-
-
-def read_stack_outputs(
-    stack: str, *, run_pulumi: PulumiRunner | None = None, without_cli: str = WITHOUT_PULUMI_USE_URL
-) -> object:
-    """The stack's outputs as `pulumi stack output --json` prints them; ``UsageError`` when unreadable.
-
-    ``without_cli`` ends the advice when the Pulumi CLI is missing: each command says what works for it
-    (health can take --url; promote cannot, so it must not suggest it).
-    """
-    run_pulumi = run_pulumi or _run_pulumi
-    command = ["pulumi", "stack", "output", "--json", "--stack", stack]
-    try:
-        completed = run_pulumi(command)
-    except FileNotFoundError as exc:
-        raise UsageError(
-            "--stack needs the Pulumi CLI, but `pulumi` is not on PATH; install it "
-            f"(https://www.pulumi.com/docs/install/) {without_cli}"
-        ) from exc
-    if completed.returncode != 0:
-        raise UsageError(
-            f"`{' '.join(command)}` failed with exit code {completed.returncode}: "
-            f"{body_excerpt(completed.stderr or completed.stdout, 300)} (is {stack!r} a stack of this project, "
-            "and are you logged in to its backend?)"
-        )
-    return _parse_outputs_json(stack, completed.stdout)
 
 
 def target_from_outputs(stack: str, raw: object) -> Target:
@@ -309,27 +271,3 @@ def _auto_auth_for_url(base_url: str, api_key_env_given: bool) -> AuthKind:
     if api_key_env_given:
         return AuthKind.API_KEY
     return AuthKind.NONE
-
-
-def _parse_outputs_json(stack: str, stdout: str) -> object:
-    try:
-        return json.loads(stdout)
-    except json.JSONDecodeError:
-        raise UsageError(
-            f"`pulumi stack output --json --stack {stack}` did not print JSON: {body_excerpt(stdout, 300)}"
-        ) from None
-
-
-def _run_pulumi(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    """The Pulumi CLI run in the project folder (not wherever verify was started), as Pulumi needs."""
-    return subprocess.run(
-        list(command), cwd=pulumi_project_dir(), capture_output=True, text=True, check=False, timeout=120
-    )
-
-
-def pulumi_project_dir() -> Path:
-    """The project folder the Pulumi CLI runs in (preview.stack_file.project_root); UsageError if none."""
-    try:
-        return project_root()
-    except StackFileError as error:
-        raise UsageError(str(error)) from None

@@ -17,11 +17,11 @@ from mcp import Client
 from mcp_types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.pulumi_gateway import ChangeSummary, StackOutputValues
 from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import Completed, ModuleRunner, SubprocessRunner
 from gemma_mcp.server import build_server
 from tests.preview_cli import shipped_plan
+from verify.pulumi_gateway import ChangeSummary, StackOutputValues
 
 ROOT = Path(__file__).resolve().parents[2]
 

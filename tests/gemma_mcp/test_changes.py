@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from gemma_mcp.pulumi_gateway import import_run_urn
+from gemma_mcp.import_runs import import_run_urn
 from gemma_mcp.runner import Completed
 from preview.stack_file import available_stacks
 from tests.conftest import ROOT
@@ -200,7 +200,7 @@ def test_every_pulumi_up_the_server_runs_carries_the_policy_pack(monkeypatch: py
     """The server's deploy and weight-import `pulumi up` ran without the policy pack, unlike the workflow."""
     from pulumi import automation
 
-    from gemma_mcp.pulumi_gateway import AutomationGateway
+    from verify.pulumi_gateway import AutomationGateway
 
     seen: dict[str, object] = {}
 
@@ -212,5 +212,5 @@ def test_every_pulumi_up_the_server_runs_carries_the_policy_pack(monkeypatch: py
             )
 
     monkeypatch.setattr(automation, "select_stack", lambda **_kwargs: Stack())
-    AutomationGateway(ROOT, policy_packs=(str(ROOT / "policy"),)).up("l4")
+    AutomationGateway(ROOT, policy_packs=(str(ROOT / "policy"),), error=ToolError).up("l4")
     assert seen["policy_packs"] == [str(ROOT / "policy")]

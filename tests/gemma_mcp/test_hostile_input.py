@@ -8,12 +8,12 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.pulumi_gateway import StackOutputValues
 from gemma_mcp.runner import Completed
 from gemma_mcp.urls import check_url
 from tests.gemma_mcp.conftest import FakePulumi, connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, tokens
 from verify.ops.google import GoogleApis
+from verify.pulumi_gateway import StackOutputValues
 
 
 class RecordingRunner:

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from gemma_mcp.pulumi_gateway import StackOutputValues
 from tests.gemma_mcp.conftest import FakePulumi, connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, tokens
 from tests.verify.test_models_command import BUCKET, SERVED, install_bucket, marker_body
 from verify.ops.google import GoogleApis
+from verify.pulumi_gateway import StackOutputValues
 
 
 @pytest.fixture

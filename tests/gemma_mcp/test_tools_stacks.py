@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from gemma_mcp.pulumi_gateway import StackOutputValues
 from preview.stack_file import available_stacks
 from tests.gemma_mcp.conftest import ROOT, FakePulumi, connect, make_context, text_of
 from tests.preview_cli import SHARES_SHIPPED_PLANS
 from tests.test_stack_outputs import stack_output_json
+from verify.pulumi_gateway import StackOutputValues
 
 READ_ONLY_TOOLS = {
     "stacks",

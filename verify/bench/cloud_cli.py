@@ -12,17 +12,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import os
 import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
+from serving.outputs import BenchJobOutputs
 from verify import UsageError, discovery
 from verify.argtypes import positive_int, positive_number
 from verify.auth import GoogleIdTokenAuth
@@ -38,7 +37,8 @@ from verify.bench.sweep import Endpoint, plan_from_arguments
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import default_timeout, make_client
-from verify.target import add_timeout_arguments, pulumi_project_dir
+from verify.pulumi_gateway import bench_job_of, pulumi_project_dir, read_stack_outputs
+from verify.target import add_timeout_arguments
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -47,6 +47,8 @@ Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
 # (`gcloud topic escaping`).
 ARGS_DELIMITER = "|"
 # What to change when the job's own tasks were CPU-bound (said once under the cells).
+# What `--on-cloud-run` tells a user without the Pulumi CLI (the job is found through the stack's outputs).
+WITHOUT_PULUMI_ON_CLOUD_RUN = "or benchmark from here without --on-cloud-run"
 JOB_ADVICE = "give the load-generator job more tasks or cpuPerTask (the stack's bench block)"
 
 
@@ -87,27 +89,17 @@ def task_arguments(args: argparse.Namespace, run_id: str, accelerator: str | Non
     return task
 
 
-def execute_command(job: dict[str, Any], task: Sequence[str]) -> list[str]:
+def execute_command(job: BenchJobOutputs, task: Sequence[str]) -> list[str]:
     """``gcloud run jobs execute`` for the stack's job with the sweep as the container's arguments."""
-    command = ["gcloud", "run", "jobs", "execute", str(job["name"]), "--region", str(job["region"])]
-    if job.get("project"):
-        command += ["--project", str(job["project"])]
+    command = ["gcloud", "run", "jobs", "execute", job.name, "--region", job.region]
+    if job.project:
+        command += ["--project", job.project]
     return [*command, "--wait", f"--args=^{ARGS_DELIMITER}^" + ARGS_DELIMITER.join(task)]
 
 
-def copy_command(job: dict[str, Any], run_id: str, destination: Path) -> list[str]:
-    source = f"gs://{job['resultsBucket']}/{job['resultsPrefix']}/{run_id}"
+def copy_command(job: BenchJobOutputs, run_id: str, destination: Path) -> list[str]:
+    source = f"gs://{job.results_bucket}/{job.results_prefix}/{run_id}"
     return ["gcloud", "storage", "cp", "-r", source, str(destination)]
-
-
-def bench_job_of(outputs: object, stack: str) -> dict[str, Any]:
-    job = outputs.get("benchJob") if isinstance(outputs, dict) else None
-    if not isinstance(job, dict) or not {"name", "region", "resultsBucket", "resultsPrefix"} <= job.keys():
-        raise UsageError(
-            f"stack {stack!r} exports no benchJob: add a gemma-serving:bench block (image, tasks, cpuPerTask; "
-            "see docs/benchmarking.md) and run `pulumi up`, or benchmark from here without --on-cloud-run"
-        )
-    return job
 
 
 def run_on_cloud_run(args: argparse.Namespace, output: Path, console: Console, *, run: Runner | None = None) -> int:
@@ -115,15 +107,12 @@ def run_on_cloud_run(args: argparse.Namespace, output: Path, console: Console, *
     if args.stack is None:
         raise UsageError("--on-cloud-run needs --stack (the job is part of the stack)")
     run = run or _run
-    shown = run(["pulumi", "stack", "output", "--json", "--stack", args.stack])
-    if shown.returncode != 0:
-        raise UsageError(f"`pulumi stack output --json --stack {args.stack}` failed: {shown.stderr.strip()[:300]}")
-    outputs = json.loads(shown.stdout or "{}")
+    outputs = read_stack_outputs(args.stack, run_pulumi=run, without_cli=WITHOUT_PULUMI_ON_CLOUD_RUN)
     job = bench_job_of(outputs, args.stack)
-    accelerator = args.accelerator or outputs.get("accelerator")
+    accelerator = args.accelerator or (outputs.get("accelerator") if isinstance(outputs, dict) else None)
     run_id = "run-" + datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
     execute = execute_command(job, task_arguments(args, run_id, accelerator))
-    console.print(f"starting {job.get('tasks', '?')} load-generator tasks: {shlex.join(execute)}")
+    console.print(f"starting {job.tasks or '?'} load-generator tasks: {shlex.join(execute)}")
     executed = run(execute)
     if executed.returncode != 0:
         console.print(
@@ -133,7 +122,7 @@ def run_on_cloud_run(args: argparse.Namespace, output: Path, console: Console, *
     copied = run(copy_command(job, run_id, tasks_dir))
     if copied.returncode != 0:
         raise UsageError(f"copying the tasks' files failed: {copied.stderr.strip()[-300:]}")
-    billing = outputs.get("billing") if not args.accelerator else None
+    billing = outputs.get("billing") if not args.accelerator and isinstance(outputs, dict) else None
     return collect_into(tasks_dir, output, args, console, billing=billing)
 
 

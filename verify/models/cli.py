@@ -18,8 +18,8 @@ from verify.models.bucket import bucket_name, list_objects, read_marker
 from verify.models.inventory import BucketInventory, inventory
 from verify.numbers import readable
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, apis_from_environment
+from verify.pulumi_gateway import read_stack_outputs
 from verify.stack_settings import load_settings
-from verify.target import read_stack_outputs
 
 EXIT_CANNOT_READ = 2
 

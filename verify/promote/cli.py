@@ -23,20 +23,19 @@ from verify.promote.cloud_run import (
 )
 from verify.promote.coldstart_gate import gate_for_stack
 from verify.promote.gates import BenchGate, CliGates, Gates
-from verify.promote.gke import GkePromotion, PulumiTrackShifter, TrackShifter, gke_rollout, is_gke
+from verify.promote.gke import GkePromotion, TrackShifter, gke_rollout, is_gke
 from verify.promote.machine import Promotion
 from verify.promote.metric_gate import required_metrics
 from verify.promote.outputs import rollout_outputs
-from verify.promote.shifter import PulumiAutomationShifter, TrafficShifter
-from verify.target import (
+from verify.promote.shifter import TrafficShifter
+from verify.pulumi_gateway import (
+    PulumiAutomationShifter,
     PulumiRunner,
-    add_target_arguments,
-    normalise_base_url,
+    PulumiTrackShifter,
     pulumi_project_dir,
     read_stack_outputs,
-    target_from_outputs,
-    with_flag_overrides,
 )
+from verify.target import add_target_arguments, normalise_base_url, target_from_outputs, with_flag_overrides
 
 DEFAULT_WAIT_S = 1800.0
 DEFAULT_STEPS = "100"

@@ -6,24 +6,21 @@ gates as Cloud Run (verify health, the metric gate, a short verify bench) and mo
 `pulumi up` that sets `gke.rollout.servingTrack` to the candidate. Unlike Cloud Run's transient
 `cloudRun.traffic.*` keys (which override state and so need the promotion-run marker), the serving track is
 the stack's own setting: the program must know it when it runs, because it decides which Deployment ignores
-template changes. So the setting stays after promotion, and a failed `pulumi up` puts the old value back.
+template changes. So the setting stays after promotion, and a failed `pulumi up` puts the old value back
+(`PulumiTrackShifter` in verify/pulumi_gateway.py, the one module that talks to Pulumi).
 A failed gate changes nothing: no config is written, no update runs.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol, TypeGuard
 
 from verify import UsageError
 from verify.promote.gates import Gates
 from verify.promote.machine import EXIT_FAILED, EXIT_OK, Outcome, Verdict, run_gates
-from verify.promote.shifter import CONFIG_NAMESPACE, ShiftFailedError, print_to_stderr
-
-SERVING_TRACK_KEY = f"{CONFIG_NAMESPACE}:gke.rollout.servingTrack"
+from verify.promote.shifter import ShiftFailedError
 
 
 @dataclass(frozen=True)
@@ -61,41 +58,6 @@ class TrackShifter(Protocol):
     """Makes `track` the serving one and returns once the update finished (raising ShiftFailedError)."""
 
     def serve(self, track: str, *, reason: str) -> None: ...
-
-
-class PulumiTrackShifter:
-    """Sets gke.rollout.servingTrack and runs `pulumi up` (Automation API); restores the old value on failure."""
-
-    def __init__(self, stack: str, *, work_dir: Path, policy_packs: tuple[str, ...] = ()) -> None:
-        self._stack_name = stack
-        self._work_dir = work_dir
-        self._policy_packs = list(policy_packs)
-
-    def serve(self, track: str, *, reason: str) -> None:
-        from pulumi import automation as auto  # noqa: PLC0415 - the CLI is needed only when traffic moves
-
-        try:
-            stack = auto.select_stack(stack_name=self._stack_name, work_dir=str(self._work_dir))
-        except (auto.CommandError, FileNotFoundError) as exc:
-            raise UsageError(
-                f"cannot select stack {self._stack_name!r} with the Pulumi CLI ({exc}); promotion moves users "
-                "with `pulumi up`, so it needs the CLI logged in to the stack's backend"
-            ) from None
-        before: str | None = None
-        with contextlib.suppress(auto.CommandError):
-            before = stack.get_config(SERVING_TRACK_KEY, path=True).value
-        try:
-            stack.set_config(SERVING_TRACK_KEY, auto.ConfigValue(track), path=True)
-            stack.up(
-                message=f"verify promote: {reason}", on_output=print_to_stderr, policy_packs=self._policy_packs or None
-            )
-        except auto.CommandError as exc:
-            with contextlib.suppress(auto.CommandError):
-                if before is None:
-                    stack.remove_config(SERVING_TRACK_KEY, path=True)
-                else:
-                    stack.set_config(SERVING_TRACK_KEY, auto.ConfigValue(before), path=True)
-            raise ShiftFailedError(f"`pulumi up` failed: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ from verify.cli import build_parser
 from verify.promote.cli import Seams, run_promote_command
 from verify.promote.gates import BenchGate, CliGates
 from verify.promote.metric_gate import required_metrics
-from verify.promote.shifter import PulumiAutomationShifter, TrafficChange
-from verify.target import AuthKind, PulumiRunner, Target
+from verify.promote.shifter import TrafficChange
+from verify.pulumi_gateway import PulumiAutomationShifter, PulumiRunner
+from verify.target import AuthKind, Target
 
 API_KEY = "candidate-test-key"
 

@@ -19,10 +19,10 @@ from verify.promote.shifter import (
     PROMOTION_RUN_ENV,
     PROMOTION_RUN_KEY,
     SERVING_REVISION_KEY,
-    PulumiAutomationShifter,
     ShiftFailedError,
     TrafficChange,
 )
+from verify.pulumi_gateway import PulumiAutomationShifter
 
 
 class FakeStack:

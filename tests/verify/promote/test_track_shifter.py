@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from verify.promote.gke import SERVING_TRACK_KEY, PulumiTrackShifter
-from verify.promote.shifter import ShiftFailedError
+from verify.promote.shifter import SERVING_TRACK_KEY, ShiftFailedError
+from verify.pulumi_gateway import PulumiTrackShifter
 
 
 class FakeStack:
