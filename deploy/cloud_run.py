@@ -8,7 +8,6 @@ import pulumi
 
 from components.bench_job import BenchJob, BenchJobArgs
 from components.image_mirror import ImageMirror
-from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
 from components.weight_access import StreamedWeights
@@ -19,7 +18,7 @@ from deploy.images import image_supply
 from deploy.monitoring import sidecar_supply, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.rollout_state import obeyed_traffic, rollout_for
-from deploy.weights import model_supply
+from deploy.weights import model_bucket, model_supply
 from serving.outputs import CloudRunOutputs
 from serving.watch import CloudRunWatch
 from stacks.cloud_run import CloudRunSettings
@@ -36,17 +35,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=f"gemma-serving {stack} vLLM"),
         cloud,
     )
-    bucket = ModelBucket(
-        names.model_bucket,
-        ModelBucketArgs(
-            location=settings.bucket.location or settings.region,
-            readers={"serving": identity.member},
-            labels=context.labels,
-            force_destroy=settings.bucket.force_destroy,
-            bucket_name=settings.bucket.name,
-        ),
-        cloud,
-    )
+    bucket = model_bucket(settings, context, identity.member, cloud)
     images = image_supply(settings, context, cloud)
     weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)
     run = obeyed_traffic(settings.cloud_run)

@@ -14,14 +14,13 @@ from components.gke.manifests import FleetSpec
 from components.gke.node_identity import NodeIdentity, NodeIdentityArgs
 from components.gke.node_pool import AcceleratorNodePool, AcceleratorNodePoolArgs, Tier
 from components.gke.tracks import CANDIDATE_SUFFIX
-from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
 from deploy.monitoring import watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
-from deploy.weights import model_supply
+from deploy.weights import model_bucket, model_supply
 from serving.outputs import GkeOutputs
 from serving.watch import GkeWatch
 from stacks.gke import GkeSettings
@@ -51,16 +50,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         ),
         cloud,
     )
-    bucket = ModelBucket(
-        names.model_bucket,
-        ModelBucketArgs(
-            location=settings.bucket.location or settings.region,
-            readers={"serving": identity.member},
-            labels=context.labels,
-            force_destroy=settings.bucket.force_destroy,
-        ),
-        cloud,
-    )
+    bucket = model_bucket(settings, context, identity.member, cloud)
     # Nodes pull the pinned image through the mirror in the stack's region, as their own account.
     images = image_supply(settings, context, cloud, readers={"gke-nodes": nodes.member})
     weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pulumi
 
-from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.tpu.node import NetworkEdge, NodeWeights, QueueTerms, TpuVllmNode, TpuVllmNodeArgs
 from components.tpu.request_body import FlexStart, Guaranteed, Placement, Provisioning, Spot
@@ -13,7 +12,7 @@ from deploy.context import StackContext
 from deploy.images import image_supply
 from deploy.monitoring import node_collector, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
-from deploy.weights import model_supply
+from deploy.weights import model_bucket, model_supply
 from serving.naming import TypeToken
 from serving.outputs import TpuOutputs
 from serving.watch import TpuWatch
@@ -36,18 +35,13 @@ def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
         cloud,
     )
     former_node = pulumi.create_urn(node_name, NODE_TYPE)
-    bucket = ModelBucket(
-        names.model_bucket,
-        ModelBucketArgs(
-            location=settings.bucket.location or settings.region,
-            readers={"serving": identity.member},
-            # Until the bucket granted it, the node did (`<node>-weights-reader`); moved, not replaced.
-            reader_aliases={"serving": [pulumi.Alias(name=f"{node_name}-weights-reader", parent=former_node)]},
-            labels=context.labels,
-            force_destroy=settings.bucket.force_destroy,
-            bucket_name=settings.bucket.name,
-        ),
+    # Until the bucket granted it, the node did (`<node>-weights-reader`); moved, not replaced.
+    bucket = model_bucket(
+        settings,
+        context,
+        identity.member,
         cloud,
+        reader_aliases=[pulumi.Alias(name=f"{node_name}-weights-reader", parent=former_node)],
     )
     # The VM pulls the pinned vllm/vllm-tpu tag through the mirror in the stack's region (the TPU zone's).
     images = image_supply(settings, context, cloud, readers={"tpu-node": identity.member})

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components.managed_secret import ManagedSecret, ManagedSecretArgs
+from components.model_bucket import ModelBucket, ModelBucketArgs
 from components.model_import import ImportJobSpec, ModelImport, ModelImportArgs
 from deploy.context import StackContext
 from stacks.secrets import HF_TOKEN_KEY, PlainSecretError, hf_token, set_secret_command
@@ -36,6 +37,33 @@ class ModelSupply:
     def by_hand(self) -> dict[str, pulumi.Output[str]]:
         """Per bucket path, the command that runs its import by hand (exported as `importJobs`)."""
         return {key: model_import.run_command for key, model_import in self.imports.items()}
+
+
+def model_bucket(
+    settings: StackSettings,
+    context: StackContext,
+    reader: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+    *,
+    reader_aliases: list[pulumi.Alias] | None = None,
+) -> ModelBucket:
+    """The stack's private model bucket, readable by the serving identity `reader` alone.
+
+    One place for every platform, so a bucket setting (`bucket.name`, `location`, `forceDestroy`) means the
+    same on Cloud Run, TPU and GKE.
+    """
+    return ModelBucket(
+        context.names.model_bucket,
+        ModelBucketArgs(
+            location=settings.bucket.location or settings.region,
+            readers={"serving": reader},
+            reader_aliases={"serving": reader_aliases} if reader_aliases else {},
+            labels=context.labels,
+            force_destroy=settings.bucket.force_destroy,
+            bucket_name=settings.bucket.name,
+        ),
+        opts,
+    )
 
 
 def model_supply(
