@@ -38,7 +38,8 @@ from verify.bench.workers import USERS_PER_WORKER, ClientSpec, worker_pool
 from verify.client import client_for, default_timeout
 from verify.responses import body_excerpt
 from verify.streaming import Api
-from verify.target import Target, add_target_arguments, resolve_target
+from verify.target import Target, resolve_target
+from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 EXIT_OK = 0
 EXIT_SLO_FAILED = 1
@@ -249,7 +250,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
     check_output(output)
     if args.on_cloud_run:
         return cloud_cli.run_on_cloud_run(args, output, console)
-    target = resolve_target(args)
+    target = resolve_target(target_options(args))
     existing = _existing_records(output, resume=args.resume, console=console)
     try:
         facts = accelerator_facts(
@@ -383,7 +384,9 @@ async def _bench(
 ) -> list[CellKey]:
     """Measure the cells not in ``existing``; returns the keys of every cell this command asked for."""
     transport_kind = TransportKind(args.transport)
-    async with client_for(target, args, transport=make_transport(transport_kind)) as client:
+    async with client_for(
+        target, api_key_env=args.api_key_env, timeouts=timeout_options(args), transport=make_transport(transport_kind)
+    ) as client:
         found = await _discover(client, target, args)
         plan = plan_from_arguments(
             args, model=found.model, timeouts=default_timeout(connect_s=args.connect_timeout, read_s=args.timeout)

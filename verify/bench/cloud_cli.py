@@ -38,7 +38,7 @@ from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import default_timeout, make_client
 from verify.pulumi_gateway import bench_job_of, pulumi_project_dir, read_stack_outputs
-from verify.target import add_timeout_arguments
+from verify.target.cli import add_timeout_arguments
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -42,7 +42,7 @@ from verify.streaming import (
     StreamResult,
     classify_transport_error,
 )
-from verify.target import request_deadline_s
+from verify.target.cli import timeout_options
 
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4
@@ -114,7 +114,7 @@ def plan_from_arguments(args: argparse.Namespace, *, model: str, timeouts: httpx
         warmups=args.warmup,
         ignore_eos=args.ignore_eos,
         timeouts=timeouts,
-        deadline_s=request_deadline_s(args, args.max_tokens),
+        deadline_s=timeout_options(args).request_deadline_s(args.max_tokens),
     )
 
 
