@@ -17,6 +17,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 
+from preview.closed_pipe import run_until_reader_leaves
 from preview.fit import SHAPES, Fit, Workload, matrix
 from serving.catalog import catalog
 from serving.pricing import usd
@@ -164,4 +165,4 @@ def usage_problems(options: MatrixOptions) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_until_reader_leaves(main))
