@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
+from verify.bench.cli import two_word_alias
 from verify.bench.cloud import (
     FileBarrier,
     TaskSlot,
@@ -22,7 +23,6 @@ from verify.bench.cloud import (
     share_line,
     task_file,
 )
-from verify.bench.cloud_cli import two_word_alias
 from verify.bench.prompts import PromptLengthSource, PromptShape, TokenizeCounter
 from verify.bench.results import load_results
 from verify.bench.samples import PhaseShare, Sample
@@ -200,7 +200,7 @@ def test_on_cloud_run_starts_the_job_with_the_sweep_and_merges_its_files(
         stdout = json.dumps(outputs) if command[0] == "pulumi" else ""
         return subprocess.CompletedProcess(list(command), 0, stdout, "")
 
-    monkeypatch.setattr("verify.bench.cloud_cli._run", run)
+    monkeypatch.setattr("verify.bench.cloud_command._run", run)
     output = tmp_path / "cloud.jsonl"
     code = main(
         [
@@ -238,7 +238,7 @@ def test_on_cloud_run_without_a_bench_block_says_how_to_add_one(
     def run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(list(command), 0, json.dumps({"endpoint": "https://svc"}), "")
 
-    monkeypatch.setattr("verify.bench.cloud_cli._run", run)
+    monkeypatch.setattr("verify.bench.cloud_command._run", run)
     code = main(["bench", "--stack", "l4", "--on-cloud-run", "--output", str(tmp_path / "x.jsonl")])
     assert code == 2
     assert "gemma-serving:bench block" in capsys.readouterr().err
