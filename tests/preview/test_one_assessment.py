@@ -8,14 +8,12 @@ against --root), so the verdict that refused a stack and the one the preview pri
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 import stacks.capacity
 from preview.__main__ import main as preview_main
 from preview.capture import run_program
-from serving.planner import CapacityPlan, PlanInputs
+from serving.planner import CapacityPlan, PlanInputs, plan_capacity
 from tests.conftest import ROOT, stack_config
 
 
@@ -23,11 +21,10 @@ from tests.conftest import ROOT, stack_config
 def planned(monkeypatch: pytest.MonkeyPatch) -> list[PlanInputs]:
     """Every call of the planner's entry point (stacks.capacity calls serving.planner.plan_capacity)."""
     calls: list[PlanInputs] = []
-    real: Callable[[PlanInputs], CapacityPlan] = stacks.capacity.plan_capacity
 
     def counting(inputs: PlanInputs) -> CapacityPlan:
         calls.append(inputs)
-        return real(inputs)
+        return plan_capacity(inputs)
 
     monkeypatch.setattr(stacks.capacity, "plan_capacity", counting)
     return calls
