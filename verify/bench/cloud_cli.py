@@ -37,7 +37,7 @@ from verify.bench.sweep import Endpoint, plan_from_arguments
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import default_timeout, make_client
-from verify.pulumi_gateway import bench_job_of, pulumi_project_dir, read_stack_outputs
+from verify.pulumi_gateway import AutomationGateway, StackOutputsReader, missing_cli_message, pulumi_project_dir
 from verify.target import add_timeout_arguments
 
 EXIT_OK = 0
@@ -54,6 +54,11 @@ JOB_ADVICE = "give the load-generator job more tasks or cpuPerTask (the stack's 
 
 def _run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(command), cwd=pulumi_project_dir(), capture_output=True, text=True, check=False)
+
+
+def _gateway() -> StackOutputsReader:
+    """Where `--on-cloud-run` finds the job: the stack's outputs (tests replace this with a fake)."""
+    return AutomationGateway(missing_cli=missing_cli_message("--stack needs", WITHOUT_PULUMI_ON_CLOUD_RUN))
 
 
 # --- --on-cloud-run ---------------------------------------------------------------------------------
@@ -107,9 +112,9 @@ def run_on_cloud_run(args: argparse.Namespace, output: Path, console: Console, *
     if args.stack is None:
         raise UsageError("--on-cloud-run needs --stack (the job is part of the stack)")
     run = run or _run
-    outputs = read_stack_outputs(args.stack, run_pulumi=run, without_cli=WITHOUT_PULUMI_ON_CLOUD_RUN)
-    job = bench_job_of(outputs, args.stack)
-    accelerator = args.accelerator or (outputs.get("accelerator") if isinstance(outputs, dict) else None)
+    reading = _gateway().outputs(args.stack)
+    job = reading.bench_job()
+    accelerator = args.accelerator or reading.outputs.accelerator
     run_id = "run-" + datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
     execute = execute_command(job, task_arguments(args, run_id, accelerator))
     console.print(f"starting {job.tasks or '?'} load-generator tasks: {shlex.join(execute)}")
@@ -122,7 +127,7 @@ def run_on_cloud_run(args: argparse.Namespace, output: Path, console: Console, *
     copied = run(copy_command(job, run_id, tasks_dir))
     if copied.returncode != 0:
         raise UsageError(f"copying the tasks' files failed: {copied.stderr.strip()[-300:]}")
-    billing = outputs.get("billing") if not args.accelerator and isinstance(outputs, dict) else None
+    billing = reading.outputs.billing if not args.accelerator else None
     return collect_into(tasks_dir, output, args, console, billing=billing)
 
 

@@ -9,7 +9,7 @@ acceptance panel's too), so the gate and the dashboards cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -23,12 +23,10 @@ _ANY_SERVICE = "candidate"
 _EVERY_ALERT = AlertThresholds(max_waiting_requests=1)
 
 
-def required_metrics(stack: str, outputs: object) -> frozenset[str]:
-    """The vLLM metric names the stack's dashboard and alerts read (from its `vllmArgs` output)."""
-    args = outputs.get("vllmArgs") if isinstance(outputs, Mapping) else None
-    vllm_args = [str(arg) for arg in args] if isinstance(args, list) else []
+def required_metrics(stack: str, vllm_args: Sequence[str]) -> frozenset[str]:
+    """The vLLM metric names the stack's dashboard and alerts read (``vllm_args``: its `vllmArgs` output)."""
     watched = CloudRunWatch(_ANY_SERVICE, min_instances=1)
-    queries = stack_queries(watched, _EVERY_ALERT, spec_decode=spec_decode_on(vllm_args), stack=stack)
+    queries = stack_queries(watched, _EVERY_ALERT, spec_decode=spec_decode_on(list(vllm_args)), stack=stack)
     return frozenset(vllm_metrics_used(queries))
 
 
