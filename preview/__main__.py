@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from preview.capture import run_program
+from preview.closed_pipe import run_until_reader_leaves
 from preview.cold_start_plan import cold_start_document, cold_start_lines, cold_start_notes
 from preview.costs import cost_document, cost_section
 from preview.notes import manual_steps
@@ -79,4 +80,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_until_reader_leaves(main))

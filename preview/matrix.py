@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 
+from preview.closed_pipe import run_until_reader_leaves
 from preview.fit import SHAPES, Fit, Workload, matrix
 from serving.catalog import catalog
 from serving.pricing import usd
@@ -140,4 +141,4 @@ def _usage_problems(args: argparse.Namespace) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_until_reader_leaves(main))

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from preview.closed_pipe import run_until_reader_leaves
 from verify import UsageError
 from verify.alerts import cli as alerts_cli
 from verify.bench import cli as bench_cli
@@ -62,6 +63,10 @@ def _prog() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, run the subcommand's handler, and turn expected errors into messages and exit codes."""
+    return run_until_reader_leaves(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     # argparse itself exits 2 on bad flags, naming them; `bench collect`/`bench task` are two-word names.
     args = parser.parse_args(two_word_alias(sys.argv[1:] if argv is None else argv))
