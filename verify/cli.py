@@ -19,7 +19,7 @@ from preview.closed_pipe import run_until_reader_leaves
 from verify import UsageError
 from verify.alerts import cli as alerts_cli
 from verify.bench import cli as bench_cli
-from verify.bench.cloud_cli import two_word_alias
+from verify.bench.cli import two_word_alias
 from verify.health import cli as health_cli
 from verify.memory import cli as memory_cli
 from verify.metrics import cli as metrics_cli

@@ -13,6 +13,7 @@ import pytest
 
 from tests.fake_pulumi import FakeStackOutputs
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
+from verify.bench.cli import two_word_alias
 from verify.bench.cloud import (
     FileBarrier,
     TaskSlot,
@@ -22,7 +23,6 @@ from verify.bench.cloud import (
     share_line,
     task_file,
 )
-from verify.bench.cloud_cli import two_word_alias
 from verify.bench.prompts import PromptLengthSource, PromptShape, TokenizeCounter
 from verify.bench.results import load_results
 from verify.bench.samples import PhaseShare, Sample
@@ -199,8 +199,8 @@ def test_on_cloud_run_starts_the_job_with_the_sweep_and_merges_its_files(
                 (folder / f"task-{task:05d}.jsonl").write_text(_synthetic_line(task, 2, 4) + "\n")
         return subprocess.CompletedProcess(list(command), 0, "", "")
 
-    monkeypatch.setattr("verify.bench.cloud_cli._run", run)
-    monkeypatch.setattr("verify.bench.cloud_cli._gateway", lambda: FakeStackOutputs({"l4": outputs}))
+    monkeypatch.setattr("verify.bench.cloud_command._run", run)
+    monkeypatch.setattr("verify.bench.cloud_command._gateway", lambda: FakeStackOutputs({"l4": outputs}))
     output = tmp_path / "cloud.jsonl"
     code = main(
         [
@@ -236,7 +236,7 @@ def test_on_cloud_run_without_a_bench_block_says_how_to_add_one(
     """Guards against a confusing failure when the stack has no load-generator job."""
 
     monkeypatch.setattr(
-        "verify.bench.cloud_cli._gateway", lambda: FakeStackOutputs({"l4": {"endpoint": "https://svc"}})
+        "verify.bench.cloud_command._gateway", lambda: FakeStackOutputs({"l4": {"endpoint": "https://svc"}})
     )
     code = main(["bench", "--stack", "l4", "--on-cloud-run", "--output", str(tmp_path / "x.jsonl")])
     assert code == 2
