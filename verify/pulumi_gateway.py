@@ -8,7 +8,7 @@ imports it (`AutomationGateway`, with its own error type); `verify` never import
 One transport, the Automation API (`pulumi.automation`): config and arguments go in as data, typed
 summaries come out, and its CLI driver (`PulumiCommand`) finds the CLI, checks its version and raises
 `CommandError` with the CLI's own words. Two of its defaults are not safe for a reader, so every call
-goes through one workspace (`_StackWorkspace`, a `LocalWorkspace`) that changes them:
+goes through one workspace (`StackWorkspace`, a `LocalWorkspace`) that changes them:
 
 - `select_stack` runs `pulumi stack select`, which changes the stack the user's own `pulumi` commands act
   on: a read-only `verify status` (or the MCP server's `deploy` of another stack) would leave their next
@@ -38,11 +38,9 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any, Protocol
-
-from pulumi import automation
+from typing import TYPE_CHECKING, Any, Protocol
 
 from preview.stack_file import StackFileError, project_root
 from serving.outputs import BenchJobOutputs, DeployedOutputs, contract_problems
@@ -58,6 +56,11 @@ from verify.promote.shifter import (
     TrafficChange,
 )
 from verify.responses import body_excerpt
+
+if TYPE_CHECKING:
+    # Imported where it runs, not here: `verify bench task` (the bench job's image) imports this module through
+    # verify.target and has no Pulumi SDK; only a command that reads or changes a stack needs it.
+    from pulumi import automation
 
 # What `pulumi stack output` prints in place of a secret output's value (the Automation API's own sentinel).
 SECRET = "[secret]"  # noqa: S105 - the mask, not a credential
@@ -131,32 +134,39 @@ class PulumiGateway(StackOutputsReader, Protocol):
     def resource_urns(self, stack: str) -> list[str]: ...
 
 
-class _StackWorkspace(automation.LocalWorkspace):
-    """A LocalWorkspace that never selects a stack and never asks the CLI for a secret's plaintext (see above)."""
+@cache
+def _stack_workspace() -> type[automation.LocalWorkspace]:
+    """The workspace class every call uses (made on first use, as the SDK is imported then)."""
+    from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
 
-    def select_stack(self, stack_name: str) -> None:
-        # `pulumi stack select` would change the user's selected stack; every command names --stack instead,
-        # and one for a stack that does not exist fails with the CLI's "no stack named ... found".
-        del stack_name
+    class StackWorkspace(automation.LocalWorkspace):
+        """A LocalWorkspace that never selects a stack and never asks the CLI for a secret's plaintext (see above)."""
 
-    def stack_outputs(self, stack_name: str) -> automation.OutputMap:
-        values = self._json(["stack", "output", "--json", "--stack", stack_name])
-        return {name: automation.OutputValue(value=value, secret=value == SECRET) for name, value in values.items()}
+        def select_stack(self, stack_name: str) -> None:
+            # `pulumi stack select` would change the user's selected stack; every command names --stack instead,
+            # and one for a stack that does not exist fails with the CLI's "no stack named ... found".
+            del stack_name
 
-    def export_stack(self, stack_name: str) -> automation.Deployment:
-        state = self._json(["stack", "export", "--stack", stack_name])
-        return automation.Deployment(version=state.get("version"), deployment=state.get("deployment"))
+        def stack_outputs(self, stack_name: str) -> automation.OutputMap:
+            values = self._json(["stack", "output", "--json", "--stack", stack_name])
+            return {name: automation.OutputValue(value=value, secret=value == SECRET) for name, value in values.items()}
 
-    def _json(self, args: list[str]) -> dict[str, Any]:
-        """The JSON object a read prints; _NotJsonError with what it printed instead."""
-        stdout = self.pulumi_command.run(args, self.work_dir, dict(self.env_vars)).stdout
-        try:
-            found = json.loads(stdout)
-        except json.JSONDecodeError:
-            found = None
-        if not isinstance(found, dict):
-            raise _NotJsonError(stdout)
-        return found
+        def export_stack(self, stack_name: str) -> automation.Deployment:
+            state = self._json(["stack", "export", "--stack", stack_name])
+            return automation.Deployment(version=state.get("version"), deployment=state.get("deployment"))
+
+        def _json(self, args: list[str]) -> dict[str, Any]:
+            """The JSON object a read prints; _NotJsonError with what it printed instead."""
+            stdout = self.pulumi_command.run(args, self.work_dir, dict(self.env_vars)).stdout
+            try:
+                found = json.loads(stdout)
+            except json.JSONDecodeError:
+                found = None
+            if not isinstance(found, dict):
+                raise _NotJsonError(stdout)
+            return found
+
+    return StackWorkspace
 
 
 class _NotJsonError(Exception):
@@ -170,7 +180,9 @@ def open_stack(stack: str, work_dir: Path, env_vars: Mapping[str, str] | None = 
 
     Raises FileNotFoundError without the CLI, `CommandError` / `InvalidVersionError` when it cannot be used.
     """
-    workspace = _StackWorkspace(work_dir=str(work_dir), env_vars=dict(env_vars or {}))
+    from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
+
+    workspace = _stack_workspace()(work_dir=str(work_dir), env_vars=dict(env_vars or {}))
     return automation.Stack.select(stack, workspace)
 
 
@@ -241,6 +253,8 @@ class AutomationGateway:
     @contextlib.contextmanager
     def _failures(self, stack: str, command: str) -> Iterator[None]:
         """Each way the CLI can fail, as one message in the caller's error type."""
+        from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
+
         try:
             yield
         except FileNotFoundError as error:
@@ -297,6 +311,8 @@ def _command_failure(error: automation.CommandError) -> tuple[str, str]:
 def _open_for_promotion(
     stack: str, work_dir: Path, moves: str, env_vars: Mapping[str, str] | None = None
 ) -> automation.Stack:
+    from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
+
     try:
         return open_stack(stack, work_dir, env_vars)
     except (automation.CommandError, automation.InvalidVersionError, FileNotFoundError) as exc:
@@ -326,6 +342,8 @@ class PulumiAutomationShifter:
         self._on_output = on_output or _print_to_stderr
 
     def apply(self, change: TrafficChange) -> None:
+        from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
+
         run_id = secrets.token_hex(16)
         stack = _open_for_promotion(self._stack_name, self._work_dir, "traffic", {PROMOTION_RUN_ENV: run_id})
         config = {
@@ -362,6 +380,8 @@ class PulumiTrackShifter:
         self._policy_packs = list(policy_packs)
 
     def serve(self, track: str, *, reason: str) -> None:
+        from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
+
         stack = _open_for_promotion(self._stack_name, self._work_dir, "users")
         before: str | None = None
         with contextlib.suppress(automation.CommandError):
