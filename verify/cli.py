@@ -2,7 +2,7 @@
 
 Adding a subcommand is one import and one call in ``build_parser``: the module exposes
 ``register(subparsers) -> None``, which adds its parser (usually with
-``verify.target.add_target_arguments``) and sets ``handler``, a function ``(args) -> exit code``.
+``verify.target.cli.add_target_arguments``) and sets ``handler``, a function ``(args) -> exit code``.
 
 Exit codes for every subcommand: 0 all checks pass, 1 a check or SLO failed, 2 a usage error or an
 endpoint that is unreachable or refuses our credential.

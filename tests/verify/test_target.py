@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from verify import UsageError
-from verify.target import AuthKind, add_target_arguments, resolve_target, target_from_outputs, target_from_url
+from verify.streaming import default_deadline_s
+from verify.target import AuthKind, TargetOptions, TimeoutOptions, resolve_target, target_from_outputs, target_from_url
+from verify.target.cli import add_target_arguments, target_options
 
 L4_OUTPUTS = {
     "endpoint": "https://gemma-l4-abc123-uc.a.run.app/",
@@ -29,10 +31,10 @@ L4_OUTPUTS = {
 }
 
 
-def parse(*argv: str) -> argparse.Namespace:
+def parse(*argv: str) -> TargetOptions:
     parser = argparse.ArgumentParser()
     add_target_arguments(parser)
-    return parser.parse_args(list(argv))
+    return target_options(parser.parse_args(list(argv)))
 
 
 def pulumi_answering(
@@ -77,12 +79,12 @@ def test_url_without_model_leaves_discovery_to_the_checks() -> None:
 def test_bad_url_is_a_usage_error_naming_the_flag(url: str) -> None:
     """A URL without scheme or host must fail before any request, naming --url."""
     with pytest.raises(UsageError, match="--url"):
-        target_from_url(url, model=None, auth="auto", api_key_env_given=False)
+        target_from_url(url, model=None, auth=None, api_key_env_given=False)
 
 
 def test_audience_is_the_service_url_without_path() -> None:
     """Cloud Run rejects tokens whose audience carries a path; the audience must be scheme://host."""
-    target = target_from_url("https://svc-uc.a.run.app/v1/", model=None, auth="auto", api_key_env_given=False)
+    target = target_from_url("https://svc-uc.a.run.app/v1/", model=None, auth=None, api_key_env_given=False)
     assert target.base_url == "https://svc-uc.a.run.app/v1"
     assert target.audience == "https://svc-uc.a.run.app"
 
@@ -202,3 +204,36 @@ def test_stack_billing_output_reaches_the_target() -> None:
     target = target_from_outputs("l4", {**L4_OUTPUTS, "billing": billing})
     assert target.billing == billing
     assert target_from_outputs("l4", L4_OUTPUTS).billing is None
+
+
+def test_target_options_name_exactly_one_source() -> None:
+    """A caller without argparse (an MCP tool, promote) must not build options that name both a stack and
+    a URL, or neither: resolve_target would silently prefer one."""
+    with pytest.raises(ValueError, match="exactly one of stack"):
+        TargetOptions(stack="l4", url="http://127.0.0.1:8000")
+    with pytest.raises(ValueError, match="exactly one of stack"):
+        TargetOptions()
+
+
+def test_typed_target_options_resolve_like_the_flags() -> None:
+    """The typed options and the flags must lead to the same target, so a tool calling the function and
+    a user typing the command check the same endpoint the same way."""
+    typed = resolve_target(
+        TargetOptions(url="https://candidate---svc-uc.a.run.app", audience="https://svc-uc.a.run.app/", model="m")
+    )
+    flagged = resolve_target(
+        parse(
+            "--url", "https://candidate---svc-uc.a.run.app", "--audience", "https://svc-uc.a.run.app/", "--model", "m"
+        )
+    )
+    assert typed == flagged
+    assert typed.auth_kind is AuthKind.GOOGLE
+    assert typed.audience == "https://svc-uc.a.run.app"
+
+
+def test_request_deadline_defaults_from_the_silence_timeout() -> None:
+    """--deadline wins when given; without it a request may take --timeout plus time per token asked for."""
+    assert TimeoutOptions(deadline_s=7.0).request_deadline_s(512) == 7.0
+    default = TimeoutOptions(read_s=30.0).request_deadline_s(512)
+    assert default == default_deadline_s(512, 30.0)
+    assert default > 30.0

@@ -51,14 +51,14 @@ from verify.bench.options import (
     BenchOptions,
     Gate,
     ServingFacts,
-    Timeouts,
     Workload,
 )
 from verify.bench.outputs import check_output
 from verify.bench.slo import DEFAULT_SUCCESS_RATE, Slo, parse_slo
 from verify.bench.workers import USERS_PER_WORKER
 from verify.streaming import Api
-from verify.target import add_target_arguments, add_timeout_arguments, resolve_target
+from verify.target import resolve_target
+from verify.target.cli import add_target_arguments, add_timeout_arguments, target_options, timeout_options
 
 EXIT_OK = 0
 # What to change when the job's own tasks were CPU-bound (said once under the cells).
@@ -348,11 +348,6 @@ def workload_options(args: argparse.Namespace) -> Workload:
     )
 
 
-def timeout_options(args: argparse.Namespace) -> Timeouts:
-    """The timeout flags (``verify.target.add_timeout_arguments``) as ``Timeouts``."""
-    return Timeouts(connect_s=args.connect_timeout, read_s=args.timeout, deadline_s=args.deadline)
-
-
 def _gate(args: argparse.Namespace) -> Gate:
     return Gate(slos=tuple(args.slo), allow_untrusted=args.allow_untrusted)
 
@@ -410,7 +405,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
         if args.stack is None:
             raise UsageError("--on-cloud-run needs --stack (the job is part of the stack)")
         return _show_collected(run_on_cloud_run(args.stack, options, console), console)
-    report = run_bench(resolve_target(args), options, console=console)
+    report = run_bench(resolve_target(target_options(args)), options, console=console)
     if report.interrupted:
         console.print(
             f"\n[yellow]interrupted[/]: {len(report.records)} finished cells are kept in {output}; rerun the same "

@@ -28,7 +28,7 @@ from verify.auth import GoogleIdTokenAuth
 from verify.bench.cloud import FileBarrier, TaskSlot, merged_records, run_task, task_file
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts
 from verify.bench.load_generator import TransportKind, raise_fd_limit
-from verify.bench.options import BenchOptions, Gate, ServingFacts, Timeouts, Workload
+from verify.bench.options import BenchOptions, Gate, ServingFacts, Workload
 from verify.bench.prompts import choose_counter
 from verify.bench.report import write_reports
 from verify.bench.results import CellRecord, append_record, read_checked
@@ -36,8 +36,9 @@ from verify.bench.share_lines import CollectError, read_shares
 from verify.bench.sweep import Endpoint, plan_for
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
-from verify.client import make_client
+from verify.client import http_timeout, make_client
 from verify.pulumi_gateway import bench_job_of, pulumi_project_dir, read_stack_outputs
+from verify.target import TimeoutOptions
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -85,7 +86,9 @@ class CollectReport(pydantic.BaseModel):
 # --- --on-cloud-run ---------------------------------------------------------------------------------
 
 
-def task_arguments(workload: Workload, timeouts: Timeouts, run_id: str, accelerator: str | None = None) -> list[str]:
+def task_arguments(
+    workload: Workload, timeouts: TimeoutOptions, run_id: str, accelerator: str | None = None
+) -> list[str]:
     """The sweep as arguments of ``python -m verify bench task`` (the job's command); ``accelerator`` (the
     stack's) is recorded in the task files, so a later ``bench collect`` checks the physical ceiling."""
     task = [
@@ -216,7 +219,7 @@ class TaskOptions:
 
     run_id: str
     workload: Workload = field(default_factory=Workload)
-    timeouts: Timeouts = field(default_factory=Timeouts)
+    timeouts: TimeoutOptions = field(default_factory=TimeoutOptions)
     url: str | None = None
     model: str | None = None
     results: str | None = None
@@ -262,7 +265,7 @@ async def _task(options: TaskOptions, *, url: str, model: str, slot: TaskSlot, w
     # The job runs as an identity with run.invoker on the service: an ID token from the metadata server.
     auth = GoogleIdTokenAuth(url) if url.startswith("https://") else None
     timeouts = options.timeouts
-    async with make_client(url, auth, timeout=timeouts.httpx_timeout()) as client:
+    async with make_client(url, auth, timeout=http_timeout(timeouts)) as client:
         plan = plan_for(options.workload, model=model, timeouts=timeouts)
         try:
             card = discovery.find_card(await discovery.served_models(client), model)

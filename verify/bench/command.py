@@ -33,7 +33,7 @@ from verify.bench.results import CellKey, CellRecord, done_keys, read_checked
 from verify.bench.sweep import Endpoint, EndpointLostError, plan_for, run_sweep
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, worker_pool
-from verify.client import make_client
+from verify.client import http_timeout, make_client
 from verify.responses import body_excerpt
 from verify.target import Target
 
@@ -249,7 +249,7 @@ async def _bench(
     """Measure the cells not in ``existing``; returns the keys of every cell this run asked for."""
     output, workload, timeouts = options.output, options.workload, options.timeouts
     transport = make_transport(options.transport)
-    async with make_client(target.base_url, auth, transport=transport, timeout=timeouts.httpx_timeout()) as client:
+    async with make_client(target.base_url, auth, transport=transport, timeout=http_timeout(timeouts)) as client:
         found = await _discover(client, target, options)
         plan = plan_for(workload, model=found.model, timeouts=timeouts)
         endpoint = Endpoint(

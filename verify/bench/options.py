@@ -11,13 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
 from verify.bench.load_generator import TransportKind
 from verify.bench.slo import Slo
-from verify.client import default_timeout
-from verify.streaming import Api, default_deadline_s
-from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S
+from verify.streaming import Api
+from verify.target import TimeoutOptions
 
 DEFAULT_CONCURRENCY = (1, 8, 32)
 DEFAULT_CONTEXT = (128, 1024)
@@ -35,21 +32,6 @@ class Workload:
     warmup: int | None = None  # unmeasured per cell; None: min(concurrency, 8)
     api: Api = Api.CHAT
     ignore_eos: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Timeouts:
-    """How long a connection, a silence within one request and one whole request may take."""
-
-    connect_s: float = DEFAULT_CONNECT_TIMEOUT_S
-    read_s: float = DEFAULT_READ_TIMEOUT_S
-    deadline_s: float | None = None  # None: read_s + a healthy token's time per output token asked for
-
-    def httpx_timeout(self) -> httpx.Timeout:
-        return default_timeout(connect_s=self.connect_s, read_s=self.read_s)
-
-    def request_deadline_s(self, max_tokens: int) -> float:
-        return self.deadline_s if self.deadline_s is not None else default_deadline_s(max_tokens, self.read_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +59,7 @@ class BenchOptions:
 
     output: Path
     workload: Workload = field(default_factory=Workload)
-    timeouts: Timeouts = field(default_factory=Timeouts)
+    timeouts: TimeoutOptions = field(default_factory=TimeoutOptions)
     api_key_env: str | None = None
     transport: TransportKind = TransportKind.AIOHTTP
     workers: int | None = None  # load-generator processes; None: one per USERS_PER_WORKER users

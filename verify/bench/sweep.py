@@ -26,13 +26,14 @@ import httpx
 
 from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
 from verify.bench.metrics import CellMetrics
-from verify.bench.options import Timeouts, Workload
+from verify.bench.options import Workload
 from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.samples import PhaseShare, union_metrics
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
+from verify.client import http_timeout
 from verify.numbers import readable
 from verify.streaming import (
     Api,
@@ -42,6 +43,7 @@ from verify.streaming import (
     StreamResult,
     classify_transport_error,
 )
+from verify.target import TimeoutOptions
 
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4
@@ -101,7 +103,7 @@ class SweepPlan:
         )
 
 
-def plan_for(workload: Workload, *, model: str, timeouts: Timeouts) -> SweepPlan:
+def plan_for(workload: Workload, *, model: str, timeouts: TimeoutOptions) -> SweepPlan:
     """The plan ``workload`` describes for ``model``, each request bounded by ``timeouts``."""
     return SweepPlan(
         model=model,
@@ -112,7 +114,7 @@ def plan_for(workload: Workload, *, model: str, timeouts: Timeouts) -> SweepPlan
         requests=workload.requests,
         warmups=workload.warmup,
         ignore_eos=workload.ignore_eos,
-        timeouts=timeouts.httpx_timeout(),
+        timeouts=http_timeout(timeouts),
         deadline_s=timeouts.request_deadline_s(workload.max_tokens),
     )
 

@@ -35,7 +35,8 @@ from verify.pulumi_gateway import (
     pulumi_project_dir,
     read_stack_outputs,
 )
-from verify.target import add_target_arguments, normalise_base_url, target_from_outputs, with_flag_overrides
+from verify.target import normalise_base_url, target_from_outputs, with_flag_overrides
+from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 DEFAULT_WAIT_S = 1800.0
 DEFAULT_STEPS = "100"
@@ -200,7 +201,7 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
 def _cli_gates(args: argparse.Namespace, seams: Seams, stack: str, raw: object) -> CliGates:
     """verify health, the metric gate and verify bench, as the flags configure them, against the stack's model."""
     return CliGates(
-        stack_target=with_flag_overrides(target_from_outputs(stack, raw), args),
+        stack_target=with_flag_overrides(target_from_outputs(stack, raw), target_options(args)),
         bench_gate=BenchGate(
             concurrency=",".join(str(users) for users in args.bench_concurrency),
             context=",".join(str(tokens) for tokens in args.bench_context),
@@ -211,8 +212,7 @@ def _cli_gates(args: argparse.Namespace, seams: Seams, stack: str, raw: object) 
             output_dir=args.bench_output_dir,
         ),
         api_key_env=args.api_key_env,
-        connect_timeout_s=args.connect_timeout,
-        timeout_s=args.timeout,
+        timeouts=timeout_options(args),
         required_metrics=required_metrics(stack, raw),
         say=seams.say or _say,
     )

@@ -9,7 +9,6 @@ The stack outputs read here are the contract in docs/architecture.md ("Stack out
 
 from __future__ import annotations
 
-import argparse
 import enum
 from typing import Literal
 from urllib.parse import urlsplit
@@ -17,9 +16,8 @@ from urllib.parse import urlsplit
 import pydantic
 
 from verify import UsageError
-from verify.argtypes import env_var_name, positive_number
 from verify.pulumi_gateway import PulumiRunner, read_stack_outputs, run_pulumi_cli
-from verify.streaming import SLOWEST_HEALTHY_TOKEN_S, default_deadline_s
+from verify.streaming import default_deadline_s
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # The longest silence tolerated inside one request (between two stream chunks, or before a
@@ -102,107 +100,73 @@ class StackOutputs(pydantic.BaseModel):
     billing: dict[str, object] | None = None
 
 
-def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags every subcommand that talks to an endpoint shares (health, bench)."""
-    where = parser.add_argument_group("target (one of --stack or --url)")
-    exclusive = where.add_mutually_exclusive_group(required=True)
-    exclusive.add_argument(
-        "--stack",
-        metavar="NAME",
-        help="read the endpoint from `pulumi stack output --json --stack NAME` (run from the project)",
-    )
-    exclusive.add_argument("--url", metavar="URL", help="base URL of a vLLM OpenAI-compatible server")
-    where.add_argument(
-        "--model",
-        metavar="NAME",
-        help="served model name clients use (default: the stack's servedModelName, or the one name /v1/models lists)",
-    )
-    auth = parser.add_argument_group("authentication")
-    auth.add_argument(
-        "--auth",
-        choices=[kind.value for kind in (AuthKind.GOOGLE, AuthKind.API_KEY, AuthKind.NONE)] + ["auto"],
-        default="auto",
-        help="auto: the stack's authKind; for --url, google for https://*.run.app, api-key when "
-        "--api-key-env is given, else none",
-    )
-    auth.add_argument(
-        "--audience",
-        metavar="URL",
-        help="with google auth, the service URL the ID token is for when it differs from the URL called "
-        "(e.g. a tagged revision URL; default: the URL's scheme and host)",
-    )
-    auth.add_argument(
-        "--api-key-env",
-        type=env_var_name("--api-key-env"),
-        metavar="VAR",
-        help=f"environment variable holding the vLLM --api-key (default with api-key auth: {DEFAULT_API_KEY_ENV})",
-    )
-    add_timeout_arguments(parser)
+class TargetOptions(pydantic.BaseModel):
+    """Which endpoint to check and how to prove who we are: the target and authentication flags, typed.
+
+    Exactly one of ``stack`` (read the endpoint from that stack's outputs) or ``url``. ``auth`` None is
+    automatic: the stack's authKind, or for a URL what ``target_from_url`` infers.
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    stack: str | None = None
+    url: str | None = None
+    model: str | None = None
+    auth: AuthKind | None = None
+    # With google auth, the service URL the ID token is for when it differs from the URL called.
+    audience: str | None = None
+    # The environment variable holding vLLM's --api-key (None: DEFAULT_API_KEY_ENV with api-key auth).
+    api_key_env: str | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _one_source(self) -> TargetOptions:
+        if (self.stack is None) == (self.url is None):
+            raise ValueError("give exactly one of stack (a Pulumi stack name) or url (a base URL)")
+        return self
 
 
-def add_timeout_arguments(parser: argparse.ArgumentParser) -> None:
-    """How long a connection, a silence and a whole request may take (every command that sends requests,
-    including the bench job's task, which finds its endpoint in its environment)."""
-    limits = parser.add_argument_group("timeouts")
-    limits.add_argument(
-        "--connect-timeout",
-        type=positive_number("--connect-timeout", "seconds"),
-        default=DEFAULT_CONNECT_TIMEOUT_S,
-        metavar="S",
-        help=f"seconds to open a connection (default {DEFAULT_CONNECT_TIMEOUT_S:g})",
-    )
-    limits.add_argument(
-        "--timeout",
-        type=positive_number("--timeout", "seconds"),
-        default=DEFAULT_READ_TIMEOUT_S,
-        metavar="S",
-        help=f"longest silence within one request, e.g. between stream chunks (default {DEFAULT_READ_TIMEOUT_S:g})",
-    )
-    limits.add_argument(
-        "--deadline",
-        type=positive_number("--deadline", "seconds"),
-        metavar="S",
-        help="longest one request may take in all, however steadily the server answers (default: --timeout "
-        f"+ {SLOWEST_HEALTHY_TOKEN_S:g} s per output token asked for)",
-    )
+class TimeoutOptions(pydantic.BaseModel):
+    """How long a connection, a silence within one request and a whole request may take, in seconds."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    connect_s: float = pydantic.Field(default=DEFAULT_CONNECT_TIMEOUT_S, gt=0)
+    read_s: float = pydantic.Field(default=DEFAULT_READ_TIMEOUT_S, gt=0)
+    # None: read_s plus the slowest healthy time per output token asked for (verify/streaming.py).
+    deadline_s: float | None = pydantic.Field(default=None, gt=0)
+
+    def request_deadline_s(self, max_tokens: int) -> float:
+        """``deadline_s``, or the default derived from ``read_s`` and the output tokens asked for."""
+        return self.deadline_s if self.deadline_s is not None else default_deadline_s(max_tokens, self.read_s)
 
 
-def request_deadline_s(args: argparse.Namespace, max_tokens: int) -> float:
-    """``--deadline``, or the default derived from ``--timeout`` and the output tokens asked for."""
-    given: float | None = args.deadline
-    return given if given is not None else default_deadline_s(max_tokens, args.timeout)
-
-
-def resolve_target(args: argparse.Namespace, *, run_pulumi: PulumiRunner | None = None) -> Target:
-    """Turn the parsed target flags into a ``Target``; raises ``UsageError`` for anything unusable."""
-    if args.stack is not None:
-        target = target_from_stack(str(args.stack), run_pulumi=run_pulumi or run_pulumi_cli)
+def resolve_target(options: TargetOptions, *, run_pulumi: PulumiRunner | None = None) -> Target:
+    """Turn the target options into a ``Target``; raises ``UsageError`` for anything unusable."""
+    if options.stack is not None:
+        target = target_from_stack(options.stack, run_pulumi=run_pulumi or run_pulumi_cli)
     else:
         target = target_from_url(
-            str(args.url),
-            model=args.model,
-            auth=str(args.auth),
-            api_key_env_given=args.api_key_env is not None,
+            str(options.url), model=options.model, auth=options.auth, api_key_env_given=options.api_key_env is not None
         )
-    return with_flag_overrides(target, args)
+    return with_flag_overrides(target, options)
 
 
-def with_flag_overrides(target: Target, args: argparse.Namespace) -> Target:
-    """What the flags say over what the stack exports: --model, --auth (unless auto) and --audience."""
+def with_flag_overrides(target: Target, options: TargetOptions) -> Target:
+    """What the options say over what the stack exports: --model, --auth (unless auto) and --audience."""
     update: dict[str, object] = {}
-    if args.model is not None:
-        update["model"] = args.model
-    if str(args.auth) != "auto":
-        update["auth_kind"] = AuthKind(str(args.auth))
-    audience = getattr(args, "audience", None)
-    if audience is not None:
-        update["audience_url"] = normalise_base_url(str(audience), flag="--audience")
+    if options.model is not None:
+        update["model"] = options.model
+    if options.auth is not None:
+        update["auth_kind"] = options.auth
+    if options.audience is not None:
+        update["audience_url"] = normalise_base_url(options.audience, flag="--audience")
     return target.model_copy(update=update) if update else target
 
 
-def target_from_url(url: str, *, model: str | None, auth: str, api_key_env_given: bool) -> Target:
+def target_from_url(url: str, *, model: str | None, auth: AuthKind | None, api_key_env_given: bool) -> Target:
+    """``auth`` None: automatic (google for https://*.run.app, api-key when a key variable is named, else none)."""
     base_url = normalise_base_url(url, flag="--url")
-    kind = AuthKind(auth) if auth != "auto" else _auto_auth_for_url(base_url, api_key_env_given)
+    kind = auth if auth is not None else _auto_auth_for_url(base_url, api_key_env_given)
     return Target(base_url=base_url, model=model, auth_kind=kind, source="url")
 
 
