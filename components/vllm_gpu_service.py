@@ -28,7 +28,8 @@ from components.monitoring.sidecar import (
 from components.weight_access import StreamedWeights, model_volume_mounts, model_volumes, vpc_access
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
-from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
+from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.naming import CANDIDATE_TAG, GPU_SERVING_CONTAINER, TypeToken
 from serving.vllm_args import check_serve_args
 
@@ -115,7 +116,7 @@ class HttpProbe:
 class ModelMount:
     """Where the model bucket appears in the container (Cloud Storage FUSE) and its gcsfuse mount options."""
 
-    mount_path: str = "/mnt/models"
+    mount_path: str = MODEL_ROOT
     # gcsfuse options without dashes; uid/gid map the files to the container's user (vLLM reads, never writes).
     options: Sequence[str] = ("uid=1001", "gid=1001")
 
@@ -150,7 +151,7 @@ class VllmGpuServiceArgs:
     mount: ModelMount = field(default_factory=ModelMount)
     # Set when vLLM streams its weights from gs:// (no mount; Direct VPC egress): components/weight_access.py.
     streamed: StreamedWeights | None = None
-    port: int = 8000
+    port: int = VLLM_PORT
     env: Mapping[str, str] = field(default_factory=dict)
     # Who may call the service (IAM members), each bound on its own; nobody else.
     invokers: Sequence[str] = ()
@@ -239,7 +240,7 @@ class VllmGpuServiceArgs:
     @property
     def request_concurrency(self) -> int:
         """Per-instance request concurrency: the given one, or else vLLM's batch (never below it)."""
-        return self.concurrency or self.max_num_seqs
+        return request_concurrency(self.concurrency, max_num_seqs=self.max_num_seqs)
 
 
 class VllmGpuService(pulumi.ComponentResource):

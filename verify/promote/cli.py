@@ -32,16 +32,22 @@ from verify.promote.metric_gate import required_metrics
 from verify.promote.outputs import rollout_outputs
 from verify.promote.shifter import TrafficShifter
 from verify.pulumi_gateway import (
+    AutomationGateway,
     PulumiAutomationShifter,
-    PulumiRunner,
     PulumiTrackShifter,
+    StackOutputsReader,
+    StackReading,
+    missing_cli_message,
     pulumi_project_dir,
-    read_stack_outputs,
 )
 from verify.target import normalise_base_url, target_from_outputs, with_flag_overrides
 from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 DEFAULT_WAIT_S = 1800.0
+# Without the Pulumi CLI: promote reads the stack's state and moves traffic with `pulumi up` (no --url form).
+WITHOUT_PULUMI = missing_cli_message(
+    "--stack needs", "(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)"
+)
 DEFAULT_STEPS = "100"
 
 
@@ -153,7 +159,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 class Seams:
     """What tests replace: the Pulumi CLI, Google credentials and transports, the gates."""
 
-    run_pulumi: PulumiRunner | None = None
+    # Reads the stack's outputs (default: the Automation API gateway, without --url advice: promote has none).
+    pulumi: StackOutputsReader | None = None
     access_token: AccessTokenSource = google_access_token
     api_transport: httpx.BaseTransport | None = None
     shifter: TrafficShifter | None = None
@@ -170,15 +177,11 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
     if args.stack is None:
         raise UsageError("promote moves a stack's traffic: name it with --stack NAME (--url cannot be promoted)")
     stack = str(args.stack)
-    raw = read_stack_outputs(
-        stack,
-        run_pulumi=seams.run_pulumi,
-        without_cli="(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)",
-    )
-    if is_gke(raw):
-        return _promote_gke(args, seams, stack, raw)
-    outputs = rollout_outputs(stack, raw)
-    gates = seams.gates or _command_gates(args, seams, stack, raw)
+    reading = (seams.pulumi or AutomationGateway(missing_cli=WITHOUT_PULUMI)).outputs(stack)
+    if is_gke(reading.outputs):
+        return _promote_gke(args, seams, stack, reading)
+    outputs = rollout_outputs(stack, reading.outputs)
+    gates = seams.gates or _command_gates(args, seams, stack, reading)
     shifter = seams.shifter or PulumiAutomationShifter(
         stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
     )
@@ -201,11 +204,11 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
     return code
 
 
-def _command_gates(args: argparse.Namespace, seams: Seams, stack: str, raw: object) -> CommandGates:
+def _command_gates(args: argparse.Namespace, seams: Seams, stack: str, reading: StackReading) -> CommandGates:
     """verify health, the metric gate and verify bench, as the flags configure them, against the stack's model;
     each report printed as the command prints it."""
     return CommandGates(
-        stack_target=with_flag_overrides(target_from_outputs(stack, raw), target_options(args)),
+        stack_target=with_flag_overrides(target_from_outputs(stack, reading.outputs), target_options(args)),
         bench_gate=BenchGate(
             concurrency=tuple(args.bench_concurrency),
             context=tuple(args.bench_context),
@@ -217,7 +220,7 @@ def _command_gates(args: argparse.Namespace, seams: Seams, stack: str, raw: obje
         ),
         api_key_env=args.api_key_env,
         timeouts=timeout_options(args),
-        required_metrics=required_metrics(stack, raw),
+        required_metrics=required_metrics(stack, reading.outputs.vllm_args or []),
         say=seams.say or _say,
         show_health=print_health,
         show_bench=_show_bench,
@@ -233,7 +236,7 @@ def _listed(numbers: tuple[int, ...]) -> str:
     return ",".join(str(number) for number in numbers)
 
 
-def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, raw: dict[str, object]) -> int:
+def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, reading: StackReading) -> int:
     """A gated GKE fleet: gate the candidate track, then make it serve (verify/promote/gke.py)."""
     if args.rollback:
         raise UsageError(
@@ -242,8 +245,8 @@ def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, raw: dict[s
         )
     promotion = GkePromotion(
         stack=stack,
-        rollout=gke_rollout(stack, raw),
-        gates=seams.gates or _command_gates(args, seams, stack, raw),
+        rollout=gke_rollout(stack, reading.outputs),
+        gates=seams.gates or _command_gates(args, seams, stack, reading),
         shifter=seams.track_shifter
         or PulumiTrackShifter(
             stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
