@@ -16,6 +16,7 @@ from verify import UsageError
 from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.bench.cli import show_bench_report, slo_flag
 from verify.bench.command import BenchReport
+from verify.bench.slo import parse_slo
 from verify.health.console import print_health, waiting_printer
 from verify.promote.cloud_run import (
     DEFAULT_API_URL,
@@ -120,7 +121,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     gate = parser.add_argument_group("bench gate")
     gate.add_argument(
-        "--slo", type=slo_flag, action="append", default=[], metavar="KEY=VALUE", help="as verify bench --slo"
+        "--slo", type=_slo, action="append", default=[], metavar="KEY=VALUE", help="as verify bench --slo"
     )
     gate.add_argument(
         "--bench-concurrency",
@@ -215,7 +216,7 @@ def _command_gates(args: argparse.Namespace, seams: Seams, stack: str, reading: 
             max_tokens=args.bench_max_tokens,
             requests=args.bench_requests,
             warmup=args.bench_warmup,
-            slos=tuple(args.slo),
+            slos=tuple(parse_slo(slo) for slo in args.slo),
             output_dir=args.bench_output_dir,
         ),
         api_key_env=args.api_key_env,
@@ -259,6 +260,12 @@ def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, reading: St
     if args.json:
         print(json.dumps({"stack": stack, "exit_code": code, **promotion.outcome.as_json()}), flush=True)
     return code
+
+
+def _slo(value: str) -> str:
+    """Checked here, so a typo fails before any gate runs; kept as written (the deploy workflow's values)."""
+    slo_flag(value)
+    return value
 
 
 def _steps(value: str) -> tuple[int, ...]:
