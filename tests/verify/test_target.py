@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import stat
-import subprocess
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
+from serving.outputs import DeployedOutputs
+from tests.fake_pulumi import FakeStackOutputs
 from verify import UsageError
 from verify.streaming import default_deadline_s
 from verify.target import AuthKind, TargetOptions, TimeoutOptions, resolve_target, target_from_outputs, target_from_url
@@ -35,18 +32,6 @@ def parse(*argv: str) -> TargetOptions:
     parser = argparse.ArgumentParser()
     add_target_arguments(parser)
     return target_options(parser.parse_args(list(argv)))
-
-
-def pulumi_answering(
-    stdout: str = "", returncode: int = 0, stderr: str = ""
-) -> tuple[Callable[[Sequence[str]], subprocess.CompletedProcess[str]], list[list[str]]]:
-    seen: list[list[str]] = []
-
-    def run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-        seen.append(list(command))
-        return subprocess.CompletedProcess(list(command), returncode, stdout, stderr)
-
-    return run, seen
 
 
 @pytest.mark.parametrize(
@@ -106,9 +91,9 @@ def test_a_tagged_revision_url_takes_the_service_urls_token() -> None:
 
 def test_stack_outputs_become_a_target() -> None:
     """The outputs named in docs/architecture.md must all arrive in the Target, typed."""
-    run, seen = pulumi_answering(json.dumps(L4_OUTPUTS))
-    target = resolve_target(parse("--stack", "l4"), run_pulumi=run)
-    assert seen == [["pulumi", "stack", "output", "--json", "--stack", "l4"]]
+    pulumi = FakeStackOutputs({"l4": L4_OUTPUTS})
+    target = resolve_target(parse("--stack", "l4"), pulumi=pulumi)
+    assert pulumi.read == ["l4"]
     assert target.base_url == "https://gemma-l4-abc123-uc.a.run.app"
     assert target.model == "gemma-4-12b"
     assert target.auth_kind is AuthKind.GOOGLE
@@ -128,52 +113,37 @@ def test_stack_api_key_output_and_overrides() -> None:
         "platform": "tpu",
         "accelerator": "tpu-v6e",
     }
-    run, _ = pulumi_answering(json.dumps(outputs))
-    target = resolve_target(parse("--stack", "tpu-v6e"), run_pulumi=run)
+    pulumi = FakeStackOutputs({"tpu-v6e": outputs})
+    target = resolve_target(parse("--stack", "tpu-v6e"), pulumi=pulumi)
     assert (target.auth_kind, target.api_key_secret) == (AuthKind.API_KEY, "vllm-api-key")
     assert target.admission_limit is None
-    overridden = resolve_target(parse("--stack", "tpu-v6e", "--model", "other", "--auth", "none"), run_pulumi=run)
+    overridden = resolve_target(parse("--stack", "tpu-v6e", "--model", "other", "--auth", "none"), pulumi=pulumi)
     assert (overridden.model, overridden.auth_kind) == ("other", AuthKind.NONE)
 
 
 def test_stack_missing_output_names_it() -> None:
     """A stack that does not export servedModelName must say so, not fail later with a KeyError."""
     outputs = {key: value for key, value in L4_OUTPUTS.items() if key != "servedModelName"}
-    run, _ = pulumi_answering(json.dumps(outputs))
-    with pytest.raises(UsageError, match="servedModelName"):
-        resolve_target(parse("--stack", "l4"), run_pulumi=run)
+    with pytest.raises(UsageError, match="servedModelName: Field required"):
+        resolve_target(parse("--stack", "l4"), pulumi=FakeStackOutputs({"l4": outputs}))
 
 
 def test_stack_unknown_auth_kind_is_rejected() -> None:
     """An authKind verify does not know must not silently become "none"."""
-    run, _ = pulumi_answering(json.dumps({**L4_OUTPUTS, "authKind": "mtls"}))
     with pytest.raises(UsageError, match="authKind"):
-        resolve_target(parse("--stack", "l4"), run_pulumi=run)
+        resolve_target(parse("--stack", "l4"), pulumi=FakeStackOutputs({"l4": {**L4_OUTPUTS, "authKind": "mtls"}}))
 
 
 def test_pulumi_failure_is_a_usage_error_with_its_message() -> None:
     """`pulumi` failing (no such stack, not logged in) must surface its own message."""
-    run, _ = pulumi_answering(returncode=255, stderr="error: no stack named 'l5' found\n")
     with pytest.raises(UsageError, match="no stack named 'l5' found"):
-        resolve_target(parse("--stack", "l5"), run_pulumi=run)
+        resolve_target(parse("--stack", "l5"), pulumi=FakeStackOutputs({"l4": L4_OUTPUTS}))
 
 
-def test_pulumi_printing_no_json_is_a_usage_error() -> None:
-    run, _ = pulumi_answering(stdout="warning: upgrade available\n")
-    with pytest.raises(UsageError, match="did not print JSON"):
-        resolve_target(parse("--stack", "l4"), run_pulumi=run)
-
-
-def test_real_subprocess_reads_a_pulumi_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default runner must really execute `pulumi` from PATH with the arguments as a list."""
-    script = tmp_path / "pulumi"
-    record = tmp_path / "args"
-    script.write_text(f'#!/bin/sh\necho "$@" > {record}\ncat <<"JSON"\n{json.dumps(L4_OUTPUTS)}\nJSON\n')
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    target = resolve_target(parse("--stack", "l4"))
-    assert target.model == "gemma-4-12b"
-    assert record.read_text().split() == ["stack", "output", "--json", "--stack", "l4"]
+def test_a_malformed_output_verify_reads_is_named() -> None:
+    """Guards against a stack whose maxNumSeqs is not a number reaching the checks as "unknown" silently."""
+    with pytest.raises(UsageError, match="maxNumSeqs: Input should be a valid integer"):
+        resolve_target(parse("--stack", "l4"), pulumi=FakeStackOutputs({"l4": {**L4_OUTPUTS, "maxNumSeqs": "many"}}))
 
 
 def test_missing_pulumi_binary_says_how_to_proceed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -201,9 +171,9 @@ def test_stack_and_url_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None
 def test_stack_billing_output_reaches_the_target() -> None:
     """Bench prices what the stack bills (its `billing` output): the target must carry it from the outputs."""
     billing = {"kind": "cloud-run", "accelerator": "nvidia-l4", "region": "us-east4", "cpu": 8, "memoryGib": 32}
-    target = target_from_outputs("l4", {**L4_OUTPUTS, "billing": billing})
+    target = target_from_outputs("l4", DeployedOutputs.read({**L4_OUTPUTS, "billing": billing}))
     assert target.billing == billing
-    assert target_from_outputs("l4", L4_OUTPUTS).billing is None
+    assert target_from_outputs("l4", DeployedOutputs.read(L4_OUTPUTS)).billing is None
 
 
 def test_target_options_name_exactly_one_source() -> None:

@@ -398,6 +398,7 @@ def _table_console() -> Console:
 def run_bench_command(args: argparse.Namespace) -> int:
     console = _stderr()
     output: Path = args.output if args.output is not None else _default_output()
+    # Before the target: an unusable --output is named first, without asking Pulumi (run_bench checks again).
     check_output(output)
     options = bench_options(args, output)
     if args.on_cloud_run:

@@ -37,7 +37,7 @@ from verify.bench.sweep import Endpoint, plan_for
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import http_timeout, make_client
-from verify.pulumi_gateway import bench_job_of, pulumi_project_dir, read_stack_outputs
+from verify.pulumi_gateway import AutomationGateway, StackOutputsReader, missing_cli_message, pulumi_project_dir
 from verify.target import TimeoutOptions
 
 EXIT_OK = 0
@@ -53,6 +53,11 @@ WITHOUT_PULUMI_ON_CLOUD_RUN = "or benchmark from here without --on-cloud-run"
 
 def _run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(command), cwd=pulumi_project_dir(), capture_output=True, text=True, check=False)
+
+
+def _gateway() -> StackOutputsReader:
+    """Where `--on-cloud-run` finds the job: the stack's outputs (tests replace this with a fake)."""
+    return AutomationGateway(missing_cli=missing_cli_message("--stack needs", WITHOUT_PULUMI_ON_CLOUD_RUN))
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +141,10 @@ def run_on_cloud_run(
 ) -> CollectReport:
     """Start the stack's load-generator job with this sweep, wait, fetch the tasks' files, merge them."""
     run = run or _run
-    outputs = read_stack_outputs(stack, run_pulumi=run, without_cli=WITHOUT_PULUMI_ON_CLOUD_RUN)
-    job = bench_job_of(outputs, stack)
+    reading = _gateway().outputs(stack)
+    job = reading.bench_job()
     given = options.facts.accelerator
-    accelerator = given or (outputs.get("accelerator") if isinstance(outputs, dict) else None)
+    accelerator = given or reading.outputs.accelerator
     run_id = "run-" + datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
     execute = execute_command(job, task_arguments(options.workload, options.timeouts, run_id, accelerator))
     console.print(f"starting {job.tasks or '?'} load-generator tasks: {shlex.join(execute)}")
@@ -153,7 +158,7 @@ def run_on_cloud_run(
     copied = run(copy_command(job, run_id, tasks_dir))
     if copied.returncode != 0:
         raise UsageError(f"copying the tasks' files failed: {copied.stderr.strip()[-300:]}")
-    billing = outputs.get("billing") if not given and isinstance(outputs, dict) else None
+    billing = reading.outputs.billing if not given else None
     collect = CollectOptions(output=output, gate=options.gate, facts=options.facts)
     return merge_run(tasks_dir, collect, billing=billing)
 

@@ -20,7 +20,7 @@ import pydantic
 from rich.console import Console
 
 from verify import UsageError, discovery
-from verify.auth import IdTokenFetcher, auth_advice, auth_for_target
+from verify.auth import IdTokenFetcher, auth_advice
 from verify.bench import resume, server_metrics
 from verify.bench.console import ProgressObserver
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name
@@ -33,7 +33,7 @@ from verify.bench.results import CellKey, CellRecord, done_keys, read_checked
 from verify.bench.sweep import Endpoint, EndpointLostError, plan_for, run_sweep
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, worker_pool
-from verify.client import http_timeout, make_client
+from verify.client import client_for
 from verify.responses import body_excerpt
 from verify.target import Target
 
@@ -111,10 +111,13 @@ def run_bench(
     fd_warning = raise_fd_limit(max(options.workload.concurrency))
     if fd_warning:
         console.print(f"[yellow]warning[/] {fd_warning}")
-    auth = auth_for_target(target, api_key_env=options.api_key_env, env=env, fetch_id_token=fetch_id_token)
     lost: str | None = None
     try:
-        planned = asyncio.run(_bench(target, options, auth, existing=existing, facts=facts, console=console))
+        planned = asyncio.run(
+            _bench(
+                target, options, existing=existing, facts=facts, console=console, env=env, fetch_id_token=fetch_id_token
+            )
+        )
     except KeyboardInterrupt:
         records = read_checked(output).records
         return BenchReport(output=output, records=tuple(records), interrupted=True)
@@ -240,16 +243,23 @@ def _unusable(exc: discovery.AnswerError, target: Target, *, api_key_env: str | 
 async def _bench(
     target: Target,
     options: BenchOptions,
-    auth: httpx.Auth | None,
     *,
     existing: list[CellRecord],
     facts: AcceleratorFacts,
     console: Console,
+    env: Mapping[str, str] | None,
+    fetch_id_token: IdTokenFetcher | None,
 ) -> list[CellKey]:
     """Measure the cells not in ``existing``; returns the keys of every cell this run asked for."""
     output, workload, timeouts = options.output, options.workload, options.timeouts
-    transport = make_transport(options.transport)
-    async with make_client(target.base_url, auth, transport=transport, timeout=http_timeout(timeouts)) as client:
+    async with client_for(
+        target,
+        api_key_env=options.api_key_env,
+        timeouts=timeouts,
+        transport=make_transport(options.transport),
+        env=env,
+        fetch_id_token=fetch_id_token,
+    ) as client:
         found = await _discover(client, target, options)
         plan = plan_for(workload, model=found.model, timeouts=timeouts)
         endpoint = Endpoint(

@@ -10,13 +10,13 @@ The stack outputs read here are the contract in docs/architecture.md ("Stack out
 from __future__ import annotations
 
 import enum
-from typing import Literal
 from urllib.parse import urlsplit
 
 import pydantic
 
+from serving.outputs import DeployedOutputs
 from verify import UsageError
-from verify.pulumi_gateway import PulumiRunner, read_stack_outputs, run_pulumi_cli
+from verify.pulumi_gateway import AutomationGateway, StackOutputsReader
 from verify.streaming import default_deadline_s
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
@@ -82,24 +82,6 @@ class Target(pydantic.BaseModel):
         return self.concurrency * self.max_instances
 
 
-class StackOutputs(pydantic.BaseModel):
-    """The outputs a stack exports for verify; other outputs are ignored."""
-
-    model_config = pydantic.ConfigDict(extra="ignore", frozen=True)
-
-    endpoint: str
-    served_model_name: str = pydantic.Field(alias="servedModelName")
-    auth_kind: Literal["google-id-token", "api-key", "none"] = pydantic.Field(alias="authKind")
-    api_key_secret: str | None = pydantic.Field(default=None, alias="apiKeySecret")
-    platform: str | None = None
-    accelerator: str | None = None
-    max_model_len: int | None = pydantic.Field(default=None, alias="maxModelLen")
-    max_num_seqs: int | None = pydantic.Field(default=None, alias="maxNumSeqs")
-    concurrency: int | None = None
-    max_instances: int | None = pydantic.Field(default=None, alias="maxInstances")
-    billing: dict[str, object] | None = None
-
-
 class TargetOptions(pydantic.BaseModel):
     """Which endpoint to check and how to prove who we are: the target and authentication flags, typed.
 
@@ -140,10 +122,10 @@ class TimeoutOptions(pydantic.BaseModel):
         return self.deadline_s if self.deadline_s is not None else default_deadline_s(max_tokens, self.read_s)
 
 
-def resolve_target(options: TargetOptions, *, run_pulumi: PulumiRunner | None = None) -> Target:
+def resolve_target(options: TargetOptions, *, pulumi: StackOutputsReader | None = None) -> Target:
     """Turn the target options into a ``Target``; raises ``UsageError`` for anything unusable."""
     if options.stack is not None:
-        target = target_from_stack(options.stack, run_pulumi=run_pulumi or run_pulumi_cli)
+        target = target_from_stack(options.stack, pulumi=pulumi or AutomationGateway())
     else:
         target = target_from_url(
             str(options.url), model=options.model, auth=options.auth, api_key_env_given=options.api_key_env is not None
@@ -170,18 +152,28 @@ def target_from_url(url: str, *, model: str | None, auth: AuthKind | None, api_k
     return Target(base_url=base_url, model=model, auth_kind=kind, source="url")
 
 
-def target_from_stack(stack: str, *, run_pulumi: PulumiRunner) -> Target:
-    return target_from_outputs(stack, read_stack_outputs(stack, run_pulumi=run_pulumi))
+def target_from_stack(stack: str, *, pulumi: StackOutputsReader) -> Target:
+    return target_from_outputs(stack, pulumi.outputs(stack).outputs)
 
 
-def target_from_outputs(stack: str, raw: object) -> Target:
-    try:
-        outputs = StackOutputs.model_validate(raw)
-    except pydantic.ValidationError as exc:
+# What reaching the server needs of a stack's outputs (every version of the program exported them).
+_TARGET_OUTPUTS = ("endpoint", "servedModelName", "authKind")
+# Every output a Target is made of.
+_TARGET_READS = frozenset(
+    {*_TARGET_OUTPUTS, "apiKeySecret", "platform", "accelerator", "maxModelLen", "maxNumSeqs", "concurrency"}
+    | {"maxInstances", "billing"}
+)
+
+
+def target_from_outputs(stack: str, outputs: DeployedOutputs) -> Target:
+    # What is missing of the three, and any output verify reads whose value it cannot take.
+    problems = [problem for name in _TARGET_OUTPUTS if (problem := outputs.problem(name))]
+    problems += [why for name, why in outputs.unreadable.items() if name in _TARGET_READS - set(_TARGET_OUTPUTS)]
+    if outputs.endpoint is None or outputs.served_model_name is None or outputs.auth_kind is None or problems:
         raise UsageError(
-            f"stack {stack!r} does not export what verify needs ({output_problems(exc)}); expected outputs: "
-            "endpoint, servedModelName, authKind (see docs/architecture.md)"
-        ) from None
+            f"stack {stack!r} does not export what verify needs ({'; '.join(problems)}); expected outputs: "
+            f"{', '.join(_TARGET_OUTPUTS)} (see docs/architecture.md)"
+        )
     return Target(
         base_url=normalise_base_url(outputs.endpoint, flag=f"stack {stack!r} output endpoint"),
         model=outputs.served_model_name,
