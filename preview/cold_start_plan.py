@@ -10,19 +10,30 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from serving.cold_start import WINDOW_MARGIN, ColdStartEstimate
+from serving.compile_cache import (
+    GPU_CACHE_ENV,
+    GPU_CACHE_PREFIX,
+    GPU_CONTAINER_CACHE_DIR,
+    TPU_CACHE_ENV,
+    TPU_CACHE_PREFIX,
+    TPU_CONTAINER_CACHE_DIR,
+)
 from stacks.model_load import FuseLoad, StreamLoad
 from stacks.settings import CloudRunStack, GkeStack, StackSettings, TpuStack
 
 DOCS = "docs/cold-start.md"
-# What vLLM 0.32 can reuse from an earlier start, per platform, and whether this program keeps it.
+# What vLLM 0.32 can reuse from an earlier start, per platform, and whether this stack keeps it
+# (compileCache.keep, serving/compile_cache.py).
 GPU_COMPILE_CACHE = (
-    "not kept between revisions: vLLM 0.32 reads torch.compile's cache from a path (VLLM_CACHE_ROOT, default "
-    "~/.cache/vllm/torch_compile_cache; or compilation_config.cache_dir), but a Cloud Run instance's disk is "
-    "memory that dies with it, and this program mounts no writable volume for it (docs/cold-start.md)"
+    "not kept between revisions (compileCache unset): vLLM 0.32 reads torch.compile's cache from a path "
+    "(VLLM_CACHE_ROOT, default ~/.cache/vllm/torch_compile_cache), and a Cloud Run instance's disk is memory "
+    "that dies with it; compileCache: true mounts the bucket's compile-cache/ folder there read-write "
+    "(docs/cold-start.md)"
 )
 TPU_COMPILE_CACHE = (
-    "not kept between node runs: vLLM on TPU reads its XLA cache from VLLM_XLA_CACHE_PATH (a path on the node); "
-    "the startup script does not yet restore it from the bucket (docs/cold-start.md)"
+    "not kept between node runs (compileCache unset): vLLM on TPU reads its XLA cache from VLLM_XLA_CACHE_PATH "
+    "(a path on the node); compileCache: true restores it from the bucket before each start and saves it once "
+    "vLLM serves (docs/cold-start.md)"
 )
 
 GKE_COMPILE_CACHE = (
@@ -47,6 +58,35 @@ def _load_text(settings: CloudRunStack) -> str:
             return "fuse: Cloud Storage FUSE mount, read as files (no parallel downloads)"
         case _ as unreachable:
             assert_never(unreachable)
+
+
+def _kept_where(settings: StackSettings, prefix: str) -> str:
+    bucket = settings.bucket.name or "<the model bucket>"
+    days = settings.compile_cache.max_age_days
+    return (
+        f"gs://{bucket}/{prefix} (the serving identity may write the bucket's compile-cache/ folder only, never "
+        f"the weights; objects deleted {days} days after they were written)"
+    )
+
+
+def _gpu_cache_text(settings: CloudRunStack) -> str:
+    if not settings.compile_cache.keep:
+        return GPU_COMPILE_CACHE
+    return (
+        f"kept in {_kept_where(settings, GPU_CACHE_PREFIX)}: a read-write Cloud Storage volume at "
+        f"{GPU_CONTAINER_CACHE_DIR} = {GPU_CACHE_ENV}; vLLM loads torch.compile's artifacts of the same "
+        "configuration from it and compiles again when it cannot (docs/cold-start.md)"
+    )
+
+
+def _tpu_cache_text(settings: TpuStack) -> str:
+    if not settings.compile_cache.keep:
+        return TPU_COMPILE_CACHE
+    return (
+        f"kept in {_kept_where(settings, TPU_CACHE_PREFIX)}: the startup script restores it to the node before "
+        f"vLLM starts ({TPU_CACHE_ENV}={TPU_CONTAINER_CACHE_DIR}) and saves it once vLLM answers /health "
+        "(docs/cold-start.md)"
+    )
 
 
 def _estimate_rows(estimate: ColdStartEstimate | None, window: int, explicit: bool) -> list[tuple[str, str]]:
@@ -76,7 +116,7 @@ def cold_start_rows(settings: StackSettings) -> list[tuple[str, str]]:
                 *_estimate_rows(
                     settings.cold_start_estimate(), settings.startup_load_seconds, run.model_load_seconds is not None
                 ),
-                ("compile cache", GPU_COMPILE_CACHE),
+                ("compile cache", _gpu_cache_text(settings)),
                 (
                     "budget",
                     f"cloudRun.maxColdStartSeconds {budget} s: verify promote refuses a slower candidate"
@@ -88,7 +128,7 @@ def cold_start_rows(settings: StackSettings) -> list[tuple[str, str]]:
         case TpuStack():
             return [
                 ("load mode", "fuse: the node copies the weights from the bucket to its disk before vLLM starts"),
-                ("compile cache", TPU_COMPILE_CACHE),
+                ("compile cache", _tpu_cache_text(settings)),
                 ("measured", f"python -m verify status --stack <stack> shows the phases ({DOCS})"),
             ]
         case GkeStack():

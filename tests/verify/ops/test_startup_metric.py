@@ -133,7 +133,7 @@ def test_a_malformed_distribution_is_a_note_not_a_crash(fake: FakeGoogle) -> Non
         # Exponential: scale * growthFactor ** i.
         ({"exponentialBuckets": {"numFiniteBuckets": 2, "growthFactor": 2, "scale": 3}}, 2, 12.0),
         ({"exponentialBuckets": {"numFiniteBuckets": 2, "growthFactor": 2, "scale": 3}}, 3, None),
-        # Explicit: bounds[i]; N = len(bounds) + 1.
+        # Explicit: the i-th bound is the upper bound; there is one bucket more than bounds.
         ({"explicitBuckets": {"bounds": [1, 2]}}, 1, 2.0),
         ({"explicitBuckets": {"bounds": [1, 2]}}, 2, None),
     ],
