@@ -31,6 +31,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.scripted_server import ServerRecord, summarize
@@ -39,11 +40,32 @@ DEFAULT_USERS = "1,16,64"
 METRICS = (("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("request_throughput", "req/s"))
 
 
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The flags of ``main``, parsed once."""
+
+    users: tuple[int, ...]
+    ttft_ms: float
+    itl_ms: float
+    tokens: int
+    context: int
+    rounds: int
+    min_requests: int
+    warmup: int | None
+    workers: int | None
+    server_workers: int
+    server_cpus: str | None
+    client_cpus: str | None
+    tolerance: float
+    cell_timeout: float
+    json: Path | None
+
+
 def _taskset(cpus: str | None) -> list[str]:
     return ["taskset", "-c", cpus] if cpus else []
 
 
-def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
+def start_server(args: Options) -> tuple[subprocess.Popen[str], str]:
     command = [
         *_taskset(args.server_cpus),
         sys.executable,
@@ -78,7 +100,7 @@ def truth(url: str, warmups: int) -> dict[str, float | int | None]:
     return summarize(records[warmups:])
 
 
-def run_cell(args: argparse.Namespace, url: str, users: int, scratch: Path) -> dict[str, object]:
+def run_cell(args: Options, url: str, users: int, scratch: Path) -> dict[str, object]:
     requests = max(args.rounds * users, args.min_requests)
     warmups = min(users, 8) if args.warmup is None else args.warmup
     output = scratch / f"users-{users}.jsonl"
@@ -196,13 +218,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, default=5.0, help="percent (default 5)")
     parser.add_argument("--cell-timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, help="also write the JSON document here")
-    args = parser.parse_args(argv)
-    users = [int(value) for value in args.users.split(",")]
+    parsed = parser.parse_args(argv)
+    args = Options(
+        users=tuple(int(value) for value in parsed.users.split(",")),
+        ttft_ms=parsed.ttft_ms,
+        itl_ms=parsed.itl_ms,
+        tokens=parsed.tokens,
+        context=parsed.context,
+        rounds=parsed.rounds,
+        min_requests=parsed.min_requests,
+        warmup=parsed.warmup,
+        workers=parsed.workers,
+        server_workers=parsed.server_workers,
+        server_cpus=parsed.server_cpus,
+        client_cpus=parsed.client_cpus,
+        tolerance=parsed.tolerance,
+        cell_timeout=parsed.cell_timeout,
+        json=parsed.json,
+    )
     server, url = start_server(args)
     rows: list[dict[str, object]] = []
     try:
         with tempfile.TemporaryDirectory() as scratch:
-            for count in users:
+            for count in args.users:
                 row = run_cell(args, url, count, Path(scratch))
                 rows.append(row)
                 print(f"{count} users: {json.dumps(row)}", file=sys.stderr, flush=True)

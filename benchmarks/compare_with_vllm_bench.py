@@ -168,7 +168,7 @@ async def our_prompts(url: str, plan: SweepPlan, context: int, count: int) -> li
 
 
 def _dataset_flags(
-    args: argparse.Namespace, plan: SweepPlan, *, context: int, input_len: int, count: int, scratch: Path
+    args: Options, plan: SweepPlan, *, context: int, input_len: int, count: int, scratch: Path
 ) -> list[str]:
     if args.vllm_prompts == "random":
         return ["--dataset-name", "random", "--random-input-len", str(input_len)]
@@ -182,7 +182,7 @@ def _dataset_flags(
 
 
 def vllms(
-    args: argparse.Namespace, plan: SweepPlan, context: int, input_len: int, concurrency: int, *, watch: MachineWatch
+    args: Options, plan: SweepPlan, context: int, input_len: int, concurrency: int, *, watch: MachineWatch
 ) -> Figures:
     with tempfile.TemporaryDirectory() as scratch:
         result = Path(scratch) / "result.json"
@@ -274,7 +274,30 @@ def _diff(a: float, b: float) -> float:
     return (a - b) / b if b else float("inf")
 
 
-def _parse_args() -> argparse.Namespace:
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The flags of ``main``, parsed once (``--client-cpus`` as the CPU set it names)."""
+
+    url: str
+    model: str
+    tokenizer: str
+    vllm_command: str
+    api: Api
+    concurrency: tuple[int, ...]
+    context: tuple[int, ...]
+    max_tokens: int
+    requests: int | None
+    settle_s: float
+    warmups: int | None
+    repeats: int
+    max_stall_ms: float
+    max_attempts: int | None
+    vllm_prompts: str
+    client_cpus: frozenset[int] | None
+    json: Path | None
+
+
+def _parse_args() -> Options:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", required=True)
     parser.add_argument("--model", required=True)
@@ -327,7 +350,26 @@ def _parse_args() -> argparse.Namespace:
         "server on the others (taskset -c 0 ...) so neither tool competes with the server for CPU",
     )
     parser.add_argument("--json", type=Path, help="write every run's figures here")
-    return parser.parse_args()
+    parsed = parser.parse_args()
+    return Options(
+        url=parsed.url,
+        model=parsed.model,
+        tokenizer=parsed.tokenizer,
+        vllm_command=parsed.vllm_command,
+        api=Api(parsed.api),
+        concurrency=parsed.concurrency,
+        context=parsed.context,
+        max_tokens=parsed.max_tokens,
+        requests=parsed.requests,
+        settle_s=parsed.settle_s,
+        warmups=parsed.warmups,
+        repeats=parsed.repeats,
+        max_stall_ms=parsed.max_stall_ms,
+        max_attempts=parsed.max_attempts,
+        vllm_prompts=parsed.vllm_prompts,
+        client_cpus=frozenset(parse_cpus(parsed.client_cpus)) if parsed.client_cpus else None,
+        json=parsed.json,
+    )
 
 
 def parse_cpus(text: str) -> set[int]:
@@ -355,7 +397,7 @@ class CellRuns:
         return [f for f in getattr(self, tool) if f.clean(max_stall_ms)]
 
 
-def run_cell_pair(args: argparse.Namespace, plan: SweepPlan, context: int, concurrency: int, template: int) -> CellRuns:
+def run_cell_pair(args: Options, plan: SweepPlan, context: int, concurrency: int, template: int) -> CellRuns:
     """ABBA rounds until both tools have ``--repeats`` undisturbed runs or used up their attempts."""
     runs = CellRuns(context, concurrency, [], [])
     attempts = args.max_attempts if args.max_attempts is not None else 3 * args.repeats
@@ -435,13 +477,13 @@ def main() -> int:
     args = _parse_args()
     if args.client_cpus:
         # Children (vllm bench serve, the watcher) inherit the affinity.
-        os.sched_setaffinity(0, parse_cpus(args.client_cpus))
+        os.sched_setaffinity(0, args.client_cpus)
     plan = SweepPlan(
         model=args.model,
         contexts=args.context,
         concurrencies=args.concurrency,
         max_tokens=args.max_tokens,
-        api=Api(args.api),
+        api=args.api,
         requests=args.requests,
         warmups=args.warmups,
     )

@@ -36,8 +36,9 @@ from components.weight_access import (
 )
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
-from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.compile_cache import GPU_CACHE_ENV
+from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.naming import CANDIDATE_TAG, GPU_SERVING_CONTAINER, TypeToken
 from serving.vllm_args import check_serve_args
 
@@ -124,7 +125,7 @@ class HttpProbe:
 class ModelMount:
     """Where the model bucket appears in the container (Cloud Storage FUSE) and its gcsfuse mount options."""
 
-    mount_path: str = "/mnt/models"
+    mount_path: str = MODEL_ROOT
     # gcsfuse options without dashes; uid/gid map the files to the container's user (vLLM reads, never writes).
     options: Sequence[str] = ("uid=1001", "gid=1001")
 
@@ -161,7 +162,7 @@ class VllmGpuServiceArgs:
     streamed: StreamedWeights | None = None
     # Set when the compile cache is kept: the bucket's cache folder, read-write at VLLM_CACHE_ROOT.
     compile_cache: CacheMount | None = None
-    port: int = 8000
+    port: int = VLLM_PORT
     env: Mapping[str, str] = field(default_factory=dict)
     # Who may call the service (IAM members), each bound on its own; nobody else.
     invokers: Sequence[str] = ()
@@ -255,7 +256,7 @@ class VllmGpuServiceArgs:
     @property
     def request_concurrency(self) -> int:
         """Per-instance request concurrency: the given one, or else vLLM's batch (never below it)."""
-        return self.concurrency or self.max_num_seqs
+        return request_concurrency(self.concurrency, max_num_seqs=self.max_num_seqs)
 
 
 class VllmGpuService(pulumi.ComponentResource):

@@ -49,8 +49,8 @@ def _change(ctx: ServerContext, stack: str, operation: str, summary: ChangeSumma
         operation=operation,
         result=summary.result,
         resource_changes=summary.resource_changes,
-        outputs=summary.outputs.values,
-        secret_outputs=summary.outputs.secret_names,
+        outputs=dict(summary.outputs.values),
+        secret_outputs=list(summary.outputs.secret_names),
     )
     changes = ", ".join(f"{count} {kind}" for kind, count in sorted(summary.resource_changes.items())) or "none"
     return reply(ctx, f"{operation} of stack {stack}: {summary.result}; resources: {changes}", found)

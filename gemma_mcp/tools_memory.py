@@ -19,7 +19,7 @@ from verify.memory.layout import MemoryLayout, memory_layout
 from verify.ops.google import CannotCheckError, GoogleApiError
 from verify.ops.logs import parse_since
 from verify.ops.stack import load_ops_stack
-from verify.stack_settings import load_settings
+from verify.stack_settings import load_stack_file
 
 MemoryReport = StackRead
 
@@ -43,13 +43,13 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         try:
             since_s = parse_since(since)
             ops = load_ops_stack(name, root=ctx.root, project=project)
-            settings = load_settings(name, ctx.root)
+            loaded = load_stack_file(name, ctx.root)
         except (ValueError, UsageError) as error:
             raise ToolError(str(error)) from None
 
         def read() -> MemoryLayout:
             with ctx.google() as apis:
-                return memory_layout(apis, ops, settings, root=ctx.root, since_s=since_s)
+                return memory_layout(apis, ops, loaded, since_s=since_s)
 
         try:
             layout = await asyncio.to_thread(read)

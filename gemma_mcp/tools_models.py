@@ -67,9 +67,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
 
 def _bucket_output(ctx: ServerContext, stack: str) -> str:
     try:
-        value = ctx.pulumi.outputs(stack).values.get("modelBucket")
+        value = ctx.pulumi.outputs(stack).outputs.model_bucket
     except Exception as error:  # noqa: BLE001 - the Automation API raises many kinds; all mean "not readable"
         raise ToolError(f"stack {stack!r}: its outputs could not be read ({error}); give bucket") from None
-    if not isinstance(value, str) or not value:
+    if not value:
         raise ToolError(f"stack {stack!r} has no modelBucket output (not deployed?); give bucket")
     return value

@@ -12,7 +12,6 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from gemma_mcp.context import ServerContext
 from gemma_mcp.results import Fit, Outputs, Plan, PlannedResource, StackList
 from gemma_mcp.stack_files import require_stack, stack_names, summarise
-from serving.outputs import contract_problems
 
 PLAN_TIMEOUT_S = 180.0
 # Keys of the preview's JSON document that are not resources, outputs or notes: extra plan sections.
@@ -132,17 +131,16 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         ),
     )
     def outputs(stack: str) -> Annotated[CallToolResult, Outputs]:
-        values = ctx.pulumi.outputs(require_stack(ctx.root, stack))
-        problems = contract_problems(values.values)
-        platform = values.values.get("platform")
+        reading = ctx.pulumi.outputs(require_stack(ctx.root, stack))
+        problems = reading.problems
         found = Outputs(
             stack=stack,
-            outputs=values.values,
-            secret_outputs=values.secret_names,
-            platform=platform if isinstance(platform, str) else None,
+            outputs=dict(reading.values),
+            secret_outputs=list(reading.secret_names),
+            platform=reading.outputs.platform,
             contract_problems=problems,
         )
-        summary = f"stack {stack}: endpoint {values.values.get('endpoint', '(none)')}, {len(values.values)} outputs"
+        summary = f"stack {stack}: endpoint {reading.outputs.endpoint or '(none)'}, {len(reading.values)} outputs"
         if problems:
             summary += (
                 f"; {len(problems)} not as serving/outputs.py declares (deployed by an older version? run "

@@ -46,8 +46,6 @@ HEALTH_SLACK_S = 300.0
 EXIT_USAGE = 2
 # A command-line flag in a message (`--allow-untrusted`): meaningless to an agent calling a tool.
 _CLI_FLAG = re.compile(r"(?<![\w-])--[a-z]")
-# The outputs whose values are URLs of a stack's server (serving/outputs.py).
-ENDPOINT_OUTPUTS = ("endpoint", "candidateUrl")
 
 TALKS_TO_ENDPOINT = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
@@ -69,10 +67,11 @@ def stack_endpoints(ctx: ServerContext) -> list[str]:
     found: list[str] = []
     for name in stack_names(ctx.root):
         try:
-            values = ctx.pulumi.outputs(name).values
+            outputs = ctx.pulumi.outputs(name).outputs
         except (ToolError, KeyError):
             continue
-        found += [str(values[key]) for key in ENDPOINT_OUTPUTS if isinstance(values.get(key), str)]
+        # The outputs whose values are URLs of the stack's server (serving/outputs.py).
+        found += [url for url in (outputs.endpoint, outputs.candidate_url) if url]
     return found
 
 

@@ -19,8 +19,9 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu, TpuChip
-from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_problem
+from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_name_problem, bucket_path_problem
 from serving.images import DEFAULT_IMAGES
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, idle_chips_problem
@@ -118,10 +119,6 @@ class BucketSettings(SettingsModel):
         if problem:
             raise ValueError(problem)
         return value
-
-
-# Where a TPU node mounts the weights it copied from the bucket (Cloud Run's mount path is a setting).
-TPU_MODEL_ROOT = "/mnt/models"
 
 
 class _StackSettings(SettingsModel):
@@ -394,7 +391,7 @@ class CloudRunStack(_StackSettings):
     @property
     def concurrency(self) -> int:
         """Per-instance concurrency: never below what vLLM batches."""
-        return self.cloud_run.concurrency or self.vllm.max_num_seqs
+        return request_concurrency(self.cloud_run.concurrency, max_num_seqs=self.vllm.max_num_seqs)
 
     def serve_args(self) -> list[str]:
         """The container's `vllm serve` arguments (with the streamer's flags in stream mode)."""
@@ -503,7 +500,8 @@ class TpuStack(_StackSettings):
 
     @property
     def model_root(self) -> str:
-        return TPU_MODEL_ROOT
+        # Where the node mounts the weights it copied from the bucket (Cloud Run's mount path is a setting).
+        return MODEL_ROOT
 
     def serve_args(self) -> list[str]:
         """The container's `vllm serve` arguments, the tensor-parallel size always stated (one chip: 1)."""

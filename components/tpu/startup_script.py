@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from serving.compile_cache import TPU_CACHE_ENV, TPU_CONTAINER_CACHE_DIR, TPU_HOST_CACHE_DIR
+from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_path_problem
 from serving.naming import TPU_SERVING_CONTAINER
 
@@ -91,7 +92,7 @@ class StartupScriptSpec:
     port: int
     hf_token_secret: str | None = None
     # Where the serve arguments expect the checkpoints (mounted read-only into the container).
-    model_root: str = "/mnt/models"
+    model_root: str = MODEL_ROOT
     host_model_dir: str = "/var/lib/gemma-vllm/models"
     state_dir: str = STATE_DIR
     env: Mapping[str, str] = field(default_factory=dict)

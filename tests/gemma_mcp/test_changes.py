@@ -198,8 +198,6 @@ async def test_promote_without_the_policy_pack_only_when_the_server_says_so() ->
 
 def test_every_pulumi_up_the_server_runs_carries_the_policy_pack(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's deploy and weight-import `pulumi up` ran without the policy pack, unlike the workflow."""
-    from pulumi import automation
-
     from verify.pulumi_gateway import AutomationGateway
 
     seen: dict[str, object] = {}
@@ -211,6 +209,6 @@ def test_every_pulumi_up_the_server_runs_carries_the_policy_pack(monkeypatch: py
                 summary=types.SimpleNamespace(result="succeeded", resource_changes={}), outputs={}
             )
 
-    monkeypatch.setattr(automation, "select_stack", lambda **_kwargs: Stack())
+    monkeypatch.setattr("verify.pulumi_gateway.open_stack", lambda *_args, **_kwargs: Stack())
     AutomationGateway(ROOT, policy_packs=(str(ROOT / "policy"),), error=ToolError).up("l4")
     assert seen["policy_packs"] == [str(ROOT / "policy")]

@@ -11,7 +11,8 @@ from verify.client import client_for
 from verify.health.checks import run_health
 from verify.health.console import print_health, print_json, waiting_printer
 from verify.health.report import DEFAULT_MAX_TOKENS, DEFAULT_WAIT_S, HealthOptions, HealthReport, ProgressCallback
-from verify.target import Target, add_target_arguments, request_deadline_s, resolve_target
+from verify.target import Target, resolve_target
+from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,11 +44,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_health_command(args: argparse.Namespace) -> int:
-    target = resolve_target(args)
+    where = target_options(args)
+    timeouts = timeout_options(args)
+    target = resolve_target(where)
     options = HealthOptions(
         wait_s=args.wait,
         max_tokens=args.max_tokens,
-        deadline_s=request_deadline_s(args, args.max_tokens),
+        deadline_s=timeouts.request_deadline_s(args.max_tokens),
         auth_help=auth_advice(target, api_key_env=args.api_key_env),
     )
     report = asyncio.run(_run(target, args, options, waiting_printer()))
@@ -61,5 +64,5 @@ def run_health_command(args: argparse.Namespace) -> int:
 async def _run(
     target: Target, args: argparse.Namespace, options: HealthOptions, on_waiting: ProgressCallback
 ) -> HealthReport:
-    async with client_for(target, args) as client:
+    async with client_for(target, api_key_env=args.api_key_env, timeouts=timeout_options(args)) as client:
         return await run_health(client, target, options, on_waiting=on_waiting)

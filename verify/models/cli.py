@@ -18,7 +18,7 @@ from verify.models.bucket import bucket_name, list_objects, read_marker
 from verify.models.inventory import BucketInventory, inventory
 from verify.numbers import readable
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, apis_from_environment
-from verify.pulumi_gateway import read_stack_outputs
+from verify.pulumi_gateway import AutomationGateway, StackOutputsReader
 from verify.stack_settings import load_settings
 
 EXIT_CANNOT_READ = 2
@@ -43,11 +43,10 @@ def served_dirs(stack: str, root: Path | None = None) -> list[str]:
     return list(load_settings(stack, root).model_dirs)
 
 
-def bucket_of(stack: str) -> str:
+def bucket_of(stack: str, pulumi: StackOutputsReader | None = None) -> str:
     """The stack's ``modelBucket`` output (docs/architecture.md, "Stack outputs")."""
-    outputs = read_stack_outputs(stack)
-    bucket = outputs.get("modelBucket") if isinstance(outputs, dict) else None
-    if not isinstance(bucket, str) or not bucket:
+    bucket = (pulumi or AutomationGateway()).outputs(stack).outputs.model_bucket
+    if not bucket:
         raise UsageError(f"stack {stack!r} has no modelBucket output (not deployed?); pass --bucket NAME")
     return bucket
 

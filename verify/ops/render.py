@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from serving.naming import CANDIDATE_TAG
 from verify.health.console import _stdout_console  # the 120-column console verify health prints with
 from verify.ops.coldstart_render import cold_start_section
 from verify.ops.findings import Verdict
@@ -142,7 +143,8 @@ def _detail_rows(detail: CloudRunStatus | TpuStatus | GkeStatus | None) -> list[
                 ("latest created", run.latest_created_revision or "-"),
                 ("latest ready", run.latest_ready_revision or "-"),
                 ("traffic", ", ".join(run.traffic) or "-"),
-                ("candidate", run.candidate_url and f"{run.candidate_revision} at {run.candidate_url}"),
+                # The revision behind the gated rollout's tag, named as the tag is.
+                (CANDIDATE_TAG, run.candidate_url and f"{run.candidate_revision} at {run.candidate_url}"),
                 ("failing revision", run.failing_revision),
                 ("reason", run.failing_reason),
                 ("message", run.failing_message),

@@ -29,15 +29,22 @@ from verify.promote.metric_gate import required_metrics
 from verify.promote.outputs import rollout_outputs
 from verify.promote.shifter import TrafficShifter
 from verify.pulumi_gateway import (
+    AutomationGateway,
     PulumiAutomationShifter,
-    PulumiRunner,
     PulumiTrackShifter,
+    StackOutputsReader,
+    StackReading,
+    missing_cli_message,
     pulumi_project_dir,
-    read_stack_outputs,
 )
-from verify.target import add_target_arguments, normalise_base_url, target_from_outputs, with_flag_overrides
+from verify.target import normalise_base_url, target_from_outputs, with_flag_overrides
+from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 DEFAULT_WAIT_S = 1800.0
+# Without the Pulumi CLI: promote reads the stack's state and moves traffic with `pulumi up` (no --url form).
+WITHOUT_PULUMI = missing_cli_message(
+    "--stack needs", "(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)"
+)
 DEFAULT_STEPS = "100"
 
 
@@ -149,7 +156,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 class Seams:
     """What tests replace: the Pulumi CLI, Google credentials and transports, the gates."""
 
-    run_pulumi: PulumiRunner | None = None
+    # Reads the stack's outputs (default: the Automation API gateway, without --url advice: promote has none).
+    pulumi: StackOutputsReader | None = None
     access_token: AccessTokenSource = google_access_token
     api_transport: httpx.BaseTransport | None = None
     shifter: TrafficShifter | None = None
@@ -166,15 +174,11 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
     if args.stack is None:
         raise UsageError("promote moves a stack's traffic: name it with --stack NAME (--url cannot be promoted)")
     stack = str(args.stack)
-    raw = read_stack_outputs(
-        stack,
-        run_pulumi=seams.run_pulumi,
-        without_cli="(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)",
-    )
-    if is_gke(raw):
-        return _promote_gke(args, seams, stack, raw)
-    outputs = rollout_outputs(stack, raw)
-    gates = seams.gates or _cli_gates(args, seams, stack, raw)
+    reading = (seams.pulumi or AutomationGateway(missing_cli=WITHOUT_PULUMI)).outputs(stack)
+    if is_gke(reading.outputs):
+        return _promote_gke(args, seams, stack, reading)
+    outputs = rollout_outputs(stack, reading.outputs)
+    gates = seams.gates or _cli_gates(args, seams, stack, reading)
     shifter = seams.shifter or PulumiAutomationShifter(
         stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
     )
@@ -197,10 +201,10 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
     return code
 
 
-def _cli_gates(args: argparse.Namespace, seams: Seams, stack: str, raw: object) -> CliGates:
+def _cli_gates(args: argparse.Namespace, seams: Seams, stack: str, reading: StackReading) -> CliGates:
     """verify health, the metric gate and verify bench, as the flags configure them, against the stack's model."""
     return CliGates(
-        stack_target=with_flag_overrides(target_from_outputs(stack, raw), args),
+        stack_target=with_flag_overrides(target_from_outputs(stack, reading.outputs), target_options(args)),
         bench_gate=BenchGate(
             concurrency=",".join(str(users) for users in args.bench_concurrency),
             context=",".join(str(tokens) for tokens in args.bench_context),
@@ -211,14 +215,13 @@ def _cli_gates(args: argparse.Namespace, seams: Seams, stack: str, raw: object) 
             output_dir=args.bench_output_dir,
         ),
         api_key_env=args.api_key_env,
-        connect_timeout_s=args.connect_timeout,
-        timeout_s=args.timeout,
-        required_metrics=required_metrics(stack, raw),
+        timeouts=timeout_options(args),
+        required_metrics=required_metrics(stack, reading.outputs.vllm_args or []),
         say=seams.say or _say,
     )
 
 
-def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, raw: dict[str, object]) -> int:
+def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, reading: StackReading) -> int:
     """A gated GKE fleet: gate the candidate track, then make it serve (verify/promote/gke.py)."""
     if args.rollback:
         raise UsageError(
@@ -227,8 +230,8 @@ def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, raw: dict[s
         )
     promotion = GkePromotion(
         stack=stack,
-        rollout=gke_rollout(stack, raw),
-        gates=seams.gates or _cli_gates(args, seams, stack, raw),
+        rollout=gke_rollout(stack, reading.outputs),
+        gates=seams.gates or _cli_gates(args, seams, stack, reading),
         shifter=seams.track_shifter
         or PulumiTrackShifter(
             stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)

@@ -7,7 +7,6 @@ the same SLO judgement and result files), so a promotion's verdict reads like th
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from collections.abc import Callable, Sequence
@@ -20,7 +19,7 @@ import httpx
 from verify import UsageError
 from verify.client import client_for
 from verify.promote.metric_gate import missing_metrics
-from verify.target import DEFAULT_API_KEY_ENV, AuthKind, Target
+from verify.target import DEFAULT_API_KEY_ENV, AuthKind, Target, TimeoutOptions
 
 
 class Gates(Protocol):
@@ -57,8 +56,7 @@ class CliGates:
     stack_target: Target
     bench_gate: BenchGate
     api_key_env: str | None = None
-    connect_timeout_s: float | None = None
-    timeout_s: float | None = None
+    timeouts: TimeoutOptions = field(default_factory=TimeoutOptions)
     # Each run gets its own results file, so promoting the same candidate again never meets an old one.
     clock: Callable[[], float] = field(default=time.time)
     # The vLLM metrics the stack's dashboard and alerts read (verify/promote/metric_gate.py); empty: no check.
@@ -117,10 +115,7 @@ class CliGates:
 
     async def _scrape(self, url: str) -> str:
         target = self.stack_target.model_copy(update={"base_url": url, "audience_url": self.stack_target.audience})
-        flags = argparse.Namespace(
-            api_key_env=self.api_key_env, connect_timeout=self.connect_timeout_s, timeout=self.timeout_s
-        )
-        async with client_for(target, flags) as client:
+        async with client_for(target, api_key_env=self.api_key_env, timeouts=self.timeouts) as client:
             response = await client.get("/metrics")
             response.raise_for_status()
             return response.text
@@ -135,10 +130,7 @@ class CliGates:
             argv += ["--audience", target.audience]
         if target.auth_kind is AuthKind.API_KEY:
             argv += ["--api-key-env", self.api_key_env or DEFAULT_API_KEY_ENV]
-        if self.connect_timeout_s is not None:
-            argv += ["--connect-timeout", f"{self.connect_timeout_s:g}"]
-        if self.timeout_s is not None:
-            argv += ["--timeout", f"{self.timeout_s:g}"]
+        argv += ["--connect-timeout", f"{self.timeouts.connect_s:g}", "--timeout", f"{self.timeouts.read_s:g}"]
         return argv
 
     @staticmethod
