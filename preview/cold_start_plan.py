@@ -60,32 +60,33 @@ def _load_text(settings: CloudRunStack) -> str:
             assert_never(unreachable)
 
 
-def _kept_where(settings: StackSettings, prefix: str) -> str:
+# How each platform keeps the cache when compileCache.keep is set: (prefix in the bucket, how vLLM reaches it).
+GPU_KEPT = (
+    GPU_CACHE_PREFIX,
+    (
+        f"a read-write Cloud Storage volume at {GPU_CONTAINER_CACHE_DIR} = {GPU_CACHE_ENV}; vLLM loads torch.compile's "
+        "artifacts of the same configuration from it and compiles again when it cannot"
+    ),
+)
+TPU_KEPT = (
+    TPU_CACHE_PREFIX,
+    (
+        f"the startup script restores it to the node before vLLM starts ({TPU_CACHE_ENV}={TPU_CONTAINER_CACHE_DIR}) "
+        "and saves it once vLLM answers /health"
+    ),
+)
+
+
+def _cache_text(settings: StackSettings, not_kept: str, kept: tuple[str, str]) -> str:
+    """The plan's compile-cache row: not kept (and how to keep it), or where it is kept and who may write it."""
+    if not settings.compile_cache.keep:
+        return not_kept
+    prefix, how = kept
     bucket = settings.bucket.name or "<the model bucket>"
-    days = settings.compile_cache.max_age_days
     return (
-        f"gs://{bucket}/{prefix} (the serving identity may write the bucket's compile-cache/ folder only, never "
-        f"the weights; objects deleted {days} days after they were written)"
-    )
-
-
-def _gpu_cache_text(settings: CloudRunStack) -> str:
-    if not settings.compile_cache.keep:
-        return GPU_COMPILE_CACHE
-    return (
-        f"kept in {_kept_where(settings, GPU_CACHE_PREFIX)}: a read-write Cloud Storage volume at "
-        f"{GPU_CONTAINER_CACHE_DIR} = {GPU_CACHE_ENV}; vLLM loads torch.compile's artifacts of the same "
-        "configuration from it and compiles again when it cannot (docs/cold-start.md)"
-    )
-
-
-def _tpu_cache_text(settings: TpuStack) -> str:
-    if not settings.compile_cache.keep:
-        return TPU_COMPILE_CACHE
-    return (
-        f"kept in {_kept_where(settings, TPU_CACHE_PREFIX)}: the startup script restores it to the node before "
-        f"vLLM starts ({TPU_CACHE_ENV}={TPU_CONTAINER_CACHE_DIR}) and saves it once vLLM answers /health "
-        "(docs/cold-start.md)"
+        f"kept in gs://{bucket}/{prefix} (the serving identity may write the bucket's compile-cache/ folder only, "
+        f"never the weights; objects deleted {settings.compile_cache.max_age_days} days after they were written): "
+        f"{how} ({DOCS})"
     )
 
 
@@ -116,7 +117,7 @@ def cold_start_rows(settings: StackSettings) -> list[tuple[str, str]]:
                 *_estimate_rows(
                     settings.cold_start_estimate(), settings.startup_load_seconds, run.model_load_seconds is not None
                 ),
-                ("compile cache", _gpu_cache_text(settings)),
+                ("compile cache", _cache_text(settings, GPU_COMPILE_CACHE, GPU_KEPT)),
                 (
                     "budget",
                     f"cloudRun.maxColdStartSeconds {budget} s: verify promote refuses a slower candidate"
@@ -128,7 +129,7 @@ def cold_start_rows(settings: StackSettings) -> list[tuple[str, str]]:
         case TpuStack():
             return [
                 ("load mode", "fuse: the node copies the weights from the bucket to its disk before vLLM starts"),
-                ("compile cache", _tpu_cache_text(settings)),
+                ("compile cache", _cache_text(settings, TPU_COMPILE_CACHE, TPU_KEPT)),
                 ("measured", f"python -m verify status --stack <stack> shows the phases ({DOCS})"),
             ]
         case GkeStack():
