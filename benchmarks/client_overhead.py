@@ -174,7 +174,7 @@ def main() -> int:
     parser.add_argument("--tokenizer", help="tokenizer for vllm bench serve's random prompts")
     parser.add_argument("--json", type=Path, help="also write the JSON document here")
     parsed = parser.parse_args()
-    args = Options(
+    options = Options(
         transports=tuple(TransportKind(name) for name in parsed.transports.split(",")),
         concurrencies=tuple(int(c) for c in parsed.concurrency.split(",")),
         min_requests=parsed.min_requests,
@@ -182,7 +182,7 @@ def main() -> int:
         tokenizer=parsed.tokenizer,
         json=parsed.json,
     )
-    warning = raise_fd_limit(max(args.concurrencies) * 2)
+    warning = raise_fd_limit(max(options.concurrencies) * 2)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     port = free_port()
@@ -191,16 +191,16 @@ def main() -> int:
     rows: list[dict[str, object]] = []
     started = time.monotonic()
     try:
-        for transport in args.transports:
-            for concurrency in args.concurrencies:
-                requests = max(concurrency, args.min_requests)
+        for transport in options.transports:
+            for concurrency in options.concurrencies:
+                requests = max(concurrency, options.min_requests)
                 row = asyncio.run(measure(url, transport, concurrency, requests))
                 rows.append(row)
                 print(f"{row['client']} c={concurrency}: {row['req_per_s']} req/s", file=sys.stderr, flush=True)
-        if args.vllm_command:
-            if not args.tokenizer:
+        if options.vllm_command:
+            if not options.tokenizer:
                 sys.exit("--vllm-command needs --tokenizer (vllm bench serve builds its prompts with it)")
-            rows.append(vllm_reference(args.vllm_command, args.tokenizer, url, min_requests=args.min_requests))
+            rows.append(vllm_reference(options.vllm_command, options.tokenizer, url, min_requests=options.min_requests))
     finally:
         server.terminate()
         server.wait(10)
@@ -211,8 +211,8 @@ def main() -> int:
     }
     print(table(rows))
     print(json.dumps(document, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+    if options.json:
+        options.json.write_text(json.dumps(document, indent=2) + "\n")
     return 0
 
 
