@@ -9,7 +9,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import StackRead
+from gemma_mcp.results import ModelsReport
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_ops import READS_THE_PROJECT
 from gemma_mcp.tools_stacks import reply
@@ -17,10 +17,6 @@ from verify import UsageError
 from verify.models.bucket import bucket_name
 from verify.models.cli import run_models, served_dirs
 from verify.ops.google import CannotCheckError, GoogleApiError
-
-
-class ModelsReport(StackRead):
-    bucket: str
 
 
 def register(server: MCPServer, ctx: ServerContext) -> None:
@@ -53,7 +49,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             bucket=where,
             exit_code=found.exit_code,
             passed=found.exit_code == 0,
-            report=found.model_dump(mode="json"),
+            report=found,
         )
         lines = [f"gs://{where}"] + [
             f"  {c.path}: {c.state.value}"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import Fit, Outputs, Plan, PlannedResource, StackList
+from gemma_mcp.results import Fit, Outputs, Plan, PlannedResource, StackList, json_data
 from gemma_mcp.stack_files import require_stack, stack_names, summarise
 
 PLAN_TIMEOUT_S = 180.0
@@ -19,9 +20,10 @@ _PLAN_CORE_KEYS = {"stack", "project", "offline", "notes", "resources", "outputs
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def reply(ctx: ServerContext, summary: str, result: Any) -> CallToolResult:  # noqa: ANN401 - any result model
-    """A short text for the agent to read and the structured result, both scrubbed of secret values."""
-    structured = ctx.redactor.data(result.model_dump(mode="json"))
+def reply(ctx: ServerContext, summary: str, result: pydantic.BaseModel) -> CallToolResult:
+    """A short text for the agent to read and the structured result, both scrubbed of secret values; the
+    result as the SDK publishes its schema (by alias, without computed fields: see gemma_mcp/results.py)."""
+    structured = ctx.redactor.data(result.model_dump(mode="json", by_alias=True, exclude_computed_fields=True))
     return CallToolResult(
         content=[TextContent(type="text", text=ctx.redactor.text(summary))], structured_content=structured
     )
@@ -62,7 +64,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
     async def plan(stack: str, detail: bool = False) -> Annotated[CallToolResult, Plan]:
         document = await _preview(ctx, require_stack(ctx.root, stack))
         resources = document.get("resources", [])
-        outputs = document.get("outputs", {})
+        outputs: dict[str, Any] = document.get("outputs", {})
         found = Plan(
             stack=stack,
             project=str(document.get("project", "")),
@@ -135,7 +137,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         problems = reading.problems
         found = Outputs(
             stack=stack,
-            outputs=dict(reading.values),
+            outputs=reading.outputs,
+            other_outputs=json_data(reading.other_values),
             secret_outputs=list(reading.secret_names),
             platform=reading.outputs.platform,
             contract_problems=problems,

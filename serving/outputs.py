@@ -220,6 +220,7 @@ class GkeOutputs(_SharedOutputs):
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
+
 # A deployed stack's outputs, the variant chosen by `platform`.
 StackOutputs = Annotated[CloudRunOutputs | TpuOutputs | GkeOutputs, Field(discriminator="platform")]
 PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs] | type[GkeOutputs], ...] = (
@@ -249,7 +250,7 @@ class DeployedOutputs(BaseModel):
       the contract (no candidate share recorded);
     - an output whose value does not have the contract's type reads as missing too, and ``problem`` says
       why (pydantic's message), so a reader that needs it names the real fault;
-    - `billing` is kept as exported (a mapping): serving/pricing.py checks its shape where it prices it;
+    - `billing` is kept as exported (a flat mapping): serving/pricing.py checks its shape where it prices it;
     - outputs this reading does not name are ignored here (the gateway keeps every value for display).
 
     A reader checks the outputs it needs (``problem`` is "Field required" for one that is absent) or takes a
@@ -259,23 +260,27 @@ class DeployedOutputs(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True)
 
-    # What reaching the server needs (verify.target); every version exported the first three.
-    endpoint: str | None = None
+    # Every platform's outputs, in the platform models' order; what readers rely on is noted.
+    endpoint: str | None = None  # verify.target needs these three; every version exported them
     served_model_name: str | None = None
-    auth_kind: Literal["google-id-token", "api-key", "none"] | None = None
     platform: Literal["cloud-run", "tpu", "gke"] | None = None
+    auth_kind: Literal["google-id-token", "api-key", "none"] | None = None
     accelerator: str | None = None
     region: str | None = None
-    api_key_secret: str | None = None
     max_model_len: int | None = None
     max_num_seqs: int | None = None
+    image: str | None = None
+    model_bucket: str | None = None
+    service_account: str | None = None
+    vllm_args: list[str] | None = None
+    import_jobs: dict[str, str] | None = None
+    # Cloud Run's service, its rollout (CloudRunRolloutOutputs) and its load-generator job.
+    service_name: str | None = None
+    # As exported (a flat object, priced by serving/pricing.py, which checks its shape where it prices it).
+    billing: dict[str, str | int | float | bool | None] | None = None
     concurrency: int | None = None
     max_instances: int | None = None
-    billing: dict[str, object] | None = None
-    vllm_args: list[str] | None = None
-    model_bucket: str | None = None
     bench_job: BenchJobOutputs | None = None
-    # Cloud Run's rollout (CloudRunRolloutOutputs).
     rollout: Literal["gated", "direct"] | None = None
     cloud_run_service: str | None = None
     candidate_revision: str | None = None
@@ -283,7 +288,22 @@ class DeployedOutputs(BaseModel):
     serving_revision: str | None = None
     previous_revision: str | None = None
     candidate_percent: int = Field(default=0, ge=0, le=100)
-    # A gated GKE fleet's tracks (GkeOutputs).
+    # TPU and GKE.
+    api_key_secret: str | None = None
+    zone: str | None = None
+    accelerator_type: str | None = None
+    provisioning_model: Literal["flex-start", "spot", "guaranteed"] | None = None
+    queued_resource_name: str | None = None
+    node_id: str | None = None
+    cluster: str | None = None
+    cluster_endpoint: str | None = None
+    namespace: str | None = None
+    deployment: str | None = None
+    hpa: str | None = None
+    node_pool: str | None = None
+    zones: list[str] | None = None
+    port_forward: str | None = None
+    # A gated GKE fleet's tracks.
     serving_track: str | None = None
     candidate_track: str | None = None
     candidate_endpoint: str | None = None

@@ -107,7 +107,11 @@ class GcsMountSettings(SettingsModel):
         return options
 
     def mount_options(self) -> list[str]:
-        return [f"uid={self.uid}", f"gid={self.gid}", *self.extra_options]
+        return [*self.owner_options(), *self.extra_options]
+
+    def owner_options(self) -> tuple[str, str]:
+        """uid=/gid=: who owns the mounted files in the container (the compile-cache volume uses them too)."""
+        return f"uid={self.uid}", f"gid={self.gid}"
 
 
 class TrafficSettings(SettingsModel):

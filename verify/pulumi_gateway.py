@@ -93,6 +93,12 @@ class StackReading:
         return DeployedOutputs.read(self.values)
 
     @cached_property
+    def other_values(self) -> dict[str, object]:
+        """Outputs the contract does not declare (a newer program's, or a hand-added one), as exported."""
+        known = {field.alias or name for name, field in DeployedOutputs.model_fields.items()}
+        return {name: value for name, value in self.values.items() if name not in known}
+
+    @cached_property
     def problems(self) -> list[str]:
         """Each output the contract misses or finds malformed (a stack deployed by an older version)."""
         return contract_problems(dict(self.values))

@@ -84,6 +84,8 @@ class NodeWeights:
     # Checkpoint directories in the bucket the VM copies (the model, and a drafter if any).
     dirs: Sequence[str]
     root: str = MODEL_ROOT
+    # The bucket prefix keeping vLLM's XLA compile cache between boots (the node may write it); None: not kept.
+    compile_cache_prefix: str | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,7 @@ class TpuVllmNode(pulumi.ComponentResource):
             model_root=args.weights.root,
             env=dict(args.env),
             collector=args.collector,
+            compile_cache_prefix=args.weights.compile_cache_prefix,
         )
         # Rendered from the resolved image reference (a string in apply; no resource is made there).
         script = pulumi.Output.from_input(args.image).apply(

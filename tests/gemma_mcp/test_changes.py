@@ -56,7 +56,9 @@ async def test_a_confirmed_deploy_reports_what_changed_without_secret_values() -
         "operation": "deploy",
         "result": "succeeded",
         "resource_changes": {"create": 2, "same": 20},
-        "outputs": {"endpoint": "https://x.run.app", "apiKey": "[secret]"},
+        # The contract's outputs typed; one it does not declare (the fake's apiKey) as exported, masked.
+        "outputs": {"endpoint": "https://x.run.app"},
+        "other_outputs": {"apiKey": "[secret]"},
         "secret_outputs": ["apiKey"],
     }
     assert "2 create, 20 same" in text_of(result)

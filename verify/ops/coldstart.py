@@ -17,6 +17,7 @@ from datetime import datetime
 
 import pydantic
 
+from verify.ops.google import parse_rfc3339
 from verify.ops.signatures import CHECKPOINT_GIB, GRAPH_CAPTURE, MILESTONES, MODEL_LOADING, TORCH_COMPILE, milestone
 
 GIB = 1024**3
@@ -78,13 +79,6 @@ class Line(pydantic.BaseModel):
     text: str
 
 
-def _time(stamp: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _last_start(lines: Sequence[Line]) -> list[Line]:
     """The lines of the newest start: from its last `instance-start` (or vLLM's first line) onwards; an excerpt
     with neither is taken whole."""
@@ -109,7 +103,7 @@ def measure(lines: Sequence[Line], *, planned_bytes: int | None = None) -> ColdS
     seen: dict[str, tuple[datetime, Line]] = {}
     for line in start:
         found = milestone(line.text)
-        when = _time(line.timestamp)
+        when = parse_rfc3339(line.timestamp)
         if found is not None and when is not None and found.id not in seen:
             seen[found.id] = (when, line)
     ordered = [(item, seen[item.id]) for item in MILESTONES if item.id in seen]

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from serving.naming import CANDIDATE_TAG
 from verify.health.console import _stdout_console  # the 120-column console verify health prints with
-from verify.ops.coldstart_render import cold_start_table
+from verify.ops.coldstart_render import cold_start_section
 from verify.ops.findings import Verdict
 from verify.ops.gke_status import GkeStatus, PodLine
 from verify.ops.live_state import live_rows
@@ -130,10 +130,8 @@ def print_status(report: StatusReport, console: Console | None = None) -> None:
     if report.fix:
         table.add_row("next", Text(report.fix))
     out.print(table)
-    if report.cold_start is not None:
-        out.print(cold_start_table(report.cold_start))
-    elif report.cold_start_problem:
-        out.print(Text(report.cold_start_problem))
+    for part in cold_start_section(report.cold_start, report.cold_start_problem, report.startup_latency):
+        out.print(part)
 
 
 def _detail_rows(detail: CloudRunStatus | TpuStatus | GkeStatus | None) -> list[tuple[str, str | None]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -201,7 +200,7 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
         )
         code = promotion.rollback() if args.rollback else promotion.promote()
     if args.json:
-        print(json.dumps({"stack": stack, "exit_code": code, **promotion.outcome.as_json()}), flush=True)
+        print(promotion.outcome.report(stack, code).model_dump_json(), flush=True)
     return code
 
 
@@ -258,7 +257,7 @@ def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, reading: St
     )
     code = promotion.promote()
     if args.json:
-        print(json.dumps({"stack": stack, "exit_code": code, **promotion.outcome.as_json()}), flush=True)
+        print(promotion.outcome.report(stack, code).model_dump_json(), flush=True)
     return code
 
 

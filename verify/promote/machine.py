@@ -11,6 +11,8 @@ import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import pydantic
+
 from serving.naming import CANDIDATE_TAG
 from verify import UsageError
 from verify.promote.cloud_run import ServiceState
@@ -44,8 +46,23 @@ class Outcome:
     detail: str = ""
     gates: list[GateResult] = field(default_factory=list)
 
-    def as_json(self) -> dict[str, object]:
-        return {"verdict": self.verdict.value if self.verdict else None, "routed": self.routed, "detail": self.detail}
+    def report(self, stack: str, exit_code: int) -> PromotionReport:
+        return PromotionReport(
+            stack=stack, exit_code=exit_code, verdict=self.verdict, routed=self.routed, detail=self.detail
+        )
+
+
+class PromotionReport(pydantic.BaseModel):
+    """What `verify promote --json` prints last: how the promotion ended and what Cloud Run routed when last
+    read (None: could not be read). The MCP `promote` tool repeats it, never guessing from the exit code."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    exit_code: int
+    verdict: Verdict | None
+    routed: dict[str, int] | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)

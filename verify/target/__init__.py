@@ -66,7 +66,7 @@ class Target(pydantic.BaseModel):
     audience_url: str | None = None
     # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
     # verify bench prices with serving/pricing.py; None for --url and stacks that predate it.
-    billing: dict[str, object] | None = None
+    billing: dict[str, str | int | float | bool | None] | None = None
 
     @property
     def audience(self) -> str:
