@@ -15,7 +15,7 @@ from gemma_mcp.tools_ops import READS_THE_PROJECT
 from gemma_mcp.tools_stacks import reply
 from verify import UsageError
 from verify.models.bucket import bucket_name
-from verify.models.cli import run_models, served_dirs
+from verify.models.run import run_models, served_dirs
 from verify.ops.google import CannotCheckError, GoogleApiError
 
 
