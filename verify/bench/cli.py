@@ -65,7 +65,8 @@ EXIT_OK = 0
 JOB_ADVICE = "give the load-generator job more tasks or cpuPerTask (the stack's bench block)"
 
 
-def _slo(value: str) -> Slo:
+def slo_flag(value: str) -> Slo:
+    """``--slo KEY=VALUE`` (verify bench, compare and promote), parsed so a typo fails before anything runs."""
     try:
         return parse_slo(value)
     except ValueError as exc:
@@ -147,7 +148,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup
     """``--slo`` gates and ``--allow-untrusted``, shared by ``bench`` and ``bench collect``."""
     parser.add_argument(
         "--slo",
-        type=_slo,
+        type=slo_flag,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -316,7 +317,7 @@ def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "--slo",
         action="append",
         default=[],
-        type=_slo,
+        type=slo_flag,
         metavar="KEY=VALUE",
         help="what the cheapest run must meet, e.g. p99_ttft_ms=2000 (repeatable; success_rate >= 1 by default)",
     )
@@ -406,13 +407,22 @@ def run_bench_command(args: argparse.Namespace) -> int:
             raise UsageError("--on-cloud-run needs --stack (the job is part of the stack)")
         return _show_collected(run_on_cloud_run(args.stack, options, console), console)
     report = run_bench(resolve_target(target_options(args)), options, console=console)
+    return show_bench_report(report, as_json=args.json, console=console)
+
+
+def show_bench_report(report: BenchReport, *, as_json: bool, console: Console) -> int:
+    """What `verify bench` prints once the sweep ended (also for promote's bench gate); the exit code.
+
+    Raises ``UsageError`` (exit 2) when the endpoint stopped answering or the reports could not be written.
+    """
+    output = report.output
     if report.interrupted:
         console.print(
             f"\n[yellow]interrupted[/]: {len(report.records)} finished cells are kept in {output}; rerun the same "
             f"command with --output {output} --resume to measure the rest"
         )
         return report.exit_code
-    _show(report, as_json=args.json, console=console)
+    _show(report, as_json=as_json, console=console)
     if report.lost is not None:
         raise UsageError(report.lost)
     for problem in report.failures:

@@ -90,6 +90,7 @@ class GkePromotion:
             label=f"promote-{self.stack}-{candidate}",
             wait_s=self.wait_s,
             say=self.say,
+            kept=self.outcome.gates,
         )
         if failed:
             self.say(f"not promoted: {failed}; users stay on track {serving}, nothing was changed")

@@ -30,7 +30,7 @@ from tests.verify.promote.fake_cloud_run import (
 from verify import UsageError
 from verify.cli import build_parser
 from verify.promote.cli import Seams, run_promote_command
-from verify.promote.gates import BenchGate, CliGates
+from verify.promote.gates import BenchGate, CommandGates
 from verify.promote.metric_gate import required_metrics
 from verify.promote.shifter import TrafficChange
 from verify.pulumi_gateway import PulumiAutomationShifter
@@ -342,12 +342,12 @@ def test_google_auth_gates_use_the_service_url_as_the_token_audience() -> None:
         auth_kind=AuthKind.GOOGLE,
         source="stack l4",
     )
-    gates = CliGates(stack_target=target, bench_gate=BenchGate())
+    gates = CommandGates(stack_target=target, bench_gate=BenchGate())
 
-    argv = gates._common("https://candidate---gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app")
+    candidate = gates.candidate("https://candidate---gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app")
 
-    assert argv[:2] == ["--url", "https://candidate---gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"]
-    assert argv[argv.index("--audience") + 1] == "https://gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"
+    assert candidate.base_url == "https://candidate---gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"
+    assert candidate.audience == "https://gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"
 
 
 def test_the_deploy_workflows_invocation_reaches_the_candidate_with_its_token(
