@@ -181,14 +181,21 @@ class _NotJsonError(Exception):
         self.stdout = stdout
 
 
-def open_stack(stack: str, work_dir: Path, env_vars: Mapping[str, str] | None = None) -> automation.Stack:
-    """The Automation API's Stack for ``stack`` in ``work_dir`` (nothing selected, no plaintext asked for).
+def open_stack(
+    stack: str,
+    work_dir: Path,
+    env_vars: Mapping[str, str] | None = None,
+    *,
+    command: automation.PulumiCommand | None = None,
+) -> automation.Stack:
+    """The Automation API's Stack for ``stack`` in ``work_dir`` (nothing selected, no plaintext asked for);
+    ``command`` is a CLI already found and version-checked (None: find it now, `pulumi version`).
 
     Raises FileNotFoundError without the CLI, `CommandError` / `InvalidVersionError` when it cannot be used.
     """
     from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
 
-    workspace = _stack_workspace()(work_dir=str(work_dir), env_vars=dict(env_vars or {}))
+    workspace = _stack_workspace()(work_dir=str(work_dir), env_vars=dict(env_vars or {}), pulumi_command=command)
     return automation.Stack.select(stack, workspace)
 
 
@@ -215,15 +222,16 @@ class AutomationGateway:
         self.policy_packs = policy_packs
         self.error = error
         self.missing_cli = missing_cli
+        self._command: automation.PulumiCommand | None = None
 
     def outputs(self, stack: str) -> StackReading:
         command = f"pulumi stack output --json --stack {stack}"
         with self._failures(stack, command):
-            return _reading(stack, open_stack(stack, self._work_dir()).outputs())
+            return _reading(stack, self._open(stack).outputs())
 
     def up(self, stack: str, *, replace: Sequence[str] = (), target: Sequence[str] = ()) -> ChangeSummary:
         with self._failures(stack, f"pulumi up --stack {stack}"):
-            result = open_stack(stack, self._work_dir()).up(
+            result = self._open(stack).up(
                 replace=list(replace) or None,
                 target=list(target) or None,
                 policy_packs=list(self.policy_packs) or None,
@@ -239,9 +247,7 @@ class AutomationGateway:
 
     def destroy(self, stack: str) -> ChangeSummary:
         with self._failures(stack, f"pulumi destroy --stack {stack}"):
-            result = open_stack(stack, self._work_dir()).destroy(
-                show_secrets=False, suppress_outputs=True, color="never"
-            )
+            result = self._open(stack).destroy(show_secrets=False, suppress_outputs=True, color="never")
         return ChangeSummary(
             result=str(result.summary.result),
             resource_changes=_resource_changes(result.summary),
@@ -250,11 +256,15 @@ class AutomationGateway:
 
     def resource_urns(self, stack: str) -> list[str]:
         with self._failures(stack, f"pulumi stack export --stack {stack}"):
-            deployment = open_stack(stack, self._work_dir()).export_stack().deployment or {}
+            deployment = self._open(stack).export_stack().deployment or {}
         return [str(resource["urn"]) for resource in deployment.get("resources", []) if "urn" in resource]
 
-    def _work_dir(self) -> Path:
-        return self.root or pulumi_project_dir()
+    def _open(self, stack: str) -> automation.Stack:
+        """The stack, with the CLI found and version-checked once per gateway (the MCP server reads every
+        stack's outputs to know its endpoints: one `pulumi version` then, not one per stack)."""
+        opened = open_stack(stack, self.root or pulumi_project_dir(), command=self._command)
+        self._command = opened.workspace.pulumi_command
+        return opened
 
     @contextlib.contextmanager
     def _failures(self, stack: str, command: str) -> Iterator[None]:

@@ -205,6 +205,8 @@ def test_every_pulumi_up_the_server_runs_carries_the_policy_pack(monkeypatch: py
     seen: dict[str, object] = {}
 
     class Stack:
+        workspace = types.SimpleNamespace(pulumi_command=None)
+
         def up(self, **kwargs: object) -> object:
             seen.update(kwargs)
             return types.SimpleNamespace(

@@ -175,3 +175,12 @@ def test_without_the_cli_each_command_gives_its_own_advice(tmp_path: Path, monke
         AutomationGateway(tmp_path, missing_cli=advice).up("l4")
     assert str(refused.value) == advice
     assert "--url" not in advice
+
+
+def test_one_gateway_finds_the_cli_once(cli: Cli, tmp_path: Path) -> None:
+    """Guards against the MCP server running `pulumi version` once per stack each time it lists endpoints."""
+    gateway = AutomationGateway(tmp_path)
+    gateway.outputs("l4")
+    gateway.outputs("rtx6000")
+    assert [call for call in cli.calls() if call == ["version"]] == [["version"]]
+    assert [call[-1] for call in cli.calls() if call[:2] == ["stack", "output"]] == ["l4", "rtx6000"]

@@ -58,6 +58,8 @@ def cold_start_table(measured: ColdStart) -> Table:
     for label, seconds in (("torch.compile", measured.torch_compile_s), ("graph capture", measured.graph_capture_s)):
         if seconds is not None:
             table.add_row(label, f"{seconds:.1f}", "", Text("as vLLM reports it (inside the phases above)"))
+    if measured.compile_cache is not None:
+        table.add_row("compile cache", "", "", Text(measured.compile_cache))
     if measured.missing:
         table.add_row("not seen", "", "", Text(", ".join(measured.missing) + " (merged into the next phase)"))
     return table

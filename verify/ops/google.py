@@ -302,8 +302,8 @@ def _rebase(root: str, api_root: str) -> str:
 def adc_tokens(scopes: tuple[str, ...] = (CLOUD_PLATFORM_SCOPE,)) -> TokenSource:
     """Application Default Credentials, or CannotCheckError naming the command that sets them up."""
     import google.auth  # noqa: PLC0415 - loaded only when a command really talks to Google
-    import google.auth.exceptions  # noqa: PLC0415
-    from google.auth.transport.requests import Request  # noqa: PLC0415
+    import google.auth.exceptions  # noqa: PLC0415 - as above
+    from google.auth.transport.requests import Request  # noqa: PLC0415 - as above
 
     try:
         credentials, _ = google.auth.default(scopes=list(scopes))
