@@ -5,17 +5,17 @@ from __future__ import annotations
 import pulumi
 
 from deploy import deploy, export_all
-from stacks.capacity import assess_stack
-from stacks.loading import StackConfigError, load_stack_settings
+from stacks.loading import StackConfigError, load_running_stack
 
 try:
-    settings = load_stack_settings()
+    stack = load_running_stack()
 except StackConfigError as error:
     # RunError ends the run with this message and no traceback: a list of what is wrong in the stack file.
     raise pulumi.RunError(f"stack {pulumi.get_stack()!r} has invalid settings:\n{error}") from None
 
+settings = stack.settings
 # Capacity warnings (e.g. max_num_seqs full-length sequences do not fit at once) show in preview and up.
-for warning in assess_stack(settings).warnings:
+for warning in stack.capacity.warnings:
     pulumi.log.warn(f"capacity: {warning}")
 for quota in settings.quota_warnings():
     pulumi.log.warn(f"quota: {quota}")

@@ -31,6 +31,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.scripted_server import ServerRecord, summarize
@@ -39,22 +40,43 @@ DEFAULT_USERS = "1,16,64"
 METRICS = (("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("request_throughput", "req/s"))
 
 
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The flags of ``main``, parsed once."""
+
+    users: tuple[int, ...]
+    ttft_ms: float
+    itl_ms: float
+    tokens: int
+    context: int
+    rounds: int
+    min_requests: int
+    warmup: int | None
+    workers: int | None
+    server_workers: int
+    server_cpus: str | None
+    client_cpus: str | None
+    tolerance: float
+    cell_timeout: float
+    json: Path | None
+
+
 def _taskset(cpus: str | None) -> list[str]:
     return ["taskset", "-c", cpus] if cpus else []
 
 
-def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
+def start_server(options: Options) -> tuple[subprocess.Popen[str], str]:
     command = [
-        *_taskset(args.server_cpus),
+        *_taskset(options.server_cpus),
         sys.executable,
         "-m",
         "benchmarks.scripted_server",
         "--ttft-ms",
-        str(args.ttft_ms),
+        str(options.ttft_ms),
         "--itl-ms",
-        str(args.itl_ms),
+        str(options.itl_ms),
         "--workers",
-        str(args.server_workers),
+        str(options.server_workers),
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
@@ -78,12 +100,12 @@ def truth(url: str, warmups: int) -> dict[str, float | int | None]:
     return summarize(records[warmups:])
 
 
-def run_cell(args: argparse.Namespace, url: str, users: int, scratch: Path) -> dict[str, object]:
-    requests = max(args.rounds * users, args.min_requests)
-    warmups = min(users, 8) if args.warmup is None else args.warmup
+def run_cell(options: Options, url: str, users: int, scratch: Path) -> dict[str, object]:
+    requests = max(options.rounds * users, options.min_requests)
+    warmups = min(users, 8) if options.warmup is None else options.warmup
     output = scratch / f"users-{users}.jsonl"
     command = [
-        *_taskset(args.client_cpus),
+        *_taskset(options.client_cpus),
         sys.executable,
         "-m",
         "verify",
@@ -93,9 +115,9 @@ def run_cell(args: argparse.Namespace, url: str, users: int, scratch: Path) -> d
         "--concurrency",
         str(users),
         "--context",
-        str(args.context),
+        str(options.context),
         "--max-tokens",
-        str(args.tokens),
+        str(options.tokens),
         "--requests",
         str(requests),
         "--warmup",
@@ -104,11 +126,11 @@ def run_cell(args: argparse.Namespace, url: str, users: int, scratch: Path) -> d
         str(output),
         "--no-progress",
     ]
-    if args.workers:
-        command += ["--workers", str(args.workers)]
+    if options.workers:
+        command += ["--workers", str(options.workers)]
     _http(f"{url}/stats/reset", post=True)
     started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=args.cell_timeout)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=options.cell_timeout)
     seconds = time.monotonic() - started
     if done.returncode != 0 or not output.exists():
         return {"users": users, "error": (done.stdout + done.stderr)[-2000:]}
@@ -196,39 +218,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, default=5.0, help="percent (default 5)")
     parser.add_argument("--cell-timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, help="also write the JSON document here")
-    args = parser.parse_args(argv)
-    users = [int(value) for value in args.users.split(",")]
-    server, url = start_server(args)
+    parsed = parser.parse_args(argv)
+    options = Options(
+        users=tuple(int(value) for value in parsed.users.split(",")),
+        ttft_ms=parsed.ttft_ms,
+        itl_ms=parsed.itl_ms,
+        tokens=parsed.tokens,
+        context=parsed.context,
+        rounds=parsed.rounds,
+        min_requests=parsed.min_requests,
+        warmup=parsed.warmup,
+        workers=parsed.workers,
+        server_workers=parsed.server_workers,
+        server_cpus=parsed.server_cpus,
+        client_cpus=parsed.client_cpus,
+        tolerance=parsed.tolerance,
+        cell_timeout=parsed.cell_timeout,
+        json=parsed.json,
+    )
+    server, url = start_server(options)
     rows: list[dict[str, object]] = []
     try:
         with tempfile.TemporaryDirectory() as scratch:
-            for count in users:
-                row = run_cell(args, url, count, Path(scratch))
+            for count in options.users:
+                row = run_cell(options, url, count, Path(scratch))
                 rows.append(row)
                 print(f"{count} users: {json.dumps(row)}", file=sys.stderr, flush=True)
     finally:
         server.terminate()
         server.wait(10)
     document = {
-        "server": {"ttft_ms": args.ttft_ms, "itl_ms": args.itl_ms, "workers": args.server_workers},
-        "client_cpus": args.client_cpus,
-        "server_cpus": args.server_cpus,
+        "server": {"ttft_ms": options.ttft_ms, "itl_ms": options.itl_ms, "workers": options.server_workers},
+        "client_cpus": options.client_cpus,
+        "server_cpus": options.server_cpus,
         "cpus": os.cpu_count(),
         "load_average": os.getloadavg(),
-        "tolerance_pct": args.tolerance,
+        "tolerance_pct": options.tolerance,
         "rows": rows,
         "worst_error_pct": max(
             (abs(float(e)) for r in rows for k, _ in METRICS if isinstance(e := r.get(f"{k}_error_pct"), float)),
             default=None,
         ),
     }
-    print(table(rows, args.tolerance))
+    print(table(rows, options.tolerance))
     print(json.dumps(document, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
-    misses = _unflagged_misses(rows, args.tolerance)
+    if options.json:
+        options.json.write_text(json.dumps(document, indent=2) + "\n")
+    misses = _unflagged_misses(rows, options.tolerance)
     for miss in misses:
-        print(f"outside {args.tolerance:g}% on a trusted cell: {miss}", file=sys.stderr)
+        print(f"outside {options.tolerance:g}% on a trusted cell: {miss}", file=sys.stderr)
     return 1 if misses else 0
 
 

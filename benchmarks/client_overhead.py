@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -39,6 +40,18 @@ from verify.streaming import Api, StreamRequest
 CONCURRENCIES = (1, 64, 256, 1024, 2048)
 VLLM_CONCURRENCY = 256
 SERVER_SCRIPT = Path(__file__).with_name("instant_server.py")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The flags of ``main``, parsed once."""
+
+    transports: tuple[TransportKind, ...]
+    concurrencies: tuple[int, ...]
+    min_requests: int
+    vllm_command: str | None
+    tokenizer: str | None
+    json: Path | None
 
 
 def free_port() -> int:
@@ -87,12 +100,12 @@ async def measure(url: str, transport: TransportKind, concurrency: int, requests
     }
 
 
-def vllm_reference(args: argparse.Namespace, url: str) -> dict[str, object]:
-    requests = max(8 * VLLM_CONCURRENCY, args.min_requests)
+def vllm_reference(vllm_command: str, tokenizer: str, url: str, *, min_requests: int) -> dict[str, object]:
+    requests = max(8 * VLLM_CONCURRENCY, min_requests)
     with tempfile.TemporaryDirectory() as scratch:
         result = Path(scratch) / "vllm.json"
         command = [
-            *shlex.split(args.vllm_command),
+            *shlex.split(vllm_command),
             "bench",
             "serve",
             "--backend",
@@ -104,7 +117,7 @@ def vllm_reference(args: argparse.Namespace, url: str) -> dict[str, object]:
             "--model",
             "tiny-gemma",
             "--tokenizer",
-            args.tokenizer,
+            tokenizer,
             "--dataset-name",
             "random",
             "--random-input-len",
@@ -160,9 +173,16 @@ def main() -> int:
     parser.add_argument("--vllm-command", help='how to run vLLM\'s CLI, e.g. "vllm" (skipped when absent)')
     parser.add_argument("--tokenizer", help="tokenizer for vllm bench serve's random prompts")
     parser.add_argument("--json", type=Path, help="also write the JSON document here")
-    args = parser.parse_args()
-    concurrencies = [int(c) for c in args.concurrency.split(",")]
-    warning = raise_fd_limit(max(concurrencies) * 2)
+    parsed = parser.parse_args()
+    options = Options(
+        transports=tuple(TransportKind(name) for name in parsed.transports.split(",")),
+        concurrencies=tuple(int(c) for c in parsed.concurrency.split(",")),
+        min_requests=parsed.min_requests,
+        vllm_command=parsed.vllm_command,
+        tokenizer=parsed.tokenizer,
+        json=parsed.json,
+    )
+    warning = raise_fd_limit(max(options.concurrencies) * 2)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     port = free_port()
@@ -171,16 +191,16 @@ def main() -> int:
     rows: list[dict[str, object]] = []
     started = time.monotonic()
     try:
-        for name in args.transports.split(","):
-            for concurrency in concurrencies:
-                requests = max(concurrency, args.min_requests)
-                row = asyncio.run(measure(url, TransportKind(name), concurrency, requests))
+        for transport in options.transports:
+            for concurrency in options.concurrencies:
+                requests = max(concurrency, options.min_requests)
+                row = asyncio.run(measure(url, transport, concurrency, requests))
                 rows.append(row)
                 print(f"{row['client']} c={concurrency}: {row['req_per_s']} req/s", file=sys.stderr, flush=True)
-        if args.vllm_command:
-            if not args.tokenizer:
+        if options.vllm_command:
+            if not options.tokenizer:
                 sys.exit("--vllm-command needs --tokenizer (vllm bench serve builds its prompts with it)")
-            rows.append(vllm_reference(args, url))
+            rows.append(vllm_reference(options.vllm_command, options.tokenizer, url, min_requests=options.min_requests))
     finally:
         server.terminate()
         server.wait(10)
@@ -191,8 +211,8 @@ def main() -> int:
     }
     print(table(rows))
     print(json.dumps(document, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+    if options.json:
+        options.json.write_text(json.dumps(document, indent=2) + "\n")
     return 0
 
 

@@ -168,11 +168,11 @@ async def our_prompts(url: str, plan: SweepPlan, context: int, count: int) -> li
 
 
 def _dataset_flags(
-    args: argparse.Namespace, plan: SweepPlan, *, context: int, input_len: int, count: int, scratch: Path
+    options: Options, plan: SweepPlan, *, context: int, input_len: int, count: int, scratch: Path
 ) -> list[str]:
-    if args.vllm_prompts == "random":
+    if options.vllm_prompts == "random":
         return ["--dataset-name", "random", "--random-input-len", str(input_len)]
-    prompts = asyncio.run(our_prompts(args.url, plan, context, count))
+    prompts = asyncio.run(our_prompts(options.url, plan, context, count))
     # ShareGPT's file format, because its loader needs only json (the custom dataset's needs pandas);
     # vllm bench sends each prompt as the user message and the server applies the chat template.
     dataset = scratch / "prompts.json"
@@ -182,31 +182,33 @@ def _dataset_flags(
 
 
 def vllms(
-    args: argparse.Namespace, plan: SweepPlan, context: int, input_len: int, concurrency: int, *, watch: MachineWatch
+    options: Options, plan: SweepPlan, context: int, input_len: int, concurrency: int, *, watch: MachineWatch
 ) -> Figures:
     with tempfile.TemporaryDirectory() as scratch:
         result = Path(scratch) / "result.json"
         count = plan.requests_for(concurrency)
-        dataset = _dataset_flags(args, plan, context=context, input_len=input_len, count=count, scratch=Path(scratch))
+        dataset = _dataset_flags(
+            options, plan, context=context, input_len=input_len, count=count, scratch=Path(scratch)
+        )
         backend, endpoint = (
             ("openai-chat", "/v1/chat/completions") if plan.api is Api.CHAT else ("openai", "/v1/completions")
         )
         command = [
-            *shlex.split(args.vllm_command),
+            *shlex.split(options.vllm_command),
             "bench",
             "serve",
             "--backend",
             backend,
             "--base-url",
-            args.url,
+            options.url,
             "--endpoint",
             endpoint,
             "--model",
             plan.model,
             "--tokenizer",
-            args.tokenizer,
+            options.tokenizer,
             *dataset,
-            "--random-output-len" if args.vllm_prompts == "random" else "--sharegpt-output-len",
+            "--random-output-len" if options.vllm_prompts == "random" else "--sharegpt-output-len",
             str(plan.max_tokens),
             "--ignore-eos",
             # Ours also sends min_tokens (exact output length even where ignore_eos is not honoured); it
@@ -236,11 +238,11 @@ def vllms(
             assert bench.stdout is not None
             for line in bench.stdout:
                 output.append(line)
-                if line.startswith("Starting initial single prompt test run") and args.settle_s > 0:
+                if line.startswith("Starting initial single prompt test run") and options.settle_s > 0:
                     # Its start-up (imports, tokenizer, dataset) just ran the client CPU flat out; pause it
                     # before its first request so it starts from the same rested machine as ours.
                     bench.send_signal(signal.SIGSTOP)
-                    time.sleep(args.settle_s)
+                    time.sleep(options.settle_s)
                     bench.send_signal(signal.SIGCONT)
                 if line.startswith("Starting main benchmark run"):
                     watch.start()
@@ -274,7 +276,30 @@ def _diff(a: float, b: float) -> float:
     return (a - b) / b if b else float("inf")
 
 
-def _parse_args() -> argparse.Namespace:
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The flags of ``main``, parsed once (``--client-cpus`` as the CPU set it names)."""
+
+    url: str
+    model: str
+    tokenizer: str
+    vllm_command: str
+    api: Api
+    concurrency: tuple[int, ...]
+    context: tuple[int, ...]
+    max_tokens: int
+    requests: int | None
+    settle_s: float
+    warmups: int | None
+    repeats: int
+    max_stall_ms: float
+    max_attempts: int | None
+    vllm_prompts: str
+    client_cpus: frozenset[int] | None
+    json: Path | None
+
+
+def _parse_args() -> Options:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", required=True)
     parser.add_argument("--model", required=True)
@@ -327,7 +352,26 @@ def _parse_args() -> argparse.Namespace:
         "server on the others (taskset -c 0 ...) so neither tool competes with the server for CPU",
     )
     parser.add_argument("--json", type=Path, help="write every run's figures here")
-    return parser.parse_args()
+    parsed = parser.parse_args()
+    return Options(
+        url=parsed.url,
+        model=parsed.model,
+        tokenizer=parsed.tokenizer,
+        vllm_command=parsed.vllm_command,
+        api=Api(parsed.api),
+        concurrency=parsed.concurrency,
+        context=parsed.context,
+        max_tokens=parsed.max_tokens,
+        requests=parsed.requests,
+        settle_s=parsed.settle_s,
+        warmups=parsed.warmups,
+        repeats=parsed.repeats,
+        max_stall_ms=parsed.max_stall_ms,
+        max_attempts=parsed.max_attempts,
+        vllm_prompts=parsed.vllm_prompts,
+        client_cpus=frozenset(parse_cpus(parsed.client_cpus)) if parsed.client_cpus else None,
+        json=parsed.json,
+    )
 
 
 def parse_cpus(text: str) -> set[int]:
@@ -355,34 +399,34 @@ class CellRuns:
         return [f for f in getattr(self, tool) if f.clean(max_stall_ms)]
 
 
-def run_cell_pair(args: argparse.Namespace, plan: SweepPlan, context: int, concurrency: int, template: int) -> CellRuns:
+def run_cell_pair(options: Options, plan: SweepPlan, context: int, concurrency: int, template: int) -> CellRuns:
     """ABBA rounds until both tools have ``--repeats`` undisturbed runs or used up their attempts."""
     runs = CellRuns(context, concurrency, [], [])
-    attempts = args.max_attempts if args.max_attempts is not None else 3 * args.repeats
+    attempts = options.max_attempts if options.max_attempts is not None else 3 * options.repeats
 
     def wanted(order: tuple[str, str]) -> list[str]:
         return [
             tool
             for tool in order
-            if len(runs.clean(tool, args.max_stall_ms)) < args.repeats and len(getattr(runs, tool)) < attempts
+            if len(runs.clean(tool, options.max_stall_ms)) < options.repeats and len(getattr(runs, tool)) < attempts
         ]
 
     round_number = 0
     # ABBA order: whichever runs first in a pair must not always be the same tool.
     while tools := wanted(("ours", "vllm") if round_number % 2 == 0 else ("vllm", "ours")):
         for tool in tools:
-            before = _cache_counters(args.url, plan.model)
+            before = _cache_counters(options.url, plan.model)
             watch = MachineWatch()
             try:
                 if tool == "ours":
-                    time.sleep(args.settle_s)  # as vLLM's run is paused after its start-up
-                    figures = asyncio.run(ours(args.url, plan, context, concurrency, watch))
+                    time.sleep(options.settle_s)  # as vLLM's run is paused after its start-up
+                    figures = asyncio.run(ours(options.url, plan, context, concurrency, watch))
                 else:
-                    figures = vllms(args, plan, context, context - template, concurrency, watch=watch)
+                    figures = vllms(options, plan, context, context - template, concurrency, watch=watch)
             finally:
                 stall = watch.stop()
             figures = replace(figures, machine_max_stall_ms=stall)
-            figures = _with_hit_rate(figures, before, _cache_counters(args.url, plan.model))
+            figures = _with_hit_rate(figures, before, _cache_counters(options.url, plan.model))
             getattr(runs, tool).append(figures)
             print(
                 f"context {context} x {concurrency} users, {tool}: {figures.request_throughput:.1f} req/s, "
@@ -432,33 +476,33 @@ def _table(cells: list[CellRuns], max_stall_ms: float) -> list[str]:
 
 
 def main() -> int:
-    args = _parse_args()
-    if args.client_cpus:
+    options = _parse_args()
+    if options.client_cpus:
         # Children (vllm bench serve, the watcher) inherit the affinity.
-        os.sched_setaffinity(0, parse_cpus(args.client_cpus))
+        os.sched_setaffinity(0, options.client_cpus)
     plan = SweepPlan(
-        model=args.model,
-        contexts=args.context,
-        concurrencies=args.concurrency,
-        max_tokens=args.max_tokens,
-        api=Api(args.api),
-        requests=args.requests,
-        warmups=args.warmups,
+        model=options.model,
+        contexts=options.context,
+        concurrencies=options.concurrency,
+        max_tokens=options.max_tokens,
+        api=options.api,
+        requests=options.requests,
+        warmups=options.warmups,
     )
 
     async def overhead() -> int:
-        async with make_client(args.url, None) as client:
-            return await _chat_template_tokens(client, args.model) if plan.api is Api.CHAT else 0
+        async with make_client(options.url, None) as client:
+            return await _chat_template_tokens(client, options.model) if plan.api is Api.CHAT else 0
 
     template = asyncio.run(overhead())
     cells: list[CellRuns] = []
     for context, concurrency in plan.cells():
-        cells.append(run_cell_pair(args, plan, context, concurrency, template))
-        if args.json:
+        cells.append(run_cell_pair(options, plan, context, concurrency, template))
+        if options.json:
             # Rewritten after every cell, so an interrupted comparison keeps what it measured.
-            args.json.write_text(json.dumps([asdict(cell) for cell in cells], indent=2))
-    print(f"undisturbed: the machine never stalled a sleeping process more than {args.max_stall_ms:g} ms")
-    print("\n".join(_table(cells, args.max_stall_ms)))
+            options.json.write_text(json.dumps([asdict(cell) for cell in cells], indent=2))
+    print(f"undisturbed: the machine never stalled a sleeping process more than {options.max_stall_ms:g} ms")
+    print("\n".join(_table(cells, options.max_stall_ms)))
     return 0
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
+from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from policy.image_pins import image_pin_problem
 from serving.cloud_run_jobs import JobKeys, job_problems
 from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
@@ -122,14 +123,19 @@ class BenchJob(pulumi.ComponentResource):
             raise ValueError(f"BenchJob name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
         super().__init__(TypeToken.BENCH_JOB, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        account = gcp.serviceaccount.Account(
-            f"{name}-sa",
-            account_id=args.account_id,
-            display_name="gemma-serving benchmark load generator",
-            description="Invokes one vLLM service and writes benchmark samples to its results bucket; nothing else.",
-            opts=child,
+        identity = ServingIdentity(
+            name,
+            ServingIdentityArgs(
+                account_id=args.account_id,
+                display_name="gemma-serving benchmark load generator",
+                description=(
+                    "Invokes one vLLM service and writes benchmark samples to its results bucket; nothing else."
+                ),
+                former_parent=self,
+            ),
+            child,
         )
-        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        member = identity.member
         invoker = gcp.cloudrunv2.ServiceIamMember(
             f"{name}-invoker",
             name=args.service_name,
@@ -171,7 +177,7 @@ class BenchJob(pulumi.ComponentResource):
                 parallelism=args.tasks,
                 labels=dict(args.labels),
                 template=gcp.cloudrunv2.JobTemplateTemplateArgs(
-                    service_account=account.email,
+                    service_account=identity.email,
                     timeout=f"{args.task_timeout_seconds}s",
                     max_retries=0,
                     containers=[
@@ -207,7 +213,7 @@ class BenchJob(pulumi.ComponentResource):
         )
         self.job_name = job.name
         self.results_bucket = bucket.name
-        self.service_account_email = account.email
+        self.service_account_email = identity.email
         self.register_outputs(
             {
                 "job_name": self.job_name,

@@ -1,4 +1,9 @@
-"""The private GCS bucket that holds model weights, readable by the serving identities only."""
+"""The private GCS bucket that holds model weights, readable by the serving identities only.
+
+With a compile cache (`compileCache.keep`, serving/compile_cache.py) it also holds the `compile-cache/`
+managed folder, the one place the serving identity may write (`roles/storage.objectUser` on that folder
+only, never on the bucket), and a lifecycle rule that deletes cache objects after `max_age_days`.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,24 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from serving.gcp_names import BINDING_KEY
+from serving.compile_cache import CACHE_WRITER_ROLE
+from serving.gcp_names import BINDING_KEY, bucket_path_problem
 from serving.naming import TypeToken
+
+
+@dataclass(frozen=True)
+class CacheFolder:
+    """A folder of the bucket one member may write (vLLM's compile cache), its objects deleted after a while."""
+
+    folder: str  # e.g. `compile-cache/`: a managed folder's name ends in '/'
+    writer: pulumi.Input[str]
+    max_age_days: int
+
+    def __post_init__(self) -> None:
+        if not self.folder.endswith("/") or bucket_path_problem(self.folder.rstrip("/")):
+            raise ValueError(f"CacheFolder.folder {self.folder!r}: a relative bucket path ending in '/'")
+        if self.max_age_days < 1:
+            raise ValueError(f"CacheFolder.max_age_days {self.max_age_days}: at least 1")
 
 
 @dataclass(frozen=True)
@@ -30,6 +51,8 @@ class ModelBucketArgs:
     force_destroy: bool = False
     # The bucket's global name; None lets Pulumi name it (a stack that streams gs:// needs it known).
     bucket_name: str | None = None
+    # The compile cache's folder, writable by one member; None: nobody writes to the bucket but the imports.
+    cache: CacheFolder | None = None
 
     def __post_init__(self) -> None:
         if not self.location:
@@ -57,6 +80,7 @@ class ModelBucket(pulumi.ComponentResource):
             labels=dict(args.labels),
             opts=child,
             name=args.bucket_name,
+            lifecycle_rules=_cache_expiry(args.cache),
         )
         for key, member in args.readers.items():
             gcp.storage.BucketIAMMember(
@@ -66,6 +90,37 @@ class ModelBucket(pulumi.ComponentResource):
                 member=member,
                 opts=pulumi.ResourceOptions(parent=self, aliases=list(args.reader_aliases.get(key, ()))),
             )
+        if args.cache is not None:
+            folder = gcp.storage.ManagedFolder(
+                f"{name}-compile-cache",
+                bucket=bucket.name,
+                name=args.cache.folder,
+                # Deleting the folder leaves its objects to the lifecycle rule.
+                force_destroy=True,
+                opts=child,
+            )
+            gcp.storage.ManagedFolderIamMember(
+                f"{name}-compile-cache-writer",
+                bucket=bucket.name,
+                managed_folder=folder.name,
+                role=CACHE_WRITER_ROLE,
+                member=args.cache.writer,
+                opts=child,
+            )
         self.name = bucket.name
         self.url = bucket.name.apply(lambda bucket_name: f"gs://{bucket_name}")
         self.register_outputs({"name": self.name, "url": self.url})
+
+
+def _cache_expiry(cache: CacheFolder | None) -> list[gcp.storage.BucketLifecycleRuleArgs] | None:
+    """Delete the cache's objects `max_age_days` after they were written; nothing else expires."""
+    if cache is None:
+        return None
+    return [
+        gcp.storage.BucketLifecycleRuleArgs(
+            action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+            condition=gcp.storage.BucketLifecycleRuleConditionArgs(
+                age=cache.max_age_days, matches_prefixes=[cache.folder]
+            ),
+        )
+    ]

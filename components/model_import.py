@@ -7,7 +7,8 @@ marker (`<prefix>/.gemma-import-complete.json`, holding source and revision) mak
 complete copy, and a partial one resumes (job_scripts/import_weights.py decides which).
 
 Least privilege, per import:
-- its own service account, not the serving identity and not the default compute account;
+- its own service account (a ServingIdentity of its own), not the serving containers' and not the default
+  compute account;
 - `roles/storage.objectUser` on a managed folder for its prefix only. objectCreator is too little: it
   cannot list (no resume), read the marker (no skip) or replace an object (a stale shard of an older
   revision would stay). objectAdmin is too much: it may also rewrite IAM on the folder. A managed folder
@@ -35,6 +36,7 @@ import pulumi_command as command
 import pulumi_gcp as gcp
 
 from components.managed_secret import ACCESSOR_ROLE, ManagedSecret
+from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from job_scripts import script_source
 from serving.gcp_names import COMMIT_ID, RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
 from serving.naming import IMPORT_JOB_CONTAINER, IMPORT_RUN_SUFFIX, TypeToken
@@ -126,14 +128,17 @@ class ModelImport(pulumi.ComponentResource):
             raise ValueError(f"ModelImport name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
         super().__init__(TypeToken.MODEL_IMPORT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        account = gcp.serviceaccount.Account(
-            f"{name}-sa",
-            account_id=args.account_id,
-            display_name=f"gemma-serving import of {args.prefix}",
-            description=f"Copies {args.source_uri} into the model bucket under {args.prefix}/ and nothing else.",
-            opts=child,
+        identity = ServingIdentity(
+            name,
+            ServingIdentityArgs(
+                account_id=args.account_id,
+                display_name=f"gemma-serving import of {args.prefix}",
+                description=f"Copies {args.source_uri} into the model bucket under {args.prefix}/ and nothing else.",
+                former_parent=self,
+            ),
+            child,
         )
-        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        member = identity.member
         folder = gcp.storage.ManagedFolder(
             f"{name}-folder",
             bucket=args.bucket_name,
@@ -189,7 +194,7 @@ class ModelImport(pulumi.ComponentResource):
                 parallelism=1,
                 labels=dict(args.labels),
                 template=gcp.cloudrunv2.JobTemplateTemplateArgs(
-                    service_account=account.email,
+                    service_account=identity.email,
                     timeout=f"{job_spec.timeout_minutes * 60}s",
                     # A retried task resumes where the failed one stopped (the job is idempotent).
                     max_retries=job_spec.max_retries,
@@ -226,7 +231,7 @@ class ModelImport(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[job, *grants]),
             )
         self.job_name = job.name
-        self.service_account_email = account.email
+        self.service_account_email = identity.email
         self.register_outputs(
             {
                 "job_name": self.job_name,

@@ -1,7 +1,8 @@
-"""A dedicated service account for one vLLM deployment.
+"""A dedicated service account for one workload of a stack: the vLLM containers, an import or bench job.
 
 Why its own component: the identity must exist before the bucket grants it read access and before the
-service runs as it, and it must not be the project's default compute account (which holds Editor).
+service runs as it, and it must not be the project's default compute account (which holds Editor). The
+weight-import and load-generator jobs run as one each too, with their own description and grants.
 """
 
 from __future__ import annotations
@@ -14,13 +15,21 @@ import pulumi_gcp as gcp
 from serving.gcp_names import SERVICE_ACCOUNT_ID
 from serving.naming import TypeToken
 
+# What the serving containers' account is for, as the console shows it.
+SERVING_DESCRIPTION = "Runs gemma-serving's vLLM containers; reads the model bucket only."
+
 
 @dataclass(frozen=True)
 class ServingIdentityArgs:
-    """Who the serving containers run as."""
+    """Who a workload runs as (by default the serving containers)."""
 
     account_id: str
     display_name: str
+    # What the account is for and may do, as the console shows it.
+    description: str = SERVING_DESCRIPTION
+    # The component that created the account itself before it moved under this one: an alias to its old
+    # place (same name, that parent), so a deployed stack moves the account in state instead of replacing it.
+    former_parent: pulumi.Resource | None = None
 
     def __post_init__(self) -> None:
         if not SERVICE_ACCOUNT_ID.match(self.account_id):
@@ -31,7 +40,7 @@ class ServingIdentityArgs:
 
 
 class ServingIdentity(pulumi.ComponentResource):
-    """A service account that serving containers run as. Owns: the account. Grants: none by itself."""
+    """A service account a workload runs as. Owns: the account. Grants: none by itself."""
 
     email: pulumi.Output[str]
     member: pulumi.Output[str]
@@ -45,8 +54,11 @@ class ServingIdentity(pulumi.ComponentResource):
             f"{name}-sa",
             account_id=args.account_id,
             display_name=args.display_name,
-            description="Runs gemma-serving's vLLM containers; reads the model bucket only.",
-            opts=pulumi.ResourceOptions(parent=self),
+            description=args.description,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                aliases=[pulumi.Alias(name=f"{name}-sa", parent=args.former_parent)] if args.former_parent else None,
+            ),
         )
         self.email = account.email
         self.member = account.email.apply(lambda email: f"serviceAccount:{email}")

@@ -25,10 +25,20 @@ from components.monitoring.sidecar import (
     sidecar_volumes,
     vllm_limits,
 )
-from components.weight_access import StreamedWeights, model_volume_mounts, model_volumes, vpc_access
+from components.weight_access import (
+    CacheMount,
+    StreamedWeights,
+    cache_volume_mounts,
+    cache_volumes,
+    model_volume_mounts,
+    model_volumes,
+    vpc_access,
+)
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
-from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
+from serving.compile_cache import GPU_CACHE_ENV
+from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.naming import CANDIDATE_TAG, GPU_SERVING_CONTAINER, TypeToken
 from serving.vllm_args import check_serve_args
 
@@ -115,7 +125,7 @@ class HttpProbe:
 class ModelMount:
     """Where the model bucket appears in the container (Cloud Storage FUSE) and its gcsfuse mount options."""
 
-    mount_path: str = "/mnt/models"
+    mount_path: str = MODEL_ROOT
     # gcsfuse options without dashes; uid/gid map the files to the container's user (vLLM reads, never writes).
     options: Sequence[str] = ("uid=1001", "gid=1001")
 
@@ -150,7 +160,9 @@ class VllmGpuServiceArgs:
     mount: ModelMount = field(default_factory=ModelMount)
     # Set when vLLM streams its weights from gs:// (no mount; Direct VPC egress): components/weight_access.py.
     streamed: StreamedWeights | None = None
-    port: int = 8000
+    # Set when the compile cache is kept: the bucket's cache folder, read-write at VLLM_CACHE_ROOT.
+    compile_cache: CacheMount | None = None
+    port: int = VLLM_PORT
     env: Mapping[str, str] = field(default_factory=dict)
     # Who may call the service (IAM members), each bound on its own; nobody else.
     invokers: Sequence[str] = ()
@@ -214,6 +226,11 @@ class VllmGpuServiceArgs:
             problems.append(f"{_ARGS}.serve_args: the model path must come first and {where}")
         if self.streamed is not None:
             problems += self.streamed.problems(f"{_ARGS}.streamed")
+        if self.compile_cache is not None:
+            if GPU_CACHE_ENV in self.env:
+                problems.append(f"{_ARGS}.env: {GPU_CACHE_ENV} is set by compile_cache; remove it from env")
+            if self.compile_cache.mount_path.rstrip("/") == self.mount.mount_path.rstrip("/"):
+                problems.append(f"{_ARGS}.compile_cache.mount_path: the model mount's path; use another")
         if self.service_name is not None and not _SERVICE_NAME.match(self.service_name):
             problems.append(f"{_ARGS}.service_name: {_service_name_rule(self.service_name)}")
         found = [problem for problem in problems if problem]
@@ -239,7 +256,7 @@ class VllmGpuServiceArgs:
     @property
     def request_concurrency(self) -> int:
         """Per-instance request concurrency: the given one, or else vLLM's batch (never below it)."""
-        return self.concurrency or self.max_num_seqs
+        return request_concurrency(self.concurrency, max_num_seqs=self.max_num_seqs)
 
 
 class VllmGpuService(pulumi.ComponentResource):
@@ -372,6 +389,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
         labels=dict(args.labels),
         volumes=[
             *(model_volumes(args.bucket_name, list(args.mount.options), args.streamed) or []),
+            *cache_volumes(args.bucket_name, args.compile_cache),
             *sidecar_volumes(args.metrics_sidecar),
         ]
         or None,
@@ -383,7 +401,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 args=list(args.serve_args),
                 envs=[
                     gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
-                    for key, value in sorted(args.env.items())
+                    for key, value in sorted({**args.env, **_cache_env(args.compile_cache)}.items())
                 ],
                 ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=port, name="http1"),
                 resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
@@ -405,11 +423,20 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                     timeout_seconds=args.liveness_probe.timeout_seconds,
                     failure_threshold=args.liveness_probe.failure_threshold,
                 ),
-                volume_mounts=model_volume_mounts(args.mount.mount_path, args.streamed),
+                volume_mounts=[
+                    *(model_volume_mounts(args.mount.mount_path, args.streamed) or []),
+                    *cache_volume_mounts(args.compile_cache),
+                ]
+                or None,
             ),
             *sidecar_containers(args.metrics_sidecar, serving_container=GPU_SERVING_CONTAINER),
         ],
     )
+
+
+def _cache_env(cache: CacheMount | None) -> dict[str, str]:
+    """VLLM_CACHE_ROOT on the cache volume: vLLM keeps torch.compile's artifacts under it, keyed by a hash."""
+    return {GPU_CACHE_ENV: cache.mount_path} if cache is not None else {}
 
 
 def _template_hash(template: gcp.cloudrunv2.ServiceTemplateArgs) -> str:

@@ -16,6 +16,9 @@ import pulumi
 import pulumi_gcp as gcp
 
 MODEL_VOLUME = "models"
+# The read-write volume of the compile cache (compileCache.keep): the bucket again, narrowed to the cache's
+# folder by gcsfuse's only-dir, which the serving identity may write (serving/compile_cache.py).
+CACHE_VOLUME = "compile-cache"
 # Cloud Run's Direct VPC egress value that sends every outbound request through the VPC network
 # (https://cloud.google.com/run/docs/configuring/vpc-direct-vpc, `--vpc-egress=all-traffic`; the Admin API's
 # VpcAccess.egress enum). Google's Gemma 4 pattern uses it, so the streamer's reads stay on Google's network.
@@ -72,3 +75,39 @@ def vpc_access(streamed: StreamedWeights | None) -> gcp.cloudrunv2.ServiceTempla
             )
         ],
     )
+
+
+@dataclass(frozen=True)
+class CacheMount:
+    """vLLM's compile cache kept in the bucket: `prefix` mounted read-write at `mount_path` (VLLM_CACHE_ROOT)."""
+
+    prefix: str
+    mount_path: str
+    # uid/gid as the model mount's, so the server's user owns what it writes.
+    owner_options: tuple[str, ...]
+
+    def options(self) -> list[str]:
+        # implicit-dirs: directories another instance created appear without their own placeholder objects.
+        return [*self.owner_options, f"only-dir={self.prefix.rstrip('/')}", "implicit-dirs"]
+
+
+def cache_volumes(
+    bucket_name: pulumi.Input[str], cache: CacheMount | None
+) -> list[gcp.cloudrunv2.ServiceTemplateVolumeArgs]:
+    """The cache folder as a read-write gcsfuse volume; none when the cache is not kept."""
+    if cache is None:
+        return []
+    return [
+        gcp.cloudrunv2.ServiceTemplateVolumeArgs(
+            name=CACHE_VOLUME,
+            gcs=gcp.cloudrunv2.ServiceTemplateVolumeGcsArgs(
+                bucket=bucket_name, read_only=False, mount_options=cache.options()
+            ),
+        )
+    ]
+
+
+def cache_volume_mounts(cache: CacheMount | None) -> list[gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs]:
+    if cache is None:
+        return []
+    return [gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(name=CACHE_VOLUME, mount_path=cache.mount_path)]

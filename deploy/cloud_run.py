@@ -10,7 +10,7 @@ from components.bench_job import BenchJob, BenchJobArgs
 from components.image_mirror import ImageMirror
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
-from components.weight_access import StreamedWeights
+from components.weight_access import CacheMount, StreamedWeights
 from deploy.apis import google_cloud
 from deploy.bench_image import bench_image
 from deploy.context import StackContext
@@ -19,6 +19,7 @@ from deploy.monitoring import sidecar_supply, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.rollout_state import obeyed_traffic, rollout_for
 from deploy.weights import model_bucket, model_supply
+from serving.compile_cache import GPU_CACHE_PREFIX, GPU_CONTAINER_CACHE_DIR
 from serving.outputs import CloudRunOutputs
 from serving.watch import CloudRunWatch
 from stacks.cloud_run import CloudRunSettings
@@ -109,6 +110,11 @@ def _service_shape(run: CloudRunSettings, settings: CloudRunStack) -> dict[str, 
         ),
         "mount": ModelMount(mount_path=run.mount.mount_path, options=options),
         "streamed": streamed,
+        "compile_cache": (
+            CacheMount(GPU_CACHE_PREFIX, GPU_CONTAINER_CACHE_DIR, owner_options=run.mount.owner_options())
+            if settings.compile_cache.keep
+            else None
+        ),
         "port": run.port,
         "env": dict(run.env),
         "invokers": run.invokers,

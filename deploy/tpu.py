@@ -13,6 +13,7 @@ from deploy.images import image_supply
 from deploy.monitoring import node_collector, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.weights import model_bucket, model_supply
+from serving.compile_cache import TPU_CACHE_PREFIX
 from serving.naming import TypeToken
 from serving.outputs import TpuOutputs
 from serving.watch import TpuWatch
@@ -67,7 +68,12 @@ def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
             serve_args=serve_args,
             tensor_parallel_size=settings.vllm.tensor_parallel_size,
             port=settings.port,
-            weights=NodeWeights(bucket_name=bucket.name, dirs=settings.model_dirs, root=settings.model_root),
+            weights=NodeWeights(
+                bucket_name=bucket.name,
+                dirs=settings.model_dirs,
+                root=settings.model_root,
+                compile_cache_prefix=TPU_CACHE_PREFIX if settings.compile_cache.keep else None,
+            ),
             edge=NetworkEdge(
                 network=tpu.network,
                 subnetwork=tpu.subnetwork,

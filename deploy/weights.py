@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components.managed_secret import ManagedSecret, ManagedSecretArgs
-from components.model_bucket import ModelBucket, ModelBucketArgs
+from components.model_bucket import CacheFolder, ModelBucket, ModelBucketArgs
 from components.model_import import ImportJobSpec, ModelImport, ModelImportArgs
 from deploy.context import StackContext
+from serving.compile_cache import CACHE_FOLDER
 from stacks.secrets import HF_TOKEN_KEY, PlainSecretError, hf_token, set_secret_command
 from stacks.settings import StackSettings
 from stacks.weights import ModelImportSettings
@@ -47,7 +48,8 @@ def model_bucket(
     *,
     reader_aliases: list[pulumi.Alias] | None = None,
 ) -> ModelBucket:
-    """The stack's private model bucket, readable by the serving identity `reader` alone.
+    """The stack's private model bucket, readable by the serving identity `reader` alone (which may write its
+    compile-cache folder, and nothing else, when the stack keeps the cache).
 
     One place for every platform, so a bucket setting (`bucket.name`, `location`, `forceDestroy`) means the
     same on Cloud Run, TPU and GKE.
@@ -61,6 +63,11 @@ def model_bucket(
             labels=context.labels,
             force_destroy=settings.bucket.force_destroy,
             bucket_name=settings.bucket.name,
+            cache=(
+                CacheFolder(CACHE_FOLDER, writer=reader, max_age_days=settings.compile_cache.max_age_days)
+                if settings.compile_cache.keep
+                else None
+            ),
         ),
         opts,
     )

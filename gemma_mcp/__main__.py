@@ -19,7 +19,7 @@ from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import SubprocessRunner, kill_all
 from gemma_mcp.server import build_server
 from preview.stack_file import StackFileError, project_root
-from verify.pulumi_gateway import AutomationGateway
+from verify.pulumi_gateway import AutomationGateway, missing_cli_message
 
 LOOPBACK = "127.0.0.1"
 
@@ -56,7 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         root=root,
         run_module=SubprocessRunner(root),
         pulumi=AutomationGateway(
-            root, policy_packs=() if args.no_policy_pack else (str(root / POLICY_PACK_DIR),), error=ToolError
+            root,
+            policy_packs=() if args.no_policy_pack else (str(root / POLICY_PACK_DIR),),
+            error=ToolError,
+            missing_cli=missing_cli_message("this tool needs"),
         ),
         redactor=Redactor.from_environment(),
         allow_changes=args.allow_changes,

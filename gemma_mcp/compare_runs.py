@@ -10,7 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import Comparison
+from gemma_mcp.results import Comparison, Workload, WorkloadComparison, WorkloadRun
 from gemma_mcp.tools_stacks import reply
 from verify import UsageError
 from verify.bench.matrix import WorkloadVerdict, judge
@@ -44,26 +44,24 @@ def compare_runs(ctx: ServerContext, paths: list[Path], slo: list[str], active_h
     return reply(ctx, text, found)
 
 
-def _workload(verdict: WorkloadVerdict, active_hours: float) -> dict[str, object]:
+def _workload(verdict: WorkloadVerdict, active_hours: float) -> WorkloadComparison:
     workload = verdict.workload
-    return {
-        "workload": {"api": workload.api, "context": workload.context, "max_tokens": workload.max_tokens},
-        "cheapest": verdict.cheapest.run.label if verdict.cheapest else None,
-        "reason": verdict.reason,
-        "runs": [
-            {
-                "run": run.run.label,
-                "accelerator": run.run.accelerator,
-                "chosen_concurrency": run.chosen.record.max_concurrency if run.chosen else None,
-                "cost_per_1m_output_tokens_usd": run.chosen.record.cost_per_1m_output_tokens_usd
-                if run.chosen
-                else None,
-                "cost_per_1m_requests_usd": run.chosen.record.cost_per_1m_requests_usd if run.chosen else None,
-                "always_on_monthly_usd": run.run.always_on_monthly_usd(),
-                "scaled_to_zero_monthly_usd": run.run.scaled_to_zero_monthly_usd(active_hours),
-                "break_even_active_hours": run.break_even_hours,
-                "left_out": [f"{cell.record.max_concurrency} users: {cell.mark}" for cell in run.cells if cell.mark],
-            }
+    return WorkloadComparison(
+        workload=Workload(api=workload.api, context=workload.context, max_tokens=workload.max_tokens),
+        cheapest=verdict.cheapest.run.label if verdict.cheapest else None,
+        reason=verdict.reason,
+        runs=[
+            WorkloadRun(
+                run=run.run.label,
+                accelerator=run.run.accelerator,
+                chosen_concurrency=run.chosen.record.max_concurrency if run.chosen else None,
+                cost_per_1m_output_tokens_usd=run.chosen.record.cost_per_1m_output_tokens_usd if run.chosen else None,
+                cost_per_1m_requests_usd=run.chosen.record.cost_per_1m_requests_usd if run.chosen else None,
+                always_on_monthly_usd=run.run.always_on_monthly_usd(),
+                scaled_to_zero_monthly_usd=run.run.scaled_to_zero_monthly_usd(active_hours),
+                break_even_active_hours=run.break_even_hours,
+                left_out=[f"{cell.record.max_concurrency} users: {cell.mark}" for cell in run.cells if cell.mark],
+            )
             for run in verdict.runs
         ],
-    }
+    )

@@ -9,8 +9,9 @@ Cloud Run routed when last read; the tool repeats exactly that, and says "unknow
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import pydantic
+
+from verify.promote.machine import PromotionReport, Verdict
 
 # The policy pack every `pulumi up` the server runs is given (the deploy workflow's own).
 POLICY_PACK_DIR = "policy"
@@ -26,31 +27,29 @@ _VERDICTS = {
 }
 
 
-def promotion_outcome(stdout: str) -> dict[str, Any] | None:
-    """The JSON document `verify promote --json` prints last, or None when it printed none."""
+def promotion_outcome(stdout: str) -> PromotionReport | None:
+    """The report `verify promote --json` prints last, or None when it printed none."""
     for line in reversed(stdout.strip().splitlines()):
         try:
-            document = json.loads(line)
-        except json.JSONDecodeError:
+            return PromotionReport.model_validate_json(line)
+        except pydantic.ValidationError:
+            if line.lstrip().startswith("{"):
+                return None
             continue
-        if isinstance(document, dict) and "verdict" in document:
-            return document
-        break
     return None
 
 
-def promotion_verdict(outcome: dict[str, Any] | None, exit_code: int, *, timed_out: bool) -> str:
-    if outcome is None or outcome.get("verdict") not in _VERDICTS:
+def promotion_verdict(outcome: PromotionReport | None, exit_code: int, *, timed_out: bool) -> str:
+    if outcome is None or outcome.verdict is None:
         why = "stopped at the time cap" if timed_out else f"exit {exit_code}, no verdict printed"
         return (
             f"outcome unknown ({why}): traffic may have moved; read what serves with the `status` tool "
             "before anything else"
         )
-    text = _VERDICTS[str(outcome["verdict"])]
-    routed = outcome.get("routed")
-    if isinstance(routed, dict) and routed:
-        split = ", ".join(f"{revision} {share}%" for revision, share in sorted(routed.items()))
+    text = _VERDICTS[outcome.verdict.value]
+    if outcome.routed:
+        split = ", ".join(f"{revision} {share}%" for revision, share in sorted(outcome.routed.items()))
         text += f"; Cloud Run routes {split}"
-    elif outcome.get("verdict") in {"not-handed-back", "rollback-failed"}:
+    elif outcome.verdict in {Verdict.NOT_HANDED_BACK, Verdict.ROLLBACK_FAILED}:
         text += "; what Cloud Run routes could not be read"
     return text

@@ -18,7 +18,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from gemma_mcp.context import ServerContext
 from gemma_mcp.import_runs import import_run_urn
 from gemma_mcp.promotion import POLICY_PACK_DIR, promotion_outcome, promotion_verdict
-from gemma_mcp.results import Change, CommandReport
+from gemma_mcp.results import Change, PromoteRun, PromotionRun, json_data
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_stacks import reply
 from verify.pulumi_gateway import ChangeSummary
@@ -49,8 +49,9 @@ def _change(ctx: ServerContext, stack: str, operation: str, summary: ChangeSumma
         operation=operation,
         result=summary.result,
         resource_changes=summary.resource_changes,
-        outputs=summary.outputs.values,
-        secret_outputs=summary.outputs.secret_names,
+        outputs=summary.outputs.outputs,
+        other_outputs=json_data(summary.outputs.other_values),
+        secret_outputs=list(summary.outputs.secret_names),
     )
     changes = ", ".join(f"{count} {kind}" for kind, count in sorted(summary.resource_changes.items())) or "none"
     return reply(ctx, f"{operation} of stack {stack}: {summary.result}; resources: {changes}", found)
@@ -125,7 +126,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         steps: list[int] | None = None,
         slo: list[str] | None = None,
         rollback: bool = False,
-    ) -> Annotated[CallToolResult, CommandReport]:
+    ) -> Annotated[CallToolResult, PromoteRun]:
         name = confirmed(ctx, stack, confirm, "promote")
         if steps is not None and (not steps or steps[-1] != 100 or any(not 0 < step <= 100 for step in steps)):
             raise ToolError(f"steps: {steps} must be percentages in 1..100 ending with 100, e.g. [10, 50, 100]")
@@ -145,15 +146,14 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         if completed.exit_code == EXIT_USAGE and not completed.timed_out and outcome is None:
             raise ToolError(completed.stderr_tail(ctx.redactor) or "verify promote refused the arguments")
         tail = completed.stderr_tail(ctx.redactor)
-        found = CommandReport(
+        found = PromoteRun(
             command=["python", "-m", "verify", *args],
             exit_code=completed.exit_code,
             passed=completed.exit_code == 0 and not completed.timed_out and outcome is not None,
             timed_out=completed.timed_out,
-            report={
-                "outcome": outcome,
-                "output": ctx.redactor.tail(completed.stdout + completed.stderr, OUTPUT_TAIL_CHARS),
-            },
+            report=PromotionRun(
+                outcome=outcome, output=ctx.redactor.tail(completed.stdout + completed.stderr, OUTPUT_TAIL_CHARS)
+            ),
             message=tail.splitlines()[-1] if tail else None,
         )
         verdict = promotion_verdict(outcome, completed.exit_code, timed_out=completed.timed_out)

@@ -14,9 +14,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import CommandReport
+from gemma_mcp.results import MetricsRun, QueryRun, report_reader
 from gemma_mcp.tools_stacks import reply
 from gemma_mcp.tools_verify import TALKS_TO_ENDPOINT, _report, _target_args
+from verify.metrics.reading import MetricsReport
+from verify.query.run import QueryReport
 
 MAX_QUERY_TOKENS = 4096
 MAX_PROMPT_CHARS = 200_000
@@ -51,7 +53,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         deadline_s: float = DEFAULT_QUERY_DEADLINE_S,
         reasoning: str = "show",
         system: str | None = None,
-    ) -> Annotated[CallToolResult, CommandReport]:
+    ) -> Annotated[CallToolResult, QueryRun]:
         if not prompt.strip() or len(prompt) > MAX_PROMPT_CHARS:
             raise ToolError(f"prompt: give 1..{MAX_PROMPT_CHARS} characters of text")
         if not 1 <= max_tokens <= MAX_QUERY_TOKENS:
@@ -77,7 +79,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         completed = await ctx.run_module("verify", args, timeout_s=deadline_s + SLACK_S)
         # The prompt is the user's text: the recorded command names it by length, not in full.
         shown = [*args[:-1], f"<prompt: {len(prompt)} characters>"]
-        found = _report(ctx, ["python", "-m", "verify", *shown], completed)
+        found = _report(ctx, ["python", "-m", "verify", *shown], completed, QueryRun, report_reader(QueryReport))
         return reply(ctx, _query_summary(found), found)
 
     @server.tool(
@@ -98,7 +100,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         url: str | None = None,
         model: str | None = None,
         window_s: float | None = None,
-    ) -> Annotated[CallToolResult, CommandReport]:
+    ) -> Annotated[CallToolResult, MetricsRun]:
         if window_s is not None and not (math.isfinite(window_s) and 0 < window_s <= MAX_WINDOW_S):
             raise ToolError(f"window_s: {window_s} is outside 0..{MAX_WINDOW_S:.0f} seconds")
         args = [
@@ -108,45 +110,43 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "--json",
         ]
         completed = await ctx.run_module("verify", args, timeout_s=(window_s or 0.0) + SLACK_S)
-        found = _report(ctx, ["python", "-m", "verify", *args], completed)
+        found = _report(ctx, ["python", "-m", "verify", *args], completed, MetricsRun, report_reader(MetricsReport))
         return reply(ctx, _metrics_summary(found), found)
 
 
-def _query_summary(report: CommandReport) -> str:
-    document = report.report if isinstance(report.report, dict) else {}
-    if not document:
-        return f"query: FAIL (exit {report.exit_code}) {report.message or ''}".rstrip()
-    head = "query: answered" if report.passed else f"query: FAIL (exit {report.exit_code}): {document.get('cause')}"
+def _query_summary(run: QueryRun) -> str:
+    report = run.report
+    if report is None:
+        return f"query: FAIL (exit {run.exit_code}) {run.message or ''}".rstrip()
+    head = "query: answered" if run.passed else f"query: FAIL (exit {run.exit_code}): {report.cause}"
     numbers = (
-        f"TTFT {_ms(document.get('ttft_ms'))}, {_num(document.get('output_tokens_per_s'))} output tok/s, "
-        f"usage prompt {document.get('prompt_tokens')} / completion {document.get('completion_tokens')} / "
-        f"reasoning {document.get('reasoning_tokens')}, finish {document.get('finish_reason')}, "
-        f"model {document.get('served_model')}"
+        f"TTFT {_ms(report.ttft_ms)}, {_num(report.output_tokens_per_s)} output tok/s, "
+        f"usage prompt {report.prompt_tokens} / completion {report.completion_tokens} / "
+        f"reasoning {report.reasoning_tokens}, finish {report.finish_reason}, "
+        f"model {report.served_model}"
     )
-    return "\n".join([head, numbers, str(document.get("answer") or "")])
+    return "\n".join([head, numbers, report.answer or ""])
 
 
-def _metrics_summary(report: CommandReport) -> str:
-    document = report.report if isinstance(report.report, dict) else {}
-    if not document:
-        return f"metrics: FAIL (exit {report.exit_code}) {report.message or ''}".rstrip()
-    window = document.get("window") or {}
-    seconds = f", {window['seconds']} s" if window.get("seconds") else ""
+def _metrics_summary(run: MetricsRun) -> str:
+    report = run.report
+    if report is None:
+        return f"metrics: FAIL (exit {run.exit_code}) {run.message or ''}".rstrip()
+    window = report.window
+    seconds = f", {window.seconds} s" if window.seconds else ""
     lines = [
         (
-            f"metrics ({window.get('kind')}{seconds}): "
-            f"running {document.get('running')}, waiting {document.get('waiting')}, KV cache "
-            f"{document.get('kv_cache_usage')}, prefix-cache hit rate {document.get('prefix_cache_hit_rate')}, "
-            f"preemptions {document.get('preemptions')}"
+            f"metrics ({window.kind}{seconds}): "
+            f"running {report.running}, waiting {report.waiting}, KV cache "
+            f"{report.kv_cache_usage}, prefix-cache hit rate {report.prefix_cache_hit_rate}, "
+            f"preemptions {report.preemptions}"
         )
     ]
-    for name, found in (document.get("latency") or {}).items():
-        lines.append(f"  {name}: n={found.get('count')} mean {_ms(found.get('mean_ms'))}")
-    spec = document.get("spec_decode")
+    for name, found in report.latency.items():
+        lines.append(f"  {name}: n={found.count} mean {_ms(found.mean_ms)}")
+    spec = report.spec_decode
     if spec:
-        lines.append(
-            f"  spec decode acceptance {spec.get('acceptance_rate')}, by position {spec.get('acceptance_by_position')}"
-        )
+        lines.append(f"  spec decode acceptance {spec.acceptance_rate}, by position {spec.acceptance_by_position}")
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import StackRead
+from gemma_mcp.results import MemoryReport
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_ops import READS_THE_PROJECT
 from gemma_mcp.tools_stacks import reply
@@ -19,9 +19,7 @@ from verify.memory.layout import MemoryLayout, memory_layout
 from verify.ops.google import CannotCheckError, GoogleApiError
 from verify.ops.logs import parse_since
 from verify.ops.stack import load_ops_stack
-from verify.stack_settings import load_settings
-
-MemoryReport = StackRead
+from verify.stack_settings import load_stack_file
 
 
 def register(server: MCPServer, ctx: ServerContext) -> None:
@@ -43,22 +41,20 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         try:
             since_s = parse_since(since)
             ops = load_ops_stack(name, root=ctx.root, project=project)
-            settings = load_settings(name, ctx.root)
+            loaded = load_stack_file(name, ctx.root)
         except (ValueError, UsageError) as error:
             raise ToolError(str(error)) from None
 
         def read() -> MemoryLayout:
             with ctx.google() as apis:
-                return memory_layout(apis, ops, settings, root=ctx.root, since_s=since_s)
+                return memory_layout(apis, ops, loaded, since_s=since_s)
 
         try:
             layout = await asyncio.to_thread(read)
         except (CannotCheckError, GoogleApiError) as error:
             found = MemoryReport(stack=name, exit_code=2, passed=False, report=None, message=str(error))
             return reply(ctx, f"memory {name}: cannot read the logs: {error}", found)
-        found = MemoryReport(
-            stack=name, exit_code=layout.exit_code, passed=layout.exit_code == 0, report=layout.model_dump(mode="json")
-        )
+        found = MemoryReport(stack=name, exit_code=layout.exit_code, passed=layout.exit_code == 0, report=layout)
         lines = [
             f"memory {name} ({layout.accelerator}, {layout.checkpoint}) from {layout.source or 'no start-up found'}"
         ]

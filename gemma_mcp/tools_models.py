@@ -9,18 +9,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import StackRead
+from gemma_mcp.results import ModelsReport
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_ops import READS_THE_PROJECT
 from gemma_mcp.tools_stacks import reply
 from verify import UsageError
 from verify.models.bucket import bucket_name
-from verify.models.cli import run_models, served_dirs
+from verify.models.run import run_models, served_dirs
 from verify.ops.google import CannotCheckError, GoogleApiError
-
-
-class ModelsReport(StackRead):
-    bucket: str
 
 
 def register(server: MCPServer, ctx: ServerContext) -> None:
@@ -53,7 +49,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             bucket=where,
             exit_code=found.exit_code,
             passed=found.exit_code == 0,
-            report=found.model_dump(mode="json"),
+            report=found,
         )
         lines = [f"gs://{where}"] + [
             f"  {c.path}: {c.state.value}"
@@ -67,9 +63,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
 
 def _bucket_output(ctx: ServerContext, stack: str) -> str:
     try:
-        value = ctx.pulumi.outputs(stack).values.get("modelBucket")
+        value = ctx.pulumi.outputs(stack).outputs.model_bucket
     except Exception as error:  # noqa: BLE001 - the Automation API raises many kinds; all mean "not readable"
         raise ToolError(f"stack {stack!r}: its outputs could not be read ({error}); give bucket") from None
-    if not isinstance(value, str) or not value:
+    if not value:
         raise ToolError(f"stack {stack!r} has no modelBucket output (not deployed?); give bucket")
     return value

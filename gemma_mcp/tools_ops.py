@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, TypeVar
 
-import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import Result
+from gemma_mcp.results import LogsRun, PreflightRun, StatusRun
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_stacks import reply
 from verify import UsageError
@@ -33,17 +32,9 @@ MAX_WATCH_S = 900.0
 WATCH_INTERVAL_S = 15.0
 MAX_LOG_LINES = 500
 
+_R = TypeVar("_R")
+
 READS_THE_PROJECT = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
-
-
-class OpsReport(Result):
-    """One ops command's report, as `gemma-verify <command> --json` prints it."""
-
-    command: Literal["preflight", "status", "logs"]
-    stack: str
-    exit_code: int
-    passed: bool
-    report: dict[str, Any]
 
 
 def _load(ctx: ServerContext, stack: str, project: str | None) -> OpsStack:
@@ -53,9 +44,7 @@ def _load(ctx: ServerContext, stack: str, project: str | None) -> OpsStack:
         raise ToolError(str(error)) from None
 
 
-def _with_google(
-    ctx: ServerContext, work: Callable[[GoogleApis], pydantic.BaseModel], cannot: Callable[[str], pydantic.BaseModel]
-) -> pydantic.BaseModel:
+def _with_google(ctx: ServerContext, work: Callable[[GoogleApis], _R], cannot: Callable[[str], _R]) -> _R:
     """Run `work` with a Google client; without credentials, the command's own "cannot check" report."""
     try:
         with ctx.google() as apis:
@@ -64,17 +53,8 @@ def _with_google(
         return cannot(str(error))
 
 
-def _ops_result(ctx: ServerContext, command: str, stack: str, report: Any, lines: list[str]) -> CallToolResult:  # noqa: ANN401
-    found = OpsReport.model_validate(
-        {
-            "command": command,
-            "stack": stack,
-            "exit_code": report.exit_code,
-            "passed": report.exit_code == 0,
-            "report": report.model_dump(mode="json"),
-        }
-    )
-    return reply(ctx, "\n".join(lines), found)
+def _ops_result(ctx: ServerContext, summary: list[str], found: PreflightRun | StatusRun | LogsRun) -> CallToolResult:
+    return reply(ctx, "\n".join(summary), found)
 
 
 def register(server: MCPServer, ctx: ServerContext) -> None:
@@ -92,7 +72,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "(e.g. no credentials: the report says the command that sets them up). project overrides gcp:project."
         ),
     )
-    async def preflight(stack: str, project: str | None = None) -> Annotated[CallToolResult, OpsReport]:
+    async def preflight(stack: str, project: str | None = None) -> Annotated[CallToolResult, PreflightRun]:
         ops = _load(ctx, stack, project)
         report = await asyncio.to_thread(
             _with_google,
@@ -101,8 +81,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             lambda reason: unchecked_report(ops, reason, ADC_SETUP_COMMAND),
         )
         findings = report.model_dump(mode="json").get("findings", [])
-        lines = [f"preflight {stack}: exit {getattr(report, 'exit_code', None)}"]
-        capacity = getattr(report, "tpu_capacity", None)
+        lines = [f"preflight {stack}: exit {report.exit_code}"]
+        capacity = report.tpu_capacity
         if capacity is not None:
             lines.append(f"  TPU zones and tiers ({capacity.source}): {capacity.ranked_answer}")
         lines += [
@@ -110,7 +90,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             for f in findings
             if f["verdict"] != "pass"
         ]
-        return _ops_result(ctx, "preflight", stack, report, lines)
+        found = PreflightRun(stack=stack, exit_code=report.exit_code, passed=report.exit_code == 0, report=report)
+        return _ops_result(ctx, lines, found)
 
     @server.tool(
         name="status",
@@ -127,12 +108,12 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
     )
     async def status(
         stack: str, project: str | None = None, watch_s: float = 0.0
-    ) -> Annotated[CallToolResult, OpsReport]:
+    ) -> Annotated[CallToolResult, StatusRun]:
         if not 0 <= watch_s <= MAX_WATCH_S:
             raise ToolError(f"watch_s: {watch_s} is outside 0..{MAX_WATCH_S:.0f} seconds")
         ops = _load(ctx, stack, project)
 
-        def look(apis: GoogleApis) -> pydantic.BaseModel:
+        def look(apis: GoogleApis) -> StatusReport:
             def once() -> StatusReport:
                 return run_status(ops, apis, probe=probe_readiness)
 
@@ -140,14 +121,15 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
                 return once()
             return watch_status(once, timeout_s=watch_s, interval_s=min(WATCH_INTERVAL_S, watch_s))
 
-        report: Any = await asyncio.to_thread(
+        report = await asyncio.to_thread(
             _with_google, ctx, look, lambda reason: unknown_report(ops, reason, ADC_SETUP_COMMAND)
         )
         lines = [f"status {stack}: {report.state.value}: {report.summary}"]
         lines += [f"{name}: {value}" for name, value in live_rows(report)]
         if report.fix:
             lines.append(f"fix: {report.fix}")
-        return _ops_result(ctx, "status", stack, report, lines)
+        found = StatusRun(stack=stack, exit_code=report.exit_code, passed=report.exit_code == 0, report=report)
+        return _ops_result(ctx, lines, found)
 
     @server.tool(
         name="logs",
@@ -163,7 +145,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
     )
     async def logs(
         stack: str, project: str | None = None, since: str = "1h", errors_only: bool = False, limit: int = 200
-    ) -> Annotated[CallToolResult, OpsReport]:
+    ) -> Annotated[CallToolResult, LogsRun]:
         try:
             since_s = parse_since(since)
         except ValueError as error:
@@ -171,7 +153,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         if not 1 <= limit <= MAX_LOG_LINES:
             raise ToolError(f"limit: {limit} is outside 1..{MAX_LOG_LINES}")
         ops = _load(ctx, stack, project)
-        report: Any = await asyncio.to_thread(
+        report = await asyncio.to_thread(
             _with_google,
             ctx,
             lambda apis: run_logs(ops, apis, since_s=since_s, errors_only=errors_only, limit=limit),
@@ -181,4 +163,5 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         lines += [f"  {d.signature} (x{d.count}): {d.explanation} -> {d.fix}" for d in report.diagnoses]
         if report.problem:
             lines.append(f"could not read: {report.problem} -> {report.fix}")
-        return _ops_result(ctx, "logs", stack, report, lines)
+        found = LogsRun(stack=stack, exit_code=report.exit_code, passed=report.exit_code == 0, report=report)
+        return _ops_result(ctx, lines, found)

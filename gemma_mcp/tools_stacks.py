@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import Fit, Outputs, Plan, PlannedResource, StackList
+from gemma_mcp.results import Fit, Outputs, Plan, PlannedResource, StackList, json_data
 from gemma_mcp.stack_files import require_stack, stack_names, summarise
-from serving.outputs import contract_problems
 
 PLAN_TIMEOUT_S = 180.0
 # Keys of the preview's JSON document that are not resources, outputs or notes: extra plan sections.
@@ -20,9 +20,10 @@ _PLAN_CORE_KEYS = {"stack", "project", "offline", "notes", "resources", "outputs
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def reply(ctx: ServerContext, summary: str, result: Any) -> CallToolResult:  # noqa: ANN401 - any result model
-    """A short text for the agent to read and the structured result, both scrubbed of secret values."""
-    structured = ctx.redactor.data(result.model_dump(mode="json"))
+def reply(ctx: ServerContext, summary: str, result: pydantic.BaseModel) -> CallToolResult:
+    """A short text for the agent to read and the structured result, both scrubbed of secret values; the
+    result as the SDK publishes its schema (by alias, without computed fields: see gemma_mcp/results.py)."""
+    structured = ctx.redactor.data(result.model_dump(mode="json", by_alias=True, exclude_computed_fields=True))
     return CallToolResult(
         content=[TextContent(type="text", text=ctx.redactor.text(summary))], structured_content=structured
     )
@@ -63,7 +64,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
     async def plan(stack: str, detail: bool = False) -> Annotated[CallToolResult, Plan]:
         document = await _preview(ctx, require_stack(ctx.root, stack))
         resources = document.get("resources", [])
-        outputs = document.get("outputs", {})
+        outputs: dict[str, Any] = document.get("outputs", {})
         found = Plan(
             stack=stack,
             project=str(document.get("project", "")),
@@ -132,17 +133,17 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         ),
     )
     def outputs(stack: str) -> Annotated[CallToolResult, Outputs]:
-        values = ctx.pulumi.outputs(require_stack(ctx.root, stack))
-        problems = contract_problems(values.values)
-        platform = values.values.get("platform")
+        reading = ctx.pulumi.outputs(require_stack(ctx.root, stack))
+        problems = reading.problems
         found = Outputs(
             stack=stack,
-            outputs=values.values,
-            secret_outputs=values.secret_names,
-            platform=platform if isinstance(platform, str) else None,
+            outputs=reading.outputs,
+            other_outputs=json_data(reading.other_values),
+            secret_outputs=list(reading.secret_names),
+            platform=reading.outputs.platform,
             contract_problems=problems,
         )
-        summary = f"stack {stack}: endpoint {values.values.get('endpoint', '(none)')}, {len(values.values)} outputs"
+        summary = f"stack {stack}: endpoint {reading.outputs.endpoint or '(none)'}, {len(reading.values)} outputs"
         if problems:
             summary += (
                 f"; {len(problems)} not as serving/outputs.py declares (deployed by an older version? run "

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, TypeVar
 
+import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
@@ -21,7 +22,16 @@ from gemma_mcp.bench_cloud import CLOUD_RUN_JOB, LOCAL, cloud_run_job_stack
 from gemma_mcp.compare_runs import compare_runs
 from gemma_mcp.context import ServerContext
 from gemma_mcp.files import OutsideError, inside
-from gemma_mcp.results import BenchRun, CommandReport, Comparison
+from gemma_mcp.results import (
+    BenchRun,
+    CommandRun,
+    ComparedCell,
+    Comparison,
+    DeltaResult,
+    HealthRun,
+    report_reader,
+)
+from gemma_mcp.runner import Completed
 from gemma_mcp.stack_files import require_stack, stack_names
 from gemma_mcp.tools_stacks import reply
 from gemma_mcp.urls import check_url
@@ -29,6 +39,7 @@ from verify.bench import compare as comparing
 from verify.bench.caveats import untrusted_reason, untrusted_summary
 from verify.bench.matrix import DEFAULT_ACTIVE_HOURS
 from verify.bench.results import CellRecord, ResultsFileError, load_results
+from verify.health.report import HealthReport
 from verify.numbers import percent, readable
 
 # Caps on what one agent call may ask of a server (and of the user's bill); stated in the descriptions.
@@ -46,8 +57,6 @@ HEALTH_SLACK_S = 300.0
 EXIT_USAGE = 2
 # A command-line flag in a message (`--allow-untrusted`): meaningless to an agent calling a tool.
 _CLI_FLAG = re.compile(r"(?<![\w-])--[a-z]")
-# The outputs whose values are URLs of a stack's server (serving/outputs.py).
-ENDPOINT_OUTPUTS = ("endpoint", "candidateUrl")
 
 TALKS_TO_ENDPOINT = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
@@ -69,30 +78,47 @@ def stack_endpoints(ctx: ServerContext) -> list[str]:
     found: list[str] = []
     for name in stack_names(ctx.root):
         try:
-            values = ctx.pulumi.outputs(name).values
+            outputs = ctx.pulumi.outputs(name).outputs
         except (ToolError, KeyError):
             continue
-        found += [str(values[key]) for key in ENDPOINT_OUTPUTS if isinstance(values.get(key), str)]
+        # The outputs whose values are URLs of the stack's server (serving/outputs.py).
+        found += [url for url in (outputs.endpoint, outputs.candidate_url) if url]
     return found
 
 
-def _report(ctx: ServerContext, command: list[str], completed: Any) -> CommandReport:  # noqa: ANN401
+_Run = TypeVar("_Run", bound=CommandRun)
+# `verify bench --json` prints the new cells' records, one JSON list.
+_CELLS: pydantic.TypeAdapter[list[CellRecord]] = pydantic.TypeAdapter(list[CellRecord])
+
+
+def _report(
+    ctx: ServerContext,
+    command: list[str],
+    completed: Completed,
+    run: type[_Run],
+    read: Callable[[str], object],
+    **fields: object,
+) -> _Run:
+    """The run as ``run`` (each tool's own type, with its other ``fields``), its report read by ``read`` from
+    the JSON `--json` printed (the command's own report model); none when it printed none or not that shape."""
     try:
-        document = json.loads(completed.stdout) if completed.stdout.strip() else None
-    except json.JSONDecodeError:
+        document = read(completed.stdout) if completed.stdout.strip() else None
+    except ValueError:  # not JSON, or not the report's shape (pydantic.ValidationError is a ValueError)
         document = None
     if document is None and not completed.timed_out and completed.exit_code == EXIT_USAGE:
         # A usage error: the CLI's own one-line message is the answer.
         raise ToolError(completed.stderr_tail(ctx.redactor) or "verify refused the arguments")
     tail = completed.stderr_tail(ctx.redactor)
-    message = tail.splitlines()[-1] if tail else None
-    return CommandReport(
-        command=command,
-        exit_code=completed.exit_code,
-        passed=completed.exit_code == 0 and not completed.timed_out,
-        timed_out=completed.timed_out,
-        report=document,
-        message=message,
+    return run.model_validate(
+        {
+            "command": command,
+            "exit_code": completed.exit_code,
+            "passed": completed.exit_code == 0 and not completed.timed_out,
+            "timed_out": completed.timed_out,
+            "report": document,
+            "message": tail.splitlines()[-1] if tail else None,
+            **fields,
+        }
     )
 
 
@@ -124,7 +150,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         model: str | None = None,
         wait_s: float = 60.0,
         max_tokens: int | None = None,
-    ) -> Annotated[CallToolResult, CommandReport]:
+    ) -> Annotated[CallToolResult, HealthRun]:
         if not 0 <= wait_s <= MAX_WAIT_S:
             raise ToolError(f"wait_s: {wait_s} is outside 0..{MAX_WAIT_S:.0f} seconds")
         if max_tokens is not None and not 1 <= max_tokens <= MAX_OUTPUT_TOKENS:
@@ -138,7 +164,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "--json",
         ]
         completed = await ctx.run_module("verify", args, timeout_s=wait_s + HEALTH_SLACK_S)
-        found = _report(ctx, ["python", "-m", "verify", *args], completed)
+        found = _report(ctx, ["python", "-m", "verify", *args], completed, HealthRun, report_reader(HealthReport))
         return reply(ctx, _health_summary(found), found)
 
     @server.tool(
@@ -217,18 +243,19 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         ]
         with ctx.load_slot.hold("a bench run"):
             completed = await ctx.run_module("verify", args, timeout_s=wall_time_s)
-        found = _report(ctx, ["python", "-m", "verify", *args], completed)
-        if on_cloud_run:
-            # The merged results are in the file (the job's tasks measured; this process only merged them).
-            merged = [record.model_dump(mode="json") for record in load_results(results).records]
-            found = found.model_copy(update={"report": merged})
-        reports = sorted(str(path) for path in results.parent.glob(f"{results.stem}.*") if path != results)
-        run = BenchRun(
-            **found.model_dump(),
+        run = _report(
+            ctx,
+            ["python", "-m", "verify", *args],
+            completed,
+            BenchRun,
+            _CELLS.validate_json,
             results_file=str(results),
-            report_files=reports,
+            report_files=sorted(str(path) for path in results.parent.glob(f"{results.stem}.*") if path != results),
             caps=caps.as_dict(wall_time_s),
         )
+        if on_cloud_run:
+            # The merged results are in the file (the job's tasks measured; this process only merged them).
+            run = run.model_copy(update={"report": load_results(results).records})
         return reply(ctx, _bench_summary(run), run)
 
     @server.tool(
@@ -276,15 +303,15 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             mismatches=mismatches,
         )
         cells = [
-            {
-                "context": row.context,
-                "concurrency": row.concurrency,
-                "status": row.status() or "compared",
-                "deltas": {
-                    delta.field: {"a": delta.a, "b": delta.b, "change": delta.change, "verdict": delta.verdict}
+            ComparedCell(
+                context=row.context,
+                concurrency=row.concurrency,
+                status=row.status() or "compared",
+                deltas={
+                    delta.field: DeltaResult(a=delta.a, b=delta.b, change=delta.change, verdict=delta.verdict)
                     for delta in row.deltas
                 },
-            }
+            )
             for row in rows
         ]
         found = Comparison(a=str(path_a), b=str(path_b), cells=cells, markdown=markdown)
@@ -312,16 +339,15 @@ def _records(path: Path, name: str) -> list[CellRecord]:
         raise ToolError(f"{name}: {exc}") from None
 
 
-def _health_summary(report: CommandReport) -> str:
-    head = "health: PASS" if report.passed else f"health: FAIL (exit {report.exit_code})"
+def _health_summary(run: HealthRun) -> str:
+    head = "health: PASS" if run.passed else f"health: FAIL (exit {run.exit_code})"
     lines = [head]
-    checks = report.report.get("checks", []) if isinstance(report.report, dict) else []
+    checks = run.report.checks if run.report is not None else []
     lines.extend(
-        f"  {check.get('status')}: {check.get('name')}" + (f" ({check['cause']})" if check.get("cause") else "")
-        for check in checks
+        f"  {check.status.value}: {check.name.value}" + (f" ({check.cause})" if check.cause else "") for check in checks
     )
-    if report.message and not report.passed:
-        lines.append(report.message)
+    if run.message and not run.passed:
+        lines.append(run.message)
     return "\n".join(lines)
 
 
@@ -347,7 +373,7 @@ def _cell_line(cell: CellRecord) -> str:
 def _bench_summary(run: BenchRun) -> str:
     """PASS/FAIL with the untrusted cells counted on the same line (a PASS on numbers the client made up
     must not read as a clean one), one rounded line per cell, and the CLI's message without flag names."""
-    cells = [CellRecord.model_validate(cell) for cell in (run.report if isinstance(run.report, list) else [])]
+    cells = run.report or []
     head = (
         "bench: PASS"
         if run.passed

@@ -62,7 +62,7 @@ def is_public_member(member: str) -> bool:
     return member.strip().lower() in PUBLIC_MEMBERS
 
 
-def _iam_members(kind: str, props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+def iam_members(kind: str, props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """(role, member) pairs an IAM member, binding or policy resource grants."""
     if kind == "member":
         for member in strings(field(props, "member")):
@@ -99,7 +99,7 @@ def check_cloud_run_not_public(
                 "internet; keep it false and grant roles/run.invoker to named principals"
             )
         return
-    for role, member in _iam_members(_RUN_IAM_TYPES[resource_type], props):
+    for role, member in iam_members(_RUN_IAM_TYPES[resource_type], props):
         if is_public_member(member):
             yield (
                 f"{role} is granted to {member!r}: the endpoint would be public; grant it to named users, "
@@ -109,7 +109,7 @@ def check_cloud_run_not_public(
 
 def check_bucket_not_public(resource_type: str, props: Mapping[str, Any], _config: Mapping[str, Any]) -> Iterator[str]:
     if resource_type in _BUCKET_IAM_TYPES:
-        for role, member in _iam_members(_BUCKET_IAM_TYPES[resource_type], props):
+        for role, member in iam_members(_BUCKET_IAM_TYPES[resource_type], props):
             if is_public_member(member):
                 yield (
                     f"{role} is granted to {member!r} on a bucket: anyone could read the model weights; "

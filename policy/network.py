@@ -15,8 +15,11 @@ from policy.props import field, mappings, number, strings
 from policy.source_ranges import allowed_text, describe, too_wide
 
 FIREWALL = "gcp:compute/firewall:Firewall"
-# vLLM's default `--port` (vllm serve --help, vLLM 0.32); configurable for packs that serve elsewhere.
-DEFAULT_VLLM_PORTS = (8000,)
+# vLLM's default `--port`, which the stacks serve on unless they set another. Written here, not imported
+# from serving/container.py, because the pack imports nothing of the project (docs/architecture.md);
+# tests/serving/test_container.py checks the two agree. Configurable for packs that serve elsewhere.
+DEFAULT_VLLM_PORT = 8000
+DEFAULT_VLLM_PORTS = (DEFAULT_VLLM_PORT,)
 # Protocols whose rules can carry HTTP to vLLM: TCP by name or IANA number, and "all".
 _TCP_PROTOCOLS = frozenset({"tcp", "6", "all"})
 
@@ -79,8 +82,8 @@ def check_vllm_port_not_public(_type: str, props: Mapping[str, Any], config: Map
 VLLM_PORT_NOT_PUBLIC = Guardrail(
     name="vllm-port-not-public",
     description=(
-        "No ingress firewall rule opens the vLLM port (8000 by default) to the public internet, judged over the "
-        "union of its source ranges."
+        f"No ingress firewall rule opens the vLLM port ({DEFAULT_VLLM_PORT} by default) to the public internet, "
+        "judged over the union of its source ranges."
     ),
     resource_types=frozenset({FIREWALL}),
     check=check_vllm_port_not_public,

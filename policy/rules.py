@@ -22,6 +22,7 @@ from policy.images import IMAGES_PINNED
 from policy.kubernetes import KUBERNETES_GUARDRAILS
 from policy.network import VLLM_PORT_NOT_PUBLIC
 from policy.plaintext_secrets import NO_PLAINTEXT_SECRETS
+from policy.storage_writes import SERVING_WRITES_ONLY_THE_CACHE
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
 
 PACK_NAME = "gemma-serving-guardrails"
@@ -30,6 +31,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     CLOUD_RUN_NOT_PUBLIC,
     BUCKET_NOT_PUBLIC,
     BUCKET_PRIVATE,
+    SERVING_WRITES_ONLY_THE_CACHE,
     GPU_CPU_ALWAYS_ALLOCATED,
     GPU_MATCHES_ACCELERATOR,
     GPU_CONCURRENCY_COVERS_BATCH,

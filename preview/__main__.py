@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 from preview.capture import run_program
+from preview.closed_pipe import run_until_reader_leaves
 from preview.cold_start_plan import cold_start_document, cold_start_lines, cold_start_notes
 from preview.costs import cost_document, cost_section
 from preview.notes import manual_steps
 from preview.render import plan_document, text_plan
 from preview.sections import standard_sections
 from preview.stack_file import StackFileError, project_root, read_stack_config
-from stacks.capacity import assess_stack
-from stacks.loading import StackConfigError, settings_from_config
+from stacks.loading import StackConfigError, given_to_the_program, load_stack
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,20 +37,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        settings = settings_from_config(config.values, project=config.project)
+        stack = load_stack(config.values, project=config.project, root=root)
     except StackConfigError as error:
         print(f"Pulumi.{args.stack}.yaml is not valid:", file=sys.stderr)
         for problem in error.problems:
             print(f"  - {problem}", file=sys.stderr)
         return 1
+    settings = stack.settings
     try:
-        capture = run_program(
-            root / "__main__.py",
-            project=config.project,
-            stack=args.stack,
-            config=config.values,
-            secret_keys=config.secret_keys,
-        )
+        # The program reads the stack loaded above: one capacity assessment per preview.
+        with given_to_the_program(config.values, stack):
+            capture = run_program(
+                root / "__main__.py",
+                project=config.project,
+                stack=args.stack,
+                config=config.values,
+                secret_keys=config.secret_keys,
+            )
     except (ValueError, TypeError) as error:
         print(f"the program refused stack {args.stack!r}: {error}", file=sys.stderr)
         return 1
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         print("\n".join(errors), file=sys.stderr)
         return 1
-    capacity = assess_stack(settings, root=root)
+    capacity = stack.capacity
     notes = [*config.notes, *manual_steps(capture), *cold_start_notes(settings)]
     if args.format == "json":
         document = plan_document(capture, stack=args.stack, project=config.project, notes=notes)
@@ -79,4 +82,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_until_reader_leaves(main))

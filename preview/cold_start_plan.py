@@ -10,19 +10,30 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from serving.cold_start import WINDOW_MARGIN, ColdStartEstimate
+from serving.compile_cache import (
+    GPU_CACHE_ENV,
+    GPU_CACHE_PREFIX,
+    GPU_CONTAINER_CACHE_DIR,
+    TPU_CACHE_ENV,
+    TPU_CACHE_PREFIX,
+    TPU_CONTAINER_CACHE_DIR,
+)
 from stacks.model_load import FuseLoad, StreamLoad
 from stacks.settings import CloudRunStack, GkeStack, StackSettings, TpuStack
 
 DOCS = "docs/cold-start.md"
-# What vLLM 0.32 can reuse from an earlier start, per platform, and whether this program keeps it.
+# What vLLM 0.32 can reuse from an earlier start, per platform, and whether this stack keeps it
+# (compileCache.keep, serving/compile_cache.py).
 GPU_COMPILE_CACHE = (
-    "not kept between revisions: vLLM 0.32 reads torch.compile's cache from a path (VLLM_CACHE_ROOT, default "
-    "~/.cache/vllm/torch_compile_cache; or compilation_config.cache_dir), but a Cloud Run instance's disk is "
-    "memory that dies with it, and this program mounts no writable volume for it (docs/cold-start.md)"
+    "not kept between revisions (compileCache unset): vLLM 0.32 reads torch.compile's cache from a path "
+    "(VLLM_CACHE_ROOT, default ~/.cache/vllm/torch_compile_cache), and a Cloud Run instance's disk is memory "
+    "that dies with it; compileCache: true mounts the bucket's compile-cache/ folder there read-write "
+    "(docs/cold-start.md)"
 )
 TPU_COMPILE_CACHE = (
-    "not kept between node runs: vLLM on TPU reads its XLA cache from VLLM_XLA_CACHE_PATH (a path on the node); "
-    "the startup script does not yet restore it from the bucket (docs/cold-start.md)"
+    "not kept between node runs (compileCache unset): vLLM on TPU reads its XLA cache from VLLM_XLA_CACHE_PATH "
+    "(a path on the node); compileCache: true restores it from the bucket before each start and saves it once "
+    "vLLM serves (docs/cold-start.md)"
 )
 
 GKE_COMPILE_CACHE = (
@@ -47,6 +58,36 @@ def _load_text(settings: CloudRunStack) -> str:
             return "fuse: Cloud Storage FUSE mount, read as files (no parallel downloads)"
         case _ as unreachable:
             assert_never(unreachable)
+
+
+# How each platform keeps the cache when compileCache.keep is set: (prefix in the bucket, how vLLM reaches it).
+GPU_KEPT = (
+    GPU_CACHE_PREFIX,
+    (
+        f"a read-write Cloud Storage volume at {GPU_CONTAINER_CACHE_DIR} = {GPU_CACHE_ENV}; vLLM loads torch.compile's "
+        "artifacts of the same configuration from it and compiles again when it cannot"
+    ),
+)
+TPU_KEPT = (
+    TPU_CACHE_PREFIX,
+    (
+        f"the startup script restores it to the node before vLLM starts ({TPU_CACHE_ENV}={TPU_CONTAINER_CACHE_DIR}) "
+        "and saves it once vLLM answers /health"
+    ),
+)
+
+
+def _cache_text(settings: StackSettings, not_kept: str, kept: tuple[str, str]) -> str:
+    """The plan's compile-cache row: not kept (and how to keep it), or where it is kept and who may write it."""
+    if not settings.compile_cache.keep:
+        return not_kept
+    prefix, how = kept
+    bucket = settings.bucket.name or "<the model bucket>"
+    return (
+        f"kept in gs://{bucket}/{prefix} (the serving identity may write the bucket's compile-cache/ folder only, "
+        f"never the weights; objects deleted {settings.compile_cache.max_age_days} days after they were written): "
+        f"{how} ({DOCS})"
+    )
 
 
 def _estimate_rows(estimate: ColdStartEstimate | None, window: int, explicit: bool) -> list[tuple[str, str]]:
@@ -76,7 +117,7 @@ def cold_start_rows(settings: StackSettings) -> list[tuple[str, str]]:
                 *_estimate_rows(
                     settings.cold_start_estimate(), settings.startup_load_seconds, run.model_load_seconds is not None
                 ),
-                ("compile cache", GPU_COMPILE_CACHE),
+                ("compile cache", _cache_text(settings, GPU_COMPILE_CACHE, GPU_KEPT)),
                 (
                     "budget",
                     f"cloudRun.maxColdStartSeconds {budget} s: verify promote refuses a slower candidate"
@@ -88,7 +129,7 @@ def cold_start_rows(settings: StackSettings) -> list[tuple[str, str]]:
         case TpuStack():
             return [
                 ("load mode", "fuse: the node copies the weights from the bucket to its disk before vLLM starts"),
-                ("compile cache", TPU_COMPILE_CACHE),
+                ("compile cache", _cache_text(settings, TPU_COMPILE_CACHE, TPU_KEPT)),
                 ("measured", f"python -m verify status --stack <stack> shows the phases ({DOCS})"),
             ]
         case GkeStack():

@@ -2,7 +2,7 @@
 
 Why through the stack loader: the answer must be the one a stack would get. Each combination is written as
 the smallest stack that serves it (the accelerator's minimum Cloud Run instance, or one TPU node of the
-slice) and loaded by `settings_from_config`, so every refusal a stack would meet (precision, chips, memory,
+slice) and loaded by `stacks.loading.load_stack`, so every refusal a stack would meet (precision, chips, memory,
 with numbers) is the matrix's "why not", and every fit is the capacity planner's plan. On top of the plan it
 adds the physical ceilings: compute-bound prefill (peak bf16 FLOP/s over 2 x active parameters per token)
 and bandwidth-bound decode (each step reads the decoder weights once, the touched experts of a MoE and
@@ -21,8 +21,8 @@ from serving.accelerators import Accelerator, facts_of
 from serving.catalog import CatalogModel, catalog
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, minimum_shape
 from serving.tpu_offers import V6E_CHIPS
-from stacks.capacity import TEXT_ONLY_FLAG, assess_stack
-from stacks.loading import StackConfigError, settings_from_config
+from stacks.capacity import TEXT_ONLY_FLAG
+from stacks.loading import StackConfigError, load_stack
 
 # A commit id for the synthetic stacks: the plan does not depend on which commit is served.
 _ANY_COMMIT = "0" * 40
@@ -160,11 +160,11 @@ def fit(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> 
     """The answer for one combination (a refusal is an answer: fits False, why_not the loader's message)."""
     values = stack_config(model.id, variant, shape, workload)
     try:
-        settings = settings_from_config(values)
+        stack = load_stack(values)
     except StackConfigError as error:
         reason = "; ".join(problem.removeprefix("gemma-serving:") for problem in error.problems)
         return _refused(model, variant, shape, reason)
-    capacity = assess_stack(settings)
+    settings, capacity = stack.settings, stack.capacity
     plan = capacity.plan
     assert plan is not None  # a catalog checkpoint always has a profile
     price = settings.billing_shape().hourly_price()

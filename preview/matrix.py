@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 
+from preview.closed_pipe import run_until_reader_leaves
 from preview.fit import SHAPES, Fit, Workload, matrix
 from serving.catalog import catalog
 from serving.pricing import usd
@@ -83,6 +85,17 @@ def table(fits: list[Fit], workload: Workload) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True, slots=True)
+class MatrixOptions:
+    """Which combinations to print, for which workload, and how; empty filters mean all."""
+
+    workload: Workload = field(default_factory=Workload)
+    models: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    as_json: bool = False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m preview.matrix", description=__doc__)
     parser.add_argument("--context", type=int, default=Workload.context_tokens, help="prompt tokens per request")
@@ -94,50 +107,62 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", action="append", help=f"one of {', '.join(s.name for s in SHAPES)} (repeatable)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     args = parser.parse_args(argv)
-    problems = _usage_problems(args)
+    options = MatrixOptions(
+        workload=Workload(
+            context_tokens=args.context,
+            output_tokens=args.output,
+            kv_cache_dtype=args.kv_cache_dtype,
+            text_only=args.text_only,
+        ),
+        models=tuple(args.model or ()),
+        variants=tuple(args.variant or ()),
+        shapes=tuple(args.shape or ()),
+        as_json=args.format == "json",
+    )
+    problems = usage_problems(options)
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
-    workload = Workload(
-        context_tokens=args.context,
-        output_tokens=args.output,
-        kv_cache_dtype=args.kv_cache_dtype,
-        text_only=args.text_only,
-    )
-    fits = [
-        fit
-        for fit in matrix(workload, models=args.model, shapes=args.shape)
-        if not args.variant or fit.variant in args.variant
-    ]
-    if args.format == "json":
-        document = {
-            "workload": {
-                "contextTokens": workload.context_tokens,
-                "outputTokens": workload.output_tokens,
-                "kvCacheDtype": workload.kv_cache_dtype,
-                "gpuMemoryUtilization": workload.gpu_memory_utilization,
-                "textOnly": workload.text_only,
-            },
-            "rows": [fit.as_dict() for fit in fits],
-        }
-        print(json.dumps(document, indent=2))
-    else:
-        print(table(fits, workload), end="")
+    print(render(options), end="")
     return 0
 
 
-def _usage_problems(args: argparse.Namespace) -> list[str]:
+def render(options: MatrixOptions) -> str:
+    """The matrix as text (``table``) or as one JSON document, newline-terminated."""
+    workload = options.workload
+    fits = [
+        fit
+        for fit in matrix(workload, models=list(options.models), shapes=list(options.shapes))
+        if not options.variants or fit.variant in options.variants
+    ]
+    if not options.as_json:
+        return table(fits, workload)
+    document = {
+        "workload": {
+            "contextTokens": workload.context_tokens,
+            "outputTokens": workload.output_tokens,
+            "kvCacheDtype": workload.kv_cache_dtype,
+            "gpuMemoryUtilization": workload.gpu_memory_utilization,
+            "textOnly": workload.text_only,
+        },
+        "rows": [fit.as_dict() for fit in fits],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def usage_problems(options: MatrixOptions) -> list[str]:
+    """Each filter naming nothing the catalog has, and a workload of no tokens, as one line each."""
     models = catalog()
-    problems = [f"--model {m!r}: allowed: {', '.join(models)}" for m in args.model or [] if m not in models]
+    problems = [f"--model {m!r}: allowed: {', '.join(models)}" for m in options.models if m not in models]
     variants = sorted({variant for model in models.values() for variant in model.variants})
-    problems += [f"--variant {v!r}: allowed: {', '.join(variants)}" for v in args.variant or [] if v not in variants]
+    problems += [f"--variant {v!r}: allowed: {', '.join(variants)}" for v in options.variants if v not in variants]
     shapes = [shape.name for shape in SHAPES]
-    problems += [f"--shape {s!r}: allowed: {', '.join(shapes)}" for s in args.shape or [] if s not in shapes]
-    if args.context < 1 or args.output < 1:
+    problems += [f"--shape {s!r}: allowed: {', '.join(shapes)}" for s in options.shapes if s not in shapes]
+    if options.workload.context_tokens < 1 or options.workload.output_tokens < 1:
         problems.append("--context and --output must be at least 1 token")
     return problems
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_until_reader_leaves(main))

@@ -12,6 +12,7 @@ from typing import Any
 
 from preview.capture import Capture, CapturedResource
 from preview.pulumi_sdk import SECRET_SIGNATURE, SIGNATURE_KEY, UNKNOWN, Unknown
+from serving.naming import CANDIDATE_TAG
 
 SECRET_MASK = "[secret]"  # noqa: S105 - the mask, not a secret
 COMPUTED = "<computed>"
@@ -218,7 +219,7 @@ def _traffic(traffics: list[dict[str, Any]], service_name: object) -> str:
         entries.append(f"{who} {target.get('percent', 0)}%{tag}")
     if not traffics:
         return "Cloud Run's default (latest ready revision 100%)"
-    gated = any(target.get("tag") == "candidate" for target in traffics)
+    gated = any(target.get("tag") == CANDIDATE_TAG for target in traffics)
     how = "gated: `python -m verify promote` moves traffic" if gated else "direct: each update takes all traffic"
     return f"{'; '.join(entries)} [{how}]"
 

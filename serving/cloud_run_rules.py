@@ -22,6 +22,15 @@ def gpu_sizing_problems(gpu: CloudRunGpu, *, cpu: int, memory_gib: int, cpu_key:
     return problems
 
 
+def request_concurrency(concurrency: int | None, *, max_num_seqs: int) -> int:
+    """Requests one instance admits at once: the stated concurrency, or else vLLM's batch (`maxNumSeqs`).
+
+    The default follows the batch so that Cloud Run never caps what vLLM could serve at once, and never
+    sends an instance more than it batches (the rest would queue inside vLLM, invisible to autoscaling).
+    """
+    return concurrency if concurrency is not None else max_num_seqs
+
+
 def concurrency_problem(*, concurrency: int, max_num_seqs: int, key: str) -> str | None:
     """Cloud Run concurrency below vLLM's batch makes Cloud Run, not the model, the throughput ceiling."""
     if concurrency >= max_num_seqs:

@@ -10,10 +10,11 @@ Declared once, in a package both the program and `verify` may import (`verify` n
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from collections.abc import Mapping
+from typing import Annotated, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel, to_snake
 
 from serving.pricing import CloudRunShape, GkeShape, TpuShape
 
@@ -128,6 +129,11 @@ class CloudRunRolloutOutputs(BaseModel):
         "`verify promote --steps`)",
     )
 
+    @property
+    def first_rollout(self) -> bool:
+        """No earlier revision: the candidate is the serving revision (it serves 100% already)."""
+        return self.candidate_revision == self.serving_revision
+
 
 class CloudRunOutputs(CloudRunRolloutOutputs, _CloudRunServiceOutputs):
     """A Cloud Run GPU stack (l4, rtx6000).
@@ -212,6 +218,9 @@ class GkeOutputs(_SharedOutputs):
     )
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
 # A deployed stack's outputs, the variant chosen by `platform`.
 StackOutputs = Annotated[CloudRunOutputs | TpuOutputs | GkeOutputs, Field(discriminator="platform")]
 PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs] | type[GkeOutputs], ...] = (
@@ -227,6 +236,116 @@ _READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)  # type: ignore[a
 def parse_stack_outputs(raw: object) -> CloudRunOutputs | TpuOutputs | GkeOutputs:
     """Validate `pulumi stack output --json` (pydantic.ValidationError names each missing or bad output)."""
     return _READER.validate_python(raw)
+
+
+class DeployedOutputs(BaseModel):
+    """A deployed stack's outputs as its readers take them: a tolerant reading, for stacks deployed by older versions.
+
+    The platform models above are what this version's program exports (`parse_stack_outputs` holds a stack
+    to them). A stack deployed by an older version may lack outputs added since (`billing`, `maxNumSeqs`,
+    the gated rollout's, `benchJob`'s `project`) or hold one in an older shape, and must still be read:
+    `verify health` reaches its endpoint, the MCP server shows what it exports. So in this reading:
+
+    - every output may be missing and then reads as None, except `candidatePercent`, which reads as 0 as in
+      the contract (no candidate share recorded);
+    - an output whose value does not have the contract's type reads as missing too, and ``problem`` says
+      why (pydantic's message), so a reader that needs it names the real fault;
+    - `billing` is kept as exported (a flat mapping): serving/pricing.py checks its shape where it prices it;
+    - outputs this reading does not name are ignored here (the gateway keeps every value for display).
+
+    A reader checks the outputs it needs (``problem`` is "Field required" for one that is absent) or takes a
+    contract model from the reading (``as_model``), whose validation names each missing or bad output.
+    Each field is one a platform model declares, with the same name (tests/test_stack_outputs.py).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True)
+
+    # Every platform's outputs, in the platform models' order; what readers rely on is noted.
+    endpoint: str | None = None  # verify.target needs these three; every version exported them
+    served_model_name: str | None = None
+    platform: Literal["cloud-run", "tpu", "gke"] | None = None
+    auth_kind: Literal["google-id-token", "api-key", "none"] | None = None
+    accelerator: str | None = None
+    region: str | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    image: str | None = None
+    model_bucket: str | None = None
+    service_account: str | None = None
+    vllm_args: list[str] | None = None
+    import_jobs: dict[str, str] | None = None
+    # Cloud Run's service, its rollout (CloudRunRolloutOutputs) and its load-generator job.
+    service_name: str | None = None
+    # As exported (a flat object, priced by serving/pricing.py, which checks its shape where it prices it).
+    billing: dict[str, str | int | float | bool | None] | None = None
+    concurrency: int | None = None
+    max_instances: int | None = None
+    bench_job: BenchJobOutputs | None = None
+    rollout: Literal["gated", "direct"] | None = None
+    cloud_run_service: str | None = None
+    candidate_revision: str | None = None
+    candidate_url: str | None = None
+    serving_revision: str | None = None
+    previous_revision: str | None = None
+    candidate_percent: int = Field(default=0, ge=0, le=100)
+    # TPU and GKE.
+    api_key_secret: str | None = None
+    zone: str | None = None
+    accelerator_type: str | None = None
+    provisioning_model: Literal["flex-start", "spot", "guaranteed"] | None = None
+    queued_resource_name: str | None = None
+    node_id: str | None = None
+    cluster: str | None = None
+    cluster_endpoint: str | None = None
+    namespace: str | None = None
+    deployment: str | None = None
+    hpa: str | None = None
+    node_pool: str | None = None
+    zones: list[str] | None = None
+    port_forward: str | None = None
+    # A gated GKE fleet's tracks.
+    serving_track: str | None = None
+    candidate_track: str | None = None
+    candidate_endpoint: str | None = None
+    candidate_port_forward: str | None = None
+
+    # Exported values this reading could not take, by output name: what `problem` and `as_model` report.
+    _malformed: dict[str, tuple[object, str]] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def read(cls, raw: Mapping[str, object]) -> DeployedOutputs:
+        """Read exported outputs (`pulumi stack output --json`'s object); never raises for a missing or bad one."""
+        malformed: dict[str, tuple[object, str]] = {}
+        try:
+            reading = cls.model_validate(raw)
+        except ValidationError as exc:
+            for error in exc.errors():
+                name = str(error["loc"][0])
+                where = ".".join(str(part) for part in error["loc"])
+                malformed.setdefault(name, (raw.get(name), f"{where}: {error['msg']}"))
+            reading = cls.model_validate({key: value for key, value in raw.items() if key not in malformed})
+        reading._malformed = malformed
+        return reading
+
+    @property
+    def unreadable(self) -> dict[str, str]:
+        """Each exported output this reading could not take (its value has the wrong type): name -> why."""
+        return {name: why for name, (_, why) in self._malformed.items()}
+
+    def problem(self, name: str) -> str | None:
+        """Why the output ``name`` (camelCase) reads as missing (`<name>: Field required`, or its value's
+        fault); None when the reading holds it."""
+        if name in self._malformed:
+            return self._malformed[name][1]
+        return f"{name}: Field required" if getattr(self, to_snake(name)) is None else None
+
+    def as_model(self, model: type[_Model]) -> _Model:
+        """The reading as one of the contract's models (e.g. CloudRunRolloutOutputs): pydantic.ValidationError
+        names each output that model needs and the stack does not export, or exports malformed."""
+        wanted = set(model.model_fields)
+        values = self.model_dump(by_alias=True, exclude_none=True, include=wanted & set(type(self).model_fields))
+        values.update({name: value for name, (value, _) in self._malformed.items() if to_snake(name) in wanted})
+        return model.model_validate(values)
 
 
 def contract_problems(raw: object) -> list[str]:

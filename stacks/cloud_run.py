@@ -14,6 +14,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from serving.cloud_run_limits import MAX_CONCURRENCY
+from serving.container import MODEL_ROOT, VLLM_PORT
 from stacks.base import SettingsModel
 
 # The startup window when modelLoadSeconds is unset and the checkpoint's size is unknown (no built-in
@@ -77,7 +78,7 @@ def plain_env(env: dict[str, str], *, key: str = "") -> dict[str, str]:
 class GcsMountSettings(SettingsModel):
     """How the model bucket is mounted through Cloud Storage FUSE."""
 
-    mount_path: str = "/mnt/models"
+    mount_path: str = MODEL_ROOT
     # The hand-made deployments' container user; upstream's vllm-openai image runs as root by default and
     # its optional non-root user is uid 2000 gid 0, so both stay configurable.
     uid: int = Field(default=1001, ge=0)
@@ -89,7 +90,7 @@ class GcsMountSettings(SettingsModel):
     @classmethod
     def _absolute(cls, value: str) -> str:
         if not value.startswith("/") or value == "/":
-            raise ValueError(f"{value!r} must be an absolute directory path such as /mnt/models")
+            raise ValueError(f"{value!r} must be an absolute directory path such as {MODEL_ROOT}")
         return value.rstrip("/")
 
     @field_validator("extra_options")
@@ -106,7 +107,11 @@ class GcsMountSettings(SettingsModel):
         return options
 
     def mount_options(self) -> list[str]:
-        return [f"uid={self.uid}", f"gid={self.gid}", *self.extra_options]
+        return [*self.owner_options(), *self.extra_options]
+
+    def owner_options(self) -> tuple[str, str]:
+        """uid=/gid=: who owns the mounted files in the container (the compile-cache volume uses them too)."""
+        return f"uid={self.uid}", f"gid={self.gid}"
 
 
 class TrafficSettings(SettingsModel):
@@ -166,7 +171,7 @@ class CloudRunSettings(SettingsModel):
     gpu_zonal_redundancy_disabled: bool = True
     env: dict[str, str] = Field(default_factory=dict)
     mount: GcsMountSettings = GcsMountSettings()
-    port: int = Field(default=8000, ge=1, le=65535)
+    port: int = Field(default=VLLM_PORT, ge=1, le=65535)
     deletion_protection: bool = False
     # gated: `pulumi up` creates each new revision under the `candidate` tag with 0% of the traffic and
     # `python -m verify promote` moves traffic to it once it passed health and bench; direct: every

@@ -17,6 +17,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from policy.source_ranges import allowed_text, describe, too_wide
+from serving.container import VLLM_PORT
 from serving.gcp_names import region_of
 from serving.gke_machines import NODE_SHAPES, SUPPORTED_KUBERNETES_VERSIONS, NodeShape
 from stacks.base import SettingsModel
@@ -241,7 +242,7 @@ class GkeSettings(SettingsModel):
     service: ServiceSettings = ServiceSettings()
     rollout: GkeRolloutSettings = GkeRolloutSettings()
     namespace: str = "gemma"
-    port: int = Field(default=8000, ge=1024, le=65535)
+    port: int = Field(default=VLLM_PORT, ge=1024, le=65535)
     # The vLLM container's requests (= limits). Unset: 80% of what the node can allocate.
     cpu: float | None = Field(default=None, gt=0)
     memory_gib: float | None = Field(default=None, gt=0)

@@ -6,17 +6,21 @@ means components never read `pulumi.Config` and a typo anywhere fails with the k
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from serving.accelerators import Accelerator
-from stacks.capacity import assess_stack, capacity_problems
+from stacks.capacity import StackCapacity, assess_stack, capacity_problems
 from stacks.config_keys import config_key_problems
 from stacks.credentials import credential_problems
 from stacks.secrets import SECRET_KEYS
@@ -51,8 +55,36 @@ def _decode(value: str) -> Any:  # noqa: ANN401 - config values are untyped unti
     return value
 
 
-def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -> StackSettings:
+@dataclass(frozen=True)
+class LoadedStack:
+    """A stack's settings and its capacity verdict, assessed once when the settings were loaded.
+
+    Why carried: the verdict decides whether the stack loads at all, and the program's warnings, the
+    preview's capacity section and `verify memory` show the same one; each assessing it again would plan
+    the same stack several times a run (and could read the project's files from another folder).
+    """
+
+    settings: StackSettings
+    capacity: StackCapacity
+
+
+# The stack the preview loaded, handed to the program it runs in-process (`given_to_the_program`).
+_GIVEN: ContextVar[tuple[dict[str, str], LoadedStack] | None] = ContextVar("gemma_serving_given_stack", default=None)
+
+
+def settings_from_config(
+    config: Mapping[str, str], *, project: str = PROJECT, root: Path | None = None
+) -> StackSettings:
     """Validate the `<project>:*` keys (plus `gcp:project`) of a flat Pulumi config map."""
+    return load_stack(config, project=project, root=root).settings
+
+
+def load_stack(config: Mapping[str, str], *, project: str = PROJECT, root: Path | None = None) -> LoadedStack:
+    """Validate a flat Pulumi config map (`<project>:*` keys plus `gcp:project`) and assess its capacity.
+
+    `root` is the Pulumi project folder a stack's relative files (capacity.profile, calibration records)
+    are read from; unset, the current directory, which is the project folder when Pulumi runs the program.
+    """
     prefix = f"{project}:"
     # A misspelt provider key or namespace is the real cause of whatever else would be reported.
     misspelt = config_key_problems(config, project)
@@ -79,12 +111,13 @@ def settings_from_config(config: Mapping[str, str], *, project: str = PROJECT) -
     # Will it fit? A stack whose weights or one full-length sequence cannot fit fails here, with numbers.
     try:
         model_key = "model.variant" if settings.model.id else "model.path"
-        problems = capacity_problems(assess_stack(settings), model_key=model_key)
+        capacity = assess_stack(settings, root=root)
+        problems = capacity_problems(capacity, model_key=model_key)
     except ValueError as error:
         problems = [str(error)]
     if problems:
         raise StackConfigError([f"{prefix}{problem}" for problem in problems])
-    return settings
+    return LoadedStack(settings=settings, capacity=capacity)
 
 
 def format_errors(error: ValidationError, project: str = PROJECT) -> list[str]:
@@ -157,6 +190,24 @@ def current_config() -> dict[str, str]:
     return merged
 
 
-def load_stack_settings() -> StackSettings:
-    """Parse the running stack's config once; the program's single entry to its settings."""
-    return settings_from_config(current_config())
+def load_running_stack() -> LoadedStack:
+    """Parse the running stack's config once; the program's single entry to its settings.
+
+    Under `python -m preview` the stack was loaded already (`given_to_the_program`): the program reads
+    that one, so a preview assesses the stack's capacity once, not once per reader.
+    """
+    config = current_config()
+    given = _GIVEN.get()
+    if given is not None and given[0] == config:
+        return given[1]
+    return load_stack(config)
+
+
+@contextlib.contextmanager
+def given_to_the_program(config: Mapping[str, str], stack: LoadedStack) -> Iterator[None]:
+    """While the preview runs the program in-process, a program run with this config loads `stack`."""
+    token = _GIVEN.set((dict(config), stack))
+    try:
+        yield
+    finally:
+        _GIVEN.reset(token)

@@ -19,8 +19,9 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu, TpuChip
-from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem
+from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_problem
+from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_name_problem, bucket_path_problem
 from serving.images import DEFAULT_IMAGES
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, idle_chips_problem
@@ -34,6 +35,7 @@ from stacks.catalog_model import resolve_catalog_model
 from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
 from stacks.cloud_run_limits import gpu_service_problems, quota_warning
+from stacks.compile_cache import CompileCacheSettings, cache_block, cache_path_problems
 from stacks.gke import GkeSettings
 from stacks.gke_rules import gke_stack_problems
 from stacks.image_family import CUDA_BUILD, TPU_BUILD, ImageBuild, image_family_problem
@@ -119,10 +121,6 @@ class BucketSettings(SettingsModel):
         return value
 
 
-# Where a TPU node mounts the weights it copied from the bucket (Cloud Run's mount path is a setting).
-TPU_MODEL_ROOT = "/mnt/models"
-
-
 class _StackSettings(SettingsModel):
     """What every stack file says, whatever its platform; validated as a whole."""
 
@@ -147,6 +145,8 @@ class _StackSettings(SettingsModel):
     labels: dict[str, str] = Field(default_factory=dict)
     # Metrics collection, the dashboard, the alerts and an optional budget (stacks/monitoring.py).
     monitoring: MonitoringSettings = MonitoringSettings()
+    # Keep vLLM's compile cache in the model bucket between starts (stacks/compile_cache.py); off by default.
+    compile_cache: CompileCacheSettings = CompileCacheSettings()
 
     @model_validator(mode="before")
     @classmethod
@@ -163,6 +163,22 @@ class _StackSettings(SettingsModel):
                     "(keys start with a letter; at most 63 characters)"
                 )
         return labels
+
+    @field_validator("compile_cache", mode="before")
+    @classmethod
+    def _cache_shorthand(cls, value: Any) -> Any:  # noqa: ANN401 - raw stack data
+        return cache_block(value)
+
+    @model_validator(mode="after")
+    def _weights_outside_the_cache(self) -> Self:
+        if self.compile_cache.keep:
+            paths = {"model.path": self.model.path}
+            if self.drafter_path:
+                paths["vllm.speculative.drafter"] = self.drafter_path
+            problems = cache_path_problems(paths)
+            if problems:
+                raise ValueError("; ".join(problems))
+        return self
 
     @model_validator(mode="after")
     def _drafter_inside_bucket(self) -> Self:
@@ -375,7 +391,7 @@ class CloudRunStack(_StackSettings):
     @property
     def concurrency(self) -> int:
         """Per-instance concurrency: never below what vLLM batches."""
-        return self.cloud_run.concurrency or self.vllm.max_num_seqs
+        return request_concurrency(self.cloud_run.concurrency, max_num_seqs=self.vllm.max_num_seqs)
 
     def serve_args(self) -> list[str]:
         """The container's `vllm serve` arguments (with the streamer's flags in stream mode)."""
@@ -484,7 +500,8 @@ class TpuStack(_StackSettings):
 
     @property
     def model_root(self) -> str:
-        return TPU_MODEL_ROOT
+        # Where the node mounts the weights it copied from the bucket (Cloud Run's mount path is a setting).
+        return MODEL_ROOT
 
     def serve_args(self) -> list[str]:
         """The container's `vllm serve` arguments, the tensor-parallel size always stated (one chip: 1)."""
@@ -519,6 +536,16 @@ class GkeStack(_StackSettings):
         for key in ("cloudRun", "tpu", "bench"):
             _refuse_foreign_block(data, key, f"{key}: a GKE stack takes a gke block instead; remove {key}")
         return data
+
+    @model_validator(mode="after")
+    def _no_kept_cache(self) -> Self:
+        if self.compile_cache.keep:
+            raise ValueError(
+                "compileCache.keep: not wired for GKE fleets yet (their pods would need a read-write Cloud Storage "
+                "FUSE volume on the cache folder, or GKE Inference Quickstart's xla_cache_bucket_uri on TPU); "
+                "it is kept on Cloud Run and TPU stacks (docs/cold-start.md)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _reads_through_fuse(self) -> Self:

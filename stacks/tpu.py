@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from policy.source_ranges import allowed_text, describe, too_wide
+from serving.container import VLLM_PORT
 from serving.durations import duration_seconds
 from serving.gcp_names import SECRET_ID, region_of
 from serving.tpu_offers import (
@@ -214,7 +215,7 @@ class TpuSettings(SettingsModel):
     # Cloud NAT so an internal-only node can pull the image; turn off when the VPC already has NAT.
     egress_nat: bool = True
     # The vLLM port on the node (the image is the stack's top-level `image`, default vllm/vllm-tpu).
-    port: int = Field(default=8000, ge=1024, le=65535)
+    port: int = Field(default=VLLM_PORT, ge=1024, le=65535)
     # An existing Secret Manager secret with a Hugging Face token, only for checkpoints fetched from the Hub.
     hf_token_secret: str | None = None
 

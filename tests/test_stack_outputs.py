@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from preview.render import clean
-from serving.outputs import PLATFORM_OUTPUTS, markdown_table, output_names, parse_stack_outputs
+from serving.outputs import PLATFORM_OUTPUTS, DeployedOutputs, markdown_table, output_names, parse_stack_outputs
 from stacks.settings import CloudRunStack, TpuStack
 from tests.conftest import ROOT, render_stack, stack_config
 from verify.target import AuthKind, target_from_outputs
@@ -43,7 +43,7 @@ def test_rendered_outputs_round_trip_through_verify(stack: str) -> None:
     model = type(outputs)
     required = {str(field.alias) for field in model.model_fields.values() if field.is_required()}
     assert required <= set(raw) <= set(output_names(model))
-    target = target_from_outputs(stack, raw)
+    target = target_from_outputs(stack, DeployedOutputs.read(raw))
     assert target.model == raw["servedModelName"]
     assert target.platform == raw["platform"]
     assert target.max_num_seqs == raw["maxNumSeqs"]
@@ -75,9 +75,42 @@ def test_verifys_readers_read_only_outputs_the_contract_declares() -> None:
     """verify reads leniently (older stacks, hand-made fixtures), but every output it reads must be one the
     contract declares, with the same name: a reader expecting a renamed output would silently get None."""
     from verify.promote.outputs import RolloutOutputs
-    from verify.target import StackOutputs
 
     declared = {name for model in PLATFORM_OUTPUTS for name in output_names(model)}
-    for reader in (StackOutputs, RolloutOutputs):
+    for reader in (DeployedOutputs, RolloutOutputs):
         read = {field.alias or name for name, field in reader.model_fields.items()}
         assert read <= declared, f"{reader.__name__} reads outputs no stack exports: {sorted(read - declared)}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_tolerant_reading_reads_a_whole_stack_as_the_contract_does(stack: str) -> None:
+    """Guards against the tolerant reading (what every reader takes) typing an output differently from the
+    platform model: a shipped stack's outputs read the same through both, and none is unreadable."""
+    raw = stack_output_json(stack)
+    contract = parse_stack_outputs(raw)
+    reading = DeployedOutputs.read(raw)
+    assert reading.unreadable == {}
+    for name in DeployedOutputs.model_fields:
+        if name in type(contract).model_fields and name != "billing":
+            assert getattr(reading, name) == getattr(contract, name), name
+    assert reading.billing == raw["billing"]
+
+
+def test_an_older_stack_reads_with_what_it_lacks_as_none_and_names_what_is_malformed() -> None:
+    """Guards against a stack deployed by an older version failing every reader, and against a malformed
+    output turning into a silent None: the reading keeps the rest and names the fault."""
+    reading = DeployedOutputs.read(
+        {"endpoint": "https://x.run.app", "servedModelName": "m", "authKind": "google-id-token", "maxNumSeqs": "x"}
+    )
+    assert (reading.endpoint, reading.max_num_seqs, reading.billing, reading.candidate_percent) == (
+        "https://x.run.app",
+        None,
+        None,
+        0,
+    )
+    assert (
+        reading.problem("maxNumSeqs")
+        == "maxNumSeqs: Input should be a valid integer, unable to parse string as an integer"
+    )
+    assert reading.problem("rollout") == "rollout: Field required"
+    assert reading.problem("endpoint") is None

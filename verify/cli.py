@@ -2,7 +2,7 @@
 
 Adding a subcommand is one import and one call in ``build_parser``: the module exposes
 ``register(subparsers) -> None``, which adds its parser (usually with
-``verify.target.add_target_arguments``) and sets ``handler``, a function ``(args) -> exit code``.
+``verify.target.cli.add_target_arguments``) and sets ``handler``, a function ``(args) -> exit code``.
 
 Exit codes for every subcommand: 0 all checks pass, 1 a check or SLO failed, 2 a usage error or an
 endpoint that is unreachable or refuses our credential.
@@ -15,10 +15,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from preview.closed_pipe import run_until_reader_leaves
 from verify import UsageError
 from verify.alerts import cli as alerts_cli
 from verify.bench import cli as bench_cli
-from verify.bench.cloud_cli import two_word_alias
+from verify.bench.cli import two_word_alias
 from verify.health import cli as health_cli
 from verify.memory import cli as memory_cli
 from verify.metrics import cli as metrics_cli
@@ -62,6 +63,10 @@ def _prog() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, run the subcommand's handler, and turn expected errors into messages and exit codes."""
+    return run_until_reader_leaves(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     # argparse itself exits 2 on bad flags, naming them; `bench collect`/`bench task` are two-word names.
     args = parser.parse_args(two_word_alias(sys.argv[1:] if argv is None else argv))

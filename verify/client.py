@@ -14,7 +14,6 @@ Why these settings:
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 
 import aiohttp
@@ -22,7 +21,7 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from verify.auth import IdTokenFetcher, auth_for_target
-from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Target
+from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Target, TimeoutOptions
 from verify.tls import default_tls
 
 UNLIMITED = httpx.Limits(max_connections=None, max_keepalive_connections=None)
@@ -69,16 +68,22 @@ def make_client(
 
 def client_for(
     target: Target,
-    args: argparse.Namespace,
     *,
+    api_key_env: str | None,
+    timeouts: TimeoutOptions,
     transport: httpx.AsyncBaseTransport | None = None,
     env: Mapping[str, str] | None = None,
     fetch_id_token: IdTokenFetcher | None = None,
 ) -> httpx.AsyncClient:
-    """The client for a resolved target and the shared flags of ``target.add_target_arguments``.
+    """The client for a resolved target: its credential (``api_key_env`` names the variable holding an API
+    key) and ``timeouts``.
 
     Raises ``UsageError`` (exit 2) before any request when the credential's source is missing.
     """
-    auth = auth_for_target(target, api_key_env=args.api_key_env, env=env, fetch_id_token=fetch_id_token)
-    timeout = default_timeout(connect_s=args.connect_timeout, read_s=args.timeout)
-    return make_client(target.base_url, auth, transport=transport, timeout=timeout)
+    auth = auth_for_target(target, api_key_env=api_key_env, env=env, fetch_id_token=fetch_id_token)
+    return make_client(target.base_url, auth, transport=transport, timeout=http_timeout(timeouts))
+
+
+def http_timeout(timeouts: TimeoutOptions) -> httpx.Timeout:
+    """httpx's timeouts for ``timeouts`` (the whole-request deadline is enforced per request, not here)."""
+    return default_timeout(connect_s=timeouts.connect_s, read_s=timeouts.read_s)

@@ -1,35 +1,49 @@
-"""The one module of the project that talks to Pulumi: stack outputs, `up`, `destroy`, the state's URNs.
+"""The one module of the project that talks to Pulumi: a deployed stack's outputs, `up`, `destroy`, its URNs.
 
 Why one module: Pulumi was called from four places (two subprocesses, one without the other's advice
 when the CLI is missing, and two Automation API paths); each reader and writer now comes here, so the
-working folder, the policy packs and the failure messages are said once. The MCP server imports it
-(`AutomationGateway`, with its own error type); `verify` never imports the server.
+working folder, the policy packs, secrets and the failure messages are said once. The MCP server
+imports it (`AutomationGateway`, with its own error type); `verify` never imports the server.
 
-Two ways in, one engine: reading outputs runs `pulumi stack output --json` (tests replace the runner,
-`PulumiRunner`, never the arguments); updates go through the Automation API (`pulumi.automation`, which
-drives the same CLI), because it takes config and arguments as data and reports a typed summary.
-Secrets are never shown (`show_secrets=False`) and the engine's output is captured, never printed by the
-MCP server (stdout belongs to its transport).
+One transport, the Automation API (`pulumi.automation`): config and arguments go in as data, typed
+summaries come out, and its CLI driver (`PulumiCommand`) finds the CLI, checks its version and raises
+`CommandError` with the CLI's own words. Two of its defaults are not safe for a reader, so every call
+goes through one workspace (`StackWorkspace`, a `LocalWorkspace`) that changes them:
 
-The bench job's outputs come back as the contract's typed model (`serving.outputs.BenchJobOutputs`).
+- `select_stack` runs `pulumi stack select`, which changes the stack the user's own `pulumi` commands act
+  on: a read-only `verify status` (or the MCP server's `deploy` of another stack) would leave their next
+  `pulumi up` aimed elsewhere. Every command a `Stack` runs names `--stack`, so here nothing is selected.
+- `stack_outputs` (what `Stack.outputs()` and `Stack.up()` read) runs `pulumi stack output --show-secrets`:
+  every secret output's plaintext would reach this process, and a stack whose secrets provider needs a
+  passphrase or a KMS key could not be read by someone who may read its state but not decrypt it. Here
+  only the masked `pulumi stack output --json` runs: a secret output arrives as "[secret]" and is marked
+  secret; its value never leaves the CLI. `export_stack` (the URNs) likewise leaves secrets encrypted.
+
+Updates ask for no plaintext either (`show_secrets=False` for the summary, `suppress_outputs=True`), and
+the engine's output is captured, never printed by the MCP server (stdout belongs to its transport).
+
+What comes back is the contract's models: `StackReading.outputs` is `serving.outputs.DeployedOutputs`,
+the tolerant reading of stacks deployed by any version, and `bench_job` the typed `BenchJobOutputs`.
+Tests replace the gateway (`StackOutputsReader` / `PulumiGateway`, with a fake), never its arguments.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any, Protocol
-
-import pydantic
+from typing import TYPE_CHECKING, Any, Protocol
 
 from preview.stack_file import StackFileError, project_root
-from serving.outputs import BenchJobOutputs
+from serving.outputs import BenchJobOutputs, DeployedOutputs, contract_problems
 from verify import UsageError
 from verify.promote.shifter import (
     CANDIDATE_PERCENT_KEY,
@@ -43,61 +57,234 @@ from verify.promote.shifter import (
 )
 from verify.responses import body_excerpt
 
-# A stack's outputs are read with this command; tests replace the runner, never the arguments.
-PulumiRunner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+if TYPE_CHECKING:
+    # Imported where it runs, not here: `verify bench task` (the bench job's image) imports this module through
+    # verify.target and has no Pulumi SDK; only a command that reads or changes a stack needs it.
+    from pulumi import automation
 
+# What `pulumi stack output` prints in place of a secret output's value (the Automation API's own sentinel).
+SECRET = "[secret]"  # noqa: S105 - the mask, not a credential
+PULUMI_INSTALL = "https://www.pulumi.com/docs/install/"
 # What a command that can also work without Pulumi tells a user who has no Pulumi CLI.
 WITHOUT_PULUMI_USE_URL = "or pass --url URL [--model NAME] instead"
 
 
-def read_stack_outputs(
-    stack: str, *, run_pulumi: PulumiRunner | None = None, without_cli: str = WITHOUT_PULUMI_USE_URL
-) -> object:
-    """The stack's outputs as `pulumi stack output --json` prints them; ``UsageError`` when unreadable.
+def missing_cli_message(needs: str, without_cli: str = "") -> str:
+    """``needs`` ("--stack needs", "this tool needs") + where to get the CLI + what works without it."""
+    advice = f" {without_cli}" if without_cli else ""
+    return f"{needs} the Pulumi CLI, but `pulumi` is not on PATH; install it ({PULUMI_INSTALL}){advice}"
 
-    ``without_cli`` ends the advice when the Pulumi CLI is missing: each command says what works for it
-    (health can take --url; promote cannot, so it must not suggest it).
+
+@dataclass(frozen=True)
+class StackReading:
+    """A deployed stack's outputs as the gateway read them, secrets masked.
+
+    ``values`` are the outputs as exported, each secret one as "[secret]" (``secret_names`` lists them):
+    for readers that show outputs as they are. ``outputs`` is the typed, tolerant reading every other
+    reader takes (serving.outputs.DeployedOutputs: what may be missing there and what it reads as).
     """
-    run_pulumi = run_pulumi or run_pulumi_cli
-    command = ["pulumi", "stack", "output", "--json", "--stack", stack]
-    try:
-        completed = run_pulumi(command)
-    except FileNotFoundError as exc:
-        raise UsageError(
-            "--stack needs the Pulumi CLI, but `pulumi` is not on PATH; install it "
-            f"(https://www.pulumi.com/docs/install/) {without_cli}"
-        ) from exc
-    if completed.returncode != 0:
-        raise UsageError(
-            f"`{' '.join(command)}` failed with exit code {completed.returncode}: "
-            f"{body_excerpt(completed.stderr or completed.stdout, 300)} (is {stack!r} a stack of this project, "
-            "and are you logged in to its backend?)"
+
+    stack: str
+    values: Mapping[str, object]
+    secret_names: tuple[str, ...] = ()
+
+    @cached_property
+    def outputs(self) -> DeployedOutputs:
+        return DeployedOutputs.read(self.values)
+
+    @cached_property
+    def other_values(self) -> dict[str, object]:
+        """Outputs the contract does not declare (a newer program's, or a hand-added one), as exported."""
+        known = {field.alias or name for name, field in DeployedOutputs.model_fields.items()}
+        return {name: value for name, value in self.values.items() if name not in known}
+
+    @cached_property
+    def problems(self) -> list[str]:
+        """Each output the contract misses or finds malformed (a stack deployed by an older version)."""
+        return contract_problems(dict(self.values))
+
+    def bench_job(self) -> BenchJobOutputs:
+        """The stack's `benchJob` output, typed; ``UsageError`` saying how to add one when it has none.
+
+        Tolerated, for stacks deployed by older versions: `project`, `tasks` and `cpuPerTask` may be absent
+        (the job then runs in gcloud's default project); `name`, `region`, `resultsBucket` and
+        `resultsPrefix` are what starting the job and fetching its files need, so they are required.
+        """
+        if self.outputs.bench_job is None:
+            raise UsageError(
+                f"stack {self.stack!r} exports no benchJob: add a gemma-serving:bench block (image, tasks, "
+                "cpuPerTask; see docs/benchmarking.md) and run `pulumi up`, or benchmark from here without "
+                "--on-cloud-run"
+            )
+        return self.outputs.bench_job
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSummary:
+    result: str
+    resource_changes: dict[str, int]
+    outputs: StackReading
+
+
+class StackOutputsReader(Protocol):
+    """What a reader of a deployed stack needs: its outputs (verify's commands take this, tests a fake)."""
+
+    def outputs(self, stack: str) -> StackReading: ...
+
+
+class PulumiGateway(StackOutputsReader, Protocol):
+    def up(self, stack: str, *, replace: Sequence[str] = (), target: Sequence[str] = ()) -> ChangeSummary: ...
+
+    def destroy(self, stack: str) -> ChangeSummary: ...
+
+    def resource_urns(self, stack: str) -> list[str]: ...
+
+
+@cache
+def _stack_workspace() -> type[automation.LocalWorkspace]:
+    """The workspace class every call uses (made on first use, as the SDK is imported then)."""
+    from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
+
+    class StackWorkspace(automation.LocalWorkspace):
+        """A LocalWorkspace that never selects a stack and never asks the CLI for a secret's plaintext (see above)."""
+
+        def select_stack(self, stack_name: str) -> None:
+            # `pulumi stack select` would change the user's selected stack; every command names --stack instead,
+            # and one for a stack that does not exist fails with the CLI's "no stack named ... found".
+            del stack_name
+
+        def stack_outputs(self, stack_name: str) -> automation.OutputMap:
+            values = self._json(["stack", "output", "--json", "--stack", stack_name])
+            return {name: automation.OutputValue(value=value, secret=value == SECRET) for name, value in values.items()}
+
+        def export_stack(self, stack_name: str) -> automation.Deployment:
+            state = self._json(["stack", "export", "--stack", stack_name])
+            return automation.Deployment(version=state.get("version"), deployment=state.get("deployment"))
+
+        def _json(self, args: list[str]) -> dict[str, Any]:
+            """The JSON object a read prints; _NotJsonError with what it printed instead."""
+            stdout = self.pulumi_command.run(args, self.work_dir, dict(self.env_vars)).stdout
+            try:
+                found = json.loads(stdout)
+            except json.JSONDecodeError:
+                found = None
+            if not isinstance(found, dict):
+                raise _NotJsonError(stdout)
+            return found
+
+    return StackWorkspace
+
+
+class _NotJsonError(Exception):
+    def __init__(self, stdout: str) -> None:
+        super().__init__(stdout)
+        self.stdout = stdout
+
+
+def open_stack(
+    stack: str,
+    work_dir: Path,
+    env_vars: Mapping[str, str] | None = None,
+    *,
+    command: automation.PulumiCommand | None = None,
+) -> automation.Stack:
+    """The Automation API's Stack for ``stack`` in ``work_dir`` (nothing selected, no plaintext asked for);
+    ``command`` is a CLI already found and version-checked (None: find it now, `pulumi version`).
+
+    Raises FileNotFoundError without the CLI, `CommandError` / `InvalidVersionError` when it cannot be used.
+    """
+    from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
+
+    workspace = _stack_workspace()(work_dir=str(work_dir), env_vars=dict(env_vars or {}), pulumi_command=command)
+    return automation.Stack.select(stack, workspace)
+
+
+class AutomationGateway:
+    """The real gateway: the project's Pulumi program and state, one stack named per call.
+
+    ``root`` is the project folder (None: ``preview.stack_file.project_root()`` when a call needs it).
+    ``policy_packs`` run with every update, as in the deploy workflow (`policyPacks: policy`): the server's
+    `pulumi up` is held to the same guardrails as CI's (the pack needs its virtualenv, policy/.venv).
+    A failure is raised as ``error`` (verify's UsageError, or the MCP server's tool error) with the CLI's
+    words; without the CLI it says ``missing_cli``, which each command words for itself (health can take
+    --url, promote cannot).
+    """
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        policy_packs: tuple[str, ...] = (),
+        error: Callable[[str], Exception] = UsageError,
+        missing_cli: str = missing_cli_message("--stack needs", WITHOUT_PULUMI_USE_URL),
+    ) -> None:
+        self.root = root
+        self.policy_packs = policy_packs
+        self.error = error
+        self.missing_cli = missing_cli
+        self._command: automation.PulumiCommand | None = None
+
+    def outputs(self, stack: str) -> StackReading:
+        command = f"pulumi stack output --json --stack {stack}"
+        with self._failures(stack, command):
+            return _reading(stack, self._open(stack).outputs())
+
+    def up(self, stack: str, *, replace: Sequence[str] = (), target: Sequence[str] = ()) -> ChangeSummary:
+        with self._failures(stack, f"pulumi up --stack {stack}"):
+            result = self._open(stack).up(
+                replace=list(replace) or None,
+                target=list(target) or None,
+                policy_packs=list(self.policy_packs) or None,
+                show_secrets=False,
+                suppress_outputs=True,
+                color="never",
+            )
+        return ChangeSummary(
+            result=str(result.summary.result),
+            resource_changes=_resource_changes(result.summary),
+            outputs=_reading(stack, result.outputs),
         )
-    return _parse_outputs_json(stack, completed.stdout)
 
+    def destroy(self, stack: str) -> ChangeSummary:
+        with self._failures(stack, f"pulumi destroy --stack {stack}"):
+            result = self._open(stack).destroy(show_secrets=False, suppress_outputs=True, color="never")
+        return ChangeSummary(
+            result=str(result.summary.result),
+            resource_changes=_resource_changes(result.summary),
+            outputs=StackReading(stack, {}),
+        )
 
-def bench_job_of(outputs: object, stack: str) -> BenchJobOutputs:
-    """The stack's `benchJob` output, typed; ``UsageError`` saying how to add one when it has none.
+    def resource_urns(self, stack: str) -> list[str]:
+        with self._failures(stack, f"pulumi stack export --stack {stack}"):
+            deployment = self._open(stack).export_stack().deployment or {}
+        return [str(resource["urn"]) for resource in deployment.get("resources", []) if "urn" in resource]
 
-    Tolerated, for stacks deployed by older versions: `project`, `tasks` and `cpuPerTask` may be absent
-    (the job then runs in gcloud's default project); `name`, `region`, `resultsBucket` and
-    `resultsPrefix` are what starting the job and fetching its files need, so they are required.
-    """
-    raw = outputs.get("benchJob") if isinstance(outputs, dict) else None
-    try:
-        return BenchJobOutputs.model_validate(raw)
-    except pydantic.ValidationError:
-        raise UsageError(
-            f"stack {stack!r} exports no benchJob: add a gemma-serving:bench block (image, tasks, cpuPerTask; "
-            "see docs/benchmarking.md) and run `pulumi up`, or benchmark from here without --on-cloud-run"
-        ) from None
+    def _open(self, stack: str) -> automation.Stack:
+        """The stack, with the CLI found and version-checked once per gateway (the MCP server reads every
+        stack's outputs to know its endpoints: one `pulumi version` then, not one per stack)."""
+        opened = open_stack(stack, self.root or pulumi_project_dir(), command=self._command)
+        self._command = opened.workspace.pulumi_command
+        return opened
 
+    @contextlib.contextmanager
+    def _failures(self, stack: str, command: str) -> Iterator[None]:
+        """Each way the CLI can fail, as one message in the caller's error type."""
+        from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
 
-def run_pulumi_cli(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    """The Pulumi CLI run in the project folder (not wherever verify was started), as Pulumi needs."""
-    return subprocess.run(
-        list(command), cwd=pulumi_project_dir(), capture_output=True, text=True, check=False, timeout=120
-    )
+        try:
+            yield
+        except FileNotFoundError as error:
+            raise self.error(self.missing_cli) from error
+        except _NotJsonError as error:
+            raise self.error(f"`{command}` did not print JSON: {body_excerpt(error.stdout, 300)}") from None
+        except automation.CommandError as error:
+            code, said = _command_failure(error)
+            raise self.error(
+                f"`{command}` failed with exit code {code}: {body_excerpt(said, 300)} (is {stack!r} a stack of "
+                "this project, and are you logged in to its backend?)"
+            ) from None
+        except (automation.InvalidVersionError, subprocess.CalledProcessError) as error:
+            raise self.error(f"the Pulumi CLI cannot be used: {error}") from None
 
 
 def pulumi_project_dir() -> Path:
@@ -108,113 +295,47 @@ def pulumi_project_dir() -> Path:
         raise UsageError(str(error)) from None
 
 
-def _parse_outputs_json(stack: str, stdout: str) -> object:
+def _reading(stack: str, outputs: Mapping[str, automation.OutputValue]) -> StackReading:
+    """Masked values: a secret output is "[secret]" here whatever the map held."""
+    values = {name: SECRET if output.secret else output.value for name, output in sorted(outputs.items())}
+    return StackReading(stack, values, tuple(name for name, output in sorted(outputs.items()) if output.secret))
+
+
+def _resource_changes(summary: automation.UpdateSummary) -> dict[str, int]:
+    """Pulumi's count per operation (`create`, `same`, ...), keyed by the operation's name."""
+    return {
+        kind.value if isinstance(kind, Enum) else str(kind): count
+        for kind, count in (summary.resource_changes or {}).items()
+    }
+
+
+# `CommandError`'s text is CommandResult's: "\n code: N\n stdout: ...\n stderr: ..." (automation/_cmd.py).
+_COMMAND_RESULT = re.compile(r"code: (?P<code>-?\d+)\n stdout: (?P<stdout>.*)\n stderr: (?P<stderr>.*)", re.DOTALL)
+
+
+def _command_failure(error: automation.CommandError) -> tuple[str, str]:
+    """The exit code and what the CLI said (stderr, else stdout) of a failed command."""
+    found = _COMMAND_RESULT.search(str(error))
+    if found is None:
+        return "?", str(error).strip()
+    return found["code"], (found["stderr"].strip() or found["stdout"].strip())
+
+
+# --- traffic moves of `verify promote` -------------------------------------------------------------
+
+
+def _open_for_promotion(
+    stack: str, work_dir: Path, moves: str, env_vars: Mapping[str, str] | None = None
+) -> automation.Stack:
+    from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
+
     try:
-        return json.loads(stdout)
-    except json.JSONDecodeError:
+        return open_stack(stack, work_dir, env_vars)
+    except (automation.CommandError, automation.InvalidVersionError, FileNotFoundError) as exc:
         raise UsageError(
-            f"`pulumi stack output --json --stack {stack}` did not print JSON: {body_excerpt(stdout, 300)}"
+            f"cannot use stack {stack!r} with the Pulumi CLI ({exc}); promotion moves {moves} with `pulumi up`, "
+            "so it needs the CLI logged in to the stack's backend"
         ) from None
-
-
-# --- updates, through the Automation API ----------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class StackOutputValues:
-    values: dict[str, Any]
-    secret_names: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeSummary:
-    result: str
-    resource_changes: dict[str, int]
-    outputs: StackOutputValues
-
-
-class PulumiGateway(Protocol):
-    def outputs(self, stack: str) -> StackOutputValues: ...
-
-    def up(self, stack: str, *, replace: Sequence[str] = (), target: Sequence[str] = ()) -> ChangeSummary: ...
-
-    def destroy(self, stack: str) -> ChangeSummary: ...
-
-    def resource_urns(self, stack: str) -> list[str]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class AutomationGateway:
-    """The real gateway: a local workspace in the project root, one stack selected per call.
-
-    `policy_packs` run with every update, as in the deploy workflow (`policyPacks: policy`): the server's
-    `pulumi up` is held to the same guardrails as CI's (the pack needs its virtualenv, policy/.venv).
-    """
-
-    root: Path
-    policy_packs: tuple[str, ...] = ()
-    # What a failure is raised as: the MCP server passes its tool error, so a tool's error reads as before.
-    error: Callable[[str], Exception] = UsageError
-
-    def _stack(self, stack: str) -> Any:  # noqa: ANN401 - pulumi.automation.Stack
-        try:
-            from pulumi import automation  # noqa: PLC0415 - the CLI check happens here, not at import
-
-            return automation.select_stack(stack_name=stack, work_dir=str(self.root))
-        except FileNotFoundError as error:
-            raise self.error(
-                "this tool needs the Pulumi CLI, which is not on PATH: install it (https://www.pulumi.com/docs/install/)"
-            ) from error
-        except Exception as error:  # noqa: BLE001 - the Automation API raises CommandError and friends
-            raise self.error(f"pulumi could not select stack {stack!r}: {_first_line(error)}") from None
-
-    def outputs(self, stack: str) -> StackOutputValues:
-        return _output_values(self._stack(stack).outputs())
-
-    def up(self, stack: str, *, replace: Sequence[str] = (), target: Sequence[str] = ()) -> ChangeSummary:
-        selected = self._stack(stack)
-        result = selected.up(
-            replace=list(replace) or None,
-            target=list(target) or None,
-            policy_packs=list(self.policy_packs) or None,
-            show_secrets=False,
-            suppress_outputs=True,
-            color="never",
-        )
-        return ChangeSummary(
-            result=str(result.summary.result),
-            resource_changes=dict(result.summary.resource_changes or {}),
-            outputs=_output_values(result.outputs),
-        )
-
-    def destroy(self, stack: str) -> ChangeSummary:
-        result = self._stack(stack).destroy(show_secrets=False, suppress_outputs=True, color="never")
-        return ChangeSummary(
-            result=str(result.summary.result),
-            resource_changes=dict(result.summary.resource_changes or {}),
-            outputs=StackOutputValues(values={}, secret_names=[]),
-        )
-
-    def resource_urns(self, stack: str) -> list[str]:
-        deployment = self._stack(stack).export_stack().deployment or {}
-        return [str(resource["urn"]) for resource in deployment.get("resources", []) if "urn" in resource]
-
-
-def _output_values(outputs: dict[str, Any]) -> StackOutputValues:
-    values: dict[str, Any] = {}
-    secret_names: list[str] = []
-    for name, output in sorted(outputs.items()):
-        if getattr(output, "secret", False):
-            secret_names.append(name)
-            values[name] = "[secret]"
-        else:
-            values[name] = getattr(output, "value", output)
-    return StackOutputValues(values=values, secret_names=secret_names)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[-1] if text else type(error).__name__
 
 
 class PulumiAutomationShifter:
@@ -237,27 +358,17 @@ class PulumiAutomationShifter:
         self._on_output = on_output or _print_to_stderr
 
     def apply(self, change: TrafficChange) -> None:
-        from pulumi import automation as auto  # noqa: PLC0415 - the CLI is needed only when traffic moves
+        from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
 
         run_id = secrets.token_hex(16)
-        try:
-            stack = auto.select_stack(
-                stack_name=self._stack_name,
-                work_dir=str(self._work_dir),
-                opts=auto.LocalWorkspaceOptions(env_vars={PROMOTION_RUN_ENV: run_id}),
-            )
-        except (auto.CommandError, FileNotFoundError) as exc:
-            raise UsageError(
-                f"cannot select stack {self._stack_name!r} with the Pulumi CLI ({exc}); promotion moves traffic "
-                "with `pulumi up`, so it needs the CLI logged in to the stack's backend"
-            ) from None
+        stack = _open_for_promotion(self._stack_name, self._work_dir, "traffic", {PROMOTION_RUN_ENV: run_id})
         config = {
-            SERVING_REVISION_KEY: auto.ConfigValue(change.serving_revision),
-            CANDIDATE_PERCENT_KEY: auto.ConfigValue(str(change.candidate_percent)),
-            PROMOTION_RUN_KEY: auto.ConfigValue(run_id),
+            SERVING_REVISION_KEY: automation.ConfigValue(change.serving_revision),
+            CANDIDATE_PERCENT_KEY: automation.ConfigValue(str(change.candidate_percent)),
+            PROMOTION_RUN_KEY: automation.ConfigValue(run_id),
         }
         if change.previous_revision is not None:
-            config[PREVIOUS_REVISION_KEY] = auto.ConfigValue(change.previous_revision)
+            config[PREVIOUS_REVISION_KEY] = automation.ConfigValue(change.previous_revision)
         keys = list(config)
         try:
             # Killed anywhere from here on (SIGKILL, a cancelled job), the keys stay behind but stay inert.
@@ -266,12 +377,13 @@ class PulumiAutomationShifter:
                 message=f"verify promote: {change.reason}",
                 on_output=self._on_output,
                 policy_packs=self._policy_packs or None,
+                show_secrets=False,
             )
-        except auto.CommandError as exc:
+        except automation.CommandError as exc:
             raise ShiftFailedError(f"`pulumi up` failed: {exc}") from None
         finally:
             # The update's outputs carry the split forward; the keys are removed whatever happened.
-            with contextlib.suppress(auto.CommandError):
+            with contextlib.suppress(automation.CommandError):
                 stack.remove_all_config(keys, path=True)
 
 
@@ -284,29 +396,26 @@ class PulumiTrackShifter:
         self._policy_packs = list(policy_packs)
 
     def serve(self, track: str, *, reason: str) -> None:
-        from pulumi import automation as auto  # noqa: PLC0415 - the CLI is needed only when traffic moves
+        from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
 
-        try:
-            stack = auto.select_stack(stack_name=self._stack_name, work_dir=str(self._work_dir))
-        except (auto.CommandError, FileNotFoundError) as exc:
-            raise UsageError(
-                f"cannot select stack {self._stack_name!r} with the Pulumi CLI ({exc}); promotion moves users "
-                "with `pulumi up`, so it needs the CLI logged in to the stack's backend"
-            ) from None
+        stack = _open_for_promotion(self._stack_name, self._work_dir, "users")
         before: str | None = None
-        with contextlib.suppress(auto.CommandError):
+        with contextlib.suppress(automation.CommandError):
             before = stack.get_config(SERVING_TRACK_KEY, path=True).value
         try:
-            stack.set_config(SERVING_TRACK_KEY, auto.ConfigValue(track), path=True)
+            stack.set_config(SERVING_TRACK_KEY, automation.ConfigValue(track), path=True)
             stack.up(
-                message=f"verify promote: {reason}", on_output=_print_to_stderr, policy_packs=self._policy_packs or None
+                message=f"verify promote: {reason}",
+                on_output=_print_to_stderr,
+                policy_packs=self._policy_packs or None,
+                show_secrets=False,
             )
-        except auto.CommandError as exc:
-            with contextlib.suppress(auto.CommandError):
+        except automation.CommandError as exc:
+            with contextlib.suppress(automation.CommandError):
                 if before is None:
                     stack.remove_config(SERVING_TRACK_KEY, path=True)
                 else:
-                    stack.set_config(SERVING_TRACK_KEY, auto.ConfigValue(before), path=True)
+                    stack.set_config(SERVING_TRACK_KEY, automation.ConfigValue(before), path=True)
             raise ShiftFailedError(f"`pulumi up` failed: {exc}") from None
 
 

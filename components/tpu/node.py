@@ -34,6 +34,7 @@ from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.accelerators import TPU_CHIPS, Accelerator
 from serving.collectors import METRIC_WRITER_ROLE
+from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.gcp_names import region_of
 from serving.naming import TypeToken
 from serving.vllm_args import with_tensor_parallel
@@ -82,7 +83,9 @@ class NodeWeights:
     bucket_name: pulumi.Input[str]
     # Checkpoint directories in the bucket the VM copies (the model, and a drafter if any).
     dirs: Sequence[str]
-    root: str = "/mnt/models"
+    root: str = MODEL_ROOT
+    # The bucket prefix keeping vLLM's XLA compile cache between boots (the node may write it); None: not kept.
+    compile_cache_prefix: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ class TpuVllmNodeArgs:
     # The TPU VM image: v6e's own (serving.accelerators), which the settings pass from the stack's chip.
     runtime_version: str = TPU_CHIPS[Accelerator.TPU_V6E].runtime_version
     tensor_parallel_size: int = 1
-    port: int = 8000
+    port: int = VLLM_PORT
     edge: NetworkEdge = NetworkEdge()
     hf_token_secret: str | None = None
     env: Mapping[str, str] = field(default_factory=lambda: {"HF_HUB_OFFLINE": "1"})
@@ -189,6 +192,7 @@ class TpuVllmNode(pulumi.ComponentResource):
             model_root=args.weights.root,
             env=dict(args.env),
             collector=args.collector,
+            compile_cache_prefix=args.weights.compile_cache_prefix,
         )
         # Rendered from the resolved image reference (a string in apply; no resource is made there).
         script = pulumi.Output.from_input(args.image).apply(

@@ -26,7 +26,12 @@ What the script does at every boot (GCE runs `startup-script` metadata on each b
    (the Google-Built OpenTelemetry Collector, serving/collectors.py) beside vLLM the same way (replaced at
    each boot, `--restart unless-stopped`, gcplogs); a collector that fails to start is logged and costs
    the dashboard its data, never the node its serving;
-5. logs each step to the serial console / Cloud Logging and waits (bounded) for `/health`.
+5. logs each step to the serial console / Cloud Logging and waits (bounded) for `/health`;
+6. with a kept compile cache (`compileCache.keep`, serving/compile_cache.py): before vLLM starts, restores
+   the XLA cache from the bucket's cache folder to the boot disk (mounted read-write into the container at
+   `VLLM_XLA_CACHE_PATH`), and once `/health` answers, saves it back (`gcloud storage rsync`, which adds and
+   replaces but deletes nothing). Either failing is logged and costs only the compile time. Without it the
+   script has none of these lines.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from serving.compile_cache import TPU_CACHE_ENV, TPU_CONTAINER_CACHE_DIR, TPU_HOST_CACHE_DIR
+from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_path_problem
 from serving.naming import TPU_SERVING_CONTAINER
 
@@ -49,7 +56,7 @@ DATA_END_MARKER = "# --- end of rendered data ---"
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # Artifact Registry's Docker hosts (https://cloud.google.com/artifact-registry/docs/docker/names).
 _ARTIFACT_REGISTRY_HOST = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*-docker\.pkg\.dev$")
-_RESERVED_ENV = frozenset({"VLLM_API_KEY", "HF_TOKEN"})
+_RESERVED_ENV = frozenset({"VLLM_API_KEY", "HF_TOKEN", TPU_CACHE_ENV})
 
 
 # Where the collector's config lives on the VM (the body mounts it where otelcol-google reads its config).
@@ -85,7 +92,7 @@ class StartupScriptSpec:
     port: int
     hf_token_secret: str | None = None
     # Where the serve arguments expect the checkpoints (mounted read-only into the container).
-    model_root: str = "/mnt/models"
+    model_root: str = MODEL_ROOT
     host_model_dir: str = "/var/lib/gemma-vllm/models"
     state_dir: str = STATE_DIR
     env: Mapping[str, str] = field(default_factory=dict)
@@ -94,6 +101,10 @@ class StartupScriptSpec:
     ready_timeout_seconds: int = 1800
     # The metrics collector started beside vLLM; None: the stack collects nothing.
     collector: NodeCollector | None = None
+    # The bucket prefix that keeps vLLM's XLA compile cache between boots (e.g. `compile-cache/xla/`); None:
+    # not kept, and the script has no cache lines at all.
+    compile_cache_prefix: str | None = None
+    host_cache_dir: str = TPU_HOST_CACHE_DIR
 
     def __post_init__(self) -> None:
         problems = [*self._arg_problems(), *self._path_problems()]
@@ -143,7 +154,15 @@ class StartupScriptSpec:
             for directory in self.model_dirs
             if bucket_path_problem(directory)
         )
-        paths = {"model_root": self.model_root, "host_model_dir": self.host_model_dir, "state_dir": self.state_dir}
+        prefix = self.compile_cache_prefix
+        if prefix is not None and (not prefix.endswith("/") or bucket_path_problem(prefix.rstrip("/"))):
+            problems.append(f"compile_cache_prefix {prefix!r} must be a relative path inside the bucket ending in '/'")
+        paths = {
+            "model_root": self.model_root,
+            "host_model_dir": self.host_model_dir,
+            "state_dir": self.state_dir,
+            "host_cache_dir": self.host_cache_dir,
+        }
         for key, path in paths.items():
             if not path.startswith("/") or ":" in path:
                 problems.append(f"{key} {path!r} must be an absolute path without ':'")
@@ -179,6 +198,14 @@ def docker_run_argv(spec: StartupScriptSpec) -> list[str]:
         "--log-driver",
         "gcplogs",
     ]
+    if spec.compile_cache_prefix is not None:
+        # Read-write: vLLM adds what it compiles; the script saves it to the bucket once vLLM serves.
+        argv += [
+            "--volume",
+            f"{spec.host_cache_dir}:{TPU_CONTAINER_CACHE_DIR}",
+            "--env",
+            f"{TPU_CACHE_ENV}={TPU_CONTAINER_CACHE_DIR}",
+        ]
     for name, value in sorted(spec.env.items()):
         argv += ["--env", f"{name}={value}"]
     # The image's own entrypoint is not relied upon: run `vllm serve` explicitly.
@@ -227,7 +254,58 @@ def render_startup_script(spec: StartupScriptSpec) -> str:
         _assign("COLLECTOR_CONFIG", spec.collector.config if spec.collector else ""),
         _assign_array("DOCKER_RUN_ARGS", docker_run_argv(spec)),
     ]
-    return "\n".join([_PREAMBLE, *data, DATA_END_MARKER, _BODY])
+    body = _BODY
+    if spec.compile_cache_prefix is not None:
+        data += [_assign("CACHE_PREFIX", spec.compile_cache_prefix), _assign("HOST_CACHE_DIR", spec.host_cache_dir)]
+        body = with_compile_cache(body)
+    return "\n".join([_PREAMBLE, *data, DATA_END_MARKER, body])
+
+
+def with_compile_cache(body: str) -> str:
+    """The fixed body with the cache's fixed functions, and main() calling them around vLLM's start."""
+    steps = {
+        "main() {\n": _CACHE_FUNCTIONS + "main() {\n",
+        "  if ! retry 5 start_container; then\n": _CACHE_RESTORE + "  if ! retry 5 start_container; then\n",
+        "  wait_until_ready\n}\n": "  wait_until_ready\n" + _CACHE_SAVE + "}\n",
+    }
+    for anchor, replacement in steps.items():
+        if body.count(anchor) != 1:
+            raise ValueError(
+                f"startup script: the compile-cache step's anchor {anchor.strip()!r} is not in the body once"
+            )
+        body = body.replace(anchor, replacement)
+    return body
+
+
+# Fixed text, spliced in only for a stack that keeps its compile cache.
+_CACHE_FUNCTIONS = r"""# vLLM's XLA compile cache lives in the bucket's cache folder between runs (compileCache.keep).
+# The node's account may write that folder only (objectUser on the managed folder); weights stay read-only.
+restore_compile_cache() {
+  install -d -m 0755 "$HOST_CACHE_DIR" || return 1
+  log "restoring the compile cache from gs://$MODEL_BUCKET/$CACHE_PREFIX"
+  gcloud storage rsync --recursive "gs://$MODEL_BUCKET/$CACHE_PREFIX" "$HOST_CACHE_DIR"
+}
+
+# Saved once vLLM answers /health, when this start's compiles are on the disk. rsync adds and replaces;
+# it deletes nothing (old entries expire by the bucket's lifecycle rule).
+save_compile_cache() {
+  if ! curl --silent --fail --max-time 5 "http://127.0.0.1:$PORT/health" > /dev/null; then
+    log "vLLM is not ready: the compile cache is not saved"
+    return 0
+  fi
+  log "saving the compile cache to gs://$MODEL_BUCKET/$CACHE_PREFIX"
+  gcloud storage rsync --recursive "$HOST_CACHE_DIR" "gs://$MODEL_BUCKET/$CACHE_PREFIX"
+}
+
+"""
+_CACHE_RESTORE = r"""  if ! restore_compile_cache; then
+    log "no compile cache restored (a first start, or the folder is not readable): vLLM compiles from scratch"
+  fi
+"""
+_CACHE_SAVE = r"""  if ! save_compile_cache; then
+    log "could not save the compile cache to gs://$MODEL_BUCKET/$CACHE_PREFIX: the next start compiles again"
+  fi
+"""
 
 
 _PREAMBLE = """#!/bin/bash

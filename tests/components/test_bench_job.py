@@ -10,6 +10,7 @@ import pytest
 from components.bench_job import BenchJob, BenchJobArgs
 from preview.capture import Capture
 from preview.render import clean
+from serving.naming import TypeToken
 
 JOB = "gcp:cloudrunv2/job:Job"
 
@@ -41,6 +42,22 @@ def inputs_of(capture: Capture, type_: str, suffix: str) -> dict[str, Any]:
 @pytest.fixture
 def capture(register: Callable[[Callable[[], object]], Capture]) -> Capture:
     return register(lambda: BenchJob("l4-bench", args()))
+
+
+def test_the_account_keeps_its_place_from_before_serving_identity(capture: Capture) -> None:
+    """The account was the BenchJob's own child (`<job>-sa`) before it became a ServingIdentity: without the
+    alias a deployed stack's next `pulumi up` would delete the load generator's account and create it again."""
+    (account,) = capture.of_type("gcp:serviceaccount/account:Account")
+    (job,) = capture.of_type(TypeToken.BENCH_JOB)
+    (identity,) = capture.of_type(TypeToken.SERVING_IDENTITY)
+    assert account.parent == identity.urn
+    assert identity.parent == job.urn
+    assert f"name=l4-bench-sa parentUrn={job.urn}" in account.aliases
+    assert inputs_of(capture, "gcp:serviceaccount/account:Account", "-sa") == {
+        "accountId": "l4-bench",
+        "description": "Invokes one vLLM service and writes benchmark samples to its results bucket; nothing else.",
+        "displayName": "gemma-serving benchmark load generator",
+    }
 
 
 def test_the_job_runs_all_tasks_at_once_beside_the_service(capture: Capture) -> None:

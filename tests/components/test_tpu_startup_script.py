@@ -75,7 +75,11 @@ def bash_array(script: str, name: str) -> list[str]:
     return result.stdout.decode().split("\0")[:-1]
 
 
-@pytest.mark.parametrize("spec", [SPEC, MIRRORED], ids=["docker-hub", "mirror"])
+# The same node keeping its XLA compile cache in the bucket (compileCache.keep; test_tpu_compile_cache.py).
+CACHED = replace(SPEC, compile_cache_prefix="compile-cache/xla/")
+
+
+@pytest.mark.parametrize("spec", [SPEC, MIRRORED, CACHED], ids=["docker-hub", "mirror", "compile-cache"])
 def test_script_is_valid_bash_and_shellcheck_clean(tmp_path: Path, spec: StartupScriptSpec) -> None:
     """A script that does not parse does nothing at boot; shellcheck catches quoting mistakes too."""
     path = tmp_path / "startup.sh"

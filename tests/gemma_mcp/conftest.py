@@ -20,8 +20,9 @@ from gemma_mcp.context import ServerContext
 from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import Completed, ModuleRunner, SubprocessRunner
 from gemma_mcp.server import build_server
+from tests.fake_pulumi import reading
 from tests.preview_cli import shipped_plan
-from verify.pulumi_gateway import ChangeSummary, StackOutputValues
+from verify.pulumi_gateway import ChangeSummary, StackReading
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,27 +36,26 @@ def pulumi_capture() -> None:
 class FakePulumi:
     """Stands in for the Automation API; records every call so a test can prove none was made."""
 
-    outputs_by_stack: dict[str, StackOutputValues] = field(default_factory=dict)
+    # Each stack's outputs as exported (a secret one as "[secret]").
+    outputs_by_stack: dict[str, dict[str, object]] = field(default_factory=dict)
     urns: list[str] = field(default_factory=list)
     calls: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
 
-    def outputs(self, stack: str) -> StackOutputValues:
+    def outputs(self, stack: str) -> StackReading:
         self.calls.append(("outputs", stack, ()))
-        return self.outputs_by_stack[stack]
+        return reading(stack, self.outputs_by_stack[stack])
 
     def up(self, stack: str, *, replace: Sequence[str] = (), target: Sequence[str] = ()) -> ChangeSummary:
         self.calls.append(("up", stack, tuple(replace)))
         return ChangeSummary(
             result="succeeded",
             resource_changes={"create": 2, "same": 20},
-            outputs=StackOutputValues(
-                values={"endpoint": "https://x.run.app", "apiKey": "[secret]"}, secret_names=["apiKey"]
-            ),
+            outputs=reading(stack, {"endpoint": "https://x.run.app", "apiKey": "[secret]"}),
         )
 
     def destroy(self, stack: str) -> ChangeSummary:
         self.calls.append(("destroy", stack, ()))
-        return ChangeSummary(result="succeeded", resource_changes={"delete": 22}, outputs=StackOutputValues({}, []))
+        return ChangeSummary(result="succeeded", resource_changes={"delete": 22}, outputs=reading(stack, {}))
 
     def resource_urns(self, stack: str) -> list[str]:
         self.calls.append(("urns", stack, ()))

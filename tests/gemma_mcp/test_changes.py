@@ -56,7 +56,9 @@ async def test_a_confirmed_deploy_reports_what_changed_without_secret_values() -
         "operation": "deploy",
         "result": "succeeded",
         "resource_changes": {"create": 2, "same": 20},
-        "outputs": {"endpoint": "https://x.run.app", "apiKey": "[secret]"},
+        # The contract's outputs typed; one it does not declare (the fake's apiKey) as exported, masked.
+        "outputs": {"endpoint": "https://x.run.app"},
+        "other_outputs": {"apiKey": "[secret]"},
         "secret_outputs": ["apiKey"],
     }
     assert "2 create, 20 same" in text_of(result)
@@ -198,19 +200,19 @@ async def test_promote_without_the_policy_pack_only_when_the_server_says_so() ->
 
 def test_every_pulumi_up_the_server_runs_carries_the_policy_pack(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's deploy and weight-import `pulumi up` ran without the policy pack, unlike the workflow."""
-    from pulumi import automation
-
     from verify.pulumi_gateway import AutomationGateway
 
     seen: dict[str, object] = {}
 
     class Stack:
+        workspace = types.SimpleNamespace(pulumi_command=None)
+
         def up(self, **kwargs: object) -> object:
             seen.update(kwargs)
             return types.SimpleNamespace(
                 summary=types.SimpleNamespace(result="succeeded", resource_changes={}), outputs={}
             )
 
-    monkeypatch.setattr(automation, "select_stack", lambda **_kwargs: Stack())
+    monkeypatch.setattr("verify.pulumi_gateway.open_stack", lambda *_args, **_kwargs: Stack())
     AutomationGateway(ROOT, policy_packs=(str(ROOT / "policy"),), error=ToolError).up("l4")
     assert seen["policy_packs"] == [str(ROOT / "policy")]

@@ -28,7 +28,8 @@ def _alive(pid: int) -> bool:
     # A zombie is dead for our purpose: it runs nothing and sends no request.
     try:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # Reaped between the signal and the read: /proc/<pid>/stat vanishes (open) or answers ESRCH (read).
         return False
 
 

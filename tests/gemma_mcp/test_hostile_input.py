@@ -13,7 +13,6 @@ from gemma_mcp.urls import check_url
 from tests.gemma_mcp.conftest import FakePulumi, connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, tokens
 from verify.ops.google import GoogleApis
-from verify.pulumi_gateway import StackOutputValues
 
 
 class RecordingRunner:
@@ -36,13 +35,10 @@ def fake() -> Iterator[FakeGoogle]:
 def _context(runner: RecordingRunner, **changes: object) -> ServerContext:
     pulumi = FakePulumi(
         outputs_by_stack={
-            "l4": StackOutputValues(
-                {
-                    "endpoint": "https://gemma-l4-vllm-abc-uk.a.run.app",
-                    "candidateUrl": "https://candidate---x.a.run.app",
-                },
-                [],
-            )
+            "l4": {
+                "endpoint": "https://gemma-l4-vllm-abc-uk.a.run.app",
+                "candidateUrl": "https://candidate---x.a.run.app",
+            }
         }
     )
     return dataclasses.replace(make_context(pulumi=pulumi), run_module=runner, **changes)  # type: ignore[arg-type]

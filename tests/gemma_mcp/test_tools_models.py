@@ -11,7 +11,6 @@ from tests.gemma_mcp.conftest import FakePulumi, connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, tokens
 from tests.verify.test_models_command import BUCKET, SERVED, install_bucket, marker_body
 from verify.ops.google import GoogleApis
-from verify.pulumi_gateway import StackOutputValues
 
 
 @pytest.fixture
@@ -23,7 +22,7 @@ def fake() -> Iterator[FakeGoogle]:
 async def test_models_lists_the_stacks_bucket_from_its_outputs(fake: FakeGoogle) -> None:
     """The agent names a stack; the bucket comes from its modelBucket output, the served path from its file."""
     install_bucket(fake, marker_body())
-    pulumi = FakePulumi(outputs_by_stack={"l4": StackOutputValues({"modelBucket": BUCKET}, [])})
+    pulumi = FakePulumi(outputs_by_stack={"l4": {"modelBucket": BUCKET}})
     ctx = dataclasses.replace(make_context(pulumi=pulumi), google=lambda: GoogleApis(tokens, api_root=fake.url))
     async with connect(ctx) as client:
         result = await client.call_tool("models", {"stack": "l4"})
@@ -38,7 +37,7 @@ async def test_models_lists_the_stacks_bucket_from_its_outputs(fake: FakeGoogle)
 
 
 async def test_models_of_a_stack_without_outputs_asks_for_the_bucket() -> None:
-    pulumi = FakePulumi(outputs_by_stack={"l4": StackOutputValues({}, [])})
+    pulumi = FakePulumi(outputs_by_stack={"l4": {}})
     async with connect(make_context(pulumi=pulumi)) as client:
         result = await client.call_tool("models", {"stack": "l4"})
     assert result.is_error

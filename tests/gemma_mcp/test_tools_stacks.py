@@ -12,7 +12,6 @@ from preview.stack_file import available_stacks
 from tests.gemma_mcp.conftest import ROOT, FakePulumi, connect, make_context, text_of
 from tests.preview_cli import SHARES_SHIPPED_PLANS
 from tests.test_stack_outputs import stack_output_json
-from verify.pulumi_gateway import StackOutputValues
 
 READ_ONLY_TOOLS = {
     "stacks",
@@ -116,13 +115,7 @@ async def test_fit_gives_the_planners_verdict() -> None:
 
 async def test_outputs_never_carry_a_secret_value() -> None:
     """A deployed stack's secret outputs (the TPU API key's secret) must be named, never shown."""
-    pulumi = FakePulumi(
-        outputs_by_stack={
-            "tpu-v6e": StackOutputValues(
-                values={"endpoint": "http://10.0.0.2:8000", "apiKeySecret": "[secret]"}, secret_names=["apiKeySecret"]
-            )
-        }
-    )
+    pulumi = FakePulumi(outputs_by_stack={"tpu-v6e": {"endpoint": "http://10.0.0.2:8000", "apiKeySecret": "[secret]"}})
     async with connect(make_context(pulumi=pulumi)) as client:
         result = await client.call_tool("outputs", {"stack": "tpu-v6e"})
     found = result.structured_content
@@ -146,11 +139,11 @@ async def test_outputs_are_checked_against_the_contract(rendered_outputs: tuple[
     stack, whole = rendered_outputs
     partial = {key: value for key, value in whole.items() if key != "maxNumSeqs"}
     pulumi = FakePulumi(
-        outputs_by_stack={stack: StackOutputValues(values=whole, secret_names=[])},
+        outputs_by_stack={stack: whole},
     )
     async with connect(make_context(pulumi=pulumi)) as client:
         complete = (await client.call_tool("outputs", {"stack": stack})).structured_content
-        pulumi.outputs_by_stack[stack] = StackOutputValues(values=partial, secret_names=[])
+        pulumi.outputs_by_stack[stack] = partial
         result = await client.call_tool("outputs", {"stack": stack})
     assert complete is not None
     assert complete["platform"] == whole["platform"]

@@ -156,7 +156,7 @@ def test_bench_text_counts_untrusted_cells_rounds_numbers_and_names_no_cli_flag(
         exit_code=1,
         passed=False,
         timed_out=False,
-        report=[cell.model_dump(mode="json") for cell in cells],
+        report=cells,
         message="failed SLO not judged on 4 untrusted cells (16 x 1, 16 x 2, 32 x 1, 32 x 2): their latencies "
         "include the client's own delay; --allow-untrusted to gate on them anyway",
         results_file="bench-results/mcp/r.jsonl",

@@ -33,8 +33,12 @@ from policy.images import IMAGES_PINNED
 from policy.network import VLLM_PORT_NOT_PUBLIC
 from policy.plaintext_secrets import NO_PLAINTEXT_SECRETS
 from policy.rules import GUARDRAILS, policies
+from policy.storage_writes import CACHE_FOLDER as POLICY_CACHE_FOLDER
+from policy.storage_writes import SERVING_MEMBER, SERVING_WRITES_ONLY_THE_CACHE
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
 from serving.accelerators import CLOUD_RUN_GPUS
+from serving.compile_cache import CACHE_FOLDER
+from serving.naming import StackNames
 from stacks.images import PinnedImage
 from tests.policy.kubernetes_cases import K8S_BAD, K8S_GOOD
 from tests.policy.props import (
@@ -148,9 +152,50 @@ def tpu_metadata(key: str, value: str) -> Callable[[], dict[str, Any]]:
     return build
 
 
+VLLM_SA = "serviceAccount:gemma-l4-vllm@p.iam.gserviceaccount.com"
+FOLDER_MEMBER = "gcp:storage/managedFolderIamMember:ManagedFolderIamMember"
+
+
+def cache_volume(only_dir: str | None, read_only: bool = False) -> Callable[[dict[str, Any]], None]:
+    """A second Cloud Storage volume on the model bucket, as compileCache.keep mounts it (or not)."""
+    options = ["uid=1001", "gid=1001", *([f"only-dir={only_dir}"] if only_dir else [])]
+    volume = {
+        "name": "compile-cache",
+        "gcs": {"bucket": "models-bucket", "readOnly": read_only, "mountOptions": options},
+    }
+    return lambda props: props["template"]["volumes"].append(volume)
+
+
 HF_TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"
 
 GOOD: list[Case] = [
+    Case(
+        "serving-reads-the-bucket",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        BUCKET_MEMBER,
+        constant({"bucket": "b", "role": "roles/storage.objectViewer", "member": VLLM_SA}),
+    ),
+    Case(
+        "serving-writes-the-cache-folder",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        FOLDER_MEMBER,
+        constant(
+            {"bucket": "b", "managedFolder": "compile-cache/", "role": "roles/storage.objectUser", "member": VLLM_SA}
+        ),
+    ),
+    Case(
+        "import-job-writes-its-folder",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        FOLDER_MEMBER,
+        constant({"bucket": "b", "managedFolder": "gemma/", "role": "roles/storage.objectUser", "member": SA}),
+    ),
+    Case("model-volume-read-only", SERVING_WRITES_ONLY_THE_CACHE, SERVICE, gpu_service),
+    Case(
+        "cache-volume-in-the-cache-folder",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        SERVICE,
+        edited(gpu_service, cache_volume("compile-cache/torch")),
+    ),
     Case(
         "invoker-named-account", CLOUD_RUN_NOT_PUBLIC, RUN_MEMBER, constant({"role": "roles/run.invoker", "member": SA})
     ),
@@ -301,6 +346,48 @@ GOOD: list[Case] = [
 ]
 
 BAD: list[Case] = [
+    Case(
+        "serving-writes-the-weights-bucket",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        BUCKET_MEMBER,
+        constant({"bucket": "b", "role": "roles/storage.objectUser", "member": VLLM_SA}),
+        "could replace the weights",
+    ),
+    Case(
+        "serving-admin-in-a-binding",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        BUCKET_BINDING,
+        constant({"bucket": "b", "role": "roles/storage.objectAdmin", "members": [SA, VLLM_SA]}),
+        "writes only the compile-cache/ managed folder",
+    ),
+    Case(
+        "serving-writes-a-weights-folder",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        FOLDER_MEMBER,
+        constant({"bucket": "b", "managedFolder": "gemma/", "role": "roles/storage.objectUser", "member": VLLM_SA}),
+        "managed folder 'gemma/'",
+    ),
+    Case(
+        "model-volume-writable",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        SERVICE,
+        edited(gpu_service, lambda props: props["template"]["volumes"][0]["gcs"].__setitem__("readOnly", False)),
+        "mount the model bucket readOnly: true",
+    ),
+    Case(
+        "cache-volume-on-the-weights",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        SERVICE,
+        edited(gpu_service, cache_volume("gemma")),
+        "outside the compile-cache/ folder",
+    ),
+    Case(
+        "cache-volume-not-narrowed",
+        SERVING_WRITES_ONLY_THE_CACHE,
+        SERVICE,
+        edited(gpu_service, cache_volume(None)),
+        "outside the compile-cache/ folder",
+    ),
     Case(
         "invoker-allusers",
         CLOUD_RUN_NOT_PUBLIC,
@@ -828,3 +915,13 @@ def test_secret_env_with_a_computed_value_is_still_plain_text() -> None:
     messages = reported(NO_PLAINTEXT_SECRETS, SERVICE, props)
     assert len(messages) == 1
     assert "HF_TOKEN" in messages[0]
+
+
+@pytest.mark.parametrize("stack", ["l4", "tpu-v6e", "a-very-long-stack-name-that-gets-cut"])
+def test_the_pack_knows_the_serving_identity_and_the_cache_folder(stack: str) -> None:
+    """The pack cannot import the program; if the serving account's name or the cache folder moved, the
+    write rule would stop recognising the server and wave a writable weights bucket through."""
+    account = StackNames(stack).account_id("vllm")
+    assert SERVING_MEMBER.match(f"serviceAccount:{account}@p.iam.gserviceaccount.com")
+    assert not SERVING_MEMBER.match(f"serviceAccount:{StackNames(stack).account_id('imp-target')}@p.iam")
+    assert POLICY_CACHE_FOLDER == CACHE_FOLDER

@@ -24,7 +24,7 @@ from verify.auth import (
     token_expiry,
 )
 from verify.client import make_client
-from verify.health import CheckStatus, HealthOptions, run_health
+from verify.health import CheckOptions, CheckStatus, run_checks
 from verify.health.console import print_health, print_json
 from verify.target import AuthKind, Target
 
@@ -249,9 +249,9 @@ async def test_rejected_id_token_never_appears_in_results_or_output(capsys: pyte
     async with FakeVllm(FakeVllmConfig(front_door_status=401)) as server:
         target = Target(base_url=server.url, model="tiny-gemma", auth_kind=AuthKind.GOOGLE, source="url")
         google = GoogleIdTokenAuth(target.audience, fetch=lambda _aud: token)
-        options = HealthOptions(wait_s=0, auth_help=auth_advice(target, api_key_env=None))
+        options = CheckOptions(wait_s=0, auth_help=auth_advice(target, api_key_env=None))
         async with make_client(server.url, google) as client:
-            report = await run_health(client, target, options)
+            report = await run_checks(client, target, options)
         assert server.requests[0].headers["Authorization"] == f"Bearer {token}"  # it was sent...
     assert report.checks[0].status is CheckStatus.UNAUTHORISED
     assert "roles/run.invoker" in (report.checks[0].cause or "")
@@ -267,9 +267,9 @@ async def test_rejected_api_key_never_appears_in_results(capsys: pytest.CaptureF
     """vLLM's --api-key protects /v1/* only: /health passes, /v1/models 401s; the key stays hidden."""
     async with FakeVllm(FakeVllmConfig(api_key="the-right-key")) as server:
         target = Target(base_url=server.url, model="tiny-gemma", auth_kind=AuthKind.API_KEY, source="url")
-        options = HealthOptions(wait_s=0, auth_help=auth_advice(target, api_key_env="KEY_VAR"))
+        options = CheckOptions(wait_s=0, auth_help=auth_advice(target, api_key_env="KEY_VAR"))
         async with make_client(server.url, BearerApiKeyAuth(SECRET_MARK)) as client:
-            report = await run_health(client, target, options)
+            report = await run_checks(client, target, options)
     statuses = {check.name.value: check.status for check in report.checks}
     assert statuses["readiness"] is CheckStatus.PASS
     assert statuses["models"] is CheckStatus.UNAUTHORISED
@@ -290,7 +290,7 @@ async def test_a_credential_that_cannot_be_fetched_is_unauthorised_not_a_crash()
     async with FakeVllm() as server:
         target = Target(base_url=server.url, model="tiny-gemma", auth_kind=AuthKind.GOOGLE, source="url")
         async with make_client(server.url, GoogleIdTokenAuth(target.audience, fetch=fail)) as client:
-            report = await run_health(client, target, HealthOptions(wait_s=0))
+            report = await run_checks(client, target, CheckOptions(wait_s=0))
     assert report.checks[0].status is CheckStatus.UNAUTHORISED
     assert "gcloud auth login" in (report.checks[0].cause or "")
     assert report.exit_code == 2

@@ -6,7 +6,7 @@ import pytest
 
 from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig, MetricsValues, SpecDecodeValues
 from verify.client import make_client
-from verify.health import CheckName, CheckResult, CheckStatus, HealthOptions, HealthReport, run_health
+from verify.health import CheckName, CheckOptions, CheckResult, CheckStatus, HealthReport, run_checks
 from verify.target import AuthKind, Target
 
 
@@ -16,7 +16,7 @@ def local_target(url: str, model: str | None = "tiny-gemma") -> Target:
 
 async def health_of(config: FakeVllmConfig, model: str | None = "tiny-gemma") -> tuple[HealthReport, FakeVllm]:
     async with FakeVllm(config) as server, make_client(server.url, None) as client:
-        report = await run_health(client, local_target(server.url, model), HealthOptions(wait_s=0))
+        report = await run_checks(client, local_target(server.url, model), CheckOptions(wait_s=0))
     return report, server
 
 
@@ -193,7 +193,7 @@ async def test_platform_statuses_on_chat_name_the_platform_cause(status: int, ca
 async def test_vllm_error_message_is_quoted_in_the_cause() -> None:
     """vLLM's own 400 message (e.g. max_tokens above max_model_len) must reach the user."""
     async with FakeVllm(FakeVllmConfig(max_model_len=16)) as server, make_client(server.url, None) as client:
-        report = await run_health(client, local_target(server.url), HealthOptions(wait_s=0, max_tokens=32))
+        report = await run_checks(client, local_target(server.url), CheckOptions(wait_s=0, max_tokens=32))
     chat = check(report, CheckName.CHAT)
     assert chat.status is CheckStatus.FAIL
     assert "maximum context length is 16" in (chat.cause or "")

@@ -13,7 +13,7 @@ import pytest
 
 from tests.fake_vllm import FakeVllm, FakeVllmConfig, free_port
 from verify.client import make_client
-from verify.health import CheckName, CheckStatus, HealthOptions, Waiting, check_readiness, run_health
+from verify.health import CheckName, CheckOptions, CheckStatus, Waiting, check_readiness, run_checks
 from verify.target import AuthKind, Target
 
 
@@ -43,7 +43,7 @@ async def test_503_and_429_then_ready_waits_with_growing_backoff() -> None:
     config = FakeVllmConfig(status_sequences={"/health": [503, 503, 429, 503]})
     async with FakeVllm(config) as server, make_client(server.url, None) as client:
         result = await check_readiness(
-            client, HealthOptions(wait_s=900), clock=time.clock, sleep=time.sleep, on_waiting=progress.append
+            client, CheckOptions(wait_s=900), clock=time.clock, sleep=time.sleep, on_waiting=progress.append
         )
     assert result.status is CheckStatus.PASS
     assert result.facts["polls"] == 5
@@ -65,7 +65,7 @@ async def test_connection_refused_until_the_server_starts() -> None:
 
     try:
         async with make_client(server.url, None) as client:
-            result = await check_readiness(client, HealthOptions(wait_s=900), clock=time.clock, sleep=sleep_then_start)
+            result = await check_readiness(client, CheckOptions(wait_s=900), clock=time.clock, sleep=sleep_then_start)
     finally:
         await server.stop()
     assert result.status is CheckStatus.PASS
@@ -77,8 +77,8 @@ async def test_never_ready_gives_up_at_the_deadline_and_says_why() -> None:
     time = FakeTime()
     config = FakeVllmConfig(always_status={"/health": 503})
     async with FakeVllm(config) as server, make_client(server.url, None) as client:
-        report = await run_health(
-            client, local_target(server.url), HealthOptions(wait_s=120), clock=time.clock, sleep=time.sleep
+        report = await run_checks(
+            client, local_target(server.url), CheckOptions(wait_s=120), clock=time.clock, sleep=time.sleep
         )
     readiness = report.checks[0]
     assert readiness.status is CheckStatus.UNREACHABLE
@@ -95,7 +95,7 @@ async def test_nothing_listening_is_unreachable_with_the_cause() -> None:
     time = FakeTime()
     url = f"http://127.0.0.1:{free_port()}"
     async with make_client(url, None) as client:
-        result = await check_readiness(client, HealthOptions(wait_s=30), clock=time.clock, sleep=time.sleep)
+        result = await check_readiness(client, CheckOptions(wait_s=30), clock=time.clock, sleep=time.sleep)
     assert result.status is CheckStatus.UNREACHABLE
     assert "connection refused" in (result.got or "")
     assert "not started" in (result.cause or "")
@@ -107,7 +107,7 @@ async def test_unauthorised_stops_at_once(status: int) -> None:
     time = FakeTime()
     async with FakeVllm(FakeVllmConfig(front_door_status=status)) as server, make_client(server.url, None) as client:
         result = await check_readiness(
-            client, HealthOptions(wait_s=900, auth_help="grant roles/run.invoker"), clock=time.clock, sleep=time.sleep
+            client, CheckOptions(wait_s=900, auth_help="grant roles/run.invoker"), clock=time.clock, sleep=time.sleep
         )
     assert result.status is CheckStatus.UNAUTHORISED
     assert time.sleeps == []
@@ -122,7 +122,7 @@ async def test_not_found_health_is_a_wrong_url_not_a_wait() -> None:
         FakeVllm(FakeVllmConfig(always_status={"/health": 404})) as server,
         make_client(server.url, None) as client,
     ):
-        result = await check_readiness(client, HealthOptions(), clock=time.clock, sleep=time.sleep)
+        result = await check_readiness(client, CheckOptions(), clock=time.clock, sleep=time.sleep)
     assert result.status is CheckStatus.FAIL
     assert time.sleeps == []
     assert "base URL" in (result.cause or "")
@@ -140,7 +140,7 @@ async def test_unresolvable_host_is_unreachable_at_once() -> None:
 
     client = make_client("http://gone.invalid", None, transport=httpx.MockTransport(no_such_host))
     async with client:
-        result = await check_readiness(client, HealthOptions(), clock=time.clock, sleep=time.sleep)
+        result = await check_readiness(client, CheckOptions(), clock=time.clock, sleep=time.sleep)
     assert result.status is CheckStatus.UNREACHABLE
     assert time.sleeps == []
     assert "DNS" in (result.got or "")
@@ -152,7 +152,7 @@ async def test_zero_wait_polls_once() -> None:
         FakeVllm(FakeVllmConfig(always_status={"/health": 503})) as server,
         make_client(server.url, None) as client,
     ):
-        result = await check_readiness(client, HealthOptions(wait_s=0), clock=time.clock, sleep=time.sleep)
+        result = await check_readiness(client, CheckOptions(wait_s=0), clock=time.clock, sleep=time.sleep)
     assert result.status is CheckStatus.UNREACHABLE
     assert result.facts["polls"] == 1
     assert result.name is CheckName.READINESS
@@ -171,7 +171,7 @@ async def test_each_poll_and_pause_fits_in_what_is_left_of_the_wait() -> None:
     client = make_client("http://starting.test", None, transport=httpx.MockTransport(not_ready))
     async with client:
         result = await check_readiness(
-            client, HealthOptions(wait_s=10, poll_timeout_s=30), clock=time.clock, sleep=time.sleep
+            client, CheckOptions(wait_s=10, poll_timeout_s=30), clock=time.clock, sleep=time.sleep
         )
     assert result.status is CheckStatus.UNREACHABLE
     assert time.now == pytest.approx(10)

@@ -23,7 +23,7 @@ from verify.memory.cli import calibration_record, print_layout
 from verify.memory.layout import MemoryLayout, memory_layout, memory_query
 from verify.memory.startup import parse_startup
 from verify.ops.google import GoogleApis
-from verify.stack_settings import load_settings
+from verify.stack_settings import load_stack_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ def _serve(fake: FakeGoogle, entries: list[Body]) -> None:
 
 def _layout(fake: FakeGoogle) -> MemoryLayout:
     with GoogleApis(tokens, api_root=fake.url) as apis:
-        return memory_layout(apis, ops_stack("l4"), load_settings("l4"), root=None, since_s=86400, now=lambda: NOW)
+        return memory_layout(apis, ops_stack("l4"), load_stack_file("l4"), since_s=86400, now=lambda: NOW)
 
 
 def test_the_newest_start_up_is_shown_beside_the_plan_with_the_error(fake: FakeGoogle) -> None:
@@ -117,13 +117,13 @@ def test_a_saved_record_calibrates_the_planner_for_that_accelerator_and_checkpoi
 ) -> None:
     """After --save, the plan's KV budget for the same settings is what vLLM found, and the preview says why."""
     _serve(fake, [entry("l4", line, second=i) for i, line in enumerate(GPU_LINES)])
-    settings = load_settings("l4")
-    record = calibration_record(_layout(fake), settings, now=NOW)
+    loaded = load_stack_file("l4")
+    record = calibration_record(_layout(fake), loaded, now=NOW)
     path = save_record(tmp_path, record)
     assert path == record_path(tmp_path, "nvidia-l4", "gemma-4-12B-it-qat-w4a16-ct")
     assert load_record(tmp_path, "nvidia-l4", "gemma-4-12B-it-qat-w4a16-ct") == record
-    before = assess_stack(settings, root=ROOT)
-    after = assess_stack(settings, root=tmp_path)
+    before = loaded.capacity
+    after = assess_stack(loaded.settings, root=tmp_path)
     assert before.plan is not None
     assert after.plan is not None
     assert after.plan.weight_bytes == round(10.43 * 2**30)
@@ -139,7 +139,7 @@ def test_save_refuses_a_start_up_that_did_not_log_the_weights(fake: FakeGoogle) 
     cpu = (FIXTURES / "vllm-0.32-cpu-startup.log").read_text(encoding="utf-8").splitlines()
     _serve(fake, [entry("l4", line, second=i) for i, line in enumerate(cpu)])
     with pytest.raises(UsageError, match="Model loading took"):
-        calibration_record(_layout(fake), load_settings("l4"), now=NOW)
+        calibration_record(_layout(fake), load_stack_file("l4"), now=NOW)
 
 
 def test_a_broken_record_is_an_error_naming_the_file(tmp_path: Path) -> None:

@@ -18,8 +18,9 @@ from job_scripts.import_weights import MARKER_NAME, Marker
 from tests.verify.ops.google_fake import Body, FakeGoogle, fixture, tokens
 from verify import cli
 from verify.models.bucket import IMPORT_MARKER
-from verify.models.cli import print_inventory, run_models, served_dirs
+from verify.models.cli import print_inventory
 from verify.models.inventory import CheckpointState
+from verify.models.run import BucketUnreadableError, ModelsOptions, list_models, run_models, served_dirs
 from verify.ops.google import GoogleApiError, GoogleApis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,3 +138,23 @@ def test_the_command_without_credentials_exits_2_naming_the_bucket(
     code = cli.main(["models", "--stack", "l4", "--bucket", BUCKET])
     assert code == 2
     assert f"cannot read gs://{BUCKET}" in capsys.readouterr().err
+
+
+def test_the_typed_function_lists_the_named_bucket_for_the_stack(fake: FakeGoogle) -> None:
+    """Guards against a tool (no argv) listing another bucket or other served paths than `verify models`:
+    options.bucket wins over the stack's output, the stack file names the served path, and an unreadable
+    bucket is one error naming it."""
+    install_bucket(fake, marker_body())
+
+    def google() -> GoogleApis:
+        return GoogleApis(tokens, api_root=fake.url)
+
+    found = list_models("l4", ModelsOptions(bucket=BUCKET), open_apis=google, root=ROOT)
+    assert found.bucket == BUCKET
+    assert {c.path: c.served_by for c in found.checkpoints}[SERVED] == ["l4"]
+    assert found.exit_code == 0
+    fake.fail("GET", LIST, "error_permission_denied.json")
+    with pytest.raises(BucketUnreadableError, match=f"cannot read gs://{BUCKET}"):
+        list_models(
+            "l4", ModelsOptions(bucket=BUCKET), open_apis=lambda: GoogleApis(tokens, api_root=fake.url), root=ROOT
+        )

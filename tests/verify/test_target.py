@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import stat
-import subprocess
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
+from serving.outputs import DeployedOutputs
+from tests.fake_pulumi import FakeStackOutputs
 from verify import UsageError
-from verify.target import AuthKind, add_target_arguments, resolve_target, target_from_outputs, target_from_url
+from verify.streaming import default_deadline_s
+from verify.target import AuthKind, TargetOptions, TimeoutOptions, resolve_target, target_from_outputs, target_from_url
+from verify.target.cli import add_target_arguments, target_options
 
 L4_OUTPUTS = {
     "endpoint": "https://gemma-l4-abc123-uc.a.run.app/",
@@ -29,22 +28,10 @@ L4_OUTPUTS = {
 }
 
 
-def parse(*argv: str) -> argparse.Namespace:
+def parse(*argv: str) -> TargetOptions:
     parser = argparse.ArgumentParser()
     add_target_arguments(parser)
-    return parser.parse_args(list(argv))
-
-
-def pulumi_answering(
-    stdout: str = "", returncode: int = 0, stderr: str = ""
-) -> tuple[Callable[[Sequence[str]], subprocess.CompletedProcess[str]], list[list[str]]]:
-    seen: list[list[str]] = []
-
-    def run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-        seen.append(list(command))
-        return subprocess.CompletedProcess(list(command), returncode, stdout, stderr)
-
-    return run, seen
+    return target_options(parser.parse_args(list(argv)))
 
 
 @pytest.mark.parametrize(
@@ -77,12 +64,12 @@ def test_url_without_model_leaves_discovery_to_the_checks() -> None:
 def test_bad_url_is_a_usage_error_naming_the_flag(url: str) -> None:
     """A URL without scheme or host must fail before any request, naming --url."""
     with pytest.raises(UsageError, match="--url"):
-        target_from_url(url, model=None, auth="auto", api_key_env_given=False)
+        target_from_url(url, model=None, auth=None, api_key_env_given=False)
 
 
 def test_audience_is_the_service_url_without_path() -> None:
     """Cloud Run rejects tokens whose audience carries a path; the audience must be scheme://host."""
-    target = target_from_url("https://svc-uc.a.run.app/v1/", model=None, auth="auto", api_key_env_given=False)
+    target = target_from_url("https://svc-uc.a.run.app/v1/", model=None, auth=None, api_key_env_given=False)
     assert target.base_url == "https://svc-uc.a.run.app/v1"
     assert target.audience == "https://svc-uc.a.run.app"
 
@@ -104,9 +91,9 @@ def test_a_tagged_revision_url_takes_the_service_urls_token() -> None:
 
 def test_stack_outputs_become_a_target() -> None:
     """The outputs named in docs/architecture.md must all arrive in the Target, typed."""
-    run, seen = pulumi_answering(json.dumps(L4_OUTPUTS))
-    target = resolve_target(parse("--stack", "l4"), run_pulumi=run)
-    assert seen == [["pulumi", "stack", "output", "--json", "--stack", "l4"]]
+    pulumi = FakeStackOutputs({"l4": L4_OUTPUTS})
+    target = resolve_target(parse("--stack", "l4"), pulumi=pulumi)
+    assert pulumi.read == ["l4"]
     assert target.base_url == "https://gemma-l4-abc123-uc.a.run.app"
     assert target.model == "gemma-4-12b"
     assert target.auth_kind is AuthKind.GOOGLE
@@ -126,52 +113,37 @@ def test_stack_api_key_output_and_overrides() -> None:
         "platform": "tpu",
         "accelerator": "tpu-v6e",
     }
-    run, _ = pulumi_answering(json.dumps(outputs))
-    target = resolve_target(parse("--stack", "tpu-v6e"), run_pulumi=run)
+    pulumi = FakeStackOutputs({"tpu-v6e": outputs})
+    target = resolve_target(parse("--stack", "tpu-v6e"), pulumi=pulumi)
     assert (target.auth_kind, target.api_key_secret) == (AuthKind.API_KEY, "vllm-api-key")
     assert target.admission_limit is None
-    overridden = resolve_target(parse("--stack", "tpu-v6e", "--model", "other", "--auth", "none"), run_pulumi=run)
+    overridden = resolve_target(parse("--stack", "tpu-v6e", "--model", "other", "--auth", "none"), pulumi=pulumi)
     assert (overridden.model, overridden.auth_kind) == ("other", AuthKind.NONE)
 
 
 def test_stack_missing_output_names_it() -> None:
     """A stack that does not export servedModelName must say so, not fail later with a KeyError."""
     outputs = {key: value for key, value in L4_OUTPUTS.items() if key != "servedModelName"}
-    run, _ = pulumi_answering(json.dumps(outputs))
-    with pytest.raises(UsageError, match="servedModelName"):
-        resolve_target(parse("--stack", "l4"), run_pulumi=run)
+    with pytest.raises(UsageError, match="servedModelName: Field required"):
+        resolve_target(parse("--stack", "l4"), pulumi=FakeStackOutputs({"l4": outputs}))
 
 
 def test_stack_unknown_auth_kind_is_rejected() -> None:
     """An authKind verify does not know must not silently become "none"."""
-    run, _ = pulumi_answering(json.dumps({**L4_OUTPUTS, "authKind": "mtls"}))
     with pytest.raises(UsageError, match="authKind"):
-        resolve_target(parse("--stack", "l4"), run_pulumi=run)
+        resolve_target(parse("--stack", "l4"), pulumi=FakeStackOutputs({"l4": {**L4_OUTPUTS, "authKind": "mtls"}}))
 
 
 def test_pulumi_failure_is_a_usage_error_with_its_message() -> None:
     """`pulumi` failing (no such stack, not logged in) must surface its own message."""
-    run, _ = pulumi_answering(returncode=255, stderr="error: no stack named 'l5' found\n")
     with pytest.raises(UsageError, match="no stack named 'l5' found"):
-        resolve_target(parse("--stack", "l5"), run_pulumi=run)
+        resolve_target(parse("--stack", "l5"), pulumi=FakeStackOutputs({"l4": L4_OUTPUTS}))
 
 
-def test_pulumi_printing_no_json_is_a_usage_error() -> None:
-    run, _ = pulumi_answering(stdout="warning: upgrade available\n")
-    with pytest.raises(UsageError, match="did not print JSON"):
-        resolve_target(parse("--stack", "l4"), run_pulumi=run)
-
-
-def test_real_subprocess_reads_a_pulumi_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default runner must really execute `pulumi` from PATH with the arguments as a list."""
-    script = tmp_path / "pulumi"
-    record = tmp_path / "args"
-    script.write_text(f'#!/bin/sh\necho "$@" > {record}\ncat <<"JSON"\n{json.dumps(L4_OUTPUTS)}\nJSON\n')
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    target = resolve_target(parse("--stack", "l4"))
-    assert target.model == "gemma-4-12b"
-    assert record.read_text().split() == ["stack", "output", "--json", "--stack", "l4"]
+def test_a_malformed_output_verify_reads_is_named() -> None:
+    """Guards against a stack whose maxNumSeqs is not a number reaching the checks as "unknown" silently."""
+    with pytest.raises(UsageError, match="maxNumSeqs: Input should be a valid integer"):
+        resolve_target(parse("--stack", "l4"), pulumi=FakeStackOutputs({"l4": {**L4_OUTPUTS, "maxNumSeqs": "many"}}))
 
 
 def test_missing_pulumi_binary_says_how_to_proceed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -199,6 +171,39 @@ def test_stack_and_url_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None
 def test_stack_billing_output_reaches_the_target() -> None:
     """Bench prices what the stack bills (its `billing` output): the target must carry it from the outputs."""
     billing = {"kind": "cloud-run", "accelerator": "nvidia-l4", "region": "us-east4", "cpu": 8, "memoryGib": 32}
-    target = target_from_outputs("l4", {**L4_OUTPUTS, "billing": billing})
+    target = target_from_outputs("l4", DeployedOutputs.read({**L4_OUTPUTS, "billing": billing}))
     assert target.billing == billing
-    assert target_from_outputs("l4", L4_OUTPUTS).billing is None
+    assert target_from_outputs("l4", DeployedOutputs.read(L4_OUTPUTS)).billing is None
+
+
+def test_target_options_name_exactly_one_source() -> None:
+    """A caller without argparse (an MCP tool, promote) must not build options that name both a stack and
+    a URL, or neither: resolve_target would silently prefer one."""
+    with pytest.raises(ValueError, match="exactly one of stack"):
+        TargetOptions(stack="l4", url="http://127.0.0.1:8000")
+    with pytest.raises(ValueError, match="exactly one of stack"):
+        TargetOptions()
+
+
+def test_typed_target_options_resolve_like_the_flags() -> None:
+    """The typed options and the flags must lead to the same target, so a tool calling the function and
+    a user typing the command check the same endpoint the same way."""
+    typed = resolve_target(
+        TargetOptions(url="https://candidate---svc-uc.a.run.app", audience="https://svc-uc.a.run.app/", model="m")
+    )
+    flagged = resolve_target(
+        parse(
+            "--url", "https://candidate---svc-uc.a.run.app", "--audience", "https://svc-uc.a.run.app/", "--model", "m"
+        )
+    )
+    assert typed == flagged
+    assert typed.auth_kind is AuthKind.GOOGLE
+    assert typed.audience == "https://svc-uc.a.run.app"
+
+
+def test_request_deadline_defaults_from_the_silence_timeout() -> None:
+    """--deadline wins when given; without it a request may take --timeout plus time per token asked for."""
+    assert TimeoutOptions(deadline_s=7.0).request_deadline_s(512) == 7.0
+    default = TimeoutOptions(read_s=30.0).request_deadline_s(512)
+    assert default == default_deadline_s(512, 30.0)
+    assert default > 30.0

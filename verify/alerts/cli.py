@@ -10,10 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from verify import UsageError
-from verify.alerts.suggest import NoUsableCellsError, Slo, SloMissedEverywhereError, stack_snippet, suggest
+from verify.alerts.suggest import Slo, SloMissedEverywhereError, SuggestOptions, stack_snippet, suggest_from_file
 from verify.argtypes import positive_int, positive_number
-from verify.bench.results import load_results
 
 EXIT_OK = 0
 EXIT_SLO_MISSED = 1
@@ -70,16 +68,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_suggest(args: argparse.Namespace) -> int:
     path: Path = args.results
-    if not path.is_file():
-        raise UsageError(f"--from {path}: no such file (a `gemma-verify bench --output` results file)")
-    loaded = load_results(path)
-    slo = Slo(ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms)
+    options = SuggestOptions(
+        slo=Slo(ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms),
+        max_num_seqs=args.max_num_seqs,
+        allow_untrusted=args.allow_untrusted,
+    )
     try:
-        suggestion = suggest(loaded.records, slo, max_num_seqs=args.max_num_seqs, allow_untrusted=args.allow_untrusted)
-    except NoUsableCellsError as exc:
-        raise UsageError(f"--from {path}: {exc}") from None
+        suggestion = suggest_from_file(path, options)
     except SloMissedEverywhereError as exc:
         print(f"alerts suggest: {exc}", file=sys.stderr)
         return EXIT_SLO_MISSED
-    sys.stdout.write(stack_snippet(suggestion, slo, source=path.name))
+    sys.stdout.write(stack_snippet(suggestion, options.slo, source=path.name))
     return EXIT_OK

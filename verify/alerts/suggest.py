@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from serving.alert_rules import TPOT_HISTOGRAM, TTFT_HISTOGRAM
 from serving.vllm_metrics import recorded_metrics
-from verify.bench.results import CellRecord
+from verify import UsageError
+from verify.bench.results import CellRecord, load_results
 
 
 class NoUsableCellsError(ValueError):
@@ -110,6 +112,30 @@ def suggest(
         max_queue_seconds=queue,
         max_waiting_requests=waiting,
     )
+
+
+@dataclass(frozen=True)
+class SuggestOptions:
+    """``verify alerts suggest``: the SLO, the stack's maxNumSeqs (for maxWaitingRequests) and whether untrusted
+    cells count."""
+
+    slo: Slo = Slo()
+    max_num_seqs: int | None = None
+    allow_untrusted: bool = False
+
+
+def suggest_from_file(results: Path, options: SuggestOptions) -> Suggestion:
+    """The thresholds a bench results file supports; ``UsageError`` when it cannot be used (named ``--from``),
+    ``SloMissedEverywhereError`` when the sweep missed the SLO even at its lowest concurrency."""
+    if not results.is_file():
+        raise UsageError(f"--from {results}: no such file (a `gemma-verify bench --output` results file)")
+    loaded = load_results(results)
+    try:
+        return suggest(
+            loaded.records, options.slo, max_num_seqs=options.max_num_seqs, allow_untrusted=options.allow_untrusted
+        )
+    except NoUsableCellsError as exc:
+        raise UsageError(f"--from {results}: {exc}") from None
 
 
 def _bucket_at_or_above(histogram: str, value: float, *, ceiling: float) -> float:

@@ -1,54 +1,72 @@
-"""`python -m verify bench` (and the registration of `compare`): flags, wiring and exit codes.
+"""`python -m verify bench`, `bench task`, `bench collect` and `compare`: flags, rendering and exit codes.
 
-Exit codes: 0 every cell measured and every ``--slo`` (and the default ``success_rate`` gate) met;
-1 an SLO was violated, or fewer cells were measured than asked (none at all, or some skipped without
+The only module of verify/bench that knows flags: it maps them onto the typed options of
+verify/bench/options.py, runs the commands as functions (command.py: ``run_bench``; cloud_command.py:
+``run_on_cloud_run``, ``run_bench_task``, ``collect_run``; compare_command.py; matrix_command.py) and
+renders their reports.
+
+Exit codes of `bench`: 0 every cell measured and every ``--slo`` (and the default ``success_rate`` gate)
+met; 1 an SLO was violated, or fewer cells were measured than asked (none at all, or some skipped without
 ``--allow-skipped``); 2 a usage error, an unusable ``--output``, or an endpoint that cannot be reached,
 authorised, does not serve the model or stops answering mid-sweep (finished cells and their reports are
-kept; rerun with ``--resume`` once it is back); 130 interrupted (likewise).
+kept; rerun with ``--resume`` once it is back); 130 interrupted (likewise). `compare`: 0 compared; 2 a file
+is missing, empty or holds a line verify could not have written, or the two files measured different
+workloads (output tokens per request or API) and ``--allow-mismatch`` was not given.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime
 import json
+import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
-import httpx
 from rich.console import Console
 
-from verify import UsageError, discovery
+from verify import UsageError
 from verify.argtypes import positive_int, positive_int_list, positive_number
-from verify.auth import auth_advice
-from verify.bench import cloud_cli, compare_command, resume, server_metrics
-from verify.bench.console import ProgressObserver, summary_table
-from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name, parse_params
-from verify.bench.load_generator import TransportKind, make_transport, raise_fd_limit
+from verify.bench.cloud_command import (
+    DEFAULT_BARRIER_TIMEOUT_S,
+    CollectOptions,
+    CollectReport,
+    TaskOptions,
+    collect_run,
+    run_bench_task,
+    run_on_cloud_run,
+)
+from verify.bench.command import BenchReport, run_bench
+from verify.bench.compare_command import CompareOptions, run_compare
+from verify.bench.console import comparison_view, summary_table
+from verify.bench.judgement import parse_params
+from verify.bench.load_generator import TransportKind
+from verify.bench.matrix import DEFAULT_ACTIVE_HOURS
+from verify.bench.matrix_command import MatrixOptions, run_matrix
+from verify.bench.options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_CONTEXT,
+    DEFAULT_MAX_TOKENS,
+    BenchOptions,
+    Gate,
+    ServingFacts,
+    Workload,
+)
 from verify.bench.outputs import check_output
-from verify.bench.prompts import PromptBook, choose_counter
-from verify.bench.report import write_reports
-from verify.bench.results import CellKey, CellRecord, done_keys, read_checked
 from verify.bench.slo import DEFAULT_SUCCESS_RATE, Slo, parse_slo
-from verify.bench.sweep import Endpoint, EndpointLostError, plan_from_arguments, run_sweep
-from verify.bench.trust import gate_failures
-from verify.bench.workers import USERS_PER_WORKER, ClientSpec, worker_pool
-from verify.client import client_for, default_timeout
-from verify.responses import body_excerpt
+from verify.bench.workers import USERS_PER_WORKER
 from verify.streaming import Api
-from verify.target import Target, add_target_arguments, resolve_target
+from verify.target import resolve_target
+from verify.target.cli import add_target_arguments, add_timeout_arguments, target_options, timeout_options
 
 EXIT_OK = 0
-EXIT_SLO_FAILED = 1
-EXIT_INTERRUPTED = 130
-DEFAULT_CONCURRENCY = "1,8,32"
-DEFAULT_CONTEXT = "128,1024"
-DEFAULT_MAX_TOKENS = 128
+# What to change when the job's own tasks were CPU-bound (said once under the cells).
+JOB_ADVICE = "give the load-generator job more tasks or cpuPerTask (the stack's bench block)"
 
 
-def _slo(value: str) -> Slo:
+def slo_flag(value: str) -> Slo:
+    """``--slo KEY=VALUE`` (verify bench, compare and promote), parsed so a typo fails before anything runs."""
     try:
         return parse_slo(value)
     except ValueError as exc:
@@ -62,11 +80,22 @@ def _params(value: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _hours(text: str) -> float:
+    hours = positive_number("--active-hours", "hours")(text)
+    if hours > 24:
+        raise argparse.ArgumentTypeError(f"--active-hours is hours a day: at most 24, got {text!r}")
+    return hours
+
+
+def _list(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``verify bench`` and ``verify compare`` to the CLI."""
     _register_bench(subparsers)
-    compare_command.register(subparsers)
-    cloud_cli.register(subparsers, add_workload_arguments, add_gate_arguments, add_facts_arguments)
+    _register_compare(subparsers)
+    _register_cloud(subparsers)
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -75,16 +104,16 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> argparse._Argumen
     load.add_argument(
         "--concurrency",
         type=positive_int_list("--concurrency"),
-        default=positive_int_list("--concurrency")(DEFAULT_CONCURRENCY),
+        default=DEFAULT_CONCURRENCY,
         metavar="LIST",
-        help=f"users (requests in flight), comma-separated (default {DEFAULT_CONCURRENCY})",
+        help=f"users (requests in flight), comma-separated (default {_list(DEFAULT_CONCURRENCY)})",
     )
     load.add_argument(
         "--context",
         type=positive_int_list("--context"),
-        default=positive_int_list("--context")(DEFAULT_CONTEXT),
+        default=DEFAULT_CONTEXT,
         metavar="LIST",
-        help=f"prompt lengths in tokens as the server counts them, comma-separated (default {DEFAULT_CONTEXT})",
+        help=f"prompt lengths in tokens as the server counts them, comma-separated (default {_list(DEFAULT_CONTEXT)})",
     )
     load.add_argument(
         "--max-tokens",
@@ -119,7 +148,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup
     """``--slo`` gates and ``--allow-untrusted``, shared by ``bench`` and ``bench collect``."""
     parser.add_argument(
         "--slo",
-        type=_slo,
+        type=slo_flag,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -213,14 +242,144 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     parser.set_defaults(handler=run_bench_command)
 
 
+def _register_cloud(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``bench task`` and ``bench collect`` (registered as ``bench-task``/``bench-collect``; verify.cli
+    maps the two-word spelling onto them)."""
+    task = subparsers.add_parser(
+        "bench-task",
+        prog="python -m verify bench task",
+        help="(run by the load-generator job) this task's share of every cell",
+    )
+    add_workload_arguments(task)
+    task.add_argument("--run-id", required=True, help="the execution's folder under --results")
+    task.add_argument("--url", help="the service (default $BENCH_URL)")
+    task.add_argument("--model", help="served model name (default $BENCH_MODEL)")
+    task.add_argument("--results", help="folder on the results volume (default $BENCH_RESULTS)")
+    task.add_argument("--accelerator", help="what serves the endpoint (the stack's), recorded for collect's ceiling")
+    task.add_argument(
+        "--workers", type=positive_int("--workers"), help="worker processes (default $BENCH_WORKERS, else the CPUs)"
+    )
+    add_timeout_arguments(task)
+    task.add_argument(
+        "--barrier-timeout",
+        type=positive_number("--barrier-timeout", "seconds"),
+        default=DEFAULT_BARRIER_TIMEOUT_S,
+        help="seconds to wait for the other tasks",
+    )
+    task.set_defaults(handler=run_task_command)
+    collect = subparsers.add_parser(
+        "bench-collect",
+        prog="python -m verify bench collect",
+        help="merge a load-generator run's task files into JSONL, CSV, Markdown and PNG",
+    )
+    collect.add_argument("directory", type=Path, metavar="DIR", help="the run's folder (copied from the bucket)")
+    collect.add_argument("--output", type=Path, metavar="FILE.jsonl", help="default DIR.jsonl")
+    add_gate_arguments(collect)
+    add_facts_arguments(collect)
+    collect.set_defaults(handler=run_collect_command)
+
+
+def two_word_alias(argv: Sequence[str]) -> list[str]:
+    """``bench collect ...`` / ``bench task ...`` -> ``bench-collect ...`` / ``bench-task ...``."""
+    words = list(argv)
+    if len(words) >= 2 and words[0] == "bench" and words[1] in {"collect", "task"}:
+        return [f"bench-{words[1]}", *words[2:]]
+    return words
+
+
+def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="per-cell deltas between two bench results files (e.g. MTP on vs off)",
+        description="Match cells of A and B on context x concurrency and show B's change against A; changes "
+        "within the two runs' own spread are marked as noise. Refuses files whose requests differ in output "
+        "tokens or API (--allow-mismatch to compare anyway); warns when model, requests per cell or client "
+        "transport differ. Exit codes: 0 compared, 2 usage error or mismatched workloads.",
+    )
+    parser.add_argument("a", type=Path, metavar="A.jsonl")
+    parser.add_argument("b", type=Path, metavar="B.jsonl")
+    parser.add_argument("--markdown", type=Path, metavar="FILE.md", help="also write the comparison as Markdown")
+    parser.add_argument(
+        "--allow-mismatch",
+        action="store_true",
+        help="compare even when A and B asked for different output tokens per request or API",
+    )
+    parser.add_argument(
+        "--allow-untrusted",
+        action="store_true",
+        help="also judge cells a sweep marked untrusted (its load generator was CPU-bound): their would-be "
+        "verdicts are marked * and counted apart",
+    )
+    group = parser.add_argument_group("three or more runs (or two with --matrix): stacks side by side")
+    group.add_argument("more", nargs="*", type=Path, metavar="C.jsonl", help="more results files, one per run")
+    group.add_argument("--matrix", action="store_true", help="compare two files as runs side by side, not A vs B")
+    group.add_argument(
+        "--slo",
+        action="append",
+        default=[],
+        type=slo_flag,
+        metavar="KEY=VALUE",
+        help="what the cheapest run must meet, e.g. p99_ttft_ms=2000 (repeatable; success_rate >= 1 by default)",
+    )
+    group.add_argument(
+        "--active-hours",
+        type=_hours,
+        default=DEFAULT_ACTIVE_HOURS,
+        metavar="H",
+        help=f"hours a day with traffic, for the scaled-to-zero monthly cost (default {DEFAULT_ACTIVE_HOURS:g})",
+    )
+    group.add_argument("--csv", type=Path, metavar="FILE.csv", help="also write every cell as CSV")
+    group.add_argument("--chart", type=Path, metavar="FILE.png", help="also draw each run's chosen cost as a PNG")
+    parser.set_defaults(handler=run_compare_command)
+
+
+# --- flags -> options --------------------------------------------------------------------------------
+
+
+def workload_options(args: argparse.Namespace) -> Workload:
+    """The workload flags (``add_workload_arguments``) as a ``Workload``."""
+    return Workload(
+        concurrency=tuple(args.concurrency),
+        context=tuple(args.context),
+        max_tokens=args.max_tokens,
+        requests=args.requests,
+        warmup=args.warmup,
+        api=Api(args.api),
+        ignore_eos=args.ignore_eos,
+    )
+
+
+def _gate(args: argparse.Namespace) -> Gate:
+    return Gate(slos=tuple(args.slo), allow_untrusted=args.allow_untrusted)
+
+
+def _facts(args: argparse.Namespace) -> ServingFacts:
+    return ServingFacts(
+        accelerator=args.accelerator,
+        accelerator_count=args.accelerator_count,
+        price_per_hour=args.price_per_hour,
+        model_params=args.model_params,
+    )
+
+
+def bench_options(args: argparse.Namespace, output: Path) -> BenchOptions:
+    """``verify bench``'s flags as ``BenchOptions`` (the target flags are resolved apart)."""
+    return BenchOptions(
+        output=output,
+        workload=workload_options(args),
+        timeouts=timeout_options(args),
+        api_key_env=args.api_key_env,
+        transport=TransportKind(args.transport),
+        workers=args.workers,
+        resume=args.resume,
+        progress=not args.no_progress,
+        allow_skipped=args.allow_skipped,
+        gate=_gate(args),
+        facts=_facts(args),
+    )
+
+
 # --- bench -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Discovered:
-    model: str
-    vllm_version: str | None
-    max_model_len: int | None
 
 
 def _default_output() -> Path:
@@ -228,210 +387,137 @@ def _default_output() -> Path:
     return Path("bench-results") / f"bench-{stamp}.jsonl"
 
 
-def _existing_records(path: Path, *, resume: bool, console: Console) -> list[CellRecord]:
-    loaded = read_checked(path)
-    if loaded.unreadable_lines:
-        console.print(
-            f"[yellow]warning[/] {path}: lines {loaded.unreadable_lines} are not cell records (e.g. cut off by a "
-            "kill) and are ignored"
-        )
-    if loaded.records and not resume:
-        raise UsageError(
-            f"--output {path} already holds {len(loaded.records)} cells; pass --resume to continue that sweep or "
-            "choose another --output"
-        )
-    return loaded.records
+def _stderr() -> Console:
+    return Console(stderr=True, soft_wrap=True)
+
+
+def _table_console() -> Console:
+    # Piped output (CI logs) gets a wide table rather than rich's 80-column default.
+    return Console(width=None if sys.stdout.isatty() else 160)
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
-    console = Console(stderr=True, soft_wrap=True)
+    console = _stderr()
     output: Path = args.output if args.output is not None else _default_output()
+    # Before the target: an unusable --output is named first, without asking Pulumi (run_bench checks again).
     check_output(output)
+    options = bench_options(args, output)
     if args.on_cloud_run:
-        return cloud_cli.run_on_cloud_run(args, output, console)
-    target = resolve_target(args)
-    existing = _existing_records(output, resume=args.resume, console=console)
-    try:
-        facts = accelerator_facts(
-            args.accelerator or target.accelerator,
-            count=args.accelerator_count,
-            price_override=args.price_per_hour,
-            billing=target.billing if not args.accelerator else None,
-        )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if facts.price_basis:
-        console.print(f"cost basis: {facts.price_basis}")
-    fd_warning = raise_fd_limit(max(args.concurrency))
-    if fd_warning:
-        console.print(f"[yellow]warning[/] {fd_warning}")
-    lost: EndpointLostError | None = None
-    try:
-        planned = asyncio.run(_bench(args, target, output, existing=existing, facts=facts, console=console))
-    except KeyboardInterrupt:
-        kept = len(read_checked(output).records)
+        if args.stack is None:
+            raise UsageError("--on-cloud-run needs --stack (the job is part of the stack)")
+        return _show_collected(run_on_cloud_run(args.stack, options, console), console)
+    report = run_bench(resolve_target(target_options(args)), options, console=console)
+    return show_bench_report(report, as_json=args.json, console=console)
+
+
+def show_bench_report(report: BenchReport, *, as_json: bool, console: Console) -> int:
+    """What `verify bench` prints once the sweep ended (also for promote's bench gate); the exit code.
+
+    Raises ``UsageError`` (exit 2) when the endpoint stopped answering or the reports could not be written.
+    """
+    output = report.output
+    if report.interrupted:
         console.print(
-            f"\n[yellow]interrupted[/]: {kept} finished cells are kept in {output}; rerun the same command with "
-            f"--output {output} --resume to measure the rest"
+            f"\n[yellow]interrupted[/]: {len(report.records)} finished cells are kept in {output}; rerun the same "
+            f"command with --output {output} --resume to measure the rest"
         )
-        return EXIT_INTERRUPTED
-    except EndpointLostError as exc:
-        lost, planned = exc, []
-    except OSError as exc:
-        raise UsageError(
-            f"--output {output}: writing a cell failed ({exc.strerror or exc}); finished cells are kept"
-        ) from None
-    records = read_checked(output).records
-    _show(args, records, new=[r for r in records if r.key not in done_keys(existing)], output=output, console=console)
-    if lost is not None:
-        raise UsageError(
-            f"the endpoint stopped answering: {lost.cell} was not measured: {lost.cause}; "
-            f"{sum(r.measured for r in records)} measured cells are kept in {output}: once the server answers "
-            f"again, rerun with --output {output} --resume to measure the rest"
-        )
-    problems = _coverage_problems(planned, records, allow_skipped=args.allow_skipped)
-    problems += gate_failures(args.slo, records, allow_untrusted=args.allow_untrusted)
-    for problem in problems:
+        return report.exit_code
+    _show(report, as_json=as_json, console=console)
+    if report.lost is not None:
+        raise UsageError(report.lost)
+    for problem in report.failures:
         console.print(f"[red]failed[/] {problem}")
-    return EXIT_SLO_FAILED if problems else EXIT_OK
+    return report.exit_code
 
 
-def _show(
-    args: argparse.Namespace, records: list[CellRecord], *, new: list[CellRecord], output: Path, console: Console
-) -> None:
-    """The table (or ``--json``) and the reports; none of them when no cell was measured."""
-    if args.json:
-        print(json.dumps([record.model_dump(mode="json") for record in new], indent=2))
-    if not any(record.measured for record in records):
+def _show(report: BenchReport, *, as_json: bool, console: Console) -> None:
+    """The table (or ``--json``) and where the reports are; nothing but the file when no cell was measured."""
+    output = report.output
+    if as_json:
+        print(json.dumps([record.model_dump(mode="json") for record in report.new], indent=2))
+    if not report.measured_any:
         console.print(f"results: {output}; no reports written: no cell was measured")
         return
-    if not new:
-        Console(width=None if sys.stdout.isatty() else 160).print(summary_table(records))
+    if not report.new:
+        _table_console().print(summary_table(list(report.records)))
         console.print(f"results: {output}; nothing new was measured, so no file was changed")
         return
-    summary = _metrics_summary(output.with_suffix(".metrics.json"))
-    try:
-        reports = write_reports(records, output.with_suffix(""), metrics_summary=summary)
-    except OSError as exc:
-        raise UsageError(f"--output {output}: writing the reports failed ({exc.strerror or exc})") from None
-    if not args.json:
-        # Piped output (CI logs) gets a wide table rather than rich's 80-column default.
-        Console(width=None if sys.stdout.isatty() else 160).print(summary_table(records))
-    console.print(f"results: {output}; reports: {', '.join(str(path) for path in reports)}")
+    if report.reports_error is not None:
+        raise UsageError(report.reports_error)
+    if not as_json:
+        _table_console().print(summary_table(list(report.records)))
+    console.print(f"results: {output}; reports: {', '.join(str(path) for path in report.reports)}")
 
 
-def _coverage_problems(planned: list[CellKey], records: list[CellRecord], *, allow_skipped: bool) -> list[str]:
-    """A gate cannot pass on nothing: every cell asked for must be measured (skips only when allowed)."""
-    latest = {record.key: record for record in records}
-    missing = [latest.get(key) for key in planned if key not in latest or not latest[key].measured]
-    if not missing:
-        return []
-    reasons = sorted({record.skip_reason or "skipped" for record in missing if record is not None})
-    why = f" ({'; '.join(reasons)})" if reasons else ""
-    if len(missing) == len(planned):
-        return [f"no cell was measured{why}: nothing to judge, so the run fails"]
-    if allow_skipped:
-        return []
-    return [f"{len(missing)} of {len(planned)} cells were not measured{why}; pass --allow-skipped to accept that"]
+# --- collect and task --------------------------------------------------------------------------------
 
 
-def _metrics_summary(path: Path) -> str | None:
-    before, after = server_metrics.load_snapshots(path)
-    return server_metrics.summary_markdown(before, after)
-
-
-async def _discover(client: httpx.AsyncClient, target: Target, args: argparse.Namespace) -> _Discovered:
-    """Reach the endpoint once before measuring: exit 2 now rather than fill a file with failures."""
-    try:
-        models = await discovery.served_models(client)
-    except discovery.AnswerError as exc:
-        raise UsageError(_unusable(exc, target, args)) from None
-    card = discovery.find_card(models, target.model)
-    if card is None:
-        if target.model is None:
-            raise UsageError(f"the server serves {models.names}; name the one to benchmark with --model")
-        raise UsageError(f"the server does not serve {target.model!r}; it serves {models.names} (use --model)")
-    try:
-        version: str | None = await discovery.vllm_version(client)
-    except discovery.AnswerError:
-        version = None
-    return _Discovered(card.id, version, card.max_model_len or target.max_model_len)
-
-
-def _unusable(exc: discovery.AnswerError, target: Target, args: argparse.Namespace) -> str:
-    where = f"{target.base_url}{exc.path}"
-    if exc.failure is not None:
-        return f"{target.base_url} is unreachable: {exc.failure.kind.value} ({exc.failure.detail})"
-    if exc.status in {httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN}:
-        return f"{where} answered {exc.status}: {auth_advice(target, api_key_env=args.api_key_env)}"
-    if exc.problem is discovery.AnswerProblem.STATUS:
-        return (
-            f"{where} answered {exc.status} ({body_excerpt(exc.body)}); is the server ready? "
-            "run `python -m verify health` first"
-        )
-    return f"{where} did not answer a model list: {body_excerpt(exc.body)}"
-
-
-async def _bench(
-    args: argparse.Namespace,
-    target: Target,
-    output: Path,
-    *,
-    existing: list[CellRecord],
-    facts: AcceleratorFacts,
-    console: Console,
-) -> list[CellKey]:
-    """Measure the cells not in ``existing``; returns the keys of every cell this command asked for."""
-    transport_kind = TransportKind(args.transport)
-    async with client_for(target, args, transport=make_transport(transport_kind)) as client:
-        found = await _discover(client, target, args)
-        plan = plan_from_arguments(
-            args, model=found.model, timeouts=default_timeout(connect_s=args.connect_timeout, read_s=args.timeout)
-        )
-        endpoint = Endpoint(
-            base_url=target.base_url,
-            platform=target.platform,
-            vllm_version=found.vllm_version,
-            max_model_len=found.max_model_len,
-            admission_limit=target.admission_limit,
-            transport=transport_kind.value,
-            accelerator=facts,
-            model_params=args.model_params or params_from_model_name(found.model),
-        )
-        found_differences = resume.differences(existing, plan, endpoint)
-        if found_differences:
-            raise UsageError(resume.refusal(output, found_differences))
-        todo = [cell for cell in plan.cells() if plan.key(*cell) not in done_keys(existing)]
+def _show_collected(report: CollectReport, console: Console) -> int:
+    if report.copies_dropped:
         console.print(
-            f"benchmarking {found.model} at {target.base_url} (vLLM {found.vllm_version or 'unknown'}): "
-            f"{len(todo)} cells to measure, {len(plan.cells()) - len(todo)} already in {output}"
+            f"{report.copies_dropped} share lines were exact copies of others (a second copy of the run inside "
+            f"{report.directory}?) and were counted once"
         )
-        if not todo:
-            # Nothing to measure: every file stays as it is (no empty metrics window, no rewritten reports).
-            return [plan.key(*cell) for cell in plan.cells()]
-        counter = await choose_counter(client, found.model, plan.api)
-        before = await server_metrics.snapshot(client, found.model)
-        spec = ClientSpec(target.base_url, transport_kind, args.connect_timeout, args.timeout, max(args.concurrency))
-        async with worker_pool(args.workers, spec) as pool:
-            if pool is not None:
-                console.print(f"load generation: {pool.size} worker processes share each cell's users")
-            if args.no_progress:
-                await run_sweep(
-                    client, plan, endpoint, results_path=output, done=done_keys(existing), counter=counter, pool=pool
-                )
-            else:
-                with ProgressObserver(console, cells=len(todo)) as observer:
-                    await run_sweep(
-                        client,
-                        plan,
-                        endpoint,
-                        results_path=output,
-                        done=done_keys(existing),
-                        counter=counter,
-                        book=PromptBook(),
-                        observer=observer,
-                        pool=pool,
-                    )
-        after = await server_metrics.snapshot(client, found.model)
-        server_metrics.write_snapshots(server_metrics.window_path(output), before, after)
-        return [plan.key(*cell) for cell in plan.cells()]
+    _table_console().print(summary_table(list(report.records), advice=JOB_ADVICE))
+    console.print(
+        f"merged run {report.run_id}: {len(report.records)} cells into {report.output}; reports: "
+        f"{', '.join(str(p) for p in report.reports)}"
+    )
+    for line in report.failures:
+        console.print(f"[red]failed[/] {line}")
+    return report.exit_code
+
+
+def run_collect_command(args: argparse.Namespace) -> int:
+    directory: Path = args.directory
+    output: Path = args.output if args.output is not None else directory.with_suffix(".jsonl")
+    report = collect_run(directory, CollectOptions(output=output, gate=_gate(args), facts=_facts(args)))
+    return _show_collected(report, _stderr())
+
+
+def run_task_command(args: argparse.Namespace) -> int:
+    """One task of the job: its share of every cell, written to <results>/<run id>/task-<index>.jsonl."""
+    options = TaskOptions(
+        run_id=args.run_id,
+        workload=workload_options(args),
+        timeouts=timeout_options(args),
+        url=args.url,
+        model=args.model,
+        results=args.results,
+        accelerator=args.accelerator,
+        workers=args.workers,
+        barrier_timeout_s=args.barrier_timeout,
+    )
+    report = run_bench_task(options, os.environ)
+    print(f"task {report.index} of {report.count}: {report.cells} cells measured into {report.output}", flush=True)
+    return EXIT_OK
+
+
+# --- compare -----------------------------------------------------------------------------------------
+
+
+def run_compare_command(args: argparse.Namespace) -> int:
+    if args.more or args.matrix:
+        options = MatrixOptions(
+            slos=tuple(args.slo), active_hours=args.active_hours, markdown=args.markdown, csv=args.csv, chart=args.chart
+        )
+        matrix = run_matrix([args.a, args.b, *args.more], options)
+        sys.stdout.write(matrix.markdown)
+        if matrix.chart_drawn is False:
+            print(f"compare: no chart: no run has a cell that meets {matrix.slo_text}", file=sys.stderr)
+        return EXIT_OK
+    compare = CompareOptions(
+        markdown=args.markdown, allow_mismatch=args.allow_mismatch, allow_untrusted=args.allow_untrusted
+    )
+    report = run_compare(args.a, args.b, compare)
+    console = Console()
+    console.print(
+        comparison_view(
+            list(report.rows),
+            a_name=report.a_name,
+            b_name=report.b_name,
+            width=console.width,
+            mismatches=list(report.mismatches),
+        )
+    )
+    return EXIT_OK

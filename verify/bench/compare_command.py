@@ -1,51 +1,36 @@
-"""`python -m verify compare A.jsonl B.jsonl`: flags, wiring and exit codes.
+"""`verify compare A.jsonl B.jsonl` as a function: ``run_compare(a, b, options) -> CompareReport``.
 
-Exit codes: 0 compared; 2 a file is missing, empty or holds a line verify could not have written
-(named as ``file:line`` with the reason, as ``--resume`` refuses it), or the two files measured different
-workloads (output tokens per request or API) and ``--allow-mismatch`` was not given.
+Refuses (``UsageError``, exit 2) a file that is missing, empty or holds a line verify could not have
+written (named as ``file:line`` with the reason, as ``--resume`` refuses it), and two files that measured
+different workloads (output tokens per request or API) unless ``allow_mismatch``. Three or more files (or
+two as a matrix) are verify/bench/matrix_command.py; flags and rendering live in verify/bench/cli.py.
 """
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 from pathlib import Path
-
-from rich.console import Console
 
 from verify import UsageError
 from verify.bench import compare as comparing
-from verify.bench.console import comparison_view
-from verify.bench.matrix_command import add_matrix_arguments, run_matrix, wants_matrix
 from verify.bench.results import CellRecord, read_checked
 
-EXIT_OK = 0
+
+@dataclass(frozen=True, slots=True)
+class CompareOptions:
+    markdown: Path | None = None  # also write the comparison here
+    allow_mismatch: bool = False  # compare even when A and B asked for different output tokens or API
+    allow_untrusted: bool = False  # also judge cells a sweep marked untrusted (marked * and counted apart)
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "compare",
-        help="per-cell deltas between two bench results files (e.g. MTP on vs off)",
-        description="Match cells of A and B on context x concurrency and show B's change against A; changes "
-        "within the two runs' own spread are marked as noise. Refuses files whose requests differ in output "
-        "tokens or API (--allow-mismatch to compare anyway); warns when model, requests per cell or client "
-        "transport differ. Exit codes: 0 compared, 2 usage error or mismatched workloads.",
-    )
-    parser.add_argument("a", type=Path, metavar="A.jsonl")
-    parser.add_argument("b", type=Path, metavar="B.jsonl")
-    parser.add_argument("--markdown", type=Path, metavar="FILE.md", help="also write the comparison as Markdown")
-    parser.add_argument(
-        "--allow-mismatch",
-        action="store_true",
-        help="compare even when A and B asked for different output tokens per request or API",
-    )
-    parser.add_argument(
-        "--allow-untrusted",
-        action="store_true",
-        help="also judge cells a sweep marked untrusted (its load generator was CPU-bound): their would-be "
-        "verdicts are marked * and counted apart",
-    )
-    add_matrix_arguments(parser)
-    parser.set_defaults(handler=run_compare_command)
+@dataclass(frozen=True, slots=True)
+class CompareReport:
+    """B's change against A per cell (``rows``), and the workload settings that differ (``mismatches``)."""
+
+    a_name: str
+    b_name: str
+    rows: tuple[comparing.CellComparison, ...]
+    mismatches: tuple[comparing.Mismatch, ...]
 
 
 def read_side(path: Path) -> list[CellRecord]:
@@ -58,24 +43,21 @@ def read_side(path: Path) -> list[CellRecord]:
     return loaded.records
 
 
-def run_compare_command(args: argparse.Namespace) -> int:
-    if wants_matrix(args):
-        return run_matrix([args.a, args.b, *args.more], args)
-    a, b = read_side(args.a), read_side(args.b)
+def run_compare(a_path: Path, b_path: Path, options: CompareOptions) -> CompareReport:
+    """Match the cells of A and B on context x concurrency and judge B's change against A."""
+    a, b = read_side(a_path), read_side(b_path)
     mismatches = comparing.workload_mismatches(a, b)
     refused = [mismatch for mismatch in mismatches if mismatch.refused]
-    if refused and not args.allow_mismatch:
+    if refused and not options.allow_mismatch:
         raise UsageError(
-            f"{args.a} and {args.b} measured different workloads, so no cell's change would mean anything: "
+            f"{a_path} and {b_path} measured different workloads, so no cell's change would mean anything: "
             + "; ".join(mismatch.describe() for mismatch in refused)
             + ". Rerun one side with the other's flags, or pass --allow-mismatch to compare anyway."
         )
-    rows = comparing.compare(a, b, allow_untrusted=args.allow_untrusted)
-    a_name, b_name = args.a.stem, args.b.stem
-    console = Console()
-    console.print(comparison_view(rows, a_name=a_name, b_name=b_name, width=console.width, mismatches=mismatches))
-    if args.markdown is not None:
-        args.markdown.write_text(
+    rows = comparing.compare(a, b, allow_untrusted=options.allow_untrusted)
+    a_name, b_name = a_path.stem, b_path.stem
+    if options.markdown is not None:
+        options.markdown.write_text(
             comparing.markdown(
                 rows,
                 a_name=a_name,
@@ -86,4 +68,4 @@ def run_compare_command(args: argparse.Namespace) -> int:
             ),
             encoding="utf-8",
         )
-    return EXIT_OK
+    return CompareReport(a_name, b_name, tuple(rows), tuple(mismatches))

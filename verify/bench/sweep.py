@@ -14,7 +14,6 @@ server that answers with errors is measured: its failures are the result.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import itertools
 import time
@@ -27,12 +26,14 @@ import httpx
 
 from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
 from verify.bench.metrics import CellMetrics
+from verify.bench.options import Workload
 from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.samples import PhaseShare, union_metrics
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
+from verify.client import http_timeout
 from verify.numbers import readable
 from verify.streaming import (
     Api,
@@ -42,7 +43,7 @@ from verify.streaming import (
     StreamResult,
     classify_transport_error,
 )
-from verify.target import request_deadline_s
+from verify.target import TimeoutOptions
 
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4
@@ -102,19 +103,19 @@ class SweepPlan:
         )
 
 
-def plan_from_arguments(args: argparse.Namespace, *, model: str, timeouts: httpx.Timeout) -> SweepPlan:
-    """The plan the workload flags (``verify.bench.cli.add_workload_arguments``) describe, for ``model``."""
+def plan_for(workload: Workload, *, model: str, timeouts: TimeoutOptions) -> SweepPlan:
+    """The plan ``workload`` describes for ``model``, each request bounded by ``timeouts``."""
     return SweepPlan(
         model=model,
-        contexts=tuple(args.context),
-        concurrencies=tuple(args.concurrency),
-        max_tokens=args.max_tokens,
-        api=Api(args.api),
-        requests=args.requests,
-        warmups=args.warmup,
-        ignore_eos=args.ignore_eos,
-        timeouts=timeouts,
-        deadline_s=request_deadline_s(args, args.max_tokens),
+        contexts=workload.context,
+        concurrencies=workload.concurrency,
+        max_tokens=workload.max_tokens,
+        api=workload.api,
+        requests=workload.requests,
+        warmups=workload.warmup,
+        ignore_eos=workload.ignore_eos,
+        timeouts=http_timeout(timeouts),
+        deadline_s=timeouts.request_deadline_s(workload.max_tokens),
     )
 
 

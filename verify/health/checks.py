@@ -13,7 +13,7 @@ Decisions:
   counts as empty: that is what a broken chat template typically produces.
 - ``temperature: 0`` and a fixed prompt make the check repeatable; ``ignore_eos`` is never sent,
   because a model that stops at once (EOS as first token) is exactly what this check must catch.
-- Every request has a total deadline (``HealthOptions.deadline_s``) besides the read timeout, which
+- Every request has a total deadline (``CheckOptions.deadline_s``) besides the read timeout, which
   only bounds silence: a server that answers forever must still end the check.
 - A check that cannot run because an earlier one failed is reported as skipped, with the reason.
 """
@@ -42,10 +42,10 @@ from verify.health.diagnosis import (
 from verify.health.readiness import check_readiness
 from verify.health.report import (
     CheckName,
+    CheckOptions,
     CheckResult,
     CheckStatus,
     Fact,
-    HealthOptions,
     HealthReport,
     ProgressCallback,
     TargetFacts,
@@ -63,17 +63,17 @@ Sleep = Callable[[float], Awaitable[None]]
 _Shape = TypeVar("_Shape", bound=pydantic.BaseModel)
 
 
-async def run_health(
+async def run_checks(
     client: httpx.AsyncClient,
     target: Target,
-    options: HealthOptions | None = None,
+    options: CheckOptions | None = None,
     *,
     clock: Clock = time.perf_counter,
     sleep: Sleep = asyncio.sleep,
     on_waiting: ProgressCallback | None = None,
 ) -> HealthReport:
     """Run every check in order against ``client`` (which carries the base URL and credential)."""
-    opts = options if options is not None else HealthOptions()
+    opts = options if options is not None else CheckOptions()
     checks: list[CheckResult] = []
     model = target.model  # the name to ask; None when the models check could not confirm one
     version: str | None = None
@@ -134,7 +134,7 @@ def _str_fact(value: Fact) -> str | None:
 
 
 async def check_models(
-    client: httpx.AsyncClient, target: Target, options: HealthOptions, *, clock: Clock = time.perf_counter
+    client: httpx.AsyncClient, target: Target, options: CheckOptions, *, clock: Clock = time.perf_counter
 ) -> tuple[CheckResult, str | None]:
     """Whether the expected served name is listed; returns the name later checks should use."""
     name = CheckName.MODELS
@@ -201,7 +201,7 @@ async def check_models(
 
 
 async def check_version(
-    client: httpx.AsyncClient, options: HealthOptions, *, clock: Clock = time.perf_counter
+    client: httpx.AsyncClient, options: CheckOptions, *, clock: Clock = time.perf_counter
 ) -> CheckResult:
     name = CheckName.VERSION
     start = clock()
@@ -227,7 +227,7 @@ async def check_version(
 
 
 async def check_chat(
-    client: httpx.AsyncClient, model: str, options: HealthOptions, *, clock: Clock = time.perf_counter
+    client: httpx.AsyncClient, model: str, options: CheckOptions, *, clock: Clock = time.perf_counter
 ) -> CheckResult:
     name = CheckName.CHAT
     expected = "200 with non-empty message text, a finish_reason and usage"
@@ -305,7 +305,7 @@ def _judge_chat(took: float, expected: str, response: httpx.Response) -> CheckRe
 
 
 async def check_chat_stream(
-    client: httpx.AsyncClient, model: str, options: HealthOptions, *, clock: Clock = time.perf_counter
+    client: httpx.AsyncClient, model: str, options: CheckOptions, *, clock: Clock = time.perf_counter
 ) -> CheckResult:
     name = CheckName.CHAT_STREAM
     expected = "an SSE stream with text, a finish_reason, a usage chunk and data: [DONE]"
@@ -377,7 +377,7 @@ def _rate(tokens: int | None, seconds: float) -> float | None:
 
 
 async def check_metrics(
-    client: httpx.AsyncClient, model: str | None, options: HealthOptions, *, clock: Clock = time.perf_counter
+    client: httpx.AsyncClient, model: str | None, options: CheckOptions, *, clock: Clock = time.perf_counter
 ) -> CheckResult:
     name = CheckName.METRICS
     expected = "200 with vLLM's Prometheus metrics (vllm:num_requests_running, ...)"
@@ -437,7 +437,7 @@ async def _send(
     *,
     name: CheckName,
     expected: str,
-    options: HealthOptions,
+    options: CheckOptions,
     start: float,
     clock: Clock,
 ) -> httpx.Response | CheckResult:
@@ -460,7 +460,7 @@ async def _get_json(
     *,
     name: CheckName,
     expected: str,
-    options: HealthOptions,
+    options: CheckOptions,
     start: float,
     clock: Clock,
 ) -> _Shape | CheckResult:
@@ -490,7 +490,7 @@ def _status_failure(
     status: int,
     body: str,
     model: str | None,
-    options: HealthOptions,
+    options: CheckOptions,
 ) -> CheckResult:
     got = status_got(status, body)
     if status in {httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN}:
@@ -499,7 +499,7 @@ def _status_failure(
     return result(name, CheckStatus.FAIL, took, got, expected=expected, got=got, cause=cause)
 
 
-def _deadline_failure(options: HealthOptions) -> streaming.StreamFailure:
+def _deadline_failure(options: CheckOptions) -> streaming.StreamFailure:
     return streaming.StreamFailure(
         streaming.FailureKind.DEADLINE_EXCEEDED, f"no complete answer within --deadline {options.deadline_s:g} s"
     )

@@ -1,17 +1,16 @@
-"""`verify health`: flags, wiring and the exit code (0 all pass, 1 a check failed, 2 could not check)."""
+"""`verify health`: flags to ``HealthOptions``, the printed report and the exit code (0 all pass, 1 a check
+failed, 2 could not check). The command itself is ``verify.health.run.run_health``."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from verify.argtypes import non_negative_number, positive_int
-from verify.auth import auth_advice
-from verify.client import client_for
-from verify.health.checks import run_health
 from verify.health.console import print_health, print_json, waiting_printer
-from verify.health.report import DEFAULT_MAX_TOKENS, DEFAULT_WAIT_S, HealthOptions, HealthReport, ProgressCallback
-from verify.target import Target, add_target_arguments, request_deadline_s, resolve_target
+from verify.health.report import DEFAULT_MAX_TOKENS, DEFAULT_WAIT_S, HealthOptions
+from verify.health.run import run_health
+from verify.target import resolve_target
+from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,24 +41,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run_health_command)
 
 
-def run_health_command(args: argparse.Namespace) -> int:
-    target = resolve_target(args)
-    options = HealthOptions(
-        wait_s=args.wait,
-        max_tokens=args.max_tokens,
-        deadline_s=request_deadline_s(args, args.max_tokens),
-        auth_help=auth_advice(target, api_key_env=args.api_key_env),
+def health_options(args: argparse.Namespace) -> HealthOptions:
+    """``verify health``'s flags as options (the target flags are resolved apart)."""
+    return HealthOptions(
+        wait_s=args.wait, max_tokens=args.max_tokens, timeouts=timeout_options(args), api_key_env=args.api_key_env
     )
-    report = asyncio.run(_run(target, args, options, waiting_printer()))
+
+
+def run_health_command(args: argparse.Namespace) -> int:
+    target = resolve_target(target_options(args))
+    report = run_health(target, health_options(args), on_waiting=waiting_printer())
     if args.json:
         print_json(report)
     else:
         print_health(report)
     return report.exit_code
-
-
-async def _run(
-    target: Target, args: argparse.Namespace, options: HealthOptions, on_waiting: ProgressCallback
-) -> HealthReport:
-    async with client_for(target, args) as client:
-        return await run_health(client, target, options, on_waiting=on_waiting)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from serving.container import VLLM_PORT
 from verify import streaming
 from verify.responses import body_excerpt, error_message
 
@@ -173,7 +174,8 @@ def transport_not_ready(failure: streaming.StreamFailure) -> NotReady:
         return NotReady(
             "no answer in time",
             f"no answer in time ({failure.detail})",
-            "the address does not answer: a firewall dropping packets (TPU: the VPC rule for port 8000), "
+            f"the address does not answer: a firewall dropping packets (TPU: the VPC rule for tpu.port, {VLLM_PORT} "
+            "unless set), "
             "or an instance too busy to answer /health",
         )
     return NotReady(

@@ -32,9 +32,9 @@ from verify.health.diagnosis import (
 )
 from verify.health.report import (
     CheckName,
+    CheckOptions,
     CheckResult,
     CheckStatus,
-    HealthOptions,
     ProgressCallback,
     Waiting,
     result,
@@ -51,7 +51,7 @@ HEALTH_PATH = "/health"
 
 async def check_readiness(
     client: httpx.AsyncClient,
-    options: HealthOptions,
+    options: CheckOptions,
     *,
     clock: Clock = time.perf_counter,
     sleep: Sleep = asyncio.sleep,
@@ -103,7 +103,7 @@ async def check_readiness(
 
 
 def _judge(
-    response: httpx.Response, polls: int, took: float, expected: str, options: HealthOptions
+    response: httpx.Response, polls: int, took: float, expected: str, options: CheckOptions
 ) -> CheckResult | NotReady:
     """What one answer of /health means: ready, never going to be, or not yet."""
     name = CheckName.READINESS
@@ -120,7 +120,7 @@ def _judge(
     return status_not_ready(status, response.text)
 
 
-def _backoff(options: HealthOptions) -> tenacity.wait.wait_base:
+def _backoff(options: CheckOptions) -> tenacity.wait.wait_base:
     """first_backoff_s, then x backoff_factor per poll, at most max_backoff_s."""
     return tenacity.wait_exponential(
         multiplier=options.first_backoff_s, exp_base=options.backoff_factor, max=options.max_backoff_s

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pydantic
 
 from verify.streaming import default_deadline_s
-from verify.target import DEFAULT_READ_TIMEOUT_S
+from verify.target import DEFAULT_READ_TIMEOUT_S, TimeoutOptions
 
 Fact = str | int | float | bool | None
 
@@ -91,8 +91,22 @@ class HealthReport(pydantic.BaseModel):
         return self.exit_code == 0
 
 
+class HealthOptions(pydantic.BaseModel):
+    """What ``verify health`` is asked to do (its flags, typed); ``run_health`` derives ``CheckOptions``."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    wait_s: float = pydantic.Field(default=DEFAULT_WAIT_S, ge=0)
+    max_tokens: int = pydantic.Field(default=DEFAULT_MAX_TOKENS, ge=1)
+    timeouts: TimeoutOptions = TimeoutOptions()
+    # The environment variable holding vLLM's --api-key (None: VLLM_API_KEY with api-key auth).
+    api_key_env: str | None = None
+
+
 @dataclass(frozen=True)
-class HealthOptions:
+class CheckOptions:
+    """How each check runs: what ``HealthOptions`` and the target work out to, plus the polling pace."""
+
     wait_s: float = DEFAULT_WAIT_S
     max_tokens: int = DEFAULT_MAX_TOKENS
     prompt: str = HEALTH_PROMPT

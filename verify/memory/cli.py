@@ -13,15 +13,14 @@ from typing import TextIO
 
 from preview.stack_file import project_root
 from stacks.calibration import CalibrationRecord, record_path, save_record
-from stacks.capacity import assess_stack
-from stacks.settings import StackSettings
+from stacks.loading import LoadedStack
 from verify import UsageError
 from verify.memory.layout import MemoryLayout, memory_layout
 from verify.numbers import readable, signed_percent
 from verify.ops.google import CannotCheckError, GoogleApiError, apis_from_environment
 from verify.ops.logs import parse_since
 from verify.ops.stack import load_ops_stack
-from verify.stack_settings import load_settings
+from verify.stack_settings import load_stack_file
 
 GIB = 1 << 30
 
@@ -51,10 +50,10 @@ def _memory(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     stack = load_ops_stack(str(args.stack), project=args.project)
-    settings = load_settings(str(args.stack))
+    loaded = load_stack_file(str(args.stack))
     try:
         with apis_from_environment() as apis:
-            layout = memory_layout(apis, stack, settings, root=None, since_s=since_s)
+            layout = memory_layout(apis, stack, loaded, since_s=since_s)
     except (CannotCheckError, GoogleApiError) as error:
         print(f"memory: cannot read the logs of {args.stack}: {error}", file=sys.stderr)
         return 2
@@ -63,11 +62,11 @@ def _memory(args: argparse.Namespace) -> int:
     else:
         print_layout(layout, sys.stdout)
     if args.save and layout.exit_code == 0:
-        return _save(layout, settings)
+        return _save(layout, loaded)
     return layout.exit_code
 
 
-def calibration_record(layout: MemoryLayout, settings: StackSettings, *, now: datetime.datetime) -> CalibrationRecord:
+def calibration_record(layout: MemoryLayout, loaded: LoadedStack, *, now: datetime.datetime) -> CalibrationRecord:
     """The record ``--save`` writes; UsageError when the lines it needs were not logged."""
     measured = layout.measured
     if measured.weights_gib is None or measured.available_kv_cache_gib is None:
@@ -75,10 +74,10 @@ def calibration_record(layout: MemoryLayout, settings: StackSettings, *, now: da
             "--save needs both 'Model loading took ... GiB memory' and 'Available KV cache memory' from the "
             "server's log; this start-up did not log both (see the lines above)"
         )
-    plan = assess_stack(settings, root=project_root()).plan
+    plan = loaded.capacity.plan
     if plan is None or plan.usable_bytes is None:
         raise UsageError("--save needs the planner's usable memory for this stack, and it has no plan")
-    vllm = settings.vllm
+    vllm = loaded.settings.vllm
     return CalibrationRecord(
         accelerator=layout.accelerator,
         checkpoint=layout.checkpoint,
@@ -96,8 +95,8 @@ def calibration_record(layout: MemoryLayout, settings: StackSettings, *, now: da
     )
 
 
-def _save(layout: MemoryLayout, settings: StackSettings) -> int:
-    record = calibration_record(layout, settings, now=datetime.datetime.now(datetime.UTC))
+def _save(layout: MemoryLayout, loaded: LoadedStack) -> int:
+    record = calibration_record(layout, loaded, now=datetime.datetime.now(datetime.UTC))
     path = save_record(project_root(), record)
     shown = record_path(project_root(), record.accelerator, record.checkpoint).relative_to(project_root())
     print(f"saved {shown}: the planner now uses these figures for {record.accelerator} + {record.checkpoint}")

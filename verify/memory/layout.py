@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from pathlib import Path
 
 import pydantic
 
-from stacks.capacity import assess_stack
-from stacks.settings import StackSettings
+from stacks.loading import LoadedStack
 from verify.memory.startup import SEARCH_TERMS, StartupMemory, parse_startup
 from verify.ops.google import GoogleApis
 from verify.ops.logs import _entries, _LogEntry, _source, _text
@@ -81,8 +79,8 @@ def read_startup(
     return parse_startup(_text(entry) for entry in own), newest, own[0].timestamp or None
 
 
-def planned_rows(settings: StackSettings, measured: StartupMemory, root: Path | None) -> tuple[list[Row], str | None]:
-    capacity = assess_stack(settings, root=root)
+def planned_rows(loaded: LoadedStack, measured: StartupMemory) -> tuple[list[Row], str | None]:
+    settings, capacity = loaded.settings, loaded.capacity
     plan = capacity.plan
     note = None
     if plan is None:
@@ -125,14 +123,14 @@ def planned_rows(settings: StackSettings, measured: StartupMemory, root: Path | 
 def memory_layout(
     apis: GoogleApis,
     stack: OpsStack,
-    settings: StackSettings,
+    loaded: LoadedStack,
     *,
-    root: Path | None,
     since_s: int,
     now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
 ) -> MemoryLayout:
     measured, source, first = read_startup(apis, stack, now() - datetime.timedelta(seconds=since_s))
-    rows, note = planned_rows(settings, measured, root)
+    settings = loaded.settings
+    rows, note = planned_rows(loaded, measured)
     return MemoryLayout(
         stack=stack.name,
         accelerator=settings.accelerator.value,

@@ -11,7 +11,8 @@ from verify.argtypes import positive_number
 from verify.client import client_for
 from verify.metrics.reading import MetricsReadError, MetricsReport, read_metrics
 from verify.numbers import percent, readable
-from verify.target import Target, add_target_arguments, resolve_target
+from verify.target import Target, resolve_target
+from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 EXIT_NOT_VLLM = 1
 EXIT_UNREACHABLE = 2
@@ -57,7 +58,7 @@ def _window(value: str) -> float:
 
 
 def run_metrics_command(args: argparse.Namespace) -> int:
-    target = resolve_target(args)
+    target = resolve_target(target_options(args))
     try:
         report = asyncio.run(_run(target, args))
     except MetricsReadError as exc:
@@ -71,7 +72,7 @@ def run_metrics_command(args: argparse.Namespace) -> int:
 
 
 async def _run(target: Target, args: argparse.Namespace) -> MetricsReport:
-    async with client_for(target, args) as client:
+    async with client_for(target, api_key_env=args.api_key_env, timeouts=timeout_options(args)) as client:
         return await read_metrics(client, target.base_url, model=target.model, window_s=args.window)
 
 

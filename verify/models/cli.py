@@ -1,4 +1,4 @@
-"""`verify models`: flags, the bucket's checkpoints as a table or JSON, and the exit code.
+"""`verify models`: flags to ``ModelsOptions``, the bucket's checkpoints as a table or JSON, and the exit code.
 
 The bucket is the stack's ``modelBucket`` output (`pulumi stack output`), or ``--bucket``; the paths the
 stack serves (its model and drafter directories) come from its stack file, as the program reads it.
@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TextIO
 
-from verify import UsageError
-from verify.models.bucket import bucket_name, list_objects, read_marker
-from verify.models.inventory import BucketInventory, inventory
+from verify.models.inventory import BucketInventory
+from verify.models.run import BucketUnreadableError, ModelsOptions, list_models
 from verify.numbers import readable
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, apis_from_environment
-from verify.pulumi_gateway import read_stack_outputs
-from verify.stack_settings import load_settings
 
 EXIT_CANNOT_READ = 2
 
@@ -38,37 +33,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=_models)
 
 
-def served_dirs(stack: str, root: Path | None = None) -> list[str]:
-    """The bucket directories the stack's server reads (model, then drafter), from its stack file."""
-    return list(load_settings(stack, root).model_dirs)
-
-
-def bucket_of(stack: str) -> str:
-    """The stack's ``modelBucket`` output (docs/architecture.md, "Stack outputs")."""
-    outputs = read_stack_outputs(stack)
-    bucket = outputs.get("modelBucket") if isinstance(outputs, dict) else None
-    if not isinstance(bucket, str) or not bucket:
-        raise UsageError(f"stack {stack!r} has no modelBucket output (not deployed?); pass --bucket NAME")
-    return bucket
-
-
-def run_models(apis: GoogleApis, bucket: str, served: dict[str, list[str]]) -> BucketInventory:
-    """List ``bucket`` and read each completion marker in it; raises GoogleApiError / CannotCheckError."""
-    return inventory(bucket, list_objects(apis, bucket), lambda name: read_marker(apis, bucket, name), served)
-
-
 def _models(args: argparse.Namespace) -> int:
-    stack = str(args.stack)
-    served = {stack: served_dirs(stack)}
     try:
-        bucket = bucket_name(str(args.bucket), where="--bucket") if args.bucket else bucket_of(stack)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    try:
-        with apis_from_environment() as apis:
-            found = run_models(apis, bucket, served)
-    except (CannotCheckError, GoogleApiError) as error:
-        print(f"models: cannot read gs://{bucket}: {error}", file=sys.stderr)
+        found = list_models(str(args.stack), ModelsOptions(bucket=args.bucket))
+    except BucketUnreadableError as error:
+        print(f"models: {error}", file=sys.stderr)
         return EXIT_CANNOT_READ
     if args.json:
         print(found.model_dump_json(indent=2))

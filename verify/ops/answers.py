@@ -178,18 +178,70 @@ class ServicesBatch(_Answer):
     services: list[ServiceState] = pydantic.Field(default_factory=list)
 
 
+class Linear(_Answer):
+    num_finite_buckets: int = pydantic.Field(alias="numFiniteBuckets", ge=0)
+    width: float = pydantic.Field(gt=0, allow_inf_nan=False)
+    offset: float = pydantic.Field(default=0.0, allow_inf_nan=False)
+
+
+class Exponential(_Answer):
+    num_finite_buckets: int = pydantic.Field(alias="numFiniteBuckets", ge=0)
+    growth_factor: float = pydantic.Field(alias="growthFactor", gt=1, allow_inf_nan=False)
+    scale: float = pydantic.Field(gt=0, allow_inf_nan=False)
+
+
+class Explicit(_Answer):
+    bounds: list[float] = pydantic.Field(min_length=1)
+
+
+class BucketOptions(_Answer):
+    """`BucketOptions`: one of three bucket layouts. Bucket 0 is the underflow bucket, the last the overflow."""
+
+    linear: Linear | None = pydantic.Field(default=None, alias="linearBuckets")
+    exponential: Exponential | None = pydantic.Field(default=None, alias="exponentialBuckets")
+    explicit: Explicit | None = pydantic.Field(default=None, alias="explicitBuckets")
+
+    def upper_bound(self, index: int) -> float | None:
+        """Bucket `index`'s upper bound, as the discovery document defines each layout; None for overflow."""
+        if self.linear is not None:
+            found = self.linear
+            return found.offset + found.width * index if index <= found.num_finite_buckets else None
+        if self.exponential is not None:
+            grows = self.exponential
+            return grows.scale * grows.growth_factor**index if index <= grows.num_finite_buckets else None
+        if self.explicit is not None:
+            bounds = self.explicit.bounds
+            return bounds[index] if index < len(bounds) else None
+        return None
+
+
+class Distribution(_Answer):
+    """`Distribution`: a histogram's count, mean and per-bucket counts (int64 as JSON strings)."""
+
+    count: int = pydantic.Field(default=0, ge=0)
+    mean: float = pydantic.Field(default=0.0, allow_inf_nan=False)
+    bucket_options: BucketOptions | None = pydantic.Field(default=None, alias="bucketOptions")
+    bucket_counts: list[pydantic.NonNegativeInt] = pydantic.Field(default_factory=list, alias="bucketCounts")
+
+
 class TypedValue(_Answer):
-    """`TypedValue` of a quota usage point (int64 as a JSON string, or a double)."""
+    """`TypedValue` of a point: an int64 (a JSON string), a double, or a distribution."""
 
     int64_value: int | None = pydantic.Field(default=None, alias="int64Value")
     double_value: float | None = pydantic.Field(default=None, alias="doubleValue", allow_inf_nan=False)
+    distribution_value: Distribution | None = pydantic.Field(default=None, alias="distributionValue")
 
     @property
     def number(self) -> float:
         return float(self.int64_value if self.int64_value is not None else self.double_value or 0)
 
 
+class TimeInterval(_Answer):
+    end_time: str = pydantic.Field(default="", alias="endTime")
+
+
 class Point(_Answer):
+    interval: TimeInterval = TimeInterval()
     value: TypedValue = TypedValue()
 
 

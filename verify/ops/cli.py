@@ -1,8 +1,8 @@
 """`python -m verify preflight|status|logs --stack NAME`: flags, wiring and exit codes, nothing else.
 
-The work is in functions that return typed reports (`run_preflight`, `run_status`, `watch_status`,
-`run_logs`), so other callers (an MCP server) use them without argparse; this module builds the Google
-client from Application Default Credentials and renders.
+The commands are functions that return typed reports (verify/ops/commands.py: `preflight`, `status`,
+`logs`), so other callers (an MCP server) use them without argparse; this module maps flags onto their
+options and renders.
 
 Exit codes: preflight 0 all clear, 1 a blocker, 2 could not check; status 0 ready, 1 failed / not
 deployed / not ready yet (or --watch timed out), 2 could not ask; logs 0 read and nothing recognised,
@@ -19,10 +19,15 @@ import pydantic
 from rich.text import Text
 
 from verify.argtypes import positive_int, positive_number
-from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, apis_from_environment
-from verify.ops.logs import DEFAULT_LIMIT, parse_since, run_logs, unreadable_report
-from verify.ops.preflight import run_preflight, unchecked_report
-from verify.ops.readiness import probe_readiness
+from verify.ops import commands
+from verify.ops.commands import (
+    DEFAULT_LOGS_SINCE_S,
+    DEFAULT_WATCH_INTERVAL_S,
+    DEFAULT_WATCH_TIMEOUT_S,
+    LogsOptions,
+    StatusOptions,
+)
+from verify.ops.logs import DEFAULT_LIMIT, parse_since
 from verify.ops.render import (
     print_json,
     print_logs,
@@ -31,7 +36,7 @@ from verify.ops.render import (
     status_change_printer,
 )
 from verify.ops.stack import load_ops_stack
-from verify.ops.status import StatusReport, run_status, unknown_report, watch_status, with_cold_start
+from verify.ops.status import StatusReport
 
 
 def register_preflight(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,16 +62,16 @@ def register_status(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     parser.add_argument(
         "--interval",
         type=positive_number("--interval", "seconds"),
-        default=15.0,
+        default=DEFAULT_WATCH_INTERVAL_S,
         metavar="S",
-        help="seconds between looks with --watch (default 15)",
+        help=f"seconds between looks with --watch (default {DEFAULT_WATCH_INTERVAL_S:g})",
     )
     parser.add_argument(
         "--timeout",
         type=positive_number("--timeout", "seconds"),
-        default=3 * 3600.0,
+        default=DEFAULT_WATCH_TIMEOUT_S,
         metavar="S",
-        help="give up watching after S seconds (default 10800: a queued TPU can wait hours)",
+        help=f"give up watching after S seconds (default {DEFAULT_WATCH_TIMEOUT_S:g}: a queued TPU can wait hours)",
     )
     parser.set_defaults(handler=_status)
 
@@ -79,7 +84,11 @@ def register_logs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
     )
     _stack_arguments(parser)
     parser.add_argument(
-        "--since", type=_since, default=3600, metavar="AGE", help="how far back (30m, 1h, 2d; default 1h)"
+        "--since",
+        type=_since,
+        default=DEFAULT_LOGS_SINCE_S,
+        metavar="AGE",
+        help="how far back (30m, 1h, 2d; default 1h)",
     )
     parser.add_argument("--errors", action="store_true", help="only errors and recognised failures")
     parser.add_argument(
@@ -118,46 +127,28 @@ def _show(report: Report, args: argparse.Namespace, table: Callable[[Report], No
 
 
 def _preflight(args: argparse.Namespace) -> int:
-    stack = load_ops_stack(args.stack, project=args.project)
-    try:
-        with apis_from_environment() as apis:
-            report = run_preflight(stack, apis)
-    except CannotCheckError as error:
-        report = unchecked_report(stack, str(error), ADC_SETUP_COMMAND)
+    report = commands.preflight(load_ops_stack(args.stack, project=args.project))
     _show(report, args, print_preflight)
     return report.exit_code
 
 
 def _status(args: argparse.Namespace) -> int:
     stack = load_ops_stack(args.stack, project=args.project)
-    try:
-        with apis_from_environment() as apis:
+    options = StatusOptions(watch=args.watch, interval_s=args.interval, timeout_s=args.timeout)
+    on_change = None
+    if args.watch:
+        console = status_change_printer()
 
-            def look() -> StatusReport:
-                return run_status(stack, apis, probe=probe_readiness)
+        def on_change(report: StatusReport) -> None:
+            console.print(Text(f"{report.state.value}: {report.summary}"))
 
-            if args.watch:
-                console = status_change_printer()
-
-                def changed(report: StatusReport) -> None:
-                    console.print(Text(f"{report.state.value}: {report.summary}"))
-
-                report = watch_status(look, timeout_s=args.timeout, interval_s=args.interval, on_change=changed)
-            else:
-                report = look()
-            report = with_cold_start(report, stack, apis)
-    except CannotCheckError as error:
-        report = unknown_report(stack, str(error), ADC_SETUP_COMMAND)
+    report = commands.status(stack, options, on_change=on_change)
     _show(report, args, print_status)
     return report.exit_code
 
 
 def _logs(args: argparse.Namespace) -> int:
     stack = load_ops_stack(args.stack, project=args.project)
-    try:
-        with apis_from_environment() as apis:
-            report = run_logs(stack, apis, since_s=args.since, errors_only=args.errors, limit=args.limit)
-    except CannotCheckError as error:
-        report = unreadable_report(stack, since_s=args.since, problem=str(error), fix=ADC_SETUP_COMMAND)
+    report = commands.logs(stack, LogsOptions(since_s=args.since, errors_only=args.errors, limit=args.limit))
     _show(report, args, print_logs)
     return report.exit_code

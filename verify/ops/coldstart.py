@@ -17,7 +17,18 @@ from datetime import datetime
 
 import pydantic
 
-from verify.ops.signatures import CHECKPOINT_GIB, GRAPH_CAPTURE, MILESTONES, MODEL_LOADING, TORCH_COMPILE, milestone
+from verify.ops.google import parse_rfc3339
+from verify.ops.signatures import (
+    CACHE_LOAD_FAILED,
+    CACHE_LOADED,
+    CACHE_SAVED,
+    CHECKPOINT_GIB,
+    GRAPH_CAPTURE,
+    MILESTONES,
+    MODEL_LOADING,
+    TORCH_COMPILE,
+    milestone,
+)
 
 GIB = 1024**3
 
@@ -44,6 +55,9 @@ class ColdStart(pydantic.BaseModel):
     # What vLLM itself reported, seconds: torch.compile and CUDA graph capture when it prints them.
     torch_compile_s: float | None = None
     graph_capture_s: float | None = None
+    # What became of torch.compile's cache in this start (loaded / load failure / compiled and saved); None:
+    # vLLM printed none of those lines (no compile, or the cache disabled).
+    compile_cache: str | None = None
     missing: list[str] = []
 
     @property
@@ -78,13 +92,6 @@ class Line(pydantic.BaseModel):
     text: str
 
 
-def _time(stamp: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _last_start(lines: Sequence[Line]) -> list[Line]:
     """The lines of the newest start: from its last `instance-start` (or vLLM's first line) onwards; an excerpt
     with neither is taken whole."""
@@ -109,7 +116,7 @@ def measure(lines: Sequence[Line], *, planned_bytes: int | None = None) -> ColdS
     seen: dict[str, tuple[datetime, Line]] = {}
     for line in start:
         found = milestone(line.text)
-        when = _time(line.timestamp)
+        when = parse_rfc3339(line.timestamp)
         if found is not None and when is not None and found.id not in seen:
             seen[found.id] = (when, line)
     ordered = [(item, seen[item.id]) for item in MILESTONES if item.id in seen]
@@ -139,6 +146,7 @@ def measure(lines: Sequence[Line], *, planned_bytes: int | None = None) -> ColdS
         bytes_from=bytes_from,
         torch_compile_s=_figure(start, TORCH_COMPILE),
         graph_capture_s=_figure(start, GRAPH_CAPTURE),
+        compile_cache=_compile_cache(start),
         missing=[item.phase for item in MILESTONES if item.id not in seen],
     )
 
@@ -157,6 +165,25 @@ def _figure(lines: Sequence[Line], pattern: re.Pattern[str]) -> float | None:
         found = pattern.search(line.text)
         if found:
             return float(found.group(1))
+    return None
+
+
+def _compile_cache(lines: Sequence[Line]) -> str | None:
+    """Whether the start loaded torch.compile's artifacts from the cache (compileCache.keep makes that possible
+    across revisions), failed to and compiled again, or compiled and saved them; None when vLLM said nothing."""
+    loaded = failed = saved = None
+    for line in lines:
+        loaded = loaded or CACHE_LOADED.search(line.text)
+        failed = failed or CACHE_LOAD_FAILED.search(line.text)
+        saved = saved or CACHE_SAVED.search(line.text)
+    if failed:
+        where = "there" if saved and saved[1] == failed[1] else f"to {saved[1]}" if saved else ""
+        again = f"; compiled again and saved {where}" if saved else "; compiled again"
+        return f"not loaded from {failed[1]} ({failed[2].strip()[:160]}){again}"
+    if loaded:
+        return f"loaded from {loaded[1]} (no compile)"
+    if saved:
+        return f"compiled (no cache entry to load) and saved to {saved[1]}"
     return None
 
 
@@ -184,6 +211,9 @@ _QUERY_TERMS = (
     "Checkpoint size",
     "torch.compile took",
     "Graph capturing finished",
+    "Directly load AOT compilation",
+    "Compiling model again due to a load failure",
+    "saved AOT compiled function",
     "init engine (profile",
     "Application startup complete",
     "probe succeeded",

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from verify.ops.coldstart import ColdStart
+from verify.ops.startup_metric import StartupLatency, latency_rows
+
+
+def cold_start_section(
+    measured: ColdStart | None, problem: str | None, latency: StartupLatency | None
+) -> list[RenderableType]:
+    """What `verify status` prints after the rollout state: the phases (or why not), then Cloud Run's own figure."""
+    out: list[RenderableType] = []
+    if measured is not None:
+        out.append(cold_start_table(measured))
+    elif problem:
+        out.append(Text(problem))
+    if latency is not None:
+        rows = Table(show_header=False, box=None, title=f"as Cloud Monitoring measured it ({latency.metric})")
+        rows.title_justify = "left"
+        rows.add_column("what", style="bold")
+        rows.add_column("value", overflow="fold")
+        for label, value in latency_rows(latency):
+            rows.add_row(label, Text(value))
+        out.append(rows)
+    return out
 
 
 def cold_start_table(measured: ColdStart) -> Table:
@@ -36,6 +58,8 @@ def cold_start_table(measured: ColdStart) -> Table:
     for label, seconds in (("torch.compile", measured.torch_compile_s), ("graph capture", measured.graph_capture_s)):
         if seconds is not None:
             table.add_row(label, f"{seconds:.1f}", "", Text("as vLLM reports it (inside the phases above)"))
+    if measured.compile_cache is not None:
+        table.add_row("compile cache", "", "", Text(measured.compile_cache))
     if measured.missing:
         table.add_row("not seen", "", "", Text(", ".join(measured.missing) + " (merged into the next phase)"))
     return table

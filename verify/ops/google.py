@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -303,8 +304,8 @@ def _rebase(root: str, api_root: str) -> str:
 def adc_tokens(scopes: tuple[str, ...] = (CLOUD_PLATFORM_SCOPE,)) -> TokenSource:
     """Application Default Credentials, or CannotCheckError naming the command that sets them up."""
     import google.auth  # noqa: PLC0415 - loaded only when a command really talks to Google
-    import google.auth.exceptions  # noqa: PLC0415
-    from google.auth.transport.requests import Request  # noqa: PLC0415
+    import google.auth.exceptions  # noqa: PLC0415 - as above
+    from google.auth.transport.requests import Request  # noqa: PLC0415 - as above
 
     try:
         credentials, _ = google.auth.default(scopes=list(scopes))
@@ -336,3 +337,16 @@ def _first_line(text: str) -> str:
 def apis_from_environment() -> GoogleApis:
     """The client every ops entry point uses: ADC, and `VERIFY_GOOGLE_API_ROOT` when set (a local fake)."""
     return GoogleApis(adc_tokens(), api_root=os.environ.get(API_ROOT_ENV) or None)
+
+
+def rfc3339(moment: datetime) -> str:
+    """A time as Google's APIs take it in a query (Monitoring's interval, Logging's filter): UTC, seconds."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> datetime | None:
+    """A timestamp a Google API answered (RFC 3339, `Z` or an offset); None when it is not one."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -16,12 +16,12 @@ only. The time at which the node will be terminated"), else the node's ``createT
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import pydantic
 
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_rfc3339, rfc3339
 
 INSTANCE_COUNT = "run.googleapis.com/container/instance_count"
 LOOKBACK = timedelta(minutes=10)
@@ -52,8 +52,8 @@ def cloud_run_instances(apis: GoogleApis, project: str, service: str, *, now: No
     params = {
         "filter": f'metric.type="{INSTANCE_COUNT}" AND resource.type="cloud_run_revision" '
         f'AND resource.labels.service_name="{service}"',
-        "interval.startTime": _rfc3339(end - LOOKBACK),
-        "interval.endTime": _rfc3339(end),
+        "interval.startTime": rfc3339(end - LOOKBACK),
+        "interval.endTime": rfc3339(end),
         "view": "FULL",
     }
     counts: dict[str, int] = {"active": 0, "idle": 0}
@@ -79,15 +79,15 @@ def flex_start_lifetime(node: dict[str, Any], max_run_s: int, *, now: Now) -> Li
     scheduling = node.get("schedulingConfig") or {}
     stated = scheduling.get("terminationTimestamp")
     if stated:
-        end = _parse(str(stated))
+        end = parse_rfc3339(str(stated))
         source = "the node's schedulingConfig.terminationTimestamp"
     else:
-        created = _parse(str(node.get("createTime") or ""))
+        created = parse_rfc3339(str(node.get("createTime") or ""))
         end = created + timedelta(seconds=max_run_s) if created else None
         source = f"estimate: the node's createTime + tpu.provisioning.maxRunDuration ({max_run_s} s)"
     if end is None:
         return Lifetime(termination_time=None, time_left_s=None, source="the node reports no times")
-    return Lifetime(termination_time=_rfc3339(end), time_left_s=max((end - now()).total_seconds(), 0.0), source=source)
+    return Lifetime(termination_time=rfc3339(end), time_left_s=max((end - now()).total_seconds(), 0.0), source=source)
 
 
 def _value(point: dict[str, Any]) -> int:
@@ -97,17 +97,6 @@ def _value(point: dict[str, Any]) -> int:
         return round(float(raw))
     except (TypeError, ValueError):
         return 0
-
-
-def _parse(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _HasLiveState(Protocol):

@@ -14,7 +14,7 @@ import pydantic
 from verify.ops.answers import TimeSeries
 from verify.ops.catalog import QUOTA_USAGE_METRIC
 from verify.ops.findings import Finding, Verdict
-from verify.ops.google import GoogleApis, GoogleText, parse_answer
+from verify.ops.google import GoogleApis, GoogleText, parse_answer, rfc3339
 
 Now = Callable[[], datetime]
 
@@ -75,8 +75,8 @@ def allocation_usage(apis: GoogleApis, project: str, metric: str, location: str,
             f'metric.type="{QUOTA_USAGE_METRIC}" AND resource.type="consumer_quota" '
             f'AND metric.labels.quota_metric="{metric}" AND resource.labels.location="{location}"'
         ),
-        "interval.startTime": _rfc3339(end - timedelta(days=1)),
-        "interval.endTime": _rfc3339(end),
+        "interval.startTime": rfc3339(end - timedelta(days=1)),
+        "interval.endTime": rfc3339(end),
     }
     latest = 0.0
     for item in apis.pages("monitoring", f"projects/{project}/timeSeries", "timeSeries", params):
@@ -152,7 +152,3 @@ def find_by_id(infos: Iterable[QuotaInfo], quota_id: str) -> QuotaInfo | None:
 
 def _num(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.1f}"
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -13,8 +13,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from serving.naming import CANDIDATE_TAG
 from verify.health.console import _stdout_console  # the 120-column console verify health prints with
-from verify.ops.coldstart_render import cold_start_table
+from verify.ops.coldstart_render import cold_start_section
 from verify.ops.findings import Verdict
 from verify.ops.gke_status import GkeStatus, PodLine
 from verify.ops.live_state import live_rows
@@ -129,10 +130,8 @@ def print_status(report: StatusReport, console: Console | None = None) -> None:
     if report.fix:
         table.add_row("next", Text(report.fix))
     out.print(table)
-    if report.cold_start is not None:
-        out.print(cold_start_table(report.cold_start))
-    elif report.cold_start_problem:
-        out.print(Text(report.cold_start_problem))
+    for part in cold_start_section(report.cold_start, report.cold_start_problem, report.startup_latency):
+        out.print(part)
 
 
 def _detail_rows(detail: CloudRunStatus | TpuStatus | GkeStatus | None) -> list[tuple[str, str | None]]:
@@ -144,7 +143,8 @@ def _detail_rows(detail: CloudRunStatus | TpuStatus | GkeStatus | None) -> list[
                 ("latest created", run.latest_created_revision or "-"),
                 ("latest ready", run.latest_ready_revision or "-"),
                 ("traffic", ", ".join(run.traffic) or "-"),
-                ("candidate", run.candidate_url and f"{run.candidate_revision} at {run.candidate_url}"),
+                # The revision behind the gated rollout's tag, named as the tag is.
+                (CANDIDATE_TAG, run.candidate_url and f"{run.candidate_revision} at {run.candidate_url}"),
                 ("failing revision", run.failing_revision),
                 ("reason", run.failing_reason),
                 ("message", run.failing_message),

@@ -249,6 +249,12 @@ MODEL_LOADING = re.compile(r"Model loading took ([\d.]+) GiB memory and ([\d.]+)
 LOADING_WEIGHTS = re.compile(r"Loading weights took ([\d.]+) seconds")
 TORCH_COMPILE = re.compile(r"torch\.compile took ([\d.]+) s in total")
 GRAPH_CAPTURE = re.compile(r"Graph capturing finished in ([\d.]+) secs")
+# What became of torch.compile's cache (vllm/compilation/decorators.py's AOT path, VLLM_CACHE_ROOT): loaded,
+# not loadable (then compiled again), or compiled and saved. The failure and the save are lines of this
+# project's real 0.32.0 starts (fixtures/coldstart); the load line is vLLM's source text, not seen here yet.
+CACHE_LOADED = re.compile(r"Directly load AOT compilation from path (\S+)")
+CACHE_LOAD_FAILED = re.compile(r"Compiling model again due to a load failure from (\S+), reason: (.*)")
+CACHE_SAVED = re.compile(r"saved AOT compiled function to (\S+)")
 
 
 def milestone(line: str) -> Milestone | None:

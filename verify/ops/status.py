@@ -34,10 +34,11 @@ from verify.ops.answers import (
 from verify.ops.coldstart import ColdStart, Line, measure, milestone_filter
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
 from verify.ops.gke_status import GkeStatus, KubeConnect, gke_fleet_status, real_cluster
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
+from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer, parse_rfc3339
 from verify.ops.live_state import Instances, Lifetime, cloud_run_instances, flex_start_lifetime
 from verify.ops.logs import page_lines
 from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, HealthAuth, OpsStack, TpuOpsStack
+from verify.ops.startup_metric import StartupLatency, startup_latency
 from verify.ops.tpu_placement_status import (
     PlacementStatus,
     find_request,
@@ -126,6 +127,8 @@ class StatusReport(pydantic.BaseModel):
     # The newest start's phases (verify/ops/coldstart.py), or why they could not be read.
     cold_start: ColdStart | None = None
     cold_start_problem: str | None = None
+    # Cloud Run's own startup latency metric for that revision (verify/ops/startup_metric.py).
+    startup_latency: StartupLatency | None = None
     timed_out: bool = False
     # verify/ops/live_state.py: Cloud Run's recent instance count; a flex-start node's end.
     instances: Instances | None = None
@@ -558,22 +561,37 @@ COLD_START_LOOKBACK_DAYS = 7
 def with_cold_start(
     report: StatusReport, stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datetime.now(UTC)
 ) -> StatusReport:
-    """The report with the newest start's phases (the latest created revision on Cloud Run; the node on TPU).
+    """The report with the newest start's phases (the latest created revision on Cloud Run; the node on TPU),
+    and on Cloud Run the revision's startup latency as Cloud Monitoring has it.
 
-    Reading logs is best effort: a failure says why in `cold_start_problem` and changes no exit code.
+    Both are best effort: a failure says why (`cold_start_problem`, the latency's note) and changes no exit code.
     """
     revision = report.cloud_run.latest_created_revision if report.cloud_run is not None else None
     if report.state in {RolloutState.NOT_DEPLOYED, RolloutState.UNKNOWN}:
         return report
+    update: dict[str, object] = {}
+    measured = None
     try:
         measured = cold_start_of(stack, apis, revision, now=now)
     except (GoogleApiError, CannotCheckError) as error:
-        return report.model_copy(update={"cold_start_problem": f"cold start not measured: {error}"})
-    if measured is None:
-        return report.model_copy(
-            update={"cold_start_problem": "cold start not measured: no start's milestone lines in the logs"}
-        )
-    return report.model_copy(update={"cold_start": measured})
+        update["cold_start_problem"] = f"cold start not measured: {error}"
+    else:
+        if measured is None:
+            update["cold_start_problem"] = "cold start not measured: no start's milestone lines in the logs"
+        update["cold_start"] = measured
+    if revision is not None:
+        span = _span(measured)
+        since = now() - timedelta(days=COLD_START_LOOKBACK_DAYS)
+        update["startup_latency"] = startup_latency(apis, stack.project, revision, since=since, now=now, start=span)
+    return report.model_copy(update=update)
+
+
+def _span(measured: ColdStart | None) -> tuple[datetime, datetime] | None:
+    """When the measured start began and ended, for the metric's points around it."""
+    began = parse_rfc3339(measured.started_at) if measured is not None else None
+    if measured is None or began is None:
+        return None
+    return began, began + timedelta(seconds=measured.total_s)
 
 
 def cold_start_of(

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from rich.console import Console
 
 from verify import UsageError
 from verify.argtypes import positive_int, positive_int_list, positive_number
+from verify.bench.cli import show_bench_report, slo_flag
+from verify.bench.command import BenchReport
 from verify.bench.slo import parse_slo
+from verify.health.console import print_health, waiting_printer
 from verify.promote.cloud_run import (
     DEFAULT_API_URL,
     AccessTokenSource,
@@ -22,22 +25,29 @@ from verify.promote.cloud_run import (
     google_access_token,
 )
 from verify.promote.coldstart_gate import gate_for_stack
-from verify.promote.gates import BenchGate, CliGates, Gates
+from verify.promote.gates import BenchGate, CommandGates, Gates
 from verify.promote.gke import GkePromotion, TrackShifter, gke_rollout, is_gke
 from verify.promote.machine import Promotion
 from verify.promote.metric_gate import required_metrics
 from verify.promote.outputs import rollout_outputs
 from verify.promote.shifter import TrafficShifter
 from verify.pulumi_gateway import (
+    AutomationGateway,
     PulumiAutomationShifter,
-    PulumiRunner,
     PulumiTrackShifter,
+    StackOutputsReader,
+    StackReading,
+    missing_cli_message,
     pulumi_project_dir,
-    read_stack_outputs,
 )
-from verify.target import add_target_arguments, normalise_base_url, target_from_outputs, with_flag_overrides
+from verify.target import normalise_base_url, target_from_outputs, with_flag_overrides
+from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 DEFAULT_WAIT_S = 1800.0
+# Without the Pulumi CLI: promote reads the stack's state and moves traffic with `pulumi up` (no --url form).
+WITHOUT_PULUMI = missing_cli_message(
+    "--stack needs", "(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)"
+)
 DEFAULT_STEPS = "100"
 
 
@@ -115,16 +125,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     gate.add_argument(
         "--bench-concurrency",
         type=positive_int_list("--bench-concurrency"),
-        default=positive_int_list("--bench-concurrency")(BenchGate.concurrency),
+        default=BenchGate.concurrency,
         metavar="LIST",
-        help=f"default {BenchGate.concurrency}",
+        help=f"default {_listed(BenchGate.concurrency)}",
     )
     gate.add_argument(
         "--bench-context",
         type=positive_int_list("--bench-context"),
-        default=positive_int_list("--bench-context")(BenchGate.context),
+        default=BenchGate.context,
         metavar="LIST",
-        help=f"default {BenchGate.context}",
+        help=f"default {_listed(BenchGate.context)}",
     )
     gate.add_argument(
         "--bench-max-tokens", type=positive_int("--bench-max-tokens"), default=BenchGate.max_tokens, metavar="N"
@@ -149,7 +159,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 class Seams:
     """What tests replace: the Pulumi CLI, Google credentials and transports, the gates."""
 
-    run_pulumi: PulumiRunner | None = None
+    # Reads the stack's outputs (default: the Automation API gateway, without --url advice: promote has none).
+    pulumi: StackOutputsReader | None = None
     access_token: AccessTokenSource = google_access_token
     api_transport: httpx.BaseTransport | None = None
     shifter: TrafficShifter | None = None
@@ -166,15 +177,11 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
     if args.stack is None:
         raise UsageError("promote moves a stack's traffic: name it with --stack NAME (--url cannot be promoted)")
     stack = str(args.stack)
-    raw = read_stack_outputs(
-        stack,
-        run_pulumi=seams.run_pulumi,
-        without_cli="(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)",
-    )
-    if is_gke(raw):
-        return _promote_gke(args, seams, stack, raw)
-    outputs = rollout_outputs(stack, raw)
-    gates = seams.gates or _cli_gates(args, seams, stack, raw)
+    reading = (seams.pulumi or AutomationGateway(missing_cli=WITHOUT_PULUMI)).outputs(stack)
+    if is_gke(reading.outputs):
+        return _promote_gke(args, seams, stack, reading)
+    outputs = rollout_outputs(stack, reading.outputs)
+    gates = seams.gates or _command_gates(args, seams, stack, reading)
     shifter = seams.shifter or PulumiAutomationShifter(
         stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
     )
@@ -193,32 +200,43 @@ def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) ->
         )
         code = promotion.rollback() if args.rollback else promotion.promote()
     if args.json:
-        print(json.dumps({"stack": stack, "exit_code": code, **promotion.outcome.as_json()}), flush=True)
+        print(promotion.outcome.report(stack, code).model_dump_json(), flush=True)
     return code
 
 
-def _cli_gates(args: argparse.Namespace, seams: Seams, stack: str, raw: object) -> CliGates:
-    """verify health, the metric gate and verify bench, as the flags configure them, against the stack's model."""
-    return CliGates(
-        stack_target=with_flag_overrides(target_from_outputs(stack, raw), args),
+def _command_gates(args: argparse.Namespace, seams: Seams, stack: str, reading: StackReading) -> CommandGates:
+    """verify health, the metric gate and verify bench, as the flags configure them, against the stack's model;
+    each report printed as the command prints it."""
+    return CommandGates(
+        stack_target=with_flag_overrides(target_from_outputs(stack, reading.outputs), target_options(args)),
         bench_gate=BenchGate(
-            concurrency=",".join(str(users) for users in args.bench_concurrency),
-            context=",".join(str(tokens) for tokens in args.bench_context),
+            concurrency=tuple(args.bench_concurrency),
+            context=tuple(args.bench_context),
             max_tokens=args.bench_max_tokens,
             requests=args.bench_requests,
             warmup=args.bench_warmup,
-            slos=tuple(args.slo),
+            slos=tuple(parse_slo(slo) for slo in args.slo),
             output_dir=args.bench_output_dir,
         ),
         api_key_env=args.api_key_env,
-        connect_timeout_s=args.connect_timeout,
-        timeout_s=args.timeout,
-        required_metrics=required_metrics(stack, raw),
+        timeouts=timeout_options(args),
+        required_metrics=required_metrics(stack, reading.outputs.vllm_args or []),
         say=seams.say or _say,
+        show_health=print_health,
+        show_bench=_show_bench,
+        waiting=waiting_printer,
     )
 
 
-def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, raw: dict[str, object]) -> int:
+def _show_bench(report: BenchReport) -> None:
+    show_bench_report(report, as_json=False, console=Console(stderr=True, soft_wrap=True))
+
+
+def _listed(numbers: tuple[int, ...]) -> str:
+    return ",".join(str(number) for number in numbers)
+
+
+def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, reading: StackReading) -> int:
     """A gated GKE fleet: gate the candidate track, then make it serve (verify/promote/gke.py)."""
     if args.rollback:
         raise UsageError(
@@ -227,8 +245,8 @@ def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, raw: dict[s
         )
     promotion = GkePromotion(
         stack=stack,
-        rollout=gke_rollout(stack, raw),
-        gates=seams.gates or _cli_gates(args, seams, stack, raw),
+        rollout=gke_rollout(stack, reading.outputs),
+        gates=seams.gates or _command_gates(args, seams, stack, reading),
         shifter=seams.track_shifter
         or PulumiTrackShifter(
             stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
@@ -239,16 +257,13 @@ def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, raw: dict[s
     )
     code = promotion.promote()
     if args.json:
-        print(json.dumps({"stack": stack, "exit_code": code, **promotion.outcome.as_json()}), flush=True)
+        print(promotion.outcome.report(stack, code).model_dump_json(), flush=True)
     return code
 
 
 def _slo(value: str) -> str:
-    """Checked here, so a typo fails before any gate runs; passed on to verify bench as written."""
-    try:
-        parse_slo(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    """Checked here, so a typo fails before any gate runs; kept as written (the deploy workflow's values)."""
+    slo_flag(value)
     return value
 
 

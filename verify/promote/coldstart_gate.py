@@ -87,8 +87,8 @@ def last_record(history: Path | None) -> dict[str, Any] | None:
 def gate_for_stack(stack: str, service_resource: str, project_dir: Path) -> ColdStartGate | None:
     """The gate the stack file asks for (cloudRun.maxColdStartSeconds), measuring through Cloud Logging; else None."""
     from verify.ops.google import apis_from_environment  # noqa: PLC0415 - only when a budget is set
-    from verify.ops.stack import CloudRunOpsStack, load_ops_stack  # noqa: PLC0415
-    from verify.ops.status import cold_start_of  # noqa: PLC0415
+    from verify.ops.stack import CloudRunOpsStack, load_ops_stack  # noqa: PLC0415 - as above
+    from verify.ops.status import cold_start_of  # noqa: PLC0415 - as above
 
     project = service_resource.split("/")[1]
     ops = load_ops_stack(stack, root=project_dir, project=project)

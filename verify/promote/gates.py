@@ -1,148 +1,220 @@
-"""The gates a candidate passes before it takes traffic: `verify health`, then a short `verify bench`.
+"""The gates a candidate passes before it takes traffic: `verify health`, the metric gate, then a short
+`verify bench`.
 
-Why the subcommands themselves rather than a second implementation: the candidate must pass exactly
-the checks a user runs by hand after a rollout (the same readiness polling, the same failure messages,
-the same SLO judgement and result files), so a promotion's verdict reads like theirs.
+Why the commands' own functions rather than a second implementation: the candidate must pass exactly the
+checks a user runs by hand after a rollout (the same readiness polling, the same failure messages, the
+same SLO judgement and result files), so a promotion's verdict reads like theirs. Each gate calls the
+typed function (``verify.health.run_health``, ``verify.bench.command.run_bench``) and keeps its report in
+a ``GateResult``, whose ``failure`` names the check or SLO that failed; the refusal quotes it.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import enum
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import httpx
+from rich.console import Console
 
 from verify import UsageError
+from verify.bench.command import BenchReport, run_bench
+from verify.bench.options import BenchOptions, Gate, ServingFacts, Workload
+from verify.bench.slo import Slo
 from verify.client import client_for
+from verify.health.report import CheckStatus, HealthOptions, HealthReport, ProgressCallback
+from verify.health.run import run_health
 from verify.promote.metric_gate import missing_metrics
-from verify.target import DEFAULT_API_KEY_ENV, AuthKind, Target
+from verify.target import AuthKind, Target, TargetOptions, TimeoutOptions, resolve_target
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_UNUSABLE = 2
+EXIT_INTERRUPTED = 130
+
+
+class GateName(enum.StrEnum):
+    HEALTH = "health"
+    METRICS = "metrics"
+    BENCH = "bench"
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate's verdict: its exit code as the command's (0 pass, 1 a check or SLO failed, 2 could not check,
+    130 interrupted), what failed (the check, SLO or error, in the words a user reads; None when it passed)
+    and the command's report (None when it could not run: a missing credential, an unusable output)."""
+
+    gate: GateName
+    exit_code: int
+    failure: str | None = None
+    report: HealthReport | BenchReport | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == EXIT_OK
 
 
 class Gates(Protocol):
-    """Each gate returns the subcommand's exit code (0 pass, 1 a check or SLO failed, 2 unreachable)."""
+    """Each gate runs against one URL and returns its ``GateResult``."""
 
-    def health(self, url: str, *, wait_s: float) -> int: ...
+    def health(self, url: str, *, wait_s: float) -> GateResult: ...
 
-    def bench(self, url: str, *, label: str) -> int: ...
+    def bench(self, url: str, *, label: str) -> GateResult: ...
 
-    def metrics(self, url: str) -> int: ...
+    def metrics(self, url: str) -> GateResult: ...
 
 
 @dataclass(frozen=True)
 class BenchGate:
     """A short closed-loop run: enough requests to judge success rate and latency, not a capacity sweep."""
 
-    concurrency: str = "1,4"
-    context: str = "256"
+    concurrency: tuple[int, ...] = (1, 4)
+    context: tuple[int, ...] = (256,)
     max_tokens: int = 64
     requests: int = 16
     warmup: int = 2
-    slos: tuple[str, ...] = ()
+    slos: tuple[Slo, ...] = ()
     output_dir: Path = Path("bench-results")
 
 
-@dataclass(frozen=True)
-class CliGates:
-    """Runs `python -m verify health|bench` in-process against a URL with the stack's model and credential.
+def _quiet(_report: object) -> None:
+    """The default rendering: none (promote's CLI prints the tables a user reads; a tool keeps the reports)."""
 
-    ``service_url`` is the audience of a Google ID token: Cloud Run accepts its service URL's token on a
-    tagged revision URL.
+
+@dataclass(frozen=True)
+class CommandGates:
+    """Runs verify health, the metric gate and verify bench against a URL with the stack's model and credential.
+
+    The candidate is reached as ``verify health --url URL`` would reach it with the stack's model and auth kind;
+    with Google auth the ID token's audience is the service URL (``stack_target.audience``): Cloud Run accepts
+    the service URL's token on a tagged revision URL. ``show_health`` / ``show_bench`` render each report as the
+    commands do (promote's CLI passes the commands' own renderers).
     """
 
     stack_target: Target
     bench_gate: BenchGate
     api_key_env: str | None = None
-    connect_timeout_s: float | None = None
-    timeout_s: float | None = None
+    timeouts: TimeoutOptions = field(default_factory=TimeoutOptions)
     # Each run gets its own results file, so promoting the same candidate again never meets an old one.
     clock: Callable[[], float] = field(default=time.time)
     # The vLLM metrics the stack's dashboard and alerts read (verify/promote/metric_gate.py); empty: no check.
     required_metrics: frozenset[str] = frozenset()
     say: Callable[[str], None] = print
+    show_health: Callable[[HealthReport], None] = _quiet
+    show_bench: Callable[[BenchReport], None] = _quiet
+    # A fresh progress callback for each health run (readiness polls that did not succeed yet).
+    waiting: Callable[[], ProgressCallback] | None = None
+    console: Console = field(default_factory=lambda: Console(stderr=True, soft_wrap=True))
 
-    def health(self, url: str, *, wait_s: float) -> int:
-        return self._run(["health", *self._common(url), "--wait", f"{wait_s:g}"])
+    def candidate(self, url: str) -> Target:
+        """The target the gates check: ``url`` with the stack's model, auth kind and token audience."""
+        stack = self.stack_target
+        return resolve_target(
+            TargetOptions(
+                url=url,
+                model=stack.model,
+                auth=stack.auth_kind,
+                audience=stack.audience if stack.auth_kind is AuthKind.GOOGLE else None,
+                api_key_env=self.api_key_env,
+            )
+        )
 
-    def bench(self, url: str, *, label: str) -> int:
+    def health(self, url: str, *, wait_s: float) -> GateResult:
+        options = HealthOptions(wait_s=wait_s, timeouts=self.timeouts, api_key_env=self.api_key_env)
+        try:
+            report = run_health(
+                self.candidate(url), options, on_waiting=self.waiting() if self.waiting is not None else None
+            )
+        except UsageError as exc:
+            return self._could_not(GateName.HEALTH, exc)
+        except KeyboardInterrupt:
+            return self._failed(GateName.HEALTH, EXIT_INTERRUPTED, "verify health: interrupted")
+        self.show_health(report)
+        return GateResult(GateName.HEALTH, report.exit_code, health_failure(report), report)
+
+    def bench(self, url: str, *, label: str) -> GateResult:
         gate = self.bench_gate
-        argv = [
-            "bench",
-            *self._common(url),
-            "--concurrency",
-            gate.concurrency,
-            "--context",
-            gate.context,
-            "--max-tokens",
-            str(gate.max_tokens),
-            "--requests",
-            str(gate.requests),
-            "--warmup",
-            str(gate.warmup),
-            "--no-progress",
-            "--output",
-            str(gate.output_dir / f"{label}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(self.clock()))}.jsonl"),
-        ]
-        if self.stack_target.accelerator:
-            argv += ["--accelerator", self.stack_target.accelerator]
-        for slo in gate.slos:
-            argv += ["--slo", slo]
-        return self._run(argv)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self.clock()))
+        options = BenchOptions(
+            output=gate.output_dir / f"{label}-{stamp}.jsonl",
+            workload=Workload(
+                concurrency=gate.concurrency,
+                context=gate.context,
+                max_tokens=gate.max_tokens,
+                requests=gate.requests,
+                warmup=gate.warmup,
+            ),
+            timeouts=self.timeouts,
+            api_key_env=self.api_key_env,
+            progress=False,
+            gate=Gate(slos=gate.slos),
+            facts=ServingFacts(accelerator=self.stack_target.accelerator or None),
+        )
+        try:
+            report = run_bench(self.candidate(url), options, console=self.console)
+        except UsageError as exc:
+            return self._could_not(GateName.BENCH, exc)
+        try:
+            self.show_bench(report)
+        except UsageError as exc:
+            self.say(f"verify bench: error: {exc}")
+        return GateResult(GateName.BENCH, report.exit_code, bench_failure(report), report)
 
-    def metrics(self, url: str) -> int:
-        """1 when the candidate's /metrics lacks a metric the stack watches (or answers none), else 0."""
+    def metrics(self, url: str) -> GateResult:
+        """Fails when the candidate's /metrics lacks a metric the stack watches (or answers none)."""
         if not self.required_metrics:
-            return 0
+            return GateResult(GateName.METRICS, EXIT_OK)
         try:
             text = asyncio.run(self._scrape(url))
         except (httpx.HTTPError, UsageError) as exc:
-            self.say(f"could not read {url}/metrics: {exc}")
-            return 2
+            return self._failed(GateName.METRICS, EXIT_UNUSABLE, f"could not read {url}/metrics: {exc}")
         try:
             missing = missing_metrics(self.required_metrics, text)
         except ValueError as exc:
-            self.say(f"{url}/metrics is not Prometheus text: {exc}")
-            return 1
+            return self._failed(GateName.METRICS, EXIT_FAILED, f"{url}/metrics is not Prometheus text: {exc}")
         if missing:
-            self.say(
-                f"the candidate's /metrics lacks {', '.join(sorted(missing))}, which the stack's dashboard or alerts "
-                "read (a renamed vLLM metric? serving/data/vllm-0.32-metrics.json is the recorded list)"
+            return self._failed(
+                GateName.METRICS,
+                EXIT_FAILED,
+                f"the candidate's /metrics lacks {', '.join(sorted(missing))}, which the stack's dashboard or "
+                "alerts read (a renamed vLLM metric? serving/data/vllm-0.32-metrics.json is the recorded list)",
             )
-            return 1
-        return 0
+        return GateResult(GateName.METRICS, EXIT_OK)
 
     async def _scrape(self, url: str) -> str:
-        target = self.stack_target.model_copy(update={"base_url": url, "audience_url": self.stack_target.audience})
-        flags = argparse.Namespace(
-            api_key_env=self.api_key_env, connect_timeout=self.connect_timeout_s, timeout=self.timeout_s
-        )
-        async with client_for(target, flags) as client:
+        async with client_for(self.candidate(url), api_key_env=self.api_key_env, timeouts=self.timeouts) as client:
             response = await client.get("/metrics")
             response.raise_for_status()
             return response.text
 
-    def _common(self, url: str) -> list[str]:
-        target = self.stack_target
-        argv = ["--url", url]
-        if target.model is not None:
-            argv += ["--model", target.model]
-        argv += ["--auth", target.auth_kind.value]
-        if target.auth_kind is AuthKind.GOOGLE:
-            argv += ["--audience", target.audience]
-        if target.auth_kind is AuthKind.API_KEY:
-            argv += ["--api-key-env", self.api_key_env or DEFAULT_API_KEY_ENV]
-        if self.connect_timeout_s is not None:
-            argv += ["--connect-timeout", f"{self.connect_timeout_s:g}"]
-        if self.timeout_s is not None:
-            argv += ["--timeout", f"{self.timeout_s:g}"]
-        return argv
+    def _failed(self, gate: GateName, code: int, why: str) -> GateResult:
+        self.say(why)
+        return GateResult(gate, code, why)
 
-    @staticmethod
-    def _run(argv: Sequence[str]) -> int:
-        from verify.cli import main  # noqa: PLC0415 - verify.cli registers this package: import at call time
+    def _could_not(self, gate: GateName, exc: UsageError) -> GateResult:
+        """The command would have stopped with exit 2 before checking anything (as `verify <gate>` does)."""
+        return self._failed(gate, EXIT_UNUSABLE, f"verify {gate}: error: {exc}")
 
-        return main(list(argv))
+
+def health_failure(report: HealthReport) -> str | None:
+    """The first check that did not pass, with its summary: what a refused promotion names."""
+    for check in report.checks:
+        if check.status not in {CheckStatus.PASS, CheckStatus.SKIPPED}:
+            return f"the {check.name} check: {check.status}: {check.summary}"
+    return None
+
+
+def bench_failure(report: BenchReport) -> str | None:
+    """Why the bench gate failed: the cells or SLOs missed, the endpoint lost, or the interruption."""
+    if report.interrupted:
+        return "interrupted"
+    if report.lost is not None:
+        return report.lost
+    if report.reports_error is not None:
+        return report.reports_error
+    return "; ".join(report.failures) or None

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeGuard
+from typing import Protocol
 
+from serving.outputs import DeployedOutputs
 from verify import UsageError
 from verify.promote.gates import Gates
 from verify.promote.machine import EXIT_FAILED, EXIT_OK, Outcome, Verdict, run_gates
@@ -33,24 +34,22 @@ class GkeRollout:
     candidate_port_forward: str | None
 
 
-def is_gke(raw: object) -> TypeGuard[dict[str, object]]:
-    return isinstance(raw, dict) and raw.get("platform") == "gke"
+def is_gke(outputs: DeployedOutputs) -> bool:
+    return outputs.platform == "gke"
 
 
-def gke_rollout(stack: str, raw: dict[str, object]) -> GkeRollout:
+def gke_rollout(stack: str, outputs: DeployedOutputs) -> GkeRollout:
     """The gated fields; a direct fleet (no servingTrack output) is a usage error naming the setting."""
-    serving, candidate = raw.get("servingTrack"), raw.get("candidateTrack")
-    if not isinstance(serving, str) or not isinstance(candidate, str):
+    if outputs.serving_track is None or outputs.candidate_track is None:
         raise UsageError(
             f"stack {stack!r} rolls out directly (no servingTrack output): every `pulumi up` rolls the pods users "
             "reach; set gke.rollout.gated: true and run `pulumi up` to get a candidate track to promote"
         )
-    endpoint, forward = raw.get("candidateEndpoint"), raw.get("candidatePortForward")
     return GkeRollout(
-        serving_track=serving,
-        candidate_track=candidate,
-        candidate_endpoint=endpoint if isinstance(endpoint, str) and endpoint else None,
-        candidate_port_forward=forward if isinstance(forward, str) else None,
+        serving_track=outputs.serving_track,
+        candidate_track=outputs.candidate_track,
+        candidate_endpoint=outputs.candidate_endpoint or None,
+        candidate_port_forward=outputs.candidate_port_forward,
     )
 
 
@@ -91,6 +90,7 @@ class GkePromotion:
             label=f"promote-{self.stack}-{candidate}",
             wait_s=self.wait_s,
             say=self.say,
+            kept=self.outcome.gates,
         )
         if failed:
             self.say(f"not promoted: {failed}; users stay on track {serving}, nothing was changed")

@@ -11,10 +11,12 @@ import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import pydantic
+
 from serving.naming import CANDIDATE_TAG
 from verify import UsageError
 from verify.promote.cloud_run import ServiceState
-from verify.promote.gates import Gates
+from verify.promote.gates import GateName, GateResult, Gates
 from verify.promote.outputs import RolloutOutputs
 from verify.promote.shifter import ShiftFailedError, TrafficChange, TrafficShifter
 
@@ -36,14 +38,31 @@ class Verdict(enum.StrEnum):
 
 @dataclass
 class Outcome:
-    """The verdict and what Cloud Run routed when last read (None: could not be read)."""
+    """The verdict, what Cloud Run routed when last read (None: could not be read), why (``detail``: a refusal
+    names the gate and the check that failed) and every gate's result with its command's report, in order."""
 
     verdict: Verdict | None = None
     routed: dict[str, int] | None = None
     detail: str = ""
+    gates: list[GateResult] = field(default_factory=list)
 
-    def as_json(self) -> dict[str, object]:
-        return {"verdict": self.verdict.value if self.verdict else None, "routed": self.routed, "detail": self.detail}
+    def report(self, stack: str, exit_code: int) -> PromotionReport:
+        return PromotionReport(
+            stack=stack, exit_code=exit_code, verdict=self.verdict, routed=self.routed, detail=self.detail
+        )
+
+
+class PromotionReport(pydantic.BaseModel):
+    """What `verify promote --json` prints last: how the promotion ended and what Cloud Run routed when last
+    read (None: could not be read). The MCP `promote` tool repeats it, never guessing from the exit code."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    exit_code: int
+    verdict: Verdict | None
+    routed: dict[str, int] | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -130,6 +149,7 @@ class Promotion:
             wait_s=self.wait_s,
             say=self.say,
             after_health=lambda: self._cold_start_refusal(candidate),
+            kept=self.outcome.gates,
         )
 
     def rollback(self) -> int:
@@ -184,9 +204,12 @@ class Promotion:
             return self._step_back(f"after moving traffic {mismatch}")
         if percent < 100:
             self.say(f"health check of the candidate while it serves {percent}%")
-            code = self.gates.health(candidate_url, wait_s=self.step_wait_s)
-            if code != EXIT_OK:
-                return self._step_back(f"the candidate failed verify health at {percent}% (exit {code})")
+            result = self.gates.health(candidate_url, wait_s=self.step_wait_s)
+            self.outcome.gates.append(result)
+            if not result.passed:
+                return self._step_back(
+                    f"the candidate failed verify health at {percent}% (exit {result.exit_code})" + _named(result)
+                )
         return EXIT_OK
 
     def _step_back(self, why: str) -> int:
@@ -280,27 +303,49 @@ def run_gates(
     wait_s: float,
     say: Callable[[str], None],
     after_health: Callable[[], str | None] | None = None,
+    kept: list[GateResult] | None = None,
 ) -> str | None:
     """verify health, `after_health` (a platform's own check), the metric gate, then a short verify bench
-    against `url`: why `subject` failed, or None. Shared by Cloud Run revisions and GKE tracks, so both pass
-    the same gates in the same order."""
+    against `url`: why `subject` failed (naming the gate and the check), or None. Each gate's result is
+    appended to `kept`. Shared by Cloud Run revisions and GKE tracks, so both pass the same gates in the
+    same order."""
+    results = kept if kept is not None else []
     say(f"gate 1/2: verify health against {subject} at {url}")
-    code = gates.health(url, wait_s=wait_s)
-    if code != EXIT_OK:
-        return f"{subject} failed verify health ({gate_verdict(code)})"
+    health = gates.health(url, wait_s=wait_s)
+    results.append(health)
+    if not health.passed:
+        return _refusal(subject, health)
     refused = after_health() if after_health is not None else None
     if refused:
         return refused
     # After health: by then the candidate has answered requests, so its HTTP metrics exist too.
     say("metric gate: the candidate exports every vLLM metric the stack's dashboard and alerts read")
-    code = gates.metrics(url)
-    if code != EXIT_OK:
-        return f"{subject} failed the metric gate ({gate_verdict(code)})"
+    metrics = gates.metrics(url)
+    results.append(metrics)
+    if not metrics.passed:
+        return _refusal(subject, metrics)
     say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
-    code = gates.bench(url, label=label)
-    if code != EXIT_OK:
-        return f"{subject} failed verify bench ({gate_verdict(code)})"
+    bench = gates.bench(url, label=label)
+    results.append(bench)
+    if not bench.passed:
+        return _refusal(subject, bench)
     return None
+
+
+_GATE_TITLES = {
+    GateName.HEALTH: "verify health",
+    GateName.METRICS: "the metric gate",
+    GateName.BENCH: "verify bench",
+}
+
+
+def _refusal(subject: str, result: GateResult) -> str:
+    return f"{subject} failed {_GATE_TITLES[result.gate]} ({gate_verdict(result.exit_code)})" + _named(result)
+
+
+def _named(result: GateResult) -> str:
+    """What failed inside the gate, after the gate's own verdict."""
+    return f": {result.failure}" if result.failure else ""
 
 
 def gate_verdict(code: int) -> str:

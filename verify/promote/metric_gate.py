@@ -9,7 +9,7 @@ acceptance panel's too), so the gate and the dashboards cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -17,18 +17,17 @@ from serving.alert_rules import AlertThresholds
 from serving.metric_contract import missing_from_scrape, spec_decode_on, stack_queries, vllm_metrics_used
 from serving.watch import CloudRunWatch
 
-# Any name: the metric names do not depend on it (the selector does).
-_ANY_SERVICE = "candidate"
+# A placeholder service name, not the candidate tag: the queries are built only to collect the metric names
+# they read, and those do not depend on the service (only each query's selector does).
+_PLACEHOLDER_SERVICE = "any-service"
 # Every alert on: the waiting-requests alert's metric counts even where the stack does not set it yet.
 _EVERY_ALERT = AlertThresholds(max_waiting_requests=1)
 
 
-def required_metrics(stack: str, outputs: object) -> frozenset[str]:
-    """The vLLM metric names the stack's dashboard and alerts read (from its `vllmArgs` output)."""
-    args = outputs.get("vllmArgs") if isinstance(outputs, Mapping) else None
-    vllm_args = [str(arg) for arg in args] if isinstance(args, list) else []
-    watched = CloudRunWatch(_ANY_SERVICE, min_instances=1)
-    queries = stack_queries(watched, _EVERY_ALERT, spec_decode=spec_decode_on(vllm_args), stack=stack)
+def required_metrics(stack: str, vllm_args: Sequence[str]) -> frozenset[str]:
+    """The vLLM metric names the stack's dashboard and alerts read (``vllm_args``: its `vllmArgs` output)."""
+    watched = CloudRunWatch(_PLACEHOLDER_SERVICE, min_instances=1)
+    queries = stack_queries(watched, _EVERY_ALERT, spec_decode=spec_decode_on(list(vllm_args)), stack=stack)
     return frozenset(vllm_metrics_used(queries))
 
 

@@ -3,8 +3,9 @@
 Why a reader of its own: `verify.target` reads what every subcommand needs to reach an endpoint; promotion
 also needs the rollout's facts (which revision serves, which one is the candidate, the service to ask
 Cloud Run about), and a stack that lacks them must fail before anything is called or moved. The fields
-are the contract's (serving.outputs.CloudRunRolloutOutputs, which CloudRunOutputs includes); only the
-rollout's outputs are required here, so a stack missing an unrelated output can still be promoted.
+are the contract's (serving.outputs.CloudRunRolloutOutputs, which CloudRunOutputs includes), taken from the
+gateway's tolerant reading (serving.outputs.DeployedOutputs); only the rollout's outputs are required here,
+so a stack missing an unrelated output can still be promoted.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 
 import pydantic
 
-from serving.outputs import CloudRunRolloutOutputs
+from serving.outputs import CloudRunRolloutOutputs, DeployedOutputs
 from verify import UsageError
 from verify.target import output_problems
 
@@ -32,29 +33,24 @@ class RolloutOutputs(CloudRunRolloutOutputs):
             raise ValueError(f"expected projects/<project>/locations/<region>/services/<name>, got {value!r}")
         return value
 
-    @property
-    def first_rollout(self) -> bool:
-        """No earlier revision: the candidate is the serving revision (it serves 100% already)."""
-        return self.candidate_revision == self.serving_revision
 
-
-def rollout_outputs(stack: str, raw: object) -> RolloutOutputs:
-    """Parse the stack's outputs; a stack that is not a gated Cloud Run stack is a usage error (exit 2)."""
-    if isinstance(raw, dict) and raw.get("platform") not in (None, "cloud-run"):
+def rollout_outputs(stack: str, outputs: DeployedOutputs) -> RolloutOutputs:
+    """The rollout's outputs; a stack that is not a gated Cloud Run stack is a usage error (exit 2)."""
+    if outputs.platform not in (None, "cloud-run"):
         raise UsageError(
-            f"stack {stack!r} runs on {raw.get('platform')!r}: promotion moves Cloud Run traffic between "
+            f"stack {stack!r} runs on {outputs.platform!r}: promotion moves Cloud Run traffic between "
             "revisions; a TPU node is verified with `python -m verify health` (see docs/tpu.md)"
         )
     try:
-        outputs = RolloutOutputs.model_validate(raw)
+        rollout = outputs.as_model(RolloutOutputs)
     except pydantic.ValidationError as exc:
         raise UsageError(
             f"stack {stack!r} does not export what promotion needs ({output_problems(exc)}); expected outputs: "
             "rollout, cloudRunService, candidateRevision, servingRevision (run `pulumi up` with this version first)"
         ) from None
-    if outputs.rollout != "gated":
+    if rollout.rollout != "gated":
         raise UsageError(
             f"stack {stack!r} rolls out directly (cloudRun.rollout: direct): every `pulumi up` already sends all "
             "traffic to the new revision, so there is nothing to promote; set cloudRun.rollout to gated"
         )
-    return outputs
+    return rollout

@@ -24,7 +24,8 @@ from verify.numbers import readable
 from verify.query.run import DEFAULT_MAX_TOKENS, QueryOptions, QueryReport, ReasoningDisplay, run_query
 from verify.redact import escape_controls
 from verify.streaming import TextCallback
-from verify.target import Target, add_target_arguments, request_deadline_s, resolve_target
+from verify.target import Target, resolve_target
+from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 STDIN = "-"
 
@@ -85,7 +86,7 @@ def read_prompt(args: argparse.Namespace, stdin: TextIO | None = None) -> str:
 
 def run_query_command(args: argparse.Namespace) -> int:
     prompt = read_prompt(args)
-    target = resolve_target(args)
+    target = resolve_target(target_options(args))
     report = asyncio.run(_run(target, args, prompt))
     if args.json:
         print(report.model_dump_json(indent=2))
@@ -96,13 +97,14 @@ def run_query_command(args: argparse.Namespace) -> int:
 
 async def _run(target: Target, args: argparse.Namespace, prompt: str) -> QueryReport:
     display = ReasoningDisplay(args.reasoning)
-    async with client_for(target, args) as client:
+    timeouts = timeout_options(args)
+    async with client_for(target, api_key_env=args.api_key_env, timeouts=timeouts) as client:
         model = target.model or await _the_one_model(client)
         options = QueryOptions(
             prompt=prompt,
             model=model,
             max_tokens=args.max_tokens,
-            deadline_s=request_deadline_s(args, args.max_tokens),
+            deadline_s=timeouts.request_deadline_s(args.max_tokens),
             temperature=args.temperature,
             system=args.system,
         )

@@ -9,7 +9,8 @@ import pytest
 
 from preview.render import clean
 from tests.conftest import ROOT, render_stack_at
-from verify.alerts.suggest import Slo, SloMissedEverywhereError, suggest
+from verify import UsageError
+from verify.alerts.suggest import Slo, SloMissedEverywhereError, SuggestOptions, suggest, suggest_from_file
 from verify.bench.results import CellRecord
 from verify.cli import main
 
@@ -95,3 +96,15 @@ def test_thresholds_come_from_the_held_load_and_stay_within_the_slo() -> None:
 def test_a_stack_that_misses_its_slo_everywhere_gets_no_thresholds() -> None:
     with pytest.raises(SloMissedEverywhereError, match="lowest concurrency measured"):
         suggest([cell(1, 1500), cell(4, 3000)], Slo())
+
+
+def test_the_typed_function_gives_the_commands_thresholds() -> None:
+    """Guards against a tool (no argv) deriving other thresholds than `alerts suggest` prints from the same
+    file and options, and against unusable files passing silently."""
+    options = SuggestOptions(slo=Slo(ttft_ms=250), max_num_seqs=4, allow_untrusted=True)
+    suggestion = suggest_from_file(REAL_SWEEP, options)
+    assert (suggestion.held, suggestion.broke, suggestion.untrusted) == (4, 16, 3)
+    assert suggestion.ttft_seconds == 0.25
+    assert suggestion.max_waiting_requests == 12
+    with pytest.raises(UsageError, match="--allow-untrusted"):
+        suggest_from_file(REAL_SWEEP, SuggestOptions())

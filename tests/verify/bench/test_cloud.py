@@ -4,7 +4,6 @@ merge of their files, and `--on-cloud-run`'s commands."""
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fake_pulumi import FakeStackOutputs
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
+from verify.bench.cli import two_word_alias
 from verify.bench.cloud import (
     FileBarrier,
     TaskSlot,
@@ -22,7 +23,6 @@ from verify.bench.cloud import (
     share_line,
     task_file,
 )
-from verify.bench.cloud_cli import two_word_alias
 from verify.bench.prompts import PromptLengthSource, PromptShape, TokenizeCounter
 from verify.bench.results import load_results
 from verify.bench.samples import PhaseShare, Sample
@@ -197,10 +197,10 @@ def test_on_cloud_run_starts_the_job_with_the_sweep_and_merges_its_files(
             folder.mkdir(parents=True)
             for task in (0, 1):
                 (folder / f"task-{task:05d}.jsonl").write_text(_synthetic_line(task, 2, 4) + "\n")
-        stdout = json.dumps(outputs) if command[0] == "pulumi" else ""
-        return subprocess.CompletedProcess(list(command), 0, stdout, "")
+        return subprocess.CompletedProcess(list(command), 0, "", "")
 
-    monkeypatch.setattr("verify.bench.cloud_cli._run", run)
+    monkeypatch.setattr("verify.bench.cloud_command._run", run)
+    monkeypatch.setattr("verify.bench.cloud_command._gateway", lambda: FakeStackOutputs({"l4": outputs}))
     output = tmp_path / "cloud.jsonl"
     code = main(
         [
@@ -209,7 +209,7 @@ def test_on_cloud_run_starts_the_job_with_the_sweep_and_merges_its_files(
         ]
     )
     assert code == 0
-    execute = commands[1]
+    execute = commands[0]
     assert execute[:9] == [
         "gcloud",
         "run",
@@ -224,7 +224,7 @@ def test_on_cloud_run_starts_the_job_with_the_sweep_and_merges_its_files(
     args = execute[-1]
     assert args.startswith("--args=^|^--run-id|run-")
     assert "|--concurrency|1,4|--context|32|--max-tokens|5|" in args
-    assert commands[2][:5] == ["gcloud", "storage", "cp", "-r", f"gs://b/bench-runs/{args.split('|')[2]}"]
+    assert commands[1][:5] == ["gcloud", "storage", "cp", "-r", f"gs://b/bench-runs/{args.split('|')[2]}"]
     (record,) = load_results(output).records
     assert (record.max_concurrency, record.completed, record.client_workers) == (4, 8, 2)
     assert (tmp_path / "cloud.md").exists()
@@ -235,10 +235,9 @@ def test_on_cloud_run_without_a_bench_block_says_how_to_add_one(
 ) -> None:
     """Guards against a confusing failure when the stack has no load-generator job."""
 
-    def run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(list(command), 0, json.dumps({"endpoint": "https://svc"}), "")
-
-    monkeypatch.setattr("verify.bench.cloud_cli._run", run)
+    monkeypatch.setattr(
+        "verify.bench.cloud_command._gateway", lambda: FakeStackOutputs({"l4": {"endpoint": "https://svc"}})
+    )
     code = main(["bench", "--stack", "l4", "--on-cloud-run", "--output", str(tmp_path / "x.jsonl")])
     assert code == 2
     assert "gemma-serving:bench block" in capsys.readouterr().err

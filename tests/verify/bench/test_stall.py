@@ -18,7 +18,7 @@ async def test_a_blocked_event_loop_is_measured() -> None:
     """Guards against a client that was starved of CPU (so timed answers late) reporting clean numbers."""
     async with StallMonitor(interval_s=0.005) as monitor:
         await asyncio.sleep(0.02)  # let the probe start
-        time.sleep(0.2)  # the loop cannot run: what CPU starvation does to a client  # noqa: ASYNC251
+        time.sleep(0.2)  # noqa: ASYNC251 - the loop cannot run: what CPU starvation does to a client
         await asyncio.sleep(0.02)
     summary = monitor.summary()
     assert summary.max_ms >= 190.0

@@ -80,6 +80,29 @@ def test_gpu_lines_give_bytes_compile_and_graph_capture() -> None:
     assert measured.graph_capture_s == 14.0
 
 
+def test_the_real_start_says_its_compile_cache_did_not_load() -> None:
+    """The user sees whether the start reused torch.compile's cache: here the real 0.32.0 CPU start could not
+    load what the first one saved, said why, and compiled again."""
+    measured = _measured(log_entries("vllm-0.32.0-cpu-default-loader.log"))
+    assert measured.compile_cache is not None
+    assert measured.compile_cache.startswith("not loaded from /root/.cache/vllm/torch_compile_cache/torch_aot_compile/")
+    assert "'function' object has no attribute 'finalize_loading'" in measured.compile_cache
+    assert measured.compile_cache.endswith("compiled again and saved there")
+
+
+def test_a_start_that_loaded_its_compile_cache_says_so() -> None:
+    """With compileCache kept, a start of the same configuration loads the artifact instead of compiling."""
+    entries = log_entries("vllm-0.32.0-gpu-lines-from-source.log", instance_start_before_s=None, probe_after_s=None)
+    hit = dict(entries[2])  # beside torch.compile's line; vLLM's decorators.py "Directly load AOT compilation ..."
+    path = "/var/cache/vllm/torch_compile_cache/torch_aot_compile/ab12/rank_0_0/model"
+    hit["textPayload"] = (
+        f"(Worker pid=412) INFO 11-24 09:01:50 [decorators.py:300] Directly load AOT compilation from path {path}"
+    )
+    measured = _measured([*entries[:2], hit, *entries[2:]])
+    assert measured.compile_cache == f"loaded from {path} (no compile)"
+    assert _measured(entries).compile_cache is None  # vLLM said nothing about the cache: nothing claimed
+
+
 def test_a_missing_milestone_merges_its_phase_into_the_next() -> None:
     """Without vLLM's "Starting to load model" line the engine start and weights show as one phase, named so."""
     entries = [
@@ -110,6 +133,7 @@ def test_the_query_reads_only_milestone_lines_of_one_revision() -> None:
     """Request logs cannot push a start out of the page: the query names the milestone words and the revision."""
     query = milestone_filter('timestamp>="2026-11-24T00:00:00Z"', "gemma-l4-vllm-abc")
     assert 'textPayload:"Loading weights took"' in query
+    assert 'textPayload:"Directly load AOT compilation"' in query  # the cache's outcome is read too
     assert 'resource.labels.revision_name="gemma-l4-vllm-abc"' in query
 
 

@@ -8,13 +8,13 @@ shifter, and the live split is what it was).
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fake_pulumi import FakeStackOutputs
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from tests.verify.bench.test_cli import running
 from tests.verify.promote.fake_cloud_run import (
@@ -30,10 +30,10 @@ from tests.verify.promote.fake_cloud_run import (
 from verify import UsageError
 from verify.cli import build_parser
 from verify.promote.cli import Seams, run_promote_command
-from verify.promote.gates import BenchGate, CliGates
+from verify.promote.gates import BenchGate, CommandGates
 from verify.promote.metric_gate import required_metrics
 from verify.promote.shifter import TrafficChange
-from verify.pulumi_gateway import PulumiAutomationShifter, PulumiRunner
+from verify.pulumi_gateway import PulumiAutomationShifter
 from verify.target import AuthKind, Target
 
 API_KEY = "candidate-test-key"
@@ -55,14 +55,6 @@ def stack_outputs(**overrides: Any) -> dict[str, Any]:
     }
     outputs.update(overrides)
     return outputs
-
-
-def pulumi_printing(outputs: dict[str, Any]) -> PulumiRunner:
-    def run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-        assert list(command[:4]) == ["pulumi", "stack", "output", "--json"]
-        return subprocess.CompletedProcess(list(command), 0, json.dumps(outputs), "")
-
-    return run
 
 
 class World:
@@ -105,7 +97,7 @@ class World:
             ]
         )
         seams = Seams(
-            run_pulumi=pulumi_printing(outputs or stack_outputs()),
+            pulumi=FakeStackOutputs({"l4": outputs or stack_outputs()}),
             access_token=lambda: ACCESS_TOKEN,
             shifter=self.shifter,
             say=self.lines.append,
@@ -158,8 +150,8 @@ def test_a_candidate_missing_a_watched_metric_is_refused(tmp_path: Path, monkeyp
 
 def test_the_metric_gate_asks_for_the_spec_decode_metrics_only_with_speculative_decoding() -> None:
     """The RTX stack's MTP acceptance panel reads vllm:spec_decode_*; the L4 stack (no MTP) must not need them."""
-    with_mtp = required_metrics("rtx6000", {"vllmArgs": ["/m", "--speculative-config", '{"method":"mtp"}']})
-    without = required_metrics("l4", {"vllmArgs": ["/m"]})
+    with_mtp = required_metrics("rtx6000", ["/m", "--speculative-config", '{"method":"mtp"}'])
+    without = required_metrics("l4", ["/m"])
     assert "vllm:spec_decode_num_draft_tokens_total" in with_mtp - without
     assert {"vllm:kv_cache_usage_perc", "http_requests_total", "vllm:time_to_first_token_seconds_bucket"} <= without
 
@@ -350,12 +342,12 @@ def test_google_auth_gates_use_the_service_url_as_the_token_audience() -> None:
         auth_kind=AuthKind.GOOGLE,
         source="stack l4",
     )
-    gates = CliGates(stack_target=target, bench_gate=BenchGate())
+    gates = CommandGates(stack_target=target, bench_gate=BenchGate())
 
-    argv = gates._common("https://candidate---gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app")
+    candidate = gates.candidate("https://candidate---gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app")
 
-    assert argv[:2] == ["--url", "https://candidate---gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"]
-    assert argv[argv.index("--audience") + 1] == "https://gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"
+    assert candidate.base_url == "https://candidate---gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"
+    assert candidate.audience == "https://gemma-l4-vllm-k3xq7wvz5a-uk.a.run.app"
 
 
 def test_the_deploy_workflows_invocation_reaches_the_candidate_with_its_token(
@@ -440,16 +432,14 @@ def test_an_interrupted_stepped_promotion_resumes_above_the_candidates_share(wor
     assert world.routed() == {CANDIDATE: 100}
 
 
-def test_promote_without_the_pulumi_cli_does_not_suggest_url() -> None:
+def test_promote_without_the_pulumi_cli_does_not_suggest_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The advice must work for the command that prints it: promote used to say "pass --url instead" when
     the Pulumi CLI was missing, and then refuse --url ("cannot be promoted"), a loop with no way out."""
-
-    def no_cli(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-        raise FileNotFoundError(command[0])
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `pulumi` on it: the real gateway finds no CLI
 
     args = build_parser().parse_args(["promote", "--stack", "l4"])
     with pytest.raises(UsageError) as refused:
-        run_promote_command(args, Seams(run_pulumi=no_cli))
+        run_promote_command(args, Seams())
     assert "--url" not in str(refused.value).replace("it has no --url form", "")
     assert "install it (https://www.pulumi.com/docs/install/)" in str(refused.value)
 

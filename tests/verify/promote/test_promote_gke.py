@@ -7,14 +7,12 @@ against the candidate's own pods, and a failed gate changes nothing (no config w
 
 from __future__ import annotations
 
-import json
-import subprocess
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fake_pulumi import FakeStackOutputs
 from tests.fake_vllm import FakeVllmConfig
 from tests.verify.bench.test_cli import running
 from verify import UsageError
@@ -54,10 +52,6 @@ class TrackRecorder:
 
 
 def promote(outputs: dict[str, Any], tmp_path: Path, shifter: TrackRecorder, lines: list[str], *flags: str) -> int:
-    def pulumi(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-        assert list(command[:4]) == ["pulumi", "stack", "output", "--json"]
-        return subprocess.CompletedProcess(list(command), 0, json.dumps(outputs), "")
-
     args = build_parser().parse_args(
         [
             "promote",
@@ -69,7 +63,9 @@ def promote(outputs: dict[str, Any], tmp_path: Path, shifter: TrackRecorder, lin
             *flags,
         ]
     )
-    return run_promote_command(args, Seams(run_pulumi=pulumi, track_shifter=shifter, say=lines.append))
+    return run_promote_command(
+        args, Seams(pulumi=FakeStackOutputs({STACK: outputs}), track_shifter=shifter, say=lines.append)
+    )
 
 
 @pytest.fixture(autouse=True)

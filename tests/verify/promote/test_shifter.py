@@ -7,6 +7,7 @@ later `pulumi up`), whether the update succeeded or not.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,13 @@ class FakeStack:
 
 
 def shifter_with(stack: FakeStack, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> PulumiAutomationShifter:
-    def select_stack(*, stack_name: str, work_dir: str, opts: auto.LocalWorkspaceOptions) -> FakeStack:
-        assert stack_name == "org/l4"
-        assert work_dir == str(tmp_path)
-        stack.env = dict(opts.env_vars or {})
+    def open_stack(name: str, work_dir: Path, env_vars: Mapping[str, str] | None = None) -> FakeStack:
+        assert name == "org/l4"
+        assert work_dir == tmp_path
+        stack.env = dict(env_vars or {})
         return stack
 
-    monkeypatch.setattr(auto, "select_stack", select_stack)
+    monkeypatch.setattr("verify.pulumi_gateway.open_stack", open_stack)
     return PulumiAutomationShifter("org/l4", work_dir=tmp_path, policy_packs=["policy"], on_output=lambda _line: None)
 
 

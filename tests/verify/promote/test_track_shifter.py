@@ -7,6 +7,7 @@ run with the policy packs, and a failed update puts the old track back in the st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +45,11 @@ class FakeStack:
 
 
 def shifter_for(stack: FakeStack, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> PulumiTrackShifter:
-    def select_stack(*, stack_name: str, work_dir: str) -> FakeStack:
-        assert (stack_name, work_dir) == ("org/gke-l4x4", str(tmp_path))
+    def open_stack(name: str, work_dir: Path, env_vars: Mapping[str, str] | None = None) -> FakeStack:
+        assert (name, work_dir) == ("org/gke-l4x4", tmp_path)
         return stack
 
-    monkeypatch.setattr(auto, "select_stack", select_stack)
+    monkeypatch.setattr("verify.pulumi_gateway.open_stack", open_stack)
     return PulumiTrackShifter("org/gke-l4x4", work_dir=tmp_path, policy_packs=("policy",))
 
 

@@ -1,0 +1,313 @@
+"""`verify bench` as a function: ``run_bench(target, options) -> BenchReport``.
+
+What it does: reach the endpoint once (exit 2 now rather than a file full of failures), refuse an
+``--output`` whose cells another workload measured (verify/bench/resume.py), measure the cells the file
+does not hold yet (one JSON line each, appended as it finishes), snapshot the server's metrics around
+the sweep, write the reports beside the file and judge the cells (coverage, ``--slo`` gates). What it
+returns is data; verify/bench/cli.py renders it and turns it into an exit code, and ``verify promote``
+keeps it as its bench gate's verdict. Progress (what is measured now, warnings) goes to ``console``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pydantic
+from rich.console import Console
+
+from verify import UsageError, discovery
+from verify.auth import IdTokenFetcher, auth_advice
+from verify.bench import resume, server_metrics
+from verify.bench.console import ProgressObserver
+from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name
+from verify.bench.load_generator import make_transport, raise_fd_limit
+from verify.bench.options import BenchOptions
+from verify.bench.outputs import check_output
+from verify.bench.prompts import PromptBook, choose_counter
+from verify.bench.report import write_reports
+from verify.bench.results import CellKey, CellRecord, done_keys, read_checked
+from verify.bench.sweep import Endpoint, EndpointLostError, plan_for, run_sweep
+from verify.bench.trust import gate_failures
+from verify.bench.workers import ClientSpec, worker_pool
+from verify.client import client_for
+from verify.responses import body_excerpt
+from verify.target import Target
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_UNUSABLE = 2
+EXIT_INTERRUPTED = 130
+
+
+class BenchReport(pydantic.BaseModel):
+    """What one run left in ``output`` and what it concluded.
+
+    ``records`` are every cell the file holds after the run, ``new`` the ones this run measured (or
+    skipped); ``reports`` the CSV, Markdown and PNG files written beside it (none when nothing new was
+    measured). ``failures`` are the coverage and SLO problems (exit 1). ``lost`` says how the endpoint
+    stopped answering mid-sweep and ``reports_error`` why the reports could not be written (each exit 2);
+    ``interrupted`` is a Ctrl-C (exit 130). Finished cells stay in ``output`` in every case.
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    output: Path
+    planned: tuple[CellKey, ...] = ()
+    records: tuple[CellRecord, ...] = ()
+    new: tuple[CellRecord, ...] = ()
+    reports: tuple[Path, ...] = ()
+    failures: tuple[str, ...] = ()
+    lost: str | None = None
+    reports_error: str | None = None
+    interrupted: bool = False
+
+    @pydantic.computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        """130 interrupted; 2 the endpoint stopped answering or the reports could not be written; 1 a cell
+        asked for was not measured or missed a gate; 0 passed."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.lost is not None or self.reports_error is not None:
+            return EXIT_UNUSABLE
+        return EXIT_FAILED if self.failures else EXIT_OK
+
+    @property
+    def measured_any(self) -> bool:
+        return any(record.measured for record in self.records)
+
+
+@dataclass(frozen=True, slots=True)
+class _Discovered:
+    model: str
+    vllm_version: str | None
+    max_model_len: int | None
+
+
+def run_bench(
+    target: Target,
+    options: BenchOptions,
+    *,
+    console: Console,
+    env: Mapping[str, str] | None = None,
+    fetch_id_token: IdTokenFetcher | None = None,
+) -> BenchReport:
+    """Measure the cells of ``options.workload`` that ``options.output`` does not hold yet, and judge them.
+
+    Raises ``UsageError`` (exit 2) for what must be fixed before measuring: an unusable output, a file
+    holding another sweep's cells, an endpoint that cannot be reached, authorised or does not serve the
+    model, a credential whose source is missing.
+    """
+    output = options.output
+    check_output(output)
+    existing = _existing_records(output, resume=options.resume, console=console)
+    facts = _facts(target, options)
+    if facts.price_basis:
+        console.print(f"cost basis: {facts.price_basis}")
+    fd_warning = raise_fd_limit(max(options.workload.concurrency))
+    if fd_warning:
+        console.print(f"[yellow]warning[/] {fd_warning}")
+    lost: str | None = None
+    try:
+        planned = asyncio.run(
+            _bench(
+                target, options, existing=existing, facts=facts, console=console, env=env, fetch_id_token=fetch_id_token
+            )
+        )
+    except KeyboardInterrupt:
+        records = read_checked(output).records
+        return BenchReport(output=output, records=tuple(records), interrupted=True)
+    except EndpointLostError as exc:
+        planned = []
+        kept = sum(record.measured for record in read_checked(output).records)
+        lost = (
+            f"the endpoint stopped answering: {exc.cell} was not measured: {exc.cause}; {kept} measured cells are "
+            f"kept in {output}: once the server answers again, rerun with --output {output} --resume to measure "
+            "the rest"
+        )
+    except OSError as exc:
+        raise UsageError(
+            f"--output {output}: writing a cell failed ({exc.strerror or exc}); finished cells are kept"
+        ) from None
+    records = read_checked(output).records
+    new = [record for record in records if record.key not in done_keys(existing)]
+    reports: list[Path] = []
+    reports_error: str | None = None
+    if new and any(record.measured for record in records):
+        summary = _metrics_summary(output.with_suffix(".metrics.json"))
+        try:
+            reports = write_reports(records, output.with_suffix(""), metrics_summary=summary)
+        except OSError as exc:
+            reports_error = f"--output {output}: writing the reports failed ({exc.strerror or exc})"
+    failures = [] if lost else coverage_problems(planned, records, allow_skipped=options.allow_skipped)
+    failures += (
+        [] if lost else gate_failures(list(options.gate.slos), records, allow_untrusted=options.gate.allow_untrusted)
+    )
+    return BenchReport(
+        output=output,
+        planned=tuple(planned),
+        records=tuple(records),
+        new=tuple(new),
+        reports=tuple(reports),
+        failures=tuple(failures),
+        lost=lost,
+        reports_error=reports_error,
+    )
+
+
+def _facts(target: Target, options: BenchOptions) -> AcceleratorFacts:
+    """What serves the endpoint: the options' accelerator, else the stack's, priced by its billing output."""
+    given = options.facts
+    try:
+        return accelerator_facts(
+            given.accelerator or target.accelerator,
+            count=given.accelerator_count,
+            price_override=given.price_per_hour,
+            billing=target.billing if not given.accelerator else None,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _existing_records(path: Path, *, resume: bool, console: Console) -> list[CellRecord]:
+    loaded = read_checked(path)
+    if loaded.unreadable_lines:
+        console.print(
+            f"[yellow]warning[/] {path}: lines {loaded.unreadable_lines} are not cell records (e.g. cut off by a "
+            "kill) and are ignored"
+        )
+    if loaded.records and not resume:
+        raise UsageError(
+            f"--output {path} already holds {len(loaded.records)} cells; pass --resume to continue that sweep or "
+            "choose another --output"
+        )
+    return loaded.records
+
+
+def coverage_problems(planned: list[CellKey], records: list[CellRecord], *, allow_skipped: bool) -> list[str]:
+    """A gate cannot pass on nothing: every cell asked for must be measured (skips only when allowed)."""
+    latest = {record.key: record for record in records}
+    missing = [latest.get(key) for key in planned if key not in latest or not latest[key].measured]
+    if not missing:
+        return []
+    reasons = sorted({record.skip_reason or "skipped" for record in missing if record is not None})
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    if len(missing) == len(planned):
+        return [f"no cell was measured{why}: nothing to judge, so the run fails"]
+    if allow_skipped:
+        return []
+    return [f"{len(missing)} of {len(planned)} cells were not measured{why}; pass --allow-skipped to accept that"]
+
+
+def _metrics_summary(path: Path) -> str | None:
+    before, after = server_metrics.load_snapshots(path)
+    return server_metrics.summary_markdown(before, after)
+
+
+async def _discover(client: httpx.AsyncClient, target: Target, options: BenchOptions) -> _Discovered:
+    """Reach the endpoint once before measuring: exit 2 now rather than fill a file with failures."""
+    try:
+        models = await discovery.served_models(client)
+    except discovery.AnswerError as exc:
+        raise UsageError(_unusable(exc, target, api_key_env=options.api_key_env)) from None
+    card = discovery.find_card(models, target.model)
+    if card is None:
+        if target.model is None:
+            raise UsageError(f"the server serves {models.names}; name the one to benchmark with --model")
+        raise UsageError(f"the server does not serve {target.model!r}; it serves {models.names} (use --model)")
+    try:
+        version: str | None = await discovery.vllm_version(client)
+    except discovery.AnswerError:
+        version = None
+    return _Discovered(card.id, version, card.max_model_len or target.max_model_len)
+
+
+def _unusable(exc: discovery.AnswerError, target: Target, *, api_key_env: str | None) -> str:
+    where = f"{target.base_url}{exc.path}"
+    if exc.failure is not None:
+        return f"{target.base_url} is unreachable: {exc.failure.kind.value} ({exc.failure.detail})"
+    if exc.status in {httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN}:
+        return f"{where} answered {exc.status}: {auth_advice(target, api_key_env=api_key_env)}"
+    if exc.problem is discovery.AnswerProblem.STATUS:
+        return (
+            f"{where} answered {exc.status} ({body_excerpt(exc.body)}); is the server ready? "
+            "run `python -m verify health` first"
+        )
+    return f"{where} did not answer a model list: {body_excerpt(exc.body)}"
+
+
+async def _bench(
+    target: Target,
+    options: BenchOptions,
+    *,
+    existing: list[CellRecord],
+    facts: AcceleratorFacts,
+    console: Console,
+    env: Mapping[str, str] | None,
+    fetch_id_token: IdTokenFetcher | None,
+) -> list[CellKey]:
+    """Measure the cells not in ``existing``; returns the keys of every cell this run asked for."""
+    output, workload, timeouts = options.output, options.workload, options.timeouts
+    async with client_for(
+        target,
+        api_key_env=options.api_key_env,
+        timeouts=timeouts,
+        transport=make_transport(options.transport),
+        env=env,
+        fetch_id_token=fetch_id_token,
+    ) as client:
+        found = await _discover(client, target, options)
+        plan = plan_for(workload, model=found.model, timeouts=timeouts)
+        endpoint = Endpoint(
+            base_url=target.base_url,
+            platform=target.platform,
+            vllm_version=found.vllm_version,
+            max_model_len=found.max_model_len,
+            admission_limit=target.admission_limit,
+            transport=options.transport.value,
+            accelerator=facts,
+            model_params=options.facts.model_params or params_from_model_name(found.model),
+        )
+        found_differences = resume.differences(existing, plan, endpoint)
+        if found_differences:
+            raise UsageError(resume.refusal(output, found_differences))
+        todo = [cell for cell in plan.cells() if plan.key(*cell) not in done_keys(existing)]
+        console.print(
+            f"benchmarking {found.model} at {target.base_url} (vLLM {found.vllm_version or 'unknown'}): "
+            f"{len(todo)} cells to measure, {len(plan.cells()) - len(todo)} already in {output}"
+        )
+        if not todo:
+            # Nothing to measure: every file stays as it is (no empty metrics window, no rewritten reports).
+            return [plan.key(*cell) for cell in plan.cells()]
+        counter = await choose_counter(client, found.model, plan.api)
+        before = await server_metrics.snapshot(client, found.model)
+        spec = ClientSpec(
+            target.base_url, options.transport, timeouts.connect_s, timeouts.read_s, max(workload.concurrency)
+        )
+        async with worker_pool(options.workers, spec) as pool:
+            if pool is not None:
+                console.print(f"load generation: {pool.size} worker processes share each cell's users")
+            if not options.progress:
+                await run_sweep(
+                    client, plan, endpoint, results_path=output, done=done_keys(existing), counter=counter, pool=pool
+                )
+            else:
+                with ProgressObserver(console, cells=len(todo)) as observer:
+                    await run_sweep(
+                        client,
+                        plan,
+                        endpoint,
+                        results_path=output,
+                        done=done_keys(existing),
+                        counter=counter,
+                        book=PromptBook(),
+                        observer=observer,
+                        pool=pool,
+                    )
+        after = await server_metrics.snapshot(client, found.model)
+        server_metrics.write_snapshots(server_metrics.window_path(output), before, after)
+        return [plan.key(*cell) for cell in plan.cells()]
