@@ -188,6 +188,7 @@ def install_mocks(
     pulumi_sdk.reset_options()
     pulumi_mocks.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=RecordingMonitor(mocks, capture))
     pulumi_sdk.set_engine(_LogEngine(capture))
+    pulumi_sdk.skip_source_positions()
     pulumi_sdk.set_all_config(config, secret_keys or [])
     return capture
 

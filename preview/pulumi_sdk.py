@@ -12,9 +12,11 @@ from importlib.metadata import version
 from typing import Any
 
 from pulumi.output import Unknown
+from pulumi.runtime import resource as sdk_resource
 from pulumi.runtime import rpc
 from pulumi.runtime import settings as sdk_settings
 from pulumi.runtime.config import set_all_config
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -23,6 +25,8 @@ SDK_VERSION = version("pulumi")
 SECRET_SIGNATURE: str = rpc._special_secret_sig
 SIGNATURE_KEY: str = rpc._special_sig_key
 UNKNOWN: str = rpc.UNKNOWN
+# Where each registration's stack trace comes from (`skip_source_positions` replaces it).
+SDK_STACK_TRACE = sdk_resource._get_stack_trace
 
 __all__ = [
     "SDK_VERSION",
@@ -36,6 +40,7 @@ __all__ = [
     "run_pulumi_func",
     "set_all_config",
     "set_engine",
+    "skip_source_positions",
     "sync_await",
 ]
 
@@ -55,6 +60,19 @@ def set_engine(engine: Any) -> None:  # noqa: ANN401 - a MockEngine
 
 def root_resource() -> Any:  # noqa: ANN401 - the stack resource, if the program made one
     return sdk_settings.get_root_resource()
+
+
+def skip_source_positions() -> None:
+    """Registrations carry no stack trace or source position: only an engine shows them, the mocks drop them.
+
+    The SDK builds both for every resource from a traceback of the whole call stack (each frame's source
+    line read): a third of the CPU of rendering a stack under the mocks.
+    """
+    sdk_resource._get_stack_trace = _no_stack_trace
+
+
+def _no_stack_trace() -> Any:  # noqa: ANN401 - the SDK's generated protobuf message
+    return source_pb2.StackTrace()
 
 
 def sync_await(awaitable: Any) -> Any:  # noqa: ANN401 - whatever the awaitable returns

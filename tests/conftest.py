@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,34 @@ def _console_width_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest-xdist's workers start with it. Deleting it here clears both, for this process and its children.
     """
     monkeypatch.delenv("COLUMNS", raising=False)
+
+
+# `gcloud` as a machine with no account logged in answers it (Google Cloud SDK 528.0.0).
+LOGGED_OUT_GCLOUD = """#!/bin/sh
+if [ "$1 $2" = "config get-value" ]; then echo "(unset)" >&2; exit 0; fi
+echo "ERROR: (gcloud.$1.$2) You do not currently have an active account selected." >&2
+exit 1
+"""
+
+
+@pytest.fixture(scope="session")
+def _logged_out_gcloud(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("logged-out-gcloud")
+    (folder / "gcloud").write_text(LOGGED_OUT_GCLOUD)
+    (folder / "gcloud").chmod(0o755)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _gcloud_logged_out(monkeypatch: pytest.MonkeyPatch, _logged_out_gcloud: Path) -> None:
+    """No test reaches the gcloud of the machine it runs on, nor the account logged in there.
+
+    `verify status` probes a ready Cloud Run revision with a Google ID token, which it asks gcloud for when
+    google-auth finds none: in a test, a developer's logged-in gcloud would hand over their own token for
+    the run.app URL in a fixture, and each call of the real gcloud cost half a second of CPU. This gcloud
+    is logged out on every machine; a test that puts a gcloud of its own (or none) on PATH still does.
+    """
+    monkeypatch.setenv("PATH", f"{_logged_out_gcloud}{os.pathsep}{os.environ.get('PATH', os.defpath)}")
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from verify.auth import IdTokenFetcher, auth_for_target
 from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Target, TimeoutOptions
+from verify.tls import default_tls
 
 UNLIMITED = httpx.Limits(max_connections=None, max_keepalive_connections=None)
 
@@ -35,7 +36,7 @@ def default_timeout(
 
 def aiohttp_transport() -> AiohttpTransport:
     """httpx's API over aiohttp, without aiohttp's own 100-connection cap."""
-    ssl_context = httpx.create_ssl_context()
+    ssl_context = default_tls()
 
     def session() -> aiohttp.ClientSession:
         # Called lazily on the first request, i.e. inside the running event loop aiohttp requires.

@@ -7,6 +7,7 @@ string, which is what they are at apply time (a bucket name, a secret version).
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,13 @@ def kubernetes_manifests(capture: Capture) -> list[dict[str, Any]]:
     ]
 
 
+@functools.cache
 def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    """(apiVersion, kind) -> the openAPIV3Schema of each served version of each copied CRD."""
+    """(apiVersion, kind) -> the openAPIV3Schema of each served version of each copied CRD.
+
+    Read once per process (the files are fixtures; validation only reads the schemas): parsing them took
+    some 80 ms of CPU, and each manifest validated parsed them again.
+    """
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for path in sorted(CRDS.glob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):

@@ -13,6 +13,7 @@ import enum
 import httpx
 
 from verify.client import UNLIMITED, aiohttp_transport
+from verify.tls import default_tls
 
 # Sockets per user plus headroom for the interpreter's own files.
 FD_HEADROOM = 256
@@ -28,7 +29,7 @@ class TransportKind(enum.StrEnum):
 def make_transport(kind: TransportKind) -> httpx.AsyncBaseTransport:
     if kind is TransportKind.AIOHTTP:
         return aiohttp_transport()
-    return httpx.AsyncHTTPTransport(limits=UNLIMITED, http1=True, http2=False, retries=0)
+    return httpx.AsyncHTTPTransport(verify=default_tls(), limits=UNLIMITED, http1=True, http2=False, retries=0)
 
 
 def raise_fd_limit(concurrency: int) -> str | None:

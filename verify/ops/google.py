@@ -28,6 +28,7 @@ import httpx
 import pydantic
 
 from verify.redact import escape_controls
+from verify.tls import default_tls
 
 ADC_SETUP_COMMAND = "gcloud auth application-default login"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -187,6 +188,7 @@ class GoogleApis:
         self._max_body_bytes = max_body_bytes
         self._clock = clock
         self._client = httpx.Client(
+            verify=default_tls(),
             transport=transport,
             timeout=httpx.Timeout(min(stall_s, deadline_s)),
             headers={"User-Agent": "gemma-serving-verify-ops"},

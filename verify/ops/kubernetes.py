@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from verify.ops.google import CALL_DEADLINE_S, MAX_BODY_BYTES, CannotCheckError, TokenSource
+from verify.tls import default_tls
 
 
 class KubernetesApiError(CannotCheckError):
@@ -41,9 +42,7 @@ class KubernetesApi:
         transport: httpx.BaseTransport | None = None,
         deadline_s: float = CALL_DEADLINE_S,
     ) -> None:
-        verify: ssl.SSLContext | bool = True
-        if ca_pem:
-            verify = ssl.create_default_context(cadata=ca_pem)
+        verify = ssl.create_default_context(cadata=ca_pem) if ca_pem else default_tls()
         self._tokens = tokens
         self._client = httpx.Client(
             base_url=base_url.rstrip("/"),

@@ -15,6 +15,7 @@ from verify.client import default_timeout, make_client
 from verify.health import CheckOptions, check_readiness
 from verify.ops.status import Readiness
 from verify.target import AuthKind, Target
+from verify.tls import default_tls
 
 
 def probe_readiness(endpoint: str, auth: str) -> Readiness:
@@ -28,7 +29,7 @@ def probe_readiness(endpoint: str, auth: str) -> Readiness:
 
 
 async def _poll(target: Target, auth: httpx.Auth | None) -> Readiness:
-    transport = httpx.AsyncHTTPTransport()  # one request: httpx's own transport is enough
+    transport = httpx.AsyncHTTPTransport(verify=default_tls())  # one request: httpx's own transport is enough
     async with make_client(target.base_url, auth, transport=transport, timeout=default_timeout(read_s=15.0)) as client:
         result = await check_readiness(client, CheckOptions(wait_s=0.0, poll_timeout_s=15.0))
     return Readiness(status=result.status.value, summary=result.summary)

@@ -19,6 +19,7 @@ import pydantic
 
 from verify import UsageError
 from verify.redact import escape_controls
+from verify.tls import default_tls
 
 DEFAULT_API_URL = "https://run.googleapis.com"
 # What services.get needs (the discovery document's only scope for run v2).
@@ -126,6 +127,7 @@ def admin_api_client(
     """A client for the Admin API that sends a fresh access token with every request."""
     return httpx.Client(
         base_url=base_url,
+        verify=default_tls(),
         auth=_AccessTokenAuth(token),
         transport=transport,
         timeout=httpx.Timeout(30.0),
