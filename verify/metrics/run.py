@@ -8,51 +8,34 @@ metrics (exit 1). verify/metrics/cli.py maps flags onto the options and prints.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 
-import httpx
 import pydantic
 
-from verify.auth import IdTokenFetcher
-from verify.client import client_for
+from verify.client import Reach, endpoint_client
 from verify.metrics.reading import MetricsReport, Sleep, read_metrics
-from verify.target import Target, TimeoutOptions
+from verify.target import EndpointOptions, Target
 
 # A window longer than this is a monitoring job, not a command someone waits for.
 MAX_WINDOW_S = 3600.0
 
 
-class MetricsOptions(pydantic.BaseModel):
+class MetricsOptions(EndpointOptions):
     """``window_s`` None: one read; else two reads that far apart."""
 
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
-
     window_s: float | None = pydantic.Field(default=None, gt=0, le=MAX_WINDOW_S)
-    timeouts: TimeoutOptions = TimeoutOptions()
-    # The environment variable holding vLLM's --api-key (None: VLLM_API_KEY with api-key auth).
-    api_key_env: str | None = None
 
 
 def run_metrics(
     target: Target,
     options: MetricsOptions,
     *,
-    transport: httpx.AsyncBaseTransport | None = None,
-    env: Mapping[str, str] | None = None,
-    fetch_id_token: IdTokenFetcher | None = None,
+    reach: Reach | None = None,
     sleep: Sleep = asyncio.sleep,
 ) -> MetricsReport:
     """Read ``target``'s metrics for the target's model. Runs its own event loop."""
 
     async def read() -> MetricsReport:
-        async with client_for(
-            target,
-            api_key_env=options.api_key_env,
-            timeouts=options.timeouts,
-            transport=transport,
-            env=env,
-            fetch_id_token=fetch_id_token,
-        ) as client:
+        async with endpoint_client(target, options, reach) as client:
             return await read_metrics(
                 client, target.base_url, model=target.model, window_s=options.window_s, sleep=sleep
             )

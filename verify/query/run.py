@@ -10,18 +10,16 @@ from __future__ import annotations
 import asyncio
 import enum
 import time
-from collections.abc import Mapping
 
 import httpx
 import pydantic
 
 from verify import UsageError, streaming
-from verify.auth import IdTokenFetcher
-from verify.client import client_for
+from verify.client import Reach, endpoint_client
 from verify.discovery import AnswerError, find_card, served_models
 from verify.health.diagnosis import stream_cause
 from verify.streaming import FailureKind, StreamRequest, StreamResult, TextCallback
-from verify.target import Target, TimeoutOptions
+from verify.target import EndpointOptions, Target
 
 DEFAULT_MAX_TOKENS = 512
 # Faster than this per single stream is no decode rate but a burst: the answer arrived at once (the server
@@ -40,20 +38,15 @@ class ReasoningDisplay(enum.StrEnum):
     HIDE = "hide"
 
 
-class QueryOptions(pydantic.BaseModel):
+class QueryOptions(EndpointOptions):
     """What ``verify query`` asks (its flags, typed); the model is the target's (``--model``), else the one
     name ``/v1/models`` lists."""
-
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
     prompt: str = pydantic.Field(min_length=1)
     max_tokens: int = pydantic.Field(default=DEFAULT_MAX_TOKENS, ge=1)
     temperature: float | None = pydantic.Field(default=None, ge=0)
     system: str | None = None
     reasoning: ReasoningDisplay = ReasoningDisplay.SHOW
-    timeouts: TimeoutOptions = TimeoutOptions()
-    # The environment variable holding vLLM's --api-key (None: VLLM_API_KEY with api-key auth).
-    api_key_env: str | None = None
 
 
 class QueryReport(pydantic.BaseModel):
@@ -96,9 +89,7 @@ def run_query(
     options: QueryOptions,
     *,
     on_text: TextCallback | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-    env: Mapping[str, str] | None = None,
-    fetch_id_token: IdTokenFetcher | None = None,
+    reach: Reach | None = None,
 ) -> QueryReport:
     """Ask ``target`` the prompt and report it; ``on_text`` hears the text as it streams.
 
@@ -107,14 +98,7 @@ def run_query(
     """
 
     async def asked() -> QueryReport:
-        async with client_for(
-            target,
-            api_key_env=options.api_key_env,
-            timeouts=options.timeouts,
-            transport=transport,
-            env=env,
-            fetch_id_token=fetch_id_token,
-        ) as client:
+        async with endpoint_client(target, options, reach) as client:
             model = target.model or await the_one_model(client)
             return await ask(client, target.base_url, options, model=model, on_text=on_text)
 
