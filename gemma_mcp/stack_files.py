@@ -31,7 +31,7 @@ def summarise(root: Path, stack: str) -> StackSummary:
     """Accelerator, region and model of one stack, or the problems that stop it from loading."""
     try:
         config = read_stack_config(root, stack)
-        settings = settings_from_config(config.values, project=config.project)
+        settings = settings_from_config(config.values, project=config.project, root=root)
     except StackFileError as error:
         return StackSummary(name=stack, valid=False, problems=[str(error)])
     except StackConfigError as error:

@@ -8,8 +8,7 @@ point it at a local fake of Google's APIs just as the CLI's tests do.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -20,19 +19,15 @@ from gemma_mcp.results import LogsRun, PreflightRun, StatusRun
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_stacks import reply
 from verify import UsageError
-from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, GoogleApis
+from verify.ops import commands
 from verify.ops.live_state import live_rows
-from verify.ops.logs import parse_since, run_logs, unreadable_report
-from verify.ops.preflight import run_preflight, unchecked_report
-from verify.ops.readiness import probe_readiness
+from verify.ops.logs import parse_since
 from verify.ops.stack import OpsStack, load_ops_stack
-from verify.ops.status import StatusReport, run_status, unknown_report, watch_status
+from verify.ops.status import StatusReport
 
 MAX_WATCH_S = 900.0
 WATCH_INTERVAL_S = 15.0
 MAX_LOG_LINES = 500
-
-_R = TypeVar("_R")
 
 READS_THE_PROJECT = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
@@ -44,13 +39,16 @@ def _load(ctx: ServerContext, stack: str, project: str | None) -> OpsStack:
         raise ToolError(str(error)) from None
 
 
-def _with_google(ctx: ServerContext, work: Callable[[GoogleApis], _R], cannot: Callable[[str], _R]) -> _R:
-    """Run `work` with a Google client; without credentials, the command's own "cannot check" report."""
-    try:
-        with ctx.google() as apis:
-            return work(apis)
-    except CannotCheckError as error:
-        return cannot(str(error))
+def _cold_start_lines(report: StatusReport) -> list[str]:
+    """The newest start's phases in the tool's text, as `verify status` prints them: an agent asked "why was the
+    first request slow" reads the slow phase without parsing the structured report."""
+    measured = report.cold_start
+    if measured is None:
+        return [report.cold_start_problem] if report.cold_start_problem else []
+    phases = ", ".join(f"{phase.name} {phase.seconds:.1f} s" for phase in measured.phases)
+    slowest = measured.slowest
+    total = f"cold start of {measured.source}: {measured.total_s:.1f} s ({phases})"
+    return [f"{total}; slowest: {slowest.name} {slowest.seconds:.1f} s"]
 
 
 def _ops_result(ctx: ServerContext, summary: list[str], found: PreflightRun | StatusRun | LogsRun) -> CallToolResult:
@@ -74,12 +72,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
     )
     async def preflight(stack: str, project: str | None = None) -> Annotated[CallToolResult, PreflightRun]:
         ops = _load(ctx, stack, project)
-        report = await asyncio.to_thread(
-            _with_google,
-            ctx,
-            lambda apis: run_preflight(ops, apis),
-            lambda reason: unchecked_report(ops, reason, ADC_SETUP_COMMAND),
-        )
+        report = await asyncio.to_thread(commands.preflight, ops, open_apis=ctx.google)
         findings = report.model_dump(mode="json").get("findings", [])
         lines = [f"preflight {stack}: exit {report.exit_code}"]
         capacity = report.tpu_capacity
@@ -113,19 +106,15 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             raise ToolError(f"watch_s: {watch_s} is outside 0..{MAX_WATCH_S:.0f} seconds")
         ops = _load(ctx, stack, project)
 
-        def look(apis: GoogleApis) -> StatusReport:
-            def once() -> StatusReport:
-                return run_status(ops, apis, probe=probe_readiness)
-
-            if watch_s == 0:
-                return once()
-            return watch_status(once, timeout_s=watch_s, interval_s=min(WATCH_INTERVAL_S, watch_s))
-
-        report = await asyncio.to_thread(
-            _with_google, ctx, look, lambda reason: unknown_report(ops, reason, ADC_SETUP_COMMAND)
+        options = (
+            commands.StatusOptions(watch=True, timeout_s=watch_s, interval_s=min(WATCH_INTERVAL_S, watch_s))
+            if watch_s > 0
+            else commands.StatusOptions()
         )
+        report = await asyncio.to_thread(commands.status, ops, options, open_apis=ctx.google)
         lines = [f"status {stack}: {report.state.value}: {report.summary}"]
         lines += [f"{name}: {value}" for name, value in live_rows(report)]
+        lines += _cold_start_lines(report)
         if report.fix:
             lines.append(f"fix: {report.fix}")
         found = StatusRun(stack=stack, exit_code=report.exit_code, passed=report.exit_code == 0, report=report)
@@ -153,12 +142,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         if not 1 <= limit <= MAX_LOG_LINES:
             raise ToolError(f"limit: {limit} is outside 1..{MAX_LOG_LINES}")
         ops = _load(ctx, stack, project)
-        report = await asyncio.to_thread(
-            _with_google,
-            ctx,
-            lambda apis: run_logs(ops, apis, since_s=since_s, errors_only=errors_only, limit=limit),
-            lambda reason: unreadable_report(ops, since_s=since_s, problem=reason, fix=ADC_SETUP_COMMAND),
-        )
+        options = commands.LogsOptions(since_s=since_s, errors_only=errors_only, limit=limit)
+        report = await asyncio.to_thread(commands.logs, ops, options, open_apis=ctx.google)
         lines = [f"logs {stack}: {len(report.lines)} lines since {report.since}, {len(report.diagnoses)} recognised"]
         lines += [f"  {d.signature} (x{d.count}): {d.explanation} -> {d.fix}" for d in report.diagnoses]
         if report.problem:

@@ -15,13 +15,14 @@ Why these settings:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from verify.auth import IdTokenFetcher, auth_for_target
-from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, Target, TimeoutOptions
+from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, EndpointOptions, Target, TimeoutOptions
 from verify.tls import default_tls
 
 UNLIMITED = httpx.Limits(max_connections=None, max_keepalive_connections=None)
@@ -82,6 +83,29 @@ def client_for(
     """
     auth = auth_for_target(target, api_key_env=api_key_env, env=env, fetch_id_token=fetch_id_token)
     return make_client(target.base_url, auth, transport=transport, timeout=http_timeout(timeouts))
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How a command reaches its target besides its options: the transport, the environment an API key is
+    read from and the ID-token source. Tests pass fakes; None: the real ones."""
+
+    transport: httpx.AsyncBaseTransport | None = None
+    env: Mapping[str, str] | None = None
+    fetch_id_token: IdTokenFetcher | None = None
+
+
+def endpoint_client(target: Target, options: EndpointOptions, reach: Reach | None = None) -> httpx.AsyncClient:
+    """``client_for`` with a command's options (its timeouts and API-key variable) and ``reach``."""
+    how = reach or Reach()
+    return client_for(
+        target,
+        api_key_env=options.api_key_env,
+        timeouts=options.timeouts,
+        transport=how.transport,
+        env=how.env,
+        fetch_id_token=how.fetch_id_token,
+    )
 
 
 def http_timeout(timeouts: TimeoutOptions) -> httpx.Timeout:

@@ -17,6 +17,13 @@ from components.gke.node_pool import NODE_ROLES
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from serving.naming import TypeToken
 
+# What an auditor reads in the console: the nodes' account writes logs and metrics; pods act as their own
+# Workload Identity accounts, so it is not the account that serves the model or reads its bucket.
+NODE_ACCOUNT_DESCRIPTION = (
+    "Runs the GKE nodes of a gemma-serving fleet: writes logs and metrics only. The vLLM pods act as their own "
+    "Workload Identity account."
+)
+
 
 @dataclass(frozen=True)
 class NodeIdentityArgs:
@@ -33,7 +40,11 @@ class NodeIdentity(pulumi.ComponentResource):
         super().__init__(TypeToken.GKE_NODE_IDENTITY, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         account = ServingIdentity(
-            f"{name}-account", ServingIdentityArgs(account_id=args.account_id, display_name=args.display_name), child
+            f"{name}-account",
+            ServingIdentityArgs(
+                account_id=args.account_id, display_name=args.display_name, description=NODE_ACCOUNT_DESCRIPTION
+            ),
+            child,
         )
         for role in NODE_ROLES:
             gcp.projects.IAMMember(

@@ -11,8 +11,10 @@ from gemma_mcp.context import ServerContext
 from preview.stack_file import available_stacks
 from tests.conftest import ROOT
 from tests.gemma_mcp.conftest import connect, make_context, text_of
+from tests.verify.ops.coldstart_entries import log_entries
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import PROJECT, STACKS, Project
+from tests.verify.ops.test_coldstart import PHASES
 from tests.verify.ops.test_logs import ENTRIES, LINES, entry
 from tests.verify.ops.test_status import REVISIONS, SERVICES
 from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, GoogleApis
@@ -125,3 +127,18 @@ async def test_status_says_how_many_instances_run_now(fake: FakeGoogle) -> None:
         result = await client.call_tool("status", {"stack": "l4", "project": PROJECT})
     assert "instances now: 3 active, 1 idle" in text_of(result)
     assert result.structured_content["report"]["instances"]["active"] == 3
+
+
+async def test_status_gives_the_agent_the_cold_start_the_cli_prints(fake: FakeGoogle) -> None:
+    """The MCP status tool ran its own copy of the status command and left out the cold start: an agent asked why
+    the first request after scale to zero was slow saw nothing, while `verify status` printed every phase."""
+    fake.route("GET", SERVICES, {"services": [fixture("run_service_ready.json")]})
+    fake.route("POST", ENTRIES, {"entries": log_entries("vllm-0.32.0-cpu-default-loader.log")})
+    async with connect(at_fake(fake)) as client:
+        result = await client.call_tool("status", {"stack": "l4", "project": PROJECT})
+    text = text_of(result)
+    assert "cold start of " in text
+    assert "slowest: engine start" in text
+    phases = result.structured_content["report"]["cold_start"]["phases"]
+    assert [phase["name"] for phase in phases] == PHASES
+    assert round(sum(phase["seconds"] for phase in phases), 1) == 70.0

@@ -8,6 +8,7 @@ import pytest
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from tests.fault_server import serving
 from verify import UsageError
+from verify.client import Reach
 from verify.health import CheckName, CheckStatus, HealthOptions, Waiting, run_health
 from verify.target import AuthKind, Target, TimeoutOptions
 
@@ -32,8 +33,12 @@ def test_the_api_key_variable_of_the_options_is_the_one_sent_and_advised() -> No
     the advice on a refused key must name the variable the options gave."""
     with serving(FakeVllm(FakeVllmConfig(api_key="right"))) as server:
         target = Target(base_url=server.url, model="tiny-gemma", auth_kind=AuthKind.API_KEY, source="url")
-        good = run_health(target, HealthOptions(wait_s=0, api_key_env="GATE_KEY"), env={"GATE_KEY": "right"})
-        bad = run_health(target, HealthOptions(wait_s=0, api_key_env="GATE_KEY"), env={"GATE_KEY": "wrong"})
+        good = run_health(
+            target, HealthOptions(wait_s=0, api_key_env="GATE_KEY"), reach=Reach(env={"GATE_KEY": "right"})
+        )
+        bad = run_health(
+            target, HealthOptions(wait_s=0, api_key_env="GATE_KEY"), reach=Reach(env={"GATE_KEY": "wrong"})
+        )
     assert good.exit_code == 0
     assert bad.exit_code == 2
     refused = next(check for check in bad.checks if check.status is CheckStatus.UNAUTHORISED)
@@ -44,7 +49,7 @@ def test_a_missing_key_variable_is_a_usage_error_before_any_request() -> None:
     """No credential: exit 2 with the variable named, not six failed checks."""
     target = Target(base_url="http://127.0.0.1:9", model="m", auth_kind=AuthKind.API_KEY, source="url")
     with pytest.raises(UsageError, match="NO_SUCH_KEY"):
-        run_health(target, HealthOptions(api_key_env="NO_SUCH_KEY"), env={})
+        run_health(target, HealthOptions(api_key_env="NO_SUCH_KEY"), reach=Reach(env={}))
 
 
 def test_waiting_is_reported_and_bounded_by_the_options() -> None:

@@ -19,10 +19,11 @@ from tests.verify.ops.google_fake import Body, FakeGoogle, tokens
 from tests.verify.ops.scenarios import ops_stack
 from tests.verify.ops.test_logs import ENTRIES, entry
 from verify import UsageError
-from verify.memory.cli import calibration_record, print_layout
+from verify.memory.cli import print_layout
 from verify.memory.layout import MemoryLayout, memory_layout, memory_query
+from verify.memory.run import LogsUnreadableError, MemoryOptions, calibration_record, read_memory, save_calibration
 from verify.memory.startup import parse_startup
-from verify.ops.google import GoogleApis
+from verify.ops.google import CannotCheckError, GoogleApis
 from verify.stack_settings import load_stack_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -148,3 +149,25 @@ def test_a_broken_record_is_an_error_naming_the_file(tmp_path: Path) -> None:
     path.write_text("{}", encoding="utf-8")
     with pytest.raises(ValueError, match="not a calibration record"):
         load_record(tmp_path, "nvidia-l4", "gemma-4-12B-it-qat-w4a16-ct")
+
+
+def test_the_typed_functions_read_and_save_like_the_command(fake: FakeGoogle, tmp_path: Path) -> None:
+    """Guards against a tool (no argv) reading other lines or writing another record than `verify memory --save`;
+    unreadable logs are one error naming the stack."""
+    _serve(fake, [entry("l4", line, second=i) for i, line in enumerate(GPU_LINES)])
+    loaded = load_stack_file("l4")
+    layout = read_memory(
+        ops_stack("l4"), loaded, MemoryOptions(since_s=86400), open_apis=lambda: GoogleApis(tokens, api_root=fake.url)
+    )
+    assert layout.exit_code == 0
+    assert layout.measured.weights_gib == pytest.approx(10.43)
+    saved = save_calibration(layout, loaded, root=tmp_path, now=NOW)
+    assert saved.path == record_path(tmp_path, "nvidia-l4", "gemma-4-12B-it-qat-w4a16-ct")
+    assert saved.shown == saved.path.relative_to(tmp_path)
+    assert load_record(tmp_path, "nvidia-l4", "gemma-4-12B-it-qat-w4a16-ct") == saved.record
+
+    def no_credentials() -> GoogleApis:
+        raise CannotCheckError("no Application Default Credentials")
+
+    with pytest.raises(LogsUnreadableError, match="cannot read the logs of l4: no Application Default"):
+        read_memory(ops_stack("l4"), loaded, MemoryOptions(), open_apis=no_credentials)

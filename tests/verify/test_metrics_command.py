@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 
 from tests.fake_vllm import FakeVllm, FakeVllmConfig, free_port
+from tests.fault_server import serving
 from verify import cli
 from verify.metrics.cli import print_report
 from verify.metrics.histograms import Histogram, distribution
 from verify.metrics.reading import Snapshot, parse_snapshot, report_of
+from verify.metrics.run import MAX_WINDOW_S, MetricsOptions, run_metrics
 from verify.prom import MetricsParseError
+from verify.target import AuthKind, Target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T0 = datetime.datetime(2026, 11, 24, 7, 14, tzinfo=datetime.UTC)
@@ -188,3 +191,24 @@ def test_a_window_beyond_an_hour_is_refused_naming_the_flag(capsys: pytest.Captu
     with pytest.raises(SystemExit):
         cli.main(["metrics", "--url", "http://127.0.0.1:1", "--window", "7200"])
     assert "--window must be at most 3600" in capsys.readouterr().err
+
+
+def test_the_typed_function_reads_once_or_over_a_window() -> None:
+    """Guards against a tool (no argv) reading differently from `verify metrics`: one read reports since the
+    server started, a window reads twice (the wait injected) and reports that window only; a window past the
+    limit is refused by name."""
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    with serving(FakeVllm()) as server:
+        target = Target(base_url=server.url, model="tiny-gemma", auth_kind=AuthKind.NONE, source="url")
+        once = run_metrics(target, MetricsOptions())
+        windowed = run_metrics(target, MetricsOptions(window_s=30), sleep=sleep)
+    assert once.base_url == server.url
+    assert once.window.kind == "since the server started"
+    assert windowed.window.kind == "window"
+    assert slept == [30]
+    with pytest.raises(ValueError, match="window_s"):
+        MetricsOptions(window_s=MAX_WINDOW_S + 1)

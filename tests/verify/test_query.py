@@ -17,10 +17,12 @@ import httpx
 import pytest
 
 from tests.fake_vllm import FakeVllm, FakeVllmConfig, free_port
+from tests.fault_server import serving
 from verify import UsageError, cli
 from verify.client import make_client
 from verify.query.cli import live_printer, print_summary, read_prompt
-from verify.query.run import QueryOptions, ReasoningDisplay, run_query
+from verify.query.run import QueryOptions, ReasoningDisplay, ask, run_query
+from verify.target import AuthKind, Target
 
 
 async def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -138,10 +140,10 @@ def _reasoning_client() -> httpx.AsyncClient:
 async def test_reasoning_is_kept_apart_from_the_answer_and_its_tokens_counted(display: ReasoningDisplay) -> None:
     """A reasoning model's thinking must not be printed as its answer; hidden, it still counts in usage."""
     out = io.StringIO()
-    options = QueryOptions(prompt="hi", model="gemma-4-12b-it", max_tokens=64)
+    options = QueryOptions(prompt="hi", max_tokens=64, reasoning=display)
     async with _reasoning_client() as client:
-        report = await run_query(
-            client, "http://vllm.test", options, reasoning=display, on_text=live_printer(out, display)
+        report = await ask(
+            client, "http://vllm.test", options, model="gemma-4-12b-it", on_text=live_printer(out, display)
         )
     assert report.answer == "Hello! How can I help?"
     assert report.reasoning_tokens == 8
@@ -196,9 +198,28 @@ async def test_an_answer_that_arrives_in_one_burst_gets_no_decode_rate() -> None
     def clock() -> float:
         return next(ticks, 0.10001)
 
-    options = QueryOptions(prompt="hi", model="gemma-4-12b-it", max_tokens=64)
+    options = QueryOptions(prompt="hi", max_tokens=64)
     async with _reasoning_client() as client:
-        report = await run_query(client, "http://vllm.test", options, clock=clock)
+        report = await ask(client, "http://vllm.test", options, model="gemma-4-12b-it", clock=clock)
     assert report.output_tokens_per_s is None
     assert report.tokens_per_s_overall == pytest.approx(14 / 0.1, rel=1e-3)
     assert "burst" in (report.note or "")
+
+
+def test_the_typed_function_asks_the_one_listed_model_and_streams_its_answer() -> None:
+    """Guards against a tool (no argv) asking another model than `verify query` would: with no model named,
+    the one /v1/models lists; the text streams to the caller as it arrives; the system message is sent."""
+    heard: list[str] = []
+    with serving(FakeVllm()) as server:
+        target = Target(base_url=server.url, model=None, auth_kind=AuthKind.NONE, source="url")
+        report = run_query(
+            target,
+            QueryOptions(prompt="hi", max_tokens=5, system="be brief"),
+            on_text=lambda text, _reasoning: heard.append(text),
+        )
+        chats = [seen.body for seen in server.requests if seen.path == "/v1/chat/completions"]
+    assert report.exit_code == 0
+    assert report.asked_model == "tiny-gemma"
+    assert "".join(heard) == report.answer
+    assert isinstance(chats[0], dict)
+    assert chats[0]["messages"][0] == {"role": "system", "content": "be brief"}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pydantic
 
 from verify.streaming import default_deadline_s
-from verify.target import DEFAULT_READ_TIMEOUT_S, TimeoutOptions
+from verify.target import DEFAULT_READ_TIMEOUT_S, EndpointOptions
 
 Fact = str | int | float | bool | None
 
@@ -91,16 +91,11 @@ class HealthReport(pydantic.BaseModel):
         return self.exit_code == 0
 
 
-class HealthOptions(pydantic.BaseModel):
+class HealthOptions(EndpointOptions):
     """What ``verify health`` is asked to do (its flags, typed); ``run_health`` derives ``CheckOptions``."""
-
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
     wait_s: float = pydantic.Field(default=DEFAULT_WAIT_S, ge=0)
     max_tokens: int = pydantic.Field(default=DEFAULT_MAX_TOKENS, ge=1)
-    timeouts: TimeoutOptions = TimeoutOptions()
-    # The environment variable holding vLLM's --api-key (None: VLLM_API_KEY with api-key auth).
-    api_key_env: str | None = None
 
 
 @dataclass(frozen=True)

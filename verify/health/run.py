@@ -8,12 +8,9 @@ and keeps the report; verify/health/cli.py maps flags onto ``HealthOptions`` and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 
-import httpx
-
-from verify.auth import IdTokenFetcher, auth_advice
-from verify.client import client_for
+from verify.auth import auth_advice
+from verify.client import Reach, endpoint_client
 from verify.health.checks import run_checks
 from verify.health.report import CheckOptions, HealthOptions, HealthReport, ProgressCallback
 from verify.target import Target
@@ -34,9 +31,7 @@ def run_health(
     options: HealthOptions,
     *,
     on_waiting: ProgressCallback | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-    env: Mapping[str, str] | None = None,
-    fetch_id_token: IdTokenFetcher | None = None,
+    reach: Reach | None = None,
 ) -> HealthReport:
     """Run every check against ``target``; ``on_waiting`` hears each readiness poll that did not succeed yet.
 
@@ -46,14 +41,7 @@ def run_health(
     checks = check_options(target, options)
 
     async def checked() -> HealthReport:
-        async with client_for(
-            target,
-            api_key_env=options.api_key_env,
-            timeouts=options.timeouts,
-            transport=transport,
-            env=env,
-            fetch_id_token=fetch_id_token,
-        ) as client:
+        async with endpoint_client(target, options, reach) as client:
             return await run_checks(client, target, checks, on_waiting=on_waiting)
 
     return asyncio.run(checked())

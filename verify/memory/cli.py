@@ -7,22 +7,16 @@ started, or started longer ago); 2 could not read the logs, or --save without th
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 from typing import TextIO
 
-from preview.stack_file import project_root
-from stacks.calibration import CalibrationRecord, record_path, save_record
-from stacks.loading import LoadedStack
 from verify import UsageError
-from verify.memory.layout import MemoryLayout, memory_layout
+from verify.memory.layout import MemoryLayout
+from verify.memory.run import LogsUnreadableError, MemoryOptions, read_memory, save_calibration
 from verify.numbers import readable, signed_percent
-from verify.ops.google import CannotCheckError, GoogleApiError, apis_from_environment
 from verify.ops.logs import parse_since
 from verify.ops.stack import load_ops_stack
 from verify.stack_settings import load_stack_file
-
-GIB = 1 << 30
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,61 +40,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _memory(args: argparse.Namespace) -> int:
     try:
-        since_s = parse_since(str(args.since))
+        options = MemoryOptions(since_s=parse_since(str(args.since)))
     except ValueError as error:
         raise UsageError(str(error)) from None
     stack = load_ops_stack(str(args.stack), project=args.project)
     loaded = load_stack_file(str(args.stack))
     try:
-        with apis_from_environment() as apis:
-            layout = memory_layout(apis, stack, loaded, since_s=since_s)
-    except (CannotCheckError, GoogleApiError) as error:
-        print(f"memory: cannot read the logs of {args.stack}: {error}", file=sys.stderr)
+        layout = read_memory(stack, loaded, options)
+    except LogsUnreadableError as error:
+        print(f"memory: {error}", file=sys.stderr)
         return 2
     if args.json:
         print(layout.model_dump_json(indent=2))
     else:
         print_layout(layout, sys.stdout)
     if args.save and layout.exit_code == 0:
-        return _save(layout, loaded)
+        saved = save_calibration(layout, loaded)
+        record = saved.record
+        print(f"saved {saved.shown}: the planner now uses these figures for {record.accelerator} + {record.checkpoint}")
+        return 0 if saved.path.is_file() else 2
     return layout.exit_code
-
-
-def calibration_record(layout: MemoryLayout, loaded: LoadedStack, *, now: datetime.datetime) -> CalibrationRecord:
-    """The record ``--save`` writes; UsageError when the lines it needs were not logged."""
-    measured = layout.measured
-    if measured.weights_gib is None or measured.available_kv_cache_gib is None:
-        raise UsageError(
-            "--save needs both 'Model loading took ... GiB memory' and 'Available KV cache memory' from the "
-            "server's log; this start-up did not log both (see the lines above)"
-        )
-    plan = loaded.capacity.plan
-    if plan is None or plan.usable_bytes is None:
-        raise UsageError("--save needs the planner's usable memory for this stack, and it has no plan")
-    vllm = loaded.settings.vllm
-    return CalibrationRecord(
-        accelerator=layout.accelerator,
-        checkpoint=layout.checkpoint,
-        weights_gib=measured.weights_gib,
-        available_kv_cache_gib=measured.available_kv_cache_gib,
-        kv_cache_tokens=measured.kv_cache_tokens,
-        max_concurrency=measured.max_concurrency,
-        usable_gib=round(plan.usable_bytes / GIB, 3),
-        gpu_memory_utilization=vllm.gpu_memory_utilization,
-        max_model_len=vllm.max_model_len,
-        max_num_seqs=vllm.max_num_seqs,
-        kv_cache_dtype=vllm.kv_cache_dtype,
-        source=f"Cloud Logging, stack {layout.stack}, {layout.source} at {layout.first_line_at}",
-        recorded_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-    )
-
-
-def _save(layout: MemoryLayout, loaded: LoadedStack) -> int:
-    record = calibration_record(layout, loaded, now=datetime.datetime.now(datetime.UTC))
-    path = save_record(project_root(), record)
-    shown = record_path(project_root(), record.accelerator, record.checkpoint).relative_to(project_root())
-    print(f"saved {shown}: the planner now uses these figures for {record.accelerator} + {record.checkpoint}")
-    return 0 if path.is_file() else 2
 
 
 def print_layout(layout: MemoryLayout, out: TextIO) -> None:

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import TextIO
 
 from verify.argtypes import positive_number
-from verify.client import client_for
-from verify.metrics.reading import MetricsReadError, MetricsReport, read_metrics
+from verify.metrics.reading import MetricsReadError, MetricsReport
+from verify.metrics.run import MAX_WINDOW_S, MetricsOptions, run_metrics
 from verify.numbers import percent, readable
-from verify.target import Target, resolve_target
+from verify.target import resolve_target
 from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 EXIT_NOT_VLLM = 1
 EXIT_UNREACHABLE = 2
-# A window longer than this is a monitoring job, not a command someone waits for.
-MAX_WINDOW_S = 3600.0
 _LATENCY_NAMES = {
     "ttft": "time to first token",
     "queue": "queue time",
@@ -59,8 +56,9 @@ def _window(value: str) -> float:
 
 def run_metrics_command(args: argparse.Namespace) -> int:
     target = resolve_target(target_options(args))
+    options = MetricsOptions(window_s=args.window, timeouts=timeout_options(args), api_key_env=args.api_key_env)
     try:
-        report = asyncio.run(_run(target, args))
+        report = run_metrics(target, options)
     except MetricsReadError as exc:
         print(f"metrics: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE if exc.unreachable else EXIT_NOT_VLLM
@@ -69,11 +67,6 @@ def run_metrics_command(args: argparse.Namespace) -> int:
     else:
         print_report(report, sys.stdout)
     return 0
-
-
-async def _run(target: Target, args: argparse.Namespace) -> MetricsReport:
-    async with client_for(target, api_key_env=args.api_key_env, timeouts=timeout_options(args)) as client:
-        return await read_metrics(client, target.base_url, model=target.model, window_s=args.window)
 
 
 def _at_most(value: float | None, last_bound: float | None, count: int) -> str:

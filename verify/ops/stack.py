@@ -267,7 +267,8 @@ def require_project_id(value: str, where: str) -> str:
 def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None = None) -> OpsStack:
     """Read `Pulumi.<stack>.yaml` (with `--project` overriding `gcp:project`); UsageError if unusable."""
     try:
-        config = read_stack_config(project_root(root), stack)
+        folder = project_root(root)
+        config = read_stack_config(folder, stack)
     except StackFileError as error:
         raise UsageError(f"--stack {stack}: {error}") from None
     values = dict(config.values)
@@ -280,7 +281,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
         )
     require_project_id(str(values["gcp:project"]), "--project" if project else f"gcp:project of stack {stack!r}")
     try:
-        settings = settings_from_config(values, project=config.project)
+        settings = settings_from_config(values, project=config.project, root=folder)
     except StackConfigError as error:
         raise UsageError(f"Pulumi.{stack}.yaml has invalid settings:\n{error}") from None
     shared = _OpsStackBase(

@@ -1,53 +1,24 @@
-"""`python -m verify promote --stack NAME [--rollback]`: the subcommand, its flags and its wiring."""
+"""`python -m verify promote --stack NAME [--rollback]`: the flags, mapped to ``PromoteOptions``, and the
+printed verdict. The command itself is ``verify.promote.run.run_promote``."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
-import httpx
 from rich.console import Console
 
-from verify import UsageError
 from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.bench.cli import show_bench_report, slo_flag
 from verify.bench.command import BenchReport
 from verify.bench.slo import parse_slo
 from verify.health.console import print_health, waiting_printer
-from verify.promote.cloud_run import (
-    DEFAULT_API_URL,
-    AccessTokenSource,
-    admin_api_client,
-    get_service,
-    google_access_token,
-)
-from verify.promote.coldstart_gate import gate_for_stack
-from verify.promote.gates import BenchGate, CommandGates, Gates
-from verify.promote.gke import GkePromotion, TrackShifter, gke_rollout, is_gke
-from verify.promote.machine import Promotion
-from verify.promote.metric_gate import required_metrics
-from verify.promote.outputs import rollout_outputs
-from verify.promote.shifter import TrafficShifter
-from verify.pulumi_gateway import (
-    AutomationGateway,
-    PulumiAutomationShifter,
-    PulumiTrackShifter,
-    StackOutputsReader,
-    StackReading,
-    missing_cli_message,
-    pulumi_project_dir,
-)
-from verify.target import normalise_base_url, target_from_outputs, with_flag_overrides
+from verify.promote.cloud_run import DEFAULT_API_URL
+from verify.promote.gates import BenchGate
+from verify.promote.run import DEFAULT_WAIT_S, PromoteOptions, Seams, run_promote
 from verify.target.cli import add_target_arguments, target_options, timeout_options
 
-DEFAULT_WAIT_S = 1800.0
-# Without the Pulumi CLI: promote reads the stack's state and moves traffic with `pulumi up` (no --url form).
-WITHOUT_PULUMI = missing_cli_message(
-    "--stack needs", "(promote reads the stack's state and moves its traffic with `pulumi up`: it has no --url form)"
-)
 DEFAULT_STEPS = "100"
 
 
@@ -155,60 +126,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run_promote_command)
 
 
-@dataclass(frozen=True)
-class Seams:
-    """What tests replace: the Pulumi CLI, Google credentials and transports, the gates."""
-
-    # Reads the stack's outputs (default: the Automation API gateway, without --url advice: promote has none).
-    pulumi: StackOutputsReader | None = None
-    access_token: AccessTokenSource = google_access_token
-    api_transport: httpx.BaseTransport | None = None
-    shifter: TrafficShifter | None = None
-    gates: Gates | None = None
-    say: Callable[[str], None] | None = None
-    # The cold-start gate; None: cloudRun.maxColdStartSeconds from the stack file (verify/promote/coldstart_gate.py).
-    cold_start: Callable[[str], str | None] | None = None
-    # A GKE fleet's `pulumi up` that moves users to a track (verify/promote/gke.py).
-    track_shifter: TrackShifter | None = None
-
-
-def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) -> int:
-    seams = seams or Seams()
-    if args.stack is None:
-        raise UsageError("promote moves a stack's traffic: name it with --stack NAME (--url cannot be promoted)")
-    stack = str(args.stack)
-    reading = (seams.pulumi or AutomationGateway(missing_cli=WITHOUT_PULUMI)).outputs(stack)
-    if is_gke(reading.outputs):
-        return _promote_gke(args, seams, stack, reading)
-    outputs = rollout_outputs(stack, reading.outputs)
-    gates = seams.gates or _command_gates(args, seams, stack, reading)
-    shifter = seams.shifter or PulumiAutomationShifter(
-        stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
-    )
-    api_url = normalise_base_url(args.cloud_run_api, flag="--cloud-run-api")
-    with admin_api_client(base_url=api_url, token=seams.access_token, transport=seams.api_transport) as api:
-        promotion = Promotion(
-            stack=stack,
-            outputs=outputs,
-            read_service=lambda: get_service(api, outputs.cloud_run_service),
-            gates=gates,
-            shifter=shifter,
-            say=seams.say or _say,
-            steps=args.steps,
-            wait_s=args.wait,
-            cold_start=seams.cold_start or gate_for_stack(stack, outputs.cloud_run_service, args.project_dir),
-        )
-        code = promotion.rollback() if args.rollback else promotion.promote()
-    if args.json:
-        print(promotion.outcome.report(stack, code).model_dump_json(), flush=True)
-    return code
-
-
-def _command_gates(args: argparse.Namespace, seams: Seams, stack: str, reading: StackReading) -> CommandGates:
-    """verify health, the metric gate and verify bench, as the flags configure them, against the stack's model;
-    each report printed as the command prints it."""
-    return CommandGates(
-        stack_target=with_flag_overrides(target_from_outputs(stack, reading.outputs), target_options(args)),
+def promote_options(args: argparse.Namespace) -> PromoteOptions:
+    """``verify promote``'s flags as options (the target flags are ``target_options``)."""
+    return PromoteOptions(
+        rollback=args.rollback,
+        steps=args.steps,
+        wait_s=args.wait,
+        project_dir=args.project_dir,
+        policy_packs=tuple(args.policy_pack),
+        candidate_url=args.candidate_url,
+        cloud_run_api=args.cloud_run_api,
+        timeouts=timeout_options(args),
         bench_gate=BenchGate(
             concurrency=tuple(args.bench_concurrency),
             context=tuple(args.bench_context),
@@ -218,14 +146,15 @@ def _command_gates(args: argparse.Namespace, seams: Seams, stack: str, reading: 
             slos=tuple(parse_slo(slo) for slo in args.slo),
             output_dir=args.bench_output_dir,
         ),
-        api_key_env=args.api_key_env,
-        timeouts=timeout_options(args),
-        required_metrics=required_metrics(stack, reading.outputs.vllm_args or []),
-        say=seams.say or _say,
-        show_health=print_health,
-        show_bench=_show_bench,
-        waiting=waiting_printer,
     )
+
+
+def run_promote_command(args: argparse.Namespace, seams: Seams | None = None) -> int:
+    shown = replace(seams or Seams(), show_health=print_health, show_bench=_show_bench, waiting=waiting_printer)
+    result = run_promote(target_options(args), promote_options(args), shown)
+    if args.json:
+        print(result.report.model_dump_json(), flush=True)
+    return result.exit_code
 
 
 def _show_bench(report: BenchReport) -> None:
@@ -234,31 +163,6 @@ def _show_bench(report: BenchReport) -> None:
 
 def _listed(numbers: tuple[int, ...]) -> str:
     return ",".join(str(number) for number in numbers)
-
-
-def _promote_gke(args: argparse.Namespace, seams: Seams, stack: str, reading: StackReading) -> int:
-    """A gated GKE fleet: gate the candidate track, then make it serve (verify/promote/gke.py)."""
-    if args.rollback:
-        raise UsageError(
-            "--rollback is for Cloud Run revisions: on GKE the old track takes the new template once it becomes the "
-            "candidate; go back by reverting the template and promoting again"
-        )
-    promotion = GkePromotion(
-        stack=stack,
-        rollout=gke_rollout(stack, reading.outputs),
-        gates=seams.gates or _command_gates(args, seams, stack, reading),
-        shifter=seams.track_shifter
-        or PulumiTrackShifter(
-            stack, work_dir=args.project_dir or pulumi_project_dir(), policy_packs=tuple(args.policy_pack)
-        ),
-        say=seams.say or _say,
-        wait_s=args.wait,
-        candidate_url=normalise_base_url(args.candidate_url, flag="--candidate-url") if args.candidate_url else None,
-    )
-    code = promotion.promote()
-    if args.json:
-        print(promotion.outcome.report(stack, code).model_dump_json(), flush=True)
-    return code
 
 
 def _slo(value: str) -> str:
@@ -279,7 +183,3 @@ def _steps(value: str) -> tuple[int, ...]:
     if list(steps) != sorted(set(steps)):
         raise argparse.ArgumentTypeError(f"--steps must rise step by step, got {value!r}")
     return steps
-
-
-def _say(line: str) -> None:
-    print(f"verify promote: {line}", file=sys.stderr, flush=True)

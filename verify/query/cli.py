@@ -9,22 +9,17 @@ error, unreachable or unauthorised.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import TextIO
 
-import httpx
-
 from verify import UsageError
 from verify.argtypes import non_negative_number, positive_int
-from verify.client import client_for
-from verify.discovery import AnswerError, find_card, served_models
 from verify.numbers import readable
 from verify.query.run import DEFAULT_MAX_TOKENS, QueryOptions, QueryReport, ReasoningDisplay, run_query
 from verify.redact import escape_controls
 from verify.streaming import TextCallback
-from verify.target import Target, resolve_target
+from verify.target import resolve_target
 from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 STDIN = "-"
@@ -84,44 +79,30 @@ def read_prompt(args: argparse.Namespace, stdin: TextIO | None = None) -> str:
     return text
 
 
+def query_options(args: argparse.Namespace, prompt: str) -> QueryOptions:
+    """``verify query``'s flags as options (the target flags, ``--model`` included, are resolved apart)."""
+    return QueryOptions(
+        prompt=prompt,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        system=args.system,
+        reasoning=ReasoningDisplay(args.reasoning),
+        timeouts=timeout_options(args),
+        api_key_env=args.api_key_env,
+    )
+
+
 def run_query_command(args: argparse.Namespace) -> int:
     prompt = read_prompt(args)
     target = resolve_target(target_options(args))
-    report = asyncio.run(_run(target, args, prompt))
+    options = query_options(args, prompt)
+    on_text = None if args.json else live_printer(sys.stdout, options.reasoning)
+    report = run_query(target, options, on_text=on_text)
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
         print_summary(report, sys.stdout)
     return report.exit_code
-
-
-async def _run(target: Target, args: argparse.Namespace, prompt: str) -> QueryReport:
-    display = ReasoningDisplay(args.reasoning)
-    timeouts = timeout_options(args)
-    async with client_for(target, api_key_env=args.api_key_env, timeouts=timeouts) as client:
-        model = target.model or await _the_one_model(client)
-        options = QueryOptions(
-            prompt=prompt,
-            model=model,
-            max_tokens=args.max_tokens,
-            deadline_s=timeouts.request_deadline_s(args.max_tokens),
-            temperature=args.temperature,
-            system=args.system,
-        )
-        on_text = None if args.json else live_printer(sys.stdout, display)
-        return await run_query(client, target.base_url, options, reasoning=display, on_text=on_text)
-
-
-async def _the_one_model(client: httpx.AsyncClient) -> str:
-    """With no --model, the one name /v1/models lists; otherwise a usage error naming the choices."""
-    try:
-        models = await served_models(client)
-    except AnswerError as exc:
-        raise UsageError(f"--model not given and GET {exc.path} failed ({exc.problem.value}); pass --model") from None
-    card = find_card(models, None)
-    if card is None:
-        raise UsageError(f"--model not given and the server lists {models.names}; pass --model NAME")
-    return card.id
 
 
 def live_printer(out: TextIO, display: ReasoningDisplay) -> TextCallback:

@@ -7,15 +7,19 @@ first text chunk, tokens only from ``usage``, never retried, bounded by max toke
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import time
 
 import httpx
 import pydantic
 
-from verify import streaming
+from verify import UsageError, streaming
+from verify.client import Reach, endpoint_client
+from verify.discovery import AnswerError, find_card, served_models
 from verify.health.diagnosis import stream_cause
 from verify.streaming import FailureKind, StreamRequest, StreamResult, TextCallback
+from verify.target import EndpointOptions, Target
 
 DEFAULT_MAX_TOKENS = 512
 # Faster than this per single stream is no decode rate but a burst: the answer arrived at once (the server
@@ -34,15 +38,15 @@ class ReasoningDisplay(enum.StrEnum):
     HIDE = "hide"
 
 
-class QueryOptions(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+class QueryOptions(EndpointOptions):
+    """What ``verify query`` asks (its flags, typed); the model is the target's (``--model``), else the one
+    name ``/v1/models`` lists."""
 
     prompt: str = pydantic.Field(min_length=1)
-    model: str
     max_tokens: int = pydantic.Field(default=DEFAULT_MAX_TOKENS, ge=1)
-    deadline_s: float | None = pydantic.Field(default=None, gt=0)
     temperature: float | None = pydantic.Field(default=None, ge=0)
     system: str | None = None
+    reasoning: ReasoningDisplay = ReasoningDisplay.SHOW
 
 
 class QueryReport(pydantic.BaseModel):
@@ -80,16 +84,49 @@ class QueryReport(pydantic.BaseModel):
         return 1
 
 
-async def run_query(
+def run_query(
+    target: Target,
+    options: QueryOptions,
+    *,
+    on_text: TextCallback | None = None,
+    reach: Reach | None = None,
+) -> QueryReport:
+    """Ask ``target`` the prompt and report it; ``on_text`` hears the text as it streams.
+
+    Raises ``UsageError`` (exit 2) before sending when the credential's source is missing, or when no model
+    was named and the server does not list exactly one. Runs its own event loop.
+    """
+
+    async def asked() -> QueryReport:
+        async with endpoint_client(target, options, reach) as client:
+            model = target.model or await the_one_model(client)
+            return await ask(client, target.base_url, options, model=model, on_text=on_text)
+
+    return asyncio.run(asked())
+
+
+async def the_one_model(client: httpx.AsyncClient) -> str:
+    """With no --model, the one name /v1/models lists; otherwise a usage error naming the choices."""
+    try:
+        models = await served_models(client)
+    except AnswerError as exc:
+        raise UsageError(f"--model not given and GET {exc.path} failed ({exc.problem.value}); pass --model") from None
+    card = find_card(models, None)
+    if card is None:
+        raise UsageError(f"--model not given and the server lists {models.names}; pass --model NAME")
+    return card.id
+
+
+async def ask(
     client: httpx.AsyncClient,
     base_url: str,
     options: QueryOptions,
     *,
-    reasoning: ReasoningDisplay = ReasoningDisplay.SHOW,
+    model: str,
     on_text: TextCallback | None = None,
     clock: streaming.Clock = time.perf_counter,
 ) -> QueryReport:
-    """Send the prompt as one streamed chat completion and report it."""
+    """Send the prompt to ``model`` as one streamed chat completion and report it."""
     extra: dict[str, object] = {}
     if options.temperature is not None:
         extra["temperature"] = options.temperature
@@ -98,12 +135,13 @@ async def run_query(
             {"role": "system", "content": options.system},
             {"role": "user", "content": options.prompt},
         ]
-    request = StreamRequest(model=options.model, prompt=options.prompt, max_tokens=options.max_tokens, extra_body=extra)
-    found = await streaming.measure_stream(client, request, deadline_s=options.deadline_s, clock=clock, on_text=on_text)
-    return report_of(found, base_url, options, reasoning)
+    request = StreamRequest(model=model, prompt=options.prompt, max_tokens=options.max_tokens, extra_body=extra)
+    deadline_s = options.timeouts.request_deadline_s(options.max_tokens)
+    found = await streaming.measure_stream(client, request, deadline_s=deadline_s, clock=clock, on_text=on_text)
+    return report_of(found, base_url, model, options.reasoning)
 
 
-def report_of(found: StreamResult, base_url: str, options: QueryOptions, reasoning: ReasoningDisplay) -> QueryReport:
+def report_of(found: StreamResult, base_url: str, model: str, reasoning: ReasoningDisplay) -> QueryReport:
     answer = found.text[len(found.reasoning_text) :] if found.text.startswith(found.reasoning_text) else found.text
     failure = found.failure
     tpot = found.tpot_s
@@ -118,7 +156,7 @@ def report_of(found: StreamResult, base_url: str, options: QueryOptions, reasoni
         )
     return QueryReport(
         base_url=base_url,
-        asked_model=options.model,
+        asked_model=model,
         served_model=found.model,
         answer=answer,
         reasoning=found.reasoning_text if reasoning is ReasoningDisplay.SHOW else None,
@@ -135,6 +173,6 @@ def report_of(found: StreamResult, base_url: str, options: QueryOptions, reasoni
         failure=None if failure is None else failure.kind.value,
         failure_detail=None if failure is None else failure.detail,
         status=None if failure is None else failure.status,
-        cause=None if failure is None else stream_cause(failure, options.model),
+        cause=None if failure is None else stream_cause(failure, model),
         note=note,
     )

@@ -122,6 +122,16 @@ class TimeoutOptions(pydantic.BaseModel):
         return self.deadline_s if self.deadline_s is not None else default_deadline_s(max_tokens, self.read_s)
 
 
+class EndpointOptions(pydantic.BaseModel):
+    """What every command that sends requests to a target shares: its timeouts and the environment variable
+    holding vLLM's --api-key (None: DEFAULT_API_KEY_ENV with api-key auth)."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    timeouts: TimeoutOptions = TimeoutOptions()
+    api_key_env: str | None = None
+
+
 def resolve_target(options: TargetOptions, *, pulumi: StackOutputsReader | None = None) -> Target:
     """Turn the target options into a ``Target``; raises ``UsageError`` for anything unusable."""
     if options.stack is not None:

@@ -24,20 +24,26 @@ def gates_for(tmp_path: Path) -> CommandGates:
     )
 
 
+def gate_candidate(tmp_path: Path, url: str) -> tuple[str | None, list[GateResult]]:
+    """``run_gates`` as promote runs them against the candidate at ``url``: the refusal and what each gate kept."""
+    kept: list[GateResult] = []
+    refused = run_gates(
+        gates_for(tmp_path),
+        url,
+        subject="the candidate c",
+        label="promote-c",
+        wait_s=5,
+        say=lambda _line: None,
+        kept=kept,
+    )
+    return refused, kept
+
+
 def test_passing_gates_keep_each_commands_report(tmp_path: Path) -> None:
     """Guards against a promotion whose verdict cannot be traced: every gate's report is kept, in order,
     and the bench gate's results file is the one its report names."""
-    kept: list[GateResult] = []
     with running() as server:
-        refused = run_gates(
-            gates_for(tmp_path),
-            server.url,
-            subject="the candidate c",
-            label="promote-c",
-            wait_s=5,
-            say=lambda _line: None,
-            kept=kept,
-        )
+        refused, kept = gate_candidate(tmp_path, server.url)
     assert refused is None
     assert [result.gate for result in kept] == [GateName.HEALTH, GateName.METRICS, GateName.BENCH]
     assert all(result.passed and result.failure is None for result in kept)
@@ -52,17 +58,8 @@ def test_passing_gates_keep_each_commands_report(tmp_path: Path) -> None:
 def test_a_refusal_names_the_health_check_that_failed(tmp_path: Path) -> None:
     """Guards against "failed verify health (exit 1)" with no clue which check: the refusal must name the
     failing check, and no bench runs after it."""
-    kept: list[GateResult] = []
     with running(FakeVllmConfig(served_name="some-other-model")) as server:
-        refused = run_gates(
-            gates_for(tmp_path),
-            server.url,
-            subject="the candidate c",
-            label="promote-c",
-            wait_s=5,
-            say=lambda _line: None,
-            kept=kept,
-        )
+        refused, kept = gate_candidate(tmp_path, server.url)
     assert refused is not None
     assert refused.startswith(
         "the candidate c failed verify health (exit 1: a check or an SLO failed): the models check"

@@ -29,12 +29,15 @@ from tests.verify.promote.fake_cloud_run import (
 )
 from verify import UsageError
 from verify.cli import build_parser
-from verify.promote.cli import Seams, run_promote_command
-from verify.promote.gates import BenchGate, CommandGates
+from verify.health import HealthReport
+from verify.promote.cli import run_promote_command
+from verify.promote.gates import BenchGate, CommandGates, GateName
+from verify.promote.machine import Verdict
 from verify.promote.metric_gate import required_metrics
+from verify.promote.run import PromoteOptions, Seams, run_promote
 from verify.promote.shifter import TrafficChange
 from verify.pulumi_gateway import PulumiAutomationShifter
-from verify.target import AuthKind, Target
+from verify.target import AuthKind, Target, TargetOptions
 
 API_KEY = "candidate-test-key"
 
@@ -491,3 +494,34 @@ def test_a_refused_candidate_reports_untouched_traffic_as_json(
     outcome = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert outcome["verdict"] == "untouched"
     assert outcome["routed"] == {SERVING: 100}
+
+
+def test_the_typed_promotion_names_the_failing_check_and_keeps_its_report(world: World) -> None:
+    """Guards against a refused promotion that only says "exit 1": called as a function (as the MCP server
+    can), the verdict names the gate and the check that failed, and the health report is kept."""
+    world.candidate.config.served_name = "some-other-model"
+    options = PromoteOptions(
+        cloud_run_api=world.api.url,
+        wait_s=5,
+        bench_gate=BenchGate(concurrency=(1,), context=(16,), max_tokens=3, requests=3, output_dir=world.tmp_path),
+    )
+    seams = Seams(
+        pulumi=FakeStackOutputs({"l4": stack_outputs()}),
+        access_token=lambda: ACCESS_TOKEN,
+        shifter=world.shifter,
+        say=world.lines.append,
+        cold_start=lambda _revision: None,
+    )
+
+    result = run_promote(TargetOptions(stack="l4"), options, seams)
+
+    assert result.exit_code == 1
+    assert result.report.verdict is Verdict.UNTOUCHED
+    assert result.report.detail.startswith(f"the candidate {CANDIDATE} failed verify health (exit 1")
+    assert "the models check: fail" in result.report.detail
+    assert [gate.gate for gate in result.gates] == [GateName.HEALTH]
+    health = result.gates[0].report
+    assert isinstance(health, HealthReport)
+    assert health.exit_code == 1
+    assert world.shifter.changes == []
+    assert world.routed() == {SERVING: 100}

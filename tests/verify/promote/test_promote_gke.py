@@ -17,7 +17,8 @@ from tests.fake_vllm import FakeVllmConfig
 from tests.verify.bench.test_cli import running
 from verify import UsageError
 from verify.cli import build_parser
-from verify.promote.cli import Seams, run_promote_command
+from verify.promote.cli import run_promote_command
+from verify.promote.run import Seams
 
 API_KEY = "candidate-test-key"
 STACK = "gke-l4x4"
