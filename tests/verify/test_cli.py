@@ -195,3 +195,35 @@ def test_version_is_the_projects() -> None:
     """Guards against --version printing a number nobody maintains: it is pyproject.toml's."""
     with (ROOT / "pyproject.toml").open("rb") as handle:
         assert project_version() == tomllib.load(handle)["project"]["version"]
+
+
+def _choices(parser: argparse.ArgumentParser) -> list[str]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(action.choices)
+
+
+def test_each_subcommand_is_found_when_only_its_module_is_loaded() -> None:
+    """A row of the lazy table pointing at the wrong module would make that subcommand an 'invalid choice'."""
+    everything = _choices(cli.build_parser())
+    assert everything == list(cli._REGISTRARS)
+    for command in everything:
+        assert command in _choices(cli.build_parser(command))
+
+
+def test_a_subcommand_starts_without_the_other_subcommands_dependencies() -> None:
+    """`gemma-verify health` paid 0.65 s importing bench, ops, alerts, memory and promote's flags (Google auth, the
+    settings models) before it sent a request; `--version` paid the same to print one line."""
+    probe = (
+        "import sys; from verify.cli import build_parser; build_parser(sys.argv[1]); "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('verify.', 'stacks')))))"
+    )
+    loaded = {
+        command: subprocess.run(
+            [sys.executable, "-c", probe, command], capture_output=True, text=True, check=True, timeout=60
+        ).stdout.split()
+        for command in ("health", "--version")
+    }
+    others = ("verify.bench", "verify.ops", "verify.alerts", "verify.memory", "verify.promote.cli", "stacks")
+    assert not [m for m in loaded["health"] if m.startswith(others)]
+    assert "verify.health.cli" in loaded["health"]
+    assert not [m for m in loaded["--version"] if m.endswith(".cli") and m != "verify.cli"]

@@ -21,7 +21,6 @@ import datetime
 import json
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -277,14 +276,6 @@ def _register_cloud(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     add_gate_arguments(collect)
     add_facts_arguments(collect)
     collect.set_defaults(handler=run_collect_command)
-
-
-def two_word_alias(argv: Sequence[str]) -> list[str]:
-    """``bench collect ...`` / ``bench task ...`` -> ``bench-collect ...`` / ``bench-task ...``."""
-    words = list(argv)
-    if len(words) >= 2 and words[0] == "bench" and words[1] in {"collect", "task"}:
-        return [f"bench-{words[1]}", *words[2:]]
-    return words
 
 
 def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

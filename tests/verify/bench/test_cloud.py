@@ -13,7 +13,6 @@ import pytest
 
 from tests.fake_pulumi import FakeStackOutputs
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
-from verify.bench.cli import two_word_alias
 from verify.bench.cloud import (
     FileBarrier,
     TaskSlot,
@@ -29,7 +28,7 @@ from verify.bench.samples import PhaseShare, Sample
 from verify.bench.share_lines import CollectError, read_shares
 from verify.bench.stall import StallSummary
 from verify.bench.sweep import Endpoint, SweepPlan
-from verify.cli import main
+from verify.cli import main, two_word_alias
 from verify.streaming import Api, StreamResult
 
 PLAN = SweepPlan(
