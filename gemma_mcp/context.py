@@ -12,6 +12,9 @@ from gemma_mcp.runner import ModuleRunner
 from verify.ops.google import GoogleApis, apis_from_environment
 from verify.pulumi_gateway import PulumiGateway
 
+# Where bench results live unless the server is given another folder: beside the stacks, as the CLI's.
+BENCH_RESULTS = "bench-results"
+
 
 @dataclass(frozen=True, slots=True)
 class ServerContext:
@@ -31,7 +34,14 @@ class ServerContext:
     load_slot: LoadSlot = field(default_factory=LoadSlot)
     # The Google client of preflight, status and logs: Application Default Credentials by default.
     google: Callable[[], GoogleApis] = field(default=apis_from_environment)
+    # The bench results folder (the bench tool writes under <it>/mcp; the report resources and `compare` read
+    # it); None: <root>/bench-results. Tests point it at a temporary folder so a run leaves the checkout alone.
+    results_dir: Path | None = None
+
+    @property
+    def bench_results(self) -> Path:
+        return self.results_dir if self.results_dir is not None else self.root / BENCH_RESULTS
 
     @property
     def bench_dir(self) -> Path:
-        return self.root / "bench-results" / "mcp"
+        return self.bench_results / "mcp"

@@ -19,8 +19,6 @@ from gemma_mcp.files import OutsideError, inside, read_bytes_inside, read_text_i
 from gemma_mcp.stack_files import require_stack
 from preview.stack_file import StackFileError, stack_file_path
 
-BENCH_RESULTS = "bench-results"
-
 _SECURE_VALUE = re.compile(r"(?m)^(\s*secure:\s*).+$")
 
 
@@ -39,8 +37,8 @@ def newest_report(ctx: ServerContext, suffix: str) -> Path:
     Never through a symlink (file or folder), never outside bench-results/, and never a file the repository
     tracks: on a fresh clone a report committed from someone else's machine is not "the latest run".
     """
-    folder = ctx.root / BENCH_RESULTS
-    tracked = _tracked_files(ctx.root)
+    folder = ctx.bench_results
+    tracked = _tracked_files(ctx.root, folder)
     candidates: list[Path] = []
     for directory, folders, files in os.walk(folder, followlinks=False):
         folders[:] = [name for name in folders if not (Path(directory) / name).is_symlink()]
@@ -58,11 +56,11 @@ def newest_report(ctx: ServerContext, suffix: str) -> Path:
     return max(candidates, key=lambda path: path.stat().st_mtime)
 
 
-def _tracked_files(root: Path) -> set[Path]:
-    """Files under bench-results/ that git tracks (none when this is not a git checkout)."""
+def _tracked_files(root: Path, folder: Path) -> set[Path]:
+    """Files under the results folder that git tracks (none outside a git checkout, or when the folder is not in it)."""
     try:
         listed = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--", BENCH_RESULTS],
+            ["git", "-C", str(root), "ls-files", "-z", "--", str(folder)],
             capture_output=True,
             check=True,
             timeout=10,
@@ -90,7 +88,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
     )
     def latest_markdown() -> str:
         try:
-            return ctx.redactor.text(read_text_inside(ctx.root / BENCH_RESULTS, newest_report(ctx, ".md")))
+            return ctx.redactor.text(read_text_inside(ctx.bench_results, newest_report(ctx, ".md")))
         except OutsideError as error:
             raise ResourceError(str(error)) from None
 
@@ -102,6 +100,6 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
     )
     def latest_chart() -> bytes:
         try:
-            return read_bytes_inside(ctx.root / BENCH_RESULTS, newest_report(ctx, ".png"))
+            return read_bytes_inside(ctx.bench_results, newest_report(ctx, ".png"))
         except OutsideError as error:
             raise ResourceError(str(error)) from None

@@ -319,11 +319,20 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
 
 
 def _results_path(ctx: ServerContext, given: str, name: str) -> Path:
-    try:
-        path = inside(ctx.root, Path(given))
-    except OutsideError as error:
+    """A results file inside the project root (relative paths start there) or, given absolute, inside the
+    bench results folder the server writes to (which may lie outside the root)."""
+    wanted = Path(given)
+    folders = [ctx.root, ctx.bench_results] if wanted.is_absolute() else [ctx.root]
+    refused: OutsideError | None = None
+    for folder in folders:
+        try:
+            path = inside(folder, wanted)
+            break
+        except OutsideError as error:
+            refused = refused or error
+    else:
         raise ToolError(
-            f"{name}: {given!r} is outside the project root or reached through a symlink ({error}); give a "
+            f"{name}: {given!r} is outside the project root or reached through a symlink ({refused}); give a "
             "path inside it"
         ) from None
     if path.suffix != ".jsonl" or not path.is_file():

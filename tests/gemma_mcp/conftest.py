@@ -7,7 +7,11 @@ needed in this process: ``pulumi_capture`` is overridden by one that installs no
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import functools
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,15 +81,26 @@ class SessionPlans:
         return await self.runner(module, args, timeout_s=timeout_s)
 
 
+@functools.cache
+def session_results_dir() -> Path:
+    """One bench results folder per test process, outside the checkout: a bench run through the server must not
+    leave files in the repository (or race another worker's over the newest report). Removed at exit."""
+    folder = Path(tempfile.mkdtemp(prefix="gemma-mcp-results-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def make_context(
     *,
     allow_changes: bool = False,
     pulumi: FakePulumi | None = None,
     root: Path = ROOT,
     redactor: Redactor | None = None,
+    results_dir: Path | None = None,
 ) -> ServerContext:
     return ServerContext(
         root=root,
+        results_dir=results_dir if results_dir is not None else (session_results_dir() if root == ROOT else None),
         run_module=SessionPlans(SubprocessRunner(ROOT)),
         pulumi=pulumi or FakePulumi(),
         redactor=redactor or Redactor(),

@@ -12,7 +12,7 @@ from pathlib import Path
 from gemma_mcp.results import BenchRun
 from gemma_mcp.tools_verify import _bench_summary
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
-from tests.gemma_mcp.conftest import ROOT, connect, is_file, remove_files, text_of
+from tests.gemma_mcp.conftest import ROOT, connect, is_file, remove_files, session_results_dir, text_of
 from verify.bench.results import load_results
 from verify.numbers import readable
 
@@ -101,14 +101,12 @@ async def test_bench_returns_cells_and_report_paths(tmp_path: Path) -> None:
     assert all(cell["completed"] == 4 for cell in cells)
     results_file = Path(run["results_file"])
     assert is_file(results_file)
-    assert results_file.is_relative_to(ROOT / "bench-results" / "mcp")
+    assert results_file.is_relative_to(session_results_dir() / "mcp")  # never in the checkout
     assert any(path.endswith(".md") for path in run["report_files"])
     assert run["caps"]["max_users"] == 128
     try:
         async with connect() as client:
-            compared = await client.call_tool(
-                "compare", {"a": str(results_file.relative_to(ROOT)), "b": str(results_file)}
-            )
+            compared = await client.call_tool("compare", {"a": str(results_file), "b": str(results_file)})
         assert not compared.is_error, compared.content
         rows = compared.structured_content["cells"]
         assert [(row["context"], row["concurrency"], row["status"]) for row in rows] == [
