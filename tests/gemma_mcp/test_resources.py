@@ -126,3 +126,23 @@ async def test_compare_refuses_a_results_file_reached_through_a_symlink(tmp_path
         result = await client.call_tool("compare", {"a": "bench-results/a.jsonl", "b": "bench-results/a.jsonl"})
     assert result.is_error
     assert "symbolic link" in text_of(result)
+
+
+async def test_compare_in_a_results_folder_outside_the_root_keeps_the_same_guards(tmp_path: Path) -> None:
+    """The bench results folder may lie outside the project: compare takes absolute paths inside it, but a
+    symlink there (to the environment) and a path beside it (`../`) are refused as inside the root."""
+    (tmp_path / "project").mkdir()
+    root = _project(tmp_path / "project")
+    results = tmp_path / "results"
+    (results / "mcp").mkdir(parents=True)
+    (results / "mcp" / "a.jsonl").symlink_to("/proc/self/environ")
+    (tmp_path / "beside.jsonl").write_text("{}\n", encoding="utf-8")
+    async with connect(make_context(root=root, results_dir=results)) as client:
+        linked = str(results / "mcp" / "a.jsonl")
+        through_link = await client.call_tool("compare", {"a": linked, "b": linked})
+        escaping = str(results / ".." / "beside.jsonl")
+        beside = await client.call_tool("compare", {"a": escaping, "b": escaping})
+    assert through_link.is_error
+    assert "outside the project root or reached through a symlink" in text_of(through_link)
+    assert beside.is_error
+    assert "outside" in text_of(beside)
