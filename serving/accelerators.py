@@ -1,7 +1,9 @@
-"""Facts about the accelerators a stack can run on, in one table with the source of every number.
+"""The accelerators a stack can name, and each one's facts as the settings and the planner use them.
 
-Why a table: per-accelerator minimums and defaults must not be scattered through components or
-copied into stack files, where they drift from what Google enforces.
+Why a module apart from the table: the stack schema keys its union on `Accelerator` (a stack file writes
+its value), and many modules want a chip's memory, bandwidth and FLOP/s without the table's sources. The
+facts themselves live once, with their sources, in serving/data/shapes.json (read by serving/shapes.py);
+this module only turns them into the typed views below, so a corrected figure is one edit there.
 """
 
 from __future__ import annotations
@@ -9,9 +11,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from serving.shapes import AcceleratorFacts, accelerator_facts, shapes
+
 
 class Accelerator(enum.StrEnum):
-    """The accelerator a stack serves on; the value is what a stack file writes."""
+    """The accelerator a stack serves on; the value is what a stack file writes (a key of the shapes table)."""
 
     NVIDIA_L4 = "nvidia-l4"
     NVIDIA_RTX_PRO_6000 = "nvidia-rtx-pro-6000"
@@ -19,22 +23,28 @@ class Accelerator(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class CloudRunGpu:
-    """A GPU that Cloud Run attaches to a service instance (always exactly one per instance)."""
+class GpuChip:
+    """A CUDA GPU as the planner sees it, wherever it is rented (Cloud Run or a GKE machine type)."""
 
     accelerator: Accelerator
     display_name: str
-    # Cloud Run's `template.node_selector.accelerator` value.
-    node_selector: str
     memory_gib: float
-    min_cpu: int
-    min_memory_gib: int
-    regions: tuple[str, ...]
     # Peak dense (no sparsity) bf16 tensor FLOP/s: the physical ceiling verify bench checks against.
     # (Prices live in serving/pricing.py: they depend on CPU, memory and zonal redundancy, not the GPU alone.)
     peak_dense_bf16_flops: float | None = None
     # Memory bandwidth (bytes/s): what bounds decode, which reads every weight once per step.
     memory_bandwidth: float | None = None
+
+
+@dataclass(frozen=True)
+class CloudRunGpu(GpuChip):
+    """A GPU that Cloud Run attaches to a service instance (always exactly one per instance)."""
+
+    # Cloud Run's `template.node_selector.accelerator` value.
+    node_selector: str = ""
+    min_cpu: int = 0
+    min_memory_gib: int = 0
+    regions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -45,64 +55,72 @@ class TpuChip:
     display_name: str
     hbm_gib_per_chip: float
     runtime_version: str
-    # Per chip, as for CloudRunGpu: peak dense bf16 FLOP/s (prices: serving/pricing.py, by provisioning model).
+    # Per chip, as for GpuChip: peak dense bf16 FLOP/s (prices: serving/pricing.py, by provisioning model).
     peak_dense_bf16_flops: float | None = None
     memory_bandwidth: float | None = None
 
 
-# Source: https://cloud.google.com/run/docs/configuring/services/gpu (GPU types, minimum CPU and
-# memory per instance, regions) as gathered on 2026-11 in the project's reference notes. L4 memory:
-# 24 GB (NVIDIA L4 datasheet); RTX PRO 6000 Blackwell Server Edition: 96 GB (NVIDIA datasheet).
+def _gpu(accelerator: Accelerator, facts: AcceleratorFacts) -> GpuChip:
+    return GpuChip(
+        accelerator=accelerator,
+        display_name=facts.display_name,
+        memory_gib=facts.memory_gib,
+        peak_dense_bf16_flops=facts.peak_dense_bf16_flops,
+        memory_bandwidth=facts.memory_bandwidth,
+    )
+
+
+def _cloud_run(accelerator: Accelerator) -> CloudRunGpu | None:
+    found = shapes(platform="cloud-run", accelerator=accelerator.value)
+    if not found:
+        return None
+    (entry,) = found  # Cloud Run attaches one GPU of a kind: one shape per accelerator
+    facts = accelerator_facts(accelerator.value)
+    assert entry.where is not None  # the table requires it of every Cloud Run shape
+    assert entry.host_vcpu is not None
+    assert entry.host_memory_gib is not None
+    return CloudRunGpu(
+        accelerator=accelerator,
+        display_name=facts.display_name,
+        memory_gib=facts.memory_gib,
+        peak_dense_bf16_flops=facts.peak_dense_bf16_flops,
+        memory_bandwidth=facts.memory_bandwidth,
+        node_selector=entry.node_selector["accelerator"],
+        min_cpu=entry.host_vcpu,
+        min_memory_gib=int(entry.host_memory_gib),
+        regions=entry.where.value,
+    )
+
+
+def _tpu(accelerator: Accelerator, facts: AcceleratorFacts) -> TpuChip:
+    assert facts.runtime_version is not None, f"{accelerator}: a TPU entry needs runtimeVersion"
+    return TpuChip(
+        accelerator=accelerator,
+        display_name=facts.display_name,
+        hbm_gib_per_chip=facts.memory_gib,
+        runtime_version=facts.runtime_version.value,
+        peak_dense_bf16_flops=facts.peak_dense_bf16_flops,
+        memory_bandwidth=facts.memory_bandwidth,
+    )
+
+
+# Cloud Run GPUs, TPU generations and every GPU (Cloud Run's or a GKE machine's), from the shapes table.
 CLOUD_RUN_GPUS: dict[Accelerator, CloudRunGpu] = {
-    Accelerator.NVIDIA_L4: CloudRunGpu(
-        accelerator=Accelerator.NVIDIA_L4,
-        display_name="NVIDIA L4",
-        node_selector="nvidia-l4",
-        memory_gib=24 * 10**9 / 2**30,
-        min_cpu=4,
-        min_memory_gib=16,
-        regions=("us-central1", "us-east4", "europe-west1", "europe-west4", "asia-southeast1"),
-        # NVIDIA L4 datasheet: bf16 tensor 242 TFLOPS *with sparsity*, i.e. 121 TFLOPS dense.
-        peak_dense_bf16_flops=121e12,
-        # NVIDIA L4 datasheet: 300 GB/s GDDR6.
-        memory_bandwidth=300e9,
-    ),
-    Accelerator.NVIDIA_RTX_PRO_6000: CloudRunGpu(
-        accelerator=Accelerator.NVIDIA_RTX_PRO_6000,
-        display_name="NVIDIA RTX PRO 6000 Blackwell",
-        node_selector="nvidia-rtx-pro-6000",
-        memory_gib=96 * 10**9 / 2**30,
-        min_cpu=20,
-        min_memory_gib=80,
-        regions=("us-central1", "europe-west4", "asia-southeast1"),
-        # NVIDIA RTX PRO 6000 Blackwell datasheet: 4000 AI TOPS = FP4 with sparsity; dense halves it
-        # and each wider type halves again (FP4 2000 -> FP8 1000 -> bf16 500 TFLOPS dense).
-        peak_dense_bf16_flops=500e12,
-        # 1,792 GB/s GDDR7 (512-bit, 28 Gbps), the same on the workstation, Max-Q and server editions, as
-        # reported from NVIDIA's GTC 2025 announcement (gpu.name, VideoCardz; read 2026-11-24, not the datasheet).
-        memory_bandwidth=1792e9,
-    ),
+    accelerator: gpu for accelerator in Accelerator if (gpu := _cloud_run(accelerator)) is not None
 }
-
-# Source: https://cloud.google.com/tpu/docs/v6e (32 GB HBM per chip; runtime v2-alpha-tpuv6e); usable HBM below.
 TPU_CHIPS: dict[Accelerator, TpuChip] = {
-    Accelerator.TPU_V6E: TpuChip(
-        accelerator=Accelerator.TPU_V6E,
-        display_name="TPU v6e (Trillium)",
-        # What vLLM on TPU can use, not the datasheet's "32 GB": a real v6e-4 vLLM log reports 124.98 GiB of
-        # HBM for its 4 chips (issue 26; docs/capacity-planning.md, calibration 3), 31.245 GiB a chip. The
-        # datasheet figure (29.80 GiB) made the planner's KV budget 9 % lower than the log's.
-        hbm_gib_per_chip=124.98 / 4,
-        runtime_version="v2-alpha-tpuv6e",
-        # https://cloud.google.com/tpu/docs/v6e: 918 TFLOPS peak bf16 per chip.
-        peak_dense_bf16_flops=918e12,
-        # https://cloud.google.com/tpu/docs/v6e: 1,640 GBps of HBM bandwidth per chip.
-        memory_bandwidth=1640e9,
-    ),
+    accelerator: _tpu(accelerator, facts)
+    for accelerator in Accelerator
+    if (facts := accelerator_facts(accelerator.value)).family == "tpu"
+}
+GPU_CHIPS: dict[Accelerator, GpuChip] = {
+    accelerator: CLOUD_RUN_GPUS.get(accelerator) or _gpu(accelerator, facts)
+    for accelerator in Accelerator
+    if (facts := accelerator_facts(accelerator.value)).family == "gpu"
 }
 
 
-def facts_of(accelerator: Accelerator) -> CloudRunGpu | TpuChip:
-    """The one table entry of an accelerator, whatever its platform (every Accelerator has exactly one)."""
-    table: dict[Accelerator, CloudRunGpu | TpuChip] = {**CLOUD_RUN_GPUS, **TPU_CHIPS}
+def facts_of(accelerator: Accelerator) -> GpuChip | TpuChip:
+    """The one typed entry of an accelerator, whatever its platform (every Accelerator has exactly one)."""
+    table: dict[Accelerator, GpuChip | TpuChip] = {**GPU_CHIPS, **TPU_CHIPS}
     return table[accelerator]

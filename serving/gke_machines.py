@@ -5,14 +5,9 @@ accelerator type and count, tensor parallel against accelerators per node and th
 node's memory from these rows; the node pool (components/gke) and the pod's node selector read the same
 rows, so a fact Google changes is edited here once, with its source.
 
-Sources (read 2026-11, from the project's reference notes and Google's pages named per row):
-- G2 (NVIDIA L4): https://cloud.google.com/compute/docs/accelerator-optimized-machines#g2-vms, the fixed
-  GPU count, vCPUs and memory of each g2-standard-* type.
-- ct6e (TPU v6e): https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus (single-host v6e
-  machine types ct6e-standard-1t/4t/8t, topologies 1x1, 2x2, 2x4) and https://cloud.google.com/tpu/docs/v6e
-  (44 vCPU / 448 GB for one chip, 180 vCPU / 720 GB for four, 180 vCPU / 1440 GB for eight).
-- The ct6e host figures were read from the v6e page's table as quoted in public GKE samples, not from a
-  second copy: treat them as UNCONFIRMED until re-read (they only bound the weights-vs-host-memory check).
+The rows come from the shapes table (serving/data/shapes.json), where each machine series' host figures,
+zones, quota metrics and labels carry their source and whether they were confirmed; this module gives the
+settings and components the typed view (NodeShape) and GKE's allocatable arithmetic.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from serving.accelerators import Accelerator
-from serving.tpu_offers import V6E_ZONES
+from serving.shapes import Shape, gke_zones, machine_family, shapes
 
 # The node label and pod resource GKE uses per accelerator family.
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -86,61 +81,33 @@ class NodeShape:
         return self.vcpu - reserved
 
 
-def _g2(name: str, gpus: int, vcpu: int, memory_gib: int) -> NodeShape:
-    return NodeShape(name, Accelerator.NVIDIA_L4, gpus, vcpu, memory_gib, "nvidia-l4")
-
-
-def _ct6e(name: str, chips: int, vcpu: int, memory_gib: int, topology: str) -> NodeShape:
-    return NodeShape(name, Accelerator.TPU_V6E, chips, vcpu, memory_gib, "tpu-v6e-slice", topology, confirmed=False)
-
-
-NODE_SHAPES: dict[str, NodeShape] = {
-    shape.machine_type: shape
-    for shape in (
-        _g2("g2-standard-4", 1, 4, 16),
-        _g2("g2-standard-8", 1, 8, 32),
-        _g2("g2-standard-12", 1, 12, 48),
-        _g2("g2-standard-16", 1, 16, 64),
-        _g2("g2-standard-24", 2, 24, 96),
-        _g2("g2-standard-32", 1, 32, 128),
-        _g2("g2-standard-48", 4, 48, 192),
-        _g2("g2-standard-96", 8, 96, 384),
-        _ct6e("ct6e-standard-1t", 1, 44, 448, "1x1"),
-        _ct6e("ct6e-standard-4t", 4, 180, 720, "2x2"),
-        _ct6e("ct6e-standard-8t", 8, 180, 1440, "2x4"),
+def _node_shape(entry: Shape) -> NodeShape:
+    family = machine_family(entry)
+    assert entry.host_vcpu is not None  # GKE rows state their host
+    assert entry.host_memory_gib is not None
+    return NodeShape(
+        machine_type=entry.name,
+        accelerator=Accelerator(entry.accelerator),
+        accelerators=entry.accelerators,
+        vcpu=entry.host_vcpu,
+        memory_gib=entry.host_memory_gib,
+        gke_accelerator=family.gke_accelerator,
+        tpu_topology=entry.topology,
+        confirmed=family.host_source.confirmed,
     )
+
+
+# Every GKE machine type of the shapes table whose accelerator a stack can name.
+NODE_SHAPES: dict[str, NodeShape] = {
+    entry.name: _node_shape(entry)
+    for entry in shapes(platform="gke")
+    if entry.accelerator in {accelerator.value for accelerator in Accelerator}
 }
 
-# Zones that offer NVIDIA L4 GPUs (G2 machines), as Compute Engine's "GPU regions and zones" page lists them
-# (https://cloud.google.com/compute/docs/gpus/gpu-regions-zones, L4 rows). UNCONFIRMED: written from the
-# project's notes, not re-read against the page on 2026-11; `verify preflight` asks Compute Engine for the
-# real list (acceleratorTypes) before a rollout. Other L4 zones exist; add them here with the page as source.
-L4_ZONES: tuple[str, ...] = (
-    "us-central1-a",
-    "us-central1-b",
-    "us-central1-c",
-    "us-east1-b",
-    "us-east1-c",
-    "us-east1-d",
-    "us-east4-a",
-    "us-east4-c",
-    "us-west1-a",
-    "us-west1-b",
-    "us-west4-a",
-    "us-west4-c",
-    "europe-west1-b",
-    "europe-west1-c",
-    "europe-west4-a",
-    "europe-west4-b",
-    "europe-west4-c",
-    "asia-southeast1-b",
-    "asia-southeast1-c",
-)
-
-# Where GKE can place each accelerator (TPU v6e on GKE: the same zones as Cloud TPU).
+# Where GKE can place each accelerator: the union of its machine series' zones (serving/data/shapes.json,
+# each list with its source; `verify preflight` asks Compute Engine for the real list before a rollout).
 ACCELERATOR_ZONES: dict[Accelerator, tuple[str, ...]] = {
-    Accelerator.NVIDIA_L4: L4_ZONES,
-    Accelerator.TPU_V6E: V6E_ZONES,
+    accelerator: zones for accelerator in Accelerator if (zones := gke_zones(accelerator.value))
 }
 
 # The Kubernetes minor versions whose OpenAPI schema the tests validate every manifest against (the

@@ -6,13 +6,14 @@ policy/image_pins.py, which the settings and components import so that the two g
 
 from __future__ import annotations
 
-from serving.accelerators import Accelerator
+from serving.accelerators import TPU_CHIPS, Accelerator
 
-# The vLLM images the stacks pull unless they name another pinned one.
+# The vLLM images the stacks pull unless they name another pinned one: vLLM publishes one CUDA image for
+# every NVIDIA GPU and one TPU image, so the image follows the accelerator's family, not its name.
+CUDA_IMAGE = "vllm/vllm-openai:v0.32.0"
+TPU_IMAGE = "vllm/vllm-tpu:v0.32.0"
 DEFAULT_IMAGES: dict[Accelerator, str] = {
-    Accelerator.NVIDIA_L4: "vllm/vllm-openai:v0.32.0",
-    Accelerator.NVIDIA_RTX_PRO_6000: "vllm/vllm-openai:v0.32.0",
-    Accelerator.TPU_V6E: "vllm/vllm-tpu:v0.32.0",
+    accelerator: TPU_IMAGE if accelerator in TPU_CHIPS else CUDA_IMAGE for accelerator in Accelerator
 }
 # Docker Hub's own hostnames; images without a registry host come from Docker Hub too.
 _DOCKER_HUB_HOSTS = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})

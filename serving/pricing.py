@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.shapes import accelerator_facts
+from serving.shapes import shape as table_shape
+from serving.shapes import shapes as table_shapes
 
 PRICE_BOOK = Path(__file__).resolve().parent / "data" / "pricing.json"
 SECONDS_PER_HOUR = 3600
@@ -97,7 +100,8 @@ class PriceBook(_Model):
     about: str
     currency: Literal["USD"]
     cloud_run: CloudRunRates
-    tpu_v6e_per_chip_hour: TpuRates = Field(alias="tpuV6ePerChipHour")
+    # Per TPU generation (the shapes table's accelerator key; its shapes' priceKey says tpuPerChipHour.<key>).
+    tpu_per_chip_hour: dict[str, TpuRates]
     gke: GkeRates
 
 
@@ -258,20 +262,45 @@ def minimum_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeSha
     return _MINIMUM_SHAPES[accelerator]
 
 
-# One entry per accelerator (a test checks every Accelerator has one), so a new one cannot fall into
-# another platform's shape.
-_MINIMUM_SHAPES: dict[Accelerator, CloudRunShape | TpuShape] = {
-    **{
-        accelerator: CloudRunShape(
+def _smallest_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeShape:
+    """The smallest way to rent one accelerator, from the shapes table: a Cloud Run instance, else the
+    smallest TPU slice (on-demand), else the smallest GKE machine type carrying it (on-demand)."""
+    gpu = CLOUD_RUN_GPUS.get(accelerator)
+    if gpu is not None:
+        return CloudRunShape(
             accelerator=accelerator,
             region=None,
             cpu=gpu.min_cpu,
             memory_gib=gpu.min_memory_gib,
             gpu_zonal_redundancy=False,
         )
-        for accelerator, gpu in CLOUD_RUN_GPUS.items()
-    },
-    Accelerator.TPU_V6E: TpuShape(accelerator_type="v6e-1", chips=1, provisioning_model="guaranteed", region=None),
+    for platform in ("tpu-vm", "gke"):
+        found = sorted(table_shapes(platform=platform, accelerator=accelerator.value), key=lambda e: e.accelerators)
+        if found and platform == "tpu-vm":
+            return TpuShape(
+                accelerator_type=found[0].name,
+                chips=found[0].accelerators,
+                provisioning_model="guaranteed",
+                region=None,
+            )
+        if found:
+            return GkeShape(
+                machine_type=found[0].name,
+                accelerator=accelerator,
+                accelerators_per_node=found[0].accelerators,
+                provisioning_model="on-demand",
+                region=None,
+                min_nodes=1,
+                max_nodes=1,
+                cluster_created=False,
+            )
+    raise KeyError(f"{accelerator}: no shape in serving/data/shapes.json rents it")
+
+
+# One entry per accelerator (a test checks every Accelerator has one), so a new one cannot fall into
+# another platform's shape.
+_MINIMUM_SHAPES: dict[Accelerator, CloudRunShape | TpuShape | GkeShape] = {
+    accelerator: _smallest_shape(accelerator) for accelerator in Accelerator
 }
 
 
@@ -397,7 +426,17 @@ def _cloud_run_instance(shape: CloudRunShape) -> HourlyPrice:
 
 
 def _tpu_node(shape: TpuShape) -> HourlyPrice:
-    rates = price_book().tpu_v6e_per_chip_hour
+    tpu = table_shape(shape.accelerator_type)  # the slice names its TPU generation in the shapes table
+    label = tpu.accelerator.removeprefix("tpu-")  # the generation as Google's quota and SKU names write it
+    rates = price_book().tpu_per_chip_hour.get(tpu.accelerator)
+    if rates is None:
+        return HourlyPrice(
+            None,
+            (),
+            (),
+            f"TPU {shape.accelerator_type} ({shape.chips} chip(s)), {shape.provisioning_model}",
+            missing=f"no chip-hour rates recorded for {label} (serving/data/pricing.json tpuPerChipHour)",
+        )
     regional = {"flex-start": rates.flex_start, "spot": rates.spot, "guaranteed": rates.guaranteed}[
         shape.provisioning_model
     ]
@@ -413,7 +452,7 @@ def _tpu_node(shape: TpuShape) -> HourlyPrice:
             (),
             (rate.cite(),),
             basis,
-            missing=f"no {shape.provisioning_model} v6e rate recorded for {region} (recorded: {recorded}); "
+            missing=f"no {shape.provisioning_model} {label} rate recorded for {region} (recorded: {recorded}); "
             "see serving/data/pricing.json",
         )
     part = PricePart(f"{shape.chips} chip x {usd(rate.usd)}/chip-hour", rate.usd * shape.chips)
@@ -520,12 +559,19 @@ _GKE_TPU_TIERS = {"on-demand": "guaranteed", "spot": "spot", "flex-start": "flex
 
 
 def _gke_node(shape: GkeShape) -> HourlyPrice:
-    """One accelerator node: a ct6e node at the TPU chip-hour rates, another machine at its recorded rate."""
+    """One accelerator node: a TPU node at its generation's chip-hour rates (the host is included), another
+    machine at its recorded rate; which one is the shapes table's price key, not the machine's name."""
     region = shape.region or "us-central1"
     tier = _GKE_TPU_TIERS[shape.provisioning_model]
-    if shape.machine_type.startswith("ct6e-"):
+    machine = table_shape(shape.machine_type)
+    slices = [
+        entry.name
+        for entry in table_shapes(platform="tpu-vm", accelerator=machine.accelerator)
+        if entry.accelerators == shape.accelerators_per_node
+    ]
+    if accelerator_facts(machine.accelerator).family == "tpu" and slices:
         chips = TpuShape(
-            accelerator_type=f"v6e-{shape.accelerators_per_node}",
+            accelerator_type=slices[0],
             chips=shape.accelerators_per_node,
             provisioning_model=tier,  # type: ignore[arg-type]  # the three tiers map onto TpuShape's
             region=region,

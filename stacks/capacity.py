@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Self
 
 from pydantic import Field, model_validator
 
-from serving.accelerators import Accelerator, CloudRunGpu, TpuChip, facts_of
+from serving.accelerators import Accelerator, GpuChip, TpuChip, facts_of
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
 from serving.model_profiles import profile_from_config_file as _profile_from_config_file
 from serving.planner import (
@@ -214,7 +214,7 @@ class PlatformCapacity:
     assumptions: tuple[str, ...]
 
 
-def cloud_run_capacity(gpu: CloudRunGpu, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+def cloud_run_capacity(gpu: GpuChip, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
     """One CUDA GPU: vLLM's hybrid KV layout, blocks of 16, async scheduling's two batches in flight."""
     override = capacity.runtime_overhead_gib
     batched = vllm.batched_tokens

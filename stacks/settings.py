@@ -527,7 +527,8 @@ class GkeStack(_StackSettings):
 
     PLATFORM: ClassVar[str] = "gke"
 
-    accelerator: Literal[Accelerator.NVIDIA_L4, Accelerator.TPU_V6E]
+    # Any accelerator a GKE machine type of the shapes table carries (stacks/gke_rules.py checks the pair).
+    accelerator: Accelerator
     gke: GkeSettings
 
     @model_validator(mode="before")

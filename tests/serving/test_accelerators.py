@@ -1,13 +1,28 @@
-"""Every accelerator a stack file may name has exactly one facts entry (a GPU for Cloud Run or a TPU chip)."""
+"""Every accelerator a stack file may name has exactly one facts entry (a GPU or a TPU chip)."""
 
 from __future__ import annotations
 
-from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, facts_of
+from serving.accelerators import CLOUD_RUN_GPUS, GPU_CHIPS, TPU_CHIPS, Accelerator, facts_of
+from serving.shapes import accelerator_facts
 
 
 def test_every_accelerator_has_one_table_entry() -> None:
     """An accelerator in both tables (or neither) would give verify bench and the planner two answers."""
-    assert set(CLOUD_RUN_GPUS).isdisjoint(TPU_CHIPS)
-    assert set(CLOUD_RUN_GPUS) | set(TPU_CHIPS) == set(Accelerator)
+    assert set(GPU_CHIPS).isdisjoint(TPU_CHIPS)
+    assert set(GPU_CHIPS) | set(TPU_CHIPS) == set(Accelerator)
+    assert set(CLOUD_RUN_GPUS) <= set(GPU_CHIPS)
     for accelerator in Accelerator:
         assert facts_of(accelerator).accelerator is accelerator
+
+
+def test_typed_views_carry_the_tables_figures() -> None:
+    """A figure corrected in serving/data/shapes.json must reach the planner and the bench unchanged."""
+    for accelerator, gpu in GPU_CHIPS.items():
+        facts = accelerator_facts(accelerator.value)
+        assert gpu.memory_gib == facts.memory_gb.value * 10**9 / 2**30
+        assert gpu.memory_bandwidth == facts.bandwidth_gb_per_s.value * 1e9
+        assert gpu.peak_dense_bf16_flops == facts.peak_dense_tflops.value["bf16"] * 1e12
+    for accelerator, chip in TPU_CHIPS.items():
+        facts = accelerator_facts(accelerator.value)
+        assert facts.usable_memory_gib is not None
+        assert chip.hbm_gib_per_chip == facts.usable_memory_gib.value

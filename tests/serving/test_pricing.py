@@ -11,9 +11,10 @@ import pytest
 from preview.capture import Capture
 from preview.costs import capture_cost
 from preview.render import clean
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
 from serving.pricing import (
     CloudRunShape,
+    GkeShape,
     TpuShape,
     hourly_price,
     minimum_shape,
@@ -40,10 +41,11 @@ def test_every_rate_names_its_source_and_the_day_it_was_read() -> None:
         assert rate.usd is not None
         assert rate.source.startswith("https://cloud.google.com/")
         assert rate.read.year >= 2026
-    tpu = book.tpu_v6e_per_chip_hour
-    for regional in (tpu.guaranteed, tpu.spot, tpu.flex_start):
-        assert regional.source.startswith("https://cloud.google.com/")
-        assert regional.by_region
+    assert book.tpu_per_chip_hour
+    for tpu in book.tpu_per_chip_hour.values():
+        for regional in (tpu.guaranteed, tpu.spot, tpu.flex_start):
+            assert regional.source.startswith("https://cloud.google.com/")
+            assert regional.by_region
 
 
 def test_l4_is_priced_at_the_8_cpu_32_gib_the_stack_runs_not_the_minimum() -> None:
@@ -178,6 +180,9 @@ def test_every_accelerator_has_its_own_minimum_shape() -> None:
             assert isinstance(shape, CloudRunShape)
             assert shape.accelerator == accelerator
             assert shape.chips_per_unit == 1
-        else:
+        elif accelerator in TPU_CHIPS:
             assert isinstance(shape, TpuShape)
             assert shape.chips_per_unit == shape.chips
+        else:
+            assert isinstance(shape, GkeShape)
+            assert shape.accelerator == accelerator

@@ -1,0 +1,261 @@
+"""The shapes table: every accelerator and every shape that deploys it, as data (serving/data/shapes.json).
+
+Why data with one reader: which chip, in which machine, where, on what terms and at what price key is
+knowledge Google and NVIDIA publish as tables; kept as code it was spelled in ~15 modules (zone tuples,
+price keys, a regex, `if ... v6e` branches), so a new shape touched ~17 files. Here it is one file, each
+fact with its source, the day it was read and whether it was confirmed there; settings, components, the
+planner, pricing, preflight, status and the matrix ask this module, and no module outside it spells a
+shape's name (tests/serving/test_shape_names.py). Adding a shape: the note at the top of the data file.
+"""
+
+from __future__ import annotations
+
+import datetime
+from functools import cache
+from importlib import resources
+from typing import Generic, Literal, Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AcceleratorFacts",
+    "Fact",
+    "MachineFamily",
+    "Shape",
+    "ShapesTable",
+    "WeightFormat",
+    "accelerator_facts",
+    "shape",
+    "shapes",
+    "shapes_table",
+]
+
+T = TypeVar("T")
+
+GIB = 2**30
+Platform = Literal["cloud-run", "tpu-vm", "gke"]
+Family = Literal["gpu", "tpu"]
+# How an accelerator serves a weight format: on its own tensor cores, dequantised to bf16 per matmul
+# (weight-only: memory and bandwidth of the small format, compute of bf16), not at all, or unknown.
+HowServed = Literal["native", "weight-only", "unsupported", "unconfirmed"]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class Fact(_Data, Generic[T]):
+    """One fact, where it comes from, when it was read, and whether it was confirmed at that source."""
+
+    value: T
+    source: str
+    read: datetime.date
+    # False: read from a copy, recalled or inferred; the plan never presents it as checked.
+    confirmed: bool = True
+    note: str = ""
+
+
+class WeightFormat(_Data):
+    """How an accelerator serves one precision of weights (the catalog's `precision`)."""
+
+    how: HowServed
+    kernel: str = ""
+    source: str
+    read: datetime.date
+    confirmed: bool = True
+    note: str = ""
+
+    @property
+    def served(self) -> bool:
+        return self.how in {"native", "weight-only"}
+
+
+class AcceleratorFacts(_Data):
+    """One chip: memory, bandwidth, peak dense FLOP/s by precision, the weight formats it serves and how."""
+
+    display_name: str
+    family: Family
+    memory_gb: Fact[float]
+    # What vLLM can use where it differs from the datasheet (TPU HBM as vLLM's log reports it), GiB.
+    usable_memory_gib: Fact[float] | None = None
+    bandwidth_gb_per_s: Fact[float]
+    peak_dense_tflops: Fact[dict[str, float]]
+    compute_capability: Fact[str] | None = None
+    driver: Fact[str] | None = None
+    runtime_version: Fact[str] | None = None
+    weight_formats: dict[str, WeightFormat]
+
+    @property
+    def memory_gib(self) -> float:
+        """Memory per chip the planner counts, GiB."""
+        if self.usable_memory_gib is not None:
+            return self.usable_memory_gib.value
+        return self.memory_gb.value * 10**9 / GIB
+
+    @property
+    def memory_bandwidth(self) -> float:
+        """Bytes per second: what bounds decode, which reads every weight once per step."""
+        return self.bandwidth_gb_per_s.value * 1e9
+
+    @property
+    def peak_dense_bf16_flops(self) -> float | None:
+        tflops = self.peak_dense_tflops.value.get("bf16")
+        return None if tflops is None else tflops * 1e12
+
+    def weight_format(self, precision: str) -> WeightFormat | None:
+        return self.weight_formats.get(precision)
+
+
+class MachineFamily(_Data):
+    """A GKE machine series (G2, G4, A3 High, ct6e): what its machine types share."""
+
+    host_source: Fact[str]
+    # The node label GKE sets (cloud.google.com/gke-accelerator or gke-tpu-accelerator).
+    gke_accelerator: str
+    where: Fact[tuple[str, ...]]
+    # Provisioning models GKE node pools of this series can use (on-demand, spot, flex-start).
+    provisioning: tuple[str, ...]
+    provisioning_note: Fact[str] | None = None
+    # Quota metric per provisioning model.
+    quota: dict[str, str]
+    # Words a quota's ID or metric contains when Google names quotas per generation rather than per metric.
+    quota_match: tuple[str, ...] = ()
+    quota_source: Fact[str]
+    price_key: str
+
+
+class Shape(_Data):
+    """One way to rent the accelerator: a Cloud Run GPU, a TPU slice, or a GKE machine type."""
+
+    name: str = ""
+    platform: Platform
+    accelerator: str
+    accelerators: int = Field(ge=1)
+    host_vcpu: int | None = None
+    host_memory_gib: float | None = None
+    topology: str | None = None
+    family: str | None = None
+    limits: Fact[str] | None = None
+    where: Fact[tuple[str, ...]] | None = None
+    flex_start_zones: Fact[tuple[str, ...]] | None = None
+    provisioning: tuple[str, ...] = ()
+    quota: dict[str, str] = Field(default_factory=dict)
+    quota_match: tuple[str, ...] = ()
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    price_key: str | None = None
+
+
+class ShapesTable(_Data):
+    """The whole table, checked for references that lead nowhere."""
+
+    about: str
+    accelerators: dict[str, AcceleratorFacts]
+    shapes: dict[str, Shape]
+    machine_families: dict[str, MachineFamily]
+
+    @model_validator(mode="after")
+    def _references(self) -> Self:
+        problems = []
+        for name, entry in self.shapes.items():
+            if entry.accelerator not in self.accelerators:
+                problems.append(f"shapes.{name}.accelerator {entry.accelerator!r} is not under accelerators")
+            if entry.platform == "gke" and entry.family not in self.machine_families:
+                problems.append(f"shapes.{name}.family {entry.family!r} is not under machineFamilies")
+            if entry.platform != "gke" and (entry.where is None or entry.price_key is None):
+                problems.append(f"shapes.{name}: a {entry.platform} shape needs where and priceKey")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+@cache
+def shapes_table() -> ShapesTable:
+    """The table, read and checked once; each shape carries its own name."""
+    text = resources.files("serving").joinpath("data", "shapes.json").read_text(encoding="utf-8")
+    table = ShapesTable.model_validate_json(text)
+    named = {name: entry.model_copy(update={"name": name}) for name, entry in table.shapes.items()}
+    return table.model_copy(update={"shapes": named})
+
+
+def accelerator_facts(accelerator: str) -> AcceleratorFacts:
+    """One accelerator's facts; the error lists those there are."""
+    table = shapes_table().accelerators
+    if accelerator not in table:
+        raise KeyError(
+            f"{accelerator!r} is not an accelerator in serving/data/shapes.json; allowed: {', '.join(table)}"
+        )
+    return table[accelerator]
+
+
+def shape(name: str) -> Shape:
+    """One shape by name (a Cloud Run GPU, a TPU slice, a GKE machine type); the error lists them."""
+    table = shapes_table().shapes
+    if name not in table:
+        raise KeyError(f"{name!r} is not a shape in serving/data/shapes.json; allowed: {', '.join(table)}")
+    return table[name]
+
+
+def shapes(*, platform: Platform | None = None, accelerator: str | None = None) -> list[Shape]:
+    """Every shape, or those of one platform and/or accelerator, in the table's order."""
+    return [
+        entry
+        for entry in shapes_table().shapes.values()
+        if (platform is None or entry.platform == platform)
+        and (accelerator is None or entry.accelerator == accelerator)
+    ]
+
+
+def machine_family(entry: Shape) -> MachineFamily:
+    """The GKE machine series a machine type belongs to."""
+    if entry.family is None or entry.platform != "gke":
+        raise KeyError(f"{entry.name} is not a GKE machine type")
+    return shapes_table().machine_families[entry.family]
+
+
+def zones_of(entry: Shape) -> tuple[str, ...]:
+    """Zones (TPU slices, GKE machine types) or regions (Cloud Run) where Google offers the shape."""
+    if entry.platform == "gke":
+        return machine_family(entry).where.value
+    assert entry.where is not None  # the table's validator requires it
+    return entry.where.value
+
+
+def gke_zones(accelerator: str) -> tuple[str, ...]:
+    """Zones where GKE can place the accelerator: the union over the machine series that carry it."""
+    found: dict[str, None] = {}
+    for entry in shapes(platform="gke", accelerator=accelerator):
+        found.update(dict.fromkeys(zones_of(entry)))
+    return tuple(found)
+
+
+def tpu_slices(accelerator: str) -> dict[str, int]:
+    """The single-host slices of a TPU generation a queued resource can ask for, with their chips."""
+    return {entry.name: entry.accelerators for entry in shapes(platform="tpu-vm", accelerator=accelerator)}
+
+
+def tpu_zones(accelerator: str) -> tuple[str, ...]:
+    """Zones that offer a TPU generation (the union over its slices)."""
+    found: dict[str, None] = {}
+    for entry in shapes(platform="tpu-vm", accelerator=accelerator):
+        found.update(dict.fromkeys(zones_of(entry)))
+    return tuple(found)
+
+
+def flex_start_zones(accelerator: str) -> tuple[str, ...]:
+    """Zones where Google publishes flex-start for a TPU generation's slices."""
+    found: dict[str, None] = {}
+    for entry in shapes(platform="tpu-vm", accelerator=accelerator):
+        if entry.flex_start_zones is not None:
+            found.update(dict.fromkeys(entry.flex_start_zones.value))
+    return tuple(found)
+
+
+def quota_words(accelerator: str) -> tuple[str, ...]:
+    """Words that name an accelerator's quotas where Google names them per generation (TPU)."""
+    words: dict[str, None] = {}
+    for entry in shapes(accelerator=accelerator):
+        words.update(dict.fromkeys(entry.quota_match))
+        if entry.platform == "gke":
+            words.update(dict.fromkeys(machine_family(entry).quota_match))
+    return tuple(words)
