@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from serving.gke_machines import ACCELERATOR_ZONES, shapes_for
+from serving.gke_machines import ACCELERATOR_ZONES, NODE_SHAPES, shapes_for
 from serving.model_profiles import builtin_profile, builtin_profile_names, find_builtin_profile
 from serving.planner import GIB
 
@@ -34,10 +34,15 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
         return problems
     tensor_parallel = stack.vllm.tensor_parallel_size
     if tensor_parallel != shape.accelerators:
+        matching = shapes_for(stack.accelerator, accelerators=tensor_parallel)
         problems.append(
             f"vllm.tensorParallelSize {tensor_parallel}: one replica per node serves over all "
             f"{shape.accelerators} accelerator(s) of {shape.machine_type}; set it to {shape.accelerators} or pick a "
-            f"machine type with {tensor_parallel} ({', '.join(shapes_for(stack.accelerator))})"
+            + (
+                f"machine type with {tensor_parallel} ({', '.join(matching)})"
+                if matching
+                else f"tensor parallel size a machine type has ({_counts(stack)})"
+            )
         )
     offered = ACCELERATOR_ZONES[stack.accelerator]
     problems += [
@@ -59,6 +64,12 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
             f"allocate {shape.allocatable_memory_gib:.1f} GiB); raise gke.memoryGib or pick a larger machine type"
         )
     return problems
+
+
+def _counts(stack: GkeStack) -> str:
+    """Accelerators per node of the machine types that carry the stack's accelerator, e.g. `1, 2, 4, 8`."""
+    counts = sorted({NODE_SHAPES[name].accelerators for name in shapes_for(stack.accelerator)})
+    return ", ".join(str(count) for count in counts)
 
 
 def _weight_bytes(stack: GkeStack) -> int | None:

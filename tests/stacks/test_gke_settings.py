@@ -73,6 +73,19 @@ def test_tensor_parallel_must_use_every_accelerator_of_the_node() -> None:
     assert "set it to 4" in message
 
 
+def test_the_tensor_parallel_hint_names_only_machine_types_that_have_that_many() -> None:
+    """The hint listed every G2 type as if each had the GPUs asked for; only g2-standard-96 has 8 L4s."""
+    values = dict(stack_config(GPU).values)
+    vllm = json.loads(values["gemma-serving:vllm"])
+    vllm["tensorParallelSize"] = 8
+    message = _problems(GPU, {"gemma-serving:vllm": json.dumps(vllm)})
+    assert "pick a machine type with 8 (g2-standard-96)" in message
+    vllm["tensorParallelSize"] = 3
+    message = _problems(GPU, {"gemma-serving:vllm": json.dumps(vllm)})
+    assert "tensor parallel size a machine type has (1, 2, 4, 8)" in message
+    assert "g2-standard-4," not in message
+
+
 def test_a_zone_without_the_accelerator_is_refused() -> None:
     """A node pool in a zone without v6e waits forever; the zones that have it are listed."""
     message = _problems(TPU, nodePool__zones=["us-east5-c"])
