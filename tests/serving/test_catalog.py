@@ -29,8 +29,10 @@ def test_every_fact_says_where_it_comes_from(model_id: str) -> None:
     for variant in model.variants.values():
         assert variant.source.strip()
         assert variant.weights.source.strip()
-        assert set(variant.runs_on) == set(Accelerator)
-        for support in variant.runs_on.values():
+        # What the catalog does not record for an accelerator comes from the shapes table's weight formats.
+        assert set(variant.runs_on) <= set(Accelerator)
+        for accelerator in Accelerator:
+            support = variant.support(accelerator)
             assert support.status is SupportStatus.YES or support.why.strip()
         assert variant.drafter in model.drafters
     for drafter in model.drafters.values():
