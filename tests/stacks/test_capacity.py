@@ -240,3 +240,16 @@ def test_a_tensor_parallel_gpu_group_keeps_runtime_overhead_on_every_gpu() -> No
     overridden = assess_stack(load("gke-l4x4", capacity={"runtimeOverheadGib": 1.5})).plan
     assert overridden is not None
     assert overridden.inputs.runtime_overhead_bytes == 4 * 1.5 * 2**30
+
+
+def test_the_31b_nvfp4_on_two_l4s_plans_with_a_price_and_an_unconfirmed_speed() -> None:
+    """Write-up E's configuration (31B NVFP4, TP 2 on two L4s, max-model-len 4096) used to be refused as
+    'needs Blackwell'; it plans on a g2-standard-24 with its capacity, its price and the speed marked unconfirmed."""
+    stack = load("gke-l4x2-31b-nvfp4")
+    capacity = assess_stack(stack)
+    assert capacity.plan is not None
+    assert not capacity.errors
+    assert (stack.vllm.tensor_parallel_size, stack.vllm.max_model_len) == (2, 4096)
+    assert capacity.plan.capacity_tokens >= 4096
+    assert any("speed unconfirmed" in warning for warning in capacity.warnings)
+    assert stack.billing_shape().hourly_price().usd_per_hour is not None
