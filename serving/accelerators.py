@@ -10,16 +10,33 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from serving.shapes import AcceleratorFacts, accelerator_facts, shapes
+from serving.shapes import AcceleratorFacts, accelerator_facts, shapes, shapes_table
 
 
-class Accelerator(enum.StrEnum):
-    """The accelerator a stack serves on; the value is what a stack file writes (a key of the shapes table)."""
+def _member(key: str) -> str:
+    """`nvidia-h100-80gb` -> `NVIDIA_H100_80GB`: the member name of a table key."""
+    return key.upper().replace("-", "_")
 
-    NVIDIA_L4 = "nvidia-l4"
-    NVIDIA_RTX_PRO_6000 = "nvidia-rtx-pro-6000"
-    TPU_V6E = "tpu-v6e"
+
+if TYPE_CHECKING:
+    # What the type checker sees: the members code still names. At run time the members are every key of
+    # the shapes table's accelerators (below), so a new chip is a data entry, not an edit here.
+    class Accelerator(enum.StrEnum):
+        """The accelerator a stack serves on; the value is what a stack file writes (a key of the shapes table)."""
+
+        NVIDIA_L4 = "nvidia-l4"
+        NVIDIA_RTX_PRO_6000 = "nvidia-rtx-pro-6000"
+        TPU_V6E = "tpu-v6e"
+
+else:
+    Accelerator = enum.StrEnum(
+        "Accelerator", {_member(key): key for key in shapes_table().accelerators}, module=__name__
+    )
+    Accelerator.__doc__ = (
+        "The accelerator a stack serves on; the value is what a stack file writes (a key of the shapes table)."
+    )
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,11 @@ SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35")
 CLUSTER_FEE_USD_PER_HOUR = 0.10
 
 
-def shapes_for(accelerator: Accelerator) -> list[str]:
-    """The machine types that carry an accelerator, for error messages."""
-    return [name for name, shape in NODE_SHAPES.items() if shape.accelerator is accelerator]
+def shapes_for(accelerator: Accelerator, *, accelerators: int | None = None) -> list[str]:
+    """The machine types that carry an accelerator (with exactly `accelerators` of it, when given), for
+    error messages: a hint must name only machine types that would satisfy it."""
+    return [
+        name
+        for name, shape in NODE_SHAPES.items()
+        if shape.accelerator is accelerator and (accelerators is None or shape.accelerators == accelerators)
+    ]

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
-from serving.shapes import accelerator_facts
+from serving.shapes import accelerator_facts, machine_family
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
 
@@ -264,7 +264,8 @@ def minimum_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeSha
 
 def _smallest_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeShape:
     """The smallest way to rent one accelerator, from the shapes table: a Cloud Run instance, else the
-    smallest TPU slice (on-demand), else the smallest GKE machine type carrying it (on-demand)."""
+    smallest TPU slice (on-demand), else the smallest GKE machine type carrying it (on-demand where its
+    series offers it, else the first provisioning model it does)."""
     gpu = CLOUD_RUN_GPUS.get(accelerator)
     if gpu is not None:
         return CloudRunShape(
@@ -284,11 +285,12 @@ def _smallest_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeS
                 region=None,
             )
         if found:
+            offered = machine_family(found[0]).provisioning  # a3-highgpu-1g, for one, is spot/flex-start only
             return GkeShape(
                 machine_type=found[0].name,
                 accelerator=accelerator,
                 accelerators_per_node=found[0].accelerators,
-                provisioning_model="on-demand",
+                provisioning_model="on-demand" if "on-demand" in offered else offered[0],  # type: ignore[arg-type]
                 region=None,
                 min_nodes=1,
                 max_nodes=1,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 from functools import cache
 from importlib import resources
-from typing import Generic, Literal, Self, TypeVar
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -22,16 +22,18 @@ __all__ = [
     "AcceleratorFacts",
     "Fact",
     "MachineFamily",
+    "Number",
+    "PerPrecision",
+    "Places",
     "Shape",
     "ShapesTable",
+    "Text",
     "WeightFormat",
     "accelerator_facts",
     "shape",
     "shapes",
     "shapes_table",
 ]
-
-T = TypeVar("T")
 
 GIB = 2**30
 Platform = Literal["cloud-run", "tpu-vm", "gke"]
@@ -45,15 +47,38 @@ class _Data(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
 
-class Fact(_Data, Generic[T]):
-    """One fact, where it comes from, when it was read, and whether it was confirmed at that source."""
+class _Cited(_Data):
+    """Where a fact comes from, when it was read, and whether it was confirmed at that source."""
 
-    value: T
     source: str
     read: datetime.date
     # False: read from a copy, recalled or inferred; the plan never presents it as checked.
     confirmed: bool = True
     note: str = ""
+
+
+# One class per kind of value (not a generic Fact[T]: each parametrisation is a class pydantic builds on import).
+class Number(_Cited):
+    value: float
+
+
+class Text(_Cited):
+    value: str
+
+
+class Places(_Cited):
+    """Zones or regions."""
+
+    value: tuple[str, ...]
+
+
+class PerPrecision(_Cited):
+    """A figure per precision (bf16, fp8, fp4, int8)."""
+
+    value: dict[str, float]
+
+
+Fact = Number | Text | Places | PerPrecision
 
 
 class WeightFormat(_Data):
@@ -76,14 +101,14 @@ class AcceleratorFacts(_Data):
 
     display_name: str
     family: Family
-    memory_gb: Fact[float]
+    memory_gb: Number
     # What vLLM can use where it differs from the datasheet (TPU HBM as vLLM's log reports it), GiB.
-    usable_memory_gib: Fact[float] | None = None
-    bandwidth_gb_per_s: Fact[float]
-    peak_dense_tflops: Fact[dict[str, float]]
-    compute_capability: Fact[str] | None = None
-    driver: Fact[str] | None = None
-    runtime_version: Fact[str] | None = None
+    usable_memory_gib: Number | None = None
+    bandwidth_gb_per_s: Number
+    peak_dense_tflops: PerPrecision
+    compute_capability: Text | None = None
+    driver: Text | None = None
+    runtime_version: Text | None = None
     weight_formats: dict[str, WeightFormat]
 
     @property
@@ -110,18 +135,18 @@ class AcceleratorFacts(_Data):
 class MachineFamily(_Data):
     """A GKE machine series (G2, G4, A3 High, ct6e): what its machine types share."""
 
-    host_source: Fact[str]
+    host_source: Text
     # The node label GKE sets (cloud.google.com/gke-accelerator or gke-tpu-accelerator).
     gke_accelerator: str
-    where: Fact[tuple[str, ...]]
+    where: Places
     # Provisioning models GKE node pools of this series can use (on-demand, spot, flex-start).
     provisioning: tuple[str, ...]
-    provisioning_note: Fact[str] | None = None
+    provisioning_note: Text | None = None
     # Quota metric per provisioning model.
     quota: dict[str, str]
     # Words a quota's ID or metric contains when Google names quotas per generation rather than per metric.
     quota_match: tuple[str, ...] = ()
-    quota_source: Fact[str]
+    quota_source: Text
     price_key: str
 
 
@@ -136,9 +161,9 @@ class Shape(_Data):
     host_memory_gib: float | None = None
     topology: str | None = None
     family: str | None = None
-    limits: Fact[str] | None = None
-    where: Fact[tuple[str, ...]] | None = None
-    flex_start_zones: Fact[tuple[str, ...]] | None = None
+    limits: Text | None = None
+    where: Places | None = None
+    flex_start_zones: Places | None = None
     provisioning: tuple[str, ...] = ()
     quota: dict[str, str] = Field(default_factory=dict)
     quota_match: tuple[str, ...] = ()

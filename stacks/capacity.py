@@ -42,8 +42,10 @@ if TYPE_CHECKING:
 
 # Assumed memory the engine keeps besides weights and KV cache (activation peak at the batch size,
 # CUDA graphs, CUDA context and libraries). An ESTIMATE: vLLM measures it at start-up; ours errs on the
-# side of a smaller KV budget. Override per stack with capacity.runtimeOverheadGib.
-GPU_RUNTIME_OVERHEAD_GIB = 2.0
+# side of a smaller KV budget. Per accelerator: every GPU or chip of a tensor-parallel group keeps its own
+# (its CUDA context, graphs and activations), so a replica over N of them keeps N times as much. Override
+# per stack with capacity.runtimeOverheadGib (also per accelerator).
+GPU_RUNTIME_OVERHEAD_GIB_PER_GPU = 2.0
 TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP = 1.0
 
 # vLLM's KV block size per platform: 16 on CUDA (CacheConfig.DEFAULT_BLOCK_SIZE); 256 on TPU, which is
@@ -215,8 +217,10 @@ class PlatformCapacity:
 
 
 def cloud_run_capacity(gpu: GpuChip, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
-    """One CUDA GPU: vLLM's hybrid KV layout, blocks of 16, async scheduling's two batches in flight."""
+    """CUDA GPUs: vLLM's hybrid KV layout, blocks of 16, async scheduling's two batches in flight, overhead per
+    GPU of the tensor-parallel group (one on Cloud Run)."""
     override = capacity.runtime_overhead_gib
+    per_gpu = GPU_RUNTIME_OVERHEAD_GIB_PER_GPU if override is None else override
     batched = vllm.batched_tokens
     if batched is None:
         batched = LARGE_GPU_BATCHED_TOKENS if gpu.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
@@ -226,7 +230,7 @@ def cloud_run_capacity(gpu: GpuChip, vllm: VllmSettings, capacity: CapacitySetti
         accelerator_label=gpu.display_name,
         layout=KvLayout.VLLM_HYBRID,
         block_size=GPU_BLOCK_SIZE,
-        overhead_gib=GPU_RUNTIME_OVERHEAD_GIB if override is None else override,
+        overhead_gib=per_gpu * vllm.tensor_parallel_size,
         in_flight_tokens=in_flight,
         assumptions=(
             (

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from serving.accelerators import Accelerator, facts_of
 from serving.catalog import CatalogModel, Drafter, SupportStatus, Variant, catalog_model, find_checkpoint
+from serving.shapes import accelerator_facts
 
 if TYPE_CHECKING:
     from stacks.settings import ModelSettings
@@ -134,16 +135,24 @@ def _drafter_problems(model: ModelSettings, vllm: VllmSettings, served: Served |
 
 
 def catalog_warnings(model: ModelSettings, *, accelerator: Accelerator) -> list[str]:
-    """What the catalog cannot vouch for: a variant nobody has shown running on this accelerator."""
+    """What the catalog cannot vouch for: a variant nobody has shown running on this accelerator, and weights
+    the accelerator serves weight-only by a path nobody has timed (NVFP4 on Ada or Hopper: no FP4 tensor
+    cores, so the speed follows neither the FP4 nor the bf16 figures)."""
     served = served_checkpoint(model)
     if not isinstance(served, Served):
         return []
+    label = facts_of(accelerator).display_name
+    name = f"{served.model.id} {served.variant_name}"
+    notices = []
     support = served.variant.support(accelerator)
-    if support.status is not SupportStatus.UNCONFIRMED:
-        return []
-    return [
-        (
-            f"{served.model.id} {served.variant_name} on {facts_of(accelerator).display_name} is unconfirmed: "
-            f"{support.why} (serving/catalog/models/{served.model.id}.json)"
+    if support.status is SupportStatus.UNCONFIRMED:
+        notices.append(
+            f"{name} on {label} is unconfirmed: {support.why} (serving/catalog/models/{served.model.id}.json)"
         )
-    ]
+    served_as = accelerator_facts(accelerator.value).weight_format(served.variant.precision.value)
+    if served_as is not None and served_as.how == "weight-only" and not served_as.confirmed:
+        notices.append(
+            f"{name} on {label}: {served.variant.precision.value} weights served weight-only ({served_as.kernel}); "
+            f"speed unconfirmed: no benchmark of this path is recorded (serving/data/shapes.json)"
+        )
+    return notices

@@ -109,7 +109,8 @@ class ClusterSettings(SettingsModel):
 
 
 class NodePoolSettings(SettingsModel):
-    """The accelerator node pool: one vLLM replica per node."""
+    """The accelerator node pool: one vLLM replica per node, or several when tensor parallel divides a GPU
+    node's accelerators (vllm.tensorParallelSize 2 on a 4-GPU node: two replicas of two GPUs each)."""
 
     machine_type: str
     # Accelerators per node; unset means the machine type's (G2 and ct6e types have a fixed count).
@@ -273,12 +274,7 @@ class GkeSettings(SettingsModel):
     @model_validator(mode="after")
     def _fits_the_node(self) -> Self:
         shape = self.node_pool.shape
-        if self.replicas.max > self.node_pool.max_nodes:
-            raise ValueError(
-                f"gke.replicas.max {self.replicas.max} exceeds gke.nodePool.maxNodes {self.node_pool.max_nodes}: each "
-                f"replica takes a whole {shape.machine_type} node (tensor parallel over its {shape.accelerators} "
-                "accelerator(s)), so the extra replicas would stay Pending"
-            )
+        # replicas.max against the nodes: stacks/gke_rules.py, which knows how many replicas share a node.
         if self.cpu is not None and self.cpu > shape.allocatable_vcpu:
             raise ValueError(
                 f"gke.cpu {self.cpu:g}: a {shape.machine_type} node can allocate {shape.allocatable_vcpu:.2f} vCPU"
@@ -290,18 +286,17 @@ class GkeSettings(SettingsModel):
             )
         return self
 
-    @property
-    def pod_cpu(self) -> float:
-        """The vLLM container's CPU (request = limit): the stack's, or 80% of the node's allocatable."""
-        return self.cpu if self.cpu is not None else round(self.node_pool.shape.allocatable_vcpu * 0.8, 1)
+    def pod_cpu(self, replicas_per_node: int = 1) -> float:
+        """The vLLM container's CPU (request = limit): the stack's, or 80% of the node's allocatable shared by
+        the replicas on the node."""
+        if self.cpu is not None:
+            return self.cpu
+        return round(self.node_pool.shape.allocatable_vcpu * 0.8 / replicas_per_node, 1)
 
-    @property
-    def pod_memory_gib(self) -> float:
-        return (
-            self.memory_gib
-            if self.memory_gib is not None
-            else float(int(self.node_pool.shape.allocatable_memory_gib * 0.8))
-        )
+    def pod_memory_gib(self, replicas_per_node: int = 1) -> float:
+        if self.memory_gib is not None:
+            return self.memory_gib
+        return float(int(self.node_pool.shape.allocatable_memory_gib * 0.8 / replicas_per_node))
 
     @property
     def cluster_location(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from serving.gke_machines import ACCELERATOR_ZONES, shapes_for
+from serving.gke_machines import ACCELERATOR_ZONES, NODE_SHAPES, shapes_for
 from serving.model_profiles import builtin_profile, builtin_profile_names, find_builtin_profile
 from serving.planner import GIB
 
@@ -33,11 +33,54 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
         )
         return problems
     tensor_parallel = stack.vllm.tensor_parallel_size
-    if tensor_parallel != shape.accelerators:
+    divides = shape.accelerators % tensor_parallel == 0 and not (shape.is_tpu and tensor_parallel != shape.accelerators)
+    if not divides:
+        matching = shapes_for(stack.accelerator, accelerators=tensor_parallel)
+        allowed = (
+            f"set it to {shape.accelerators}"
+            if shape.is_tpu
+            else f"set it to {shape.accelerators} or a divisor of it (each replica then takes that many GPUs and "
+            f"{shape.machine_type} holds several: {', '.join(str(d) for d in _divisors(shape.accelerators))})"
+        )
         problems.append(
             f"vllm.tensorParallelSize {tensor_parallel}: one replica per node serves over all "
-            f"{shape.accelerators} accelerator(s) of {shape.machine_type}; set it to {shape.accelerators} or pick a "
-            f"machine type with {tensor_parallel} ({', '.join(shapes_for(stack.accelerator))})"
+            f"{shape.accelerators} accelerator(s) of {shape.machine_type}; {allowed}, or pick a "
+            + (
+                f"machine type with {tensor_parallel} ({', '.join(matching)})"
+                if matching
+                else f"tensor parallel size a machine type has ({_counts(stack)})"
+            )
+        )
+        return problems
+    per_node = stack.replicas_per_node
+    pool_max = stack.gke.node_pool.max_nodes
+    if stack.gke.replicas.max > pool_max * per_node:
+        takes = (
+            f"each replica takes a whole {shape.machine_type} node (tensor parallel over its {shape.accelerators} "
+            "accelerator(s))"
+            if per_node == 1
+            else f"a {shape.machine_type} node holds {per_node} replicas of {tensor_parallel} GPU(s)"
+        )
+        problems.append(
+            f"gke.replicas.max {stack.gke.replicas.max} exceeds "
+            + (
+                f"gke.nodePool.maxNodes {pool_max}"
+                if per_node == 1
+                else f"{per_node} x gke.nodePool.maxNodes {pool_max}"
+            )
+            + f": {takes}, so the extra replicas would stay Pending"
+        )
+    cpu = stack.gke.cpu
+    if cpu is not None and per_node > 1 and cpu * per_node > shape.allocatable_vcpu:
+        problems.append(
+            f"gke.cpu {cpu:g}: {per_node} replicas share a {shape.machine_type} node, which can allocate "
+            f"{shape.allocatable_vcpu:.2f} vCPU in all"
+        )
+    memory = stack.gke.memory_gib
+    if memory is not None and per_node > 1 and memory * per_node > shape.allocatable_memory_gib:
+        problems.append(
+            f"gke.memoryGib {memory:g}: {per_node} replicas share a {shape.machine_type} node, which can allocate "
+            f"{shape.allocatable_memory_gib:.1f} GiB in all"
         )
     offered = ACCELERATOR_ZONES[stack.accelerator]
     problems += [
@@ -52,13 +95,23 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
             "bucket and the image mirror live"
         )
     weights = _weight_bytes(stack)
-    if weights is not None and weights * HOST_COPIES_WHILE_LOADING > stack.gke.pod_memory_gib * GIB:
+    if weights is not None and weights * HOST_COPIES_WHILE_LOADING > stack.pod_memory_gib * GIB:
         problems.append(
             f"gke.memoryGib: the checkpoint's {weights / GIB:.1f} GiB of weights pass through host memory while "
-            f"loading, more than the pod's {stack.gke.pod_memory_gib:g} GiB (a {shape.machine_type} node can "
+            f"loading, more than the pod's {stack.pod_memory_gib:g} GiB (a {shape.machine_type} node can "
             f"allocate {shape.allocatable_memory_gib:.1f} GiB); raise gke.memoryGib or pick a larger machine type"
         )
     return problems
+
+
+def _divisors(count: int) -> list[int]:
+    return [size for size in range(1, count + 1) if count % size == 0]
+
+
+def _counts(stack: GkeStack) -> str:
+    """Accelerators per node of the machine types that carry the stack's accelerator, e.g. `1, 2, 4, 8`."""
+    counts = sorted({NODE_SHAPES[name].accelerators for name in shapes_for(stack.accelerator)})
+    return ", ".join(str(count) for count in counts)
 
 
 def _weight_bytes(stack: GkeStack) -> int | None:

@@ -570,8 +570,27 @@ class GkeStack(_StackSettings):
         return TPU_BUILD if self.accelerator in TPU_CHIPS else CUDA_BUILD
 
     @property
+    def replicas_per_node(self) -> int:
+        """vLLM replicas sharing one node: a GPU node's accelerators over the tensor-parallel size when it
+        divides them (two TP-2 replicas on a 4-GPU node), else 1. TPU slices keep one replica per node."""
+        shape = self.gke.node_pool.shape
+        tensor_parallel = self.vllm.tensor_parallel_size
+        if shape.is_tpu or shape.accelerators % tensor_parallel:
+            return 1
+        return shape.accelerators // tensor_parallel
+
+    @property
     def accelerator_chips(self) -> int:
-        return self.gke.node_pool.shape.accelerators
+        """Accelerators one replica serves over."""
+        return self.gke.node_pool.shape.accelerators // self.replicas_per_node
+
+    @property
+    def pod_cpu(self) -> float:
+        return self.gke.pod_cpu(self.replicas_per_node)
+
+    @property
+    def pod_memory_gib(self) -> float:
+        return self.gke.pod_memory_gib(self.replicas_per_node)
 
     @property
     def import_image(self) -> str:
@@ -607,6 +626,10 @@ class GkeStack(_StackSettings):
         """Accelerator quota shows in the plan's notes (per node pool) and in `verify preflight`."""
         return []
 
+    def _nodes_for(self, replicas: int) -> int:
+        """Nodes that `replicas` vLLM replicas fill, packed replicas_per_node to a node."""
+        return -(-replicas // self.replicas_per_node)
+
     def billing_shape(self) -> GkeShape:
         """What each node bills and how many run (min, max), plus the cluster fee: the `billing` output."""
         pool = self.gke.node_pool
@@ -616,8 +639,8 @@ class GkeStack(_StackSettings):
             accelerators_per_node=pool.shape.accelerators,
             provisioning_model=pool.provisioning.value,
             region=self.region,
-            min_nodes=0 if self.gke.replicas.parked else max(pool.min_nodes, self.gke.replicas.min),
-            max_nodes=0 if self.gke.replicas.parked else self.gke.replicas.max,
+            min_nodes=0 if self.gke.replicas.parked else max(pool.min_nodes, self._nodes_for(self.gke.replicas.min)),
+            max_nodes=0 if self.gke.replicas.parked else self._nodes_for(self.gke.replicas.max),
             cluster_created=self.gke.cluster.existing is None,
             system_machine_type=self.gke.cluster.system_machine_type if self.gke.cluster.existing is None else None,
             system_nodes=len(pool.zones),

@@ -64,6 +64,9 @@ class FleetSpec:
     allowed_source_ranges: Sequence[str] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
+    # Accelerators each pod requests (vLLM's tensor parallel): the node's all by default; a divisor of them
+    # packs node accelerators / accelerators_per_pod replicas onto each node.
+    accelerators_per_pod: int | None = None
 
     def __post_init__(self) -> None:
         if not self.serve_args:
@@ -74,6 +77,17 @@ class FleetSpec:
             raise ValueError("FleetSpec.allowed_source_ranges: a public Service needs the CIDRs allowed to reach it")
         if not 1 <= self.min_replicas <= self.max_replicas:
             raise ValueError(f"FleetSpec replicas: need 1 <= min ({self.min_replicas}) <= max ({self.max_replicas})")
+        per_pod = self.pod_accelerators
+        if per_pod < 1 or self.shape.accelerators % per_pod:
+            raise ValueError(
+                f"FleetSpec.accelerators_per_pod {per_pod}: must divide the {self.shape.accelerators} accelerator(s) "
+                f"of {self.shape.machine_type}"
+            )
+
+    @property
+    def pod_accelerators(self) -> int:
+        """What each pod requests of the node's accelerators."""
+        return self.accelerators_per_pod or self.shape.accelerators
 
     @property
     def selector(self) -> dict[str, str]:
@@ -121,9 +135,10 @@ def _probe(path: str, *, period: int, failures: int, timeout: int = 5) -> dict[s
 
 
 def deployment(spec: FleetSpec) -> dict[str, Any]:
-    """One vLLM pod per node, tensor parallel over the node's accelerators; the HPA owns the replica count."""
+    """vLLM pods, each tensor parallel over the accelerators it requests (a node's all, or a divisor of them so
+    that several pods share a node); the HPA owns the replica count."""
     shape = spec.shape
-    resources = {"cpu": f"{spec.cpu:g}", "memory": f"{spec.memory_gib:g}Gi", shape.resource: str(shape.accelerators)}
+    resources = {"cpu": f"{spec.cpu:g}", "memory": f"{spec.memory_gib:g}Gi", shape.resource: str(spec.pod_accelerators)}
     container = {
         "name": "vllm",
         "image": spec.image,

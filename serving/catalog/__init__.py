@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from serving.accelerators import Accelerator
 from serving.model_profiles.files import ProfileFile, Weights
+from serving.shapes import accelerator_facts
 
 __all__ = [
     "CatalogModel",
@@ -76,6 +77,15 @@ class SupportStatus(enum.StrEnum):
     YES = "yes"
     NO = "no"
     UNCONFIRMED = "unconfirmed"
+
+
+# How an accelerator serves a precision (serving/data/shapes.json) as the catalog's verdict.
+_SUPPORT_BY_HOW = {
+    "native": SupportStatus.YES,
+    "weight-only": SupportStatus.YES,
+    "unsupported": SupportStatus.NO,
+    "unconfirmed": SupportStatus.UNCONFIRMED,
+}
 
 
 class Support(_Data):
@@ -154,7 +164,20 @@ class Variant(_Data):
         return self.repo.rsplit("/", 1)[-1]
 
     def support(self, accelerator: Accelerator) -> Support:
-        return self.runs_on.get(accelerator, Support(status=SupportStatus.UNCONFIRMED, why="not recorded"))
+        """Whether the variant runs on the accelerator: what the catalog records for the pair, else what the
+        shapes table says the accelerator does with weights of this precision (so a new accelerator needs
+        no edit of every variant), else unconfirmed."""
+        recorded = self.runs_on.get(accelerator)
+        if recorded is not None:
+            return recorded
+        served = accelerator_facts(accelerator.value).weight_format(self.precision.value)
+        if served is None:
+            return Support(status=SupportStatus.UNCONFIRMED, why="not recorded")
+        how = f"{self.precision.value} weights {served.how}" + (f" ({served.kernel})" if served.kernel else "")
+        return Support(
+            status=_SUPPORT_BY_HOW[served.how],
+            why=f"{how} on {accelerator.value}: {served.source} (serving/data/shapes.json)",
+        )
 
 
 class CatalogModel(_Data):

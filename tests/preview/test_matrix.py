@@ -47,11 +47,12 @@ def test_fits_carry_figures_and_labelled_ceilings(rows: list[dict[str, object]])
             assert ceilings["usdPerMillionOutputTokens"] > 0
 
 
-def test_no_26b_variant_fits_the_l4_and_the_refusal_has_numbers() -> None:
-    """The hand-made deployments' "26B on L4": no variant vLLM serves fits 24 GB; the answer gives the numbers."""
+def test_only_nvfp4_of_the_26b_fits_the_l4_and_the_refusals_have_numbers() -> None:
+    """The hand-made deployments' "26B on L4": of the variants vLLM serves only NVFP4 (weight-only, 16.4 GB)
+    fits 24 GB, unconfirmed; every refusal gives the numbers."""
     model = catalog_model("gemma-4-26b-a4b-it")
     answers = [fit(model, variant, shape_named("l4"), Workload()) for variant in model.variants]
-    assert not any(answer.fits for answer in answers)
+    assert {answer.variant for answer in answers if answer.fits} == {"nvfp4", "nvfp4-nvidia"}
     fp8 = next(answer for answer in answers if answer.variant == "fp8")
     assert fp8.why_not is not None
     assert "weights need 27.08 GB (25.22 GiB)" in fp8.why_not
@@ -93,4 +94,15 @@ def test_cli_text_labels_ceilings(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--model", "gemma-4-31b-it", "--shape", "l4", "--shape", "v6e-8"]) == 0
     out = capsys.readouterr().out
     assert "CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements" in out
-    assert "gemma-4-31b-it nvfp4 on l4: model.variant: gemma-4-31b-it nvfp4 (nvfp4 weights) cannot run" in out
+    assert "gemma-4-31b-it nvfp4 on v6e-8: model.variant: gemma-4-31b-it nvfp4 (nvfp4 weights) cannot run" in out
+
+
+def test_nvfp4_on_an_l4_is_planned_weight_only_with_its_speed_unconfirmed() -> None:
+    """The L4 was refused NVFP4 ("needs Blackwell") although vLLM serves it weight-only through Marlin on
+    capability >= 7.5; now it is planned, and the plan says the speed of that path is unconfirmed."""
+    row = fit(catalog_model("gemma-4-26b-a4b-it"), "nvfp4", shape_named("l4"), Workload())
+    assert row.fits
+    assert any("speed unconfirmed" in warning for warning in row.warnings)
+    tpu = fit(catalog_model("gemma-4-26b-a4b-it"), "nvfp4", shape_named("v6e-4"), Workload())
+    assert not tpu.fits
+    assert "NVIDIA weight format" in (tpu.why_not or "")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from serving.accelerators import CLOUD_RUN_GPUS, GPU_CHIPS, TPU_CHIPS, Accelerator, facts_of
-from serving.shapes import accelerator_facts
+from serving.shapes import accelerator_facts, shapes_table
 
 
 def test_every_accelerator_has_one_table_entry() -> None:
@@ -26,3 +26,8 @@ def test_typed_views_carry_the_tables_figures() -> None:
         facts = accelerator_facts(accelerator.value)
         assert facts.usable_memory_gib is not None
         assert chip.hbm_gib_per_chip == facts.usable_memory_gib.value
+
+
+def test_the_accelerators_are_the_tables() -> None:
+    """A chip added to serving/data/shapes.json is an accelerator a stack can name without a code edit."""
+    assert {accelerator.value for accelerator in Accelerator} == set(shapes_table().accelerators)

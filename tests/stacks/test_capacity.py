@@ -11,7 +11,7 @@ import yaml
 
 from preview.stack_file import read_stack_config
 from serving.model_profiles import builtin_profile_files
-from stacks.capacity import assess_stack
+from stacks.capacity import GPU_RUNTIME_OVERHEAD_GIB_PER_GPU, assess_stack
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import StackSettings
 from tests.conftest import ROOT, render_stack
@@ -228,3 +228,28 @@ def test_preview_of_a_stack_that_cannot_fit_exits_with_the_message(tmp_path: Pat
     assert "model.variant: capacity: weights need 23.90 GB" in result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_a_tensor_parallel_gpu_group_keeps_runtime_overhead_on_every_gpu() -> None:
+    """gke-l4x4 planned 2 GiB of overhead for 4 L4s while v6e-8 planned 8 for 8 chips: a KV budget ~30% too big."""
+    stack = load("gke-l4x4")
+    plan = assess_stack(stack).plan
+    assert plan is not None
+    assert stack.vllm.tensor_parallel_size == 4
+    assert plan.inputs.runtime_overhead_bytes == 4 * GPU_RUNTIME_OVERHEAD_GIB_PER_GPU * 2**30
+    overridden = assess_stack(load("gke-l4x4", capacity={"runtimeOverheadGib": 1.5})).plan
+    assert overridden is not None
+    assert overridden.inputs.runtime_overhead_bytes == 4 * 1.5 * 2**30
+
+
+def test_the_31b_nvfp4_on_two_l4s_plans_with_a_price_and_an_unconfirmed_speed() -> None:
+    """Write-up E's configuration (31B NVFP4, TP 2 on two L4s, max-model-len 4096) used to be refused as
+    'needs Blackwell'; it plans on a g2-standard-24 with its capacity, its price and the speed marked unconfirmed."""
+    stack = load("gke-l4x2-31b-nvfp4")
+    capacity = assess_stack(stack)
+    assert capacity.plan is not None
+    assert not capacity.errors
+    assert (stack.vllm.tensor_parallel_size, stack.vllm.max_model_len) == (2, 4096)
+    assert capacity.plan.capacity_tokens >= 4096
+    assert any("speed unconfirmed" in warning for warning in capacity.warnings)
+    assert stack.billing_shape().hourly_price().usd_per_hour is not None

@@ -84,10 +84,11 @@ def test_tpu_tensor_parallel_follows_the_slice() -> None:
             id="31b-bf16-on-l4",
         ),
         pytest.param(
-            "l4",
+            "tpu-v6e",
             {"model": short("gemma-4-31b-it", "nvfp4")},
-            "model.variant: gemma-4-31b-it nvfp4 (nvfp4 weights) cannot run on NVIDIA L4: NVFP4 needs Blackwell",
-            id="nvfp4-on-l4",
+            "model.variant: gemma-4-31b-it nvfp4 (nvfp4 weights) cannot run on TPU v6e (Trillium): NVFP4 is an NVIDIA "
+            "weight format",
+            id="nvfp4-on-tpu",
         ),
         pytest.param(
             "tpu-v6e",

@@ -63,14 +63,76 @@ def test_an_accelerator_count_the_machine_does_not_have_is_refused() -> None:
     assert "comes with exactly 4" in _problems(GPU, nodePool__acceleratorCount=2)
 
 
-def test_tensor_parallel_must_use_every_accelerator_of_the_node() -> None:
-    """TP 2 on a 4-GPU node would waste two GPUs per replica."""
+def test_tensor_parallel_must_divide_the_nodes_accelerators() -> None:
+    """TP 3 on a 4-GPU node would leave a GPU no replica can use; the divisors are named."""
     values = dict(stack_config(GPU).values)
     vllm = json.loads(values["gemma-serving:vllm"])
-    vllm["tensorParallelSize"] = 2
+    vllm["tensorParallelSize"] = 3
     message = _problems(GPU, {"gemma-serving:vllm": json.dumps(vllm)})
-    assert "vllm.tensorParallelSize 2" in message
-    assert "set it to 4" in message
+    assert "vllm.tensorParallelSize 3" in message
+    assert "set it to 4 or a divisor of it" in message
+    assert "1, 2, 4" in message
+
+
+def _packed(machine_type: str = "g2-standard-48", tensor_parallel: int = 2, **gke: Any) -> dict[str, str]:
+    """The GPU example as write-up E ran it: the 31B in NVFP4 at TP 2, here two replicas on one 4-GPU node."""
+    values = dict(stack_config(GPU).values)
+    values["gemma-serving:model"] = json.dumps(
+        {"id": "gemma-4-31b-it", "variant": "nvfp4", "revision": "0" * 40, "servedName": "gemma-4-31b-it"}
+    )
+    vllm = json.loads(values["gemma-serving:vllm"])
+    vllm.update(tensorParallelSize=tensor_parallel, maxModelLen=4096, dtype="auto")
+    values["gemma-serving:vllm"] = json.dumps(vllm)
+    block = json.loads(values["gemma-serving:gke"])
+    block["nodePool"]["machineType"] = machine_type
+    for key, value in gke.items():
+        block[key] = value
+    values["gemma-serving:gke"] = json.dumps(block)
+    return values
+
+
+def test_two_tensor_parallel_2_replicas_share_a_four_gpu_node() -> None:
+    """Write-up E ran TP 2 on two of a 4-GPU box's L4s; on GKE the node holds two such replicas: each pod
+    requests 2 GPUs and half the node's CPU and memory, the nodes billed are replicas / 2, the HPA counts pods."""
+    settings = settings_from_config(_packed(replicas={"min": 2, "max": 4}))
+    assert isinstance(settings, GkeStack)
+    assert (settings.replicas_per_node, settings.accelerator_chips) == (2, 2)
+    billed = settings.billing_shape()
+    assert (billed.min_nodes, billed.max_nodes) == (1, 2)
+    shape = settings.gke.node_pool.shape
+    assert settings.pod_memory_gib == float(int(shape.allocatable_memory_gib * 0.8 / 2))
+    assert settings.pod_cpu == round(shape.allocatable_vcpu * 0.8 / 2, 1)
+
+
+def test_packed_replicas_past_the_nodes_are_refused() -> None:
+    """Two replicas per node and maxNodes 2 hold four replicas; a fifth would stay Pending."""
+    with pytest.raises(StackConfigError, match=r"gke\.replicas\.max 5 exceeds 2 x gke\.nodePool\.maxNodes 2"):
+        settings_from_config(_packed(replicas={"min": 1, "max": 5}))
+
+
+def test_the_deployment_requests_the_replicas_gpus_not_the_nodes() -> None:
+    """A pod requesting all 4 GPUs of the node would leave no room for the second replica."""
+    packed = _packed()
+    capture = render_stack(
+        GPU, {key: packed[key] for key in ("gemma-serving:model", "gemma-serving:vllm", "gemma-serving:gke")}
+    )
+    (deployment,) = capture.of_type("kubernetes:apps/v1:Deployment")
+    container = deployment.inputs["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert "--tensor-parallel-size" in container["args"]
+
+
+def test_the_tensor_parallel_hint_names_only_machine_types_that_have_that_many() -> None:
+    """The hint listed every G2 type as if each had the GPUs asked for; only g2-standard-96 has 8 L4s."""
+    values = dict(stack_config(GPU).values)
+    vllm = json.loads(values["gemma-serving:vllm"])
+    vllm["tensorParallelSize"] = 8
+    message = _problems(GPU, {"gemma-serving:vllm": json.dumps(vllm)})
+    assert "pick a machine type with 8 (g2-standard-96)" in message
+    vllm["tensorParallelSize"] = 3
+    message = _problems(GPU, {"gemma-serving:vllm": json.dumps(vllm)})
+    assert "tensor parallel size a machine type has (1, 2, 4, 8)" in message
+    assert "g2-standard-4," not in message
 
 
 def test_a_zone_without_the_accelerator_is_refused() -> None:
