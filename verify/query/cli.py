@@ -164,8 +164,11 @@ def live_printer(out: TextIO, display: ReasoningDisplay) -> TextCallback:
 
 
 def print_summary(report: QueryReport, out: TextIO) -> None:
-    """The numbers after the answer; on failure what went wrong and its likely cause."""
-    out.write("\n\n")
+    """The numbers after the answer; on failure what went wrong and its likely cause.
+
+    The served model's name, the finish reason and the failure's detail are the server's text: each line is
+    escaped whole (newlines too), so an answer cannot forge or restyle the summary after it.
+    """
     usage = (
         f"usage: prompt {readable(report.prompt_tokens)}, completion {readable(report.completion_tokens)}"
         f", reasoning {readable(report.reasoning_tokens, missing='not reported')}"
@@ -175,9 +178,11 @@ def print_summary(report: QueryReport, out: TextIO) -> None:
         f"first ({readable(report.tokens_per_s_overall)} overall), end-to-end {readable(report.e2e_ms)} ms"
     )
     served = report.served_model or "not named"
-    out.write(f"{timing}\n{usage}\nfinish reason {report.finish_reason or '-'}, model {served}\n")
+    lines = [timing, usage, f"finish reason {report.finish_reason or '-'}, model {served}"]
     if report.note:
-        out.write(f"note: {report.note}\n")
+        lines.append(f"note: {report.note}")
     if report.failure is not None:
         status = f" (HTTP {report.status})" if report.status is not None else ""
-        out.write(f"FAILED: {report.failure}{status}: {report.failure_detail}\nlikely cause: {report.cause}\n")
+        lines.append(f"FAILED: {report.failure}{status}: {report.failure_detail}")
+        lines.append(f"likely cause: {report.cause}")
+    out.write("\n\n" + "".join(escape_controls(line, keep_newlines=False) + "\n" for line in lines))
