@@ -66,4 +66,7 @@ def cold_start_table(measured: ColdStart) -> Table:
         table.add_row("compile cache", "", "", cell(measured.compile_cache))
     if measured.missing:
         table.add_row("not seen", "", "", cell(", ".join(measured.missing) + " (merged into the next phase)"))
+    untrusted = measured.gate_problem()
+    if untrusted is not None:
+        table.add_row(Text("not a whole start", style="bold yellow"), "", "", cell(untrusted))
     return table
