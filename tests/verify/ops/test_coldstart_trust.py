@@ -7,11 +7,15 @@ printed on stdout. Each is reproduced on a REAL vLLM 0.32.0 start's lines (fixtu
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from rich.console import Console
+
 from tests.verify.ops.coldstart_entries import INSTANCE_START, PROBE_PASSED, log_entries
 from verify.ops.coldstart import ColdStart, Line, measure
+from verify.ops.coldstart_render import cold_start_table
 from verify.ops.logs import page_lines
 from verify.promote.coldstart_gate import ColdStartGate
 
@@ -115,3 +119,19 @@ def test_a_forged_start_and_probe_on_stdout_are_left_out() -> None:
     refused = gate(vllm_only + forged)
     assert refused is not None
     assert "cannot be trusted" in refused
+
+
+def test_status_says_when_a_start_is_partial_or_holds_refused_lines() -> None:
+    """`verify status` shows the same start: a lower bound when its first lines are missing, and the lines it
+    left out (here Cloud Run's milestones printed on stderr)."""
+    entries = [
+        dict(entry, logName="projects/p1/logs/run.googleapis.com%2Fstderr")
+        for entry in log_entries(REAL, revision=REVISION)
+        if "non-default args" not in entry["textPayload"]
+    ]
+    out = io.StringIO()
+    Console(file=out, width=300, color_system=None).print(cold_start_table(measured(entries)))
+    printed = out.getvalue()
+    assert "the total is a lower bound" in printed
+    assert "not a whole start" in printed
+    assert "not Cloud Run's system log" in printed
