@@ -10,6 +10,10 @@ token minted for the URL's audience, or the API key) from the user's machine. So
   a stranger's `*.run.app` service (which would receive an ID token) can be reached;
 - a server started with `--allow-any-url` drops the allow-list, never the first rule (names are resolved
   and every address checked).
+
+The addresses are judged by verify's own guard (verify/url_guard.py, which the CLI's `--url` uses too), so
+the metadata server is refused in every spelling (`0xa9fea9fe`, `[::ffff:169.254.169.254]`, NAT64, 6to4)
+here as in the CLI; this module adds only the server's allow-list on top.
 """
 
 from __future__ import annotations
