@@ -12,6 +12,7 @@ measurements: `verify bench` measures.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -19,10 +20,16 @@ from typing import Literal
 
 from serving.accelerators import Accelerator, facts_of
 from serving.catalog import CatalogModel, catalog
+from serving.gcp_names import region_of
+from serving.gke_machines import NODE_SHAPES
+from serving.planner import GIB
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, minimum_shape
-from serving.tpu_offers import V6E_CHIPS
-from stacks.capacity import TEXT_ONLY_FLAG
+from serving.shapes import Platform, accelerator_facts, machine_family
+from serving.shapes import shape as table_shape
+from serving.shapes import shapes as table_shapes
+from stacks.capacity import TEXT_ONLY_FLAG, StackCapacity
 from stacks.loading import StackConfigError, load_stack
+from stacks.settings import StackSettings
 
 # A commit id for the synthetic stacks: the plan does not depend on which commit is served.
 _ANY_COMMIT = "0" * 40
@@ -32,23 +39,48 @@ DECODE_BATCH_CAP = 256
 
 @dataclass(frozen=True)
 class Shape:
-    """An accelerator shape the matrix compares: one Cloud Run GPU, or one TPU v6e slice."""
+    """A shape the matrix compares: a Cloud Run GPU, a TPU slice, or a GKE GPU machine type (serving/shapes.py)."""
 
     name: str
     accelerator: Accelerator
+    platform: Platform
+    # Accelerators of the shape: one Cloud Run GPU, a slice's chips, a machine type's GPUs.
+    chips: int
 
-    @property
-    def chips(self) -> int:
-        return V6E_CHIPS.get(self.name, 1)
+
+def _matrix_shapes() -> tuple[Shape, ...]:
+    """Every shape of the table whose accelerator a stack can name, less repeats: GKE's TPU machine types are
+    the TPU slices over again, and of the GKE machine types with the same GPUs only one is compared: the
+    smallest whose pod memory can stage any checkpoint those GPUs hold (the rest differ in host CPU and memory,
+    which the plan checks but the matrix does not rank)."""
+    found: list[Shape] = []
+    chosen: dict[tuple[str, int], str] = {}
+    names = {accelerator.value for accelerator in Accelerator}
+    for entry in table_shapes(platform="gke"):
+        if entry.accelerator not in names or accelerator_facts(entry.accelerator).family == "tpu":
+            continue
+        key = (entry.accelerator, entry.accelerators)
+        node = NODE_SHAPES[entry.name]
+        holds = (
+            node.allocatable_memory_gib * 0.8 >= entry.accelerators * accelerator_facts(entry.accelerator).memory_gib
+        )
+        if key not in chosen or (holds and not _holds(chosen[key])):
+            chosen[key] = entry.name
+    for entry in table_shapes():
+        if entry.accelerator not in names or (entry.platform == "gke" and entry.name not in chosen.values()):
+            continue
+        found.append(Shape(entry.name, Accelerator(entry.accelerator), entry.platform, entry.accelerators))
+    return tuple(found)
 
 
-SHAPES: tuple[Shape, ...] = (
-    Shape("l4", Accelerator.NVIDIA_L4),
-    Shape("rtx-pro-6000", Accelerator.NVIDIA_RTX_PRO_6000),
-    Shape("v6e-1", Accelerator.TPU_V6E),
-    Shape("v6e-4", Accelerator.TPU_V6E),
-    Shape("v6e-8", Accelerator.TPU_V6E),
-)
+def _holds(machine_type: str) -> bool:
+    """Whether the machine's pod memory (80% of allocatable) can stage its GPUs' worth of weights."""
+    node = NODE_SHAPES[machine_type]
+    pod_gib = int(node.allocatable_memory_gib * 0.8)  # what stacks/gke.py gives the pod by default
+    return pod_gib >= node.accelerators * accelerator_facts(node.accelerator.value).memory_gib
+
+
+SHAPES: tuple[Shape, ...] = _matrix_shapes()
 
 
 def shape_named(name: str) -> Shape:
@@ -100,6 +132,9 @@ class Fit:
     usd_per_million_output_tokens_at_ceiling: float | None
     warnings: tuple[str, ...]
     vllm_args: tuple[str, ...]
+    # GKE machine types: the tensor-parallel size chosen (the smallest that fits) and the replicas a node holds.
+    tensor_parallel: int = 1
+    replicas_per_node: int = 1
 
     def as_dict(self) -> dict[str, object]:
         def rounded(value: float | None, digits: int = 1) -> float | None:
@@ -123,12 +158,16 @@ class Fit:
                 "decodeBatch": self.decode_batch,
                 "usdPerMillionOutputTokens": rounded(self.usd_per_million_output_tokens_at_ceiling, 3),
             },
+            "tensorParallel": self.tensor_parallel,
+            "replicasPerNode": self.replicas_per_node,
             "warnings": list(self.warnings),
             "vllmArgs": list(self.vllm_args),
         }
 
 
-def stack_config(model: str, variant: str, shape: Shape, workload: Workload) -> dict[str, str]:
+def stack_config(
+    model: str, variant: str, shape: Shape, workload: Workload, *, tensor_parallel: int | None = None
+) -> dict[str, str]:
     """The smallest stack serving this combination, as the flat Pulumi config a stack file would give."""
     vllm: dict[str, object] = {
         "maxModelLen": workload.sequence_tokens,
@@ -143,34 +182,71 @@ def stack_config(model: str, variant: str, shape: Shape, workload: Workload) -> 
         "model": {"id": model, "variant": variant, "revision": _ANY_COMMIT},
         "vllm": vllm,
     }
-    if shape.accelerator is Accelerator.TPU_V6E:
-        config["region"] = "us-east5"
-        config["tpu"] = {"zone": "us-east5-a", "acceleratorType": shape.name, "provisioning": {"model": "spot"}}
+    billed = _billing(shape)
+    if isinstance(billed, TpuShape):
+        config["region"] = billed.region
+        config["tpu"] = {"zone": _TPU_ZONE, "acceleratorType": shape.name, "provisioning": {"model": "spot"}}
+    elif isinstance(billed, GkeShape):
+        vllm["tensorParallelSize"] = tensor_parallel or shape.chips
+        config["region"] = billed.region
+        config["gke"] = {
+            "nodePool": {
+                "machineType": shape.name,
+                "zones": [_gke_zone(shape)],
+                "provisioning": billed.provisioning_model,
+                "maxNodes": 1,
+            },
+            "replicas": {"min": 1, "max": 1},
+        }
     else:
-        instance = _billing(shape)
-        assert isinstance(instance, CloudRunShape)
-        config["region"] = instance.region
-        config["cloudRun"] = {"cpu": instance.cpu, "memoryGib": instance.memory_gib}
+        config["region"] = billed.region
+        config["cloudRun"] = {"cpu": billed.cpu, "memoryGib": billed.memory_gib}
     return {
         f"gemma-serving:{key}": value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
     }
 
 
+def _tensor_parallel_sizes(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> list[int | None]:
+    """What to try on a GKE machine type, smallest first (the most replicas per node): the divisors of its GPUs
+    whose share of memory could hold the weights at all. Other shapes: their own (None)."""
+    if shape.platform != "gke":
+        return [None]
+    weights = sum(part.bytes for part in model.variant(variant).weights.parts)
+    if workload.text_only and model.towers is not None:
+        weights -= model.towers.weight_bytes
+    per_gpu = accelerator_facts(shape.accelerator.value).memory_gib * GIB * workload.gpu_memory_utilization
+    divisors = [size for size in range(1, shape.chips + 1) if shape.chips % size == 0]
+    return [*(size for size in divisors if weights < size * per_gpu)] or [shape.chips]
+
+
 def fit(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> Fit:
-    """The answer for one combination (a refusal is an answer: fits False, why_not the loader's message)."""
-    values = stack_config(model.id, variant, shape, workload)
-    try:
-        stack = load_stack(values)
-    except StackConfigError as error:
-        reason = "; ".join(problem.removeprefix("gemma-serving:") for problem in error.problems)
-        return _refused(model, variant, shape, reason)
-    settings, capacity = stack.settings, stack.capacity
+    """The answer for one combination (a refusal is an answer: fits False, why_not the loader's message). On a
+    GKE machine type the smallest tensor-parallel size that fits is chosen (node GPUs / TP replicas per node)."""
+    reason = ""
+    for tensor_parallel in _tensor_parallel_sizes(model, variant, shape, workload):
+        values = stack_config(model.id, variant, shape, workload, tensor_parallel=tensor_parallel)
+        try:
+            stack = load_stack(values)
+        except StackConfigError as error:
+            reason = "; ".join(problem.removeprefix("gemma-serving:") for problem in error.problems)
+            continue
+        return _fitted(model, variant, shape, stack.settings, stack.capacity)
+    return _refused(model, variant, shape, reason)
+
+
+def _fitted(model: CatalogModel, variant: str, shape: Shape, settings: StackSettings, capacity: StackCapacity) -> Fit:
     plan = capacity.plan
     assert plan is not None  # a catalog checkpoint always has a profile
     price = settings.billing_shape().hourly_price()
     usd_per_hour = price.usd_per_hour
     sequences = math.floor(plan.max_concurrency)
-    prefill, decode, batch = ceilings(model, variant, shape, plan.weight_bytes, plan.kv_bytes_per_sequence, sequences)
+    tensor_parallel = settings.vllm.tensor_parallel_size if shape.platform == "gke" else shape.chips
+    per_node = shape.chips // tensor_parallel
+    prefill, decode, batch = ceilings(
+        model, variant, shape, plan.weight_bytes, plan.kv_bytes_per_sequence, sequences, chips=tensor_parallel
+    )
+    if prefill is not None and decode is not None:  # the node's replicas side by side
+        prefill, decode = prefill * per_node, decode * per_node
     cost = None
     if usd_per_hour is not None and decode:
         cost = usd_per_hour / (decode * 3600) * 1e6
@@ -191,6 +267,8 @@ def fit(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> 
         usd_per_million_output_tokens_at_ceiling=cost,
         warnings=tuple(capacity.warnings),
         vllm_args=tuple(settings.serve_args()[1:]),
+        tensor_parallel=tensor_parallel,
+        replicas_per_node=per_node,
     )
 
 
@@ -212,15 +290,43 @@ def _refused(model: CatalogModel, variant: str, shape: Shape, reason: str) -> Fi
         usd_per_million_output_tokens_at_ceiling=None,
         warnings=(),
         vllm_args=(),
+        tensor_parallel=shape.chips,
     )
 
 
+# Where the matrix prices shapes: TPU slices at spot rates in us-east5 (a v6e zone with a recorded spot rate),
+# GPUs in us-central1, where every GPU of the table is offered.
+_TPU_ZONE = "us-east5-a"
+_GPU_REGION = "us-central1"
+
+
+def _gke_zone(shape: Shape) -> str:
+    zones = machine_family(table_shape(shape.name)).where.value
+    return next((zone for zone in zones if region_of(zone) == _GPU_REGION), zones[0])
+
+
+@functools.cache
 def _billing(shape: Shape) -> CloudRunShape | TpuShape | GkeShape:
-    """What the shape bills: a v6e slice at spot rates in us-east5, or the smallest Cloud Run instance
-    with that GPU (serving.pricing.minimum_shape) in us-central1, where both GPUs are offered."""
-    if shape.accelerator is Accelerator.TPU_V6E:
-        return TpuShape(accelerator_type=shape.name, chips=shape.chips, provisioning_model="spot", region="us-east5")
-    return minimum_shape(shape.accelerator).model_copy(update={"region": "us-central1"})
+    """What the shape bills: a TPU slice at spot rates in us-east5, the smallest Cloud Run instance with that
+    GPU (serving.pricing.minimum_shape) in us-central1, or one GKE node of the machine type there, on demand
+    where its series offers it (else the first provisioning model it does)."""
+    if shape.platform == "tpu-vm":
+        return TpuShape(
+            accelerator_type=shape.name, chips=shape.chips, provisioning_model="spot", region=region_of(_TPU_ZONE)
+        )
+    if shape.platform == "gke":
+        offered = machine_family(table_shape(shape.name)).provisioning
+        return GkeShape(
+            machine_type=shape.name,
+            accelerator=shape.accelerator,
+            accelerators_per_node=shape.chips,
+            provisioning_model="on-demand" if "on-demand" in offered else offered[0],  # type: ignore[arg-type]
+            region=region_of(_gke_zone(shape)),
+            min_nodes=1,
+            max_nodes=1,
+            cluster_created=False,
+        )
+    return minimum_shape(shape.accelerator).model_copy(update={"region": _GPU_REGION})
 
 
 def _price(shape: Shape) -> float | None:
@@ -232,7 +338,14 @@ def _price_basis(shape: Shape) -> str:
 
 
 def ceilings(  # noqa: PLR0917 - the combination and the plan's three figures
-    model: CatalogModel, variant: str, shape: Shape, weight_bytes: int, kv_bytes_per_sequence: int, sequences: int
+    model: CatalogModel,
+    variant: str,
+    shape: Shape,
+    weight_bytes: int,
+    kv_bytes_per_sequence: int,
+    sequences: int,
+    *,
+    chips: int | None = None,
 ) -> tuple[float | None, float | None, int | None]:
     """(prefill tokens/s, decode tokens/s, decode batch): what peak FLOP/s and memory bandwidth allow at most.
 
@@ -245,7 +358,7 @@ def ceilings(  # noqa: PLR0917 - the combination and the plan's three figures
     flops, bandwidth = facts.peak_dense_bf16_flops, facts.memory_bandwidth
     if flops is None or bandwidth is None or sequences < 1:
         return None, None, None
-    chips = shape.chips
+    chips = chips or shape.chips  # one replica's accelerators
     active = model.parameters.active
     prefill = chips * flops / (2 * active)
     batch = min(sequences, DECODE_BATCH_CAP)

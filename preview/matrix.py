@@ -40,6 +40,7 @@ def _row(fit: Fit) -> list[str]:
         fit.model,
         fit.variant,
         fit.shape,
+        f"{fit.tensor_parallel}" + (f" x{fit.replicas_per_node}" if fit.replicas_per_node > 1 else ""),
         verdict,
         _number(fit.weight_bytes / 1e9 if fit.weight_bytes else None, 1),
         _number(fit.kv_tokens),
@@ -55,6 +56,7 @@ HEADER = [
     "model",
     "variant",
     "shape",
+    "tp",
     "fits",
     "weights GB",
     "KV tokens",
@@ -66,6 +68,25 @@ HEADER = [
 ]
 
 
+# What a refusal is about, from the loader's message (stacks/loading): the matrix prints one line per kind.
+_REASON_KINDS = (
+    ("weights need", "weights larger than the shape's usable memory"),
+    ("cannot run on", "a precision the accelerator does not serve"),
+    ("needs at least", "fewer chips than upstream needs"),
+    ("pass through host memory", "host memory smaller than the checkpoint"),
+    ("sequence needs", "one request's KV cache does not fit"),
+)
+
+
+def reason_kind(why_not: str) -> str:
+    """The kind of a refusal: the first of the kinds above its problems show (weights before host memory), or
+    the key its first problem names when none does."""
+    for phrase, kind in _REASON_KINDS:
+        if phrase in why_not:
+            return kind
+    return why_not.split(":", 1)[0]
+
+
 def table(fits: list[Fit], workload: Workload) -> str:
     """The text matrix: one line per combination, then why each refused one does not fit."""
     rows = [HEADER, *(_row(fit) for fit in fits)]
@@ -74,12 +95,23 @@ def table(fits: list[Fit], workload: Workload) -> str:
     lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     refused = [fit for fit in fits if not fit.fits]
     if refused:
-        lines += ["", "why not:"]
-        lines += [f"  {fit.model} {fit.variant} on {fit.shape}: {fit.why_not}" for fit in refused]
-    flagged = [fit for fit in fits if fit.fits and fit.warnings]
+        lines += ["", "why not (one line per reason; the first combination's numbers as the example):"]
+        kinds: dict[str, list[Fit]] = {}
+        for fit in refused:
+            kinds.setdefault(reason_kind(fit.why_not or ""), []).append(fit)
+        for kind, members in kinds.items():
+            names = ", ".join(f"{fit.model} {fit.variant} on {fit.shape}" for fit in members)
+            lines.append(f"  {kind} ({len(members)}): {names}. E.g. {members[0].why_not}")
+    flagged: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
+    for fit in fits:
+        if fit.fits and fit.warnings:
+            flagged.setdefault((fit.model, fit.variant, fit.warnings), []).append(fit.shape)
     if flagged:
-        lines += ["", "* fits, with warnings:"]
-        lines += [f"  {fit.model} {fit.variant} on {fit.shape}: {'; '.join(fit.warnings)}" for fit in flagged]
+        lines += ["", "* fits, with warnings (one line per model, variant and warning):"]
+        lines += [
+            f"  {model} {variant} on {', '.join(shapes)}: {'; '.join(warnings)}"
+            for (model, variant, warnings), shapes in flagged.items()
+        ]
     prices = sorted({fit.price_basis for fit in fits})
     lines += ["", "prices: " + "; ".join(prices) + " (serving/data/pricing.json)"]
     return "\n".join(lines) + "\n"

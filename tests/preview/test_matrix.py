@@ -9,6 +9,7 @@ import pytest
 from preview.fit import SHAPES, Workload, fit, matrix, shape_named
 from preview.matrix import main
 from serving.catalog import catalog, catalog_model
+from serving.pricing import price_book
 
 
 @pytest.fixture(scope="module")
@@ -30,20 +31,26 @@ def test_every_model_fits_somewhere_and_every_refusal_has_a_reason(rows: list[di
     for row in rows:
         if not row["fits"]:
             assert isinstance(row["whyNot"], str)
-            assert row["whyNot"].split(":", 1)[0] in {"model.variant", "tpu.acceleratorType"}
+            assert row["whyNot"].split(":", 1)[0] in {"model.variant", "tpu.acceleratorType", "gke.memoryGib"}
 
 
 def test_fits_carry_figures_and_labelled_ceilings(rows: list[dict[str, object]]) -> None:
-    """A fit has KV tokens, sequences, a price, and ceilings labelled as ceilings (not measurements)."""
+    """A fit has KV tokens, sequences, a price (where the price book has a rate: none is guessed), and
+    ceilings labelled as ceilings (not measurements)."""
+    priced = price_book().gke.machines_per_hour
+    unpriced = {shape.name for shape in SHAPES if shape.platform == "gke" and shape.name not in priced}
     for row in rows:
         if row["fits"]:
             assert row["kvTokens"] > 0  # type: ignore[operator]
             assert row["sequences"] >= 1  # type: ignore[operator]
-            assert row["usdPerHour"] > 0  # type: ignore[operator]
             ceilings = row["ceilings"]
             assert isinstance(ceilings, dict)
             assert "not measurements" in ceilings["note"]
             assert ceilings["decodeTokensPerS"] > 0
+            if row["shape"] in unpriced:
+                assert row["usdPerHour"] is None
+                continue
+            assert row["usdPerHour"] > 0  # type: ignore[operator]
             assert ceilings["usdPerMillionOutputTokens"] > 0
 
 
@@ -94,7 +101,9 @@ def test_cli_text_labels_ceilings(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--model", "gemma-4-31b-it", "--shape", "l4", "--shape", "v6e-8"]) == 0
     out = capsys.readouterr().out
     assert "CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements" in out
-    assert "gemma-4-31b-it nvfp4 on v6e-8: model.variant: gemma-4-31b-it nvfp4 (nvfp4 weights) cannot run" in out
+    (line,) = [line for line in out.splitlines() if line.startswith("  a precision the accelerator does not serve")]
+    assert "gemma-4-31b-it nvfp4 on v6e-8" in line
+    assert "E.g. model.variant: gemma-4-31b-it" in line
 
 
 def test_nvfp4_on_an_l4_is_planned_weight_only_with_its_speed_unconfirmed() -> None:
@@ -106,3 +115,15 @@ def test_nvfp4_on_an_l4_is_planned_weight_only_with_its_speed_unconfirmed() -> N
     tpu = fit(catalog_model("gemma-4-26b-a4b-it"), "nvfp4", shape_named("v6e-4"), Workload())
     assert not tpu.fits
     assert "NVIDIA weight format" in (tpu.why_not or "")
+
+
+def test_the_matrix_covers_every_gpu_count_and_tpu_slice() -> None:
+    """Done-when: H100 nodes, 2/4/8 x L4 nodes and the v6e slices are compared, tensor parallel chosen per row."""
+    counts = {(shape.accelerator.value, shape.chips) for shape in SHAPES}
+    for chips in (1, 2, 4, 8):
+        assert ("nvidia-l4", chips) in counts
+        assert ("nvidia-h100-80gb", chips) in counts
+    assert {"v6e-1", "v6e-4", "v6e-8"} <= {shape.name for shape in SHAPES}
+    row = fit(catalog_model("gemma-4-12b-it"), "qat-w4a16-ct", shape_named("g2-standard-48"), Workload())
+    assert row.fits
+    assert (row.tensor_parallel, row.replicas_per_node) == (1, 4)  # the smallest TP that fits: 4 replicas a node
