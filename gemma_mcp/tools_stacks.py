@@ -91,7 +91,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "The capacity planner's verdict. For one stack: do the weights fit the accelerator, how much KV cache "
             "is left, how many full-length sequences fit at once, and the errors or warnings for its settings "
             "(docs/capacity-planning.md explains the numbers). Without a stack file: pass model (a catalog id such "
-            "as gemma-4-31b-it), shape (l4, rtx-pro-6000, v6e-1, v6e-4 or v6e-8) and optionally variant (bf16, "
+            "as gemma-4-31b-it), shape (one `make matrix` compares: a Cloud Run GPU such as l4, a TPU slice, or a GKE "
+            "GPU machine type; serving/data/shapes.json) and optionally variant (bf16, "
             "qat-w4a16-ct, qat-q4_0-unquantized, fp8, nvfp4...; default all) and the workload's context_tokens and "
             "output_tokens: it answers as `make matrix` does (fits or why not, KV tokens, sequences, price per "
             "hour, prefill/decode ceilings and cost per 1M output tokens at the ceiling). Offline: seconds, free."
@@ -176,7 +177,8 @@ async def _catalog_fit(  # noqa: PLR0917 - the tool's own parameters, passed on
     """`fit` without a stack: the catalog's answer for a model (and variant) on a shape (preview/matrix.py)."""
     if not model or not shape:
         raise ToolError(
-            "fit needs a stack, or a model (catalog id) and a shape (l4, rtx-pro-6000, v6e-1, v6e-4, v6e-8)"
+            "fit needs a stack, or a model (catalog id) and a shape (`make matrix --help` lists them: Cloud Run GPUs, "
+            "TPU slices, GKE GPU machine types)"
         )
     args = ["--model", model, "--shape", shape, "--context", str(context_tokens), "--output", str(output_tokens)]
     args += ["--variant", variant] if variant else []

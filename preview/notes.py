@@ -18,6 +18,7 @@ from preview.supply_plan import RUN as RUN_ON_UP
 from preview.tpu_plan import QUEUED_RESOURCE
 from serving.accelerators import CLOUD_RUN_GPUS
 from serving.gke_machines import NODE_SHAPES
+from serving.shapes import shapes
 
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -102,7 +103,8 @@ def _tpu_notes(resource: CapturedResource) -> list[str]:
             "flex-start and spot use the preemptible quota" if preemptible else "guaranteed uses the on-demand quota"
         )
         quota = (
-            f"quota: the {accelerator} request draws on {kind} TPU v6e quota in {zone} (Cloud TPU API; {which}). "
+            f"quota: the {accelerator} request draws on {kind} {_generation(accelerator)} quota in {zone} (Cloud TPU "
+            f"API; {which}). "
             "Without it the request fails at once; with it, it may still wait for capacity (WAITING_FOR_RESOURCES)."
         )
     vpc = (
@@ -120,12 +122,19 @@ def _tpu_notes(resource: CapturedResource) -> list[str]:
     return notes
 
 
+def _generation(slice_name: object) -> str:
+    """`v6e-1` -> `TPU v6e`: the generation whose quota a slice draws on, from the shapes table."""
+    names = {entry.name: entry.accelerator for entry in shapes(platform="tpu-vm")}
+    accelerator = names.get(str(slice_name), "tpu-")
+    return f"TPU {accelerator.removeprefix('tpu-')}".rstrip()
+
+
 def _placement_quota_note(accelerator: str, placements: list[dict[str, Any]]) -> str:
     """One quota line per placement, in the order `pulumi up` tries them."""
     needs = "; ".join(
         f"{index + 1}. {placement.get('zone')} {placement.get('provisioningModel')}: "
         + ("on-demand" if placement.get("provisioningModel") == "guaranteed" else "preemptible")
-        + f" TPU v6e quota in {placement.get('zone')}"
+        + f" {_generation(accelerator)} quota in {placement.get('zone')}"
         for index, placement in enumerate(placements)
     )
     return (

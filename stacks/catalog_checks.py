@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from serving.accelerators import Accelerator, facts_of
 from serving.catalog import CatalogModel, Drafter, SupportStatus, Variant, catalog_model, find_checkpoint
-from serving.shapes import accelerator_facts
+from serving.shapes import accelerator_facts, tpu_slices
 
 if TYPE_CHECKING:
     from stacks.settings import ModelSettings
@@ -90,11 +90,13 @@ def catalog_problems(model: ModelSettings, vllm: VllmSettings, *, accelerator: A
             f"{served.key}: {name} ({variant.precision} weights) cannot run on {label}: {support.why}; variants of "
             f"{served.model.id} that can: {', '.join(can) or 'none'}"
         )
-    if accelerator is Accelerator.TPU_V6E and chips < served.model.tpu.min_chips:
+    slices = tpu_slices(accelerator.value)  # empty unless the accelerator is a TPU generation
+    if slices and chips < served.model.tpu.min_chips:
+        enough = [name for name, count in slices.items() if count >= served.model.tpu.min_chips]
+        generation = accelerator.value.removeprefix("tpu-")
         problems.append(
-            f"tpu.acceleratorType: {served.model.id} needs at least {served.model.tpu.min_chips} v6e chips "
-            f"({served.model.tpu.source}); this slice has {chips}: use "
-            f"{'v6e-4 or v6e-8' if served.model.tpu.min_chips <= 4 else 'v6e-8'}"
+            f"tpu.acceleratorType: {served.model.id} needs at least {served.model.tpu.min_chips} {generation} chips "
+            f"({served.model.tpu.source}); this slice has {chips}: use {' or '.join(enough)}"
         )
     upcasts = _UPCASTS.get(variant.dtype, ()) if variant.quant_method is None else ()
     allowed = ("auto", variant.dtype, *upcasts)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from serving.catalog import CatalogModel, Variant, catalog, catalog_model
-from serving.tpu_offers import V6E_CHIPS
+from serving.shapes import tpu_slices
 
 # The variant arguments that have a typed vLLM setting (filled when unset); the rest join extraArgs.
 _TYPED_FLAGS = {"--kv-cache-dtype": "kvCacheDtype"}
@@ -85,9 +85,10 @@ def resolve_catalog_model(data: Any) -> Any:  # noqa: ANN401 - raw stack data, b
     _default(vllm, "dtype", variant.dtype)
     _variant_args(vllm, variant)
     _drafter(model, vllm, found, variant)
-    if data.get("accelerator") == "tpu-v6e" and "gke" not in data:  # a queued-resource node (GKE sizes its own)
+    slices = tpu_slices(str(data.get("accelerator")))  # empty unless the accelerator is a TPU generation
+    if slices and "gke" not in data:  # a queued-resource node (GKE sizes its own)
         tpu = data.get("tpu") if isinstance(data.get("tpu"), dict) else {}
-        chips = V6E_CHIPS.get(str(_get(tpu, "acceleratorType") or "v6e-1"))
+        chips = slices.get(str(_get(tpu, "acceleratorType") or min(slices, key=lambda name: slices[name])))
         if chips is not None:
             _default(vllm, "tensorParallelSize", chips)
     data["model"] = model

@@ -67,6 +67,10 @@ def _bucket_path(value: str) -> str:
     return value
 
 
+# How messages name a TPU stack: by the accelerator values that make one (the shapes table's TPU generations).
+_TPU_STACK = " or ".join(accelerator.value for accelerator in TPU_CHIPS)
+
+
 class ModelSettings(SettingsModel):
     """Which checkpoint to serve and under what name clients ask for it.
 
@@ -298,7 +302,7 @@ class CloudRunStack(_StackSettings):
     @model_validator(mode="before")
     @classmethod
     def _cloud_run_blocks(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
-        _refuse_foreign_block(data, "tpu", "tpu: only a tpu-v6e stack takes a tpu block; remove it")
+        _refuse_foreign_block(data, "tpu", f"tpu: only a {_TPU_STACK} stack takes a tpu block; remove it")
         accelerator = data.get("accelerator") if isinstance(data, dict) else None
         name = CLOUD_RUN_GPUS[accelerator].display_name if accelerator in CLOUD_RUN_GPUS else "Cloud Run GPU"
         _require_block(data, "cloudRun", f"cloudRun: a {name} stack needs a cloudRun block (cpu, memoryGib, ...)")
@@ -439,10 +443,10 @@ class TpuStack(_StackSettings):
         _refuse_foreign_block(
             data,
             "bench",
-            "bench: the load-generator job runs beside a Cloud Run service; a tpu-v6e stack has none "
+            "bench: the load-generator job runs beside a Cloud Run service; a " + _TPU_STACK + " stack has none "
             "(run `python -m verify bench` from a machine in the TPU's region instead)",
         )
-        _require_block(data, "tpu", "tpu: a tpu-v6e stack needs a tpu block (at least tpu.zone, e.g. us-east5-a)")
+        _require_block(data, "tpu", f"tpu: a {_TPU_STACK} stack needs a tpu block (at least tpu.zone, e.g. us-east5-a)")
         return data
 
     @model_validator(mode="after")
@@ -464,12 +468,12 @@ class TpuStack(_StackSettings):
         if self.model.load.parallel_downloads:
             raise ValueError(
                 "model.load.parallelDownloads: a TPU node copies the weights to its disk before vLLM starts; the "
-                "gcsfuse file cache is a Cloud Run mount option; remove it from a tpu-v6e stack"
+                f"gcsfuse file cache is a Cloud Run mount option; remove it from a {_TPU_STACK} stack"
             )
         if self.registry.build is not None:
             raise ValueError(
                 "registry.build: a TPU node pulls its pinned image through the stack's Docker Hub mirror only "
-                "(its account reads that repository alone); remove registry.build from a tpu-v6e stack"
+                f"(its account reads that repository alone); remove registry.build from a {_TPU_STACK} stack"
             )
         return self
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import re
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Self
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
@@ -194,7 +194,8 @@ class TpuSettings(SettingsModel):
     """Everything a TPU stack says about its node (the `tpu:` block of the stack settings)."""
 
     zone: str
-    accelerator_type: Literal["v6e-1", "v6e-4", "v6e-8"] = "v6e-1"
+    # One of the TPU generation's single-host slices (serving/data/shapes.json): the smallest by default.
+    accelerator_type: str = min(V6E_CHIPS, key=lambda name: V6E_CHIPS[name])
     provisioning: TpuProvisioning = TpuProvisioning()
     # Where else to ask, in order (the first is tpu.zone with tpu.provisioning): `pulumi up` moves to the next
     # when a request is refused, fails or waits past tpu.activeDeadline (docs/tpu.md).
@@ -223,6 +224,15 @@ class TpuSettings(SettingsModel):
     @classmethod
     def _v6e_zone(cls, zone: str) -> str:
         return _v6e_zone("tpu.zone", zone)
+
+    @field_validator("accelerator_type")
+    @classmethod
+    def _a_slice(cls, value: str) -> str:
+        """The slices of the shapes table, named as pydantic names a Literal's choices (the message users knew)."""
+        if value not in V6E_CHIPS:
+            names = [f"'{name}'" for name in V6E_CHIPS]
+            raise ValueError(f"Input should be {', '.join(names[:-1])} or {names[-1]}")
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -16,7 +16,6 @@ the key never in plain text in metadata, the plan or a command line.
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -37,6 +36,7 @@ from serving.collectors import METRIC_WRITER_ROLE
 from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.gcp_names import region_of
 from serving.naming import TypeToken
+from serving.shapes import shape, shapes
 from serving.vllm_args import with_tensor_parallel
 
 # Stands in for an image reference that is still a Pulumi output while the script's other values are
@@ -45,7 +45,10 @@ _UNRESOLVED_IMAGE = "unresolved.invalid/image:pending"
 
 # Source of IAP TCP forwarding (SSH tunnels): https://cloud.google.com/iap/docs/using-tcp-forwarding
 IAP_SOURCE_RANGE = "35.235.240.0/20"
-_V6E_TYPE = re.compile(r"^v6e-(\d+)$")
+# The single-host slices a queued resource can ask for, with their chips (serving/data/shapes.json), and the
+# smallest, the default: for a 12B model one chip served ~3x the requests of four (tpu_offers.py).
+_SLICES = {entry.name: entry.accelerators for entry in shapes(platform="tpu-vm")}
+_SMALLEST = min(_SLICES, key=lambda name: _SLICES[name])
 
 
 @dataclass(frozen=True)
@@ -103,9 +106,9 @@ class TpuVllmNodeArgs:
     # The account the VM runs as, made before the node so the image mirror and the model bucket can grant
     # it read access first (the node's image reference comes from that mirror).
     identity: ServingIdentity
-    accelerator_type: str = "v6e-1"
-    # The TPU VM image: v6e's own (serving.accelerators), which the settings pass from the stack's chip.
-    runtime_version: str = TPU_CHIPS[Accelerator.TPU_V6E].runtime_version
+    accelerator_type: str = _SMALLEST
+    # The TPU VM image: the default slice's chip's own (serving.accelerators); the settings pass the stack's.
+    runtime_version: str = TPU_CHIPS[Accelerator(shape(_SMALLEST).accelerator)].runtime_version
     tensor_parallel_size: int = 1
     port: int = VLLM_PORT
     edge: NetworkEdge = NetworkEdge()
@@ -122,13 +125,13 @@ class TpuVllmNodeArgs:
     def problems(self) -> list[str]:
         """Every reason these inputs would build an unsafe or unworkable node."""
         found: list[str] = []
-        match = _V6E_TYPE.match(self.accelerator_type)
-        if not match:
-            found.append(f"accelerator_type {self.accelerator_type!r}: expected v6e-<chips>, e.g. v6e-1")
-        elif not 1 <= self.tensor_parallel_size <= int(match.group(1)):
+        chips = _SLICES.get(self.accelerator_type)
+        if chips is None:
+            found.append(f"accelerator_type {self.accelerator_type!r}: expected one of {', '.join(_SLICES)}")
+        elif not 1 <= self.tensor_parallel_size <= chips:
             found.append(
                 f"tensor_parallel_size {self.tensor_parallel_size} does not fit {self.accelerator_type} "
-                f"({match.group(1)} chip(s)); for a 12B model use v6e-1 with tensor parallel 1"
+                f"({chips} chip(s)); for a 12B model use {_SMALLEST} with tensor parallel 1"
             )
         if self.edge.public_endpoint and not self.edge.allowed_source_ranges:
             found.append("edge.allowed_source_ranges is required when edge.public_endpoint is true")

@@ -37,9 +37,10 @@ def table_floor(accelerator: str | None, platform: str | None) -> float | None:
         kind = Accelerator(accelerator or "")
     except ValueError:
         return None
-    if kind is Accelerator.TPU_V6E:
+    smallest = minimum_shape(kind)
+    if isinstance(smallest, TpuShape):  # its smallest slice, at each tier (the table's, not a spelled name)
         prices = [
-            hourly_price(TpuShape(accelerator_type="v6e-1", chips=1, provisioning_model=tier, region=None)).usd_per_hour
+            hourly_price(smallest.model_copy(update={"provisioning_model": tier, "region": None})).usd_per_hour
             for tier in TPU_TIERS
         ]
         known = [price for price in prices if price is not None]

@@ -15,6 +15,7 @@ from typing import assert_never
 
 import pydantic
 
+from serving.shapes import machine_family, quota_words, shape
 from verify.ops import catalog, tpu_capacity
 from verify.ops.answers import Permissions, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
@@ -325,14 +326,18 @@ def _gib(value: str) -> float:
 
 # --- GKE -------------------------------------------------------------------------------------------------
 
-# The Compute Engine quota metric of each GKE accelerator resource, per provisioning (Compute Engine's GPU
-# quotas: NVIDIA_L4_GPUS and PREEMPTIBLE_NVIDIA_L4_GPUS, regional). TPU v6e nodes on GKE: the v6e quotas
-# the TPU stack's preflight reads (tpu.googleapis.com), picked by name; UNCONFIRMED for GKE node pools
-# (tests/verify/ops/fixtures/README.md).
-GKE_GPU_METRICS = {
-    False: "compute.googleapis.com/nvidia_l4_gpus",
-    True: "compute.googleapis.com/preemptible_nvidia_l4_gpus",
-}
+
+def gke_quota_metric(machine_type: str, provisioning: str) -> str:
+    """The Compute Engine quota metric a GKE GPU node pool draws on: its machine series' metric for the
+    provisioning model, from the shapes table (G2: nvidia_l4_gpus / preemptible_nvidia_l4_gpus; A3 High:
+    the H100 ones). Spot and flex-start draw on the preemptible quota."""
+    family = machine_family(shape(machine_type))
+    return family.quota.get(provisioning) or family.quota["spot"]
+
+
+def _gke_quota_words(machine_type: str) -> tuple[str, ...]:
+    """Words a TPU node pool's quota IDs contain (Google names TPU quotas per generation): from the table."""
+    return quota_words(shape(machine_type).accelerator)
 
 
 def _gke_quota(stack: GkeOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
@@ -348,12 +353,15 @@ def _gke_quota(stack: GkeOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
             infos = [
                 info
                 for info in quota_infos(apis, stack.project, "tpu.googleapis.com")
-                if "v6e" in f"{info.quota_id} {info.metric}".lower()
+                if all(
+                    word in f"{info.quota_id} {info.metric}".lower() for word in _gke_quota_words(stack.machine_type)
+                )
                 and ("preemptible" in f"{info.quota_id} {info.metric}".lower()) == stack.preemptible
             ]
         else:
             found = find_by_metric(
-                quota_infos(apis, stack.project, "compute.googleapis.com"), GKE_GPU_METRICS[stack.preemptible]
+                quota_infos(apis, stack.project, "compute.googleapis.com"),
+                gke_quota_metric(stack.machine_type, stack.provisioning),
             )
             infos = [found] if found is not None else []
         if not infos:

@@ -30,6 +30,7 @@ from typing import Literal
 import pydantic
 
 from serving.gcp_names import region_of
+from serving.shapes import quota_words, shape
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from verify.ops import catalog
 from verify.ops.answers import AcceleratorType, RuntimeVersion
@@ -132,7 +133,8 @@ def assess(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding
 def _gather(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> _Facts:
     facts = _Facts()
     try:
-        facts.infos = _v6e_infos(quota_infos(apis, stack.project, "tpu.googleapis.com"))
+        words = quota_words(shape(stack.accelerator_type).accelerator)  # the slice's generation, from the table
+        facts.infos = _generation_infos(quota_infos(apis, stack.project, "tpu.googleapis.com"), words)
     except (GoogleApiError, CannotCheckError) as error:
         facts.quota_error = error
     for zone in _zones(stack, facts):
@@ -143,12 +145,13 @@ def _gather(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> _Facts:
     return facts
 
 
-def _v6e_infos(infos: list[QuotaInfo]) -> dict[QuotaKind, list[QuotaInfo]]:
+def _generation_infos(infos: list[QuotaInfo], generation: tuple[str, ...]) -> dict[QuotaKind, list[QuotaInfo]]:
+    """The quotas that name the TPU generation (Google names TPU quotas per generation), by kind."""
     found: dict[QuotaKind, list[QuotaInfo]] = {"preemptible": [], "on-demand": []}
     for info in infos:
         words = f"{info.quota_id} {info.metric}".lower()
         kind: QuotaKind = "preemptible" if "preemptible" in words else "on-demand"
-        if "v6e" in words and len(found[kind]) < MAX_QUOTA_INFOS:
+        if all(word in words for word in generation) and len(found[kind]) < MAX_QUOTA_INFOS:
             found[kind].append(info)
     return found
 
