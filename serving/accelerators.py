@@ -9,7 +9,7 @@ this module only turns them into the typed views below, so a corrected figure is
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from serving.shapes import AcceleratorFacts, accelerator_facts, shapes, shapes_table
@@ -92,16 +92,12 @@ def _cloud_run(accelerator: Accelerator) -> CloudRunGpu | None:
     if not found:
         return None
     (entry,) = found  # Cloud Run attaches one GPU of a kind: one shape per accelerator
-    facts = accelerator_facts(accelerator.value)
     assert entry.where is not None  # the table requires it of every Cloud Run shape
     assert entry.host_vcpu is not None
     assert entry.host_memory_gib is not None
+    chip = _gpu(accelerator, accelerator_facts(accelerator.value))
     return CloudRunGpu(
-        accelerator=accelerator,
-        display_name=facts.display_name,
-        memory_gib=facts.memory_gib,
-        peak_dense_bf16_flops=facts.peak_dense_bf16_flops,
-        memory_bandwidth=facts.memory_bandwidth,
+        **{field.name: getattr(chip, field.name) for field in fields(GpuChip)},
         node_selector=entry.node_selector["accelerator"],
         min_cpu=entry.host_vcpu,
         min_memory_gib=int(entry.host_memory_gib),
