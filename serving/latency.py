@@ -16,6 +16,7 @@ Pure functions, no I/O: the advisor, the matrix and the bench's ceiling checks c
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -95,6 +96,8 @@ class ModelCost:
     experts: int = 0
     top_k: int = 0
     attention: tuple[AttentionCost, ...] = ()
+    # Per-length results of the two sums over layers, which the load model asks for thousands of times.
+    _memo: dict[tuple[str, float], float] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def touched_experts(self, batch: float) -> float:
         """Expected share of experts a step of ``batch`` tokens reads: 1 - (1 - k/E)^batch (uniform routing)."""
@@ -107,6 +110,12 @@ class ModelCost:
 
     def kv_read_bytes(self, context: float) -> float:
         """KV bytes a decode step reads for one sequence of ``context`` tokens (sliding layers: their window)."""
+        key = ("kv", context)
+        if key not in self._memo:
+            self._memo[key] = self._kv_read_bytes(context)
+        return self._memo[key]
+
+    def _kv_read_bytes(self, context: float) -> float:
         return sum(layer.kv_bytes_per_token * min(context, layer.window or context) for layer in self.attention)
 
     def attention_flops(self, tokens: float) -> float:
@@ -122,7 +131,10 @@ class ModelCost:
 
     def prefill_flops(self, tokens: float) -> float:
         """2 x active parameters per token (the matmuls) plus causal attention."""
-        return 2.0 * self.active_params * tokens + self.attention_flops(tokens)
+        key = ("prefill", tokens)
+        if key not in self._memo:
+            self._memo[key] = 2.0 * self.active_params * tokens + self.attention_flops(tokens)
+        return self._memo[key]
 
 
 def _is_tower(what: str) -> bool:
@@ -264,6 +276,8 @@ class AtLoad:
     ttft_mean_s: float
     ttft_p95_s: float
     tpot_s: float
+    # A prompt's own prefill time at this load (its compute, or its chunks' weight reads), without waiting.
+    prefill_s: float
     decode_batch: float
     prefill_busy: float
     slots_busy: float
@@ -329,7 +343,7 @@ def at_rate(replica: Replica, requests: Requests, rate: float, *, slots: bool = 
     for _ in range(40):  # the fixed point converges fast: TPOT grows slowly with the batch
         tpot = max(read_s(batch), batch * per_token / (1.0 - prefill_busy))
         following = min(max(rate * output * tpot, 1.0), float(cap))
-        if abs(following - batch) < 1e-3 * batch:
+        if abs(following - batch) < 1e-2 * batch:
             break
         batch = following
     tpot = max(read_s(batch), batch * per_token / (1.0 - prefill_busy))
@@ -350,6 +364,7 @@ def at_rate(replica: Replica, requests: Requests, rate: float, *, slots: bool = 
         ttft_mean_s=efficiency.client_s + own + queue_mean + slot_mean,
         ttft_p95_s=efficiency.client_s + own + queue_p95 + slot_p95,
         tpot_s=tpot,
+        prefill_s=own,
         decode_batch=batch,
         prefill_busy=prefill_busy,
         slots_busy=offered / cap,
@@ -364,6 +379,7 @@ def _saturated(replica: Replica, requests: Requests, rate: float, resource: str)
         ttft_mean_s=math.inf,
         ttft_p95_s=math.inf,
         tpot_s=math.inf,
+        prefill_s=math.inf,
         decode_batch=float(replica.batch_cap),
         prefill_busy=1.0,
         slots_busy=1.0,
@@ -372,12 +388,14 @@ def _saturated(replica: Replica, requests: Requests, rate: float, resource: str)
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def capacity_rate(replica: Replica, requests: Requests, *, slots: bool = True) -> float:
-    """The highest request rate one replica sustains (where prefill or the slots run out), by bisection."""
+    """The highest request rate one replica sustains (where prefill or the slots run out), by bisection; cached,
+    since a search over replica counts asks it of the same replica and workload each time."""
     low, high = 0.0, 1.0
     while not at_rate(replica, requests, high, slots=slots).saturated:
         low, high = high, high * 2
-    for _ in range(40):
+    for _ in range(30):
         middle = (low + high) / 2
         if at_rate(replica, requests, middle, slots=slots).saturated:
             high = middle
@@ -386,29 +404,87 @@ def capacity_rate(replica: Replica, requests: Requests, *, slots: bool = True) -
     return low
 
 
-def with_users(replica: Replica, requests: Requests, users: float) -> AtLoad:
-    """One replica with ``users`` concurrent users in a closed loop (each sends its next request when its last
-    answer ends, no think time). Up to ``batch_cap`` users every request runs at once: the rate X solves
-    users = X x (TTFT + output x TPOT), Little's law on the whole loop, with the prefill queue of ``at_rate``
-    (Poisson waits overstate a closed loop's: safe) and no slot wait. Beyond it the slots stay full: X solves
-    batch_cap = X x (prefill + output x TPOT), and the other users wait their turn, (users - batch_cap) / X."""
-    cap = replica.batch_cap
-    inside = min(users, float(cap))
-    low, high = 0.0, capacity_rate(replica, requests, slots=False)
+def finite_source_wait(users: int, service_s: float, away_s: float, *, tail: bool = True) -> tuple[float, float, float]:
+    """(throughput, mean wait, p95 wait) of one server shared by ``users`` who each come back ``away_s`` after
+    being served (M/M/1//N, the machine-repairman model): the prefill queue of a closed loop. With few users a
+    request rarely finds more than one prompt ahead of it; a Poisson queue at the same rate would say otherwise.
+
+    Stationary: pi_k proportional to N!/(N-k)! (S/Z)^k; an arriving user sees the queue of N-1 users (arrival
+    theorem); its wait behind k prompts is Erlang(k, 1/S)."""
+    users = max(users, 1)
+    ratio = service_s / away_s if away_s > 0 else math.inf
+    if math.isinf(ratio):
+        return 1.0 / service_s, (users - 1) * service_s, (users - 1) * service_s
+
+    def stationary(n: int) -> list[float]:
+        weights = [1.0]
+        for k in range(1, n + 1):
+            weights.append(weights[-1] * (n - k + 1) * ratio)
+        total = sum(weights)
+        return [w / total for w in weights]
+
+    throughput = (1.0 - stationary(users)[0]) / service_s
+    seen = stationary(users - 1)
+    mean = sum(k * p for k, p in enumerate(seen)) * service_s
+
+    def over(t: float) -> float:
+        """P(wait > t) = sum_k p_k e^-x sum_{j<k} x^j / j!, x = t / S."""
+        x = t / service_s
+        total = partial = 0.0
+        term = 1.0  # x^(k-1) / (k-1)!
+        for k in range(1, len(seen)):
+            partial += term
+            total += seen[k] * partial
+            term *= x / k
+        return total * math.exp(-x)
+
+    if not tail or over(0.0) <= 1.0 - P95:
+        return throughput, mean, mean
+    low, high = 0.0, service_s * (users + 10)
     for _ in range(40):
         middle = (low + high) / 2
-        state = at_rate(replica, requests, middle, slots=False)
-        cycle = state.ttft_mean_s + requests.output_tokens * state.tpot_s
-        if users > cap:  # the slots hold cap requests from their prefill to their last token
-            cycle -= replica.efficiency.client_s
-        if middle * cycle < inside:
+        if over(middle) > 1.0 - P95:
             low = middle
         else:
             high = middle
-    state = at_rate(replica, requests, low, slots=False)
-    if users <= cap or low <= 0:
-        return state
-    wait = (users - cap) / low
+    return throughput, mean, max(high, mean)
+
+
+def with_users(replica: Replica, requests: Requests, users: float) -> AtLoad:
+    """One replica with ``users`` concurrent users in a closed loop (each sends its next request when its last
+    answer ends, no think time). Up to ``batch_cap`` of them are inside the engine: their prompts share the
+    compute as a finite-source queue (``finite_source_wait``) while the others decode; the loop's rate X and the
+    engine's state at X (``at_rate``, without its Poisson queues) are solved together. The queue's service is a
+    prompt's compute; the rest of its prefill time (one step at least) is time away from the queue. Beyond
+    ``batch_cap`` the slots stay full and the other users wait their turn, (users - batch_cap) / X, added to TTFT."""
+    cap = replica.batch_cap
+    inside = max(1, round(min(users, float(cap))))
+    client = replica.efficiency.client_s
+    # Prompts queue for the compute (their FLOPs); short ones share a step, so their own floor is not queued.
+    hardware, efficiency = replica.hardware, replica.efficiency
+    compute_s = replica.model.prefill_flops(requests.prompt_tokens) / (
+        hardware.chips * hardware.peak_flops * efficiency.compute
+    )
+    edge = capacity_rate(replica, requests, slots=False)
+    rate = min(edge, inside / max(client + requests.output_tokens * 1e-3, 1e-3)) * 0.5
+    state = at_rate(replica, requests, rate, slots=False)
+    wait_mean = wait_p95 = 0.0
+    for _ in range(30):
+        state = at_rate(replica, requests, min(rate, edge * (1 - 1e-6)), slots=False)
+        away = requests.output_tokens * state.tpot_s + (client if users <= cap else 0.0)
+        throughput, wait_mean, _ = finite_source_wait(inside, compute_s, away + state.prefill_s - compute_s, tail=False)
+        following = min(throughput, edge * (1 - 1e-6))
+        if abs(following - rate) < 1e-4 * rate:
+            rate = following
+            break
+        rate = (rate + following) / 2
+    state = at_rate(replica, requests, rate, slots=False)
+    away = requests.output_tokens * state.tpot_s + (client if users <= cap else 0.0)
+    _, wait_mean, wait_p95 = finite_source_wait(inside, compute_s, away + state.prefill_s - compute_s)
+    extra = (users - cap) / rate if users > cap else 0.0
     return dataclasses.replace(
-        state, ttft_mean_s=state.ttft_mean_s + wait, ttft_p95_s=state.ttft_p95_s + wait, slots_busy=1.0
+        state,
+        ttft_mean_s=client + state.prefill_s + wait_mean + extra,
+        ttft_p95_s=client + state.prefill_s + wait_p95 + extra,
+        slots_busy=1.0 if users > cap else state.slots_busy,
     )

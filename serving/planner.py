@@ -208,7 +208,11 @@ def _layer_bytes_per_token(layer: AttentionLayer, element: KvElement, tp: int, l
 
 
 def layer_kv_bytes_per_token(
-    layer: AttentionLayer, kv_cache_dtype: str, *, tp: int = 1, layout: KvLayout = KvLayout.VLLM_HYBRID,
+    layer: AttentionLayer,
+    kv_cache_dtype: str,
+    *,
+    tp: int = 1,
+    layout: KvLayout = KvLayout.VLLM_HYBRID,
     model_dtype_bits: int = 16,
 ) -> int:
     """KV bytes one token costs in one layer, over the tensor-parallel group: what a decode step reads per
