@@ -19,6 +19,7 @@ from typing import Literal
 
 from serving.accelerators import Accelerator, facts_of
 from serving.catalog import CatalogModel, catalog
+from serving.cloud_run_limits import DEPLOYED_SIZE
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, minimum_shape
 from serving.tpu_offers import V6E_CHIPS
 from stacks.capacity import TEXT_ONLY_FLAG
@@ -216,11 +217,15 @@ def _refused(model: CatalogModel, variant: str, shape: Shape, reason: str) -> Fi
 
 
 def _billing(shape: Shape) -> CloudRunShape | TpuShape | GkeShape:
-    """What the shape bills: a v6e slice at spot rates in us-east5, or the smallest Cloud Run instance
-    with that GPU (serving.pricing.minimum_shape) in us-central1, where both GPUs are offered."""
+    """What the shape bills: a v6e slice at spot rates in us-east5, or the Cloud Run instance a stack deploys
+    with that GPU (serving.cloud_run_limits.DEPLOYED_SIZE, the shipped stacks' size) in us-central1, where both
+    GPUs are offered: the price `make preview` prints for such a stack, and `gemma-verify advise` uses."""
     if shape.accelerator is Accelerator.TPU_V6E:
         return TpuShape(accelerator_type=shape.name, chips=shape.chips, provisioning_model="spot", region="us-east5")
-    return minimum_shape(shape.accelerator).model_copy(update={"region": "us-central1"})
+    cpu, memory = DEPLOYED_SIZE[shape.accelerator]
+    return minimum_shape(shape.accelerator).model_copy(
+        update={"region": "us-central1", "cpu": cpu, "memory_gib": memory}
+    )
 
 
 def _price(shape: Shape) -> float | None:

@@ -11,18 +11,14 @@ from dataclasses import dataclass
 
 from preview.fit import SHAPES, Shape
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.cloud_run_limits import DEPLOYED_SIZE
 from serving.latency import Hardware
 from serving.pricing import CloudRunShape, HourlyPrice, TpuShape
 from serving.speed_facts import hardware_for
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 
-# The Cloud Run instance a stack deploys with each GPU: the shipped stacks' sizes (Pulumi.l4.yaml: 8 vCPU,
-# 32 GiB; Pulumi.rtx6000.yaml: 20 vCPU, 80 GiB), so a row's price is what `--write` deploys and what
-# `make preview` prices for it, not the bare minimum Cloud Run allows.
-CLOUD_RUN_SIZE: dict[Accelerator, tuple[int, int]] = {
-    Accelerator.NVIDIA_L4: (8, 32),
-    Accelerator.NVIDIA_RTX_PRO_6000: (20, 80),
-}
+# The Cloud Run instance a stack deploys with each GPU: what the matrix prices too (one basis per shape).
+CLOUD_RUN_SIZE = DEPLOYED_SIZE
 DEFAULT_CLOUD_RUN_REGION = "us-central1"
 DEFAULT_TPU_REGION = "us-east5"
 # The price book's tier names for each provisioning model a user may allow.
