@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from preview.__main__ import main as preview_main
-from tests.conftest import ROOT
+from tests.conftest import ROOT, ensure_event_loop
 from verify.advise.options import AdviseOptions, Slo
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
@@ -146,6 +146,7 @@ def test_write_produces_a_stack_that_previews(answer: AdviseReport, project: Pat
         document = yaml.safe_load(path.read_text(encoding="utf-8"))["config"]
         assert document["gemma-serving:model"]["id"] == row.model
         assert document["gemma-serving:vllm"]["maxNumSeqs"] == row.batch_cap
+        ensure_event_loop()
         assert preview_main(["--stack", name, "--root", str(project), "--format", "json"]) == 0
 
 
