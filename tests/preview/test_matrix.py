@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from preview.fit import SHAPES, Workload, fit, matrix, shape_named
-from preview.matrix import main
+from preview.matrix import MatrixOptions, main, render
+from preview.stack_file import ROOT_ENVIRONMENT_VARIABLE
 from serving.catalog import catalog, catalog_model
 from serving.pricing import price_book
+from serving.speed_records import SpeedRecord, save_speed_records
+from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +133,34 @@ def test_the_matrix_covers_every_gpu_count_and_tpu_slice() -> None:
     row = fit(catalog_model("gemma-4-12b-it"), "qat-w4a16-ct", shape_named("g2-standard-48"), Workload())
     assert row.fits
     assert (row.tensor_parallel, row.replicas_per_node) == (1, 4)  # the smallest TP that fits: 4 replicas a node
+
+
+def test_a_speed_record_shows_beside_the_ceilings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where `gemma-verify calibrate` recorded a measured cell of a combination at the matrix's workload, the
+    matrix shows it (and its source) beside the ceilings: a measured figure over an estimate, both shown."""
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    monkeypatch.setenv(ROOT_ENVIRONMENT_VARIABLE, str(tmp_path))
+    record = SpeedRecord(
+        model="gemma-4-12b-it",
+        variant="qat-w4a16-ct",
+        shape="l4",
+        accelerator="nvidia-l4",
+        chips=1,
+        vllm_version="0.32.0",
+        serving_args={},
+        prompt_tokens=8192,
+        output_tokens=1024,
+        concurrency=8,
+        request_throughput=0.1,
+        output_throughput=123.0,
+        measured_at="2026-11-26T12:00:00+00:00",
+        source_file="results/l4.jsonl",
+        source_sha256="b" * 64,
+    )
+    save_speed_records(tmp_path, [record])
+    options = MatrixOptions(models=("gemma-4-12b-it",), variants=("qat-w4a16-ct",), shapes=("l4",))
+    text = render(options)
+    assert "123 @8" in text
+    assert "results/l4.jsonl (sha256 bbbbbbbbbbbb)" in text
+    (row,) = json.loads(render(dataclasses.replace(options, as_json=True)))["rows"]
+    assert row["measured"]["output_throughput"] == 123.0
