@@ -176,7 +176,12 @@ def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
     if not capture.of_type(CLUSTER):
         notes.append(
             "cluster: the stack uses an existing cluster; it must have Workload Identity, the GCS FUSE CSI driver, "
-            "the Secret Manager add-on and Managed Prometheus enabled (docs/gke.md)."
+            "the Secret Manager add-on and Managed Prometheus enabled (docs/gke.md)"
+            + (
+                ", and the Gateway API (GKE 1.34.0-gke.1626000 or later: its CRDs come with it)."
+                if capture.of_type(GATEWAY)
+                else "."
+            )
         )
     if capture.of_type(GATEWAY) and not capture.of_type(PROXY_SUBNET):
         notes.append(

@@ -32,6 +32,7 @@ INTERNAL_GATEWAY_CLASS = "gke-l7-rilb"
 GATEWAY_PORT = 80
 PICKER_IMAGE = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
 PICKER_SUFFIX = "-epp"
+PICKER_UID = 65532
 EXT_PROC_PORT = 9002
 GRPC_HEALTH_PORT = 9003
 PICKER_METRICS_PORT = 9090
@@ -259,8 +260,18 @@ def picker_deployment(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "startupProbe": {**_grpc_probe(period=2), "failureThreshold": 60},
         "livenessProbe": _grpc_probe(period=10, initial_delay=5),
         "readinessProbe": _grpc_probe(period=2),
-        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True},
-        "volumeMounts": [{"name": "plugins-config", "mountPath": "/config"}],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [
+            {"name": "plugins-config", "mountPath": "/config", "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 - an emptyDir of the pod's own
+        ],
     }
     labels = _picker_labels(spec, pool)
     return {
@@ -274,10 +285,20 @@ def picker_deployment(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
                 "metadata": {"labels": labels},
                 "spec": {
                     "serviceAccountName": pool.picker,
+                    # The image's own user (Dockerfile.epp: USER 65532:65532), stated so the kubelet enforces it.
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": PICKER_UID,
+                        "runAsGroup": PICKER_UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     # The chart's value: the longest grace period of the pool's pods, and then some.
                     "terminationGracePeriodSeconds": 130,
                     "containers": [container],
-                    "volumes": [{"name": "plugins-config", "configMap": {"name": pool.picker}}],
+                    "volumes": [
+                        {"name": "plugins-config", "configMap": {"name": pool.picker}},
+                        {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+                    ],
                 },
             },
         },

@@ -9,9 +9,11 @@ autoscaling guide use this adapter for every other cluster. Why vendored: Google
 `kubectl apply` the manifest from the repository's `master` branch, which changes under a running cluster;
 the copy here is one commit's file, its sha256 checked at construction (components/gke/vendor/SOURCE.md).
 
-Owns: the adapter's objects (namespace `custom-metrics`, its KSA, RBAC, Deployment, Service and the three
-APIServices), its Google account with `roles/monitoring.viewer` on the project, and the Workload Identity
-binding that lets the KSA act as that account. `ready` is what an HPA waits for.
+The program changes two things of the vendored file when it applies it: the KSA's Workload Identity
+annotation, and a hardened Deployment (`hardened`, below). Owns: the adapter's objects (namespace
+`custom-metrics`, its KSA, RBAC, Deployment, Service and the three APIServices), its Google account with
+`roles/monitoring.viewer` on the project, and the Workload Identity binding that lets the KSA act as that
+account. `ready` is what an HPA waits for.
 """
 
 from __future__ import annotations
@@ -68,6 +70,64 @@ def with_identity(manifest: dict[str, Any], email: pulumi.Input[str]) -> dict[st
     metadata = dict(manifest["metadata"])
     metadata["annotations"] = {**metadata.get("annotations", {}), WORKLOAD_IDENTITY_ANNOTATION: email}
     return {**manifest, "metadata": metadata}
+
+
+# Upstream's Deployment runs as the image's root user on port 443 with a writable root (distroless/static).
+# Hardened here, each change a flag or field of the adapter's own API server (sigs.k8s.io/custom-metrics-
+# apiserver's secure-serving options): a non-root user (distroless's `nonroot`, 65532) needs no capability
+# to listen on 6443 instead of 443 (the Service keeps port 443 and targets 6443), and the self-signed serving
+# certificate goes to an emptyDir instead of the read-only root. Not run on a cluster here: a first `pulumi up`
+# shows whether the adapter's readiness probe passes (`verify status` reads the HPA's conditions).
+SECURE_PORT = 6443
+CERT_DIR = "/var/run/serving-cert"
+NONROOT_UID = 65532
+
+
+def hardened(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The adapter's Deployment without root, capabilities or a writable root; its Service on the new port."""
+    if manifest["kind"] == "Service":
+        spec = {
+            **manifest["spec"],
+            "ports": [{**port, "targetPort": SECURE_PORT} for port in manifest["spec"]["ports"]],
+        }
+        return {**manifest, "spec": spec}
+    if manifest["kind"] != "Deployment":
+        return manifest
+    template = manifest["spec"]["template"]
+    containers = []
+    for container in template["spec"]["containers"]:
+        probe = container.get("readinessProbe")
+        containers.append(
+            {
+                **container,
+                "command": [*container["command"], f"--secure-port={SECURE_PORT}", f"--cert-dir={CERT_DIR}"],
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "privileged": False,
+                    "readOnlyRootFilesystem": True,
+                    "runAsNonRoot": True,
+                    "capabilities": {"drop": ["ALL"]},
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "volumeMounts": [*container.get("volumeMounts", []), {"name": "serving-cert", "mountPath": CERT_DIR}],
+                **(
+                    {"readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "port": SECURE_PORT}}} if probe else {}
+                ),
+            }
+        )
+    pod = {
+        **template["spec"],
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": NONROOT_UID,
+            "runAsGroup": NONROOT_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": containers,
+        "volumes": [*template["spec"].get("volumes", []), {"name": "serving-cert", "emptyDir": {"sizeLimit": "16Mi"}}],
+    }
+    spec = {**manifest["spec"], "template": {**template, "spec": pod}}
+    return {**manifest, "spec": spec}
 
 
 def _resource_name(name: str, manifest: dict[str, Any]) -> str:
@@ -135,7 +195,7 @@ class MetricsAdapter(pulumi.ComponentResource):
             kind = manifest["kind"]
             resource = objects.register(
                 _resource_name(name, manifest),
-                with_identity(manifest, account.email),
+                hardened(with_identity(manifest, account.email)),
                 after_grants if kind == "Deployment" else in_namespace,
             )
             if kind in {"Deployment", "APIService"}:

@@ -181,3 +181,35 @@ def test_a_changed_vendored_manifest_is_refused(tmp_path: Path) -> None:
     with pytest.raises(VendoredManifestChangedError, match="is not the pinned"):
         adapter_manifests(changed)
     assert [m["kind"] for m in adapter_manifests()][:2] == ["Namespace", "ServiceAccount"]
+
+
+def test_the_picker_and_the_adapter_run_without_root_or_capabilities() -> None:
+    """A shell in the picker or the adapter must get no root, no capability and no writable root filesystem;
+    the adapter, no longer root, listens on 6443 (its Service keeps 443 for the APIServices)."""
+    rendered = render_stack("gke-l4x4")
+    for resource in rendered.of_type(DEPLOYMENT):
+        manifest = wire_to_manifest(resource.inputs)
+        if manifest["metadata"]["name"] not in {"gemma-gke-l4x4-vllm-epp", "custom-metrics-stackdriver-adapter"}:
+            continue
+        pod = manifest["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        for container in pod["containers"]:
+            context = container["securityContext"]
+            assert context["capabilities"] == {"drop": ["ALL"]}
+            assert context["readOnlyRootFilesystem"] is True
+            assert context["allowPrivilegeEscalation"] is False
+    adapter = _manifest(rendered, DEPLOYMENT, "custom-metrics-stackdriver-adapter")
+    assert "--secure-port=6443" in adapter["spec"]["template"]["spec"]["containers"][0]["command"]
+    service = _manifest(rendered, "kubernetes:core/v1:Service", "custom-metrics-stackdriver-adapter")
+    assert service["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": 6443}]
+
+
+def test_a_gateway_fleet_enables_the_network_services_api() -> None:
+    """The load balancer calls the picker as a Service Extension: without networkservices.googleapis.com
+    the Gateway never programs; a fleet behind its Service does not need it."""
+    apis = {r.inputs["service"] for r in render_stack("gke-l4x4").of_type("gcp:projects/service:Service")}
+    assert "networkservices.googleapis.com" in apis
+    plain = render_stack("gke-l4x4", _with_gke("gke-l4x4", gateway={"routing": "service"}))
+    assert "networkservices.googleapis.com" not in {
+        r.inputs["service"] for r in plain.of_type("gcp:projects/service:Service")
+    }
