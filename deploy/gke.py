@@ -17,7 +17,7 @@ from components.gke.tracks import CANDIDATE_SUFFIX
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from deploy.apis import google_cloud
 from deploy.context import StackContext
-from deploy.gke_routing import gateway_outputs, inference_gateway, metrics_adapter
+from deploy.gke_routing import gateway_outputs, inference_gateway, metrics_adapter, picker_peers
 from deploy.images import image_supply
 from deploy.monitoring import watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
@@ -75,7 +75,10 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
             subnetwork=gke.cluster.subnetwork,
             system_machine_type=gke.cluster.system_machine_type,
             deletion_protection=gke.cluster.deletion_protection,
+            node_service_account=nodes.email,
             gateway_api=gke.uses_gateway,
+            authorized_networks=gke.cluster.control_plane.authorized_networks,
+            cloud_nat=gke.cluster.cloud_nat,
         )
     else:
         cluster_spec = ExistingCluster(name=existing_name, location=gke.cluster_location)
@@ -117,6 +120,8 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         bucket=bucket.name,
         mount_path=gke.mount.mount_path,
         mount_options=gke.mount.mount_options(),
+        run_as_user=gke.mount.uid,
+        run_as_group=gke.mount.gid,
         service_account_email=identity.email,
         api_key_version=api_key.version,
         min_replicas=gke.replicas.min,
@@ -127,6 +132,8 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         model_load_seconds=gke.model_load_seconds,
         public_endpoint=gke.service.public_endpoint,
         allowed_source_ranges=gke.service.allowed_source_ranges,
+        # Behind the gateway the pickers scrape each pod's /metrics on the vLLM port (the NetworkPolicy).
+        admitted_peers=picker_peers(gateway),
         env=gke.env,
         labels=context.labels,
     )
@@ -194,7 +201,9 @@ def _gated_outputs(gke: GkeSettings, fleet: VllmFleet, candidate_port_forward: s
 
 def _port_forward(cluster: CreatedCluster | ExistingCluster, project: str, namespace: str, name: str, port: int) -> str:
     """How a laptop reaches the internal Service: credentials for the cluster, then a port-forward to it."""
-    where = f"--location {cluster.location} --project {project}"
+    # A created cluster's public IP endpoint is off unless networks are authorized: its DNS endpoint works.
+    dns = " --dns-endpoint" if isinstance(cluster, CreatedCluster) else ""
+    where = f"--location {cluster.location} --project {project}{dns}"
     return (
         f"gcloud container clusters get-credentials {cluster.name} {where} && "
         f"kubectl port-forward --namespace {namespace} service/{name} {port}:{port}"

@@ -95,6 +95,13 @@ def inference_gateway(
     )
 
 
+def picker_peers(gateway: InferenceGateway | None) -> list[dict[str, Any]]:
+    """The NetworkPolicy peers the fleet admits besides its own list: each pool's endpoint picker pods."""
+    if gateway is None:
+        return []
+    return [{"podSelector": {"matchLabels": {"app": picker}}} for picker in gateway.pickers_by_name]
+
+
 def gateway_outputs(gateway: InferenceGateway | None) -> dict[str, Any]:
     """What verify reads of the gateway; nothing when the fleet is reached through its Service."""
     if gateway is None:

@@ -56,6 +56,8 @@ class InferenceGateway(pulumi.ComponentResource):
     pools: list[str]
     # The pods the autoscaler's metrics come from (what an HPA on the picker's numbers waits for).
     pickers: list[pulumi.Resource]
+    # Their names, which are also their pods' `app` label (what a NetworkPolicy admits).
+    pickers_by_name: list[str]
 
     def __init__(
         self,
@@ -117,5 +119,6 @@ class InferenceGateway(pulumi.ComponentResource):
         )
         self.gateway_name = spec.gateway_name
         self.pools = [pool.name for pool in spec.pools]
+        self.pickers_by_name = [pool.picker for pool in spec.pools]
         self.endpoint = address.address.apply(lambda ip: f"http://{ip}" if ip else "")
         self.register_outputs({"endpoint": self.endpoint})
