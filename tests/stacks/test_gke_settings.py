@@ -116,8 +116,13 @@ def test_the_deployment_requests_the_replicas_gpus_not_the_nodes() -> None:
     capture = render_stack(
         GPU, {key: packed[key] for key in ("gemma-serving:model", "gemma-serving:vllm", "gemma-serving:gke")}
     )
-    (deployment,) = capture.of_type("kubernetes:apps/v1:Deployment")
-    container = deployment.inputs["spec"]["template"]["spec"]["containers"][0]
+    containers = [
+        container
+        for deployment in capture.of_type("kubernetes:apps/v1:Deployment")
+        for container in deployment.inputs["spec"]["template"]["spec"]["containers"]
+        if container["name"] == "vllm"
+    ]
+    (container,) = containers
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "2"
     assert "--tensor-parallel-size" in container["args"]
 
