@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from serving.shapes import AcceleratorFacts, accelerator_facts, shapes, shapes_table
+from serving.shapes import AcceleratorFacts, accelerator_facts, rentable_accelerators, shapes
 
 
 def _member(key: str) -> str:
@@ -21,8 +21,8 @@ def _member(key: str) -> str:
 
 
 if TYPE_CHECKING:
-    # What the type checker sees: the members code still names. At run time the members are every key of
-    # the shapes table's accelerators (below), so a new chip is a data entry, not an edit here.
+    # What the type checker sees: the members code still names. At run time the members are the shapes table's
+    # accelerators that some shape rents (below), so a new chip is a data entry, not an edit here.
     class Accelerator(enum.StrEnum):
         """The accelerator a stack serves on; the value is what a stack file writes (a key of the shapes table)."""
 
@@ -31,9 +31,7 @@ if TYPE_CHECKING:
         TPU_V6E = "tpu-v6e"
 
 else:
-    Accelerator = enum.StrEnum(
-        "Accelerator", {_member(key): key for key in shapes_table().accelerators}, module=__name__
-    )
+    Accelerator = enum.StrEnum("Accelerator", {_member(key): key for key in rentable_accelerators()}, module=__name__)
     Accelerator.__doc__ = (
         "The accelerator a stack serves on; the value is what a stack file writes (a key of the shapes table)."
     )

@@ -110,6 +110,8 @@ class AcceleratorFacts(_Data):
     driver: Text | None = None
     runtime_version: Text | None = None
     weight_formats: dict[str, WeightFormat]
+    # Why an entry is here without a shape (room for the next chip: its facts first, its shapes later).
+    note: str = ""
 
     @property
     def memory_gib(self) -> float:
@@ -201,6 +203,12 @@ def shapes_table() -> ShapesTable:
     table = ShapesTable.model_validate_json(text)
     named = {name: entry.model_copy(update={"name": name}) for name, entry in table.shapes.items()}
     return table.model_copy(update={"shapes": named})
+
+
+def rentable_accelerators() -> tuple[str, ...]:
+    """The accelerators some shape rents, in the table's order: the ones a stack can name."""
+    rented = {entry.accelerator for entry in shapes_table().shapes.values()}
+    return tuple(key for key in shapes_table().accelerators if key in rented)
 
 
 def accelerator_facts(accelerator: str) -> AcceleratorFacts:
