@@ -18,11 +18,11 @@ from collections.abc import Mapping
 import pulumi
 
 from components.vllm_gpu_service import DirectRollout, GatedRollout, Rollout
+from serving.rollout_keys import PROMOTION_RUN_ENV
 from stacks.cloud_run import CloudRunSettings, TrafficSettings
 
-# Set by `python -m verify promote` for its own `pulumi up` only, to the id it wrote as
+# PROMOTION_RUN_ENV is set by `gemma-verify promote` for its own `pulumi up` only, to the id it wrote as
 # cloudRun.traffic.promotionRun; no other update carries it.
-PROMOTION_RUN_ENV = "GEMMA_PROMOTION_RUN"
 
 # The name of the StackReference in the program (a read of the stack's own outputs, not a cloud resource).
 STATE_REFERENCE = "rollout-state"

@@ -21,7 +21,7 @@ from serving.outputs import DeployedOutputs
 from verify import UsageError
 from verify.promote.gates import Gates
 from verify.promote.machine import EXIT_FAILED, EXIT_OK, Outcome, Verdict, run_gates
-from verify.promote.shifter import ShiftFailedError
+from verify.traffic import ShiftFailedError
 
 
 @dataclass(frozen=True)

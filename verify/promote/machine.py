@@ -18,7 +18,7 @@ from verify import UsageError
 from verify.promote.cloud_run import ServiceState
 from verify.promote.gates import GateName, GateResult, Gates
 from verify.promote.outputs import RolloutOutputs
-from verify.promote.shifter import ShiftFailedError, TrafficChange, TrafficShifter
+from verify.traffic import ShiftFailedError, TrafficChange, TrafficShifter
 
 EXIT_OK = 0
 EXIT_FAILED = 1

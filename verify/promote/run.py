@@ -32,7 +32,6 @@ from verify.promote.gke import GkePromotion, TrackShifter, gke_rollout, is_gke
 from verify.promote.machine import Promotion, PromotionReport
 from verify.promote.metric_gate import required_metrics
 from verify.promote.outputs import rollout_outputs
-from verify.promote.shifter import TrafficShifter
 from verify.pulumi_gateway import (
     AutomationGateway,
     PulumiAutomationShifter,
@@ -43,6 +42,7 @@ from verify.pulumi_gateway import (
     pulumi_project_dir,
 )
 from verify.target import TargetOptions, TimeoutOptions, normalise_base_url, target_from_outputs, with_flag_overrides
+from verify.traffic import TrafficShifter
 
 DEFAULT_WAIT_S = 1800.0
 # Without the Pulumi CLI: promote reads the stack's state and moves traffic with `pulumi up` (no --url form).

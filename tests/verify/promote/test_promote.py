@@ -35,9 +35,9 @@ from verify.promote.gates import BenchGate, CommandGates, GateName
 from verify.promote.machine import Verdict
 from verify.promote.metric_gate import required_metrics
 from verify.promote.run import PromoteOptions, Seams, run_promote
-from verify.promote.shifter import TrafficChange
 from verify.pulumi_gateway import PulumiAutomationShifter
 from verify.target import AuthKind, Target, TargetOptions
+from verify.traffic import TrafficChange
 
 API_KEY = "candidate-test-key"
 
