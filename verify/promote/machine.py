@@ -128,7 +128,7 @@ class Promotion:
                 return code
         self.say(
             f"promoted: {candidate} serves 100%; the previous revision {serving} stays deployed "
-            f"(back to it: python -m verify promote --stack {self.stack} --rollback)"
+            f"(back to it: gemma-verify promote --stack {self.stack} --rollback)"
         )
         return self._end(Verdict.PROMOTED, EXIT_OK)
 
@@ -221,14 +221,14 @@ class Promotion:
         except ShiftFailedError as exc:
             routed = self._routed_now()
             self.say(
-                f"FAILED to move traffic back: {exc}; {_routes_text(routed)}; run python -m verify promote "
+                f"FAILED to move traffic back: {exc}; {_routes_text(routed)}; run gemma-verify promote "
                 f"--stack {self.stack} --rollback"
             )
             return self._end(Verdict.NOT_HANDED_BACK, EXIT_FAILED, why)
         routed = self._routed_now()
         if routed != {serving: 100}:
             self.say(
-                f"FAILED to confirm the hand-back: {_routes_text(routed)}; run python -m verify promote "
+                f"FAILED to confirm the hand-back: {_routes_text(routed)}; run gemma-verify promote "
                 f"--stack {self.stack} --rollback"
             )
             return self._end(Verdict.NOT_HANDED_BACK, EXIT_FAILED, why)
@@ -365,7 +365,7 @@ def _positive(split: dict[str, int], candidate: str, outputs: RolloutOutputs) ->
 
 def _routes_text(routed: dict[str, int] | None) -> str:
     if routed is None:
-        return "what Cloud Run routes now could not be read (python -m verify status shows it)"
+        return "what Cloud Run routes now could not be read (gemma-verify status shows it)"
     return f"Cloud Run routes {_split(routed)} now"
 
 
