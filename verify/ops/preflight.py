@@ -15,14 +15,14 @@ from typing import assert_never
 
 import pydantic
 
-from verify.ops import catalog, tpu_capacity
+from verify.ops import catalog, tpu_availability
 from verify.ops.answers import Permissions, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
 from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, OpsStack, TpuOpsStack
 from verify.ops.status import find_service
-from verify.ops.tpu_capacity import TpuCapacity
+from verify.ops.tpu_availability import TpuAvailability
 
 
 class PreflightReport(pydantic.BaseModel):
@@ -35,8 +35,9 @@ class PreflightReport(pydantic.BaseModel):
     zone: str | None
     accelerator: str
     findings: list[Finding]
-    # TPU only: every v6e zone and tier for the stack's slice, ranked (verify/ops/tpu_capacity.py).
-    tpu_capacity: TpuCapacity | None = None
+    # TPU only: every v6e zone and tier for the stack's slice, ranked (verify/ops/tpu_availability.py).
+    # The JSON key stays `tpu_capacity` (scripts and MCP clients read it); what it holds is availability.
+    tpu_capacity: TpuAvailability | None = None
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -52,13 +53,13 @@ def run_preflight(stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datet
     return _report(stack, findings).model_copy(update={"tpu_capacity": tpu})
 
 
-def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuCapacity | None]:
+def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuAvailability | None]:
     """Whether Google has room for this stack: the platform's own quotas (for a TPU, every zone and tier)."""
     match stack:
         case CloudRunOpsStack():
             return _cloud_run_quotas(stack, apis, now), None
         case TpuOpsStack():
-            return tpu_capacity.assess(stack, apis, now)
+            return tpu_availability.assess(stack, apis, now)
         case GkeOpsStack():
             return _gke_quota(stack, apis, now), None
         case _ as unreachable:

@@ -10,7 +10,7 @@ zone, shared by both), guaranteed on the on-demand one.
 
 The zones asked are the stack's placements, the zones `serving/tpu_offers.py` lists, and any zone the
 project's v6e quota names. When Cloud Quotas or the TPU API cannot be read, the rows fall back to that
-static table, and the capacity says so (`source: static`) instead of presenting it as checked.
+static table, and the availability says so (`source: static`) instead of presenting it as checked.
 
 Each placement of the stack gets the findings a single zone always had (quota, slice, runtime); when at
 least one placement can be granted, the others' blockers become notes (`pulumi up` tries them and moves
@@ -70,7 +70,7 @@ class ZoneTier(pydantic.BaseModel):
     answer: str
 
 
-class TpuCapacity(pydantic.BaseModel):
+class TpuAvailability(pydantic.BaseModel):
     """Every (zone, tier) for the stack's slice, ranked, and where the numbers came from."""
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
@@ -106,12 +106,12 @@ class _Facts:
     usage_error: ReadError | None = None
 
 
-def assess(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuCapacity]:
-    """The placements' findings and the ranked capacity of every zone and tier."""
+def assess(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuAvailability]:
+    """The placements' findings and the ranked availability of every zone and tier."""
     facts = _gather(stack, apis, now)
-    capacity = _capacity(stack, facts)
-    findings = _placement_findings(stack, facts, capacity)
-    return findings, capacity
+    availability = _availability(stack, facts)
+    findings = _placement_findings(stack, facts, availability)
+    return findings, availability
 
 
 # --- reading ---------------------------------------------------------------------------------------------
@@ -234,7 +234,7 @@ def _quota(facts: _Facts, kind: QuotaKind, zone: str) -> _Quota:
     return tightest
 
 
-def _capacity(stack: TpuOpsStack, facts: _Facts) -> TpuCapacity:
+def _availability(stack: TpuOpsStack, facts: _Facts) -> TpuAvailability:
     placements = {(p.zone, p.provisioning): index + 1 for index, p in enumerate(stack.placement_list)}
     rows = [_row(stack, facts, zone, tier, placements.get((zone, tier))) for zone in facts.offers for tier in TIERS]
     rows.sort(key=_rank_key)
@@ -255,7 +255,7 @@ def _capacity(stack: TpuOpsStack, facts: _Facts) -> TpuCapacity:
         source = "live"
         if facts.usage_error is not None:
             note += f" (usage unreadable: {facts.usage_error})"
-    return TpuCapacity(
+    return TpuAvailability(
         accelerator_type=stack.accelerator_type,
         chips=stack.chips,
         runtime_version=stack.runtime_version,
@@ -327,7 +327,7 @@ def _num(value: float) -> str:
 # --- the stack's placements ---------------------------------------------------------------------------------
 
 
-def _placement_findings(stack: TpuOpsStack, facts: _Facts, capacity: TpuCapacity) -> list[Finding]:
+def _placement_findings(stack: TpuOpsStack, facts: _Facts, availability: TpuAvailability) -> list[Finding]:
     placements = stack.placement_list
     several = len(placements) > 1
     per_placement = [_findings_of(stack, facts, placement, several) for placement in placements]
@@ -344,8 +344,8 @@ def _placement_findings(stack: TpuOpsStack, facts: _Facts, capacity: TpuCapacity
             area="capacity",
             item=f"{stack.accelerator_type}, every v6e zone and tier",
             verdict=Verdict.INFO,
-            detail=f"ranked: {capacity.ranked_answer}"
-            + ("" if capacity.source == "live" else f" ({capacity.source_note})"),
+            detail=f"ranked: {availability.ranked_answer}"
+            + ("" if availability.source == "live" else f" ({availability.source_note})"),
         )
     )
     if several:
