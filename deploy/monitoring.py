@@ -37,7 +37,7 @@ def sidecar_supply(
     if not settings.monitoring.enabled:
         return SidecarSupply()
     collection = SidecarCollection(
-        f"{context.base}-metrics",
+        context.names.metrics,
         SidecarCollectionArgs(
             project=context.project,
             writer=writer,
@@ -62,7 +62,7 @@ def watch_stack(
     thresholds = monitoring.thresholds.alert_thresholds()
     enabled = monitoring.enabled
     return StackWatch(
-        f"{context.base}-watch",
+        context.names.watch,
         StackWatchArgs(
             project=context.project,
             stack=context.stack,
