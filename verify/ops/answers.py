@@ -167,7 +167,10 @@ class Permissions(_Answer):
     permissions: list[GoogleText] = pydantic.Field(default_factory=list)
 
 
-class ServiceState(_Answer):
+class EnabledApi(_Answer):
+    """Service Usage's `GoogleApiServiceusageV1Service`: an API and whether the project enabled it (not a
+    Cloud Run service: that is `RunService`)."""
+
     name: GoogleText = ""
     state: GoogleText = ""
 
@@ -175,7 +178,7 @@ class ServiceState(_Answer):
 class ServicesBatch(_Answer):
     """services:batchGet's answer."""
 
-    services: list[ServiceState] = pydantic.Field(default_factory=list)
+    services: list[EnabledApi] = pydantic.Field(default_factory=list)
 
 
 class Linear(_Answer):
