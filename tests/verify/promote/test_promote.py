@@ -101,7 +101,7 @@ class World:
         )
         seams = Seams(
             pulumi=FakeStackOutputs({"l4": outputs or stack_outputs()}),
-            access_token=lambda: ACCESS_TOKEN,
+            tokens=lambda: (ACCESS_TOKEN, None),
             shifter=self.shifter,
             say=self.lines.append,
             cold_start=cold_start,
@@ -507,7 +507,7 @@ def test_the_typed_promotion_names_the_failing_check_and_keeps_its_report(world:
     )
     seams = Seams(
         pulumi=FakeStackOutputs({"l4": stack_outputs()}),
-        access_token=lambda: ACCESS_TOKEN,
+        tokens=lambda: (ACCESS_TOKEN, None),
         shifter=world.shifter,
         say=world.lines.append,
         cold_start=lambda _revision: None,
