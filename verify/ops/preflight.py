@@ -15,7 +15,7 @@ from typing import assert_never
 
 import pydantic
 
-from verify.ops import catalog, tpu_availability
+from verify.ops import deploy_requirements, tpu_availability
 from verify.ops.answers import Permissions, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
@@ -146,7 +146,7 @@ def _apis(stack: OpsStack, apis: GoogleApis, granted: set[str] | None) -> list[F
             service.name.rsplit("/", 1)[-1]: service.state
             for service in parse_answer(ServicesBatch, answer, "serviceusage").services
         }
-        may_enable = granted is not None and catalog.ENABLE_APIS_PERMISSION in granted
+        may_enable = granted is not None and deploy_requirements.ENABLE_APIS_PERMISSION in granted
         findings: list[Finding] = []
         for api in stack.apis:
             state = states.get(api, "unknown")
@@ -203,13 +203,13 @@ class _Need:
 
 
 def _cloud_run_quotas(stack: CloudRunOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
-    console = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
+    console = deploy_requirements.QUOTAS_CONSOLE_URL.format(project=stack.project)
 
     def check() -> list[Finding]:
         infos = quota_infos(apis, stack.project, "run.googleapis.com")
         own = _deployed_allocation(stack, apis)
         redundancy_off = stack.gpu_zonal_redundancy_disabled
-        gpu_metric = catalog.cloud_run_gpu_metric(stack.gpu, zonal_redundancy_disabled=redundancy_off)
+        gpu_metric = deploy_requirements.cloud_run_gpu_metric(stack.gpu, zonal_redundancy_disabled=redundancy_off)
         redundancy = "without" if redundancy_off else "with"
         needs = (
             _Need(
@@ -218,20 +218,20 @@ def _cloud_run_quotas(stack: CloudRunOpsStack, apis: GoogleApis, now: Now) -> li
                 gpu_metric,
                 float(stack.max_instances),
                 "GPU",
-                catalog.CLOUD_RUN_GPU_QUOTA_URL,
+                deploy_requirements.CLOUD_RUN_GPU_QUOTA_URL,
             ),
             _Need(
                 "CPU",
-                find_by_id(infos, catalog.CLOUD_RUN_CPU_QUOTA_ID),
-                catalog.CLOUD_RUN_CPU_QUOTA_ID,
+                find_by_id(infos, deploy_requirements.CLOUD_RUN_CPU_QUOTA_ID),
+                deploy_requirements.CLOUD_RUN_CPU_QUOTA_ID,
                 float(stack.cpu * stack.max_instances),
                 "vCPU",
                 console,
             ),
             _Need(
                 "memory",
-                find_by_id(infos, catalog.CLOUD_RUN_MEMORY_QUOTA_ID),
-                catalog.CLOUD_RUN_MEMORY_QUOTA_ID,
+                find_by_id(infos, deploy_requirements.CLOUD_RUN_MEMORY_QUOTA_ID),
+                deploy_requirements.CLOUD_RUN_MEMORY_QUOTA_ID,
                 float(stack.memory_gib * stack.max_instances),
                 "GiB",
                 console,
@@ -256,7 +256,7 @@ def _cloud_run_quota(stack: CloudRunOpsStack, apis: GoogleApis, need: _Need, own
         )
     scale = 1.0
     if need.unit == "GiB":
-        per_unit = catalog.memory_unit_gib(need.quota.metric_unit)
+        per_unit = deploy_requirements.memory_unit_gib(need.quota.metric_unit)
         if per_unit is None:
             return Finding(
                 area="quota",
@@ -342,7 +342,7 @@ def _gke_quota(stack: GkeOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
     needed = float(stack.max_nodes * stack.accelerators_per_node)
     tpu = stack.accelerator_resource == "google.com/tpu"
     item = f"{stack.machine_type} accelerators ({kind}, {stack.max_nodes} node(s))"
-    request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
+    request_url = deploy_requirements.QUOTAS_CONSOLE_URL.format(project=stack.project)
 
     def check() -> list[Finding]:
         if tpu:

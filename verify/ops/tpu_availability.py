@@ -27,7 +27,7 @@ import pydantic
 
 from serving.gcp_names import region_of
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
-from verify.ops import catalog
+from verify.ops import deploy_requirements
 from verify.ops.answers import AcceleratorType, RuntimeVersion
 from verify.ops.findings import Finding, Verdict
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
@@ -409,7 +409,7 @@ def _quota_findings(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement, 
         assert facts.quota_error is not None
         return [_unchecked("quota", "tpu.googleapis.com", facts.quota_error, stack.project)]
     infos = facts.infos["preemptible" if placement.preemptible else "on-demand"]
-    request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
+    request_url = deploy_requirements.QUOTAS_CONSOLE_URL.format(project=stack.project)
     item = f"TPU v6e chips ({kind}, {placement.provisioning}{where})"
     if not infos:
         return [
