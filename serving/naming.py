@@ -30,12 +30,8 @@ GKE_SERVING_CONTAINER = "vllm"
 # The label a GKE fleet's pods carry with the Deployment's name as its value (`app=<deployment>`): the
 # Service, the HPA and `verify status` select the pods by it.
 GKE_APP_LABEL = "app"
-# The metrics collectors beside vLLM: the Cloud Run sidecar, and the TPU node's container.
-RUN_COLLECTOR_CONTAINER = "collector"
+# The metrics collector's container beside vLLM on a TPU node.
 TPU_COLLECTOR_CONTAINER = "gemma-collector"
-# The Prometheus scrape job vLLM's metrics are written under, and the Cloud Run collector's config name.
-SCRAPE_JOB = "vllm"
-RUN_MONITORING_CONFIG_NAME = "gemma-vllm"
 
 
 class TypeToken:

@@ -17,6 +17,7 @@ from typing import Any
 import pulumi
 
 from serving.gke_machines import NodeShape
+from serving.naming import GKE_APP_LABEL, GKE_SERVING_CONTAINER
 
 # Where the API key file lands in the container, and the shell line that hands it to vLLM as VLLM_API_KEY
 # (vllm/entrypoints/serve/middleware/register.py reads it exactly like --api-key, without a command line
@@ -77,7 +78,7 @@ class FleetSpec:
 
     @property
     def selector(self) -> dict[str, str]:
-        return {"app": self.name}
+        return {GKE_APP_LABEL: self.name}
 
     @property
     def startup_failure_threshold(self) -> int:
@@ -125,7 +126,7 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
     shape = spec.shape
     resources = {"cpu": f"{spec.cpu:g}", "memory": f"{spec.memory_gib:g}Gi", shape.resource: str(shape.accelerators)}
     container = {
-        "name": "vllm",
+        "name": GKE_SERVING_CONTAINER,
         "image": spec.image,
         "command": ["/bin/sh", "-c", LAUNCH, "vllm"],
         "args": list(spec.serve_args),
