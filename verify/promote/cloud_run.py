@@ -1,13 +1,12 @@
 """The live state of a Cloud Run service, read through the Cloud Run Admin API v2 (`services.get`).
 
+The service is `verify.ops.answers.RunService`, the one model of a Cloud Run service verify reads, and the
+call goes through verify's one Google client (`verify.ops.google.GoogleApis`).
+
 Why read it at all when Pulumi's state says which revision serves: promotion must not move traffic on
 top of something it did not expect. Before the gates it checks that the candidate revision is ready
 and reachable under its tag, and that the live traffic is what the stack's state says; after every
 traffic change it checks that Cloud Run really routes as asked.
-
-Shapes follow Google's discovery document for run v2 (`GoogleCloudRunV2Service`,
-`GoogleCloudRunV2TrafficTarget`, `GoogleCloudRunV2TrafficTargetStatus`, `GoogleCloudRunV2Condition`;
-googleapis/google-api-python-client, googleapiclient/discovery_cache/documents/run.v2.json).
 """
 
 from __future__ import annotations
@@ -16,81 +15,13 @@ import httpx
 import pydantic
 
 from verify import UsageError
+from verify.ops.answers import RunService
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, TokenSource, adc_tokens
 
 DEFAULT_API_URL = "https://run.googleapis.com"
-TYPE_REVISION = "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"
-TYPE_LATEST = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
 
 
-class _ApiModel(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
-
-
-class TrafficTarget(_ApiModel):
-    """`GoogleCloudRunV2TrafficTarget`: what the service was asked to do."""
-
-    type: str = "TRAFFIC_TARGET_ALLOCATION_TYPE_UNSPECIFIED"
-    revision: str | None = None
-    percent: int = 0
-    tag: str | None = None
-
-
-class TrafficTargetStatus(TrafficTarget):
-    """`GoogleCloudRunV2TrafficTargetStatus`: what Cloud Run routes, with the tag's own URL."""
-
-    uri: str | None = None
-
-
-class Condition(_ApiModel):
-    """`GoogleCloudRunV2Condition`, the fields promotion reports."""
-
-    type: str | None = None
-    state: str | None = None
-    message: str | None = None
-    reason: str | None = None
-
-
-class ServiceState(_ApiModel):
-    """`GoogleCloudRunV2Service`, the fields promotion reads."""
-
-    name: str
-    uri: str | None = None
-    reconciling: bool = False
-    traffic: tuple[TrafficTarget, ...] = ()
-    traffic_statuses: tuple[TrafficTargetStatus, ...] = pydantic.Field(default=(), alias="trafficStatuses")
-    latest_ready_revision: str | None = pydantic.Field(default=None, alias="latestReadyRevision")
-    latest_created_revision: str | None = pydantic.Field(default=None, alias="latestCreatedRevision")
-    terminal_condition: Condition | None = pydantic.Field(default=None, alias="terminalCondition")
-
-    def tagged(self, tag: str) -> TrafficTargetStatus | None:
-        return next((status for status in self.traffic_statuses if status.tag == tag), None)
-
-    def routed_percent(self) -> dict[str, int]:
-        """Percent of requests per revision as Cloud Run routes them now (LATEST resolved to its revision)."""
-        split: dict[str, int] = {}
-        for status in self.traffic_statuses:
-            revision = status.revision
-            if revision is None and status.type == TYPE_LATEST:
-                revision = self.ready_revision()
-            if revision is not None and status.percent:
-                short = short_revision_name(revision)
-                split[short] = split.get(short, 0) + status.percent
-        return split
-
-    def ready_revision(self) -> str | None:
-        return short_revision_name(self.latest_ready_revision) if self.latest_ready_revision else None
-
-    def created_revision(self) -> str | None:
-        return short_revision_name(self.latest_created_revision) if self.latest_created_revision else None
-
-
-def short_revision_name(name: str) -> str:
-    """`projects/p/locations/l/services/s/revisions/r` or `r` -> `r`."""
-    return name.rsplit("/", 1)[-1]
-
-
-def get_service(apis: GoogleApis, service: str) -> ServiceState:
+def get_service(apis: GoogleApis, service: str) -> RunService:
     """`GET {run root}/{name}` (run.projects.locations.services.get) through verify's one Google client; a usage
     error (exit 2) when it cannot be read."""
     try:
@@ -109,7 +40,7 @@ def get_service(apis: GoogleApis, service: str) -> ServiceState:
             ) from None
         raise UsageError(f"the Cloud Run Admin API answered {exc.code} reading {service}: {exc.message}") from None
     try:
-        return ServiceState.model_validate(answer)
+        return RunService.model_validate(answer)
     except pydantic.ValidationError as exc:
         raise UsageError(f"the Cloud Run Admin API's answer for {service} is not a Service: {exc}") from None
 
