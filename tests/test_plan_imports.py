@@ -20,28 +20,10 @@ import pytest
 
 from tests.conftest import ROOT
 
-# What a Cloud Run GPU plan must not import: another platform's code, or a library only `pulumi up` uses.
-NOT_FOR_CLOUD_RUN = (
-    "components.tpu",
-    "components.gke",
-    "deploy.tpu",
-    "deploy.gke",
-    "pulumi_kubernetes",
-    "pulumi_docker",
-    "pulumi_random",
-    "pulumi_gcp.compute",
-    "pulumi_gcp.container",
-    "pulumi_gcp.tpu",
-    "httpx",
-    "google.auth",
-    "requests",
-    "rich",
-    "cryptography",
-    "verify",
-    "gemma_mcp",
-)
-# What a TPU plan must not import: the provider's REST client talks to Google only on `pulumi up`.
-NOT_FOR_TPU = (
+# What no Cloud Run or TPU plan imports: GKE's code and SDK, the Docker SDK (only a stack that builds an image),
+# the libraries only `pulumi up` or the readers use (the TPU REST client's httpx and google-auth, with their
+# TLS, rich and cryptography imports), and the readers themselves.
+NOT_FOR_A_PLAN = (
     "components.gke",
     "deploy.gke",
     "pulumi_kubernetes",
@@ -56,6 +38,9 @@ NOT_FOR_TPU = (
     "verify",
     "gemma_mcp",
 )
+# A Cloud Run GPU plan imports nothing of the TPU platform either.
+NOT_FOR_CLOUD_RUN = (*NOT_FOR_A_PLAN, "components.tpu", "deploy.tpu", "pulumi_random", "pulumi_gcp.tpu")
+NOT_FOR_TPU = NOT_FOR_A_PLAN
 
 _SCRIPT = """
 import contextlib, io, json, sys
