@@ -146,8 +146,11 @@ def test_the_containers_and_labels_readers_select_on_are_the_modules() -> None:
     script = render_stack("tpu-v6e").one(QUEUED_RESOURCE).inputs["requestBody"]["tpu"]["nodeSpec"][0]["node"]
     assert TPU_COLLECTOR_CONTAINER in script["metadata"]["startup-script"]
     capture = render_stack("gke-tpu-v6e")
-    deployment = capture.of_type(DEPLOYMENT)[0].inputs
+    (deployment,) = [
+        resource.inputs
+        for resource in capture.of_type(DEPLOYMENT)
+        if resource.inputs["metadata"]["name"] == capture.outputs["deployment"]
+    ]
     template = deployment["spec"]["template"]
     assert GKE_SERVING_CONTAINER in [container["name"] for container in template["spec"]["containers"]]
     assert template["metadata"]["labels"][GKE_APP_LABEL] == deployment["metadata"]["name"]
-    assert capture.outputs["deployment"] == deployment["metadata"]["name"]
