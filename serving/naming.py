@@ -52,6 +52,8 @@ class TypeToken:
     GKE_NODE_IDENTITY = "gemma:gke:NodeIdentity"
     GKE_API_KEY = "gemma:gke:FleetApiKey"
     GKE_FLEET = "gemma:gke:VllmFleet"
+    GKE_METRICS_ADAPTER = "gemma:gke:MetricsAdapter"
+    GKE_INFERENCE_GATEWAY = "gemma:gke:InferenceGateway"
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,15 @@ class StackNames:
         return self.base[:40].rstrip("-")
 
     @property
+    def gke_gateway(self) -> str:
+        """The inference gateway's Gateway (components/gke/gateway_manifests.py names it the same way)."""
+        return f"{self.serving}-gateway"
+
+    def inference_pool(self, track: str | None = None) -> str:
+        """The InferencePool over the fleet, or over one track of a gated fleet; its picker is `<pool>-epp`."""
+        return self.serving if track is None else f"{self.serving}-{track}"
+
+    @property
     def gke_api_key_secret(self) -> str:
         """The Secret Manager secret id of a GKE fleet's vLLM API key."""
         return f"{self.serving}-api-key"
@@ -194,6 +205,16 @@ class StackNames:
     def gke_cluster_component(self) -> str:
         """The component that creates or adopts a GKE stack's cluster (the cluster's own name: `gke_cluster`)."""
         return f"{self.base}-cluster"
+
+    @property
+    def gke_metrics_adapter(self) -> str:
+        """The component that serves vLLM's metrics to the HPA (the custom metrics adapter)."""
+        return f"{self.base}-metrics-adapter"
+
+    @property
+    def gke_inference_gateway(self) -> str:
+        """The inference gateway's component (its Gateway object is `gke_gateway`)."""
+        return f"{self.base}-gateway"
 
     @property
     def gke_accelerators(self) -> str:

@@ -41,7 +41,7 @@ IN_PLAN: dict[str, frozenset[str]] = {
     "tpu-v6e": IN_EVERY_PLAN | {"gke_api_key_secret"},
     "gke-tpu-v6e": IN_EVERY_PLAN
     | {"base", "gke_accelerators", "gke_api_key", "gke_api_key_secret", "gke_cluster", "gke_cluster_component"}
-    | {"gke_nodes"},
+    | {"gke_nodes", "gke_gateway", "gke_metrics_adapter", "gke_inference_gateway"},
 }
 # Names only a stack file with an optional block gets, and the block (tests/test_bench_image_build.py and
 # tests/components/test_image_mirror.py render them).

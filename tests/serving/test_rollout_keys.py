@@ -16,6 +16,7 @@ from serving.rollout_keys import (
     PROMOTION_RUN_KEY,
     SERVING_REVISION_KEY,
     SERVING_TRACK_KEY,
+    TRACK_SHARE_KEY,
 )
 from stacks.cloud_run import CloudRunSettings, TrafficSettings
 from stacks.gke_rollout import GkeRolloutSettings
@@ -30,6 +31,7 @@ from stacks.loading import PROJECT
         (CANDIDATE_PERCENT_KEY, "cloudRun.traffic", TrafficSettings, 10),
         (PROMOTION_RUN_KEY, "cloudRun.traffic", TrafficSettings, "0123456789abcdef"),
         (SERVING_TRACK_KEY, "gke.rollout", GkeRolloutSettings, "green"),
+        (TRACK_SHARE_KEY, "gke.rollout", GkeRolloutSettings, 10),
     ],
 )
 def test_each_key_is_a_field_of_the_settings_that_read_it(
