@@ -444,7 +444,7 @@ class TpuStack(_StackSettings):
             data,
             "bench",
             "bench: the load-generator job runs beside a Cloud Run service; a " + _TPU_STACK + " stack has none "
-            "(run `python -m verify bench` from a machine in the TPU's region instead)",
+            "(run `gemma-verify bench` from a machine in the TPU's region instead)",
         )
         _require_block(data, "tpu", f"tpu: a {_TPU_STACK} stack needs a tpu block (at least tpu.zone, e.g. us-east5-a)")
         return data

@@ -38,7 +38,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "serving/outputs.py": (2, "field descriptions of the outputs contract"),
     "stacks/tpu.py": (2, "zone messages"),
     "verify/ops/cli.py": (1, "the preflight command's help"),
-    "verify/ops/tpu_capacity.py": (9, "preflight findings' wording"),
+    "verify/ops/tpu_availability.py": (9, "preflight findings' wording"),
 }
 
 
