@@ -1,37 +1,32 @@
-"""A tiny sweep against a real vLLM server, when ``VERIFY_LIVE_URL`` names one (skipped otherwise).
+"""Sweeps against a real vLLM server (the ``live_server`` fixture: ``make test-live``, or VERIFY_LIVE_URL).
 
-Run against the CPU build of vLLM 0.32 with tiny-gemma:
-``VERIFY_LIVE_URL=http://127.0.0.1:8000 VERIFY_LIVE_MODEL=tiny-gemma pytest tests/verify/bench -m live``
+Run against the CPU build of vLLM 0.32 with tiny-gemma already serving:
+``VERIFY_LIVE_URL=http://127.0.0.1:8000 VERIFY_LIVE_MODEL=tiny-gemma pytest tests/verify/bench -m live -n 0``
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.live.server import RunningServer
 from verify.bench.results import load_results
 from verify.cli import main
 
-LIVE_URL = os.environ.get("VERIFY_LIVE_URL")
-LIVE_MODEL = os.environ.get("VERIFY_LIVE_MODEL")
+pytestmark = pytest.mark.live
 
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.skipif(not LIVE_URL, reason="set VERIFY_LIVE_URL to a vLLM server to run the live bench test"),
-]
+
+def target_args(server: RunningServer) -> list[str]:
+    return ["--url", server.base_url, *(["--model", server.model] if server.model else [])]
 
 
 @pytest.mark.parametrize("api", ["chat", "completions"])
-def test_small_sweep_against_a_real_server(tmp_path: Path, api: str) -> None:
+def test_small_sweep_against_a_real_server(live_server: RunningServer, tmp_path: Path, api: str) -> None:
     """Guards against anything the fakes cannot show: vLLM's real stream, tokenizer and usage counts."""
-    assert LIVE_URL is not None
     output = tmp_path / "live.jsonl"
-    argv = ["bench", "--url", LIVE_URL, "--api", api, "--concurrency", "1,2", "--context", "64"]
+    argv = ["bench", *target_args(live_server), "--api", api, "--concurrency", "1,2", "--context", "64"]
     argv += ["--max-tokens", "8", "--requests", "4", "--warmup", "1", "--no-progress", "--output", str(output)]
-    if LIVE_MODEL:
-        argv += ["--model", LIVE_MODEL]
     assert main(argv) == 0
     records = load_results(output).records
     assert len(records) == 2
