@@ -26,7 +26,8 @@ from pathlib import Path
 from rich.console import Console
 
 from verify import UsageError
-from verify.argtypes import positive_int, positive_int_list, positive_number
+from verify.argtypes import positive_int, positive_int_list, positive_number, positive_number_list
+from verify.bench.arrivals import DEFAULT_SEED, ArrivalKind
 from verify.bench.cloud_command import (
     DEFAULT_BARRIER_TIMEOUT_S,
     CollectOptions,
@@ -43,6 +44,7 @@ from verify.bench.judgement import parse_params
 from verify.bench.load_generator import TransportKind
 from verify.bench.matrix import DEFAULT_ACTIVE_HOURS
 from verify.bench.matrix_command import MatrixOptions, run_matrix
+from verify.bench.open_loop import DEFAULT_MAX_IN_FLIGHT
 from verify.bench.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT,
@@ -143,6 +145,45 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> argparse._Argumen
     return load
 
 
+def add_open_loop_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--request-rate`` and its schedule: open-loop cells (context x rate) instead of users."""
+    group = parser.add_argument_group("open loop (arrival rates instead of users)")
+    group.add_argument(
+        "--request-rate",
+        type=positive_number_list("--request-rate", "requests/s"),
+        metavar="LIST",
+        help="requests per second, comma-separated: each a cell per context, sent on schedule whatever the "
+        "server does (a cell whose sends fall behind is untrusted); replaces --concurrency",
+    )
+    group.add_argument(
+        "--arrival",
+        choices=[kind.value for kind in ArrivalKind],
+        default=ArrivalKind.POISSON.value,
+        help="gaps between sends: poisson (default), constant, or gamma with --burstiness",
+    )
+    group.add_argument(
+        "--burstiness",
+        type=positive_number("--burstiness"),
+        default=1.0,
+        metavar="F",
+        help="gamma arrivals' shape: 1 is Poisson, below 1 burstier, above 1 more regular (default 1)",
+    )
+    group.add_argument(
+        "--seed",
+        type=positive_int("--seed", minimum=0),
+        default=DEFAULT_SEED,
+        metavar="N",
+        help=f"the schedule's random seed: the same seed sends the same bursts (default {DEFAULT_SEED})",
+    )
+    group.add_argument(
+        "--max-in-flight",
+        type=positive_int("--max-in-flight"),
+        default=DEFAULT_MAX_IN_FLIGHT,
+        metavar="N",
+        help=f"requests in flight at most; a send that must wait for it is late (default {DEFAULT_MAX_IN_FLIGHT})",
+    )
+
+
 def add_gate_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--slo`` gates and ``--allow-untrusted``, shared by ``bench`` and ``bench collect``."""
     parser.add_argument(
@@ -213,6 +254,7 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="load-generator processes sharing each cell's users (default: one per "
         f"{USERS_PER_WORKER} users of the largest cell, at most the CPUs this process may use)",
     )
+    add_open_loop_arguments(parser)
     out = parser.add_argument_group("results")
     out.add_argument(
         "--output",
@@ -328,9 +370,23 @@ def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def workload_options(args: argparse.Namespace) -> Workload:
-    """The workload flags (``add_workload_arguments``) as a ``Workload``."""
+    """The workload flags (``add_workload_arguments``, and ``add_open_loop_arguments`` where given) as a
+    ``Workload``."""
+    rates: tuple[float, ...] = getattr(args, "request_rate", None) or ()
+    concurrency = tuple(args.concurrency)
+    if rates:
+        if concurrency != DEFAULT_CONCURRENCY:
+            raise UsageError(
+                "--concurrency is the closed loop's users; with --request-rate the load is the rate, bounded by "
+                "--max-in-flight"
+            )
+        concurrency = (args.max_in_flight,)
     return Workload(
-        concurrency=tuple(args.concurrency),
+        concurrency=concurrency,
+        request_rates=rates,
+        arrival=ArrivalKind(getattr(args, "arrival", ArrivalKind.POISSON.value)),
+        burstiness=getattr(args, "burstiness", 1.0),
+        seed=getattr(args, "seed", DEFAULT_SEED),
         context=tuple(args.context),
         max_tokens=args.max_tokens,
         requests=args.requests,

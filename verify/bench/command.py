@@ -23,6 +23,7 @@ from verify import UsageError, discovery
 from verify.auth import IdTokenFetcher, auth_advice
 from verify.bench import resume, server_metrics
 from verify.bench.console import ProgressObserver
+from verify.bench.goodput import bounds_from
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name
 from verify.bench.load_generator import make_transport, raise_fd_limit
 from verify.bench.options import BenchOptions
@@ -261,7 +262,7 @@ async def _bench(
         fetch_id_token=fetch_id_token,
     ) as client:
         found = await _discover(client, target, options)
-        plan = plan_for(workload, model=found.model, timeouts=timeouts)
+        plan = plan_for(workload, model=found.model, timeouts=timeouts, bounds=bounds_from(options.gate.slos))
         endpoint = Endpoint(
             base_url=target.base_url,
             platform=target.platform,
@@ -288,7 +289,8 @@ async def _bench(
         spec = ClientSpec(
             target.base_url, options.transport, timeouts.connect_s, timeouts.read_s, max(workload.concurrency)
         )
-        async with worker_pool(options.workers, spec) as pool:
+        # Open-loop cells run in this process (verify.bench.open_loop): no worker processes to start for them.
+        async with worker_pool(1 if workload.request_rates else options.workers, spec) as pool:
             if pool is not None:
                 console.print(f"load generation: {pool.size} worker processes share each cell's users")
             if not options.progress:

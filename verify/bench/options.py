@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verify.bench.arrivals import DEFAULT_SEED, ArrivalKind
 from verify.bench.load_generator import TransportKind
 from verify.bench.slo import Slo
 from verify.streaming import Api
@@ -32,6 +33,12 @@ class Workload:
     warmup: int | None = None  # unmeasured per cell; None: min(concurrency, 8)
     api: Api = Api.CHAT
     ignore_eos: bool = True
+    # Open loop (verify.bench.open_loop): one cell per context x rate, ``concurrency`` then holding the one
+    # in-flight cap; empty: closed loop.
+    request_rates: tuple[float, ...] = ()
+    arrival: ArrivalKind = ArrivalKind.POISSON
+    burstiness: float = 1.0
+    seed: int = DEFAULT_SEED
 
 
 @dataclass(frozen=True, slots=True)
