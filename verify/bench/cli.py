@@ -659,7 +659,12 @@ def run_task_command(args: argparse.Namespace) -> int:
 def run_compare_command(args: argparse.Namespace) -> int:
     if args.more or args.matrix:
         options = MatrixOptions(
-            slos=tuple(args.slo), active_hours=args.active_hours, markdown=args.markdown, csv=args.csv, chart=args.chart
+            slos=tuple(args.slo),
+            active_hours=args.active_hours,
+            markdown=args.markdown,
+            csv=args.csv,
+            chart=args.chart,
+            allow_untrusted=args.allow_untrusted,
         )
         matrix = run_matrix([args.a, args.b, *args.more], options)
         sys.stdout.write(matrix.markdown)
