@@ -8,8 +8,8 @@ The rule, stated once and printed with the answer:
 
 1. Bracket: start at ``start`` req/s; while the probe passes, double the rate (up to ``ceiling``); while
    the first probes fail, halve it (down to ``start / 2**MAX_HALVINGS``). A probe *passes* when every
-   ``--slo`` holds (the default success-rate gate included) and its schedule was kept (a cell whose sends
-   fell behind did not serve the rate it claims, so it fails).
+   ``--slo`` holds (the default success-rate gate included); one whose sends the in-flight cap held back
+   (the server did not keep up with the rate) fails.
 2. Bisect between the highest passing rate and the lowest failing one, at their midpoint.
 3. Stop when the failing rate is within ``tolerance`` (default 10%) of the passing one, after
    ``max_probes`` probes, or at ``ceiling`` still passing. The answer is the highest passing rate; the
@@ -17,8 +17,9 @@ The rule, stated once and printed with the answer:
    upper end of the 95% interval of every percentile the SLO names also met it at that rate (see
    verify/bench/confidence.py), not only the point estimate.
 
-A probe the client could not measure (its own CPU, not the schedule, made the cell untrusted) stops the
-search unless ``--allow-untrusted``: a capacity figure from a saturated client is the client's.
+A probe the client could not measure (its own CPU made the cell untrusted: a busy loop, or sends late
+for the client's sake) stops the search unless ``--allow-untrusted``: a capacity figure from a saturated
+client is the client's.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from verify.bench.caveats import trusted
-from verify.bench.open_loop import SCHEDULE_BEHIND
+from verify.bench.open_loop import HELD_BY_CAP, SCHEDULE_BEHIND
 from verify.bench.results import CellRecord
 from verify.bench.slo import Slo, violations, with_default_gate
 
@@ -99,8 +100,8 @@ def judge_probe(record: CellRecord, slos: Sequence[Slo], *, allow_untrusted: boo
     """Pass or fail one probe; raises ``UnjudgedProbeError`` when the client, not the server, set its numbers."""
     rate = record.request_rate or 0.0
     reason = record.untrusted_reason or ""
-    if not trusted(record) and SCHEDULE_BEHIND in reason:
-        return Probe(rate, passed=False, confident=True, why=reason)
+    if not trusted(record) and SCHEDULE_BEHIND in reason and HELD_BY_CAP in reason:
+        return Probe(rate, passed=False, confident=True, why=reason)  # the server could not take the rate
     if not trusted(record) and not allow_untrusted:
         raise UnjudgedProbeError(f"the probe at {rate:g} req/s is untrusted ({reason}); --allow-untrusted to judge it")
     found = violations(with_default_gate(slos), [record])

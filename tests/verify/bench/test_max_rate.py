@@ -93,8 +93,11 @@ def test_a_probe_passes_on_the_slo_fails_on_a_schedule_not_kept_and_refuses_a_sa
     assert shaky.passed
     assert not shaky.confident
     assert not judge_probe(_record(8.0, 900.0), slos, allow_untrusted=False).passed
-    starved = _record(8.0, 300.0, reason="untrusted, schedule not kept: 50 of 100 sends late")
+    starved = _record(8.0, 300.0, reason="untrusted, schedule not kept: 50 of 100 sends late; the in-flight cap of 8")
     assert not judge_probe(starved, slos, allow_untrusted=False).passed
+    late_client = _record(8.0, 300.0, reason="untrusted, schedule not kept: 5 of 40 sends late; the client's own loop")
+    with pytest.raises(UnjudgedProbeError):
+        judge_probe(late_client, slos, allow_untrusted=False)
     saturated = _record(8.0, 300.0, reason="untrusted, client CPU-bound: +30 ms")
     with pytest.raises(UnjudgedProbeError, match="--allow-untrusted"):
         judge_probe(saturated, slos, allow_untrusted=False)
