@@ -10,7 +10,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from verify.alerts.suggest import Slo, SloMissedEverywhereError, SuggestOptions, stack_snippet, suggest_from_file
+from verify.alerts.suggest import (
+    PERCENTILES,
+    Slo,
+    SloMissedEverywhereError,
+    SuggestOptions,
+    stack_snippet,
+    suggest_from_file,
+)
 from verify.argtypes import positive_int, positive_number
 
 EXIT_OK = 0
@@ -42,14 +49,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=positive_number("--ttft-ms", "milliseconds"),
         default=Slo.ttft_ms,
         metavar="MS",
-        help=f"the SLO's p99 TTFT bound (default {Slo.ttft_ms:g}, vLLM's dashboard default)",
+        help=f"the SLO's TTFT bound at --percentile (default {Slo.ttft_ms:g}, vLLM's dashboard default)",
+    )
+    parser.add_argument(
+        "--percentile",
+        type=int,
+        choices=PERCENTILES,
+        default=Slo.percentile,
+        help=f"the percentile the SLO bounds, read from the sweep's cells (default {Slo.percentile})",
     )
     parser.add_argument(
         "--tpot-ms",
         type=positive_number("--tpot-ms", "milliseconds"),
         default=Slo.tpot_ms,
         metavar="MS",
-        help=f"the SLO's p99 TPOT bound (default {Slo.tpot_ms:g})",
+        help=f"the SLO's TPOT bound at --percentile (default {Slo.tpot_ms:g})",
     )
     parser.add_argument(
         "--max-num-seqs",
@@ -69,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_suggest(args: argparse.Namespace) -> int:
     path: Path = args.results
     options = SuggestOptions(
-        slo=Slo(ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms),
+        slo=Slo(ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms, percentile=args.percentile),
         max_num_seqs=args.max_num_seqs,
         allow_untrusted=args.allow_untrusted,
     )

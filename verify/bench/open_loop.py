@@ -37,6 +37,8 @@ LATE_SHARE_OF_GAP = 0.1
 LATE_SHARE = 0.05
 DEFAULT_MAX_IN_FLIGHT = 256
 SCHEDULE_BEHIND = "schedule not kept"
+# In a reason: the sends were held back by the in-flight cap, i.e. by the server (not by the client's CPU).
+HELD_BY_CAP = "in-flight cap"
 
 
 def late_tolerance_s(rate: float) -> float:
@@ -74,7 +76,7 @@ def schedule_trust(summary: ScheduleSummary) -> Trust:
     achieved = "" if summary.achieved_rate is None else f", achieved {summary.achieved_rate:.3g}/s"
     if summary.capped:
         cause = (
-            f"the in-flight cap of {summary.max_in_flight} held back {summary.capped} sends: the server did not keep "
+            f"the {HELD_BY_CAP} of {summary.max_in_flight} held back {summary.capped} sends: the server did not keep "
             "up with this rate (the queue the cap held is latency this cell did not measure)"
         )
     else:

@@ -24,6 +24,7 @@ from typing import NamedTuple, Protocol
 
 import httpx
 
+from verify.bench import server_metrics
 from verify.bench.arrivals import DEFAULT_SEED, ArrivalKind, Arrivals
 from verify.bench.confidence import cell_confidence
 from verify.bench.goodput import RequestBound, goodput
@@ -34,6 +35,7 @@ from verify.bench.options import Workload
 from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.samples import PhaseShare, pooled_samples, union_metrics
+from verify.bench.scenarios import Scenario, ScenarioOptions, chats, measure_chats, shared_prefixes, with_prefixes
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
@@ -102,6 +104,7 @@ class SweepPlan:
     seed: int = DEFAULT_SEED
     # Per-request latency bounds (from the --slo gates) each request is judged against for goodput.
     bounds: tuple[RequestBound, ...] = ()
+    scenario: ScenarioOptions = field(default_factory=ScenarioOptions)
 
     def requests_for(self, concurrency: int) -> int:
         if self.requests is not None:
@@ -159,6 +162,7 @@ def plan_for(
         burstiness=workload.burstiness,
         seed=workload.seed,
         bounds=bounds,
+        scenario=workload.scenario,
     )
 
 
@@ -231,6 +235,7 @@ def _base_fields(
             "arrival_seed": plan.seed,
         }
     return open_loop | {
+        "scenario": plan.scenario.describe(),
         "timestamp": _now(),
         "model": plan.model,
         "api": plan.api.value,
@@ -255,6 +260,12 @@ def skip_reason(plan: SweepPlan, endpoint: Endpoint, context: int) -> str | None
         return (
             f"prompt {context} + max tokens {plan.max_tokens} exceeds the server's max_model_len "
             f"{endpoint.max_model_len}"
+        )
+    turns = plan.scenario.turns if plan.scenario.kind is Scenario.MULTI_TURN else 1
+    if endpoint.max_model_len is not None and turns * (context + plan.max_tokens) > endpoint.max_model_len:
+        return (
+            f"{turns} turns of prompt {context} + max tokens {plan.max_tokens} exceed the server's max_model_len "
+            f"{endpoint.max_model_len} by the last turn"
         )
     return None
 
@@ -352,13 +363,22 @@ async def run_cell(
         shape = await calibrated(counter, context, concurrency, nonce=book.nonce)
     warmups = plan.warmups_for(concurrency)
     requests = plan.requests_for(concurrency)
-    prompts = book.take(shape, warmups + requests)
+    scenario = plan.scenario
+    if scenario.kind is Scenario.SHARED_PREFIX:
+        # The unique part after the shared one, so the whole prompt is about `context` tokens.
+        unique = await calibrated(counter, max(context - scenario.prefix_tokens, 1), concurrency, nonce=book.nonce)
+        prefixes = await shared_prefixes(counter, scenario, nonce=book.nonce)
+        prompts = with_prefixes(book.take(unique, warmups + requests), prefixes)
+    else:
+        prompts = book.take(shape, warmups + requests)
     warmup_requests = [plan.request(p) for p in prompts[:warmups]]
     measured_requests = [plan.request(p) for p in prompts[warmups:]]
     label = Cell(context, concurrency, rate).label()
     shares: list[PhaseShare]
     schedule: ScheduleSummary | None = None
-    if pool is None or rate is not None:
+    # What the server's prefix cache did during the cell: the point of the non-default scenarios.
+    before = await server_metrics.snapshot(client, plan.model) if scenario.kind is not Scenario.RANDOM else None
+    if pool is None or rate is not None or scenario.kind is Scenario.MULTI_TURN:
         if warmups:
             warmed, _ = await closed_loop(
                 client,
@@ -370,7 +390,17 @@ async def run_cell(
             )
             _stop_if_unreachable(warmed, context, concurrency)
         observer.cell_started(label, requests)
-        if rate is None:
+        if scenario.kind is Scenario.MULTI_TURN:
+            share = await measure_chats(
+                client,
+                chats(measured_requests, scenario.turns),
+                concurrency,
+                timeouts=plan.timeouts,
+                deadline_s=plan.deadline_s,
+                clock=clock,
+                on_result=observer.request_finished,
+            )
+        elif rate is None:
             share = await measure_phase(
                 client,
                 measured_requests,
@@ -408,6 +438,9 @@ async def run_cell(
     stalls = [share.stalls for share in shares]
     trust = judge(stalls, metrics.ttft.mean if metrics.completed else None)
     extra = sample_fields(plan, shares)
+    if before is not None:
+        after = await server_metrics.snapshot(client, plan.model)
+        extra["prefix_cache_hit_rate"] = None if after is None else after.since(before).prefix_cache_hit_rate
     if schedule is not None:
         extra.update(schedule.as_fields())
         kept = schedule_trust(schedule)

@@ -30,6 +30,7 @@ import pydantic
 
 from verify import discovery, streaming
 from verify.auth import AuthError
+from verify.bench.prompts import choose_counter
 from verify.health.diagnosis import (
     NOT_OPENAI,
     NOT_VLLM_METRICS,
@@ -39,6 +40,7 @@ from verify.health.diagnosis import (
     stream_cause,
     transport_cause,
 )
+from verify.health.quality import run_quality
 from verify.health.readiness import check_readiness
 from verify.health.report import (
     CheckName,
@@ -111,7 +113,11 @@ async def run_checks(
         platform=target.platform,
         accelerator=target.accelerator,
     )
-    return HealthReport(target=facts, vllm_version=version, checks=checks)
+    quality = []
+    if opts.quality is not None and model is not None and not _stopped(checks):
+        counter = await choose_counter(client, model, streaming.Api.CHAT)
+        quality = await run_quality(client, model, opts.quality, counter=counter, clock=clock)
+    return HealthReport(target=facts, vllm_version=version, checks=checks, quality=quality)
 
 
 def _stopped(checks: list[CheckResult]) -> bool:

@@ -26,6 +26,7 @@ from verify.bench.command import BenchReport, run_bench
 from verify.bench.options import BenchOptions, Gate, ServingFacts, Workload
 from verify.bench.slo import Slo
 from verify.client import client_for
+from verify.health.quality import QualityOptions
 from verify.health.report import CheckStatus, HealthOptions, HealthReport, ProgressCallback
 from verify.health.run import run_health
 from verify.promote.metric_gate import missing_metrics
@@ -110,6 +111,8 @@ class CommandGates:
     # A fresh progress callback for each health run (readiness polls that did not succeed yet).
     waiting: Callable[[], ProgressCallback] | None = None
     console: Console = field(default_factory=lambda: Console(stderr=True, soft_wrap=True))
+    # The quality gate run with the health gate (verify/health/quality.py); None: not run.
+    quality: QualityOptions | None = None
 
     def candidate(self, url: str) -> Target:
         """The target the gates check: ``url`` with the stack's model, auth kind and token audience."""
@@ -125,7 +128,9 @@ class CommandGates:
         )
 
     def health(self, url: str, *, wait_s: float) -> GateResult:
-        options = HealthOptions(wait_s=wait_s, timeouts=self.timeouts, api_key_env=self.api_key_env)
+        options = HealthOptions(
+            wait_s=wait_s, timeouts=self.timeouts, api_key_env=self.api_key_env, quality=self.quality
+        )
         try:
             report = run_health(
                 self.candidate(url), options, on_waiting=self.waiting() if self.waiting is not None else None
@@ -206,6 +211,9 @@ def health_failure(report: HealthReport) -> str | None:
     for check in report.checks:
         if check.status not in {CheckStatus.PASS, CheckStatus.SKIPPED}:
             return f"the {check.name} check: {check.status}: {check.summary}"
+    for quality in report.quality:
+        if not quality.passed:
+            return f"the quality check {quality.name}: expected {quality.expected}; saw {quality.saw}"
     return None
 
 

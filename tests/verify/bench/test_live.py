@@ -40,3 +40,46 @@ def test_small_sweep_against_a_real_server(live_server: RunningServer, tmp_path:
         assert record.mean_ttft_ms is not None
         assert record.mean_ttft_ms > 0
         assert record.vllm_version
+
+
+def test_shared_prefix_cells_hit_the_real_prefix_cache(live_server: RunningServer, tmp_path: Path) -> None:
+    """Guards against a shared-prefix workload the server does not see as shared: vLLM's own counters must
+    show prefix-cache hits (the random workload's are ~0: its prompts are unique from the first token)."""
+    output = tmp_path / "shared.jsonl"
+    argv = ["bench", *target_args(live_server), "--scenario", "shared-prefix", "--shared-prefixes", "2"]
+    argv += ["--prefix-tokens", "256", "--context", "320", "--concurrency", "2", "--max-tokens", "4"]
+    argv += ["--requests", "8", "--warmup", "2", "--no-progress", "--output", str(output)]
+    assert main(argv) == 0
+    (record,) = load_results(output).records
+    assert record.completed == 8
+    assert record.scenario == "shared-prefix (2 prefixes x 256 tokens)"
+    assert record.prefix_cache_hit_rate is not None
+    assert record.prefix_cache_hit_rate > 0.3
+
+
+def test_multi_turn_chats_carry_their_history_to_the_real_server(live_server: RunningServer, tmp_path: Path) -> None:
+    """Guards against multi-turn turns the real chat template refuses, or that do not grow the prompt."""
+    output = tmp_path / "chats.jsonl"
+    argv = ["bench", *target_args(live_server), "--scenario", "multi-turn", "--turns", "2", "--context", "64"]
+    argv += ["--concurrency", "2", "--max-tokens", "4", "--requests", "4", "--warmup", "1", "--no-progress"]
+    assert main([*argv, "--output", str(output)]) == 0
+    (record,) = load_results(output).records
+    assert record.completed == 4
+    assert record.success_rate == 1.0
+    # Half the requests are second turns: their prompt holds the first question and answer too.
+    assert record.actual_context is not None
+    assert record.actual_context > 64 + 20
+
+
+def test_max_rate_search_probes_the_real_server(live_server: RunningServer, tmp_path: Path) -> None:
+    """Guards against a search that cannot run against real vLLM: three open-loop probes, each a line, and an
+    answer with its bracket (a lenient SLO: the tiny model on two shared cores meets it at every rate)."""
+    output = tmp_path / "search.jsonl"
+    argv = ["bench", *target_args(live_server), "--find-max-rate", "--slo", "p95_ttft_ms=60000", "--context", "64"]
+    argv += ["--max-tokens", "4", "--requests", "8", "--warmup", "1", "--rate-start", "2", "--max-probes", "3"]
+    argv += ["--allow-untrusted", "--no-progress", "--output", str(output)]
+    assert main(argv) == 0
+    records = load_results(output).records
+    assert [record.request_rate for record in records] == [2.0, 4.0, 8.0]
+    assert all(record.achieved_request_rate for record in records)
+    assert all(record.goodput_slo == "ttft <= 60000 ms" for record in records)

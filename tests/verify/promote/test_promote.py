@@ -16,6 +16,8 @@ import pytest
 
 from tests.fake_pulumi import FakeStackOutputs
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
+from tests.fault_server import serving
+from tests.quality_stub import Breakage, QualityStub
 from tests.verify.bench.test_cli import running
 from tests.verify.promote.fake_cloud_run import (
     ACCESS_TOKEN,
@@ -525,3 +527,26 @@ def test_the_typed_promotion_names_the_failing_check_and_keeps_its_report(world:
     assert health.exit_code == 1
     assert world.shifter.changes == []
     assert world.routed() == {SERVING: 100}
+
+
+@pytest.mark.parametrize(("breakage", "code"), [(Breakage(tool_call_as_text=True), 1), (None, 0)])
+def test_a_candidate_that_fails_the_quality_gate_never_takes_traffic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, breakage: Breakage | None, code: int
+) -> None:
+    """Guards against a fast but wrong candidate (its tool parser off) getting promoted: `--quality` with the
+    stack's tool parser refuses it, naming what it saw; the same candidate serving tool calls is promoted."""
+    monkeypatch.setenv("VLLM_API_KEY", API_KEY)
+    config = FakeVllmConfig(api_key=API_KEY, count_prompt_words=True, chat_template_tokens=3, recorded_metrics=True)
+    outputs = stack_outputs()
+    outputs["vllmArgs"] = [*outputs.get("vllmArgs", []), "--enable-auto-tool-choice", "--tool-call-parser", "gemma4"]
+    with serving(QualityStub(breakage, config)) as candidate, running_api(FakeCloudRun()) as api:
+        world = World(api, candidate, tmp_path)
+        assert world.promote("--quality", outputs=outputs) == code
+        if code:
+            assert world.shifter.changes == []
+            assert world.routed() == {SERVING: 100}
+            assert any("the quality check tool-call" in line and "no tool call" in line for line in world.lines), (
+                world.lines
+            )
+        else:
+            assert world.routed() == {CANDIDATE: 100}

@@ -1,0 +1,281 @@
+"""The quality gate: is what the endpoint serves *right*, not only fast (``verify health --quality``).
+
+Why: a cheaper variant, speculative decoding or a new image can answer quickly and wrongly: tool calls
+that no longer parse, the reasoning split gone, a context window that forgets. Each check below is
+generated here (nothing downloaded, no external dataset), asks at temperature 0, and is judged exactly;
+each result names what it saw. The gate fails closed: an error, an unparsable answer or a missing field
+is a failure, never a skip.
+
+- ``arithmetic``: the sum of two numbers drawn from a seeded generator, answered as the number only.
+- ``json-format``: a small JSON object to repeat back exactly; it must parse and be equal.
+- ``tool-call`` (``expect_tool_calls``: the stack runs ``--enable-auto-tool-choice --tool-call-parser``): a
+  declared function must be called; its arguments must parse as JSON and match the declared schema
+  (required keys, types, the enum) with the city asked for.
+- ``reasoning-split`` (``expect_reasoning``: a ``--reasoning-parser``): the answer must carry its reasoning
+  apart (``reasoning``/``reasoning_content``) and a final answer.
+- ``needle`` (``needle_tokens``: the stack's max length less room for the answer): a code hidden in the
+  middle of that many tokens of filler must be answered back.
+
+A tiny random model (the CPU server of the live tests) fails them all, as it should; the tests prove the
+judging against local stubs that serve or break each behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import httpx
+import pydantic
+
+from verify import streaming
+from verify.bench.prompts import TokenCounter, filler_body
+from verify.responses import ChatCompletion, ChatMessage, body_excerpt
+from verify.streaming import Clock
+
+QUALITY_SEED = 20261126
+ANSWER_TOKENS = 64
+TOOL_NAME = "get_weather"
+TOOL_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "description": "the city"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    },
+    "required": ["city", "unit"],
+}
+CITIES = ("Paris", "Lisbon", "Oslo", "Nairobi", "Osaka", "Lima")
+# Room left below max_model_len for the chat template, the question and the answer.
+NEEDLE_ROOM_TOKENS = 128
+
+
+class QualityOptions(pydantic.BaseModel):
+    """Which quality checks run: the three always-on ones, plus those the serving configuration promises."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    expect_tool_calls: bool = False
+    expect_reasoning: bool = False
+    needle_tokens: int | None = pydantic.Field(default=None, ge=64)
+    seed: int = QUALITY_SEED
+
+
+class QualityResult(pydantic.BaseModel):
+    """One check: passed or not, what was expected, and what the endpoint actually answered."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    passed: bool
+    expected: str
+    saw: str
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    message: ChatMessage | None
+    problem: str | None  # why there is no message (status, body, transport)
+
+
+async def _ask(client: httpx.AsyncClient, payload: Mapping[str, object]) -> _Asked:
+    try:
+        response = await client.post(streaming.CHAT_PATH, json=dict(payload))
+    except httpx.HTTPError as exc:
+        return _Asked(None, f"no answer: {type(exc).__name__}: {exc}")
+    if response.status_code != httpx.codes.OK:
+        return _Asked(None, f"HTTP {response.status_code}: {body_excerpt(response.text)}")
+    try:
+        completion = ChatCompletion.model_validate_json(response.content)
+    except pydantic.ValidationError:
+        return _Asked(None, f"not a chat completion: {body_excerpt(response.text)}")
+    if not completion.choices:
+        return _Asked(None, "a chat completion without choices")
+    return _Asked(completion.choices[0].message, None)
+
+
+def _chat(model: str, prompt: str, *, max_tokens: int = ANSWER_TOKENS, **extra: object) -> dict[str, object]:
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        **extra,
+    }
+
+
+def _shown(text: str | None) -> str:
+    return repr(body_excerpt(text or ""))
+
+
+def _plain(text: str | None) -> str:
+    """An answer without surrounding space, a trailing full stop or Markdown code fences."""
+    stripped = (text or "").strip()
+    if stripped.startswith("```"):
+        stripped = stripped.strip("`").removeprefix("json").strip()
+    return stripped.rstrip(".").strip()
+
+
+Check = Callable[[httpx.AsyncClient, str], Awaitable[tuple[bool, str, str]]]
+
+
+def _arithmetic(draw: random.Random) -> Check:
+    a, b = draw.randint(100, 999), draw.randint(100, 999)
+
+    async def check(client: httpx.AsyncClient, model: str) -> tuple[bool, str, str]:
+        expected = str(a + b)
+        asked = await _ask(client, _chat(model, f"What is {a} + {b}? Reply with the number only."))
+        if asked.message is None:
+            return False, expected, asked.problem or ""
+        return _plain(asked.message.content) == expected, expected, _shown(asked.message.content)
+
+    return check
+
+
+def _json_format(draw: random.Random) -> Check:
+    wanted = {"check": "format", "id": draw.randint(1000, 9999), "ok": True}
+    text = json.dumps(wanted)
+
+    async def check(client: httpx.AsyncClient, model: str) -> tuple[bool, str, str]:
+        asked = await _ask(client, _chat(model, f"Reply with exactly this JSON object and nothing else: {text}"))
+        if asked.message is None:
+            return False, text, asked.problem or ""
+        try:
+            parsed = json.loads(_plain(asked.message.content))
+        except ValueError:
+            return False, text, f"not JSON: {_shown(asked.message.content)}"
+        return parsed == wanted, text, _shown(asked.message.content)
+
+    return check
+
+
+def schema_problems(arguments: object, city: str) -> list[str]:
+    """Why ``arguments`` do not match ``TOOL_SCHEMA`` for ``city`` (empty when they do)."""
+    if not isinstance(arguments, dict):
+        return [f"arguments are {type(arguments).__name__}, not an object"]
+    problems = [f"missing required {key!r}" for key in ("city", "unit") if key not in arguments]
+    if "city" in arguments and not isinstance(arguments["city"], str):
+        problems.append(f"city is {type(arguments['city']).__name__}, not a string")
+    elif isinstance(arguments.get("city"), str) and city.lower() not in str(arguments["city"]).lower():
+        problems.append(f"city {arguments['city']!r}, not {city!r}")
+    if "unit" in arguments and arguments["unit"] not in ("celsius", "fahrenheit"):
+        problems.append(f"unit {arguments['unit']!r} is not one of celsius, fahrenheit")
+    extra = sorted(set(arguments) - {"city", "unit"})
+    problems += [f"undeclared argument {key!r}" for key in extra]
+    return problems
+
+
+def _tool_call(draw: random.Random) -> Check:
+    city = draw.choice(CITIES)
+    tool = {
+        "type": "function",
+        "function": {"name": TOOL_NAME, "description": "Current weather", "parameters": TOOL_SCHEMA},
+    }
+    expected = f"a {TOOL_NAME} call whose arguments parse and match its schema, city {city}"
+
+    async def check(client: httpx.AsyncClient, model: str) -> tuple[bool, str, str]:
+        prompt = f"What is the weather in {city}, in celsius? Use the {TOOL_NAME} tool."
+        asked = await _ask(client, _chat(model, prompt, max_tokens=256, tools=[tool], tool_choice="auto"))
+        if asked.message is None:
+            return False, expected, asked.problem or ""
+        calls = asked.message.tool_calls or []
+        if not calls:
+            return False, expected, f"no tool call; content {_shown(asked.message.content)}"
+        function = calls[0].get("function")
+        if not isinstance(function, dict):
+            return False, expected, f"a tool call without a function: {_shown(json.dumps(calls[0]))}"
+        if function.get("name") != TOOL_NAME:
+            return False, expected, f"called {function.get('name')!r}, not {TOOL_NAME!r}"
+        raw = function.get("arguments")
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            return False, expected, f"arguments that do not parse as JSON: {_shown(str(raw))}"
+        problems = schema_problems(arguments, city)
+        saw = f"{TOOL_NAME}({json.dumps(arguments)})"
+        return not problems, expected, saw + (f": {'; '.join(problems)}" if problems else "")
+
+    return check
+
+
+def _reasoning() -> Check:
+    expected = "a reasoning part apart from the final answer (reasoning/reasoning_content), both non-empty"
+
+    async def check(client: httpx.AsyncClient, model: str) -> tuple[bool, str, str]:
+        asked = await _ask(client, _chat(model, "What is 6 x 7? Think it through, then answer.", max_tokens=512))
+        if asked.message is None:
+            return False, expected, asked.problem or ""
+        reasoning, content = asked.message.reasoning_text, asked.message.content or ""
+        saw = f"reasoning {len(reasoning)} chars, content {len(content)} chars"
+        return bool(reasoning.strip()) and bool(content.strip()), expected, saw
+
+    return check
+
+
+def _needle(draw: random.Random, tokens: int, counter: TokenCounter | None) -> Check:
+    code = f"{draw.choice('KQXZ')}{draw.randint(10, 99)}-{draw.randint(1000, 9999)}"
+    question = "What is the secret code stated in the text above? Reply with the code only."
+    expected = f"{code}, hidden in the middle of about {tokens} tokens"
+
+    async def haystack() -> str:
+        words = max(16, tokens // 2)
+        if counter is not None:
+            measured = await counter.count(filler_body(words))
+            words = max(16, int(words * (tokens - NEEDLE_ROOM_TOKENS) / max(measured, 1)))
+        filler = filler_body(words).split(" ")
+        middle = len(filler) // 2
+        return " ".join([*filler[:middle], f"The secret code is {code}.", *filler[middle:]])
+
+    async def check(client: httpx.AsyncClient, model: str) -> tuple[bool, str, str]:
+        asked = await _ask(client, _chat(model, f"{await haystack()}\n\n{question}", max_tokens=32))
+        if asked.message is None:
+            return False, expected, asked.problem or ""
+        return code in (asked.message.content or ""), expected, _shown(asked.message.content)
+
+    return check
+
+
+def promised_by(vllm_args: Sequence[str], max_model_len: int | None, asked: QualityOptions) -> QualityOptions:
+    """The checks a stack's own ``vllm serve`` arguments promise, on top of those asked for: a tool-call parser
+    promises tool calls, a reasoning parser the split, and ``max_model_len`` a needle at that length."""
+    args = set(vllm_args)
+    needle = asked.needle_tokens
+    if needle is None and max_model_len is not None and max_model_len > NEEDLE_ROOM_TOKENS + 64:
+        needle = max_model_len - NEEDLE_ROOM_TOKENS
+    return asked.model_copy(
+        update={
+            "expect_tool_calls": asked.expect_tool_calls or "--tool-call-parser" in args,
+            "expect_reasoning": asked.expect_reasoning or "--reasoning-parser" in args,
+            "needle_tokens": needle,
+        }
+    )
+
+
+async def run_quality(
+    client: httpx.AsyncClient,
+    model: str,
+    options: QualityOptions,
+    *,
+    counter: TokenCounter | None = None,
+    clock: Clock = time.perf_counter,
+) -> list[QualityResult]:
+    """Every check ``options`` asks for, in order; each result says what it expected and what it saw."""
+    draw = random.Random(options.seed)  # noqa: S311 - test questions, not secrets
+    checks: list[tuple[str, Check]] = [("arithmetic", _arithmetic(draw)), ("json-format", _json_format(draw))]
+    if options.expect_tool_calls:
+        checks.append(("tool-call", _tool_call(draw)))
+    if options.expect_reasoning:
+        checks.append(("reasoning-split", _reasoning()))
+    if options.needle_tokens is not None:
+        checks.append(("needle", _needle(draw, options.needle_tokens, counter)))
+    results = []
+    for name, check in checks:
+        started = clock()
+        passed, expected, saw = await check(client, model)
+        results.append(
+            QualityResult(name=name, passed=passed, expected=expected, saw=saw, duration_s=clock() - started)
+        )
+    return results
