@@ -30,7 +30,6 @@ import pydantic
 
 from verify import discovery, streaming
 from verify.auth import AuthError
-from verify.bench.prompts import choose_counter
 from verify.health.diagnosis import (
     NOT_OPENAI,
     NOT_VLLM_METRICS,
@@ -115,8 +114,7 @@ async def run_checks(
     )
     quality = []
     if opts.quality is not None and model is not None and not _stopped(checks):
-        counter = await choose_counter(client, model, streaming.Api.CHAT)
-        quality = await run_quality(client, model, opts.quality, counter=counter, clock=clock)
+        quality = await run_quality(client, model, opts.quality, clock=clock)
     return HealthReport(target=facts, vllm_version=version, checks=checks, quality=quality)
 
 

@@ -14,7 +14,7 @@ is a failure, never a skip.
 - ``reasoning-split`` (``expect_reasoning``: a ``--reasoning-parser``): the answer must carry its reasoning
   apart (``reasoning``/``reasoning_content``) and a final answer.
 - ``needle`` (``needle_tokens``: the stack's max length less room for the answer): a code hidden in the
-  middle of that many tokens of filler must be answered back.
+  middle of that many tokens of filler (sized with the server's ``/tokenize``) must be answered back.
 
 A tiny random model (the CPU server of the live tests) fails them all, as it should; the tests prove the
 judging against local stubs that serve or break each behaviour.
@@ -32,7 +32,6 @@ import httpx
 import pydantic
 
 from verify import streaming
-from verify.bench.prompts import TokenCounter, filler_body
 from verify.responses import ChatCompletion, ChatMessage, body_excerpt
 from verify.streaming import Clock
 
@@ -50,6 +49,27 @@ TOOL_SCHEMA: dict[str, object] = {
 CITIES = ("Paris", "Lisbon", "Oslo", "Nairobi", "Osaka", "Lima")
 # Room left below max_model_len for the chat template, the question and the answer.
 NEEDLE_ROOM_TOKENS = 128
+# The needle's haystack: ordinary words in a seeded order (health stays free of verify.bench: see test_cli).
+HAY_WORDS = (
+    "river", "morning", "table", "garden", "letter", "window", "market", "story", "island", "forest",
+    "paper", "music", "winter", "summer", "evening", "mountain", "country", "answer", "question", "number",
+)  # fmt: skip
+
+
+def _hay(words: int, draw: random.Random) -> list[str]:
+    return [draw.choice(HAY_WORDS) for _ in range(words)]
+
+
+async def _count_tokens(client: httpx.AsyncClient, model: str, text: str) -> int | None:
+    """The server's own token count for ``text`` as a chat message (``POST /tokenize``); None without one."""
+    try:
+        response = await client.post(
+            "/tokenize", json={"model": model, "messages": [{"role": "user", "content": text}]}
+        )
+        count = response.json().get("count") if response.status_code == httpx.codes.OK else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return count if isinstance(count, int) else None
 
 
 class QualityOptions(pydantic.BaseModel):
@@ -215,22 +235,25 @@ def _reasoning() -> Check:
     return check
 
 
-def _needle(draw: random.Random, tokens: int, counter: TokenCounter | None) -> Check:
+def _needle(draw: random.Random, tokens: int) -> Check:
     code = f"{draw.choice('KQXZ')}{draw.randint(10, 99)}-{draw.randint(1000, 9999)}"
     question = "What is the secret code stated in the text above? Reply with the code only."
     expected = f"{code}, hidden in the middle of about {tokens} tokens"
 
-    async def haystack() -> str:
+    hay = random.Random(draw.random())  # noqa: S311 - filler text
+
+    async def haystack(client: httpx.AsyncClient, model: str) -> str:
         words = max(16, tokens // 2)
-        if counter is not None:
-            measured = await counter.count(filler_body(words))
-            words = max(16, int(words * (tokens - NEEDLE_ROOM_TOKENS) / max(measured, 1)))
-        filler = filler_body(words).split(" ")
+        measured = await _count_tokens(client, model, " ".join(_hay(words, random.Random(0))))  # noqa: S311
+        if measured:
+            words = max(16, int(words * (tokens - NEEDLE_ROOM_TOKENS) / measured))
+        filler = _hay(words, hay)
         middle = len(filler) // 2
         return " ".join([*filler[:middle], f"The secret code is {code}.", *filler[middle:]])
 
     async def check(client: httpx.AsyncClient, model: str) -> tuple[bool, str, str]:
-        asked = await _ask(client, _chat(model, f"{await haystack()}\n\n{question}", max_tokens=32))
+        text = await haystack(client, model)
+        asked = await _ask(client, _chat(model, f"{text}\n\n{question}", max_tokens=32))
         if asked.message is None:
             return False, expected, asked.problem or ""
         return code in (asked.message.content or ""), expected, _shown(asked.message.content)
@@ -259,7 +282,6 @@ async def run_quality(
     model: str,
     options: QualityOptions,
     *,
-    counter: TokenCounter | None = None,
     clock: Clock = time.perf_counter,
 ) -> list[QualityResult]:
     """Every check ``options`` asks for, in order; each result says what it expected and what it saw."""
@@ -270,7 +292,7 @@ async def run_quality(
     if options.expect_reasoning:
         checks.append(("reasoning-split", _reasoning()))
     if options.needle_tokens is not None:
-        checks.append(("needle", _needle(draw, options.needle_tokens, counter)))
+        checks.append(("needle", _needle(draw, options.needle_tokens)))
     results = []
     for name, check in checks:
         started = clock()
