@@ -78,7 +78,10 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
             subnetwork=gke.cluster.subnetwork,
             system_machine_type=gke.cluster.system_machine_type,
             deletion_protection=gke.cluster.deletion_protection,
+            node_service_account=nodes.email,
             gateway_api=gke.service.inference_pool,
+            authorized_networks=gke.cluster.control_plane.authorized_networks,
+            cloud_nat=gke.cluster.cloud_nat,
         )
     else:
         cluster_spec = ExistingCluster(name=existing_name, location=gke.cluster_location)
@@ -117,6 +120,8 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         bucket=bucket.name,
         mount_path=gke.mount.mount_path,
         mount_options=gke.mount.mount_options(),
+        run_as_user=gke.mount.uid,
+        run_as_group=gke.mount.gid,
         service_account_email=identity.email,
         api_key_version=api_key.version,
         min_replicas=gke.replicas.min,
@@ -129,6 +134,13 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         allowed_source_ranges=gke.service.allowed_source_ranges,
         env=gke.env,
         labels=context.labels,
+        # The endpoint picker scrapes each pod's metrics: its pods (the GAIE chart labels them
+        # `inferencepool: <release>-epp`) may reach the vLLM port.
+        admitted_peers=(
+            [{"podSelector": {"matchLabels": {"inferencepool": f"{name}{PICKER_SUFFIX}"}}}]
+            if gke.service.inference_pool
+            else []
+        ),
     )
     fleet = VllmFleet(
         name,
@@ -186,7 +198,9 @@ def _gated_outputs(gke: GkeSettings, fleet: VllmFleet, candidate_port_forward: s
 
 def _port_forward(cluster: CreatedCluster | ExistingCluster, project: str, namespace: str, name: str, port: int) -> str:
     """How a laptop reaches the internal Service: credentials for the cluster, then a port-forward to it."""
-    where = f"--location {cluster.location} --project {project}"
+    # A created cluster's public IP endpoint is off unless networks are authorized: its DNS endpoint works.
+    dns = " --dns-endpoint" if isinstance(cluster, CreatedCluster) else ""
+    where = f"--location {cluster.location} --project {project}{dns}"
     return (
         f"gcloud container clusters get-credentials {cluster.name} {where} && "
         f"kubectl port-forward --namespace {namespace} service/{name} {port}:{port}"

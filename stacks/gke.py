@@ -15,6 +15,7 @@ import re
 from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
 
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.container import VLLM_PORT
@@ -43,6 +44,66 @@ class NodeProvisioning(enum.StrEnum):
     FLEX_START = "flex-start"
 
 
+def _narrow_ranges(ranges: tuple[str, ...], key: str, door: str) -> tuple[str, ...]:
+    """CIDR ranges that together are not the internet (0.0.0.0/0 in any combination is refused)."""
+    checked: list[str] = []
+    for value in ranges:
+        try:
+            checked.append(_cidr(value))
+        except ValueError as error:
+            raise ValueError(f"{key}: {error}") from None
+    wide = too_wide(checked)
+    if wide:
+        raise ValueError(
+            f"{key} {checked} together let in {'; '.join(describe(item) for item in wide)}; {door}. "
+            f"Allowed: {allowed_text()}"
+        )
+    return tuple(checked)
+
+
+class ControlPlaneSettings(SettingsModel):
+    """Who reaches the cluster's Kubernetes API.
+
+    Default: its IP endpoints take no traffic from outside the VPC (the public IP endpoint is off), and
+    Pulumi, kubectl and `verify status` reach it through its DNS endpoint, which Google authenticates
+    with IAM (`container.clusters.connect`) before Kubernetes RBAC: what GKE's network isolation guide
+    calls the best practice. `publicEndpoint: true` opens the public IP endpoint, to the
+    authorizedNetworks only.
+    """
+
+    public_endpoint: bool = False
+    # IPv4 CIDRs allowed on the public IP endpoint (GKE's authorized networks take IPv4 only, at most 100).
+    authorized_networks: tuple[str, ...] = Field(default=(), max_length=100)
+
+    @field_validator("authorized_networks")
+    @classmethod
+    def _narrow(cls, ranges: tuple[str, ...]) -> tuple[str, ...]:
+        checked = _narrow_ranges(
+            ranges,
+            "gke.cluster.controlPlane.authorizedNetworks",
+            "the Kubernetes API of a cluster whose nodes hold the model and its API key would answer them",
+        )
+        v6 = [value for value in checked if ":" in value]
+        if v6:
+            raise ValueError(f"gke.cluster.controlPlane.authorizedNetworks {v6}: GKE takes IPv4 ranges only")
+        return checked
+
+    @model_validator(mode="after")
+    def _public_needs_ranges(self) -> Self:
+        if self.public_endpoint and not self.authorized_networks:
+            raise ValueError(
+                "gke.cluster.controlPlane.authorizedNetworks: publicEndpoint is true, so name the IPv4 CIDRs "
+                "allowed to reach the Kubernetes API (e.g. [203.0.113.0/24]); or leave it false and use the "
+                "IAM-guarded DNS endpoint"
+            )
+        if self.authorized_networks and not self.public_endpoint:
+            raise ValueError(
+                "gke.cluster.controlPlane.authorizedNetworks applies only with publicEndpoint: true (the public "
+                "IP endpoint is off otherwise)"
+            )
+        return self
+
+
 class ClusterSettings(SettingsModel):
     """The Standard cluster the fleet runs in: one the stack creates, or one that already exists."""
 
@@ -61,6 +122,11 @@ class ClusterSettings(SettingsModel):
     # The small CPU pool beside the accelerators (kube-dns, the metrics adapter, Managed Prometheus).
     system_machine_type: str = "e2-standard-4"
     deletion_protection: bool = True
+    control_plane: ControlPlaneSettings = ControlPlaneSettings()
+    # Private nodes have no external IP: Cloud NAT in the region gives them egress to the internet (Hugging
+    # Face, registries outside Google); Google APIs go through Private Google Access, which GKE turns on for
+    # the subnet of a private cluster. false: the network already has Cloud NAT (or needs no internet).
+    cloud_nat: bool = True
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -74,6 +140,13 @@ class ClusterSettings(SettingsModel):
 
     @model_validator(mode="after")
     def _existing_named_fully(self) -> Self:
+        if self.existing is not None:
+            wrote = [key for key in ("control_plane", "cloud_nat") if key in self.model_fields_set]
+            if wrote:
+                raise ValueError(
+                    f"gke.cluster.{to_camel(wrote[0])} applies only to a cluster the stack creates; an existing "
+                    "cluster is read, never changed"
+                )
         if self.existing is None:
             if self.location is not None:
                 raise ValueError("gke.cluster.location applies only to an existing cluster; remove it")
@@ -203,20 +276,11 @@ class ServiceSettings(SettingsModel):
     @field_validator("allowed_source_ranges")
     @classmethod
     def _no_open_ranges(cls, ranges: tuple[str, ...]) -> tuple[str, ...]:
-        checked: list[str] = []
-        for value in ranges:
-            try:
-                checked.append(_cidr(value))
-            except ValueError as error:
-                raise ValueError(f"gke.service.allowedSourceRanges: {error}") from None
-        wide = too_wide(checked)
-        if wide:
-            raise ValueError(
-                f"gke.service.allowedSourceRanges {checked} together let in "
-                f"{'; '.join(describe(item) for item in wide)}; vLLM's /metrics and /tokenize answer anyone who "
-                f"reaches the port. Allowed: {allowed_text()}"
-            )
-        return tuple(checked)
+        return _narrow_ranges(
+            ranges,
+            "gke.service.allowedSourceRanges",
+            "vLLM's /metrics and /tokenize answer anyone who reaches the port",
+        )
 
     @model_validator(mode="after")
     def _public_needs_ranges(self) -> Self:
@@ -273,6 +337,11 @@ class GkeSettings(SettingsModel):
     @model_validator(mode="after")
     def _fits_the_node(self) -> Self:
         shape = self.node_pool.shape
+        if not shape.is_tpu and self.mount.uid == 0:
+            raise ValueError(
+                "gke.mount.uid 0: GKE GPU pods run as a non-root user (runAsNonRoot), the owner of the mounted "
+                "weights; allowed: a uid >= 1 (default 1001)"
+            )
         if self.replicas.max > self.node_pool.max_nodes:
             raise ValueError(
                 f"gke.replicas.max {self.replicas.max} exceeds gke.nodePool.maxNodes {self.node_pool.max_nodes}: each "

@@ -1,6 +1,6 @@
 """The Kubernetes side of a vLLM fleet: namespace, identity, API key mount, Deployment, Service, PodMonitoring,
-HPA, PodDisruptionBudget and, when asked, an InferencePool; and the Workload Identity binding that lets the
-pods act as the serving account.
+HPA, PodDisruptionBudget, the ingress NetworkPolicy and, when asked, an InferencePool; and the Workload
+Identity binding that lets the pods act as the serving account.
 
 Why a component: these objects only work together (the HPA reads the metric the PodMonitoring scrapes; the
 Service selects the Deployment's pods; the pods read the bucket as the account the KSA is bound to), so they
@@ -107,6 +107,7 @@ class VllmFleet(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[deployment]),
         )
         _object(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", manifests.disruption_budget(spec), in_namespace)
+        _object(k8s.networking.v1.NetworkPolicy, f"{name}-ingress", manifests.network_policy(spec), in_namespace)
         if pool is not None:
             _custom(f"{name}-inference-pool", pool, in_namespace)
         self.service_name = service.metadata.apply(lambda metadata: metadata.name or spec.name)

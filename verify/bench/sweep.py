@@ -26,6 +26,7 @@ import httpx
 
 from verify.bench import server_metrics
 from verify.bench.arrivals import DEFAULT_SEED, ArrivalKind, Arrivals
+from verify.bench.ceilings import decode_ceiling_of
 from verify.bench.confidence import cell_confidence
 from verify.bench.goodput import RequestBound, goodput
 from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
@@ -178,6 +179,8 @@ class Endpoint:
     transport: str | None = None
     accelerator: AcceleratorFacts = field(default_factory=lambda: AcceleratorFacts(None, None, None, None))
     model_params: float | None = None
+    # Draft tokens a step may add (the stack's speculative decoding; 0 none, None unknown): the decode ceiling's.
+    speculative_tokens: int | None = None
 
 
 class SweepObserver(Protocol):
@@ -316,6 +319,15 @@ def measured_record(
     fields = _base_fields(plan, endpoint, context, concurrency, rate)
     fields.update(metrics.as_fields())
     fields.update(extra or {})
+    fields.update({"accelerator_count": endpoint.accelerator.chips, "speculative_tokens": endpoint.speculative_tokens})
+    provisional = CellRecord.model_validate({**fields, "status": "measured"})
+    decode = decode_ceiling_of(provisional)
+    if decode is not None:
+        fields.update({"ceiling_stream_tokens_per_s": decode.per_stream, "ceiling_output_throughput": decode.total})
+        problem = decode.problem(provisional.output_throughput, provisional.mean_tpot_ms, concurrency)
+        if problem is not None:
+            exceeds = True
+            warnings.append(f"{problem}: this number cannot be true; look for a wrong model name or accelerator")
     fields.update(
         {
             "status": "measured",

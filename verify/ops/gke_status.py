@@ -93,6 +93,10 @@ def real_cluster(apis: GoogleApis) -> KubeConnect:
     """Connect to the cluster GKE describes, with the caller's own Google credentials."""
 
     def connect(cluster: GkeCluster) -> KubernetesApi:
+        # A private cluster (the stack's default) is reached through its DNS endpoint, whose certificate is
+        # publicly trusted; otherwise through the IP endpoint with the cluster's own CA.
+        if cluster.dns_endpoint is not None:
+            return KubernetesApi.for_cluster(cluster.dns_endpoint, "", apis.tokens)
         return KubernetesApi.for_cluster(cluster.endpoint, cluster.master_auth.cluster_ca_certificate, apis.tokens)
 
     return connect
