@@ -13,6 +13,9 @@ is a failure, never a skip.
   (required keys, types, the enum) with the city asked for.
 - ``reasoning-split`` (``expect_reasoning``: a ``--reasoning-parser``): the answer must carry its reasoning
   apart (``reasoning``/``reasoning_content``) and a final answer.
+- ``spec-acceptance`` (``min_acceptance``: speculative decoding is on): after the checks above, the
+  server's own draft acceptance rate (``vllm:spec_decode_num_accepted_tokens`` over ``..._draft_tokens``)
+  must reach the floor; an MTP head that stopped matching the model still answers right, only slower.
 - ``needle`` (``needle_tokens``: the stack's max length less room for the answer): a code hidden in the
   middle of that many tokens of filler (sized with the server's ``/tokenize``) must be answered back.
 
@@ -32,6 +35,7 @@ import httpx
 import pydantic
 
 from verify import streaming
+from verify.prom import MetricsParseError, parse_metrics
 from verify.responses import ChatCompletion, ChatMessage, body_excerpt
 from verify.streaming import Clock
 
@@ -47,6 +51,9 @@ TOOL_SCHEMA: dict[str, object] = {
     "required": ["city", "unit"],
 }
 CITIES = ("Paris", "Lisbon", "Oslo", "Nairobi", "Osaka", "Lima")
+# The acceptance floor promote applies when the stack's args turn speculative decoding on: well below what a
+# matching MTP head accepts (most drafts), well above a mismatched one (almost none).
+DEFAULT_MIN_ACCEPTANCE = 0.3
 # Room left below max_model_len for the chat template, the question and the answer.
 NEEDLE_ROOM_TOKENS = 128
 # The needle's haystack: ordinary words in a seeded order (health stays free of verify.bench: see test_cli).
@@ -80,6 +87,8 @@ class QualityOptions(pydantic.BaseModel):
     expect_tool_calls: bool = False
     expect_reasoning: bool = False
     needle_tokens: int | None = pydantic.Field(default=None, ge=64)
+    # Speculative decoding (MTP) is on: its draft acceptance rate must be at least this (None: not checked).
+    min_acceptance: float | None = pydantic.Field(default=None, gt=0, le=1)
     seed: int = QUALITY_SEED
 
 
@@ -263,7 +272,8 @@ def _needle(draw: random.Random, tokens: int) -> Check:
 
 def promised_by(vllm_args: Sequence[str], max_model_len: int | None, asked: QualityOptions) -> QualityOptions:
     """The checks a stack's own ``vllm serve`` arguments promise, on top of those asked for: a tool-call parser
-    promises tool calls, a reasoning parser the split, and ``max_model_len`` a needle at that length."""
+    promises tool calls, a reasoning parser the split, a speculative config an acceptance rate above the
+    floor, and ``max_model_len`` a needle at that length."""
     args = set(vllm_args)
     needle = asked.needle_tokens
     if needle is None and max_model_len is not None and max_model_len > NEEDLE_ROOM_TOKENS + 64:
@@ -273,8 +283,31 @@ def promised_by(vllm_args: Sequence[str], max_model_len: int | None, asked: Qual
             "expect_tool_calls": asked.expect_tool_calls or "--tool-call-parser" in args,
             "expect_reasoning": asked.expect_reasoning or "--reasoning-parser" in args,
             "needle_tokens": needle,
+            "min_acceptance": asked.min_acceptance
+            if asked.min_acceptance is not None or "--speculative-config" not in args
+            else DEFAULT_MIN_ACCEPTANCE,
         }
     )
+
+
+def _acceptance(floor: float) -> Check:
+    expected = f"a speculative-decoding draft acceptance rate of at least {floor:.0%} (vLLM's /metrics)"
+
+    async def check(client: httpx.AsyncClient, model: str) -> tuple[bool, str, str]:
+        try:
+            response = await client.get("/metrics")
+            metrics = parse_metrics(response.text, model=model) if response.status_code == httpx.codes.OK else None
+        except (httpx.HTTPError, MetricsParseError) as exc:
+            return False, expected, f"no metrics: {exc}"
+        if metrics is None:
+            return False, expected, f"/metrics answered {response.status_code}"
+        rate = metrics.spec_decode_acceptance_rate
+        if rate is None:
+            return False, expected, "no vllm:spec_decode_* counters: speculative decoding is not on"
+        accepted, drafted = metrics.spec_decode_accepted_tokens, metrics.spec_decode_draft_tokens
+        return rate >= floor, expected, f"acceptance {rate:.1%} ({accepted:g} of {drafted:g} draft tokens)"
+
+    return check
 
 
 async def run_quality(
@@ -293,6 +326,8 @@ async def run_quality(
         checks.append(("reasoning-split", _reasoning()))
     if options.needle_tokens is not None:
         checks.append(("needle", _needle(draw, options.needle_tokens)))
+    if options.min_acceptance is not None:
+        checks.append(("spec-acceptance", _acceptance(options.min_acceptance)))
     results = []
     for name, check in checks:
         started = clock()
