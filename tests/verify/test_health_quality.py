@@ -11,6 +11,7 @@ from tests.quality_stub import Breakage, QualityStub
 from verify.cli import main
 from verify.health.quality import (
     DEFAULT_MIN_ACCEPTANCE,
+    DEFAULT_MIN_AGREEMENT,
     NEEDLE_ROOM_TOKENS,
     QualityOptions,
     promised_by,
@@ -117,4 +118,4 @@ def test_promote_takes_the_checks_the_stacks_vllm_args_promise() -> None:
     assert promised.min_acceptance == DEFAULT_MIN_ACCEPTANCE
     assert promised.needle_tokens == 8192 - NEEDLE_ROOM_TOKENS
     plain = promised_by(["/m"], None, QualityOptions())
-    assert plain == QualityOptions()
+    assert plain == QualityOptions(min_agreement=DEFAULT_MIN_AGREEMENT)  # a candidate always agrees, or is refused
