@@ -5,10 +5,19 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.fake_vllm import FakeVllmConfig, SpecDecodeValues
 from tests.fault_server import serving
 from tests.quality_stub import Breakage, QualityStub
 from verify.cli import main
-from verify.health.quality import QualityOptions, run_quality, schema_problems
+from verify.health.quality import (
+    DEFAULT_MIN_ACCEPTANCE,
+    DEFAULT_MIN_AGREEMENT,
+    NEEDLE_ROOM_TOKENS,
+    QualityOptions,
+    promised_by,
+    run_quality,
+    schema_problems,
+)
 
 EVERYTHING = QualityOptions(expect_tool_calls=True, expect_reasoning=True, needle_tokens=256)
 
@@ -78,3 +87,35 @@ def test_verify_health_reports_the_quality_checks_and_fails_on_a_broken_one(
 def test_quality_flags_need_quality(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["health", "--url", "http://127.0.0.1:9", "--expect-tool-calls"]) == 2
     assert "need --quality" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("spec", "passed", "saw"),
+    [
+        (SpecDecodeValues(draft_tokens=300.0, accepted_tokens=210.0), True, "acceptance 70.0% (210 of 300"),
+        (SpecDecodeValues(draft_tokens=300.0, accepted_tokens=15.0), False, "acceptance 5.0%"),
+        (None, False, "speculative decoding is not on"),
+    ],
+)
+async def test_the_mtp_acceptance_must_reach_its_floor(spec: SpecDecodeValues | None, passed: bool, saw: str) -> None:
+    """Guards against an MTP head that no longer matches its model (answers right, drafts all rejected)."""
+    config = FakeVllmConfig(spec_decode=spec)
+    async with QualityStub(None, config) as server, httpx.AsyncClient(base_url=server.url) as client:
+        results = await run_quality(client, "tiny-gemma", QualityOptions(min_acceptance=0.3))
+    result = results[-1]
+    assert result.name == "spec-acceptance"
+    assert result.passed is passed
+    assert saw in result.saw
+
+
+def test_promote_takes_the_checks_the_stacks_vllm_args_promise() -> None:
+    """Guards against a promote gate that skips the tool-call, reasoning, MTP or needle checks the stack's own
+    configuration makes promises about."""
+    args = ["/m", "--tool-call-parser", "gemma4", "--reasoning-parser", "gemma4", "--speculative-config", "{}"]
+    promised = promised_by(args, 8192, QualityOptions())
+    assert promised.expect_tool_calls
+    assert promised.expect_reasoning
+    assert promised.min_acceptance == DEFAULT_MIN_ACCEPTANCE
+    assert promised.needle_tokens == 8192 - NEEDLE_ROOM_TOKENS
+    plain = promised_by(["/m"], None, QualityOptions())
+    assert plain == QualityOptions(min_agreement=DEFAULT_MIN_AGREEMENT)  # a candidate always agrees, or is refused

@@ -98,3 +98,15 @@ def test_live_metrics_prints_the_histogram_means(live_server: RunningServer) -> 
     for name in ("ttft", "itl", "e2e", "queue"):
         assert totals["latency"][name]["count"] >= 1
         assert totals["latency"][name]["mean_ms"] is not None
+
+
+def test_live_quality_gate_reports_each_check_and_fails_closed(live_server: RunningServer) -> None:
+    """The quality gate's plumbing against real vLLM: every check runs and names what it saw. The tiny random
+    model answers gibberish, so the gate must fail (exit 1) rather than pass on answers it cannot judge."""
+    run = run_verify(live_server, "--json", "--quality", "--needle-tokens", "512")
+    document = json.loads(run.stdout)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert all(check["status"] == "pass" for check in document["checks"])
+    assert [check["name"] for check in document["quality"]] == ["arithmetic", "json-format", "needle"]
+    assert all(check["saw"] for check in document["quality"])
+    assert not any(check["passed"] for check in document["quality"])

@@ -13,13 +13,21 @@
   capacity and prefix reuse across requests of one user. Chat API only; a user runs its chat's turns one
   after another (closed loop), so ``--concurrency`` is concurrent chats.
 
-The long-context needle and the length distributions are not generated here yet (docs/benchmarking.md).
+- ``lengths``: prompt and output lengths drawn per request from a seeded log-normal distribution (median
+  half of ``--context`` / ``--max-tokens``, which are the ceilings; ``LENGTH_BUCKETS`` calibrated prompt
+  lengths): what a chat service sees, where short and long requests share batches. It stresses the
+  scheduler's mixing of prefills and decodes and exposes head-of-line blocking that equal-length requests
+  hide; the cell's ``actual_context`` is then the mean of the mix.
+
+The long-context needle is the quality gate's (verify/health/quality.py), not a load.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import math
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -42,6 +50,15 @@ class Scenario(enum.StrEnum):
     RANDOM = "random"
     SHARED_PREFIX = "shared-prefix"
     MULTI_TURN = "multi-turn"
+    LENGTHS = "lengths"
+
+
+# ``lengths``: how many distinct prompt lengths are calibrated, the distribution's spread (sigma of the log)
+# and its seed; the shortest allowed is a quarter of the ceiling.
+LENGTH_BUCKETS = 4
+LENGTH_SIGMA = 0.6
+LENGTH_SEED = 40
+SHORTEST_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +74,8 @@ class ScenarioOptions:
             return f"shared-prefix ({self.shared_prefixes} prefixes x {self.prefix_tokens} tokens)"
         if self.kind is Scenario.MULTI_TURN:
             return f"multi-turn ({self.turns} turns)"
+        if self.kind is Scenario.LENGTHS:
+            return f"lengths (log-normal, sigma {LENGTH_SIGMA:g}, ceilings --context and --max-tokens)"
         return None
 
 
@@ -117,3 +136,23 @@ async def measure_chats(
             finished = clock()
     samples.sort(key=lambda sample: sample.sent_at)
     return PhaseShare(started, finished, tuple(samples), monitor.summary(), users)
+
+
+def drawn_lengths(ceiling: int, count: int, *, seed: int = LENGTH_SEED) -> list[int]:
+    """``count`` lengths from a log-normal with median ``ceiling / 2``, clipped to [ceiling / 4, ceiling]."""
+    draw = random.Random(seed)  # noqa: S311 - a workload, not a secret
+    low = max(1, int(ceiling * SHORTEST_SHARE))
+    return [
+        min(ceiling, max(low, round(draw.lognormvariate(math.log(ceiling / 2), LENGTH_SIGMA)))) for _ in range(count)
+    ]
+
+
+def prompt_buckets(ceiling: int) -> list[int]:
+    """The prompt lengths calibrated for ``lengths`` (each request takes the nearest one at or below its draw)."""
+    low = max(1, int(ceiling * SHORTEST_SHARE))
+    step = (ceiling - low) / max(1, LENGTH_BUCKETS - 1)
+    return sorted({round(low + index * step) for index in range(LENGTH_BUCKETS)})
+
+
+def bucket_of(length: int, buckets: Sequence[int]) -> int:
+    return max((bucket for bucket in buckets if bucket <= length), default=buckets[0])

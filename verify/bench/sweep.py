@@ -36,7 +36,18 @@ from verify.bench.options import Workload
 from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.samples import PhaseShare, pooled_samples, union_metrics
-from verify.bench.scenarios import Scenario, ScenarioOptions, chats, measure_chats, shared_prefixes, with_prefixes
+from verify.bench.scenarios import (
+    LENGTH_SEED,
+    Scenario,
+    ScenarioOptions,
+    bucket_of,
+    chats,
+    drawn_lengths,
+    measure_chats,
+    prompt_buckets,
+    shared_prefixes,
+    with_prefixes,
+)
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
@@ -130,15 +141,17 @@ class SweepPlan:
     def key(self, context: int, concurrency: int, rate: float | None = None) -> CellKey:
         return CellKey(self.model, self.api.value, context, concurrency, self.max_tokens, rate)
 
-    def request(self, prompt: str) -> StreamRequest:
+    def request(self, prompt: str, max_tokens: int | None = None) -> StreamRequest:
+        """One request for ``prompt``; ``max_tokens`` (at most the plan's) for a drawn output length."""
+        tokens = self.max_tokens if max_tokens is None else max_tokens
         return StreamRequest(
             model=self.model,
             prompt=prompt,
-            max_tokens=self.max_tokens,
+            max_tokens=tokens,
             api=self.api,
             ignore_eos=self.ignore_eos,
             # vLLM stops at EOS unless told otherwise; min_tokens makes the output length exact.
-            min_tokens=self.max_tokens if self.ignore_eos else None,
+            min_tokens=tokens if self.ignore_eos else None,
         )
 
 
@@ -376,16 +389,10 @@ async def run_cell(
     warmups = plan.warmups_for(concurrency)
     requests = plan.requests_for(concurrency)
     scenario = plan.scenario
-    if scenario.kind is Scenario.SHARED_PREFIX:
-        # The unique part after the shared one, so the whole prompt is about `context` tokens.
-        unique = await calibrated(counter, max(context - scenario.prefix_tokens, 1), concurrency, nonce=book.nonce)
-        prefixes = await shared_prefixes(counter, scenario, nonce=book.nonce)
-        prompts = with_prefixes(book.take(unique, warmups + requests), prefixes)
-    else:
-        prompts = book.take(shape, warmups + requests)
-    warmup_requests = [plan.request(p) for p in prompts[:warmups]]
-    measured_requests = [plan.request(p) for p in prompts[warmups:]]
-    label = Cell(context, concurrency, rate).label()
+    cell = Cell(context, concurrency, rate)
+    built = await scenario_requests(plan, cell, warmups + requests, counter=counter, book=book, shape=shape)
+    warmup_requests, measured_requests = built[:warmups], built[warmups:]
+    label = cell.label()
     shares: list[PhaseShare]
     schedule: ScheduleSummary | None = None
     # What the server's prefix cache did during the cell: the point of the non-default scenarios.
@@ -470,6 +477,32 @@ async def run_cell(
         rate=rate,
         extra=extra,
     )
+
+
+async def scenario_requests(
+    plan: SweepPlan,
+    cell: Cell,
+    count: int,
+    *,
+    counter: TokenCounter,
+    book: PromptBook,
+    shape: PromptShape,
+) -> list[StreamRequest]:
+    """``count`` requests of the plan's scenario (verify/bench/scenarios.py) for ``cell``."""
+    scenario = plan.scenario
+    context, concurrency = cell.context, cell.concurrency
+    if scenario.kind is Scenario.SHARED_PREFIX:
+        # The unique part after the shared one, so the whole prompt is about `context` tokens.
+        unique = await calibrated(counter, max(context - scenario.prefix_tokens, 1), concurrency, nonce=book.nonce)
+        prefixes = await shared_prefixes(counter, scenario, nonce=book.nonce)
+        return [plan.request(prompt) for prompt in with_prefixes(book.take(unique, count), prefixes)]
+    if scenario.kind is Scenario.LENGTHS:
+        buckets = prompt_buckets(context)
+        shapes = {length: await calibrated(counter, length, concurrency, nonce=book.nonce) for length in buckets}
+        prompts = [book.take(shapes[bucket_of(length, buckets)], 1)[0] for length in drawn_lengths(context, count)]
+        outputs = drawn_lengths(plan.max_tokens, count, seed=LENGTH_SEED + 1)
+        return [plan.request(prompt, tokens) for prompt, tokens in zip(prompts, outputs, strict=True)]
+    return [plan.request(prompt) for prompt in book.take(shape, count)]
 
 
 def sample_fields(plan: SweepPlan, shares: Sequence[PhaseShare]) -> dict[str, object]:

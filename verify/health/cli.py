@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from verify import UsageError
-from verify.argtypes import non_negative_number, positive_int
+from verify.argtypes import non_negative_number, positive_int, positive_number
 from verify.health.console import print_health, print_json, waiting_printer
 from verify.health.quality import QualityOptions
 from verify.health.report import DEFAULT_MAX_TOKENS, DEFAULT_WAIT_S, HealthOptions
@@ -61,6 +61,12 @@ def add_quality_arguments(parser: argparse.ArgumentParser) -> None:
         "--expect-reasoning",
         action="store_true",
         help="the server runs a reasoning parser: answers must carry their reasoning apart",
+    )
+    group.add_argument(
+        "--min-acceptance",
+        type=positive_number("--min-acceptance"),
+        metavar="F",
+        help="speculative decoding is on: its draft acceptance rate must be at least F (e.g. 0.3)",
     )
     group.add_argument(
         "--needle-tokens",

@@ -13,6 +13,11 @@ is a failure, never a skip.
   (required keys, types, the enum) with the city asked for.
 - ``reasoning-split`` (``expect_reasoning``: a ``--reasoning-parser``): the answer must carry its reasoning
   apart (``reasoning``/``reasoning_content``) and a final answer.
+- ``spec-acceptance`` (``min_acceptance``: speculative decoding is on): after the checks above, the
+  server's own draft acceptance rate (``vllm:spec_decode_num_accepted_tokens`` over ``..._draft_tokens``)
+  must reach the floor; an MTP head that stopped matching the model still answers right, only slower.
+- ``agreement`` (promote only): fixed prompts at temperature 0 answered exactly as the revision serving now
+  answers them (``DEFAULT_MIN_AGREEMENT`` of them): a candidate that is fast but says something else is refused.
 - ``needle`` (``needle_tokens``: the stack's max length less room for the answer): a code hidden in the
   middle of that many tokens of filler (sized with the server's ``/tokenize``) must be answered back.
 
@@ -23,6 +28,7 @@ judging against local stubs that serve or break each behaviour.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -32,6 +38,7 @@ import httpx
 import pydantic
 
 from verify import streaming
+from verify.prom import MetricsParseError, parse_metrics
 from verify.responses import ChatCompletion, ChatMessage, body_excerpt
 from verify.streaming import Clock
 
@@ -47,6 +54,20 @@ TOOL_SCHEMA: dict[str, object] = {
     "required": ["city", "unit"],
 }
 CITIES = ("Paris", "Lisbon", "Oslo", "Nairobi", "Osaka", "Lima")
+# The acceptance floor promote applies when the stack's args turn speculative decoding on: well below what a
+# matching MTP head accepts (most drafts), well above a mismatched one (almost none).
+DEFAULT_MIN_ACCEPTANCE = 0.3
+# promote's agreement check: fixed prompts with one short, deterministic answer each, asked at temperature 0 of
+# the candidate and of the revision serving now; 4 of 5 must match exactly (greedy decoding is deterministic,
+# but batch composition can flip a near-tie token, so one difference is tolerated).
+AGREEMENT_PROMPTS = (
+    "Name the capital of France in one word.",
+    "Count from 1 to 5, separated by commas.",
+    "Spell the word 'cat' backwards.",
+    "What colour is a clear daytime sky? Answer in one word.",
+    "Write the number seven in digits.",
+)
+DEFAULT_MIN_AGREEMENT = 0.8
 # Room left below max_model_len for the chat template, the question and the answer.
 NEEDLE_ROOM_TOKENS = 128
 # The needle's haystack: ordinary words in a seeded order (health stays free of verify.bench: see test_cli).
@@ -80,6 +101,10 @@ class QualityOptions(pydantic.BaseModel):
     expect_tool_calls: bool = False
     expect_reasoning: bool = False
     needle_tokens: int | None = pydantic.Field(default=None, ge=64)
+    # Speculative decoding (MTP) is on: its draft acceptance rate must be at least this (None: not checked).
+    min_acceptance: float | None = pydantic.Field(default=None, gt=0, le=1)
+    # promote: the share of fixed prompts the candidate must answer exactly as the serving revision does.
+    min_agreement: float | None = pydantic.Field(default=None, gt=0, le=1)
     seed: int = QUALITY_SEED
 
 
@@ -263,7 +288,8 @@ def _needle(draw: random.Random, tokens: int) -> Check:
 
 def promised_by(vllm_args: Sequence[str], max_model_len: int | None, asked: QualityOptions) -> QualityOptions:
     """The checks a stack's own ``vllm serve`` arguments promise, on top of those asked for: a tool-call parser
-    promises tool calls, a reasoning parser the split, and ``max_model_len`` a needle at that length."""
+    promises tool calls, a reasoning parser the split, a speculative config an acceptance rate above the
+    floor, and ``max_model_len`` a needle at that length; a candidate also agrees with the serving revision."""
     args = set(vllm_args)
     needle = asked.needle_tokens
     if needle is None and max_model_len is not None and max_model_len > NEEDLE_ROOM_TOKENS + 64:
@@ -273,8 +299,32 @@ def promised_by(vllm_args: Sequence[str], max_model_len: int | None, asked: Qual
             "expect_tool_calls": asked.expect_tool_calls or "--tool-call-parser" in args,
             "expect_reasoning": asked.expect_reasoning or "--reasoning-parser" in args,
             "needle_tokens": needle,
+            "min_acceptance": asked.min_acceptance
+            if asked.min_acceptance is not None or "--speculative-config" not in args
+            else DEFAULT_MIN_ACCEPTANCE,
+            "min_agreement": asked.min_agreement if asked.min_agreement is not None else DEFAULT_MIN_AGREEMENT,
         }
     )
+
+
+def _acceptance(floor: float) -> Check:
+    expected = f"a speculative-decoding draft acceptance rate of at least {floor:.0%} (vLLM's /metrics)"
+
+    async def check(client: httpx.AsyncClient, model: str) -> tuple[bool, str, str]:
+        try:
+            response = await client.get("/metrics")
+            metrics = parse_metrics(response.text, model=model) if response.status_code == httpx.codes.OK else None
+        except (httpx.HTTPError, MetricsParseError) as exc:
+            return False, expected, f"no metrics: {exc}"
+        if metrics is None:
+            return False, expected, f"/metrics answered {response.status_code}"
+        rate = metrics.spec_decode_acceptance_rate
+        if rate is None:
+            return False, expected, "no vllm:spec_decode_* counters: speculative decoding is not on"
+        accepted, drafted = metrics.spec_decode_accepted_tokens, metrics.spec_decode_draft_tokens
+        return rate >= floor, expected, f"acceptance {rate:.1%} ({accepted:g} of {drafted:g} draft tokens)"
+
+    return check
 
 
 async def run_quality(
@@ -293,6 +343,8 @@ async def run_quality(
         checks.append(("reasoning-split", _reasoning()))
     if options.needle_tokens is not None:
         checks.append(("needle", _needle(draw, options.needle_tokens)))
+    if options.min_acceptance is not None:
+        checks.append(("spec-acceptance", _acceptance(options.min_acceptance)))
     results = []
     for name, check in checks:
         started = clock()
@@ -301,3 +353,41 @@ async def run_quality(
             QualityResult(name=name, passed=passed, expected=expected, saw=saw, duration_s=clock() - started)
         )
     return results
+
+
+async def agreement(
+    candidate: httpx.AsyncClient,
+    serving: httpx.AsyncClient,
+    model: str,
+    floor: float,
+    *,
+    clock: Clock = time.perf_counter,
+) -> QualityResult:
+    """The candidate's answers to ``AGREEMENT_PROMPTS`` against the serving revision's, at temperature 0: passes
+    when at least ``floor`` of them are identical (and every one was answered by both)."""
+    started = clock()
+    same = 0
+    differences: list[str] = []
+    for prompt in AGREEMENT_PROMPTS:
+        ours = await _ask(candidate, _chat(model, prompt, max_tokens=32))
+        theirs = await _ask(serving, _chat(model, prompt, max_tokens=32))
+        if ours.message is None or theirs.message is None:
+            differences.append(
+                f"{prompt!r}: {ours.problem or theirs.problem} ({'candidate' if ours.problem else 'serving'})"
+            )
+            continue
+        if (ours.message.content or "") == (theirs.message.content or ""):
+            same += 1
+        else:
+            differences.append(
+                f"{prompt!r}: candidate {_shown(ours.message.content)}, serving {_shown(theirs.message.content)}"
+            )
+    needed = math.ceil(floor * len(AGREEMENT_PROMPTS))
+    saw = f"{same} of {len(AGREEMENT_PROMPTS)} identical" + (f"; {differences[0]}" if differences else "")
+    return QualityResult(
+        name="agreement",
+        passed=same >= needed,
+        expected=f"at least {needed} of {len(AGREEMENT_PROMPTS)} fixed prompts answered as the serving revision does",
+        saw=saw,
+        duration_s=clock() - started,
+    )

@@ -25,8 +25,8 @@ from verify import UsageError
 from verify.bench.command import BenchReport, run_bench
 from verify.bench.options import BenchOptions, Gate, ServingFacts, Workload
 from verify.bench.slo import Slo
-from verify.client import client_for
-from verify.health.quality import QualityOptions
+from verify.client import client_for, endpoint_client
+from verify.health.quality import DEFAULT_MIN_AGREEMENT, QualityOptions, QualityResult, agreement
 from verify.health.report import CheckStatus, HealthOptions, HealthReport, ProgressCallback
 from verify.health.run import run_health
 from verify.promote.metric_gate import missing_metrics
@@ -141,8 +141,33 @@ class CommandGates:
             return self._could_not(GateName.HEALTH, exc)
         except KeyboardInterrupt:
             return self._failed(GateName.HEALTH, EXIT_INTERRUPTED, "verify health: interrupted")
+        report = self._with_agreement(report, self.candidate(url), options)
         self.show_health(report)
         return GateResult(GateName.HEALTH, report.exit_code, health_failure(report), report)
+
+    def _with_agreement(self, report: HealthReport, candidate: Target, options: HealthOptions) -> HealthReport:
+        """The quality gate's agreement check: the candidate against the revision serving now (the stack's URL)."""
+        quality = self.quality
+        model = report.target.model
+        if quality is None or quality.min_agreement is None or model is None or report.exit_code == EXIT_UNUSABLE:
+            return report
+        if candidate.base_url == self.stack_target.base_url:
+            return report  # nothing to compare with: the candidate is what serves
+
+        async def compare() -> QualityResult:
+            async with (
+                endpoint_client(candidate, options) as ours,
+                endpoint_client(self.stack_target, options) as theirs,
+            ):
+                return await agreement(ours, theirs, model, quality.min_agreement or DEFAULT_MIN_AGREEMENT)
+
+        try:
+            found = asyncio.run(compare())
+        except UsageError as exc:
+            found = QualityResult(
+                name="agreement", passed=False, expected="the serving revision's answers", saw=str(exc), duration_s=0.0
+            )
+        return report.model_copy(update={"quality": [*report.quality, found]})
 
     def bench(self, url: str, *, label: str) -> GateResult:
         gate = self.bench_gate
