@@ -269,7 +269,8 @@ def _needle(draw: random.Random, tokens: int) -> Check:
 
     async def haystack(client: httpx.AsyncClient, model: str) -> str:
         words = max(16, tokens // 2)
-        measured = await _count_tokens(client, model, " ".join(_hay(words, random.Random(0))))  # noqa: S311
+        sample = " ".join(_hay(words, random.Random(0)))  # noqa: S311 - filler text
+        measured = await _count_tokens(client, model, sample)
         if measured:
             words = max(16, int(words * (tokens - NEEDLE_ROOM_TOKENS) / measured))
         filler = _hay(words, hay)
