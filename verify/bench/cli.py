@@ -458,7 +458,8 @@ def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         default=[],
         type=slo_flag,
         metavar="KEY=VALUE",
-        help="what the cheapest run must meet, e.g. p99_ttft_ms=2000 (repeatable; success_rate >= 1 by default)",
+        help="what the cheapest run must meet, e.g. p99_ttft_ms=2000 (repeatable; success_rate >= 1 by default); "
+        "with two files, a latency percentile it names is shown and judged as a column too",
     )
     group.add_argument(
         "--active-hours",
@@ -672,7 +673,10 @@ def run_compare_command(args: argparse.Namespace) -> int:
             print(f"compare: no chart: no run has a cell that meets {matrix.slo_text}", file=sys.stderr)
         return EXIT_OK
     compare = CompareOptions(
-        markdown=args.markdown, allow_mismatch=args.allow_mismatch, allow_untrusted=args.allow_untrusted
+        markdown=args.markdown,
+        allow_mismatch=args.allow_mismatch,
+        allow_untrusted=args.allow_untrusted,
+        slo_keys=tuple(slo.key for slo in args.slo),
     )
     report = run_compare(args.a, args.b, compare)
     console = Console()
