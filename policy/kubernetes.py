@@ -101,7 +101,15 @@ def check_model_mount(resource_type: str, props: Mapping[str, Any], _config: Map
             )
 
 
+def _serves_a_model(resource_type: str, props: Mapping[str, Any]) -> bool:
+    """A pod that mounts the model bucket (GCS FUSE): a model server, whose load the probes must cover."""
+    path = POD_SPEC_PATHS[resource_type]
+    return any(field(volume, "csi", "driver") == GCSFUSE_DRIVER for volume in mappings(field(props, *path, "volumes")))
+
+
 def check_probes(resource_type: str, props: Mapping[str, Any], _config: Mapping[str, Any]) -> Iterator[str]:
+    if not _serves_a_model(resource_type, props):
+        return
     for where, container in _containers(resource_type, props):
         if where.split(".")[-1].startswith("initContainers"):
             continue
@@ -193,7 +201,8 @@ GKE_MODEL_MOUNT = Guardrail(
 )
 GKE_PROBES = Guardrail(
     name="gke-probes-present",
-    description="Every serving container has startup, readiness and liveness probes.",
+    description="Every container of a model-serving pod (it mounts the model bucket) has startup, readiness and "
+    "liveness probes.",
     resource_types=frozenset(POD_SPEC_PATHS),
     check=check_probes,
 )

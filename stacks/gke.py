@@ -11,6 +11,7 @@ tensor parallel, the model's weights, the region) by `GkeStack` in stacks/settin
 from __future__ import annotations
 
 import enum
+import ipaddress
 import re
 from typing import Literal, Self
 
@@ -244,8 +245,9 @@ class NodePoolSettings(SettingsModel):
 class ReplicaSettings(SettingsModel):
     """How many vLLM replicas run, and what makes the HPA add one."""
 
-    # The HPA's bounds. Kubernetes' HPA cannot go below 1 (scale-to-zero is an alpha feature gate GKE does
-    # not enable); `parked: true` sets the Deployment to 0 replicas instead, and the nodes follow to 0.
+    # The HPA's bounds. On the pinned versions (1.34, 1.35) the HPA cannot go below 1 (scale-to-zero is Beta
+    # from Kubernetes 1.37, docs/gke.md); `parked: true` sets the Deployment to 0 replicas instead, and the
+    # nodes follow to 0.
     min: int = Field(default=1, ge=1)
     max: int = Field(ge=1)
     parked: bool = False
@@ -269,8 +271,8 @@ class ServiceSettings(SettingsModel):
     # one, reachable only from allowedSourceRanges (never 0.0.0.0/0 or ::/0, alone or together).
     public_endpoint: bool = False
     allowed_source_ranges: tuple[str, ...] = ()
-    # GKE Inference Gateway: an InferencePool over the pods (its endpoint picker and Gateway are installed
-    # from the Gateway API Inference Extension chart; docs/gke.md).
+    # Kept for stacks that set it: true asks for the inference gateway (gke.gateway), whose InferencePool
+    # comes with its endpoint picker and Gateway (docs/gke.md).
     inference_pool: bool = False
 
     @field_validator("allowed_source_ranges")
@@ -297,6 +299,43 @@ class ServiceSettings(SettingsModel):
         return self
 
 
+class GatewaySettings(SettingsModel):
+    """`gke.gateway`: how requests reach the replicas, and what the autoscaler reads.
+
+    `routing: gateway` puts GKE's internal Application Load Balancer in front, routing each request through
+    llm-d's endpoint picker (queue, KV-cache and prefix-cache aware), and the HPA scales on the picker's
+    pool averages; `routing: service` keeps the plain internal Service (round robin) and the HPA on each
+    pod's queue. Unset: the gateway for a fleet that may run more than one replica, the Service otherwise.
+    """
+
+    routing: Literal["gateway", "service"] | None = None
+    # The proxy-only subnet the internal load balancer's Envoy proxies take (one ACTIVE per VPC region, /23
+    # or wider; outside the auto-mode block 10.128.0.0/9). null: the VPC's region already has one.
+    proxy_subnet_range: str | None = "192.168.254.0/23"
+    # The HPA adds a replica when the pool's mean KV-cache use passes this (besides the queue target).
+    target_kv_cache_utilization: float = Field(default=0.8, gt=0, le=1)
+
+    @field_validator("proxy_subnet_range")
+    @classmethod
+    def _proxy_range(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            network = ipaddress.ip_network(value, strict=True)
+        except ValueError as error:
+            raise ValueError(f"gke.gateway.proxySubnetRange {value!r}: {error}") from None
+        if network.version != 4 or network.prefixlen > 23 or not network.is_private:
+            raise ValueError(
+                f"gke.gateway.proxySubnetRange {value!r}: a private IPv4 range of /23 or wider (e.g. 192.168.254.0/23)"
+            )
+        if network.overlaps(ipaddress.ip_network("10.128.0.0/9")):
+            raise ValueError(
+                f"gke.gateway.proxySubnetRange {value!r} overlaps 10.128.0.0/9, which auto-mode VPCs (the "
+                "`default` network) give their regional subnets; pick a range outside it"
+            )
+        return value
+
+
 class GkeSettings(SettingsModel):
     """Everything a GKE stack says about its fleet (the `gke:` block of the stack settings)."""
 
@@ -305,6 +344,10 @@ class GkeSettings(SettingsModel):
     replicas: ReplicaSettings
     service: ServiceSettings = ServiceSettings()
     rollout: GkeRolloutSettings = GkeRolloutSettings()
+    gateway: GatewaySettings = GatewaySettings()
+    # Install the Custom Metrics Stackdriver Adapter the HPA reads through (components/gke/metrics_adapter.py).
+    # false only for an existing cluster that already runs it (two adapters fight over the same APIServices).
+    metrics_adapter: bool = True
     namespace: str = "gemma"
     port: int = Field(default=VLLM_PORT, ge=1024, le=65535)
     # The vLLM container's requests (= limits). Unset: 80% of what the node can allocate.
@@ -358,6 +401,27 @@ class GkeSettings(SettingsModel):
                 f"{shape.allocatable_memory_gib:.1f} GiB"
             )
         return self
+
+    @model_validator(mode="after")
+    def _routing_agrees(self) -> Self:
+        if self.gateway.routing == "service" and self.service.inference_pool:
+            raise ValueError(
+                "gke.service.inferencePool: an InferencePool needs the inference gateway; remove it or set "
+                "gke.gateway.routing: gateway"
+            )
+        if self.rollout.candidate_percent and not self.uses_gateway:
+            raise ValueError(
+                "gke.rollout.candidatePercent splits requests with the inference gateway's HTTPRoute; the fleet is "
+                "reached through its Service (gke.gateway.routing: service, or one replica at most), which cannot"
+            )
+        return self
+
+    @property
+    def uses_gateway(self) -> bool:
+        """Whether requests reach the replicas through the inference gateway (see GatewaySettings)."""
+        if self.gateway.routing is not None:
+            return self.gateway.routing == "gateway"
+        return self.replicas.max > 1 or self.service.inference_pool
 
     @property
     def pod_cpu(self) -> float:

@@ -351,7 +351,8 @@ def disruption_budget(spec: FleetSpec) -> dict[str, Any]:
 
 
 def inference_pool(spec: FleetSpec, *, endpoint_picker: str, picker_port: int = 9002) -> dict[str, Any]:
-    """GKE Inference Gateway's pool over the pods; its endpoint picker comes from the GAIE chart (docs/gke.md)."""
+    """An InferencePool over the fleet's pods naming `endpoint_picker` (the inference gateway builds its own
+    pools with their pickers: components/gke/gateway_manifests.py)."""
     return {
         "apiVersion": "inference.networking.k8s.io/v1",
         "kind": "InferencePool",

@@ -25,8 +25,17 @@ DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
 def _of_kind(stack: str, kind: str, overrides: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The fleet's own objects of a kind (the inference gateway's pickers and the metrics adapter are
+    hardened too, tests/kubernetes/test_gateway_plan.py)."""
     capture = render_stack(stack, overrides) if overrides else render_stack(stack)
-    return [manifest for manifest in kubernetes_manifests(capture) if manifest.get("kind") == kind]
+    fleet_name = f"gemma-{stack}-vllm"
+    return [
+        manifest
+        for manifest in kubernetes_manifests(capture)
+        if manifest.get("kind") == kind
+        and manifest["metadata"]["name"].startswith(fleet_name)
+        and not manifest["metadata"]["name"].endswith("-epp")
+    ]
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -111,12 +120,14 @@ def test_a_public_service_admits_its_named_ranges_only() -> None:
     ]
 
 
-def test_the_endpoint_picker_is_admitted_by_its_label_when_a_pool_is_asked_for() -> None:
-    """The picker scrapes each pod's metrics: the hook admits its pods (GAIE chart label) and nothing wider."""
+def test_the_endpoint_picker_is_admitted_by_its_label_behind_the_gateway() -> None:
+    """The picker scrapes each pod's metrics: the hook admits its pods (by their `app` label, the picker's
+    name: components/gke/gateway_manifests.py) and nothing wider; a gated fleet admits both tracks' pickers."""
     gke = json.loads(stack_config("gke-l4x4").values["gemma-serving:gke"])
-    gke["service"] = {"inferencePool": True}
+    gke["rollout"] = {"gated": True}
     (policy,) = _of_kind("gke-l4x4", "NetworkPolicy", {"gemma-serving:gke": json.dumps(gke)})
-    pickers = [peer for peer in policy["spec"]["ingress"][0]["from"] if "inferencepool" in json.dumps(peer)]
-    assert len(pickers) == 1
-    assert set(pickers[0]) == {"podSelector"}
-    assert pickers[0]["podSelector"]["matchLabels"]["inferencepool"].endswith("-epp")
+    pickers = [peer for peer in policy["spec"]["ingress"][0]["from"] if "-epp" in json.dumps(peer)]
+    assert pickers == [
+        {"podSelector": {"matchLabels": {"app": "gemma-gke-l4x4-vllm-blue-epp"}}},
+        {"podSelector": {"matchLabels": {"app": "gemma-gke-l4x4-vllm-green-epp"}}},
+    ]
