@@ -1,4 +1,4 @@
-"""`python -m verify bench`, `bench task`, `bench collect` and `compare`: flags, rendering and exit codes.
+"""`gemma-verify bench`, `bench task`, `bench collect` and `compare`: flags, rendering and exit codes.
 
 The only module of verify/bench that knows flags: it maps them onto the typed options of
 verify/bench/options.py, runs the commands as functions (command.py: ``run_bench``; cloud_command.py:
@@ -394,7 +394,7 @@ def _register_cloud(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     maps the two-word spelling onto them)."""
     task = subparsers.add_parser(
         "bench-task",
-        prog="python -m verify bench task",
+        prog="gemma-verify bench task",
         help="(run by the load-generator job) this task's share of every cell",
     )
     add_workload_arguments(task)
@@ -416,7 +416,7 @@ def _register_cloud(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     task.set_defaults(handler=run_task_command)
     collect = subparsers.add_parser(
         "bench-collect",
-        prog="python -m verify bench collect",
+        prog="gemma-verify bench collect",
         help="merge a load-generator run's task files into JSONL, CSV, Markdown and PNG",
     )
     collect.add_argument("directory", type=Path, metavar="DIR", help="the run's folder (copied from the bucket)")

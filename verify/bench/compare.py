@@ -1,4 +1,4 @@
-"""`python -m verify compare A.jsonl B.jsonl`: did a change (MTP on/off, QAT, another GPU) help?
+"""`gemma-verify compare A.jsonl B.jsonl`: did a change (MTP on/off, QAT, another GPU) help?
 
 Why per cell: a change often helps at one concurrency and hurts at another (speculative decoding
 shines with few users and can cost throughput with many), so one headline number would mislead.
