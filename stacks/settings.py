@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu, TpuChip
+from serving.cloud_run_containers import split_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_problem
 from serving.container import MODEL_ROOT
@@ -322,6 +323,18 @@ class CloudRunStack(_StackSettings):
         problems += gpu_service_problems(
             gpu, run, max_num_seqs=self.vllm.max_num_seqs, prefix="cloudRun.", seqs_key="vllm.maxNumSeqs"
         )
+        if not any(p and p.startswith(("cloudRun.cpu", "cloudRun.memoryGib")) for p in problems):
+            # Only a size inside Cloud Run's bounds is worth splitting between the containers.
+            problems.append(
+                split_problem(
+                    gpu,
+                    cpu=run.cpu,
+                    memory_gib=run.memory_gib,
+                    with_sidecar=self.monitoring.enabled,
+                    cpu_key="cloudRun.cpu",
+                    memory_key="cloudRun.memoryGib",
+                )
+            )
         problems += load_problems(
             self.model.load,
             bucket_name=self.bucket.name,
