@@ -151,6 +151,9 @@ def stack_config(model: str, variant: str, shape: Shape, workload: Workload) -> 
         assert isinstance(instance, CloudRunShape)
         config["region"] = instance.region
         config["cloudRun"] = {"cpu": instance.cpu, "memoryGib": instance.memory_gib}
+        # The smallest instance the GPU allows, all of it vLLM's: the metrics sidecar (a stack's choice, not the
+        # model's) would need a larger one (serving/cloud_run_containers.py).
+        config["monitoring"] = {"enabled": False}
     return {
         f"gemma-serving:{key}": value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
     }
