@@ -103,6 +103,12 @@ class ModelSettings(SettingsModel):
         return load_block(value)
 
 
+# The keys a model block may hold, as stack files write them (camelCase) or in snake_case.
+_MODEL_KEYS = frozenset(
+    key for name, field in ModelSettings.model_fields.items() for key in (name, field.alias or name)
+)
+
+
 class BucketSettings(SettingsModel):
     """The private GCS bucket that holds the weights."""
 
@@ -152,7 +158,7 @@ class _StackSettings(SettingsModel):
     @model_validator(mode="before")
     @classmethod
     def _catalog_model(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
-        return resolve_catalog_model(data)
+        return resolve_catalog_model(data, _MODEL_KEYS)
 
     @field_validator("labels")
     @classmethod
