@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.container import VLLM_PORT
-from serving.gcp_names import region_of
+from serving.gcp_names import VPC_NAME, is_system_namespace, region_of
 from serving.gke_machines import NODE_SHAPES, SUPPORTED_KUBERNETES_VERSIONS, NodeShape
 from stacks.base import SettingsModel
 from stacks.cloud_run import GcsMountSettings, plain_env
@@ -61,6 +61,17 @@ class ClusterSettings(SettingsModel):
     # The small CPU pool beside the accelerators (kube-dns, the metrics adapter, Managed Prometheus).
     system_machine_type: str = "e2-standard-4"
     deletion_protection: bool = True
+
+    @field_validator("network", "subnetwork")
+    @classmethod
+    def _network_name(cls, value: str | None) -> str | None:
+        """As tpu.network: a VPC name is lowercase (`Default` is not the `default` network) or a full path."""
+        if value is not None and not VPC_NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not a VPC network/subnetwork name (lowercase letters, digits, '-') or a "
+                "projects/<project>/(global|regions/<region>)/<networks|subnetworks>/<name> path"
+            )
+        return value
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -256,6 +267,12 @@ class GkeSettings(SettingsModel):
     def _dns_label(cls, value: str) -> str:
         if not _DNS_LABEL.match(value):
             raise ValueError(f"gke.namespace {value!r}: a DNS label (lowercase letters, digits, '-')")
+        if is_system_namespace(value):
+            raise ValueError(
+                f"{value!r} belongs to Kubernetes or GKE (default, kube-*, gke-*, gmp-*, and the "
+                "add-ons' own): the stack's pods, account and secrets would sit beside the cluster's; allowed: a "
+                "namespace of the stack's own, e.g. gemma (the default)"
+            )
         return value
 
     @field_validator("env")
