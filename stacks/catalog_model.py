@@ -13,7 +13,7 @@ the stack states explicitly wins; stacks/catalog_checks.py then refuses what con
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from serving.catalog import CatalogModel, Variant, catalog, catalog_model
@@ -64,31 +64,44 @@ def _lookup(model: dict[str, Any]) -> tuple[CatalogModel, str, Variant]:
     return found, name, found.variants[name]
 
 
-def _unknown_key_problem(model: dict[str, Any], allowed: Collection[str]) -> str | None:
-    """A misspelt key in the model block, named with what it was probably meant to be.
+def _unknown_key_problem(block: dict[str, Any], allowed: Collection[str], prefix: str) -> str | None:
+    """A misspelt key in a block this module reads before validation, named with what it was probably meant to be.
 
     Why before the lookup: `varaint: bf16` otherwise reads as a missing variant ("model.variant: None is not
-    a variant"), sending the reader after a key they did write.
+    a variant"), and `speculative: {methd: mtp}` as a missing drafter revision, sending the reader after a
+    key they did write.
     """
-    for key in model:
+    for key in block:
         if key in allowed:
             continue
         close = difflib.get_close_matches(str(key), list(allowed), n=1, cutoff=0.6)
-        hint = f"did you mean model.{close[0]}? " if close else ""
-        return f"model.{key}: unknown key (a typo?); {hint}allowed here: {', '.join(sorted(allowed))}"
+        hint = f"did you mean {prefix}.{close[0]}? " if close else ""
+        written = sorted(name for name in allowed if "_" not in name)  # as stack files write them
+        return f"{prefix}.{key}: unknown key (a typo?); {hint}allowed here: {', '.join(written)}"
     return None
 
 
-def resolve_catalog_model(data: Any, model_keys: Collection[str] = ()) -> Any:  # noqa: ANN401 - raw stack data
+def _typo_problem(data: dict[str, Any], keys: Mapping[str, Collection[str]]) -> str | None:
+    """The first unknown key in the blocks `keys` names (dotted paths such as `vllm.speculative`)."""
+    for path, allowed in keys.items():
+        block: Any = data
+        for part in path.split("."):
+            block = block.get(part) if isinstance(block, dict) else None
+        if isinstance(block, dict) and (problem := _unknown_key_problem(block, allowed, path)):
+            return problem
+    return None
+
+
+def resolve_catalog_model(data: Any, keys: Mapping[str, Collection[str]] | None = None) -> Any:  # noqa: ANN401 - raw stack data
     """Expand a stack's `model: {id, variant, revision}` into the long form; other stacks pass unchanged.
 
-    ``model_keys`` are the keys the model block may hold (camelCase and snake_case); a key outside them is
-    reported here, by its own name, before it can be mistaken for a missing one.
+    ``keys`` are the keys each block read here may hold (`model`, `vllm.speculative`; camelCase and
+    snake_case); a key outside them is reported by its own name, before it can be mistaken for a missing one.
     """
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         return data
     written = data["model"]
-    if model_keys and (problem := _unknown_key_problem(written, model_keys)):
+    if keys and (problem := _typo_problem(data, keys)):
         raise ValueError(problem)
     if "id" not in written:
         short = [key for key in _SHORT_FORM_KEYS if key in written]

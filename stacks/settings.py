@@ -54,7 +54,7 @@ from stacks.monitoring import MonitoringSettings
 from stacks.placement_cost import worst_case_shape
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
-from stacks.vllm import VllmSettings
+from stacks.vllm import SpeculativeDecoding, VllmSettings
 from stacks.weights import ModelImportSettings, WeightSource
 
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
@@ -103,10 +103,13 @@ class ModelSettings(SettingsModel):
         return load_block(value)
 
 
-# The keys a model block may hold, as stack files write them (camelCase) or in snake_case.
-_MODEL_KEYS = frozenset(
-    key for name, field in ModelSettings.model_fields.items() for key in (name, field.alias or name)
-)
+def _written_keys(model: type[SettingsModel]) -> frozenset[str]:
+    """The keys a block may hold, as stack files write them (camelCase) or in snake_case."""
+    return frozenset(key for name, field in model.model_fields.items() for key in (name, field.alias or name))
+
+
+# The blocks stacks/catalog_model.py reads before validation, and the keys each may hold.
+_PRE_VALIDATED_KEYS = {"model": _written_keys(ModelSettings), "vllm.speculative": _written_keys(SpeculativeDecoding)}
 
 
 class BucketSettings(SettingsModel):
@@ -158,7 +161,7 @@ class _StackSettings(SettingsModel):
     @model_validator(mode="before")
     @classmethod
     def _catalog_model(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
-        return resolve_catalog_model(data, _MODEL_KEYS)
+        return resolve_catalog_model(data, _PRE_VALIDATED_KEYS)
 
     @field_validator("labels")
     @classmethod

@@ -106,3 +106,20 @@ def test_placeholders_are_told_from_commits() -> None:
         is_placeholder(v) for v in ("0" * 40, "f" * 40, "ab" * 20, "deadbeef" * 5, "0123456789abcdef" * 2 + "01234567")
     )
     assert revision_problem("k", "google/gemma-4-12B-it-qat-w4a16-ct", TWELVE_B) is None
+
+
+def test_a_typo_in_the_speculative_block_is_named_not_a_missing_drafter_revision() -> None:
+    """`speculative: {methd: mtp}` used to ask for model.drafterRevision, a key the user had no reason to write."""
+    message = problems_of(config_with("l4", vllm__speculative={"methd": "mtp"}))
+    assert message.startswith(
+        f"{P}vllm.speculative.methd: unknown key (a typo?); did you mean vllm.speculative.method?"
+    )
+
+
+def test_a_typo_inside_a_list_block_lists_what_is_allowed() -> None:
+    """tpu.placements[0].zoen: the suggestion reads the list's item type (it used to list nothing)."""
+    placements = [{"zone": "us-east5-a", "provisioning": {"model": "spot"}, "zoen": "x"}]
+    message = problems_of(config_with("tpu-v6e", tpu__placements=placements))
+    assert (
+        "tpu.placements.0.zoen: unknown key (a typo?); did you mean zone? allowed here: provisioning, zone" in message
+    )
