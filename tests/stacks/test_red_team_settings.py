@@ -10,10 +10,14 @@ spellings vLLM accepts.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from deploy.weights import SecretConfigError
+from preview.capture import run_program
 from stacks.loading import settings_from_config
+from tests.conftest import ROOT, stack_config
 from tests.test_secrets import TOKEN, render
 from tests.test_settings import config_with, problems_of
 
@@ -46,11 +50,23 @@ def test_a_namespace_of_the_stacks_own_is_fine() -> None:
 
 
 def test_a_plaintext_token_is_refused_on_gke_as_elsewhere() -> None:
-    """gke-l4x4 fills its bucket by hand (no weight source), which used to skip the token check altogether."""
+    """A GKE stack: the check used to run only where a weight source needed the token (see also the next test)."""
     for stack in ("gke-l4x4", "l4"):
         with pytest.raises(SecretConfigError, match="stored in plain text") as caught:
             render(stack, secret=False)
         assert TOKEN not in str(caught.value)
+
+
+def test_a_plaintext_token_is_refused_on_a_stack_with_no_weight_source() -> None:
+    """A stack that fills its bucket by hand never reached the token check: the token sat in the stack file."""
+    config = stack_config("gke-l4x4")
+    values = {**config.values, "gemma-serving:hfToken": TOKEN}
+    model = json.loads(values["gemma-serving:model"])
+    model.pop("source", None)
+    values["gemma-serving:model"] = json.dumps(model)
+    with pytest.raises(SecretConfigError, match="stored in plain text") as caught:
+        run_program(ROOT / "__main__.py", project=config.project, stack="gke-l4x4", config=values, secret_keys=[])
+    assert TOKEN not in str(caught.value)
 
 
 @pytest.mark.parametrize(("stack", "key"), [("gke-l4x4", "gke__cluster__network"), ("tpu-v6e", "tpu__network")])
