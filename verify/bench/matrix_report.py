@@ -71,6 +71,7 @@ def markdown(verdicts: Sequence[WorkloadVerdict], *, active_hours: float, slo_te
                 f"| {_usd(record.cost_per_1m_requests_usd)} | {_usd(record.cost_per_1m_output_tokens_usd)} "
                 f"| {monthly} | {_hours(run)} |"
             )
+        lines += ["", "Prices (per hour):", *(_price_line(run) for run in verdict.runs)]
         left_out = [
             f"- {cell.run.label}, {cell.record.max_concurrency} users: {cell.mark}"
             for run in verdict.runs
@@ -80,6 +81,15 @@ def markdown(verdicts: Sequence[WorkloadVerdict], *, active_hours: float, slo_te
         if left_out:
             lines += ["", "Left out of the verdict:", *left_out]
     return "\n".join(lines) + "\n"
+
+
+def _price_line(verdict: RunVerdict) -> str:
+    """The price a run was judged at, where it comes from, and the recorded one beside it when they differ."""
+    run = verdict.run
+    recorded = run.recorded_price_per_hour_usd
+    beside = f" (recorded {_usd(recorded)})" if recorded is not None and recorded != run.price_per_hour_usd else ""
+    flag = f" **{run.price_problem}**" if run.price_problem else ""
+    return f"- {run.label}: {_usd(run.price_per_hour_usd)}{beside}: {run.price_note or 'recorded'}.{flag}"
 
 
 CSV_COLUMNS = (

@@ -607,4 +607,6 @@ def cold_start_of(
     }
     lines = page_lines(apis.post("logging", "entries:list", body))
     planned = stack.weight_bytes if isinstance(stack, CloudRunOpsStack) else None
-    return measure([Line(timestamp=x.timestamp, source=x.source, text=x.text) for x in lines], planned_bytes=planned)
+    return measure(
+        [Line(timestamp=x.timestamp, source=x.source, text=x.text, log=x.log) for x in lines], planned_bytes=planned
+    )

@@ -16,7 +16,7 @@ import json
 import pydantic
 
 from verify.ops.answers import QueuedResource, QueuedResourceState
-from verify.ops.google import GoogleApiError, GoogleApis, parse_answer
+from verify.ops.google import GoogleApiError, GoogleApis, GoogleText, parse_answer
 from verify.ops.stack import OpsPlacement, TpuOpsStack
 
 # The node metadata key the queued-resource provider writes (components/tpu/request_body.py).
@@ -30,10 +30,11 @@ class PlacementAttempt(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
-    zone: str
-    provisioning_model: str = pydantic.Field(alias="provisioningModel")
-    outcome: str
-    reason: str
+    # The node's metadata is text anyone with the node's setMetadata permission can write: escaped at the edge.
+    zone: GoogleText
+    provisioning_model: GoogleText = pydantic.Field(alias="provisioningModel")
+    outcome: GoogleText
+    reason: GoogleText
 
     def line(self) -> str:
         return f"{self.zone} {self.provisioning_model}: {self.outcome}: {self.reason}"

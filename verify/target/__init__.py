@@ -18,6 +18,7 @@ from serving.outputs import DeployedOutputs
 from verify import UsageError
 from verify.pulumi_gateway import AutomationGateway, StackOutputsReader
 from verify.streaming import default_deadline_s
+from verify.url_guard import Resolve, UnsafeUrlError, check_url, resolve_host
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # The longest silence tolerated inside one request (between two stream chunks, or before a
@@ -99,6 +100,8 @@ class TargetOptions(pydantic.BaseModel):
     audience: str | None = None
     # The environment variable holding vLLM's --api-key (None: DEFAULT_API_KEY_ENV with api-key auth).
     api_key_env: str | None = None
+    # A `url` on a private or link-local address (never the metadata server): verify/url_guard.py.
+    allow_private_url: bool = False
 
     @pydantic.model_validator(mode="after")
     def _one_source(self) -> TargetOptions:
@@ -132,14 +135,21 @@ class EndpointOptions(pydantic.BaseModel):
     api_key_env: str | None = None
 
 
-def resolve_target(options: TargetOptions, *, pulumi: StackOutputsReader | None = None) -> Target:
-    """Turn the target options into a ``Target``; raises ``UsageError`` for anything unusable."""
+def resolve_target(
+    options: TargetOptions, *, pulumi: StackOutputsReader | None = None, resolve: Resolve = resolve_host
+) -> Target:
+    """Turn the target options into a ``Target``; raises ``UsageError`` for anything unusable, a URL the
+    stack's credentials must not go to included (verify/url_guard.py; ``resolve`` looks names up)."""
     if options.stack is not None:
         target = target_from_stack(options.stack, pulumi=pulumi or AutomationGateway())
     else:
         target = target_from_url(
             str(options.url), model=options.model, auth=options.auth, api_key_env_given=options.api_key_env is not None
         )
+        try:
+            check_url(target.base_url, flag="--url", allow_private=options.allow_private_url, resolve=resolve)
+        except UnsafeUrlError as exc:
+            raise UsageError(str(exc)) from None
     return with_flag_overrides(target, options)
 
 
