@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             "violations": [violation.as_dict() for violation in policy.violations],
             "notJudgedOffline": list(policy.unjudged),
         }
+        # The cost and capacity sections as the text plan prints them, for readers that show text (the MCP plan).
+        document["printed"] = {"cost": cost_section(capture), "capacity": capacity.lines()}
         print(json.dumps(document, indent=2, sort_keys=False))
     else:
         text = text_plan(

@@ -39,6 +39,11 @@ STACK_KEYS: dict[str, str] = {
     "gke-model-mount-uid-gid": "gke",
     "gke-probes-present": "gke",
     "gke-no-credentials": "hfToken / gke",
+    "gke-pod-hardened": "gke (the program's pod template)",
+    "gke-network-policy-narrow": "gke.service.allowedSourceRanges",
+    "gke-gateway-internal": "gke.gateway",
+    "gke-picker-rbac-least-privilege": "gke.gateway",
+    "gke-inference-pool-complete": "gke.gateway",
 }
 MANDATORY, ADVISORY, DISABLED = "mandatory", "advisory", "disabled"
 _LEVELS = (MANDATORY, ADVISORY, DISABLED)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verify.bench.caveats import trusted, untrusted_reason
 from verify.bench.results import CellRecord
 from verify.bench.run_pricing import scales_to_zero
 from verify.bench.slo import Slo, violations, with_default_gate
@@ -114,7 +115,7 @@ class Cell:
         """May be chosen: measured, trusted, meets every SLO, and priced."""
         return (
             self.record.measured
-            and self.record.trusted
+            and trusted(self.record)
             and not self.failed_slos
             and self.record.cost_per_1m_output_tokens_usd is not None
             and self.run.price_problem is None
@@ -124,8 +125,8 @@ class Cell:
     def mark(self) -> str:
         if not self.record.measured:
             return f"skipped: {self.record.skip_reason or 'no reason recorded'}"
-        if not self.record.trusted:
-            return f"untrusted: {self.record.untrusted_reason or 'the load generator was saturated'}"
+        if not trusted(self.record):
+            return f"untrusted: {untrusted_reason(self.record)}"
         if self.failed_slos:
             return "misses " + "; ".join(self.failed_slos)
         if self.record.cost_per_1m_output_tokens_usd is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from verify.bench.caveats import trusted
 from verify.bench.chart import INK, PALETTE, _fitting, _font
 from verify.bench.matrix import HOURS_PER_MONTH, RunVerdict, WorkloadVerdict
 from verify.numbers import plain, readable
@@ -137,7 +138,7 @@ def csv_text(verdicts: Sequence[WorkloadVerdict]) -> str:
                         run.run.model,
                         record.max_concurrency,
                         record.status,
-                        record.trusted,
+                        trusted(record),
                         cell.mark,
                         cell is run.chosen,
                         plain(record.request_throughput),

@@ -176,6 +176,8 @@ def _detail_rows(detail: CloudRunStatus | TpuStatus | GkeStatus | None) -> list[
                 ("deployment", f"{gke.deployment}: {gke.ready_replicas}/{gke.replicas} ready"),
                 ("hpa", gke.hpa),
                 *[("pod", _pod_text(pod)) for pod in gke.pods],
+                *([("gateway", gke.gateway.gateway)] if gke.gateway else []),
+                *[("pool", line) for line in (gke.gateway.pools if gke.gateway else [])],
                 ("endpoint", gke.endpoint),
             ]
         case None:

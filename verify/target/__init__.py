@@ -10,6 +10,8 @@ The stack outputs read here are the contract in docs/architecture.md ("Stack out
 from __future__ import annotations
 
 import enum
+import itertools
+import json
 from urllib.parse import urlsplit
 
 import pydantic
@@ -68,6 +70,8 @@ class Target(pydantic.BaseModel):
     # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
     # verify bench prices with serving/pricing.py; None for --url and stacks that predate it.
     billing: dict[str, str | int | float | bool | None] | None = None
+    # Draft tokens a step may add (the stack's --speculative-config; 0: none); None when unknown (--url).
+    speculative_tokens: int | None = None
 
     @property
     def audience(self) -> str:
@@ -207,7 +211,24 @@ def target_from_outputs(stack: str, outputs: DeployedOutputs) -> Target:
         concurrency=outputs.concurrency,
         max_instances=outputs.max_instances,
         billing=outputs.billing,
+        speculative_tokens=speculative_tokens(outputs.vllm_args),
     )
+
+
+def speculative_tokens(vllm_args: list[str] | None) -> int | None:
+    """``num_speculative_tokens`` of the server's ``--speculative-config`` (0 without one); None when the
+    arguments are unknown. The bench's decode ceiling allows a stream that many extra tokens a step."""
+    if vllm_args is None:
+        return None
+    for flag, value in itertools.pairwise(vllm_args):
+        if flag == "--speculative-config":
+            try:
+                config = json.loads(value)
+            except ValueError:
+                return None
+            tokens = config.get("num_speculative_tokens") if isinstance(config, dict) else None
+            return tokens if isinstance(tokens, int) else None
+    return 0
 
 
 def output_problems(exc: pydantic.ValidationError) -> str:
