@@ -19,7 +19,7 @@ import pydantic
 from rich.text import Text
 
 from verify.argtypes import positive_int, positive_number
-from verify.ops import commands, tpu_capacity
+from verify.ops import commands, tpu_availability
 from verify.ops.commands import (
     DEFAULT_LOGS_SINCE_S,
     DEFAULT_WATCH_INTERVAL_S,
@@ -38,6 +38,7 @@ from verify.ops.render import (
 from verify.ops.stack import load_ops_stack
 from verify.ops.status import StatusReport
 
+_MAX_ZONES = tpu_availability.MAX_ZONES
 PREFLIGHT_DESCRIPTION = f"""\
 Read-only checks of a stack's project before `pulumi up` (nothing is enabled, requested or created):
 
@@ -47,7 +48,7 @@ Read-only checks of a stack's project before `pulumi up` (nothing is enabled, re
                region, times maxInstances; GKE: the node pools' accelerators at maxNodes
   TPU zones    for a TPU stack's slice, in EVERY zone that offers v6e (the stack's placements, the zones
                serving/tpu_offers.py lists and the zones the project's v6e quota names in those regions,
-               at most {tpu_capacity.MAX_ZONES}) and in every tier (flex-start, spot, guaranteed): the quota limit and
+               at most {_MAX_ZONES}) and in every tier (flex-start, spot, guaranteed): the quota limit and
                usage, whether the zone lists the slice and the runtime version; ranked, grantable first,
                the stack's own placements first
 
