@@ -18,6 +18,7 @@ import httpx
 
 from verify import UsageError
 from verify.bench.command import BenchReport
+from verify.health.quality import QualityOptions, promised_by
 from verify.health.report import HealthReport, ProgressCallback
 from verify.ops.google import TokenSource
 from verify.promote.cloud_run import DEFAULT_API_URL, admin_api, get_service, google_tokens
@@ -62,6 +63,8 @@ class PromoteOptions:
     cloud_run_api: str = DEFAULT_API_URL
     timeouts: TimeoutOptions = field(default_factory=TimeoutOptions)
     bench_gate: BenchGate = field(default_factory=BenchGate)
+    # --quality: the quality gate with the health gate, plus what the stack's vllm args promise.
+    quality: QualityOptions | None = None
 
 
 def say_on_stderr(line: str) -> None:
@@ -154,6 +157,9 @@ def command_gates(
         api_key_env=target.api_key_env,
         timeouts=options.timeouts,
         required_metrics=required_metrics(stack, reading.outputs.vllm_args or []),
+        quality=None
+        if options.quality is None
+        else promised_by(reading.outputs.vllm_args or [], reading.outputs.max_model_len, options.quality),
         say=seams.say,
         show_health=seams.show_health,
         show_bench=seams.show_bench,
