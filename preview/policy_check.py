@@ -44,6 +44,7 @@ STACK_KEYS: dict[str, str] = {
     "gke-gateway-internal": "gke.gateway",
     "gke-picker-rbac-least-privilege": "gke.gateway",
     "gke-inference-pool-complete": "gke.gateway",
+    "gke-private-least-privilege": "gke.cluster.controlPlane (publicEndpoint / authorizedNetworks)",
 }
 MANDATORY, ADVISORY, DISABLED = "mandatory", "advisory", "disabled"
 _LEVELS = (MANDATORY, ADVISORY, DISABLED)
