@@ -39,6 +39,7 @@ from verify.pulumi_gateway import (
 )
 from verify.target import TargetOptions, TimeoutOptions, normalise_base_url, target_from_outputs, with_flag_overrides
 from verify.traffic import TrafficShifter
+from verify.url_guard import google_api_problem
 
 DEFAULT_WAIT_S = 1800.0
 # Without the Pulumi CLI: promote reads the stack's state and moves traffic with `pulumi up` (no --url form).
@@ -130,6 +131,9 @@ def run_promote(target: TargetOptions, options: PromoteOptions, seams: Seams | N
         stack, work_dir=_project_dir(options), policy_packs=options.policy_packs
     )
     api_url = normalise_base_url(options.cloud_run_api, flag="--cloud-run-api")
+    # The Admin API client carries the user's Google access token: only Google's API (or a local fake) gets it.
+    if (wrong := google_api_problem(api_url, flag="--cloud-run-api")) is not None:
+        raise UsageError(wrong)
     tokens = seams.tokens or google_tokens()
     with admin_api(base_url=api_url, tokens=tokens, transport=seams.api_transport) as api:
         promotion = Promotion(
