@@ -77,11 +77,10 @@ def test_tensor_parallel_must_divide_the_nodes_accelerators() -> None:
 def _packed(machine_type: str = "g2-standard-48", tensor_parallel: int = 2, **gke: Any) -> dict[str, str]:
     """The GPU example as write-up E ran it: the 31B in NVFP4 at TP 2, here two replicas on one 4-GPU node."""
     values = dict(stack_config(GPU).values)
-    values["gemma-serving:model"] = json.dumps(
-        {"id": "gemma-4-31b-it", "variant": "nvfp4", "revision": "0" * 40, "servedName": "gemma-4-31b-it"}
-    )
+    # The checkpoint by its bucket path (no commit of it is pinned offline): the catalog knows it by that name.
+    values["gemma-serving:model"] = json.dumps({"path": "gemma-4-31B-it-NVFP4", "servedName": "gemma-4-31b-it"})
     vllm = json.loads(values["gemma-serving:vllm"])
-    vllm.update(tensorParallelSize=tensor_parallel, maxModelLen=4096, dtype="auto")
+    vllm.update(tensorParallelSize=tensor_parallel, maxModelLen=4096, dtype="auto", kvCacheDtype="fp8")
     values["gemma-serving:vllm"] = json.dumps(vllm)
     block = json.loads(values["gemma-serving:gke"])
     block["nodePool"]["machineType"] = machine_type
