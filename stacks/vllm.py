@@ -29,6 +29,13 @@ MANAGED_FLAGS = frozenset(
         "--max-model-len",
         "--max-num-seqs",
         "--tensor-parallel-size",
+        # LoRA: sized from `adapters:`/`lora:` (stacks/adapters.py); the guard middleware comes with them.
+        "--enable-lora",
+        "--max-loras",
+        "--max-lora-rank",
+        "--max-cpu-loras",
+        "--lora-modules",
+        "--middleware",
     }
 )
 
@@ -136,7 +143,8 @@ class VllmSettings(SettingsModel):
         if managed:
             raise ValueError(
                 f"vllm.extraArgs sets {managed}, which the program renders from typed settings; set them "
-                "through vllm.maxModelLen, vllm.maxNumSeqs, vllm.speculative, model.servedName instead"
+                "through vllm.maxModelLen, vllm.maxNumSeqs, vllm.speculative, model.servedName, adapters and lora "
+                "instead"
             )
         problems = check_serve_args(["model", *self.extra_args])
         if problems:
