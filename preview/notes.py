@@ -205,6 +205,13 @@ def manual_steps(capture: Capture) -> list[str]:
             "installed and logged in as the deployer where `pulumi up` runs."
         )
     notes += _revision_notes(capture)
+    if capture.of_type(BUCKET) and not capture.of_type(JOB):
+        notes.append(
+            "weights: no weight source is set (model.source), so nothing imports the checkpoint: the bucket path "
+            "vLLM reads must hold it before the server starts, or it fails to load. Set model.source (or the "
+            "catalog form model.id/variant/revision) to have `pulumi up` import it (docs/deploying.md, "
+            "'What `pulumi up` does, in order')."
+        )
     for service in capture.of_type(SERVICE):
         notes += _gpu_notes(service, capture)
     for resource in capture.of_type(QUEUED_RESOURCE):
