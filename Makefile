@@ -6,6 +6,8 @@
 #   make mcp [MCP_ARGS=--allow-changes]   the MCP server for agents, on stdio
 #   make matrix [MATRIX_ARGS="--context 8192 --output 1024 --format json"]
 #                                         every catalog model x variant x accelerator shape: fit, price, ceilings
+#   make advise [ADVISE_ARGS="--prompt-tokens 8192 --output-tokens 512 --users 50 --slo p95_ttft_ms=2000"]
+#                                         the cheapest model, variant, shape and replicas meeting an SLO at a load
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -13,7 +15,7 @@ BIN := $(VENV)/bin
 STACK ?= l4
 FORMAT ?= text
 
-.PHONY: venv preview test lint format clean mcp matrix
+.PHONY: venv preview test lint format clean mcp matrix advise
 
 # Set-up output goes to stderr so that `FORMAT=json` leaves stdout to the JSON document alone.
 $(BIN)/python:
@@ -39,6 +41,10 @@ preview: $(VENV)/.runtime-installed
 
 matrix: $(VENV)/.runtime-installed
 	@$(BIN)/python -m preview.matrix $(MATRIX_ARGS)
+
+ADVISE_ARGS ?= --prompt-tokens 8192 --output-tokens 512 --users 50 --slo p95_ttft_ms=2000
+advise: $(VENV)/.runtime-installed
+	@$(BIN)/python -m verify advise $(ADVISE_ARGS)
 
 mcp: $(VENV)/.runtime-installed
 	@$(BIN)/python -m gemma_mcp $(MCP_ARGS)

@@ -17,6 +17,7 @@ from components.gke.tracks import CANDIDATE_SUFFIX
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from deploy.apis import google_cloud
 from deploy.context import StackContext
+from deploy.gke_routing import gateway_outputs, inference_gateway, metrics_adapter, picker_peers
 from deploy.images import image_supply
 from deploy.monitoring import watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
@@ -25,10 +26,6 @@ from serving.outputs import GkeOutputs
 from serving.watch import GkeWatch
 from stacks.gke import GkeSettings
 from stacks.settings import GkeStack
-
-# The endpoint picker Service an InferencePool names: what the Gateway API Inference Extension chart
-# installs for a pool called <name> (docs/gke.md).
-PICKER_SUFFIX = "-epp"
 
 
 def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
@@ -78,7 +75,10 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
             subnetwork=gke.cluster.subnetwork,
             system_machine_type=gke.cluster.system_machine_type,
             deletion_protection=gke.cluster.deletion_protection,
-            gateway_api=gke.service.inference_pool,
+            node_service_account=nodes.email,
+            gateway_api=gke.uses_gateway,
+            authorized_networks=gke.cluster.control_plane.authorized_networks,
+            cloud_nat=gke.cluster.cloud_nat,
         )
     else:
         cluster_spec = ExistingCluster(name=existing_name, location=gke.cluster_location)
@@ -104,6 +104,9 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         ),
         pulumi.ResourceOptions(parent=cluster),
     )
+    # What the HPA reads through, and what users reach the fleet through: both before the fleet's HPA.
+    adapter = metrics_adapter(settings, context, cluster.provider, pulumi.ResourceOptions(parent=cluster))
+    gateway = inference_gateway(settings, context, cluster.provider, pulumi.ResourceOptions(parent=cluster))
     name = names.serving
     spec = FleetSpec(
         name=name,
@@ -117,6 +120,8 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         bucket=bucket.name,
         mount_path=gke.mount.mount_path,
         mount_options=gke.mount.mount_options(),
+        run_as_user=gke.mount.uid,
+        run_as_group=gke.mount.gid,
         service_account_email=identity.email,
         api_key_version=api_key.version,
         min_replicas=gke.replicas.min,
@@ -127,6 +132,8 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         model_load_seconds=gke.model_load_seconds,
         public_endpoint=gke.service.public_endpoint,
         allowed_source_ranges=gke.service.allowed_source_ranges,
+        # Behind the gateway the pickers scrape each pod's /metrics on the vLLM port (the NetworkPolicy).
+        admitted_peers=picker_peers(gateway),
         env=gke.env,
         labels=context.labels,
     )
@@ -136,8 +143,15 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
             project=context.project,
             spec=spec,
             serving_account=identity.email.apply(lambda email: f"projects/{context.project}/serviceAccounts/{email}"),
-            endpoint_picker=f"{name}{PICKER_SUFFIX}" if gke.service.inference_pool else None,
+            # The gateway owns the InferencePools (with their pickers); the fleet registers none of its own.
+            endpoint_picker=None,
             tracks=(gke.rollout.serving_track, gke.rollout.candidate_track) if gke.rollout.gated else None,
+            picker_pool=gateway.pools[0] if gateway is not None else None,
+            target_kv_cache_utilization=gke.gateway.target_kv_cache_utilization,
+            autoscaler_after=[
+                *(adapter.ready if adapter is not None else []),
+                *(gateway.pickers if gateway is not None else []),
+            ],
         ),
         cluster.provider,
         # vLLM must never start against an empty bucket path, nor before its nodes may pull the image.
@@ -149,7 +163,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
     return exported(
         GkeOutputs,
         **settings_outputs(settings),
-        endpoint=fleet.endpoint,
+        endpoint=gateway.endpoint if gateway is not None else fleet.endpoint,
         api_key_secret=api_key.secret,
         model_bucket=bucket.name,
         service_account=identity.email,
@@ -164,6 +178,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         node_pool=node_pool.name,
         zones=list(pool.zones),
         port_forward=_port_forward(cluster_spec, context.project, gke.namespace, name, settings.port),
+        **gateway_outputs(gateway),
         **_gated_outputs(
             gke,
             fleet,
@@ -186,7 +201,9 @@ def _gated_outputs(gke: GkeSettings, fleet: VllmFleet, candidate_port_forward: s
 
 def _port_forward(cluster: CreatedCluster | ExistingCluster, project: str, namespace: str, name: str, port: int) -> str:
     """How a laptop reaches the internal Service: credentials for the cluster, then a port-forward to it."""
-    where = f"--location {cluster.location} --project {project}"
+    # A created cluster's public IP endpoint is off unless networks are authorized: its DNS endpoint works.
+    dns = " --dns-endpoint" if isinstance(cluster, CreatedCluster) else ""
+    where = f"--location {cluster.location} --project {project}{dns}"
     return (
         f"gcloud container clusters get-credentials {cluster.name} {where} && "
         f"kubectl port-forward --namespace {namespace} service/{name} {port}:{port}"

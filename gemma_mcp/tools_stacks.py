@@ -16,7 +16,7 @@ from gemma_mcp.stack_files import require_stack, stack_names, summarise
 
 PLAN_TIMEOUT_S = 180.0
 # Keys of the preview's JSON document that are not resources, outputs or notes: extra plan sections.
-_PLAN_CORE_KEYS = {"stack", "project", "offline", "notes", "resources", "outputs"}
+_PLAN_CORE_KEYS = {"stack", "project", "offline", "notes", "resources", "outputs", "printed"}
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -54,11 +54,11 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         annotations=READ_ONLY,
         description=(
             "The offline plan of one stack: every Google Cloud resource `pulumi up` would create (type, name, "
-            "parent), the stack outputs, the full `vllm serve` command line, notes on manual steps, and the "
-            "preview's extra sections (capacity, cost where shown). Runs the real program under Pulumi's mocks: "
-            "no credentials, no cloud calls, no cost; takes a few seconds. It is not `pulumi preview`: no diff "
-            "against what is deployed. Pass detail=true for every resource's inputs (large). A stack file with "
-            "mistakes returns the same messages as `make preview`."
+            "parent), the stack outputs, the full `vllm serve` command line, notes on manual steps, the cost and "
+            "the capacity with the planner's warnings as `make preview` prints them, and the preview's extra "
+            "sections. Runs the real program under Pulumi's mocks: no credentials, no cloud calls, no cost; takes a "
+            "few seconds. It is not `pulumi preview`: no diff against what is deployed. Pass detail=true for every "
+            "resource's inputs (large). A stack file with mistakes returns the same messages as `make preview`."
         ),
     )
     async def plan(stack: str, detail: bool = False) -> Annotated[CallToolResult, Plan]:
@@ -81,6 +81,11 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             kinds[resource.type] = kinds.get(resource.type, 0) + 1
         summary = [f"stack {stack}: {found.resource_count} resources"]
         summary += [f"  {count} x {kind}" for kind, count in sorted(kinds.items())]
+        # What the CLI prints besides the resources: the cost (with its rates' sources) and the capacity
+        # (with the planner's warnings), the same lines.
+        printed: dict[str, list[str]] = document.get("printed") or {}
+        for section in ("cost", "capacity"):
+            summary += [line for line in printed.get(section, []) if line]
         summary += [f"note: {note}" for note in found.notes]
         return reply(ctx, "\n".join(summary), found)
 

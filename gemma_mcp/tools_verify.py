@@ -70,7 +70,9 @@ async def _target_args(ctx: ServerContext, stack: str | None, url: str | None, m
     checked = await asyncio.to_thread(
         check_url, url, stack_endpoints=lambda: stack_endpoints(ctx), allow_any=ctx.allow_any_url
     )
-    return ["--url", checked, *(["--model", model] if model else [])]
+    # Vetted above (loopback, a stack's endpoint, or --allow-any-url): verify's own guard need not re-refuse a
+    # private stack endpoint; it still refuses the metadata server whatever the flag.
+    return ["--url", checked, "--allow-private-url", *(["--model", model] if model else [])]
 
 
 def stack_endpoints(ctx: ServerContext) -> list[str]:

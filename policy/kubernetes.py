@@ -10,7 +10,11 @@ later refactor) would otherwise slip past the stack schema. The rules are the ca
 - every serving container has startup, readiness and liveness probes (a pod without a startup probe is
   killed by its liveness probe mid-load, or gets traffic before its model is loaded without readiness);
 - no credential in any manifest: no Kubernetes Secret with data written by the program, no secret-named
-  env var with a literal value, no literal --api-key, no credential-looking string anywhere.
+  env var with a literal value, no literal --api-key, no credential-looking string anywhere;
+- every pod is hardened: no host namespaces, the RuntimeDefault (or a Localhost) seccomp profile, and
+  every container drops ALL capabilities and adds none, is not privileged, cannot escalate privileges and
+  has a read-only root filesystem (a shell in a compromised vLLM gets no root powers on the node);
+- a NetworkPolicy admits no range that together with the others is the internet.
 """
 
 from __future__ import annotations
@@ -97,7 +101,15 @@ def check_model_mount(resource_type: str, props: Mapping[str, Any], _config: Map
             )
 
 
+def _serves_a_model(resource_type: str, props: Mapping[str, Any]) -> bool:
+    """A pod that mounts the model bucket (GCS FUSE): a model server, whose load the probes must cover."""
+    path = POD_SPEC_PATHS[resource_type]
+    return any(field(volume, "csi", "driver") == GCSFUSE_DRIVER for volume in mappings(field(props, *path, "volumes")))
+
+
 def check_probes(resource_type: str, props: Mapping[str, Any], _config: Mapping[str, Any]) -> Iterator[str]:
+    if not _serves_a_model(resource_type, props):
+        return
     for where, container in _containers(resource_type, props):
         if where.split(".")[-1].startswith("initContainers"):
             continue
@@ -124,6 +136,51 @@ def check_no_credentials(resource_type: str, props: Mapping[str, Any], _config: 
             yield f"{where or 'a property'} contains {kind}; keep it in Secret Manager"
 
 
+K8S_NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+_HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
+_SAFE_SECCOMP = {"RuntimeDefault", "Localhost"}
+
+
+def check_pod_hardened(resource_type: str, props: Mapping[str, Any], _config: Mapping[str, Any]) -> Iterator[str]:
+    path = POD_SPEC_PATHS[resource_type]
+    where_pod = ".".join(path)
+    for key in _HOST_NAMESPACES:
+        if field(props, *path, key) is True:
+            yield f"{where_pod}.{key}: true shares the node's namespace with the pod; remove it"
+    pod_seccomp = field(props, *path, "securityContext", "seccompProfile", "type")
+    for where, container in _containers(resource_type, props):
+        context = field(container, "securityContext") or {}
+        seccomp = field(context, "seccompProfile", "type") or pod_seccomp
+        if seccomp not in _SAFE_SECCOMP:
+            yield f"{where}: seccompProfile {seccomp or 'unset'}; set type: RuntimeDefault (pod or container)"
+        if field(context, "privileged") is True:
+            yield f"{where}.securityContext.privileged: true gives the container the whole node"
+        if field(context, "allowPrivilegeEscalation") is not False:
+            yield f"{where}.securityContext.allowPrivilegeEscalation must be false"
+        if field(context, "readOnlyRootFilesystem") is not True:
+            yield f"{where}.securityContext.readOnlyRootFilesystem must be true (write to emptyDir volumes)"
+        dropped = {item.upper() for item in strings(field(context, "capabilities", "drop"))}
+        if "ALL" not in dropped:
+            yield f"{where}.securityContext.capabilities.drop must list ALL"
+        added = strings(field(context, "capabilities", "add"))
+        if added:
+            yield f"{where}.securityContext.capabilities.add {added}: a serving container needs no capability"
+
+
+def check_network_policy_narrow(_type: str, props: Mapping[str, Any], _config: Mapping[str, Any]) -> Iterator[str]:
+    ranges = [
+        cidr
+        for rule in mappings(field(props, "spec", "ingress"))
+        for peer in mappings(field(rule, "from"))
+        if isinstance(cidr := field(peer, "ipBlock", "cidr"), str)
+    ]
+    for index, rule in enumerate(mappings(field(props, "spec", "ingress"))):
+        if not any(True for _ in mappings(field(rule, "from"))):
+            yield f"spec.ingress[{index}] has no `from`: it admits every source; name the peers"
+    if wide := too_wide(ranges):
+        yield f"spec.ingress admits ipBlocks {ranges} that together let in {'; '.join(describe(i) for i in wide)}"
+
+
 GKE_SERVICE_NOT_PUBLIC = Guardrail(
     name="gke-service-not-public",
     description="A Kubernetes Service is an internal load balancer, or open only to named, narrow ranges.",
@@ -144,7 +201,8 @@ GKE_MODEL_MOUNT = Guardrail(
 )
 GKE_PROBES = Guardrail(
     name="gke-probes-present",
-    description="Every serving container has startup, readiness and liveness probes.",
+    description="Every container of a model-serving pod (it mounts the model bucket) has startup, readiness and "
+    "liveness probes.",
     resource_types=frozenset(POD_SPEC_PATHS),
     check=check_probes,
 )
@@ -155,4 +213,27 @@ GKE_NO_CREDENTIALS = Guardrail(
     type_prefixes=(KUBERNETES_PREFIX,),
     check=check_no_credentials,
 )
-KUBERNETES_GUARDRAILS = (GKE_SERVICE_NOT_PUBLIC, GKE_IMAGES_PINNED, GKE_MODEL_MOUNT, GKE_PROBES, GKE_NO_CREDENTIALS)
+GKE_POD_HARDENED = Guardrail(
+    name="gke-pod-hardened",
+    description=(
+        "Pods share no host namespace and use RuntimeDefault seccomp; containers drop ALL capabilities, are not "
+        "privileged, cannot escalate and have a read-only root filesystem."
+    ),
+    resource_types=frozenset(POD_SPEC_PATHS),
+    check=check_pod_hardened,
+)
+GKE_NETWORK_POLICY_NARROW = Guardrail(
+    name="gke-network-policy-narrow",
+    description="A NetworkPolicy's ipBlocks together never admit the internet.",
+    resource_types=frozenset({K8S_NETWORK_POLICY}),
+    check=check_network_policy_narrow,
+)
+KUBERNETES_GUARDRAILS = (
+    GKE_SERVICE_NOT_PUBLIC,
+    GKE_IMAGES_PINNED,
+    GKE_MODEL_MOUNT,
+    GKE_PROBES,
+    GKE_NO_CREDENTIALS,
+    GKE_POD_HARDENED,
+    GKE_NETWORK_POLICY_NARROW,
+)

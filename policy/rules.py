@@ -11,6 +11,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Policy, PolicyConfigSchema, ResourceValidationPolicy
 
 from policy.access import BUCKET_NOT_PUBLIC, BUCKET_PRIVATE, CLOUD_RUN_NOT_PUBLIC
+from policy.gateway import GATEWAY_GUARDRAILS
 from policy.gpu_service import (
     GPU_CONCURRENCY_COVERS_BATCH,
     GPU_CPU_ALWAYS_ALLOCATED,
@@ -41,6 +42,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     TPU_QUEUED_RESOURCE_BOUNDED,
     NO_PLAINTEXT_SECRETS,
     *KUBERNETES_GUARDRAILS,
+    *GATEWAY_GUARDRAILS,
 )
 
 

@@ -6,14 +6,22 @@ wider than that (a write role on the bucket, or on another folder) would let who
 replace the weights every later start loads; a read-write volume that is not the cache folder would let
 vLLM itself write beside them. These rules keep the one writable path where it is:
 
-- a bucket IAM grant (member, binding or policy) gives a serving identity read-only roles only;
-- a managed-folder grant gives it a writing role only on the `compile-cache/` folder;
+- judged on the effective grant: a bucket grant, a managed-folder grant, and a project-level (or folder- or
+  organization-level) grant, whose storage roles reach every bucket of the project;
+- a write role (any storage role that is not read-only, editor, owner, or a custom role whose permissions
+  the rule cannot see) may go to the serving identity only on the `compile-cache/` managed folder;
+- the serving identity is its service account (id ending in `-vllm`, every platform's, serving/naming.py
+  `account_id("vllm")`; a test keeps the two in step) or a Workload Identity principal (`principal://` of a
+  workload identity pool: a GKE pod's Kubernetes service account granted directly);
+- a member that may include the serving identity without naming it (`principalSet://`, `group:`,
+  `domain:`, `allUsers`, `allAuthenticatedUsers`, the legacy `projectOwner:`/`projectEditor:`/
+  `projectViewer:` sets) gets no write role anywhere, the cache folder included: a writer nobody can list
+  could poison the compile cache every later start loads;
 - a Cloud Run service's Cloud Storage volume is read-only, unless gcsfuse's `only-dir=` narrows it to the
   compile-cache folder.
 
-A serving identity is a service account whose id ends in `-vllm` (every platform's, serving/naming.py
-`account_id("vllm")`; a test keeps the two in step). A member not known yet at preview (a new account's
-email) is not judged here; the offline plan and its tests see the names.
+A member not known yet at preview (a new account's email) is not judged here; the offline plan and its tests
+see the names.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from policy.access import CLOUD_RUN_SERVICE, iam_members
+from policy.access import CLOUD_RUN_SERVICE, PUBLIC_MEMBERS, iam_members
 from policy.guardrail import Guardrail
 from policy.props import field, mappings, strings
 
@@ -41,6 +49,15 @@ READ_ONLY_ROLES = frozenset(
     }
 )
 
+# Basic roles that write every bucket of the project (storage.objects.create/delete among their permissions).
+BASIC_WRITING_ROLES = frozenset({"roles/editor", "roles/owner"})
+# A Workload Identity principal: one workload's identity (GKE: a namespace's Kubernetes service account).
+WORKLOAD_PRINCIPAL = re.compile(
+    r"^principal://iam\.googleapis\.com/projects/[^/]+/locations/[^/]+/workloadIdentityPools/"
+)
+# Members that stand for a set of identities the serving one may belong to.
+_SET_PREFIXES = ("principalset://", "group:", "domain:", "projectowner:", "projecteditor:", "projectviewer:")
+
 _BUCKET_GRANTS = {
     "gcp:storage/bucketIAMMember:BucketIAMMember": "member",
     "gcp:storage/bucketIAMBinding:BucketIAMBinding": "binding",
@@ -51,7 +68,46 @@ _FOLDER_GRANTS = {
     "gcp:storage/managedFolderIamBinding:ManagedFolderIamBinding": "binding",
     "gcp:storage/managedFolderIamPolicy:ManagedFolderIamPolicy": "policy",
 }
+# Grants above the bucket: every bucket under them inherits the role.
+_PROJECT_GRANTS = {
+    "gcp:projects/iAMMember:IAMMember": "member",
+    "gcp:projects/iAMBinding:IAMBinding": "binding",
+    "gcp:projects/iAMPolicy:IAMPolicy": "policy",
+    "gcp:folder/iAMMember:IAMMember": "member",
+    "gcp:folder/iAMBinding:IAMBinding": "binding",
+    "gcp:folder/iAMPolicy:IAMPolicy": "policy",
+    "gcp:organizations/iAMMember:IAMMember": "member",
+    "gcp:organizations/iAMBinding:IAMBinding": "binding",
+    "gcp:organizations/iAMPolicy:IAMPolicy": "policy",
+}
 _ONLY_DIR = "only-dir="
+
+
+def may_write_objects(role: str, *, on_bucket: bool) -> bool:
+    """Whether a role can create, replace or delete objects where it is granted.
+
+    On a bucket or folder, every role but the read-only ones (conservative). Above the bucket, the storage
+    roles that are not read-only, the basic editor/owner roles and custom roles (`projects/.../roles/...`,
+    `organizations/.../roles/...`), whose permissions the plan does not show; other predefined roles
+    (logging, monitoring, secret access) cannot touch an object.
+    """
+    role = role.strip()
+    if role in READ_ONLY_ROLES:
+        return False
+    if on_bucket:
+        return True
+    return role.startswith("roles/storage.") or role in BASIC_WRITING_ROLES or not role.startswith("roles/")
+
+
+def member_kind(member: str) -> str | None:
+    """ "serving" (the serving identity itself), "set" (may include it), or None (another identity)."""
+    text = member.strip()
+    lowered = text.lower()
+    if SERVING_MEMBER.match(text) or WORKLOAD_PRINCIPAL.match(text):
+        return "serving"
+    if lowered in PUBLIC_MEMBERS or lowered.startswith(_SET_PREFIXES):
+        return "set"
+    return None
 
 
 def check_serving_writes_only_the_cache(
@@ -61,19 +117,30 @@ def check_serving_writes_only_the_cache(
         yield from _writable_volumes(props)
         return
     on_folder = resource_type in _FOLDER_GRANTS
-    kind = _FOLDER_GRANTS[resource_type] if on_folder else _BUCKET_GRANTS[resource_type]
+    above_bucket = resource_type in _PROJECT_GRANTS
+    kind = _PROJECT_GRANTS.get(resource_type) or _FOLDER_GRANTS.get(resource_type) or _BUCKET_GRANTS[resource_type]
     folder = field(props, "managedFolder")
-    for role, member in iam_members(kind, props):
-        if role in READ_ONLY_ROLES or not SERVING_MEMBER.match(member.strip()):
-            continue
-        if on_folder and isinstance(folder, str) and folder.strip("/") + "/" == CACHE_FOLDER:
-            continue
+    is_cache = on_folder and isinstance(folder, str) and folder.strip("/") + "/" == CACHE_FOLDER
+    if above_bucket:
+        where = "the project (every bucket in it)" if "projects/" in resource_type else "every project under it"
+    else:
         where = f"managed folder {folder!r}" if on_folder else "a bucket"
-        yield (
-            f"{role} on {where} is granted to the serving identity {member!r}: it could replace the weights "
-            f"every later start loads; the server reads buckets (roles/storage.objectViewer) and writes only the "
-            f"{CACHE_FOLDER} managed folder (compileCache.keep)"
-        )
+    for role, member in iam_members(kind, props):
+        if not may_write_objects(role, on_bucket=not above_bucket):
+            continue
+        who = member_kind(member)
+        if who == "serving" and not is_cache:
+            yield (
+                f"{role} on {where} is granted to the serving identity {member!r}: it could replace the weights "
+                f"every later start loads; the server reads buckets (roles/storage.objectViewer) and writes only "
+                f"the {CACHE_FOLDER} managed folder (compileCache.keep)"
+            )
+        elif who == "set":
+            yield (
+                f"{role} on {where} is granted to {member!r}, a set of identities that may include the serving "
+                f"identity (or anyone): it could replace the weights or poison the {CACHE_FOLDER} cache every "
+                "later start loads; grant writes to named service accounts only"
+            )
 
 
 def _writable_volumes(props: Mapping[str, Any]) -> Iterator[str]:
@@ -96,9 +163,10 @@ def _writable_volumes(props: Mapping[str, Any]) -> Iterator[str]:
 SERVING_WRITES_ONLY_THE_CACHE = Guardrail(
     name="serving-identity-writes-only-compile-cache",
     description=(
-        "The serving identity reads buckets and writes only the model bucket's compile-cache/ folder; a Cloud "
-        "Run service's writable Cloud Storage volume is that folder."
+        "The serving identity reads buckets and writes only the model bucket's compile-cache/ folder, judged at "
+        "project, bucket and folder level and for every member form; a Cloud Run service's writable Cloud "
+        "Storage volume is that folder."
     ),
-    resource_types=frozenset({*_BUCKET_GRANTS, *_FOLDER_GRANTS, CLOUD_RUN_SERVICE}),
+    resource_types=frozenset({*_BUCKET_GRANTS, *_FOLDER_GRANTS, *_PROJECT_GRANTS, CLOUD_RUN_SERVICE}),
     check=check_serving_writes_only_the_cache,
 )

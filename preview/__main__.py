@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         document["cost"] = cost_document(capture)
         document["capacity"] = capacity.as_dict()
         document["coldStart"] = cold_start_document(settings)
+        # The cost and capacity sections as the text plan prints them, for readers that show text (the MCP plan).
+        document["printed"] = {"cost": cost_section(capture), "capacity": capacity.lines()}
         print(json.dumps(document, indent=2, sort_keys=False))
     else:
         text = text_plan(

@@ -4,10 +4,10 @@ Why through the stack loader: the answer must be the one a stack would get. Each
 the smallest stack that serves it (the accelerator's minimum Cloud Run instance, or one TPU node of the
 slice) and loaded by `stacks.loading.load_stack`, so every refusal a stack would meet (precision, chips, memory,
 with numbers) is the matrix's "why not", and every fit is the capacity planner's plan. On top of the plan it
-adds the physical ceilings: compute-bound prefill (peak bf16 FLOP/s over 2 x active parameters per token)
-and bandwidth-bound decode (each step reads the decoder weights once, the touched experts of a MoE and
-every resident sequence's KV cache), and the price per hour of the shape. They are CEILINGS, not
-measurements: `verify bench` measures.
+adds the physical ceilings, by the latency model's formulas at every peak reached (serving/latency.py):
+compute-bound prefill and bandwidth-bound decode (each step reads the weights a token multiplies once, the
+touched experts of a MoE and every resident sequence's KV cache), and the price per hour of the shape. They
+are CEILINGS, not measurements: `verify bench` measures.
 """
 
 from __future__ import annotations
@@ -17,9 +17,13 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from serving.accelerators import Accelerator, facts_of
+from serving.accelerators import Accelerator
 from serving.catalog import CatalogModel, catalog
+from serving.cloud_run_limits import DEPLOYED_SIZE
+from serving.latency import decode_ceiling_tokens_per_s, model_cost, prefill_ceiling_tokens_per_s
+from serving.planner import KvLayout
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, minimum_shape
+from serving.speed_facts import MissingPeakError, hardware_for
 from serving.tpu_offers import V6E_CHIPS
 from stacks.capacity import TEXT_ONLY_FLAG
 from stacks.loading import StackConfigError, load_stack
@@ -170,7 +174,7 @@ def fit(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> 
     price = settings.billing_shape().hourly_price()
     usd_per_hour = price.usd_per_hour
     sequences = math.floor(plan.max_concurrency)
-    prefill, decode, batch = ceilings(model, variant, shape, plan.weight_bytes, plan.kv_bytes_per_sequence, sequences)
+    prefill, decode, batch = ceilings(model, variant, shape, workload, sequences)
     cost = None
     if usd_per_hour is not None and decode:
         cost = usd_per_hour / (decode * 3600) * 1e6
@@ -216,11 +220,15 @@ def _refused(model: CatalogModel, variant: str, shape: Shape, reason: str) -> Fi
 
 
 def _billing(shape: Shape) -> CloudRunShape | TpuShape | GkeShape:
-    """What the shape bills: a v6e slice at spot rates in us-east5, or the smallest Cloud Run instance
-    with that GPU (serving.pricing.minimum_shape) in us-central1, where both GPUs are offered."""
+    """What the shape bills: a v6e slice at spot rates in us-east5, or the Cloud Run instance a stack deploys
+    with that GPU (serving.cloud_run_limits.DEPLOYED_SIZE, the shipped stacks' size) in us-central1, where both
+    GPUs are offered: the price `make preview` prints for such a stack, and `gemma-verify advise` uses."""
     if shape.accelerator is Accelerator.TPU_V6E:
         return TpuShape(accelerator_type=shape.name, chips=shape.chips, provisioning_model="spot", region="us-east5")
-    return minimum_shape(shape.accelerator).model_copy(update={"region": "us-central1"})
+    cpu, memory = DEPLOYED_SIZE[shape.accelerator]
+    return minimum_shape(shape.accelerator).model_copy(
+        update={"region": "us-central1", "cpu": cpu, "memory_gib": memory}
+    )
 
 
 def _price(shape: Shape) -> float | None:
@@ -231,34 +239,26 @@ def _price_basis(shape: Shape) -> str:
     return _billing(shape).hourly_price().basis
 
 
-def ceilings(  # noqa: PLR0917 - the combination and the plan's three figures
-    model: CatalogModel, variant: str, shape: Shape, weight_bytes: int, kv_bytes_per_sequence: int, sequences: int
+def ceilings(
+    model: CatalogModel, variant: str, shape: Shape, workload: Workload, sequences: int
 ) -> tuple[float | None, float | None, int | None]:
-    """(prefill tokens/s, decode tokens/s, decode batch): what peak FLOP/s and memory bandwidth allow at most.
-
-    Prefill: every token costs 2 x active parameters FLOPs (attention's share ignored: a ceiling).
-    Decode: a step of B sequences reads the decoder weights once (towers are not read; a MoE reads the
-    experts its B tokens touch, 1 - (1 - k/E)^B of them in expectation) plus each sequence's KV cache, and
-    computes 2 x active parameters per token; the step takes the longer of the two.
-    """
-    facts = facts_of(shape.accelerator)
-    flops, bandwidth = facts.peak_dense_bf16_flops, facts.memory_bandwidth
-    if flops is None or bandwidth is None or sequences < 1:
+    """(prefill tokens/s, decode tokens/s, decode batch): what peak FLOP/s and memory bandwidth allow at most, by
+    the latency model's own formulas at every peak reached (serving/latency.py, docs/advisor.md): prefill the
+    prompt's FLOPs (attention within each window included), decode a step of B sequences reading the weights a
+    token multiplies once (a MoE the experts its B tokens touch) and each sequence's KV."""
+    if sequences < 1:
         return None, None, None
-    chips = shape.chips
-    active = model.parameters.active
-    prefill = chips * flops / (2 * active)
+    try:
+        hardware = hardware_for(shape.accelerator, shape.chips)
+    except MissingPeakError:
+        return None, None, None
+    layout = KvLayout.TPU if shape.accelerator is Accelerator.TPU_V6E else KvLayout.VLLM_HYBRID
+    cost = model_cost(
+        model, variant, kv_cache_dtype=workload.kv_cache_dtype, tensor_parallel=shape.chips, layout=layout
+    )
     batch = min(sequences, DECODE_BATCH_CAP)
-    towers = model.towers.weight_bytes if model.towers else 0
-    experts = sum(part.bytes for part in model.variant(variant).weights.parts if "experts" in part.what)
-    text = model.text_config
-    touched = 1.0
-    if text.get("num_experts"):
-        touched = 1 - (1 - int(text["top_k_experts"]) / int(text["num_experts"])) ** batch
-    weights_read = max(weight_bytes - towers - experts, 0) + touched * experts
-    read_seconds = (weights_read + batch * kv_bytes_per_sequence) / (chips * bandwidth)
-    compute_seconds = batch * 2 * active / (chips * flops)
-    decode = batch / max(read_seconds, compute_seconds)
+    prefill = prefill_ceiling_tokens_per_s(cost, hardware, workload.context_tokens)
+    decode = decode_ceiling_tokens_per_s(cost, hardware, batch, workload.context_tokens + workload.output_tokens / 2)
     return prefill, decode, batch
 
 

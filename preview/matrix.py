@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 
 from preview.closed_pipe import run_until_reader_leaves
 from preview.fit import SHAPES, Fit, Workload, matrix
+from preview.stack_file import StackFileError, project_root
 from serving.catalog import catalog
 from serving.pricing import usd
+from serving.speed_records import SpeedRecord, load_speed_records, matching
 
 _CEILING_NOTE = (
     "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `verify bench` "
-    "measures); $/1M out at the decode ceiling"
+    "measures, and a speed record's figure shows under measured); $/1M out at the decode ceiling"
 )
 
 
@@ -32,7 +34,7 @@ def _number(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def _row(fit: Fit) -> list[str]:
+def _row(fit: Fit, measured: SpeedRecord | None = None) -> list[str]:
     verdict = "fits" if fit.fits else "no"
     if fit.fits and fit.warnings:
         verdict = "fits*"
@@ -48,6 +50,7 @@ def _row(fit: Fit) -> list[str]:
         _number(fit.prefill_ceiling_tokens_per_s),
         _number(fit.decode_ceiling_tokens_per_s),
         usd(fit.usd_per_million_output_tokens_at_ceiling) if fit.usd_per_million_output_tokens_at_ceiling else "-",
+        "-" if measured is None else f"{measured.output_throughput:,.0f} @{measured.concurrency}",
     ]
 
 
@@ -63,12 +66,27 @@ HEADER = [
     "prefill",
     "decode",
     "$/1M out",
+    "measured",
 ]
 
+Measured = dict[tuple[str, str, str], SpeedRecord]
 
-def table(fits: list[Fit], workload: Workload) -> str:
+
+def measured_rows(fits: list[Fit], workload: Workload, records: list[SpeedRecord]) -> Measured:
+    """Per (model, variant, shape): the speed record (gemma-verify calibrate) with the most output tokens/s at this
+    workload, shown beside the ceilings: a measured figure is preferred to an estimate, and both are shown."""
+    found: Measured = {}
+    for fit in fits:
+        hits = matching(records, fit.model, fit.variant, fit.shape, workload.context_tokens, workload.output_tokens)
+        if hits:
+            found[(fit.model, fit.variant, fit.shape)] = max(hits, key=lambda r: r.output_throughput)
+    return found
+
+
+def table(fits: list[Fit], workload: Workload, measured: Measured | None = None) -> str:
     """The text matrix: one line per combination, then why each refused one does not fit."""
-    rows = [HEADER, *(_row(fit) for fit in fits)]
+    measured = measured or {}
+    rows = [HEADER, *(_row(fit, measured.get((fit.model, fit.variant, fit.shape))) for fit in fits)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = [f"workload: {workload.describe()}; seqs = such requests resident at once", _CEILING_NOTE, ""]
     lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
@@ -82,6 +100,14 @@ def table(fits: list[Fit], workload: Workload) -> str:
         lines += [f"  {fit.model} {fit.variant} on {fit.shape}: {'; '.join(fit.warnings)}" for fit in flagged]
     prices = sorted({fit.price_basis for fit in fits})
     lines += ["", "prices: " + "; ".join(prices) + " (serving/data/pricing.json)"]
+    if measured:
+        lines += [
+            "",
+            "measured: output tokens/s @ users from speed records (gemma-verify calibrate), beside the ceilings:",
+        ]
+        lines += [
+            f"  {model} {variant} on {shape}: {record.cite()}" for (model, variant, shape), record in measured.items()
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -136,8 +162,9 @@ def render(options: MatrixOptions) -> str:
         for fit in matrix(workload, models=list(options.models), shapes=list(options.shapes))
         if not options.variants or fit.variant in options.variants
     ]
+    measured = measured_rows(fits, workload, _speed_records())
     if not options.as_json:
-        return table(fits, workload)
+        return table(fits, workload, measured)
     document = {
         "workload": {
             "contextTokens": workload.context_tokens,
@@ -146,9 +173,27 @@ def render(options: MatrixOptions) -> str:
             "gpuMemoryUtilization": workload.gpu_memory_utilization,
             "textOnly": workload.text_only,
         },
-        "rows": [fit.as_dict() for fit in fits],
+        "rows": [
+            {
+                **fit.as_dict(),
+                "measured": (
+                    record.model_dump(mode="json")
+                    if (record := measured.get((fit.model, fit.variant, fit.shape))) is not None
+                    else None
+                ),
+            }
+            for fit in fits
+        ],
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def _speed_records() -> list[SpeedRecord]:
+    """The project's speed records; none when the matrix runs outside a project."""
+    try:
+        return load_speed_records(project_root())
+    except StackFileError:
+        return []
 
 
 def usage_problems(options: MatrixOptions) -> list[str]:

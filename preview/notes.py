@@ -22,7 +22,9 @@ from serving.gke_machines import NODE_SHAPES
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
-INFERENCE_POOL = "kubernetes:inference.networking.k8s.io/v1:InferencePool"
+GATEWAY = "kubernetes:gateway.networking.k8s.io/v1:Gateway"
+METRICS_ADAPTER = "gemma:gke:MetricsAdapter"
+PROXY_SUBNET = "gcp:compute/subnetwork:Subnetwork"
 BUCKET = "gcp:storage/bucket:Bucket"
 
 
@@ -151,25 +153,40 @@ def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
         "that many accelerators in the region (Compute Engine quotas; GPUS_ALL_REGIONS counts GPUs too; check it "
         "with `verify preflight`), or pods stay Pending with FailedScaleUp (`verify status` shows it)."
     )
-    metrics = (
-        "metrics: the HPA reads vllm:num_requests_waiting through the Custom Metrics Stackdriver Adapter, which "
-        "the cluster must run once (docs/gke.md, 'Before the first pulumi up'); without it the HPA reports "
-        "FailedGetPodsMetric and keeps the replica count."
-    )
-    access = (
-        "access: the Service is an internal load balancer: call it from the VPC, or run the stack's `portForward` "
-        "output and `verify health --url http://127.0.0.1:<port>` with the API key from Secret Manager."
-    )
-    notes = [quota, metrics, access]
+    notes = [quota]
+    if not capture.of_type(METRICS_ADAPTER):
+        notes.append(
+            "metrics: gke.metricsAdapter is false, so the HPA reads its metrics through the Custom Metrics "
+            "Stackdriver Adapter the cluster already runs; without one the HPA reports FailedGetPodsMetric (or "
+            "FailedGetExternalMetric) and keeps the replica count."
+        )
+    if capture.of_type(GATEWAY):
+        notes.append(
+            "access: the fleet is reached through an internal Application Load Balancer (the inference gateway, "
+            "output `gatewayEndpoint`): call it from the VPC, or run the stack's `portForward` output (the plain "
+            "Service, no picker) and `verify health --url http://127.0.0.1:<port>` with the API key from Secret "
+            "Manager."
+        )
+    else:
+        notes.append(
+            "access: the Service is an internal load balancer: call it from the VPC, or run the stack's "
+            "`portForward` output and `verify health --url http://127.0.0.1:<port>` with the API key from Secret "
+            "Manager."
+        )
     if not capture.of_type(CLUSTER):
         notes.append(
             "cluster: the stack uses an existing cluster; it must have Workload Identity, the GCS FUSE CSI driver, "
-            "the Secret Manager add-on and Managed Prometheus enabled (docs/gke.md)."
+            "the Secret Manager add-on and Managed Prometheus enabled (docs/gke.md)"
+            + (
+                ", and the Gateway API (GKE 1.34.0-gke.1626000 or later: its CRDs come with it)."
+                if capture.of_type(GATEWAY)
+                else "."
+            )
         )
-    if capture.of_type(INFERENCE_POOL):
+    if capture.of_type(GATEWAY) and not capture.of_type(PROXY_SUBNET):
         notes.append(
-            "gateway: the InferencePool names an endpoint picker and needs a Gateway; install them from the Gateway "
-            "API Inference Extension chart (docs/gke.md, 'Inference Gateway')."
+            "gateway: gke.gateway.proxySubnetRange is null, so the VPC must already have an ACTIVE proxy-only subnet "
+            "(purpose REGIONAL_MANAGED_PROXY) in the region, or the Gateway never gets an address."
         )
     return notes
 

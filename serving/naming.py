@@ -45,6 +45,8 @@ class TypeToken:
     GKE_NODE_IDENTITY = "gemma:gke:NodeIdentity"
     GKE_API_KEY = "gemma:gke:FleetApiKey"
     GKE_FLEET = "gemma:gke:VllmFleet"
+    GKE_METRICS_ADAPTER = "gemma:gke:MetricsAdapter"
+    GKE_INFERENCE_GATEWAY = "gemma:gke:InferenceGateway"
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,15 @@ class StackNames:
     def gke_cluster(self) -> str:
         """A GKE stack's cluster when the stack creates it (at most 40 characters, as GKE allows)."""
         return self.base[:40].rstrip("-")
+
+    @property
+    def gke_gateway(self) -> str:
+        """The inference gateway's Gateway (components/gke/gateway_manifests.py names it the same way)."""
+        return f"{self.serving}-gateway"
+
+    def inference_pool(self, track: str | None = None) -> str:
+        """The InferencePool over the fleet, or over one track of a gated fleet; its picker is `<pool>-epp`."""
+        return self.serving if track is None else f"{self.serving}-{track}"
 
     @property
     def gke_api_key_secret(self) -> str:

@@ -204,6 +204,19 @@ class GkeOutputs(_SharedOutputs):
         description="the `kubectl port-forward` command that reaches the internal Service from a laptop "
         "(then `verify ... --url http://127.0.0.1:<port>`)"
     )
+    gateway: str | None = Field(
+        default=None,
+        description="the inference gateway's Gateway (`gke.gateway.routing: gateway`); `endpoint` is then its "
+        "internal address, and requests go through the endpoint picker",
+    )
+    gateway_endpoint: str | None = Field(
+        default=None, description="the inference gateway's internal address (`http://<ip>`), also `endpoint`"
+    )
+    inference_pools: list[str] | None = Field(
+        default=None,
+        description="the InferencePools behind the gateway (the serving one first; a gated fleet has one per "
+        "track); each pool's endpoint picker is `<pool>-epp`",
+    )
     serving_track: str | None = Field(
         default=None, description="gated rollouts (`gke.rollout.gated`): the track users reach, `blue` or `green`"
     )
@@ -303,6 +316,10 @@ class DeployedOutputs(BaseModel):
     node_pool: str | None = None
     zones: list[str] | None = None
     port_forward: str | None = None
+    # A GKE fleet behind the inference gateway.
+    gateway: str | None = None
+    gateway_endpoint: str | None = None
+    inference_pools: list[str] | None = None
     # A gated GKE fleet's tracks.
     serving_track: str | None = None
     candidate_track: str | None = None

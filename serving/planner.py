@@ -207,6 +207,20 @@ def _layer_bytes_per_token(layer: AttentionLayer, element: KvElement, tp: int, l
     return tp * per_rank_heads * per_head
 
 
+def layer_kv_bytes_per_token(
+    layer: AttentionLayer,
+    kv_cache_dtype: str,
+    *,
+    tp: int = 1,
+    layout: KvLayout = KvLayout.VLLM_HYBRID,
+    model_dtype_bits: int = 16,
+) -> int:
+    """KV bytes one token costs in one layer, over the tensor-parallel group: what a decode step reads per
+    cached token of that layer (serving/latency.py), counted as the capacity plan counts what it stores."""
+    element = kv_element(kv_cache_dtype, model_dtype_bits=model_dtype_bits)
+    return _layer_bytes_per_token(layer, element, tp, layout)
+
+
 @dataclass(frozen=True)
 class _CacheLayer:
     kind: LayerKind

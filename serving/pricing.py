@@ -326,6 +326,10 @@ class HourlyPrice:
         read = sorted({source.split("read ", 1)[1][:10] for source in self.sources if "read " in source})
         return f"{', '.join(pages)}, read {', '.join(read)}" if pages else "no source"
 
+    def second_hand(self) -> list[str]:
+        """The copies (and their dates) the rates not read on Google's own page were read through."""
+        return sorted({source.split("; via ", 1)[1] for source in self.sources if "; via " in source})
+
     def as_dict(self) -> dict[str, object]:
         return {
             "usdPerHour": _rounded(self.usd_per_hour),
@@ -463,6 +467,12 @@ class StackCost:
             lines.append(
                 f"  rates:         {unit.citation()} (serving/data/pricing.json names the copy each rate was read "
                 "from; FORMAT=json lists them under cost)"
+            )
+        second_hand = unit.second_hand()
+        if second_hand:
+            lines.append(
+                f"  second-hand:   {len(second_hand)} of {len(unit.sources)} rate(s) read through a copy of the page, "
+                f"not the page itself ({'; '.join(second_hand)}): re-read them before relying on the figure"
             )
         return [*lines, ""]
 

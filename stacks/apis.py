@@ -24,6 +24,9 @@ BASE_APIS = (
 TPU_APIS = ("compute.googleapis.com", "tpu.googleapis.com")
 # A GKE fleet: the cluster and node pools (container), their VMs (compute), Managed Prometheus (monitoring).
 GKE_APIS = ("compute.googleapis.com", "container.googleapis.com", "monitoring.googleapis.com")
+# Behind the inference gateway: the load balancer calls the endpoint picker as a Service Extension (GKE's
+# "Deploy GKE Inference Gateway" page: enable the Compute Engine and Network Services APIs).
+GKE_GATEWAY_APIS = ("networkservices.googleapis.com",)
 
 
 def required_apis(settings: StackSettings) -> tuple[str, ...]:

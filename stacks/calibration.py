@@ -46,6 +46,11 @@ class CalibrationRecord(pydantic.BaseModel):
     vllm_version: str | None = None
     source: str  # where the lines were read (log filter, revision or node, timestamps)
     recorded_at: str
+    # The revision (or node container) the lines came from, the first line's time, and the lines themselves:
+    # what a reader checks a record against (records written before these were kept have none).
+    source_revision: str | None = None
+    source_first_line_at: str | None = None
+    source_lines: tuple[str, ...] = ()
 
     @property
     def runtime_overhead_gib(self) -> float:

@@ -306,6 +306,27 @@ def _lora_reservation(settings: StackSettings, assumptions: list[str]) -> int:
 
 def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tuple[str, ...]]:
     """The planner's inputs for a stack, and the assumptions behind them (shown in the preview)."""
+    inputs, assumptions = _stated_inputs(settings, root=root)
+    capacity = settings.capacity
+    calibrated, notes = calibrate(
+        inputs,
+        assumptions,
+        root=root,
+        accelerator=settings.accelerator.value,
+        checkpoint=settings.model.path,
+        overhead_given=capacity.runtime_overhead_gib is not None,
+    )
+    return calibrated, tuple(notes)
+
+
+def stated_weight_bytes(settings: StackSettings, *, root: Path) -> int:
+    """The weights (model and drafter) the catalog or the stack's profile states, before any calibration
+    record: what `verify memory --save` checks a measured "Model loading took" against."""
+    inputs, _ = _stated_inputs(settings, root=root)
+    return inputs.model.weight_bytes + (inputs.drafter.weight_bytes if inputs.drafter is not None else 0)
+
+
+def _stated_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, list[str]]:
     capacity = settings.capacity
     model = _resolve_profile(
         capacity.profile,
@@ -349,15 +370,7 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
         accelerator_label=platform.accelerator_label,
         workload_tokens=capacity.request_tokens,
     )
-    inputs, assumptions = calibrate(
-        inputs,
-        assumptions,
-        root=root,
-        accelerator=settings.accelerator.value,
-        checkpoint=settings.model.path,
-        overhead_given=override is not None,
-    )
-    return inputs, tuple(assumptions)
+    return inputs, assumptions
 
 
 def assess_stack(settings: StackSettings, *, root: Path | None = None) -> StackCapacity:

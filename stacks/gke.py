@@ -11,10 +11,12 @@ tensor parallel, the model's weights, the region) by `GkeStack` in stacks/settin
 from __future__ import annotations
 
 import enum
+import ipaddress
 import re
 from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
 
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.container import VLLM_PORT
@@ -43,6 +45,66 @@ class NodeProvisioning(enum.StrEnum):
     FLEX_START = "flex-start"
 
 
+def _narrow_ranges(ranges: tuple[str, ...], key: str, door: str) -> tuple[str, ...]:
+    """CIDR ranges that together are not the internet (0.0.0.0/0 in any combination is refused)."""
+    checked: list[str] = []
+    for value in ranges:
+        try:
+            checked.append(_cidr(value))
+        except ValueError as error:
+            raise ValueError(f"{key}: {error}") from None
+    wide = too_wide(checked)
+    if wide:
+        raise ValueError(
+            f"{key} {checked} together let in {'; '.join(describe(item) for item in wide)}; {door}. "
+            f"Allowed: {allowed_text()}"
+        )
+    return tuple(checked)
+
+
+class ControlPlaneSettings(SettingsModel):
+    """Who reaches the cluster's Kubernetes API.
+
+    Default: its IP endpoints take no traffic from outside the VPC (the public IP endpoint is off), and
+    Pulumi, kubectl and `verify status` reach it through its DNS endpoint, which Google authenticates
+    with IAM (`container.clusters.connect`) before Kubernetes RBAC: what GKE's network isolation guide
+    calls the best practice. `publicEndpoint: true` opens the public IP endpoint, to the
+    authorizedNetworks only.
+    """
+
+    public_endpoint: bool = False
+    # IPv4 CIDRs allowed on the public IP endpoint (GKE's authorized networks take IPv4 only, at most 100).
+    authorized_networks: tuple[str, ...] = Field(default=(), max_length=100)
+
+    @field_validator("authorized_networks")
+    @classmethod
+    def _narrow(cls, ranges: tuple[str, ...]) -> tuple[str, ...]:
+        checked = _narrow_ranges(
+            ranges,
+            "gke.cluster.controlPlane.authorizedNetworks",
+            "the Kubernetes API of a cluster whose nodes hold the model and its API key would answer them",
+        )
+        v6 = [value for value in checked if ":" in value]
+        if v6:
+            raise ValueError(f"gke.cluster.controlPlane.authorizedNetworks {v6}: GKE takes IPv4 ranges only")
+        return checked
+
+    @model_validator(mode="after")
+    def _public_needs_ranges(self) -> Self:
+        if self.public_endpoint and not self.authorized_networks:
+            raise ValueError(
+                "gke.cluster.controlPlane.authorizedNetworks: publicEndpoint is true, so name the IPv4 CIDRs "
+                "allowed to reach the Kubernetes API (e.g. [203.0.113.0/24]); or leave it false and use the "
+                "IAM-guarded DNS endpoint"
+            )
+        if self.authorized_networks and not self.public_endpoint:
+            raise ValueError(
+                "gke.cluster.controlPlane.authorizedNetworks applies only with publicEndpoint: true (the public "
+                "IP endpoint is off otherwise)"
+            )
+        return self
+
+
 class ClusterSettings(SettingsModel):
     """The Standard cluster the fleet runs in: one the stack creates, or one that already exists."""
 
@@ -61,6 +123,11 @@ class ClusterSettings(SettingsModel):
     # The small CPU pool beside the accelerators (kube-dns, the metrics adapter, Managed Prometheus).
     system_machine_type: str = "e2-standard-4"
     deletion_protection: bool = True
+    control_plane: ControlPlaneSettings = ControlPlaneSettings()
+    # Private nodes have no external IP: Cloud NAT in the region gives them egress to the internet (Hugging
+    # Face, registries outside Google); Google APIs go through Private Google Access, which GKE turns on for
+    # the subnet of a private cluster. false: the network already has Cloud NAT (or needs no internet).
+    cloud_nat: bool = True
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -74,6 +141,13 @@ class ClusterSettings(SettingsModel):
 
     @model_validator(mode="after")
     def _existing_named_fully(self) -> Self:
+        if self.existing is not None:
+            wrote = [key for key in ("control_plane", "cloud_nat") if key in self.model_fields_set]
+            if wrote:
+                raise ValueError(
+                    f"gke.cluster.{to_camel(wrote[0])} applies only to a cluster the stack creates; an existing "
+                    "cluster is read, never changed"
+                )
         if self.existing is None:
             if self.location is not None:
                 raise ValueError("gke.cluster.location applies only to an existing cluster; remove it")
@@ -171,8 +245,9 @@ class NodePoolSettings(SettingsModel):
 class ReplicaSettings(SettingsModel):
     """How many vLLM replicas run, and what makes the HPA add one."""
 
-    # The HPA's bounds. Kubernetes' HPA cannot go below 1 (scale-to-zero is an alpha feature gate GKE does
-    # not enable); `parked: true` sets the Deployment to 0 replicas instead, and the nodes follow to 0.
+    # The HPA's bounds. On the pinned versions (1.34, 1.35) the HPA cannot go below 1 (scale-to-zero is Beta
+    # from Kubernetes 1.37, docs/gke.md); `parked: true` sets the Deployment to 0 replicas instead, and the
+    # nodes follow to 0.
     min: int = Field(default=1, ge=1)
     max: int = Field(ge=1)
     parked: bool = False
@@ -196,27 +271,18 @@ class ServiceSettings(SettingsModel):
     # one, reachable only from allowedSourceRanges (never 0.0.0.0/0 or ::/0, alone or together).
     public_endpoint: bool = False
     allowed_source_ranges: tuple[str, ...] = ()
-    # GKE Inference Gateway: an InferencePool over the pods (its endpoint picker and Gateway are installed
-    # from the Gateway API Inference Extension chart; docs/gke.md).
+    # Kept for stacks that set it: true asks for the inference gateway (gke.gateway), whose InferencePool
+    # comes with its endpoint picker and Gateway (docs/gke.md).
     inference_pool: bool = False
 
     @field_validator("allowed_source_ranges")
     @classmethod
     def _no_open_ranges(cls, ranges: tuple[str, ...]) -> tuple[str, ...]:
-        checked: list[str] = []
-        for value in ranges:
-            try:
-                checked.append(_cidr(value))
-            except ValueError as error:
-                raise ValueError(f"gke.service.allowedSourceRanges: {error}") from None
-        wide = too_wide(checked)
-        if wide:
-            raise ValueError(
-                f"gke.service.allowedSourceRanges {checked} together let in "
-                f"{'; '.join(describe(item) for item in wide)}; vLLM's /metrics and /tokenize answer anyone who "
-                f"reaches the port. Allowed: {allowed_text()}"
-            )
-        return tuple(checked)
+        return _narrow_ranges(
+            ranges,
+            "gke.service.allowedSourceRanges",
+            "vLLM's /metrics and /tokenize answer anyone who reaches the port",
+        )
 
     @model_validator(mode="after")
     def _public_needs_ranges(self) -> Self:
@@ -233,6 +299,43 @@ class ServiceSettings(SettingsModel):
         return self
 
 
+class GatewaySettings(SettingsModel):
+    """`gke.gateway`: how requests reach the replicas, and what the autoscaler reads.
+
+    `routing: gateway` puts GKE's internal Application Load Balancer in front, routing each request through
+    llm-d's endpoint picker (queue, KV-cache and prefix-cache aware), and the HPA scales on the picker's
+    pool averages; `routing: service` keeps the plain internal Service (round robin) and the HPA on each
+    pod's queue. Unset: the gateway for a fleet that may run more than one replica, the Service otherwise.
+    """
+
+    routing: Literal["gateway", "service"] | None = None
+    # The proxy-only subnet the internal load balancer's Envoy proxies take (one ACTIVE per VPC region, /23
+    # or wider; outside the auto-mode block 10.128.0.0/9). null: the VPC's region already has one.
+    proxy_subnet_range: str | None = "192.168.254.0/23"
+    # The HPA adds a replica when the pool's mean KV-cache use passes this (besides the queue target).
+    target_kv_cache_utilization: float = Field(default=0.8, gt=0, le=1)
+
+    @field_validator("proxy_subnet_range")
+    @classmethod
+    def _proxy_range(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            network = ipaddress.ip_network(value, strict=True)
+        except ValueError as error:
+            raise ValueError(f"gke.gateway.proxySubnetRange {value!r}: {error}") from None
+        if network.version != 4 or network.prefixlen > 23 or not network.is_private:
+            raise ValueError(
+                f"gke.gateway.proxySubnetRange {value!r}: a private IPv4 range of /23 or wider (e.g. 192.168.254.0/23)"
+            )
+        if network.overlaps(ipaddress.ip_network("10.128.0.0/9")):
+            raise ValueError(
+                f"gke.gateway.proxySubnetRange {value!r} overlaps 10.128.0.0/9, which auto-mode VPCs (the "
+                "`default` network) give their regional subnets; pick a range outside it"
+            )
+        return value
+
+
 class GkeSettings(SettingsModel):
     """Everything a GKE stack says about its fleet (the `gke:` block of the stack settings)."""
 
@@ -241,6 +344,10 @@ class GkeSettings(SettingsModel):
     replicas: ReplicaSettings
     service: ServiceSettings = ServiceSettings()
     rollout: GkeRolloutSettings = GkeRolloutSettings()
+    gateway: GatewaySettings = GatewaySettings()
+    # Install the Custom Metrics Stackdriver Adapter the HPA reads through (components/gke/metrics_adapter.py).
+    # false only for an existing cluster that already runs it (two adapters fight over the same APIServices).
+    metrics_adapter: bool = True
     namespace: str = "gemma"
     port: int = Field(default=VLLM_PORT, ge=1024, le=65535)
     # The vLLM container's requests (= limits). Unset: 80% of what the node can allocate.
@@ -273,6 +380,11 @@ class GkeSettings(SettingsModel):
     @model_validator(mode="after")
     def _fits_the_node(self) -> Self:
         shape = self.node_pool.shape
+        if not shape.is_tpu and self.mount.uid == 0:
+            raise ValueError(
+                "gke.mount.uid 0: GKE GPU pods run as a non-root user (runAsNonRoot), the owner of the mounted "
+                "weights; allowed: a uid >= 1 (default 1001)"
+            )
         if self.replicas.max > self.node_pool.max_nodes:
             raise ValueError(
                 f"gke.replicas.max {self.replicas.max} exceeds gke.nodePool.maxNodes {self.node_pool.max_nodes}: each "
@@ -289,6 +401,27 @@ class GkeSettings(SettingsModel):
                 f"{shape.allocatable_memory_gib:.1f} GiB"
             )
         return self
+
+    @model_validator(mode="after")
+    def _routing_agrees(self) -> Self:
+        if self.gateway.routing == "service" and self.service.inference_pool:
+            raise ValueError(
+                "gke.service.inferencePool: an InferencePool needs the inference gateway; remove it or set "
+                "gke.gateway.routing: gateway"
+            )
+        if self.rollout.candidate_percent and not self.uses_gateway:
+            raise ValueError(
+                "gke.rollout.candidatePercent splits requests with the inference gateway's HTTPRoute; the fleet is "
+                "reached through its Service (gke.gateway.routing: service, or one replica at most), which cannot"
+            )
+        return self
+
+    @property
+    def uses_gateway(self) -> bool:
+        """Whether requests reach the replicas through the inference gateway (see GatewaySettings)."""
+        if self.gateway.routing is not None:
+            return self.gateway.routing == "gateway"
+        return self.replicas.max > 1 or self.service.inference_pool
 
     @property
     def pod_cpu(self) -> float:

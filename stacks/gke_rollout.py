@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from stacks.base import SettingsModel
 
@@ -25,9 +25,17 @@ class GkeRolloutSettings(SettingsModel):
 
     gated: bool = False
     serving_track: Track = "blue"
+    # Behind the inference gateway: the share of requests (percent) the HTTPRoute sends to the candidate's
+    # pool. `verify promote` steps it up (and back to 0 on a failed gate); 0 keeps users on the serving track.
+    candidate_percent: int = Field(default=0, ge=0, le=100)
 
     @model_validator(mode="after")
     def _track_needs_gate(self) -> Self:
+        if self.candidate_percent and not self.gated:
+            raise ValueError(
+                "gke.rollout.candidatePercent applies only with gke.rollout.gated: true (a direct rollout has one "
+                "track)"
+            )
         if self.serving_track != "blue" and not self.gated:
             raise ValueError(
                 "gke.rollout.servingTrack applies only with gke.rollout.gated: true (a direct rollout has one track)"

@@ -34,6 +34,10 @@ _CHANNEL = r"^projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/notificationChannels/[0-9]+$
 _EMAIL = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 # A share of something (0 excluded, 1 included).
 Fraction = Annotated[float, Field(gt=0, le=1)]
+# The widest queue-time and waiting-requests thresholds taken: above them the alert could never fire in practice
+# (vLLM's own request timeout and a server's request capacity are far below), so a larger value is a typo.
+MAX_QUEUE_SECONDS = 3600.0
+MAX_WAITING_REQUESTS = 100_000
 # The APIs monitoring adds: Cloud Monitoring (dashboard, alerts, channels, metric writes) and, with a
 # budget, the Billing Budget API.
 MONITORING_API = "monitoring.googleapis.com"
@@ -52,8 +56,11 @@ class ThresholdSettings(SettingsModel):
     tpot_seconds: float = Field(default=_DEFAULTS.tpot_seconds, gt=0)
     attainment_warning: Fraction = _DEFAULTS.attainment_warning
     attainment_critical: Fraction = _DEFAULTS.attainment_critical
-    max_queue_seconds: float = Field(default=_DEFAULTS.max_queue_seconds, gt=0)
-    max_waiting_requests: int | None = Field(default=_DEFAULTS.max_waiting_requests, ge=0)
+    # Finite and at most an hour: `.inf` was accepted and made an alert that can never fire.
+    max_queue_seconds: float = Field(
+        default=_DEFAULTS.max_queue_seconds, gt=0, le=MAX_QUEUE_SECONDS, allow_inf_nan=False
+    )
+    max_waiting_requests: int | None = Field(default=_DEFAULTS.max_waiting_requests, ge=0, le=MAX_WAITING_REQUESTS)
     for_seconds: int = Field(default=_DEFAULTS.for_seconds, ge=0, le=86400)
 
     @model_validator(mode="after")

@@ -28,7 +28,7 @@ from serving.lora import LoraCapacity, adapters_dir, guard_args, launcher_comman
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, idle_chips_problem
 from serving.vllm_args import with_tensor_parallel
 from stacks.adapters import AdapterSettings, LoraSlots, adapter_problems, lora_capacity
-from stacks.apis import BASE_APIS, GKE_APIS, TPU_APIS
+from stacks.apis import BASE_APIS, GKE_APIS, GKE_GATEWAY_APIS, TPU_APIS
 from stacks.base import SettingsModel
 from stacks.bench import BenchSettings
 from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capacity, gke_capacity, tpu_capacity
@@ -670,7 +670,8 @@ class GkeStack(_StackSettings):
 
     @property
     def apis(self) -> tuple[str, ...]:
-        return tuple(sorted({*BASE_APIS, *GKE_APIS, *self.monitoring.apis}))
+        gateway = GKE_GATEWAY_APIS if self.gke.uses_gateway else ()
+        return tuple(sorted({*BASE_APIS, *GKE_APIS, *gateway, *self.monitoring.apis}))
 
     @property
     def zone(self) -> str | None:

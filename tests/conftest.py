@@ -39,6 +39,10 @@ def _ensure_event_loop() -> None:
         asyncio.set_event_loop(asyncio.new_event_loop())
 
 
+# For a test that runs the preview in process more than once (each run may leave the thread without a loop).
+ensure_event_loop = _ensure_event_loop
+
+
 @pytest.fixture(autouse=True)
 def _console_width_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tables are asserted as verify prints them into a pipe (120 columns), whatever the shell exported.

@@ -21,6 +21,7 @@ from google.auth import jwt
 
 from verify import UsageError
 from verify.target import DEFAULT_API_KEY_ENV, AuthKind, Target
+from verify.url_guard import id_token_problem
 
 # audience -> ID token. The default asks google-auth, then gcloud; tests inject their own.
 IdTokenFetcher = Callable[[str], str]
@@ -227,8 +228,12 @@ def auth_for_target(
     env: Mapping[str, str] | None = None,
     fetch_id_token: IdTokenFetcher | None = None,
 ) -> httpx.Auth | None:
-    """The credential ``target`` needs; raises ``UsageError`` before any request when it is missing."""
+    """The credential ``target`` needs; raises ``UsageError`` before any request when it is missing, or when
+    a Google ID token would go to a host other than its audience's (verify/url_guard.py)."""
     if target.auth_kind is AuthKind.GOOGLE:
+        problem = id_token_problem(target.base_url, target.audience)
+        if problem is not None:
+            raise UsageError(f"{problem}; refused before any request")
         return GoogleIdTokenAuth(target.audience, fetch=fetch_id_token)
     if target.auth_kind is AuthKind.API_KEY:
         return BearerApiKeyAuth.from_env(api_key_env or DEFAULT_API_KEY_ENV, env)

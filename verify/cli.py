@@ -48,6 +48,8 @@ _REGISTRARS: dict[str, tuple[str, str]] = {
     "memory": ("verify.memory.cli", "register"),
     "alerts": ("verify.alerts.cli", "register"),
     "adapters": ("verify.adapters.cli", "register"),
+    "advise": ("verify.advise.cli", "register"),
+    "calibrate": ("verify.advise.calibrate", "register"),
 }
 
 

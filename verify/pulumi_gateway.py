@@ -52,6 +52,7 @@ from verify.promote.shifter import (
     PROMOTION_RUN_KEY,
     SERVING_REVISION_KEY,
     SERVING_TRACK_KEY,
+    TRACK_SHARE_KEY,
     ShiftFailedError,
     TrafficChange,
 )
@@ -396,14 +397,30 @@ class PulumiTrackShifter:
         self._policy_packs = list(policy_packs)
 
     def serve(self, track: str, *, reason: str) -> None:
+        """The serving track becomes `track`, with no share left to the (new) candidate (a share a stepped
+        promotion set is removed: it reads as 0)."""
+        self._update({SERVING_TRACK_KEY: track}, reason=reason, reset=(TRACK_SHARE_KEY,))
+
+    def split(self, percent: int, *, reason: str) -> None:
+        """Behind the inference gateway: the candidate track's share of requests (the HTTPRoute's weights)."""
+        self._update({TRACK_SHARE_KEY: str(percent)}, reason=reason)
+
+    def _update(self, values: dict[str, str], *, reason: str, reset: tuple[str, ...] = ()) -> None:
+        """Sets `values`, removes the `reset` keys that are set, runs `pulumi up`; puts every key back on failure."""
         from pulumi import automation  # noqa: PLC0415 - see the import under TYPE_CHECKING
 
         stack = _open_for_promotion(self._stack_name, self._work_dir, "users")
-        before: str | None = None
-        with contextlib.suppress(automation.CommandError):
-            before = stack.get_config(SERVING_TRACK_KEY, path=True).value
+        before: dict[str, str | None] = {}
+        for key in (*values, *reset):
+            before[key] = None
+            with contextlib.suppress(automation.CommandError):
+                before[key] = stack.get_config(key, path=True).value
         try:
-            stack.set_config(SERVING_TRACK_KEY, automation.ConfigValue(track), path=True)
+            for key, value in values.items():
+                stack.set_config(key, automation.ConfigValue(value), path=True)
+            for key in reset:
+                if before[key] is not None:
+                    stack.remove_config(key, path=True)
             stack.up(
                 message=f"verify promote: {reason}",
                 on_output=_print_to_stderr,
@@ -412,10 +429,11 @@ class PulumiTrackShifter:
             )
         except automation.CommandError as exc:
             with contextlib.suppress(automation.CommandError):
-                if before is None:
-                    stack.remove_config(SERVING_TRACK_KEY, path=True)
-                else:
-                    stack.set_config(SERVING_TRACK_KEY, automation.ConfigValue(before), path=True)
+                for key, old in before.items():
+                    if old is not None:
+                        stack.set_config(key, automation.ConfigValue(old), path=True)
+                    elif key in values:
+                        stack.remove_config(key, path=True)
             raise ShiftFailedError(f"`pulumi up` failed: {exc}") from None
 
 

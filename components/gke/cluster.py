@@ -3,7 +3,14 @@
 Why a component: the fleet's promises need cluster features (Workload Identity for least privilege, the
 GCS FUSE CSI driver for the weights, the Secret Manager add-on for the API key, Managed Prometheus for the
 HPA's metric). A created cluster turns them on; an existing one is read, not changed, and the plan's notes
-say what it must have. Owns: the cluster and its small system node pool (created), and the provider.
+say what it must have. Owns: the cluster, its small system node pool and the region's Cloud NAT (created),
+and the provider.
+
+Private by default (GKE's hardening guide and network isolation guide): nodes have no external IP, the
+control plane's public IP endpoint is off unless authorized networks are named, and Pulumi reaches the
+Kubernetes API through the cluster's DNS endpoint, which Google authenticates with IAM before RBAC; every
+node (system pool too) runs as the stack's own node account, on Shielded VMs (secure boot, integrity
+monitoring).
 """
 
 from __future__ import annotations
@@ -15,18 +22,20 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from components.gke.node_pool import CLOUD_PLATFORM_SCOPE, SHIELDED
+from policy.source_ranges import describe, too_wide
 from serving.naming import TypeToken
 
 # The kubeconfig authenticates through gke-gcloud-auth-plugin (the caller's own Google credentials): it
-# holds no token, so nothing secret lands in the state or the plan.
+# holds no token, so nothing secret lands in the state or the plan. The DNS endpoint presents a publicly
+# trusted certificate (no cluster CA line); an IP endpoint presents the cluster's own CA.
 _KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters:
 - name: {name}
   cluster:
     server: https://{endpoint}
-    certificate-authority-data: {ca}
-contexts:
+{ca_line}contexts:
 - name: {name}
   context:
     cluster: {name}
@@ -43,6 +52,11 @@ users:
 """
 
 
+def kubeconfig(name: str, endpoint: str, ca: str | None) -> str:
+    ca_line = f"    certificate-authority-data: {ca}\n" if ca else ""
+    return _KUBECONFIG.format(name=name, endpoint=endpoint, ca_line=ca_line)
+
+
 @dataclass(frozen=True)
 class CreatedCluster:
     """A Standard cluster the stack creates (regional, nodes in `node_zones`)."""
@@ -56,7 +70,13 @@ class CreatedCluster:
     subnetwork: str | None
     system_machine_type: str
     deletion_protection: bool
+    # The nodes' own Google account (components/gke/node_identity.py): never the Compute Engine default.
+    node_service_account: pulumi.Input[str]
     gateway_api: bool = False
+    # IPv4 CIDRs allowed on the control plane's public IP endpoint; empty: that endpoint is off.
+    authorized_networks: Sequence[str] = ()
+    # Cloud NAT for the private nodes' internet egress (a Router and a RouterNat in the region).
+    cloud_nat: bool = True
 
 
 @dataclass(frozen=True)
@@ -76,8 +96,14 @@ class GkeClusterArgs:
     def __post_init__(self) -> None:
         if not self.cluster.name or not self.cluster.location:
             raise ValueError("GkeClusterArgs.cluster: a name and a location are required")
-        if isinstance(self.cluster, CreatedCluster) and not self.cluster.node_zones:
-            raise ValueError("GkeClusterArgs.cluster.node_zones: at least one zone for the nodes")
+        if isinstance(self.cluster, CreatedCluster):
+            if not self.cluster.node_zones:
+                raise ValueError("GkeClusterArgs.cluster.node_zones: at least one zone for the nodes")
+            if wide := too_wide(list(self.cluster.authorized_networks)):
+                raise ValueError(
+                    f"GkeClusterArgs.cluster.authorized_networks {list(self.cluster.authorized_networks)} let in "
+                    f"{'; '.join(describe(item) for item in wide)}"
+                )
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -99,7 +125,9 @@ class GkeCluster(pulumi.ComponentResource):
             cluster = self._create(name, args.project, spec, args.labels, child)
             self.name = cluster.name
             endpoint: pulumi.Output[str] = cluster.endpoint
-            ca: pulumi.Output[str] = cluster.master_auth.cluster_ca_certificate.apply(lambda value: value or "")
+            # Pulumi talks to the IAM-guarded DNS endpoint: the public IP endpoint may be off.
+            api_host: pulumi.Output[str] = cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+            ca: pulumi.Output[str | None] = pulumi.Output.from_input(None)
         else:
             found = gcp.container.get_cluster_output(
                 name=spec.name,
@@ -109,15 +137,16 @@ class GkeCluster(pulumi.ComponentResource):
             )
             self.name = pulumi.Output.from_input(spec.name)
             endpoint = found.endpoint
+            api_host = found.endpoint
             ca = found.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate if auths else "")
         self.endpoint = endpoint
         self.path = self.name.apply(
             lambda cluster: f"projects/{args.project}/locations/{spec.location}/clusters/{cluster}"
         )
-        kubeconfig = pulumi.Output.all(self.name, endpoint, ca).apply(
-            lambda values: _KUBECONFIG.format(name=values[0], endpoint=values[1], ca=values[2])
+        config = pulumi.Output.all(self.name, api_host, ca).apply(
+            lambda values: kubeconfig(values[0], values[1], values[2])
         )
-        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=kubeconfig, opts=child)
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=config, opts=child)
         self.register_outputs({"name": self.name, "endpoint": self.endpoint, "path": self.path})
 
     def _create(
@@ -143,6 +172,34 @@ class GkeCluster(pulumi.ComponentResource):
             network=spec.network,
             subnetwork=spec.subnetwork,
             ip_allocation_policy=container.ClusterIpAllocationPolicyArgs(),
+            # No external IP on any node; the public IP endpoint only for named networks.
+            private_cluster_config=container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=True, enable_private_endpoint=not spec.authorized_networks
+            ),
+            master_authorized_networks_config=container.ClusterMasterAuthorizedNetworksConfigArgs(
+                cidr_blocks=[
+                    container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                        cidr_block=block, display_name=f"authorized-{index}"
+                    )
+                    for index, block in enumerate(spec.authorized_networks)
+                ],
+                # Not "any Google Cloud address": that is anyone with a VM.
+                gcp_public_cidrs_access_enabled=False,
+            ),
+            control_plane_endpoints_config=container.ClusterControlPlaneEndpointsConfigArgs(
+                dns_endpoint_config=container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                    allow_external_traffic=True
+                ),
+            ),
+            enable_shielded_nodes=True,
+            # Dataplane V2 enforces the fleet's NetworkPolicy (without an enforcer it is a no-op).
+            datapath_provider="ADVANCED_DATAPATH",
+            # The default pool GKE makes at creation (then removes) runs as the node account too.
+            node_config=container.ClusterNodeConfigArgs(
+                service_account=spec.node_service_account,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                shielded_instance_config=container.ClusterNodeConfigShieldedInstanceConfigArgs(**SHIELDED),
+            ),
             workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
                 workload_pool=f"{project}.svc.id.goog"
             ),
@@ -173,9 +230,41 @@ class GkeCluster(pulumi.ComponentResource):
             node_config=container.NodePoolNodeConfigArgs(
                 machine_type=spec.system_machine_type,
                 workload_metadata_config=container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
-                oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"],
+                service_account=spec.node_service_account,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                shielded_instance_config=container.NodePoolNodeConfigShieldedInstanceConfigArgs(**SHIELDED),
                 resource_labels=dict(labels),
             ),
             opts=child,
         )
+        if spec.cloud_nat:
+            _cloud_nat(name, project, spec, child)
         return cluster
+
+
+def _dns_endpoint(config: object) -> str:
+    dns = getattr(config, "dns_endpoint_config", None)
+    return str(getattr(dns, "endpoint", None) or "")
+
+
+def _cloud_nat(name: str, project: str, spec: CreatedCluster, child: pulumi.ResourceOptions) -> None:
+    """Egress to the internet for nodes without external IPs (image pulls from outside Google, Hugging Face)."""
+    router = gcp.compute.Router(
+        f"{name}-router",
+        name=f"{spec.name}-nat",
+        project=project,
+        region=spec.location,
+        network=spec.network,
+        opts=child,
+    )
+    gcp.compute.RouterNat(
+        f"{name}-nat",
+        name=f"{spec.name}-nat",
+        project=project,
+        region=spec.location,
+        router=router.name,
+        nat_ip_allocate_option="AUTO_ONLY",
+        source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+        log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+        opts=child,
+    )

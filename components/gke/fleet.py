@@ -1,6 +1,6 @@
 """The Kubernetes side of a vLLM fleet: namespace, identity, API key mount, Deployment, Service, PodMonitoring,
-HPA, PodDisruptionBudget and, when asked, an InferencePool; and the Workload Identity binding that lets the
-pods act as the serving account.
+HPA, PodDisruptionBudget, the ingress NetworkPolicy and, when asked, an InferencePool; and the Workload
+Identity binding that lets the pods act as the serving account.
 
 Why a component: these objects only work together (the HPA reads the metric the PodMonitoring scrapes; the
 Service selects the Deployment's pods; the pods read the bucket as the account the KSA is bound to), so they
@@ -10,6 +10,7 @@ Kubernetes object of the fleet and the serving account's workloadIdentityUser bi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.gke import manifests, tracks
+from components.gke import autoscaling, manifests, tracks
 from components.gke.manifests import FleetSpec
 from serving.naming import TypeToken
 
@@ -28,10 +29,17 @@ class VllmFleetArgs:
     spec: FleetSpec
     # The serving account's resource name (projects/<p>/serviceAccounts/<email>), bound to the KSA.
     serving_account: pulumi.Input[str]
-    # The endpoint picker Service an InferencePool names (from the GAIE chart); None: no InferencePool.
+    # The endpoint picker Service an InferencePool names; None: no InferencePool of the fleet's own (behind the
+    # inference gateway, components/gke/gateway.py registers the pools with their pickers).
     endpoint_picker: str | None = None
     # A gated rollout's (serving, candidate) tracks (components/gke/tracks.py); None: one Deployment.
     tracks: tuple[str, str] | None = None
+    # The InferencePool whose picker metrics the HPA scales on (components/gke/autoscaling.py); None: each
+    # pod's own vLLM queue.
+    picker_pool: str | None = None
+    target_kv_cache_utilization: float = 0.8
+    # What the HPA waits for: the metrics adapter it reads through, the pickers that publish its metrics.
+    autoscaler_after: Sequence[pulumi.Resource] = ()
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -100,13 +108,21 @@ class VllmFleet(pulumi.ComponentResource):
             pool = _pool(spec, args.endpoint_picker, serving=args.tracks[0])
             self.candidate_endpoint = candidate.status.apply(lambda status: _address(status, spec.port))
         _custom(f"{name}-podmonitoring", manifests.pod_monitoring(spec), in_namespace)
+        if args.picker_pool is not None:
+            hpa = autoscaling.picker_autoscaler(
+                spec,
+                deployment=hpa["spec"]["scaleTargetRef"]["name"],
+                pool=args.picker_pool,
+                target_kv_cache_utilization=args.target_kv_cache_utilization,
+            )
         _object(
             k8s.autoscaling.v2.HorizontalPodAutoscaler,
             f"{name}-hpa",
             hpa,
-            pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[deployment]),
+            pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[deployment, *args.autoscaler_after]),
         )
         _object(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", manifests.disruption_budget(spec), in_namespace)
+        _object(k8s.networking.v1.NetworkPolicy, f"{name}-ingress", manifests.network_policy(spec), in_namespace)
         if pool is not None:
             _custom(f"{name}-inference-pool", pool, in_namespace)
         self.service_name = service.metadata.apply(lambda metadata: metadata.name or spec.name)

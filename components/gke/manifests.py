@@ -18,12 +18,38 @@ import pulumi
 
 from serving.gke_machines import NodeShape
 
-# Where the API key file lands in the container, and the shell line that hands it to vLLM as VLLM_API_KEY
-# (vllm/entrypoints/serve/middleware/register.py reads it exactly like --api-key, without a command line
-# that `ps` shows). The arguments stay a list: the shell passes them on as "$@", JSON values intact.
+# Where the API key file lands in the container. vLLM reads VLLM_API_KEY exactly like --api-key
+# (vllm/entrypoints/serve/middleware/register.py), without a command line that `ps` shows.
 SECRETS_DIR = "/var/run/secrets/vllm"
 API_KEY_FILE = "api-key"
-LAUNCH = f'VLLM_API_KEY="$(cat {SECRETS_DIR}/{API_KEY_FILE})" exec vllm serve "$@"'
+# Exit status of a pod whose key is missing or blank (EX_CONFIG): the container restarts and never serves.
+NO_KEY_EXIT = 78
+
+
+def launch_line(secrets_dir: str = SECRETS_DIR) -> str:
+    """The shell line that hands the key file to vLLM, failing closed.
+
+    Why not `VLLM_API_KEY="$(cat file)"`: vLLM treats an empty VLLM_API_KEY as no key at all, so a missing,
+    empty or blank file started a server that answers everyone. Here the pod exits instead (and the
+    startup probe never passes). The arguments stay a list: the shell passes them on as "$@", JSON intact.
+    """
+    key_file = f"{secrets_dir}/{API_KEY_FILE}"
+    refuse = (
+        f'{{ echo "vLLM API key file {key_file} is missing or blank: refusing to serve without auth" >&2; '
+        f"exit {NO_KEY_EXIT}; }}"
+    )
+    blank_stripped = "$(printf %s \"$VLLM_API_KEY\" | tr -d ' \\t\\r\\n')"
+    steps = (
+        f'[ -r "{key_file}" ] || {refuse}',
+        f'VLLM_API_KEY="$(cat "{key_file}")" || {refuse}',
+        f'[ -n "{blank_stripped}" ] || {refuse}',
+        "export VLLM_API_KEY",
+        'exec vllm serve "$@"',
+    )
+    return "; ".join(steps)
+
+
+LAUNCH = launch_line()
 # GKE's annotations: an internal passthrough load balancer; the GCS FUSE sidecar injected into the pod.
 INTERNAL_LB_ANNOTATION = "networking.gke.io/load-balancer-type"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
@@ -34,6 +60,19 @@ SECRETS_DRIVER = "secrets-store-gke.csi.k8s.io"
 # scraped metric `prometheus.googleapis.com|<name>|<kind>`.
 QUEUE_METRIC = "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
 PROBE_PERIOD_SECONDS = 10
+# Who may open the vLLM port (the NetworkPolicy): Managed Service for Prometheus's collectors (the HPA's
+# and the dashboards' metrics; GMP runs them in gmp-system, labelled app.kubernetes.io/name: collector),
+# the VPC's private ranges (an internal load balancer's clients, and the proxy-only subnet a GKE
+# Gateway's proxies come from are there), and Google's load balancer health checkers (container-native
+# backends are probed from these ranges; cloud.google.com/load-balancing/docs/health-check-concepts).
+GMP_NAMESPACE = "gmp-system"
+GMP_COLLECTOR_LABELS = {"app.kubernetes.io/name": "collector"}
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+HEALTH_CHECK_RANGES = ("35.191.0.0/16", "130.211.0.0/22")
+# The container's writable places when its root filesystem is read-only: HOME (vLLM's, torch's, Triton's
+# and FlashInfer's caches live under ~/.cache) and /tmp, both emptyDirs that go with the pod.
+HOME_DIR = "/home/vllm"
+TMP_DIR = "/tmp"  # noqa: S108 - an emptyDir of the pod's own, not a shared temp directory
 
 
 @dataclass(frozen=True)
@@ -62,6 +101,12 @@ class FleetSpec:
     model_load_seconds: int
     public_endpoint: bool = False
     allowed_source_ranges: Sequence[str] = ()
+    # The non-root user and group a GPU pod runs as: the owner the GCS FUSE mount gives the weights.
+    run_as_user: int = 1001
+    run_as_group: int = 1001
+    # More NetworkPolicy peers admitted to the vLLM port (Kubernetes NetworkPolicyPeer objects): the hook
+    # for a gateway's endpoint picker (its pods by label) or a gateway in another namespace.
+    admitted_peers: Sequence[Mapping[str, Any]] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -74,6 +119,8 @@ class FleetSpec:
             raise ValueError("FleetSpec.allowed_source_ranges: a public Service needs the CIDRs allowed to reach it")
         if not 1 <= self.min_replicas <= self.max_replicas:
             raise ValueError(f"FleetSpec replicas: need 1 <= min ({self.min_replicas}) <= max ({self.max_replicas})")
+        if self.run_as_user < 1:
+            raise ValueError(f"FleetSpec.run_as_user {self.run_as_user}: the pods run as a non-root user (uid >= 1)")
 
     @property
     def selector(self) -> dict[str, str]:
@@ -120,6 +167,45 @@ def _probe(path: str, *, period: int, failures: int, timeout: int = 5) -> dict[s
     }
 
 
+def runs_as_non_root(spec: FleetSpec) -> bool:
+    """GPU pods run as `run_as_user`; TPU pods keep the image's user (root).
+
+    Why the split: upstream's vllm-openai image runs as root but needs nothing of root on a GPU node (GKE's
+    device plugin opens the GPUs to the container's user; the weights' FUSE mount is owned by
+    run_as_user). That a non-root user may open the TPU devices of a GKE TPU node is not confirmed, so TPU
+    pods stay root, still without any capability, privilege escalation or writable root filesystem.
+    """
+    return not spec.shape.is_tpu
+
+
+def pod_security(spec: FleetSpec) -> dict[str, Any]:
+    """The pod's security context: the container runtime's default seccomp profile, non-root on GPU."""
+    context: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if runs_as_non_root(spec):
+        context |= {"runAsNonRoot": True, "runAsUser": spec.run_as_user, "runAsGroup": spec.run_as_group}
+    return context
+
+
+def container_security(spec: FleetSpec) -> dict[str, Any]:
+    """No capability, no privilege escalation, a read-only root filesystem (HOME and /tmp are emptyDirs)."""
+    context: dict[str, Any] = {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    if runs_as_non_root(spec):
+        context["runAsNonRoot"] = True
+    return context
+
+
+def _environment(spec: FleetSpec) -> dict[str, str]:
+    """The stack's env over the paths a read-only root needs: caches under HOME, and a user name (torch
+    asks `getpass.getuser()`, which fails for a uid the image's /etc/passwd does not list)."""
+    return {"HOME": HOME_DIR, "USER": "vllm", "TMPDIR": TMP_DIR, **spec.env}
+
+
 def deployment(spec: FleetSpec) -> dict[str, Any]:
     """One vLLM pod per node, tensor parallel over the node's accelerators; the HPA owns the replica count."""
     shape = spec.shape
@@ -130,24 +216,29 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
         "command": ["/bin/sh", "-c", LAUNCH, "vllm"],
         "args": list(spec.serve_args),
         "ports": [{"name": "http", "containerPort": spec.port}],
-        "env": [{"name": key, "value": value} for key, value in sorted(spec.env.items())],
+        "env": [{"name": key, "value": value} for key, value in sorted(_environment(spec).items())],
         "resources": {"requests": resources, "limits": resources},
         "volumeMounts": [
             {"name": "models", "mountPath": spec.mount_path, "readOnly": True},
             {"name": "api-key", "mountPath": SECRETS_DIR, "readOnly": True},
             {"name": "dshm", "mountPath": "/dev/shm"},  # noqa: S108 - the pod's shared memory, not a temp file
+            {"name": "home", "mountPath": HOME_DIR},
+            {"name": "tmp", "mountPath": TMP_DIR},
         ],
         # The window covers the load: a pod killed mid-load restarts the load from scratch, forever.
         "startupProbe": _probe("/health", period=PROBE_PERIOD_SECONDS, failures=spec.startup_failure_threshold),
         "readinessProbe": _probe("/health", period=5, failures=3),
         "livenessProbe": _probe("/health", period=15, failures=4, timeout=10),
-        "securityContext": {"allowPrivilegeEscalation": False},
+        "securityContext": container_security(spec),
     }
     pod_spec = {
         "serviceAccountName": spec.name,
         "nodeSelector": shape.node_selector(),
         "tolerations": [{"key": shape.resource, "operator": "Exists", "effect": "NoSchedule"}],
         "terminationGracePeriodSeconds": 60,
+        "securityContext": pod_security(spec),
+        # The pods call no Kubernetes API: no token mounted for whoever gets a shell in one.
+        "automountServiceAccountToken": False,
         "containers": [container],
         "volumes": [
             {
@@ -168,6 +259,8 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
             },
             # vLLM's workers share tensors through /dev/shm; the container default (64 MiB) is too small.
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+            {"name": "home", "emptyDir": {"sizeLimit": "20Gi"}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}},
         ],
     }
     deployment_spec: dict[str, Any] = {
@@ -258,7 +351,8 @@ def disruption_budget(spec: FleetSpec) -> dict[str, Any]:
 
 
 def inference_pool(spec: FleetSpec, *, endpoint_picker: str, picker_port: int = 9002) -> dict[str, Any]:
-    """GKE Inference Gateway's pool over the pods; its endpoint picker comes from the GAIE chart (docs/gke.md)."""
+    """An InferencePool over the fleet's pods naming `endpoint_picker` (the inference gateway builds its own
+    pools with their pickers: components/gke/gateway_manifests.py)."""
     return {
         "apiVersion": "inference.networking.k8s.io/v1",
         "kind": "InferencePool",
@@ -267,5 +361,34 @@ def inference_pool(spec: FleetSpec, *, endpoint_picker: str, picker_port: int = 
             "selector": {"matchLabels": spec.selector},
             "targetPorts": [{"number": spec.port}],
             "endpointPickerRef": {"name": endpoint_picker, "port": {"number": picker_port}},
+        },
+    }
+
+
+def network_policy(spec: FleetSpec) -> dict[str, Any]:
+    """Default deny for the vLLM pods: only the metrics scraper, the load balancer's and gateway's sources
+    and the named peers reach the vLLM port, and nothing reaches any other port.
+
+    Why: vLLM's --api-key guards /v1/* only; /metrics, /tokenize and the engine's other routes answer any
+    pod of the cluster that can reach the port. Enforced by GKE Dataplane V2 (the created cluster turns it
+    on; an existing cluster must enforce NetworkPolicy, docs/gke.md).
+    """
+    clients = [*PRIVATE_RANGES, *HEALTH_CHECK_RANGES, *(spec.allowed_source_ranges if spec.public_endpoint else ())]
+    peers: list[Any] = [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GMP_NAMESPACE}},
+            "podSelector": {"matchLabels": dict(GMP_COLLECTOR_LABELS)},
+        },
+        *({"ipBlock": {"cidr": cidr}} for cidr in clients),
+        *(dict(peer) for peer in spec.admitted_peers),
+    ]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(spec, f"{spec.name}-ingress"),
+        "spec": {
+            "podSelector": {"matchLabels": spec.selector},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": spec.port}]}],
         },
     }

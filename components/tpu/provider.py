@@ -9,9 +9,11 @@ Lifecycle it implements:
   409 adopt the request if it carries our fingerprint (a retried `pulumi up`), re-queue it if it is our
   FAILED/SUSPENDED/preempted leftover, refuse anyone else's. Then poll (tenacity repeats the look, its
   sleep injected) until ACTIVE within `activeDeadlineSeconds`, reporting each state change. On a refusal,
-  FAILED or the deadline the request is withdrawn (forced delete) and the next placement is tried, the move
-  reported; when none is left the error lists each placement's reason. Pulumi records nothing from a failed
-  create, and a forgotten request that turns ACTIVE later would bill for a TPU nobody manages. The state
+  FAILED, SUSPENDED, the deadline, a POST whose answers were all 429s, or any other error, our request is
+  withdrawn (forced delete; a cancelled run only asks for the delete) and the next placement is tried, the
+  move reported; when none is left the error lists each placement's reason. Pulumi records nothing from a
+  failed create, and a forgotten request that turns ACTIVE later would bill for a TPU nobody manages: when
+  the withdrawal itself fails, the error names the request, and `verify status` lists it. The state
   records the placement granted (`placementZone`, `placementModel`) and the attempts before it.
 - read: the live state; a request that is gone, FAILED, SUSPENDED (flex-start run over) or whose node is
   PREEMPTED/TERMINATED (spot) reads as gone, so the next `pulumi up` asks again through the placements.
@@ -192,6 +194,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
                     operation = self._submit(client, props, name, body)
                     live = self._wait_until_active(client, props, name, operation)
                 except PlacementRefusedError as refused:
+                    self._leave_nothing_behind(client, name, body, refused)
                     if len(tries) == 1:
                         raise QueuedResourceError(str(refused)) from None
                     attempts.append(Attempt(place.zone, place.model, refused.outcome, refused.reason))
@@ -202,6 +205,15 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
                     )
                     self._say(f"placement {index + 1} ({place.label}) {refused.outcome}: {refused.reason}{following}")
                     continue
+                except Exception as error:
+                    # Pulumi records nothing from a failed create: a request left queued here would turn ACTIVE
+                    # later and bill for a TPU no state tracks.
+                    self._leave_nothing_behind(client, name, body, error)
+                    raise
+                except BaseException:
+                    # Cancelled (Ctrl-C, SIGTERM): ask Google to drop the request without waiting for it.
+                    self._cancel_quietly(client, name, body)
+                    raise
                 node = client.get_node(node_of(name, str(props["nodeId"])))
                 granted = {
                     "placementZone": place.zone,
@@ -212,6 +224,39 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
                     self._say(f"placement {index + 1} of {len(tries)} ({place.label}) granted: {name} is ACTIVE")
                 return pulumi.dynamic.CreateResult(name, {**props, **observed_outputs(name, live, node), **granted})
         raise QueuedResourceError(all_failed_message(attempts, float(props["activeDeadlineSeconds"])))
+
+    def _leave_nothing_behind(
+        self, client: TpuRestClient, name: str, body: Mapping[str, Any], cause: BaseException
+    ) -> None:
+        """Withdraw our request at `name` if it is there, on every way out of a placement but success.
+
+        The request may exist even when the POST seemed to fail (Google created it, then answered 429 or
+        dropped the answer: retries with one requestId then end in 429s) or after the wait gave up
+        (SUSPENDED, repeated 429s on the status read). Someone else's request (another fingerprint) is left
+        alone. When Google cannot be told, the error names the request, so nobody learns of it from the bill.
+        """
+        try:
+            existing = client.get_queued_resource(name)
+            if existing is None or fingerprint_label(existing) != fingerprint(body):
+                return
+            self._say(f"{name}: withdrawing our request ({state_of(existing)}) before going on")
+            self._delete_and_wait(client, name)
+        except (TpuApiError, QueuedResourceError) as error:
+            raise QueuedResourceError(
+                f"{name} may still be queued at Google and no Pulumi state tracks it ({cause}; withdrawing it "
+                f"failed: {error}). Delete it (`gcloud alpha compute tpus queued-resources delete "
+                f"{name.rsplit('/', 1)[-1]} --zone {_zone_of(name)} --force`); `python -m verify status` lists "
+                "such untracked requests."
+            ) from cause
+
+    def _cancel_quietly(self, client: TpuRestClient, name: str, body: Mapping[str, Any]) -> None:
+        try:
+            existing = client.get_queued_resource(name)
+            if existing is not None and fingerprint_label(existing) == fingerprint(body):
+                client.delete_queued_resource(name, force=True)
+                self._say(f"{name}: cancelled; asked Google to delete our request")
+        except Exception as error:  # noqa: BLE001 - a cancelled run must still end; say what is left
+            self._say(f"{name}: cancelled, and the request may still be queued ({error}); delete it by hand")
 
     def _name_in(self, props: Mapping[str, Any], zone: str) -> str:
         return queued_resource_name({**props, "zone": zone})
@@ -364,7 +409,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
                 )
             if elapsed >= deadline:
                 self._withdraw(client, name)
-                zone = name.split("/locations/", 1)[-1].split("/", 1)[0]
+                zone = _zone_of(name)
                 raise PlacementRefusedError(
                     f"{name} was still {state} after {_minutes(elapsed)} (tpu.activeDeadline). TPU v6e chips in "
                     f"{zone} were not available in time; the request was withdrawn. Try another "
@@ -445,6 +490,10 @@ class _Watch:
 
     state: str
     heartbeat: float
+
+
+def _zone_of(name: str) -> str:
+    return name.split("/locations/", 1)[-1].split("/", 1)[0]
 
 
 def _minutes(seconds: float) -> str:

@@ -31,6 +31,8 @@ class Scenario:
     create_failures: list[int] = field(default_factory=list)
     # Statuses answered to the first GETs of the queued resource.
     get_failures: list[int] = field(default_factory=list)
+    # Statuses answered to POSTs that Google nevertheless carried out (the request exists): a lost answer.
+    lost_create_answers: list[int] = field(default_factory=list)
     # A 4xx answered to every POST (never retried by a correct client).
     create_rejection: tuple[int, str] | None = None
     # The create operation ends with this error and the request never appears.
@@ -158,6 +160,10 @@ class FakeTpuApi:
         if scenario.create_failures:
             status = scenario.create_failures.pop(0)
             return _error(status, "UNAVAILABLE" if status >= 500 else "RESOURCE_EXHAUSTED", "try again", retry=True)
+        if scenario.lost_create_answers:
+            status = scenario.lost_create_answers.pop(0)
+            self.queued.setdefault(f"{parent_path}/{queued_id}", _Queued(body=request.body or {}, scenario=scenario))
+            return _error(status, "RESOURCE_EXHAUSTED", "try again", retry=True)
         if scenario.create_rejection is not None:
             return _error(scenario.create_rejection[0], "INVALID_ARGUMENT", scenario.create_rejection[1])
         name = f"{parent_path}/{queued_id}"

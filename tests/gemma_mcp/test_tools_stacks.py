@@ -29,6 +29,7 @@ READ_ONLY_TOOLS = {
     "models",
     "memory",
     "adapters",
+    "advise",
 }
 CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}
 
@@ -92,6 +93,10 @@ async def test_plan_returns_resources_outputs_and_the_vllm_command() -> None:
     assert "--max-num-seqs" in plan["vllm_command"]
     assert plan["inputs"] is None
     assert "capacity" in plan["sections"]
+    text = text_of(result)
+    assert "per instance:  $1.42/h" in text, "the agent reads the cost the CLI prints"
+    assert "KV budget" in text
+    assert "INFO: the stated workload fits" in text, "and the planner's verdicts"
 
 
 async def test_plan_of_an_unknown_stack_gives_the_clis_message() -> None:

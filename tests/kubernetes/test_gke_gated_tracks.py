@@ -27,7 +27,12 @@ def _gated(serving: str, **service: Any) -> str:
 
 
 def _by_kind(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
-    return {m["metadata"]["name"]: m for m in manifests if m["kind"] == kind}
+    """The fleet's own objects of a kind (the gateway's pickers and the metrics adapter have tests of their own)."""
+    return {
+        m["metadata"]["name"]: m
+        for m in manifests
+        if m["kind"] == kind and m["metadata"]["name"].startswith(NAME) and not m["metadata"]["name"].endswith("-epp")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +49,16 @@ def test_two_tracks_and_two_services_validate(green_serving: list[dict[str, Any]
 
 
 def test_users_reach_the_serving_track_and_the_gate_the_candidate(green_serving: list[dict[str, Any]]) -> None:
-    """The user Service, the HPA and the InferencePool follow the serving track; the candidate Service the other."""
+    """The user Service and the HPA follow the serving track, the candidate Service the other; behind the
+    gateway each track has its own InferencePool (the route's weights choose between them)."""
     services = _by_kind(green_serving, "Service")
     assert services[NAME]["spec"]["selector"] == {"app": NAME, "track": "green"}
     assert services[f"{NAME}-candidate"]["spec"]["selector"] == {"app": NAME, "track": "blue"}
     hpa = _by_kind(green_serving, "HorizontalPodAutoscaler")[NAME]
     assert hpa["spec"]["scaleTargetRef"]["name"] == f"{NAME}-green"
-    pool = _by_kind(green_serving, "InferencePool")[NAME]
-    assert pool["spec"]["selector"]["matchLabels"] == {"app": NAME, "track": "green"}
+    pools = _by_kind(green_serving, "InferencePool")
+    assert pools[f"{NAME}-green"]["spec"]["selector"]["matchLabels"] == {"app": NAME, "track": "green"}
+    assert pools[f"{NAME}-blue"]["spec"]["selector"]["matchLabels"] == {"app": NAME, "track": "blue"}
 
 
 def test_each_track_selects_its_own_pods_and_the_candidate_runs_one(green_serving: list[dict[str, Any]]) -> None:
@@ -67,8 +74,9 @@ def test_each_track_selects_its_own_pods_and_the_candidate_runs_one(green_servin
 def test_the_serving_track_keeps_its_template_until_promoted() -> None:
     """A template change must reach the candidate only: the serving track ignores changes to its template."""
     capture = render_stack(STACK, {"gemma-serving:gke": _gated("blue")})
-    options = {r.name: r for r in capture.resources if r.type == "kubernetes:apps/v1:Deployment"}
-    assert set(options) == {f"{NAME}-blue", f"{NAME}-green"}
+    tracks = {f"{NAME}-blue", f"{NAME}-green"}
+    options = {r.name: r for r in capture.resources if r.type == "kubernetes:apps/v1:Deployment" and r.name in tracks}
+    assert set(options) == tracks
     assert options[f"{NAME}-blue"].ignore_changes == ("spec.template",)
     assert not options[f"{NAME}-green"].ignore_changes
 

@@ -32,6 +32,7 @@ KINDS = {
     "PodMonitoring",
     "HorizontalPodAutoscaler",
     "PodDisruptionBudget",
+    "NetworkPolicy",
 }
 
 

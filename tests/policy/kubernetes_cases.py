@@ -14,9 +14,12 @@ from policy.guardrail import Guardrail
 from policy.kubernetes import (
     GKE_IMAGES_PINNED,
     GKE_MODEL_MOUNT,
+    GKE_NETWORK_POLICY_NARROW,
     GKE_NO_CREDENTIALS,
+    GKE_POD_HARDENED,
     GKE_PROBES,
     GKE_SERVICE_NOT_PUBLIC,
+    K8S_NETWORK_POLICY,
     K8S_SECRET,
     K8S_SERVICE,
 )
@@ -94,6 +97,58 @@ def _key_argument(props: dict[str, Any]) -> None:
     _container(props)["args"] = [*_container(props)["args"], "--api-key", "abc123"]
 
 
+def _security(props: dict[str, Any]) -> dict[str, Any]:
+    context: dict[str, Any] = _container(props)["securityContext"]
+    return context
+
+
+def _privileged(props: dict[str, Any]) -> None:
+    _security(props)["privileged"] = True
+
+
+def _escalates(props: dict[str, Any]) -> None:
+    del _security(props)["allowPrivilegeEscalation"]
+
+
+def _keeps_capabilities(props: dict[str, Any]) -> None:
+    del _security(props)["capabilities"]
+
+
+def _adds_sys_admin(props: dict[str, Any]) -> None:
+    _security(props)["capabilities"] = {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
+
+
+def _unconfined(props: dict[str, Any]) -> None:
+    _security(props)["seccompProfile"] = {"type": "Unconfined"}
+    props["spec"]["template"]["spec"]["securityContext"]["seccompProfile"] = {"type": "Unconfined"}
+
+
+def _writable_root(props: dict[str, Any]) -> None:
+    _security(props)["readOnlyRootFilesystem"] = False
+
+
+def _host_network(props: dict[str, Any]) -> None:
+    props["spec"]["template"]["spec"]["hostNetwork"] = True
+
+
+def _network_policy(edit: Callable[[dict[str, Any]], None] | None = None) -> Callable[[], dict[str, Any]]:
+    def build() -> dict[str, Any]:
+        policy = manifests.network_policy(fleet())
+        if edit is not None:
+            edit(policy)
+        return policy
+
+    return build
+
+
+def _internet_in_halves(policy: dict[str, Any]) -> None:
+    policy["spec"]["ingress"][0]["from"] += [{"ipBlock": {"cidr": "0.0.0.0/1"}}, {"ipBlock": {"cidr": "128.0.0.0/1"}}]
+
+
+def _from_anyone(policy: dict[str, Any]) -> None:
+    del policy["spec"]["ingress"][0]["from"]
+
+
 def _public_service() -> dict[str, Any]:
     service = manifests.service(fleet())
     service["metadata"]["annotations"] = {}
@@ -118,6 +173,15 @@ K8S_GOOD: list[K8sCase] = [
     ("fuse-uid-gid", GKE_MODEL_MOUNT, DEPLOYMENT, _deployment, None),
     ("three-probes", GKE_PROBES, DEPLOYMENT, _deployment, None),
     ("key-from-file", GKE_NO_CREDENTIALS, DEPLOYMENT, _deployment, None),
+    ("hardened-pod", GKE_POD_HARDENED, DEPLOYMENT, _deployment, None),
+    (
+        "gpu-pod-hardened",
+        GKE_POD_HARDENED,
+        DEPLOYMENT,
+        lambda: manifests.deployment(fleet(shape=NODE_SHAPES["g2-standard-48"])),
+        None,
+    ),
+    ("fleet-network-policy", GKE_NETWORK_POLICY_NARROW, K8S_NETWORK_POLICY, _network_policy(), None),
 ]
 K8S_BAD: list[K8sCase] = [
     ("external-service", GKE_SERVICE_NOT_PUBLIC, K8S_SERVICE, _public_service, "open to everyone"),
@@ -129,4 +193,25 @@ K8S_BAD: list[K8sCase] = [
     ("plain-env-key", GKE_NO_CREDENTIALS, DEPLOYMENT, _edited(_plain_key), "VLLM_API_KEY"),
     ("api-key-argument", GKE_NO_CREDENTIALS, DEPLOYMENT, _edited(_key_argument), "--api-key"),
     ("secret-with-data", GKE_NO_CREDENTIALS, K8S_SECRET, _secret_with_data, "Kubernetes Secret"),
+    ("privileged", GKE_POD_HARDENED, DEPLOYMENT, _edited(_privileged), "privileged: true"),
+    ("may-escalate", GKE_POD_HARDENED, DEPLOYMENT, _edited(_escalates), "allowPrivilegeEscalation"),
+    ("keeps-capabilities", GKE_POD_HARDENED, DEPLOYMENT, _edited(_keeps_capabilities), "drop must list ALL"),
+    ("adds-sys-admin", GKE_POD_HARDENED, DEPLOYMENT, _edited(_adds_sys_admin), "SYS_ADMIN"),
+    ("seccomp-unconfined", GKE_POD_HARDENED, DEPLOYMENT, _edited(_unconfined), "Unconfined"),
+    ("writable-root", GKE_POD_HARDENED, DEPLOYMENT, _edited(_writable_root), "readOnlyRootFilesystem"),
+    ("host-network", GKE_POD_HARDENED, DEPLOYMENT, _edited(_host_network), "hostNetwork"),
+    (
+        "policy-internet-halves",
+        GKE_NETWORK_POLICY_NARROW,
+        K8S_NETWORK_POLICY,
+        _network_policy(_internet_in_halves),
+        "let in",
+    ),
+    (
+        "policy-from-anyone",
+        GKE_NETWORK_POLICY_NARROW,
+        K8S_NETWORK_POLICY,
+        _network_policy(_from_anyone),
+        "every source",
+    ),
 ]

@@ -40,6 +40,7 @@ from serving.accelerators import CLOUD_RUN_GPUS
 from serving.compile_cache import CACHE_FOLDER
 from serving.naming import StackNames
 from stacks.images import PinnedImage
+from tests.policy.gateway_cases import GATEWAY_BAD, GATEWAY_GOOD
 from tests.policy.kubernetes_cases import K8S_BAD, K8S_GOOD
 from tests.policy.props import (
     JOB,
@@ -790,8 +791,8 @@ BAD: list[Case] = [
 ]
 
 
-GOOD += [Case(*case) for case in K8S_GOOD]
-BAD += [Case(*case) for case in K8S_BAD]
+GOOD += [Case(*case) for case in K8S_GOOD + GATEWAY_GOOD]
+BAD += [Case(*case) for case in K8S_BAD + GATEWAY_BAD]
 
 
 def engine_form(props: dict[str, Any]) -> Any:

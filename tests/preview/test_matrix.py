@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from preview.fit import SHAPES, Workload, fit, matrix, shape_named
-from preview.matrix import main
+from preview.matrix import MatrixOptions, main, render
+from preview.stack_file import ROOT_ENVIRONMENT_VARIABLE
 from serving.catalog import catalog, catalog_model
+from serving.speed_records import SpeedRecord, save_speed_records
+from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +100,34 @@ def test_cli_text_labels_ceilings(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements" in out
     assert "gemma-4-31b-it nvfp4 on l4: model.variant: gemma-4-31b-it nvfp4 (nvfp4 weights) cannot run" in out
+
+
+def test_a_speed_record_shows_beside_the_ceilings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where `gemma-verify calibrate` recorded a measured cell of a combination at the matrix's workload, the
+    matrix shows it (and its source) beside the ceilings: a measured figure over an estimate, both shown."""
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    monkeypatch.setenv(ROOT_ENVIRONMENT_VARIABLE, str(tmp_path))
+    record = SpeedRecord(
+        model="gemma-4-12b-it",
+        variant="qat-w4a16-ct",
+        shape="l4",
+        accelerator="nvidia-l4",
+        chips=1,
+        vllm_version="0.32.0",
+        serving_args={},
+        prompt_tokens=8192,
+        output_tokens=1024,
+        concurrency=8,
+        request_throughput=0.1,
+        output_throughput=123.0,
+        measured_at="2026-11-26T12:00:00+00:00",
+        source_file="results/l4.jsonl",
+        source_sha256="b" * 64,
+    )
+    save_speed_records(tmp_path, [record])
+    options = MatrixOptions(models=("gemma-4-12b-it",), variants=("qat-w4a16-ct",), shapes=("l4",))
+    text = render(options)
+    assert "123 @8" in text
+    assert "results/l4.jsonl (sha256 bbbbbbbbbbbb)" in text
+    (row,) = json.loads(render(dataclasses.replace(options, as_json=True)))["rows"]
+    assert row["measured"]["output_throughput"] == 123.0

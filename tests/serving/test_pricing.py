@@ -162,6 +162,8 @@ def test_text_and_json_plans_show_the_cost() -> None:
     assert "kept running:  $0/h (minInstances 0" in text.stdout
     assert "at full scale: $1.42/h (maxInstances 1 x $1.42/h)" in text.stdout
     assert "https://cloud.google.com/run/pricing, read 2026-11-23" in text.stdout
+    # Rates read through a copy of Google's page are said to be, with the copy and its date.
+    assert "second-hand:   2 of 3 rate(s) read through a copy of the page" in text.stdout
     document = json.loads(shipped_plan("tpu-v6e", "json").stdout)
     assert document["cost"]["perUnit"]["usdPerHour"] == pytest.approx(1.35)
     assert document["cost"]["perRunUsd"] == pytest.approx(5.4)

@@ -66,3 +66,26 @@ def test_a_budget_needs_an_amount_and_adds_its_api() -> None:
         settings({"budget": {"billingAccount": "not-an-account", "amount": 10}})
     budget = settings({"budget": {"billingAccount": "012345-6789AB-CDEF01", "amount": 10}})
     assert budget.apis == (MONITORING_API, BUDGET_API)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("maxQueueSeconds", float("inf")),
+        ("maxQueueSeconds", float("nan")),
+        ("maxQueueSeconds", -1.0),
+        ("maxQueueSeconds", 1e9),
+        ("ttftSeconds", float("inf")),
+        ("ttftSeconds", float("nan")),
+        ("tpotSeconds", -0.1),
+        ("kvCacheWarning", float("nan")),
+        ("errorRatioCritical", float("inf")),
+        ("maxWaitingRequests", -1),
+        ("maxWaitingRequests", 10**12),
+    ],
+)
+def test_a_threshold_that_is_not_finite_or_not_sane_is_refused_naming_the_key(key: str, value: float) -> None:
+    """Red team: `maxQueueSeconds: .inf` was accepted and deployed an alert that can never fire (nobody paged
+    however long requests queue). Every threshold is finite and within a range an alert can reach."""
+    with pytest.raises(ValidationError, match=key):
+        settings({"thresholds": {key: value}})

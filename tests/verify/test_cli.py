@@ -118,7 +118,15 @@ async def test_wrong_api_key_is_never_printed() -> None:
 async def test_unset_api_key_variable_is_a_usage_error_naming_it() -> None:
     env = {key: value for key, value in os.environ.items() if key != "NOT_SET_ANYWHERE"}
     run = await verify(
-        "health", "--url", "http://10.0.0.5:8000", "--auth", "api-key", "--api-key-env", "NOT_SET_ANYWHERE", env=env
+        "health",
+        "--url",
+        "http://10.0.0.5:8000",
+        "--allow-private-url",
+        "--auth",
+        "api-key",
+        "--api-key-env",
+        "NOT_SET_ANYWHERE",
+        env=env,
     )
     assert run.code == 2
     assert "NOT_SET_ANYWHERE" in run.err

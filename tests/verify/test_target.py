@@ -40,7 +40,7 @@ def parse(*argv: str) -> TargetOptions:
         ("https://gemma-l4-abc123-uc.a.run.app", (), AuthKind.GOOGLE),
         ("http://127.0.0.1:8000", (), AuthKind.NONE),
         ("http://localhost:8000/", (), AuthKind.NONE),
-        ("http://10.128.0.7:8000", (), AuthKind.NONE),
+        ("http://10.128.0.7:8000", ("--allow-private-url",), AuthKind.NONE),
         ("http://34.1.2.3:8000", (), AuthKind.NONE),
         ("http://34.1.2.3:8000", ("--api-key-env", "MY_KEY"), AuthKind.API_KEY),
         ("https://gemma-l4-abc123-uc.a.run.app", ("--auth", "none"), AuthKind.NONE),

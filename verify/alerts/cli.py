@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from verify.alerts.suggest import Slo, SloMissedEverywhereError, SuggestOptions, stack_snippet, suggest_from_file
+from verify.alerts.suggest import (
+    MAX_TPOT_MS,
+    MAX_TTFT_MS,
+    Slo,
+    SloMissedEverywhereError,
+    SuggestOptions,
+    stack_snippet,
+    suggest_from_file,
+)
 from verify.argtypes import positive_int, positive_number
 
 EXIT_OK = 0
@@ -39,14 +48,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--ttft-ms",
-        type=positive_number("--ttft-ms", "milliseconds"),
+        type=_bounded("--ttft-ms", MAX_TTFT_MS),
         default=Slo.ttft_ms,
         metavar="MS",
         help=f"the SLO's p99 TTFT bound (default {Slo.ttft_ms:g}, vLLM's dashboard default)",
     )
     parser.add_argument(
         "--tpot-ms",
-        type=positive_number("--tpot-ms", "milliseconds"),
+        type=_bounded("--tpot-ms", MAX_TPOT_MS),
         default=Slo.tpot_ms,
         metavar="MS",
         help=f"the SLO's p99 TPOT bound (default {Slo.tpot_ms:g})",
@@ -64,6 +73,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="also use cells verify bench marked untrusted (a load generator short of CPU); the snippet says so",
     )
     parser.set_defaults(handler=run_suggest)
+
+
+def _bounded(flag: str, ceiling: float) -> Callable[[str], float]:
+    """Milliseconds above 0 and at most ``ceiling``: `inf`, `nan` and negatives are refused naming the flag."""
+    finite = positive_number(flag, "milliseconds")
+
+    def parse(value: str) -> float:
+        number = finite(value)
+        if number > ceiling:
+            raise argparse.ArgumentTypeError(f"{flag} must be at most {ceiling:g} milliseconds, got {value!r}")
+        return number
+
+    return parse
 
 
 def run_suggest(args: argparse.Namespace) -> int:

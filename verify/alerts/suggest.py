@@ -15,10 +15,13 @@ The alerts should then warn while live traffic still looks like the held load:
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from serving.alert_rules import TPOT_HISTOGRAM, TTFT_HISTOGRAM
 from serving.vllm_metrics import recorded_metrics
@@ -34,12 +37,29 @@ class SloMissedEverywhereError(ValueError):
     """Even the lowest concurrency measured missed the SLO: no load the stack handles to derive from."""
 
 
+# The widest SLO bounds taken: a TTFT above 10 minutes or a TPOT above a minute is a typo (or `inf`), not an SLO,
+# and would turn every cell into "held".
+MAX_TTFT_MS = 600_000.0
+MAX_TPOT_MS = 60_000.0
+
+
 @dataclass(frozen=True)
 class Slo:
-    """The stack's latency SLO, as p99 bounds (the attainment alerts page below 99%)."""
+    """The stack's latency SLO, as p99 bounds (the attainment alerts page below 99%); finite and sane, or refused
+    naming the flag (the MCP tool and the CLI build it alike)."""
 
     ttft_ms: float = 1000.0
     tpot_ms: float = 100.0
+
+    def __post_init__(self) -> None:
+        for flag, value, ceiling in (
+            ("--ttft-ms", self.ttft_ms, MAX_TTFT_MS),
+            ("--tpot-ms", self.tpot_ms, MAX_TPOT_MS),
+        ):
+            if not math.isfinite(value) or not 0 < value <= ceiling:
+                raise UsageError(
+                    f"{flag} must be a finite number of milliseconds above 0 and at most {ceiling:g}, got {value!r}"
+                )
 
     def met_by(self, cell: CellRecord) -> bool:
         ttft, tpot = cell.p99_ttft_ms, cell.p99_tpot_ms
@@ -150,32 +170,40 @@ def _bucket_at_or_above(histogram: str, value: float, *, ceiling: float) -> floa
 
 
 def stack_snippet(suggestion: Suggestion, slo: Slo, *, source: str, project: str = "gemma-serving") -> str:
-    """The `monitoring` block as it goes under `config:` in Pulumi.<stack>.yaml (two-space indented)."""
+    """The `monitoring` block as it goes under `config:` in Pulumi.<stack>.yaml (two-space indented).
+
+    Why built by the YAML emitter: the results file's name is the user's (or an attacker's) text, and a name
+    holding a newline and `gemma-serving:monitoring:` wrote its own block into the snippet when lines were
+    concatenated. The block is `yaml.safe_dump`ed from a mapping, and the name reaches the comment only as a
+    double-quoted YAML scalar on one line (newlines and controls escaped).
+    """
     s = suggestion
     broke = f"broke at {s.broke}" if s.broke is not None else "never broke (measure higher concurrency to sharpen this)"
     tpot = f", p99 TPOT {s.worst_tpot_ms:.3g} ms" if s.worst_tpot_ms is not None else ""
     bounds = f"SLO p99 TTFT <= {slo.ttft_ms:g} ms, p99 TPOT <= {slo.tpot_ms:g} ms"
-    lines = [
-        f"  # From {source} (gemma-verify alerts suggest): {bounds};",
-        f"  # held at concurrency {s.held} (p99 TTFT {s.worst_ttft_ms:.3g} ms{tpot}), {broke}.",
+    comments = [
+        f"# From {_quoted(source)} (gemma-verify alerts suggest): {bounds};",
+        f"# held at concurrency {s.held} (p99 TTFT {s.worst_ttft_ms:.3g} ms{tpot}), {broke}.",
         *(
-            [f"  # {s.untrusted} cell(s) untrusted: the load generator was short of CPU, so latencies read high."]
+            [f"# {s.untrusted} cell(s) untrusted: the load generator was short of CPU, so latencies read high."]
             if s.untrusted
             else []
         ),
-        f"  {project}:monitoring:",
-        "    thresholds:",
-        f"      ttftSeconds: {_number(s.ttft_seconds)}",
-        f"      tpotSeconds: {_number(s.tpot_seconds)}",
-        f"      maxQueueSeconds: {_number(s.max_queue_seconds)}",
     ]
+    thresholds: dict[str, float | int] = {
+        "ttftSeconds": float(s.ttft_seconds),
+        "tpotSeconds": float(s.tpot_seconds),
+        "maxQueueSeconds": float(s.max_queue_seconds),
+    }
     if s.max_waiting_requests is not None:
-        lines.append(f"      maxWaitingRequests: {s.max_waiting_requests}")
-    else:
-        lines.append("      # maxWaitingRequests: pass --max-num-seqs (the stack's vllm.maxNumSeqs) to derive it")
-    return "\n".join(lines) + "\n"
+        thresholds["maxWaitingRequests"] = int(s.max_waiting_requests)
+    block = yaml.safe_dump({f"{project}:monitoring": {"thresholds": thresholds}}, sort_keys=False, indent=2)
+    lines = [*comments, *block.splitlines()]
+    if s.max_waiting_requests is None:
+        lines.append("    # maxWaitingRequests: pass --max-num-seqs (the stack's vllm.maxNumSeqs) to derive it")
+    return "".join(f"  {line}\n" for line in lines)
 
 
-def _number(value: float) -> str:
-    """As vLLM writes its bucket bounds (1.0, 0.25): the form the settings compare with the recorded list."""
-    return repr(float(value))
+def _quoted(text: str) -> str:
+    """``text`` as one double-quoted YAML scalar: no newline or control character survives into a comment."""
+    return yaml.safe_dump(text, default_style='"', width=float("inf"), allow_unicode=False).split("\n", 1)[0]

@@ -10,21 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from verify.bench.ceilings import ceiling_problem
 from verify.bench.results import CellRecord
 from verify.bench.stall import STALL_WARNING_START
 
 
 def trusted(record: CellRecord) -> bool:
-    """The sweep's own per-cell trust flag; a record without one is trusted."""
-    return getattr(record, "trusted", True) is not False
+    """The sweep's own per-cell trust flag (a record without one is trusted), and the cell within the physical
+    ceilings of the model and accelerator it claims (verify/bench/ceilings.py): a number that cannot be true is
+    left out of every verdict like a saturated client's."""
+    return getattr(record, "trusted", True) is not False and ceiling_problem(record) is None
 
 
 def untrusted_reason(record: CellRecord) -> str | None:
-    """Why the sweep did not trust the cell (its recorded reason, or a generic one); None when trusted."""
-    if trusted(record):
-        return None
-    reason = getattr(record, "untrusted_reason", None)
-    return reason if isinstance(reason, str) and reason else "untrusted: the sweep marked this cell untrusted"
+    """Why the cell is not trusted (the sweep's recorded reason, or the ceiling it exceeds); None when trusted."""
+    if getattr(record, "trusted", True) is False:
+        reason = getattr(record, "untrusted_reason", None)
+        return reason if isinstance(reason, str) and reason else "untrusted: the sweep marked this cell untrusted"
+    return ceiling_problem(record)
 
 
 def untrusted_note(record: CellRecord) -> str | None:
@@ -42,6 +45,8 @@ def needs_a_look(record: CellRecord) -> bool:
 def _cause(record: CellRecord) -> str:
     """What made the cell untrusted, in the few words a summary line counts it under."""
     reason = untrusted_reason(record) or ""
+    if "physical ceiling" in reason:
+        return "above its physical ceiling"
     if "CPU-bound" in reason or "ran out of CPU" in reason:
         return "load generator CPU-bound"
     if "load-generator tasks reported" in reason:

@@ -33,6 +33,8 @@ class AcceleratorFacts:
     peak_flops: float | None
     price_per_hour_usd: float | None
     price_basis: str | None = None
+    # Accelerators serving one replica (a Cloud Run instance's GPU, a TPU node's chips); None when unknown.
+    chips: int | None = None
 
 
 def accelerator_facts(
@@ -66,22 +68,23 @@ def accelerator_facts(
     elif kind is not None:
         shape = minimum_shape(kind)
     peak: float | None = None
+    chips: int | None = None
     if kind is not None:
         facts = facts_of(kind)
         chips = shape.chips_per_unit if shape is not None else 1
         if facts.peak_dense_bf16_flops is not None:
             peak = facts.peak_dense_bf16_flops * chips * count
     if price_override is not None:
-        return AcceleratorFacts(accelerator, peak, price_override, "--price-per-hour")
+        return AcceleratorFacts(accelerator, peak, price_override, "--price-per-hour", chips)
     if shape is None:
-        return AcceleratorFacts(accelerator, peak, None, None)
+        return AcceleratorFacts(accelerator, peak, None, None, chips)
     price = hourly_price(shape)
     copies = f"{count} x " if count > 1 else ""
     where = "" if billing is not None else " (no stack: the smallest shape; pass --stack or --price-per-hour)"
     if price.usd_per_hour is None:
-        return AcceleratorFacts(accelerator, peak, None, f"{copies}{price.basis}{where}: {price.missing}")
+        return AcceleratorFacts(accelerator, peak, None, f"{copies}{price.basis}{where}: {price.missing}", chips)
     basis = f"{copies}{price.basis}{where}: {price.describe()}; rates: {price.citation()} (serving/data/pricing.json)"
-    return AcceleratorFacts(accelerator, peak, price.usd_per_hour * count, basis)
+    return AcceleratorFacts(accelerator, peak, price.usd_per_hour * count, basis, chips)
 
 
 def params_from_model_name(name: str) -> float | None:

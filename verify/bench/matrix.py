@@ -11,6 +11,10 @@ lowest cost per 1M output tokens (no SLO: the default gate, every request succee
 saturated load generator, see verify/bench/trust.py) and skipped cells are shown, marked, and never
 chosen. The *cheapest* run of a workload is the one whose chosen cell costs least per 1M output tokens.
 
+Prices: each run's from the project's price table (verify/bench/run_pricing.py): a recorded price below
+the least the table says the run's accelerator costs is a contradiction, shown beside the table's price,
+and that run is never chosen as the cheapest; costs per 1M are recomputed from the price used.
+
 Monthly cost, at list prices and 730 hours a month (Google's convention):
 - always on: one billed unit (a Cloud Run instance kept by minInstances, or the TPU node) 730 h;
 - scaled to zero (Cloud Run only: a TPU node bills while it exists): the same unit only while active,
@@ -27,7 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verify.bench.caveats import trusted, untrusted_reason
 from verify.bench.results import CellRecord
+from verify.bench.run_pricing import scales_to_zero
 from verify.bench.slo import Slo, violations, with_default_gate
 from verify.numbers import readable
 
@@ -42,6 +48,12 @@ class Run:
     label: str  # the file's stem
     path: Path
     records: tuple[CellRecord, ...]
+    # What the file recorded, when the price used (in the records) is the table's instead.
+    recorded_price_per_hour_usd: float | None = None
+    # Why the run's price (or platform) contradicts the price table: the run is shown, never chosen.
+    price_problem: str | None = None
+    # Where the price used comes from, in words (the table, the recorded price checked against it, unchecked).
+    price_note: str | None = None
 
     def _first(self, name: str) -> str | None:
         return next((str(getattr(r, name)) for r in self.records if getattr(r, name) is not None), None)
@@ -68,8 +80,8 @@ class Run:
 
     @property
     def scales_to_zero(self) -> bool:
-        """Cloud Run bills an instance only while it runs; a TPU node bills while it exists."""
-        return self.platform == "cloud-run"
+        """Cloud Run bills a GPU instance only while it runs; a TPU node bills while it exists."""
+        return scales_to_zero(self._first("accelerator"), self.platform)
 
     def always_on_monthly_usd(self) -> float | None:
         price = self.price_per_hour_usd
@@ -103,21 +115,24 @@ class Cell:
         """May be chosen: measured, trusted, meets every SLO, and priced."""
         return (
             self.record.measured
-            and self.record.trusted
+            and trusted(self.record)
             and not self.failed_slos
             and self.record.cost_per_1m_output_tokens_usd is not None
+            and self.run.price_problem is None
         )
 
     @property
     def mark(self) -> str:
         if not self.record.measured:
             return f"skipped: {self.record.skip_reason or 'no reason recorded'}"
-        if not self.record.trusted:
-            return f"untrusted: {self.record.untrusted_reason or 'the load generator was saturated'}"
+        if not trusted(self.record):
+            return f"untrusted: {untrusted_reason(self.record)}"
         if self.failed_slos:
             return "misses " + "; ".join(self.failed_slos)
         if self.record.cost_per_1m_output_tokens_usd is None:
             return "no price"
+        if self.run.price_problem is not None:
+            return f"not chosen: {self.run.price_problem}"
         return ""
 
 

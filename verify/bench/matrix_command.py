@@ -16,7 +16,8 @@ from pathlib import Path
 from verify import UsageError
 from verify.bench.matrix import DEFAULT_ACTIVE_HOURS, Run, WorkloadVerdict, judge
 from verify.bench.matrix_report import chart_png, csv_text, markdown
-from verify.bench.results import read_checked
+from verify.bench.results import CellRecord, read_checked
+from verify.bench.run_pricing import one_value, price_problem, repriced, table_floor
 from verify.bench.slo import Slo, with_default_gate
 
 
@@ -48,11 +49,36 @@ def load_runs(paths: list[Path]) -> list[Run]:
         records = read_checked(path).records
         if not records:
             raise UsageError(f"{path} holds no cell records")
-        runs.append(Run(label=path.stem, path=path, records=tuple(records)))
+        runs.append(priced_run(path, records))
     labels = [run.label for run in runs]
     if len(set(labels)) != len(labels):
         raise UsageError(f"two files share a name ({', '.join(labels)}): the runs would be told apart by it")
     return runs
+
+
+def priced_run(path: Path, records: list[CellRecord]) -> Run:
+    """One file as one run, priced from the price table (verify/bench/run_pricing.py says how); a file
+    mixing accelerators or platforms is a ``UsageError``."""
+    accelerator = one_value(path, records, "accelerator")
+    platform = one_value(path, records, "platform")
+    prices = [record.price_per_hour_usd for record in records if record.price_per_hour_usd is not None]
+    recorded = min(prices) if prices else None
+    floor = table_floor(accelerator, platform)
+    problem = price_problem(recorded, floor, accelerator, platform)
+    if floor is None:
+        price, note = recorded, "recorded; not checked (the price table has no floor for this accelerator and platform)"
+    elif recorded is None or recorded < floor:
+        price, note = floor, "the price table's least for this accelerator (none recorded, or below it)"
+    else:
+        price, note = recorded, "recorded; at or above the price table's least for this accelerator"
+    return Run(
+        label=path.stem,
+        path=path,
+        records=repriced(records, price),
+        recorded_price_per_hour_usd=recorded,
+        price_problem=problem,
+        price_note=note,
+    )
 
 
 def run_matrix(paths: list[Path], options: MatrixOptions) -> MatrixReport:

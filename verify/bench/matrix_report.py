@@ -13,6 +13,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from verify.bench.caveats import trusted
 from verify.bench.chart import INK, PALETTE, _fitting, _font
 from verify.bench.matrix import HOURS_PER_MONTH, RunVerdict, WorkloadVerdict
 from verify.numbers import plain, readable
@@ -71,6 +72,7 @@ def markdown(verdicts: Sequence[WorkloadVerdict], *, active_hours: float, slo_te
                 f"| {_usd(record.cost_per_1m_requests_usd)} | {_usd(record.cost_per_1m_output_tokens_usd)} "
                 f"| {monthly} | {_hours(run)} |"
             )
+        lines += ["", "Prices (per hour):", *(_price_line(run) for run in verdict.runs)]
         left_out = [
             f"- {cell.run.label}, {cell.record.max_concurrency} users: {cell.mark}"
             for run in verdict.runs
@@ -80,6 +82,15 @@ def markdown(verdicts: Sequence[WorkloadVerdict], *, active_hours: float, slo_te
         if left_out:
             lines += ["", "Left out of the verdict:", *left_out]
     return "\n".join(lines) + "\n"
+
+
+def _price_line(verdict: RunVerdict) -> str:
+    """The price a run was judged at, where it comes from, and the recorded one beside it when they differ."""
+    run = verdict.run
+    recorded = run.recorded_price_per_hour_usd
+    beside = f" (recorded {_usd(recorded)})" if recorded is not None and recorded != run.price_per_hour_usd else ""
+    flag = f" **{run.price_problem}**" if run.price_problem else ""
+    return f"- {run.label}: {_usd(run.price_per_hour_usd)}{beside}: {run.price_note or 'recorded'}.{flag}"
 
 
 CSV_COLUMNS = (
@@ -127,7 +138,7 @@ def csv_text(verdicts: Sequence[WorkloadVerdict]) -> str:
                         run.run.model,
                         record.max_concurrency,
                         record.status,
-                        record.trusted,
+                        trusted(record),
                         cell.mark,
                         cell is run.chosen,
                         plain(record.request_throughput),

@@ -27,6 +27,8 @@ STORED = "stored"
 RELATIVE_SLACK = 1e-3
 ABSOLUTE_SLACK = 1e-6
 _QUANTILES = ("median", "p90", "p95", "p99")
+# A rate is over a bandwidth ceiling only by more than this share (verify/bench/ceilings.py uses the same).
+CEILING_MARGIN = 1.05
 
 
 def _close(value: float, expected: float) -> bool:
@@ -90,14 +92,27 @@ def _rates(record: CellRecord) -> list[str]:
             continue
         if not _close(rate, count / duration):
             problems.append(f"{name} {rate:g} is not {count} over duration {duration:g} s ({count / duration:g})")
-    ceiling = record.ceiling_request_throughput
-    above = ceiling is not None and record.request_throughput is not None and record.request_throughput > ceiling
-    if above != record.exceeds_ceiling:
+    if above_ceiling(record) != record.exceeds_ceiling:
         problems.append(
             f"exceeds_ceiling is {str(record.exceeds_ceiling).lower()} but request_throughput "
-            f"{record.request_throughput} against ceiling_request_throughput {ceiling} says otherwise"
+            f"{record.request_throughput} against ceiling_request_throughput {record.ceiling_request_throughput}, "
+            f"output_throughput {record.output_throughput} against ceiling_output_throughput "
+            f"{record.ceiling_output_throughput} and mean_tpot_ms {record.mean_tpot_ms} against "
+            f"ceiling_stream_tokens_per_s {record.ceiling_stream_tokens_per_s} say otherwise"
         )
     return problems
+
+
+def above_ceiling(record: CellRecord) -> bool:
+    """Whether the cell's rates exceed the ceilings it records: requests/s over the compute ceiling, output
+    tokens/s over the batch's bandwidth ceiling, or one stream faster than one stream can decode."""
+    ceiling = record.ceiling_request_throughput
+    compute = ceiling is not None and record.request_throughput is not None and record.request_throughput > ceiling
+    total, batch = record.output_throughput, record.ceiling_output_throughput
+    output = total is not None and batch is not None and total > batch * CEILING_MARGIN
+    stream, one = record.mean_tpot_ms, record.ceiling_stream_tokens_per_s
+    streaming = stream is not None and stream > 0 and one is not None and 1000.0 / stream > one * CEILING_MARGIN
+    return compute or output or streaming
 
 
 def _latencies(record: CellRecord) -> list[str]:

@@ -107,7 +107,15 @@ class CellRecord(pydantic.BaseModel):
     cost_per_1m_requests_usd: float | None = None
     cost_per_1m_output_tokens_usd: float | None = None
     ceiling_request_throughput: float | None = None
+    # The bandwidth ceilings of decode for the model and accelerator the record claims (verify/bench/ceilings.py):
+    # output tokens/s of one stream and of the cell's whole batch. exceeds_ceiling covers these and the compute one.
+    ceiling_stream_tokens_per_s: float | None = None
+    ceiling_output_throughput: float | None = None
     exceeds_ceiling: bool = False
+    # How many accelerators serve one replica (tensor parallel), and the draft tokens a step may add (speculative
+    # decoding; 0 off): what the ceilings assume. None: not known when the cell was measured.
+    accelerator_count: int | None = None
+    speculative_tokens: int | None = None
     # How late the client's own event loop woke up during the measured phase (see verify.bench.stall).
     client_max_stall_ms: float | None = None
     client_stalled_ms: float | None = None

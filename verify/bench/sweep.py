@@ -24,6 +24,7 @@ from typing import Protocol
 
 import httpx
 
+from verify.bench.ceilings import decode_ceiling_of
 from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
 from verify.bench.metrics import CellMetrics
 from verify.bench.options import Workload
@@ -131,6 +132,8 @@ class Endpoint:
     transport: str | None = None
     accelerator: AcceleratorFacts = field(default_factory=lambda: AcceleratorFacts(None, None, None, None))
     model_params: float | None = None
+    # Draft tokens a step may add (the stack's speculative decoding; 0 none, None unknown): the decode ceiling's.
+    speculative_tokens: int | None = None
 
 
 class SweepObserver(Protocol):
@@ -248,6 +251,15 @@ def measured_record(
     spend = cost(endpoint.accelerator.price_per_hour_usd, metrics.request_throughput, metrics.output_throughput)
     fields = _base_fields(plan, endpoint, context, concurrency)
     fields.update(metrics.as_fields())
+    fields.update({"accelerator_count": endpoint.accelerator.chips, "speculative_tokens": endpoint.speculative_tokens})
+    provisional = CellRecord.model_validate({**fields, "status": "measured"})
+    decode = decode_ceiling_of(provisional)
+    if decode is not None:
+        fields.update({"ceiling_stream_tokens_per_s": decode.per_stream, "ceiling_output_throughput": decode.total})
+        problem = decode.problem(provisional.output_throughput, provisional.mean_tpot_ms, concurrency)
+        if problem is not None:
+            exceeds = True
+            warnings.append(f"{problem}: this number cannot be true; look for a wrong model name or accelerator")
     fields.update(
         {
             "status": "measured",

@@ -16,6 +16,7 @@ from verify.memory.run import LogsUnreadableError, MemoryOptions, read_memory, s
 from verify.numbers import readable, signed_percent
 from verify.ops.logs import parse_since
 from verify.ops.stack import load_ops_stack
+from verify.redact import escape_controls
 from verify.stack_settings import load_stack_file
 
 
@@ -48,7 +49,7 @@ def _memory(args: argparse.Namespace) -> int:
     try:
         layout = read_memory(stack, loaded, options)
     except LogsUnreadableError as error:
-        print(f"memory: {error}", file=sys.stderr)
+        print(escape_controls(f"memory: {error}"), file=sys.stderr)
         return 2
     if args.json:
         print(layout.model_dump_json(indent=2))
@@ -78,4 +79,5 @@ def print_layout(layout: MemoryLayout, out: TextIO) -> None:
         lines.extend(f"  | {line}" for line in layout.measured.lines)
     if layout.plan_note:
         lines.append(layout.plan_note)
-    out.write("\n".join(lines) + "\n")
+    # The log lines, their source and the plan's note: one escaped line each (a log line is anyone's text).
+    out.write("".join(escape_controls(line, keep_newlines=False) + "\n" for line in lines))

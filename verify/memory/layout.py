@@ -4,6 +4,11 @@ Which start-up: the lines are searched with the stack's own log filter (verify/o
 Run service's revisions, or the TPU node's container) narrowed to the memory lines, newest first; the
 newest line's source (the revision, or the node's container) is the start-up reported, and only its lines
 are read. The error of each planned figure is (planned - measured) / measured.
+
+Whose lines: the stack's log filter also matches its import jobs, and anyone allowed to write log entries
+can label one with any revision. So the source is checked to be the stack's own (`source_problem`): on
+Cloud Run a revision of the stack's service (its `revision_name` label, not a job), on a TPU node its vLLM
+container in Docker's log. `--save` refuses lines whose source is not.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from stacks.loading import LoadedStack
 from verify.memory.startup import SEARCH_TERMS, StartupMemory, parse_startup
 from verify.ops.google import GoogleApis
 from verify.ops.logs import _entries, _LogEntry, _source, _text
-from verify.ops.stack import OpsStack
+from verify.ops.stack import CloudRunOpsStack, OpsStack, TpuOpsStack
 
 GIB = 1 << 30
 MAX_LINES = 200
@@ -52,6 +57,8 @@ class MemoryLayout(pydantic.BaseModel):
     rows: list[Row]
     plan_note: str | None  # why there is no plan, or that it is already calibrated
     problem: str | None = None
+    # Why the lines may not be the stack's own start-up (None: they are): `--save` refuses them.
+    source_problem: str | None = None
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -69,14 +76,30 @@ def memory_query(stack: OpsStack, since: datetime.datetime) -> str:
 
 def read_startup(
     apis: GoogleApis, stack: OpsStack, since: datetime.datetime
-) -> tuple[StartupMemory, str | None, str | None]:
-    """The newest start-up's memory lines, the source they came from and the time of the first."""
+) -> tuple[StartupMemory, str | None, str | None, str | None]:
+    """The newest start-up's memory lines, the source they came from, the time of the first, and why the
+    source may not be the stack's own (None when it is)."""
     entries: list[_LogEntry] = _entries(apis, stack.project, memory_query(stack, since), MAX_LINES)
     if not entries:
-        return StartupMemory(), None, None
+        return StartupMemory(), None, None, None
     newest = _source(entries[0])
     own = [entry for entry in reversed(entries) if _source(entry) == newest]  # oldest first
-    return parse_startup(_text(entry) for entry in own), newest, own[0].timestamp or None
+    measured = parse_startup(_text(entry) for entry in own)
+    return measured, newest, own[0].timestamp or None, source_problem(stack, own, newest)
+
+
+def source_problem(stack: OpsStack, entries: list[_LogEntry], source: str) -> str | None:
+    """Why ``entries`` may not be the stack's own server start-up; None when they are (see the module)."""
+    if isinstance(stack, CloudRunOpsStack):
+        foreign = [e for e in entries if e.resource.labels.get("revision_name") != source]
+        if foreign or not source.startswith(stack.base_name) or source.startswith(stack.import_job_prefix):
+            return f"{source} is not a revision of the stack's service {stack.base_name}"
+        return None
+    if isinstance(stack, TpuOpsStack):
+        if any(not e.log_name.endswith("/gcplogs-docker-driver") for e in entries):
+            return f"lines of {source} are not in the node's Docker log (gcplogs-docker-driver)"
+        return None
+    return None
 
 
 def planned_rows(loaded: LoadedStack, measured: StartupMemory) -> tuple[list[Row], str | None]:
@@ -128,7 +151,7 @@ def memory_layout(
     since_s: int,
     now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
 ) -> MemoryLayout:
-    measured, source, first = read_startup(apis, stack, now() - datetime.timedelta(seconds=since_s))
+    measured, source, first, wrong_source = read_startup(apis, stack, now() - datetime.timedelta(seconds=since_s))
     settings = loaded.settings
     rows, note = planned_rows(loaded, measured)
     return MemoryLayout(
@@ -140,4 +163,5 @@ def memory_layout(
         measured=measured,
         rows=rows,
         plan_note=note,
+        source_problem=wrong_source,
     )

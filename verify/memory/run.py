@@ -1,6 +1,14 @@
 """`verify memory` as functions: ``read_memory(stack, loaded, MemoryOptions) -> MemoryLayout`` (vLLM's start-up
 memory lines beside the plan) and ``save_calibration`` (``--save``: the lines as a calibration record the
 planner then uses). verify/memory/cli.py maps flags onto the options and renders.
+
+Why `--save` checks what it saves: the planner trusts a record over its own estimate, so a forged
+"Model loading took 0.5 GiB" once made a stack vLLM cannot start preview as fitting. A record is written
+only from the stack's own revision or node (`MemoryLayout.source_problem`), from vLLM's own logger lines
+(none held apart as unattributed), and when its figures are plausible for the checkpoint and accelerator:
+weights within WEIGHTS_RATIO of what the catalog states, weights plus KV cache within the usable memory,
+and the KV line's context the stack's `maxModelLen`. It records where it came from (revision, first line's
+time, the lines).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import pydantic
 
 from preview.stack_file import project_root
 from stacks.calibration import CalibrationRecord, record_path, save_record
+from stacks.capacity import stated_weight_bytes
 from stacks.loading import LoadedStack
 from verify import UsageError
 from verify.memory.layout import MemoryLayout, memory_layout
@@ -22,6 +31,12 @@ from verify.ops.stack import OpsStack
 
 GIB = 1 << 30
 DEFAULT_SINCE_S = 7 * 24 * 3600
+# How far measured weights may be from the catalog's stated footprint: vLLM's "Model loading took" counts
+# what it allocated (the 12B QAT: 10.43 GiB logged, 10.52 stated), so 0.6x-1.6x leaves room for a profile's
+# error, and not for a line claiming a tenth of the checkpoint.
+WEIGHTS_RATIO = (0.6, 1.6)
+# Rounding slack on the usable-memory bound (vLLM rounds its GiB figures to two decimals).
+USABLE_SLACK = 1.02
 
 
 class MemoryOptions(pydantic.BaseModel):
@@ -59,8 +74,11 @@ def read_memory(
         raise LogsUnreadableError(f"cannot read the logs of {stack.name}: {error}") from error
 
 
-def calibration_record(layout: MemoryLayout, loaded: LoadedStack, *, now: datetime.datetime) -> CalibrationRecord:
-    """The record ``--save`` writes; UsageError when the lines it needs were not logged."""
+def calibration_record(
+    layout: MemoryLayout, loaded: LoadedStack, *, now: datetime.datetime, root: Path | None = None
+) -> CalibrationRecord:
+    """The record ``--save`` writes; UsageError when the lines it needs were not logged, are not the stack's
+    own, or are not plausible for its checkpoint and accelerator (the module says why)."""
     measured = layout.measured
     if measured.weights_gib is None or measured.available_kv_cache_gib is None:
         raise UsageError(
@@ -70,6 +88,27 @@ def calibration_record(layout: MemoryLayout, loaded: LoadedStack, *, now: dateti
     plan = loaded.capacity.plan
     if plan is None or plan.usable_bytes is None:
         raise UsageError("--save needs the planner's usable memory for this stack, and it has no plan")
+    stated = stated_weight_bytes(loaded.settings, root=root if root is not None else project_root()) / GIB
+    problems = [
+        *([f"the lines' source: {layout.source_problem}"] if layout.source_problem else []),
+        *(
+            [f"{len(measured.unattributed)} line(s) carry the figures' words outside vLLM's own log lines for them"]
+            if measured.unattributed
+            else []
+        ),
+        *implausible(measured.weights_gib, measured.available_kv_cache_gib, stated, plan.usable_bytes / GIB),
+        *(
+            [f"the KV line is for {measured.max_model_len:,} tokens, the stack's maxModelLen is {max_len:,}"]
+            if measured.max_model_len is not None
+            and measured.max_model_len != (max_len := loaded.settings.vllm.max_model_len)
+            else []
+        ),
+    ]
+    if problems:
+        raise UsageError(
+            "--save refused: these lines cannot calibrate the planner (" + "; ".join(problems) + "). Nothing was "
+            "written; the plan keeps its estimate"
+        )
     vllm = loaded.settings.vllm
     return CalibrationRecord(
         accelerator=layout.accelerator,
@@ -85,7 +124,27 @@ def calibration_record(layout: MemoryLayout, loaded: LoadedStack, *, now: dateti
         kv_cache_dtype=vllm.kv_cache_dtype,
         source=f"Cloud Logging, stack {layout.stack}, {layout.source} at {layout.first_line_at}",
         recorded_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        source_revision=layout.source,
+        source_first_line_at=layout.first_line_at,
+        source_lines=tuple(measured.lines),
     )
+
+
+def implausible(weights_gib: float, kv_gib: float, stated_gib: float, usable_gib: float) -> list[str]:
+    """Why measured weights and KV memory cannot be this checkpoint's on this accelerator (empty: plausible)."""
+    low, high = WEIGHTS_RATIO
+    problems = []
+    if not low * stated_gib <= weights_gib <= high * stated_gib:
+        problems.append(
+            f"weights {weights_gib:g} GiB against the catalog's {stated_gib:.2f} GiB for this checkpoint (outside "
+            f"{low:g}x-{high:g}x)"
+        )
+    if weights_gib + kv_gib > usable_gib * USABLE_SLACK:
+        problems.append(
+            f"weights {weights_gib:g} GiB + KV cache {kv_gib:g} GiB exceed the {usable_gib:.2f} GiB this "
+            "accelerator gives vLLM"
+        )
+    return problems
 
 
 def save_calibration(
@@ -93,7 +152,7 @@ def save_calibration(
 ) -> SavedRecord:
     """Write the layout's lines as the calibration record for its accelerator and checkpoint."""
     where = root if root is not None else project_root()
-    record = calibration_record(layout, loaded, now=now or datetime.datetime.now(datetime.UTC))
+    record = calibration_record(layout, loaded, now=now or datetime.datetime.now(datetime.UTC), root=where)
     path = save_record(where, record)
     shown = record_path(where, record.accelerator, record.checkpoint).relative_to(where)
     return SavedRecord(record, path, shown)

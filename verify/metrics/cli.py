@@ -10,6 +10,7 @@ from verify.argtypes import positive_number
 from verify.metrics.reading import MetricsReadError, MetricsReport
 from verify.metrics.run import MAX_WINDOW_S, MetricsOptions, run_metrics
 from verify.numbers import percent, readable
+from verify.redact import escape_controls
 from verify.target import resolve_target
 from verify.target.cli import add_target_arguments, target_options, timeout_options
 
@@ -98,6 +99,8 @@ def print_report(report: MetricsReport, out: TextIO) -> None:
         lines.append(
             f"  {_LATENCY_NAMES.get(name, name):<22} n={found.count:<7} mean {readable(found.mean_ms)}, {shown}"
         )
+    for name, why in report.unreadable.items():
+        lines.append(f"  {_LATENCY_NAMES.get(name, name):<22} unreadable, left out: {why}")
     spec = report.spec_decode
     if spec is None:
         lines.append("speculative decoding: off (no vllm:spec_decode_* series)")
@@ -108,4 +111,5 @@ def print_report(report: MetricsReport, out: TextIO) -> None:
             f"drafted tokens, mean acceptance length {readable(spec.mean_acceptance_length)}; by position "
             f"{positions or '-'}"
         )
-    out.write("\n".join(lines) + "\n")
+    # Model names, labels and the reasons a histogram is unreadable are the server's text: one line each, escaped.
+    out.write("".join(escape_controls(line, keep_newlines=False) + "\n" for line in lines))

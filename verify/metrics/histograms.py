@@ -9,6 +9,12 @@ bound", which is kept alongside).
 
 Series of several engines (data parallel) are added bucket by bucket; with ``model`` only series with
 that ``model_name`` count (when any series carries it).
+
+Why every histogram is checked before use (``UnreadableHistogramError``): the body is the server's (or a
+proxy's) text, and a malformed one crashed `verify metrics` (`le="abc"`) or reported a mean TTFT of
+-10,000 ms (a negative ``_sum``). A histogram is used only when its bounds are numbers, its counts finite,
+non-negative and cumulative, its ``+Inf`` bucket equals its count and its sum is finite and non-negative;
+otherwise the report names it as unreadable and says why, and the rest of the report stands.
 """
 
 from __future__ import annotations
@@ -21,6 +27,12 @@ import pydantic
 from verify.prom import Samples
 
 PERCENTILES = (50.0, 90.0, 99.0)
+# More bucket bounds than any vLLM histogram has (its longest, ITL, has 19): beyond this the body is not vLLM's.
+MAX_BUCKETS = 1000
+
+
+class UnreadableHistogramError(ValueError):
+    """A histogram whose numbers cannot be a histogram's; the message says which rule it broke."""
 
 
 class Histogram(pydantic.BaseModel):
@@ -49,15 +61,53 @@ class Histogram(pydantic.BaseModel):
         return max((bound for bound, _ in self.buckets if math.isfinite(bound)), default=None)
 
     def since(self, earlier: Histogram | None) -> Histogram:
-        """The observations made after ``earlier`` (a server restart in between: all of these)."""
+        """The observations made after ``earlier`` (a server restart in between, or a difference that is not a
+        histogram, e.g. a bucket or the sum went down: all of these)."""
         if earlier is None or self.count < earlier.count:
             return self
         before = dict(earlier.buckets)
-        return Histogram(
+        window = Histogram(
             buckets=tuple((bound, count - before.get(bound, 0.0)) for bound, count in self.buckets),
             total=self.total - earlier.total,
             count=self.count - earlier.count,
         )
+        return window if problem_of(window) is None else self
+
+
+def problem_of(found: Histogram) -> str | None:
+    """Why ``found`` cannot be a histogram (None when it can): the rules the module docstring lists."""
+    if len(found.buckets) > MAX_BUCKETS:
+        return f"{len(found.buckets)} bucket bounds, more than the {MAX_BUCKETS} a histogram here may have"
+    if not math.isfinite(found.count) or found.count < 0:
+        return f"its count is {found.count!r}, not a finite number of 0 or more"
+    if not math.isfinite(found.total) or found.total < 0:
+        return f"its sum is {found.total!r}, not a finite number of 0 or more (a latency is never negative)"
+    return _bucket_problem(found.buckets) or _inf_problem(found)
+
+
+def _bucket_problem(buckets: tuple[tuple[float, float], ...]) -> str | None:
+    previous = 0.0
+    for bound, cumulative in buckets:
+        if math.isnan(bound):
+            return "a bucket bound is NaN"
+        if not math.isfinite(cumulative) or cumulative < 0:
+            return f"the bucket le={bound:g} holds {cumulative!r}, not a finite count of 0 or more"
+        if cumulative < previous:
+            return (
+                f"the bucket le={bound:g} holds {cumulative:g}, fewer than a lower one ({previous:g}): not cumulative"
+            )
+        previous = cumulative
+    return None
+
+
+def _inf_problem(found: Histogram) -> str | None:
+    if not found.buckets or not math.isinf(found.buckets[-1][0]):
+        return "it has no +Inf bucket"
+    if found.buckets[-1][1] != found.count:
+        return f"its +Inf bucket ({found.buckets[-1][1]:g}) differs from its count ({found.count:g})"
+    if found.count == 0 and found.total > 0:
+        return f"its sum is {found.total:g} over no observations"
+    return None
 
 
 class Distribution(pydantic.BaseModel):
@@ -85,7 +135,8 @@ def distribution(histogram: Histogram) -> Distribution:
 
 
 def histogram(samples: Samples, name: str, *, model: str | None = None) -> Histogram | None:
-    """The histogram ``name`` (without ``_bucket``/``_sum``/``_count``) summed over engines; None if absent."""
+    """The histogram ``name`` (without ``_bucket``/``_sum``/``_count``) summed over engines; None if absent;
+    ``UnreadableHistogramError`` when its numbers cannot be a histogram's."""
     buckets = samples.get(f"{name}_bucket")
     if not buckets:
         return None
@@ -98,7 +149,23 @@ def histogram(samples: Samples, name: str, *, model: str | None = None) -> Histo
     by_bound: dict[float, float] = defaultdict(float)
     for labels, value in buckets:
         if keep(labels) and "le" in labels:
-            by_bound[float(labels["le"])] += value
+            by_bound[_bound(labels["le"])] += value
+        if len(by_bound) > MAX_BUCKETS:
+            raise UnreadableHistogramError(f"more than {MAX_BUCKETS} bucket bounds")
     total = sum(value for labels, value in samples.get(f"{name}_sum", []) if keep(labels))
     count = sum(value for labels, value in samples.get(f"{name}_count", []) if keep(labels))
-    return Histogram(buckets=tuple(sorted(by_bound.items())), total=total, count=count)
+    found = Histogram(buckets=tuple(sorted(by_bound.items())), total=total, count=count)
+    problem = problem_of(found)
+    if problem is not None:
+        raise UnreadableHistogramError(problem)
+    return found
+
+
+def _bound(label: str) -> float:
+    try:
+        bound = float(label)
+    except ValueError:
+        raise UnreadableHistogramError(f"a bucket bound le={label[:40]!r} is not a number") from None
+    if math.isnan(bound):
+        raise UnreadableHistogramError("a bucket bound is NaN")
+    return bound

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import math
 from collections.abc import Awaitable, Callable
 
 import httpx
 import pydantic
 
-from verify.metrics.histograms import Distribution, Histogram, distribution, histogram
+from verify.metrics.histograms import Distribution, Histogram, UnreadableHistogramError, distribution, histogram
 from verify.prom import MetricsParseError, Samples, VllmMetrics, parse_metrics, samples_by_name
 from verify.responses import body_excerpt
 from verify.streaming import classify_transport_error
@@ -34,6 +35,11 @@ LATENCY_HISTOGRAMS: dict[str, str] = {
     "prefill": "vllm:request_prefill_time_seconds",
     "decode": "vllm:request_decode_time_seconds",
 }
+
+# Draft positions counted per position: far above any num_speculative_tokens (vLLM's own examples use 1 to 10).
+# A hostile `position="1000000000"` label made the report build a list of a billion entries.
+MAX_DRAFT_POSITIONS = 64
+SPEC_POSITIONS = "spec_decode_by_position"
 
 Sleep = Callable[[float], Awaitable[None]]
 Now = Callable[[], datetime.datetime]
@@ -56,6 +62,8 @@ class Snapshot(pydantic.BaseModel):
     summary: VllmMetrics
     histograms: dict[str, Histogram]
     accepted_per_position: dict[int, float]
+    # Histograms (by the report's name) present but not readable as one, with why: reported, never used.
+    unreadable: dict[str, str] = pydantic.Field(default_factory=dict)
 
 
 class Window(pydantic.BaseModel):
@@ -100,28 +108,54 @@ class MetricsReport(pydantic.BaseModel):
     generation_tokens: float | None
     latency: dict[str, Distribution]
     spec_decode: SpecDecode | None
+    # Series the server exported in a shape no histogram can have (name -> why); left out of `latency`.
+    unreadable: dict[str, str] = pydantic.Field(default_factory=dict)
 
 
 def parse_snapshot(text: str, *, model: str | None, read_at: datetime.datetime) -> Snapshot:
     """Parse one ``/metrics`` body; raises ``MetricsParseError`` when it is not Prometheus text."""
     samples = samples_by_name(text)
-    found = {name: histogram(samples, metric, model=model) for name, metric in LATENCY_HISTOGRAMS.items()}
+    found: dict[str, Histogram] = {}
+    unreadable: dict[str, str] = {}
+    for name, metric in LATENCY_HISTOGRAMS.items():
+        try:
+            value = histogram(samples, metric, model=model)
+        except UnreadableHistogramError as exc:
+            unreadable[name] = f"{metric}: {exc}"
+            continue
+        if value is not None:
+            found[name] = value
+    try:
+        per_position = _per_position(samples, model)
+    except UnreadableHistogramError as exc:
+        unreadable[SPEC_POSITIONS] = f"{SPEC_PER_POSITION}: {exc}"
+        per_position = {}
     return Snapshot(
         read_at=read_at,
         summary=parse_metrics(text, model=model),
-        histograms={name: value for name, value in found.items() if value is not None},
-        accepted_per_position=_per_position(samples, model),
+        histograms=found,
+        accepted_per_position=per_position,
+        unreadable=unreadable,
     )
 
 
 def _per_position(samples: Samples, model: str | None) -> dict[int, float]:
+    """Accepted tokens by draft position; ``UnreadableHistogramError`` for a position that is not a small whole
+    number or a count that is not finite and non-negative."""
     series = samples.get(SPEC_PER_POSITION, [])
     if model is not None and not any(labels.get("model_name") == model for labels, _ in series):
         model = None
     by_position: dict[int, float] = {}
     for labels, value in series:
         if "position" in labels and (model is None or labels.get("model_name") == model):
-            position = int(labels["position"])
+            label = labels["position"]
+            if not (label.isascii() and label.isdigit()) or int(label) >= MAX_DRAFT_POSITIONS:
+                raise UnreadableHistogramError(
+                    f"position={label[:40]!r} is not a draft position (a whole number below {MAX_DRAFT_POSITIONS})"
+                )
+            if not math.isfinite(value) or value < 0:
+                raise UnreadableHistogramError(f"position {label} counts {value!r}, not a finite count of 0 or more")
+            position = int(label)
             by_position[position] = by_position.get(position, 0.0) + value
     return by_position
 
@@ -175,9 +209,12 @@ def report_of(
     base_url: str, last: Snapshot, earlier: Snapshot | None, *, window_s: float | None = None
 ) -> MetricsReport:
     summary = last.summary if earlier is None else last.summary.since(earlier.summary)
+    unreadable = {**(earlier.unreadable if earlier is not None else {}), **last.unreadable}
+    # A histogram unreadable in either read has no window: left out (and named) rather than shown since start.
     histograms = {
         name: value if earlier is None else value.since(earlier.histograms.get(name))
         for name, value in last.histograms.items()
+        if name not in unreadable
     }
     per_position = {
         position: value - (earlier.accepted_per_position.get(position, 0.0) if earlier is not None else 0.0)
@@ -206,6 +243,7 @@ def report_of(
         generation_tokens=summary.generation_tokens,
         latency={name: distribution(value) for name, value in histograms.items()},
         spec_decode=_spec_decode(summary, per_position),
+        unreadable=unreadable,
     )
 
 

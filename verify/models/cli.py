@@ -15,6 +15,7 @@ from typing import TextIO
 from verify.models.inventory import BucketInventory
 from verify.models.run import BucketUnreadableError, ModelsOptions, list_models
 from verify.numbers import readable
+from verify.redact import escape_controls
 
 EXIT_CANNOT_READ = 2
 
@@ -37,7 +38,7 @@ def _models(args: argparse.Namespace) -> int:
     try:
         found = list_models(str(args.stack), ModelsOptions(bucket=args.bucket))
     except BucketUnreadableError as error:
-        print(f"models: {error}", file=sys.stderr)
+        print(escape_controls(f"models: {error}"), file=sys.stderr)
         return EXIT_CANNOT_READ
     if args.json:
         print(found.model_dump_json(indent=2))
@@ -60,4 +61,5 @@ def print_inventory(found: BucketInventory, out: TextIO) -> None:
         lines.extend(f"      {problem}" for problem in checkpoint.problems)
     if not found.checkpoints:
         lines.append("  (empty)")
-    out.write("\n".join(lines) + "\n")
+    # Object names, paths and the marker's fields are the bucket's text: one line each, escaped.
+    out.write("".join(escape_controls(line, keep_newlines=False) + "\n" for line in lines))

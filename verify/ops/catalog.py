@@ -83,6 +83,14 @@ GKE_PERMISSIONS: tuple[Permission, ...] = (
     Permission(
         "iam.serviceAccounts.setIamPolicy", "roles/iam.serviceAccountAdmin", "binds the pods' KSA (Workload Identity)"
     ),
+    # The private cluster's egress (gke.cluster.cloudNat) and the fleet's Kubernetes objects, which GKE
+    # authorizes through IAM as well as RBAC.
+    Permission("compute.routers.create", "roles/compute.networkAdmin", "Cloud NAT for the private nodes"),
+    Permission("container.clusters.connect", "roles/container.admin", "reaches the Kubernetes API at its DNS endpoint"),
+    Permission("container.namespaces.create", "roles/container.admin", "the fleet's namespace (Kubernetes API)"),
+    Permission(
+        "container.networkPolicies.create", "roles/container.admin", "the fleet's NetworkPolicy (Kubernetes API)"
+    ),
 )
 
 # Where to ask for more quota.

@@ -7,10 +7,18 @@ capture ("init engine ... took") -> server start ("Application startup complete.
 Durations come from the entries' Cloud Logging timestamps; when a milestone is missing, its phase is merged
 into the next one and named so. The weights' bytes are vLLM's own "Checkpoint size" when it prints one,
 else what the stack's plan estimated, and the effective read rate is bytes over the weights phase.
+
+Why the measurement lists its `problems`, and the promote gate needs `gate_problem` to be None: a
+container can print any line (and set its own timestamps with structured logging), so a start measured
+from whatever lines match could be made to look short. Cloud Run's own lines (instance start, the first
+passing probe) count only from its system log; lines of another revision or node are left out; a
+milestone earlier than the one before it, or a start and end at the same instant, is a problem; and a start
+whose first or last milestone is missing is a lower bound (1,210 s once read as 310 s), never a pass.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -42,6 +50,11 @@ class Phase(pydantic.BaseModel):
     ended_by: str  # the line that ended it
 
 
+# The milestones only Cloud Run writes, and the log they must come from (Cloud Run's "varlog/system" log).
+SYSTEM_MILESTONES = frozenset({"instance-start", "probe-passed"})
+SYSTEM_LOG = "run.googleapis.com%2Fvarlog%2Fsystem"
+
+
 class ColdStart(pydantic.BaseModel):
     """One measured cold start: its phases in order, the total, the weights' bytes and read rate."""
 
@@ -59,6 +72,27 @@ class ColdStart(pydantic.BaseModel):
     # vLLM printed none of those lines (no compile, or the cache disabled).
     compile_cache: str | None = None
     missing: list[str] = []
+    # Why these phases cannot be trusted as a whole start (lines refused, order broken); empty when none.
+    problems: list[str] = []
+    # The first and last milestone ids seen: a gate needs MILESTONES[0] and MILESTONES[-1].
+    first_milestone: str | None = None
+    last_milestone: str | None = None
+
+    def gate_problem(self, revision: str | None = None) -> str | None:
+        """Why this measurement may not pass a cold-start budget (None when it may): the start's first and last
+        milestones must both be seen, nothing refused or out of order, and the lines be of ``revision``."""
+        reasons = list(self.problems)
+        if revision is not None and self.source != revision:
+            reasons.append(f"the lines are of {self.source}, not of {revision}")
+        for needed, seen, where in (
+            (MILESTONES[0], self.first_milestone, "first"),
+            (MILESTONES[-1], self.last_milestone, "last"),
+        ):
+            if seen != needed.id:
+                reasons.append(
+                    f"the start's {where} milestone ({needed.phase}) is not in the logs, so the total is a lower bound"
+                )
+        return "; ".join(reasons) or None
 
     @property
     def total_s(self) -> float:
@@ -90,38 +124,77 @@ class Line(pydantic.BaseModel):
     timestamp: str
     source: str
     text: str
+    # The log's short name; "" when unknown (then Cloud Run's own milestones are taken from any log).
+    log: str = ""
 
 
-def _last_start(lines: Sequence[Line]) -> list[Line]:
-    """The lines of the newest start: from its last `instance-start` (or vLLM's first line) onwards; an excerpt
-    with neither is taken whole."""
-    ids = [(found.id if (found := milestone(line.text)) else None) for line in lines]
+def _accepted(line: Line, problems: list[str]) -> str | None:
+    """The milestone id ``line`` marks, unless it is Cloud Run's own milestone printed by someone else."""
+    found = milestone(line.text)
+    if found is None:
+        return None
+    if found.id in SYSTEM_MILESTONES and line.log and line.log != SYSTEM_LOG:
+        problems.append(
+            f"a '{found.phase}' line came from {line.log}, not Cloud Run's system log (a container can print "
+            "any line): left out"
+        )
+        return None
+    return found.id
+
+
+def _last_start(lines: Sequence[Line], ids: Sequence[str | None]) -> list[int]:
+    """The indexes of the newest start's lines: from its last `instance-start` (or vLLM's first line) onwards;
+    an excerpt with neither is taken whole."""
     for first in ("instance-start", "container-start"):
         if first in ids:
-            index = len(ids) - 1 - ids[::-1].index(first)
+            index = len(ids) - 1 - list(ids)[::-1].index(first)
             if first == "container-start":
                 # Keep the instance-start line just before vLLM's first one, when there is one.
                 earlier = [i for i in range(index) if ids[i] == "instance-start"]
                 index = earlier[-1] if earlier else index
-            return list(lines[index:])
+            return list(range(index, len(lines)))
     # An excerpt without the start's first lines: measure what it has.
-    return [line for line, found in zip(lines, ids, strict=True) if found] and list(lines)
+    return list(range(len(lines))) if any(ids) else []
+
+
+def _order_problems(ordered: Sequence[tuple[str, datetime]]) -> list[str]:
+    """Milestones out of order, or a start whose first and last milestones share one instant."""
+    problems = [
+        f"{later} ({when_later:%H:%M:%S.%f}) is logged before {earlier} ({when_earlier:%H:%M:%S.%f})"
+        for (earlier, when_earlier), (later, when_later) in itertools.pairwise(ordered)
+        if when_later < when_earlier
+    ]
+    if len(ordered) >= 2 and ordered[0][1] == ordered[-1][1]:
+        problems.append(f"{ordered[0][0]} and {ordered[-1][0]} have identical timestamps: no start takes 0 s")
+    return problems
 
 
 def measure(lines: Sequence[Line], *, planned_bytes: int | None = None) -> ColdStart | None:
     """The newest cold start in `lines` (oldest first), or None when no start is in them."""
-    start = _last_start(lines)
-    if not start:
+    problems: list[str] = []
+    ids = [_accepted(line, problems) for line in lines]
+    indexes = _last_start(lines, ids)
+    if not indexes:
         return None
+    source = lines[next(i for i in indexes if ids[i])].source
     seen: dict[str, tuple[datetime, Line]] = {}
-    for line in start:
-        found = milestone(line.text)
+    others: set[str] = set()
+    for i in indexes:
+        line, found = lines[i], ids[i]
         when = parse_rfc3339(line.timestamp)
-        if found is not None and when is not None and found.id not in seen:
-            seen[found.id] = (when, line)
+        if found is None or when is None:
+            continue
+        if line.source != source:
+            others.add(line.source)
+        elif found not in seen:
+            seen[found] = (when, line)
+    if others:
+        problems.append(f"lines of {', '.join(sorted(others))} (not {source}) were left out")
     ordered = [(item, seen[item.id]) for item in MILESTONES if item.id in seen]
     if len(ordered) < 2:
         return None
+    problems += _order_problems([(item.phase, when) for item, (when, _) in ordered])
+    start = [lines[i] for i in indexes if lines[i].source == source]
     names = [item.phase for item in MILESTONES]
     phases: list[Phase] = []
     previous_when, previous_index = ordered[0][1][0], names.index(ordered[0][0].phase)
@@ -139,7 +212,7 @@ def measure(lines: Sequence[Line], *, planned_bytes: int | None = None) -> ColdS
         previous_when, previous_index = when, index
     weight_bytes, bytes_from = _bytes(start, planned_bytes)
     return ColdStart(
-        source=ordered[0][1][1].source,
+        source=source,
         started_at=ordered[0][1][1].timestamp,
         phases=phases,
         weight_bytes=weight_bytes,
@@ -148,6 +221,9 @@ def measure(lines: Sequence[Line], *, planned_bytes: int | None = None) -> ColdS
         graph_capture_s=_figure(start, GRAPH_CAPTURE),
         compile_cache=_compile_cache(start),
         missing=[item.phase for item in MILESTONES if item.id not in seen],
+        problems=problems,
+        first_milestone=ordered[0][0].id,
+        last_milestone=ordered[-1][0].id,
     )
 
 

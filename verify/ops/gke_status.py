@@ -17,6 +17,7 @@ from typing import Literal
 import pydantic
 
 from verify.ops import signatures
+from verify.ops.gateway_status import GatewayView, gateway_view
 from verify.ops.google import Answer, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.k8s_answers import (
     Autoscaler,
@@ -71,6 +72,8 @@ class GkeStatus(pydantic.BaseModel):
     hpa: str | None = None
     pods: list[PodLine] = pydantic.Field(default_factory=list)
     endpoint: str | None = None
+    # Behind the inference gateway: the Gateway and each InferencePool with its endpoints and picker.
+    gateway: GatewayView | None = None
 
     @property
     def probe_url(self) -> str | None:
@@ -93,6 +96,10 @@ def real_cluster(apis: GoogleApis) -> KubeConnect:
     """Connect to the cluster GKE describes, with the caller's own Google credentials."""
 
     def connect(cluster: GkeCluster) -> KubernetesApi:
+        # A private cluster (the stack's default) is reached through its DNS endpoint, whose certificate is
+        # publicly trusted; otherwise through the IP endpoint with the cluster's own CA.
+        if cluster.dns_endpoint is not None:
+            return KubernetesApi.for_cluster(cluster.dns_endpoint, "", apis.tokens)
         return KubernetesApi.for_cluster(cluster.endpoint, cluster.master_auth.cluster_ca_certificate, apis.tokens)
 
     return connect
@@ -140,16 +147,28 @@ def _fleet(stack: GkeOpsStack, kube: KubernetesApi, base: GkeStatus) -> FleetVer
     pods = [_pod_line(pod, stack, kube) for pod in _parse(PodList, listed).items]
     hpa = _autoscaler(kube, namespace, name)
     endpoint = _endpoint(kube, stack)
+    gateway = gateway_view(kube, namespace, stack.gateway, stack.pools) if stack.gateway else None
     detail = base.model_copy(
         update={
             "replicas": deployment.spec.replicas,
             "ready_replicas": deployment.status.ready_replicas,
             "hpa": hpa,
             "pods": pods,
-            "endpoint": endpoint,
+            # Users reach the fleet through the gateway when there is one; the Service stays for port-forward.
+            "endpoint": gateway.endpoint if gateway is not None else endpoint,
+            "gateway": gateway,
         }
     )
-    return _verdict(stack, deployment, pods, detail)
+    verdict = _verdict(stack, deployment, pods, detail)
+    if gateway is not None and gateway.problem and verdict.state == "ready" and deployment.spec.replicas != 0:
+        return FleetVerdict(
+            "in-progress",
+            f"{verdict.summary}; gateway: {gateway.problem}",
+            "check again in a few minutes; "
+            "`kubectl describe gateway,inferencepool -n " + namespace + "` shows the load balancer's events",
+            detail,
+        )
+    return verdict
 
 
 def _verdict(stack: GkeOpsStack, deployment: Deployment, pods: list[PodLine], detail: GkeStatus) -> FleetVerdict:

@@ -2,8 +2,9 @@
 
 Why models at the edge (as verify/ops/answers.py for Google's APIs): a body of the wrong shape must read as
 "could not check", never as "not deployed". Fields are named and typed as the sources define them: the
-GKE API's `Cluster`, `NodePool`, `NodePoolAutoscaling` (container.v1.json, googleapis/google-api-python-client
-discovery_cache) and the Kubernetes OpenAPI definitions `io.k8s.api.apps.v1.Deployment`,
+GKE API's `Cluster`, `NodePool`, `NodePoolAutoscaling`, `ControlPlaneEndpointsConfig` (container.v1.json,
+googleapis/google-api-python-client discovery_cache) and the Kubernetes OpenAPI definitions
+`io.k8s.api.apps.v1.Deployment`,
 `io.k8s.api.core.v1.PodList`/`Pod`/`ContainerStatus`, `io.k8s.api.core.v1.EventList`,
 `io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler`, `io.k8s.api.core.v1.Service` (kubernetes 1.34).
 Unknown fields are ignored; every text is escaped like Google's.
@@ -46,12 +47,31 @@ class _MasterAuth(_Answer):
     cluster_ca_certificate: str = pydantic.Field(default="", alias="clusterCaCertificate")
 
 
+class _DnsEndpointConfig(_Answer):
+    endpoint: GoogleText = ""
+    allow_external_traffic: bool = pydantic.Field(default=False, alias="allowExternalTraffic")
+
+
+class _ControlPlaneEndpointsConfig(_Answer):
+    dns_endpoint_config: _DnsEndpointConfig = pydantic.Field(default=_DnsEndpointConfig(), alias="dnsEndpointConfig")
+
+
 class GkeCluster(_Answer):
     name: GoogleText = ""
     status: GoogleText = "STATUS_UNSPECIFIED"
     endpoint: GoogleText = ""
     master_auth: _MasterAuth = pydantic.Field(default=_MasterAuth(), alias="masterAuth")
     node_pools: list[GkeNodePool] = pydantic.Field(default_factory=list, alias="nodePools")
+    control_plane_endpoints_config: _ControlPlaneEndpointsConfig = pydantic.Field(
+        default=_ControlPlaneEndpointsConfig(), alias="controlPlaneEndpointsConfig"
+    )
+
+    @property
+    def dns_endpoint(self) -> str | None:
+        """The IAM-guarded DNS endpoint, when it takes traffic from outside Google (a private cluster's way in:
+        its public IP endpoint may be off)."""
+        dns = self.control_plane_endpoints_config.dns_endpoint_config
+        return dns.endpoint if dns.endpoint and dns.allow_external_traffic else None
 
 
 # --- Kubernetes ------------------------------------------------------------------------------------------

@@ -48,6 +48,8 @@ class LogLine(pydantic.BaseModel):
     source: str  # revision, job or container the line came from
     text: str
     signature: str | None = None
+    # The log's short name (`run.googleapis.com%2Fvarlog%2Fsystem`, `...%2Fstdout`): who wrote the line.
+    log: str = ""
 
 
 class Diagnosis(pydantic.BaseModel):
@@ -218,6 +220,7 @@ def _line(entry: _LogEntry, redactor: Redactor) -> LogLine:
         source=_source(entry),
         text=redactor.text(text),
         signature=signature.id if signature else None,
+        log=entry.log_name.rsplit("/", 1)[-1],
     )
 
 

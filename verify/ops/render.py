@@ -23,6 +23,7 @@ from verify.ops.logs import LogsReport
 from verify.ops.preflight import PreflightReport
 from verify.ops.status import CloudRunStatus, RolloutState, StatusReport, TpuStatus
 from verify.ops.tpu_capacity import TpuCapacity
+from verify.terminal import cell
 
 _VERDICTS: dict[Verdict, tuple[str, str]] = {
     Verdict.PASS: ("PASS", "bold green"),
@@ -59,7 +60,11 @@ def print_preflight(report: PreflightReport, console: Console | None = None) -> 
     for finding in report.findings:
         label, style = _VERDICTS[finding.verdict]
         table.add_row(
-            finding.area, Text(finding.item), Text(label, style=style), Text(finding.detail), Text(finding.fix or "")
+            cell(finding.area),
+            cell(finding.item),
+            Text(label, style=style),
+            cell(finding.detail),
+            cell(finding.fix or ""),
         )
     out.print(table)
     if report.tpu_capacity is not None:
@@ -86,18 +91,18 @@ def print_tpu_capacity(capacity: TpuCapacity, out: Console) -> None:
         offered = {True: "yes", False: "no", None: "?"}
         table.add_row(
             str(row.rank),
-            row.zone,
-            row.tier,
-            row.quota,
+            cell(row.zone),
+            cell(row.tier),
+            cell(row.quota),
             _number(row.limit),
             _number(row.usage),
             Text(_number(row.free), style=can[1]),
             f"{offered[row.offers_slice]}/{offered[row.offers_runtime]}",
             str(row.placement or ""),
-            Text(row.answer),
+            cell(row.answer),
         )
     out.print(table)
-    out.print(Text(f"source: {capacity.source_note}", style="dim" if capacity.source == "live" else "yellow"))
+    out.print(cell(f"source: {capacity.source_note}", style="dim" if capacity.source == "live" else "yellow"))
 
 
 def _number(value: float | None) -> str:
@@ -119,16 +124,17 @@ def print_status(report: StatusReport, console: Console | None = None) -> None:
     table = Table(show_header=False)
     table.add_column("fact", style="bold")
     table.add_column("value", overflow="fold")
-    table.add_row("summary", Text(report.summary))
+    # Every value below may hold Google's, Kubernetes' or a node's text: one escaped line per cell.
+    table.add_row("summary", cell(report.summary))
     for name, value in _detail_rows(report.detail):
         if value:
-            table.add_row(name, Text(str(value)))
+            table.add_row(name, cell(value))
     for name, value in live_rows(report):
-        table.add_row(name, Text(value))
+        table.add_row(name, cell(value))
     if report.readiness is not None:
-        table.add_row("readiness", Text(f"{report.readiness.status}: {report.readiness.summary}"))
+        table.add_row("readiness", cell(f"{report.readiness.status}: {report.readiness.summary}"))
     if report.fix:
-        table.add_row("next", Text(report.fix))
+        table.add_row("next", cell(report.fix))
     out.print(table)
     for part in cold_start_section(report.cold_start, report.cold_start_problem, report.startup_latency):
         out.print(part)
@@ -170,6 +176,8 @@ def _detail_rows(detail: CloudRunStatus | TpuStatus | GkeStatus | None) -> list[
                 ("deployment", f"{gke.deployment}: {gke.ready_replicas}/{gke.replicas} ready"),
                 ("hpa", gke.hpa),
                 *[("pod", _pod_text(pod)) for pod in gke.pods],
+                *([("gateway", gke.gateway.gateway)] if gke.gateway else []),
+                *[("pool", line) for line in (gke.gateway.pools if gke.gateway else [])],
                 ("endpoint", gke.endpoint),
             ]
         case None:
@@ -209,9 +217,9 @@ def print_logs(report: LogsReport, console: Console | None = None) -> None:
     out = console if console is not None else _stdout_console()
     out.print(Text.assemble(("verify logs ", "bold"), f"{report.stack} ({report.platform}), last {report.since}"))
     if report.problem is not None:
-        out.print(Text(f"could not read the logs: {report.problem}", style="bold yellow"))
+        out.print(cell(f"could not read the logs: {report.problem}", style="bold yellow"))
         if report.fix:
-            out.print(Text(f"fix: {report.fix}"))
+            out.print(cell(f"fix: {report.fix}"))
         return
     for line in report.lines:
         style = "red" if line.signature else ("yellow" if line.severity in {"ERROR", "CRITICAL"} else "")

@@ -24,6 +24,7 @@ from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, project_root
 from serving.naming import TPU_SERVING_CONTAINER, TPU_STARTUP_LOG_PREFIX, StackNames
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.apis import required_apis
+from stacks.gke import GkeSettings
 from stacks.labels import stack_labels
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import CloudRunStack, GkeStack, TpuStack
@@ -212,6 +213,9 @@ class GkeOpsStack(_OpsStackBase):
     provisioning: str  # on-demand, spot or flex-start
     max_nodes: int
     port: int
+    # Behind the inference gateway (gke.gateway.routing): the Gateway and the InferencePools, serving first.
+    gateway: str | None = None
+    pools: tuple[str, ...] = ()
 
     @property
     def zone(self) -> None:
@@ -350,6 +354,15 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 provisioning=gke.node_pool.provisioning.value,
                 max_nodes=gke.node_pool.max_nodes,
                 port=gke.port,
+                gateway=StackNames(stack).gke_gateway if gke.uses_gateway else None,
+                pools=_inference_pools(StackNames(stack), gke) if gke.uses_gateway else (),
             )
         case _ as unreachable:
             assert_never(unreachable)
+
+
+def _inference_pools(names: StackNames, gke: GkeSettings) -> tuple[str, ...]:
+    """The pools the gateway routes to: one over the fleet, or the serving then the candidate track's."""
+    if not gke.rollout.gated:
+        return (names.inference_pool(),)
+    return (names.inference_pool(gke.rollout.serving_track), names.inference_pool(gke.rollout.candidate_track))

@@ -40,12 +40,14 @@ from verify.ops.logs import page_lines
 from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, HealthAuth, OpsStack, TpuOpsStack
 from verify.ops.startup_metric import StartupLatency, startup_latency
 from verify.ops.tpu_placement_status import (
+    Found,
     PlacementStatus,
-    find_request,
+    find_requests,
     node_gone,
     placement_status,
     requeue_fix,
     suspended_reason,
+    untracked_text,
 )
 
 
@@ -105,6 +107,8 @@ class TpuStatus(pydantic.BaseModel):
     endpoint: str | None = None
     # With tpu.placements: which one the request is in, the attempts before it, the time left over the list.
     placement: PlacementStatus | None = None
+    # Requests of the stack in other placement zones: the provider keeps one, so no state tracks these.
+    untracked: list[str] = pydantic.Field(default_factory=list)
 
     @property
     def probe_url(self) -> str | None:
@@ -366,7 +370,23 @@ _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING"
 
 
 def _tpu_status(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> StatusReport:
-    found = find_request(stack, apis)
+    # `pulumi up` works with one request at a time: the ACTIVE one, else the first placement's that has one
+    # (where a retried `pulumi up` takes up). Any other request of the stack is one no state tracks.
+    every = find_requests(stack, apis)
+    current = next((item for item in every if item[2].state.state == "ACTIVE"), every[0] if every else None)
+    extra = [item for item in every if item is not current]
+    report = _tpu_request_status(stack, apis, now, current)
+    if not extra:
+        return report
+    summary, fix = untracked_text(stack, extra)
+    untracked = [stack.queued_resource_in(placement.zone) for _, placement, _ in extra]
+    tpu = report.tpu.model_copy(update={"untracked": untracked}) if report.tpu is not None else None
+    return report.model_copy(
+        update={"summary": report.summary + summary, "fix": "; ".join(filter(None, (report.fix, fix))), "tpu": tpu}
+    )
+
+
+def _tpu_request_status(stack: TpuOpsStack, apis: GoogleApis, now: Now, found: Found | None) -> StatusReport:
     if found is None:
         zones = ", ".join(placement.zone for placement in stack.placement_list)
         return _report(
@@ -607,4 +627,6 @@ def cold_start_of(
     }
     lines = page_lines(apis.post("logging", "entries:list", body))
     planned = stack.weight_bytes if isinstance(stack, CloudRunOpsStack) else None
-    return measure([Line(timestamp=x.timestamp, source=x.source, text=x.text) for x in lines], planned_bytes=planned)
+    return measure(
+        [Line(timestamp=x.timestamp, source=x.source, text=x.text, log=x.log) for x in lines], planned_bytes=planned
+    )

@@ -9,8 +9,12 @@ among those, then the most free chips. Flex-start and spot draw on the preemptib
 zone, shared by both), guaranteed on the on-demand one.
 
 The zones asked are the stack's placements, the zones `serving/tpu_offers.py` lists, and any zone the
-project's v6e quota names. When Cloud Quotas or the TPU API cannot be read, the rows fall back to that
-static table, and the capacity says so (`source: static`) instead of presenting it as checked.
+project's v6e quota names in a region that list or the placements name, at most MAX_ZONES in all; at
+most MAX_QUOTA_INFOS v6e quotas of each kind are read, and list reads stop at OFFER_PAGES pages. Why
+bounded: the quota answer is Google's text, and a hostile one naming 400 zones made preflight issue
+1,218 calls; zones left out are named in the capacity's note. When Cloud Quotas or the TPU API cannot be
+read, the rows fall back to that static table, and the capacity says so (`source: static`) instead of
+presenting it as checked.
 
 Each placement of the stack gets the findings a single zone always had (quota, slice, runtime); when at
 least one placement can be granted, the others' blockers become notes (`pulumi up` tries them and moves
@@ -38,6 +42,12 @@ QuotaKind = Literal["preemptible", "on-demand"]
 # The stack file's tiers (stacks/tpu.py ProvisioningModel), cheapest list price first.
 TIERS: tuple[str, ...] = ("flex-start", "spot", "guaranteed")
 _ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
+# The most zones one preflight asks about (the table lists 6 v6e zones; a placement list adds a few).
+MAX_ZONES = 16
+# The most v6e quotas of each kind read (Google has one per kind and tier family; a few spare for renames).
+MAX_QUOTA_INFOS = 4
+# Pages of acceleratorTypes / runtimeVersions read per zone (each fits one page today).
+OFFER_PAGES = 5
 ReadError = GoogleApiError | CannotCheckError
 
 
@@ -104,6 +114,8 @@ class _Facts:
     tpu_error: ReadError | None = None
     usage: dict[tuple[str, str], float] = field(default_factory=dict)
     usage_error: ReadError | None = None
+    # Zones the quota answer named that were not asked about (outside the known regions, or past MAX_ZONES).
+    zones_left_out: list[str] = field(default_factory=list)
 
 
 def assess(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuCapacity]:
@@ -135,21 +147,28 @@ def _v6e_infos(infos: list[QuotaInfo]) -> dict[QuotaKind, list[QuotaInfo]]:
     found: dict[QuotaKind, list[QuotaInfo]] = {"preemptible": [], "on-demand": []}
     for info in infos:
         words = f"{info.quota_id} {info.metric}".lower()
-        if "v6e" in words:
-            found["preemptible" if "preemptible" in words else "on-demand"].append(info)
+        kind: QuotaKind = "preemptible" if "preemptible" in words else "on-demand"
+        if "v6e" in words and len(found[kind]) < MAX_QUOTA_INFOS:
+            found[kind].append(info)
     return found
 
 
 def _zones(stack: TpuOpsStack, facts: _Facts) -> list[str]:
-    """The stack's placements, the table's v6e zones, then any zone the project's v6e quota names."""
-    zones = [placement.zone for placement in stack.placement_list]
+    """The stack's placements, the table's v6e zones, then any zone the project's v6e quota names in a known
+    region, at most MAX_ZONES (the rest are recorded in ``facts.zones_left_out``)."""
+    zones = list(dict.fromkeys(placement.zone for placement in stack.placement_list))
+    regions = {region_of(zone) for zone in [*zones, *V6E_ZONES, *FLEX_START_V6E_ZONES]}
     declared: list[str] = []
     for info in [*(facts.infos or {}).get("preemptible", []), *(facts.infos or {}).get("on-demand", [])]:
         for dimensions in info.dimensions_infos:
             declared += [dimensions.dimensions.get("zone", ""), *dimensions.applicable_locations]
-    for zone in [*V6E_ZONES, *declared]:
-        if _ZONE.match(zone) and zone not in zones:
+    for zone in dict.fromkeys([*V6E_ZONES, *declared]):
+        if not _ZONE.match(zone) or zone in zones:
+            continue
+        if region_of(zone) in regions and len(zones) < MAX_ZONES:
             zones.append(zone)
+        else:
+            facts.zones_left_out.append(zone)
     return zones
 
 
@@ -161,11 +180,11 @@ def _read_offers(stack: TpuOpsStack, apis: GoogleApis, zone: str, facts: _Facts)
     try:
         types = {
             parse_answer(AcceleratorType, item, "tpu").type
-            for item in apis.pages("tpu", f"{base}/acceleratorTypes", "acceleratorTypes")
+            for item in apis.pages("tpu", f"{base}/acceleratorTypes", "acceleratorTypes", max_pages=OFFER_PAGES)
         }
         versions = {
             parse_answer(RuntimeVersion, item, "tpu").version
-            for item in apis.pages("tpu", f"{base}/runtimeVersions", "runtimeVersions")
+            for item in apis.pages("tpu", f"{base}/runtimeVersions", "runtimeVersions", max_pages=OFFER_PAGES)
         }
     except GoogleApiError as error:
         if error.not_found or error.code == 400:  # a zone the TPU API does not serve: nothing offered there
@@ -255,6 +274,12 @@ def _capacity(stack: TpuOpsStack, facts: _Facts) -> TpuCapacity:
         source = "live"
         if facts.usage_error is not None:
             note += f" (usage unreadable: {facts.usage_error})"
+    if facts.zones_left_out:
+        shown = ", ".join(facts.zones_left_out[:5]) + (" ..." if len(facts.zones_left_out) > 5 else "")
+        note += (
+            f"; {len(facts.zones_left_out)} zone(s) the quota answer named were not asked about (outside the v6e "
+            f"regions, or past {MAX_ZONES} zones): {shown}"
+        )
     return TpuCapacity(
         accelerator_type=stack.accelerator_type,
         chips=stack.chips,

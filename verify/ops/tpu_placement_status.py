@@ -16,7 +16,7 @@ import json
 import pydantic
 
 from verify.ops.answers import QueuedResource, QueuedResourceState
-from verify.ops.google import GoogleApiError, GoogleApis, parse_answer
+from verify.ops.google import GoogleApiError, GoogleApis, GoogleText, parse_answer
 from verify.ops.stack import OpsPlacement, TpuOpsStack
 
 # The node metadata key the queued-resource provider writes (components/tpu/request_body.py).
@@ -30,10 +30,11 @@ class PlacementAttempt(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
-    zone: str
-    provisioning_model: str = pydantic.Field(alias="provisioningModel")
-    outcome: str
-    reason: str
+    # The node's metadata is text anyone with the node's setMetadata permission can write: escaped at the edge.
+    zone: GoogleText
+    provisioning_model: GoogleText = pydantic.Field(alias="provisioningModel")
+    outcome: GoogleText
+    reason: GoogleText
 
     def line(self) -> str:
         return f"{self.zone} {self.provisioning_model}: {self.outcome}: {self.reason}"
@@ -59,16 +60,35 @@ class PlacementStatus(pydantic.BaseModel):
         )
 
 
-def find_request(stack: TpuOpsStack, apis: GoogleApis) -> tuple[int, OpsPlacement, QueuedResource] | None:
-    """The stack's queued resource in the first placement zone that has it; None when no zone has one."""
+Found = tuple[int, OpsPlacement, QueuedResource]
+
+
+def find_requests(stack: TpuOpsStack, apis: GoogleApis) -> list[Found]:
+    """The stack's queued resource in every placement zone that has one, in placement order."""
+    found: list[Found] = []
     for index, placement in enumerate(stack.placement_list):
         try:
             answer = apis.get("tpu", stack.queued_resource_in(placement.zone))
-            return index, placement, parse_answer(QueuedResource, answer, "tpu")
         except GoogleApiError as error:
             if not error.not_found:
                 raise
-    return None
+            continue
+        found.append((index, placement, parse_answer(QueuedResource, answer, "tpu")))
+    return found
+
+
+def untracked_text(stack: TpuOpsStack, extra: list[Found]) -> tuple[str, str]:
+    """What to say about requests beyond the one `pulumi up` works with (it keeps one at a time and
+    withdraws it before moving on): no state tracks them, a `pulumi destroy` leaves them, and they bill."""
+    names = [stack.queued_resource_in(placement.zone) for _, placement, _ in extra]
+    states = [f"{name} ({queued.state.state})" for name, (_, _, queued) in zip(names, extra, strict=True)]
+    summary = f"; {len(extra)} more request(s) of this stack that no state tracks (they can bill): {', '.join(states)}"
+    fix = "; ".join(
+        f"gcloud alpha compute tpus queued-resources delete {stack.base_name} --zone {placement.zone} "
+        f"--project {stack.project} --force"
+        for _, placement, _ in extra
+    )
+    return summary, fix
 
 
 def placement_status(

@@ -38,6 +38,13 @@ class ColdStartGate:
                 f"the cold start of {revision} could not be measured (no start's lines in Cloud Logging; "
                 "`python -m verify status` shows why); cloudRun.maxColdStartSeconds needs a measurement"
             )
+        # Fail closed: a measurement missing its ends, out of order or of another revision is no measurement.
+        untrusted = measured.gate_problem(revision)
+        if untrusted is not None:
+            return (
+                f"the cold start of {revision} cannot be trusted as measured ({untrusted}); "
+                "cloudRun.maxColdStartSeconds needs a whole start of this revision (`python -m verify status` shows it)"
+            )
         previous = last_record(self.history)
         self._record(revision, measured)
         total, slowest = measured.total_s, measured.slowest

@@ -127,6 +127,8 @@ class CommandGates:
                 auth=stack.auth_kind,
                 audience=stack.audience if stack.auth_kind is AuthKind.GOOGLE else None,
                 api_key_env=self.api_key_env,
+                # The candidate's URL is the stack's own (its tagged revision, or its own endpoint).
+                allow_private_url=True,
             )
         )
 

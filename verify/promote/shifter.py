@@ -30,6 +30,8 @@ PROMOTION_RUN_KEY = f"{CONFIG_NAMESPACE}:cloudRun.traffic.promotionRun"
 PROMOTION_RUN_ENV = "GEMMA_PROMOTION_RUN"
 # A gated GKE fleet's serving track (stacks/gke_rollout.py): a setting that stays, set by verify promote.
 SERVING_TRACK_KEY = f"{CONFIG_NAMESPACE}:gke.rollout.servingTrack"
+# Behind the inference gateway: the candidate track's share of requests (the HTTPRoute's weights).
+TRACK_SHARE_KEY = f"{CONFIG_NAMESPACE}:gke.rollout.candidatePercent"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ error, unreachable or unauthorised.
 from __future__ import annotations
 
 import argparse
+import stat
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -23,6 +24,10 @@ from verify.target import resolve_target
 from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 STDIN = "-"
+# The largest prompt read, in bytes: above the longest context of the catalog's models (262,144 tokens at a few
+# bytes each) with room to spare, and small enough that `--prompt-file /dev/zero` or a runaway pipe is refused
+# with a message instead of filling the memory.
+MAX_PROMPT_BYTES = 4 * 1024 * 1024
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,23 +65,55 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def read_prompt(args: argparse.Namespace, stdin: TextIO | None = None) -> str:
-    """The prompt from exactly one of PROMPT, PROMPT='-' (stdin) or --prompt-file."""
+    """The prompt from exactly one of PROMPT, PROMPT='-' (stdin) or --prompt-file, at most MAX_PROMPT_BYTES."""
     given: str | None = args.prompt
     path: Path | None = args.prompt_file
     if (given is None) == (path is None):
         raise UsageError("give the prompt as PROMPT, as '-' to read stdin, or with --prompt-file PATH (exactly one)")
     if path is not None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--prompt-file {str(path)!r} cannot be read as UTF-8 text: {exc}") from None
+        text = read_prompt_file(path)
     elif given == STDIN:
-        text = (stdin or sys.stdin).read()
+        text = (stdin or sys.stdin).read(MAX_PROMPT_BYTES + 1)
+        if len(text.encode("utf-8")) > MAX_PROMPT_BYTES:
+            raise UsageError(f"the prompt on stdin is longer than {_size(MAX_PROMPT_BYTES)}; give a shorter one")
     else:
         text = str(given)
     if not text.strip():
         raise UsageError("the prompt is empty")
     return text
+
+
+def read_prompt_file(path: Path, limit: int = MAX_PROMPT_BYTES) -> str:
+    """A regular file's text, at most ``limit`` bytes.
+
+    Why the checks come before the read: ``/dev/zero`` (a character device) has no end and filled the memory,
+    and a FIFO nobody writes to blocked the command for ever. Only a regular file is opened, its size is
+    checked first, and the read itself stops one byte past the limit in case the file grew in between.
+    """
+    flag = f"--prompt-file {str(path)!r}"
+    try:
+        found = path.stat()
+    except OSError as exc:
+        raise UsageError(f"{flag} cannot be read as UTF-8 text: {exc}") from None
+    if not stat.S_ISREG(found.st_mode):
+        raise UsageError(f"{flag} is not a regular file (a device, FIFO or directory); give a text file")
+    if found.st_size > limit:
+        raise UsageError(f"{flag} is {_size(found.st_size)}, above the {_size(limit)} a prompt may be")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise UsageError(f"{flag} cannot be read as UTF-8 text: {exc}") from None
+    if len(data) > limit:
+        raise UsageError(f"{flag} grew above the {_size(limit)} a prompt may be while it was read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{flag} cannot be read as UTF-8 text: {exc}") from None
+
+
+def _size(count: int) -> str:
+    return f"{count / (1024 * 1024):.1f} MiB" if count >= 1024 * 1024 else f"{count} bytes"
 
 
 def query_options(args: argparse.Namespace, prompt: str) -> QueryOptions:
@@ -127,8 +164,11 @@ def live_printer(out: TextIO, display: ReasoningDisplay) -> TextCallback:
 
 
 def print_summary(report: QueryReport, out: TextIO) -> None:
-    """The numbers after the answer; on failure what went wrong and its likely cause."""
-    out.write("\n\n")
+    """The numbers after the answer; on failure what went wrong and its likely cause.
+
+    The served model's name, the finish reason and the failure's detail are the server's text: each line is
+    escaped whole (newlines too), so an answer cannot forge or restyle the summary after it.
+    """
     usage = (
         f"usage: prompt {readable(report.prompt_tokens)}, completion {readable(report.completion_tokens)}"
         f", reasoning {readable(report.reasoning_tokens, missing='not reported')}"
@@ -138,9 +178,11 @@ def print_summary(report: QueryReport, out: TextIO) -> None:
         f"first ({readable(report.tokens_per_s_overall)} overall), end-to-end {readable(report.e2e_ms)} ms"
     )
     served = report.served_model or "not named"
-    out.write(f"{timing}\n{usage}\nfinish reason {report.finish_reason or '-'}, model {served}\n")
+    lines = [timing, usage, f"finish reason {report.finish_reason or '-'}, model {served}"]
     if report.note:
-        out.write(f"note: {report.note}\n")
+        lines.append(f"note: {report.note}")
     if report.failure is not None:
         status = f" (HTTP {report.status})" if report.status is not None else ""
-        out.write(f"FAILED: {report.failure}{status}: {report.failure_detail}\nlikely cause: {report.cause}\n")
+        lines.append(f"FAILED: {report.failure}{status}: {report.failure_detail}")
+        lines.append(f"likely cause: {report.cause}")
+    out.write("\n\n" + "".join(escape_controls(line, keep_newlines=False) + "\n" for line in lines))

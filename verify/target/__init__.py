@@ -10,6 +10,8 @@ The stack outputs read here are the contract in docs/architecture.md ("Stack out
 from __future__ import annotations
 
 import enum
+import itertools
+import json
 from urllib.parse import urlsplit
 
 import pydantic
@@ -18,6 +20,7 @@ from serving.outputs import DeployedOutputs
 from verify import UsageError
 from verify.pulumi_gateway import AutomationGateway, StackOutputsReader
 from verify.streaming import default_deadline_s
+from verify.url_guard import Resolve, UnsafeUrlError, check_url, resolve_host
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # The longest silence tolerated inside one request (between two stream chunks, or before a
@@ -67,6 +70,8 @@ class Target(pydantic.BaseModel):
     # The stack's `billing` output (what is billed: GPU, CPU, memory, chips, provisioning model), which
     # verify bench prices with serving/pricing.py; None for --url and stacks that predate it.
     billing: dict[str, str | int | float | bool | None] | None = None
+    # Draft tokens a step may add (the stack's --speculative-config; 0: none); None when unknown (--url).
+    speculative_tokens: int | None = None
 
     @property
     def audience(self) -> str:
@@ -99,6 +104,8 @@ class TargetOptions(pydantic.BaseModel):
     audience: str | None = None
     # The environment variable holding vLLM's --api-key (None: DEFAULT_API_KEY_ENV with api-key auth).
     api_key_env: str | None = None
+    # A `url` on a private or link-local address (never the metadata server): verify/url_guard.py.
+    allow_private_url: bool = False
 
     @pydantic.model_validator(mode="after")
     def _one_source(self) -> TargetOptions:
@@ -132,14 +139,21 @@ class EndpointOptions(pydantic.BaseModel):
     api_key_env: str | None = None
 
 
-def resolve_target(options: TargetOptions, *, pulumi: StackOutputsReader | None = None) -> Target:
-    """Turn the target options into a ``Target``; raises ``UsageError`` for anything unusable."""
+def resolve_target(
+    options: TargetOptions, *, pulumi: StackOutputsReader | None = None, resolve: Resolve = resolve_host
+) -> Target:
+    """Turn the target options into a ``Target``; raises ``UsageError`` for anything unusable, a URL the
+    stack's credentials must not go to included (verify/url_guard.py; ``resolve`` looks names up)."""
     if options.stack is not None:
         target = target_from_stack(options.stack, pulumi=pulumi or AutomationGateway())
     else:
         target = target_from_url(
             str(options.url), model=options.model, auth=options.auth, api_key_env_given=options.api_key_env is not None
         )
+        try:
+            check_url(target.base_url, flag="--url", allow_private=options.allow_private_url, resolve=resolve)
+        except UnsafeUrlError as exc:
+            raise UsageError(str(exc)) from None
     return with_flag_overrides(target, options)
 
 
@@ -197,7 +211,24 @@ def target_from_outputs(stack: str, outputs: DeployedOutputs) -> Target:
         concurrency=outputs.concurrency,
         max_instances=outputs.max_instances,
         billing=outputs.billing,
+        speculative_tokens=speculative_tokens(outputs.vllm_args),
     )
+
+
+def speculative_tokens(vllm_args: list[str] | None) -> int | None:
+    """``num_speculative_tokens`` of the server's ``--speculative-config`` (0 without one); None when the
+    arguments are unknown. The bench's decode ceiling allows a stream that many extra tokens a step."""
+    if vllm_args is None:
+        return None
+    for flag, value in itertools.pairwise(vllm_args):
+        if flag == "--speculative-config":
+            try:
+                config = json.loads(value)
+            except ValueError:
+                return None
+            tokens = config.get("num_speculative_tokens") if isinstance(config, dict) else None
+            return tokens if isinstance(tokens, int) else None
+    return 0
 
 
 def output_problems(exc: pydantic.ValidationError) -> str:

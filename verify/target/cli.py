@@ -34,6 +34,12 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     )
     exclusive.add_argument("--url", metavar="URL", help="base URL of a vLLM OpenAI-compatible server")
     where.add_argument(
+        "--allow-private-url",
+        action="store_true",
+        help="let --url name a private or link-local address (your own server over a VPN); the metadata server "
+        "stays refused, loopback is always allowed (docs/verifying.md)",
+    )
+    where.add_argument(
         "--model",
         metavar="NAME",
         help="served model name clients use (default: the stack's servedModelName, or the one name /v1/models lists)",
@@ -98,6 +104,7 @@ def target_options(args: argparse.Namespace) -> TargetOptions:
         auth=None if auth == AUTO else AuthKind(auth),
         audience=args.audience,
         api_key_env=args.api_key_env,
+        allow_private_url=bool(getattr(args, "allow_private_url", False)),
     )
 
 

@@ -6,11 +6,19 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from preview.render import clean
 from tests.conftest import ROOT, render_stack_at
 from verify import UsageError
-from verify.alerts.suggest import Slo, SloMissedEverywhereError, SuggestOptions, suggest, suggest_from_file
+from verify.alerts.suggest import (
+    Slo,
+    SloMissedEverywhereError,
+    SuggestOptions,
+    stack_snippet,
+    suggest,
+    suggest_from_file,
+)
 from verify.bench.results import CellRecord
 from verify.cli import main
 
@@ -108,3 +116,49 @@ def test_the_typed_function_gives_the_commands_thresholds() -> None:
     assert suggestion.max_waiting_requests == 12
     with pytest.raises(UsageError, match="--allow-untrusted"):
         suggest_from_file(REAL_SWEEP, SuggestOptions())
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-5", "0", "1e308"])
+@pytest.mark.parametrize("flag", ["--ttft-ms", "--tpot-ms"])
+def test_an_slo_bound_that_is_not_finite_or_sane_is_refused_naming_the_flag(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    """Red team: `--ttft-ms inf` made every cell "held" and derived thresholds from an SLO that cannot be
+    missed. The flag is refused (exit 2) with its name; nothing is printed to paste."""
+    with pytest.raises(SystemExit) as stopped:
+        run_cli(capsys, "--from", str(REAL_SWEEP), flag, value)
+    assert stopped.value.code == 2
+    assert flag in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("ttft", "tpot"), [(float("inf"), 100.0), (1000.0, float("nan")), (-1.0, 100.0)])
+def test_the_typed_slo_refuses_what_the_flags_refuse(ttft: float, tpot: float) -> None:
+    """A caller without argv (a tool) gets the same refusal, naming the flag it maps to."""
+    with pytest.raises(UsageError, match="must be a finite number"):
+        Slo(ttft_ms=ttft, tpot_ms=tpot)
+
+
+def test_a_results_file_name_cannot_inject_yaml_into_the_snippet(tmp_path: Path) -> None:
+    """Red team: a results file named `x.jsonl\\n  gemma-serving:apiKey: evil\\n` wrote its own key into the
+    snippet the user pastes into a stack file. The snippet is emitted by a YAML emitter; the name stays in one
+    comment line, quoted and escaped, and the pasted block parses to exactly the monitoring thresholds."""
+    options = SuggestOptions(slo=Slo(ttft_ms=250), max_num_seqs=4, allow_untrusted=True)
+    suggestion = suggest_from_file(REAL_SWEEP, options)
+    hostile = "x.jsonl\n  gemma-serving:apiKey: evil\n  gemma-serving:monitoring:\n    enabled: false\x1b[2J"
+    snippet = stack_snippet(suggestion, options.slo, source=hostile)
+    parsed = yaml.safe_load("config:\n" + snippet)
+    assert parsed == {
+        "config": {
+            "gemma-serving:monitoring": {
+                "thresholds": {
+                    "ttftSeconds": 0.25,
+                    "tpotSeconds": 0.01,
+                    "maxQueueSeconds": 0.208,
+                    "maxWaitingRequests": 12,
+                }
+            }
+        }
+    }
+    assert "\x1b" not in snippet
+    comment = snippet.splitlines()[0]
+    assert comment.startswith('  # From "x.jsonl\\n  gemma-serving:apiKey: evil')

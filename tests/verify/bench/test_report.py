@@ -74,9 +74,10 @@ def test_large_numbers_read_at_a_glance_in_the_report_and_csv() -> None:
         update={"output_throughput": 16934.37, "request_throughput": 132.3, "p99_e2el_ms": 123456.7}
     )
     report = markdown_report([fast])
-    assert "| 128 | 16,934†⚠ |" in report
-    assert "| 128 | 132†⚠ |" in report
-    assert "| 128 | 123,457†⚠ |" in report
+    # 16,934 output tokens/s is above what a 12B on one L4 can decode: the cell is marked untrusted (?).
+    assert "| 128 | 16,934†? |" in report
+    assert "| 128 | 132†? |" in report
+    assert "| 128 | 123,457†? |" in report
     assert "e+" not in report
     row = csv_text([fast]).splitlines()[1]
     assert row.endswith(",132.3,16934.4")

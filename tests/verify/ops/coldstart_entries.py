@@ -40,12 +40,23 @@ def log_entries(
     when = datetime(2026, int(first[1]), int(first[2]), int(first[3]), int(first[4]), int(first[5]), tzinfo=UTC)
     entries = []
     if instance_start_before_s is not None:
-        entries.append(_entry(when - timedelta(seconds=instance_start_before_s), INSTANCE_START, revision, "varlog"))
+        entries.append(
+            _entry(
+                when - timedelta(seconds=instance_start_before_s),
+                INSTANCE_START,
+                revision,
+                "run.googleapis.com%2Fvarlog%2Fsystem",
+            )
+        )
     for line, found in zip(lines, times, strict=True):
         if found:
             when = datetime(2026, int(found[1]), int(found[2]), int(found[3]), int(found[4]), int(found[5]), tzinfo=UTC)
         if line.strip():
             entries.append(_entry(when, line, revision))
     if probe_after_s is not None:
-        entries.append(_entry(when + timedelta(seconds=probe_after_s), PROBE_PASSED, revision, "varlog"))
+        entries.append(
+            _entry(
+                when + timedelta(seconds=probe_after_s), PROBE_PASSED, revision, "run.googleapis.com%2Fvarlog%2Fsystem"
+            )
+        )
     return entries

@@ -16,7 +16,7 @@ import kubernetes_validate
 import pytest
 from rich.console import Console
 
-from tests.verify.ops.google_fake import FIXTURES, Body, FakeGoogle, fixture, tokens
+from tests.verify.ops.google_fake import FIXTURES, Body, FakeGoogle, fixture, fixture_text, tokens
 from tests.verify.ops.scenarios import PROJECT, Project, ops_stack
 from verify.ops.gke_status import GkeStatus
 from verify.ops.google import GoogleApis
@@ -38,7 +38,30 @@ SERVICE = rf"{K8S}/api/v1/namespaces/gemma/services/{NAME}"
 LOG = rf"{PODS}/{NAME}-7d9f8b6c5-klmno/log"
 
 
+GATEWAY = rf"{K8S}/apis/gateway.networking.k8s.io/v1/namespaces/gemma/gateways/{NAME}-gateway"
+POOL = rf"{K8S}/apis/inference.networking.k8s.io/v1/namespaces/gemma/inferencepools/{NAME}"
+PICKER = rf"{K8S}/apis/apps/v1/namespaces/gemma/deployments/{NAME}-epp"
+
+
+def gateway_routes(
+    fake: FakeGoogle,
+    *,
+    gateway: str = "crd_gateway_programmed.json",
+    pool_body: Body | None = None,
+    picker: str = "k8s_picker_deployment_ready.json",
+) -> None:
+    """The example fleet runs behind the inference gateway (more than one replica): its Gateway, pool, picker."""
+    fake.route("GET", GATEWAY, fixture_text(gateway, FLEET=NAME))
+    fake.route("GET", POOL, pool_body or fixture_text("crd_inferencepool_accepted.json", FLEET=NAME))
+    fake.route("GET", PICKER, fixture_text(picker, FLEET=NAME))
+
+
+def fleet_routes(fake: FakeGoogle, *, deployment: str, pods: str, hpa: str, events: str | None = None) -> None:
+    _fleet(fake, deployment=deployment, pods=pods, hpa=hpa, events=events)
+
+
 def _fleet(fake: FakeGoogle, *, deployment: str, pods: str, hpa: str, events: str | None = None) -> None:
+    gateway_routes(fake)
     fake.route("GET", CLUSTER, fixture("gke_cluster_running.json"))
     fake.route("GET", DEPLOYMENT, fixture(deployment))
     fake.route("GET", PODS, fixture(pods))
@@ -121,7 +144,8 @@ def test_a_crash_looping_pod_with_its_log_signature(fake: FakeGoogle) -> None:
 
 
 def test_a_healthy_fleet_with_its_replica_counts(fake: FakeGoogle) -> None:
-    """All replicas ready: ready, the HPA's counts, the Service's internal address probed without credentials."""
+    """All replicas ready: ready, the HPA's counts, the gateway's internal address probed without credentials
+    (the example fleet has more than one replica, so users reach it through the inference gateway)."""
     _fleet(fake, deployment="k8s_deployment_ready.json", pods="k8s_pods_ready.json", hpa="k8s_hpa_ready.json")
     calls: list[tuple[str, str]] = []
 
@@ -135,14 +159,15 @@ def test_a_healthy_fleet_with_its_replica_counts(fake: FakeGoogle) -> None:
     assert report.summary == "3/3 replicas ready"
     gke = _gke(report)
     assert gke.hpa == "current 3, desired 3 (min 1, max 4)"
-    assert gke.endpoint == "http://10.128.0.42:8000"
-    assert calls == [("http://10.128.0.42:8000", "none")]
+    assert gke.endpoint == "http://10.128.0.50"
+    assert calls == [("http://10.128.0.50", "none")]
     assert all(seen.method == "GET" for seen in fake.seen)
     out = io.StringIO()
     print_status(report, Console(file=out, width=200))
     text = out.getvalue()
     assert "3/3 ready" in text
     assert "current 3, desired 3" in text
+    assert "programmed at 10.128.0.50" in text
 
 
 def test_no_cluster_is_not_deployed(fake: FakeGoogle) -> None:

@@ -17,9 +17,9 @@ from verify.promote.coldstart_gate import ColdStartGate, gate_for_stack, history
 world = test_promote.world
 
 
-def real_start(name: str = "vllm-0.32.0-cpu-default-loader.log") -> ColdStart:
+def real_start(name: str = "vllm-0.32.0-cpu-default-loader.log", revision: str = CANDIDATE) -> ColdStart:
     """The phases of a REAL vLLM 0.32.0 start (70 s in all; the slowest phase is engine start, 28 s)."""
-    lines = page_lines({"entries": log_entries(name, revision=CANDIDATE)})
+    lines = page_lines({"entries": log_entries(name, revision=revision)})
     found = measure([Line(timestamp=x.timestamp, source=x.source, text=x.text) for x in lines])
     assert found is not None
     return found
@@ -48,9 +48,11 @@ def test_a_candidate_within_budget_passes_and_is_recorded(tmp_path: Path) -> Non
 def test_a_regression_names_what_the_phase_took_before(tmp_path: Path) -> None:
     """The second refusal compares the slow phase with the last recorded start of the same stack."""
     history = tmp_path / "l4.jsonl"
-    ColdStartGate(budget_s=1000, measure=lambda _r: real_start("vllm-0.32.0-cpu-runai-streamer.log"), history=history)(
-        "gemma-l4-vllm-older"
-    )
+    ColdStartGate(
+        budget_s=1000,
+        measure=lambda _r: real_start("vllm-0.32.0-cpu-runai-streamer.log", "gemma-l4-vllm-older"),
+        history=history,
+    )("gemma-l4-vllm-older")
     refused = ColdStartGate(budget_s=60, measure=lambda _revision: real_start(), history=history)(CANDIDATE)
     assert refused is not None
     assert "it took 20 s for gemma-l4-vllm-older" in refused

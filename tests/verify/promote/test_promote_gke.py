@@ -46,10 +46,15 @@ class TrackRecorder:
 
     def __init__(self) -> None:
         self.served: list[str] = []
+        self.splits: list[int] = []
 
     def serve(self, track: str, *, reason: str) -> None:
         assert reason
         self.served.append(track)
+
+    def split(self, percent: int, *, reason: str) -> None:
+        assert reason
+        self.splits.append(percent)
 
 
 def promote(outputs: dict[str, Any], tmp_path: Path, shifter: TrackRecorder, lines: list[str], *flags: str) -> int:
@@ -124,3 +129,32 @@ def test_an_unreachable_candidate_names_the_port_forward(tmp_path: Path) -> None
     """The candidate Service is internal: with no address the user is told how to reach it."""
     with pytest.raises(UsageError, match="service/gemma-gke-l4x4-vllm-candidate"):
         promote(gke_outputs(""), tmp_path, TrackRecorder(), [])
+
+
+def test_behind_the_gateway_users_move_in_steps(tmp_path: Path) -> None:
+    """The candidate passes its own gates, then takes 10% and 50% of the gateway's requests (each step gated
+    through the gateway) before it becomes the serving track."""
+    shifter, lines = TrackRecorder(), list[str]()
+    config = FakeVllmConfig(api_key=API_KEY, count_prompt_words=True, chat_template_tokens=3, recorded_metrics=True)
+    with running(config) as candidate, running(config) as gateway:
+        outputs = gke_outputs(candidate.url, gatewayEndpoint=gateway.url, inferencePools=["p-blue", "p-green"])
+        code = promote(outputs, tmp_path, shifter, lines)
+        through_gateway = sum(1 for request in gateway.requests if request.path == "/v1/chat/completions")
+    assert code == 0, lines
+    assert shifter.splits == [10, 50]
+    assert shifter.served == ["green"]
+    assert through_gateway >= 4  # a short bench through the gateway at each step
+
+
+def test_a_step_that_fails_through_the_gateway_rolls_back(tmp_path: Path) -> None:
+    """A gateway that stops answering once the candidate takes a share: back to 0%, users stay on blue."""
+    shifter, lines = TrackRecorder(), list[str]()
+    good = FakeVllmConfig(api_key=API_KEY, count_prompt_words=True, chat_template_tokens=3, recorded_metrics=True)
+    broken = FakeVllmConfig(api_key=API_KEY, always_status={"/health": 503})
+    with running(good) as candidate, running(broken) as gateway:
+        outputs = gke_outputs(candidate.url, gatewayEndpoint=gateway.url, inferencePools=["p-blue", "p-green"])
+        code = promote(outputs, tmp_path, shifter, lines)
+    assert code == 1, lines
+    assert shifter.splits == [10, 0]
+    assert shifter.served == []
+    assert any(line.startswith("rolling back:") and "track blue" in line for line in lines)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from verify.promote.shifter import SERVING_TRACK_KEY, ShiftFailedError
+from verify.promote.shifter import SERVING_TRACK_KEY, TRACK_SHARE_KEY, ShiftFailedError
 from verify.pulumi_gateway import PulumiTrackShifter
 
 
@@ -71,3 +71,25 @@ def test_a_failed_update_puts_the_old_track_back(
     with pytest.raises(ShiftFailedError, match="policy violation"):
         shifter_for(stack, monkeypatch, tmp_path).serve("green", reason="passed")
     assert stack.config == ({} if before is None else {SERVING_TRACK_KEY: before})
+
+
+def test_a_step_sets_the_candidates_share_and_serving_clears_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Behind the gateway a step is one update of gke.rollout.candidatePercent; once the candidate serves, its
+    old share must not carry over to the new candidate (the old serving track)."""
+    stack = FakeStack()
+    shifter = shifter_for(stack, monkeypatch, tmp_path)
+    shifter.split(10, reason="step")
+    assert stack.ups[0]["config"] == {SERVING_TRACK_KEY: "blue", TRACK_SHARE_KEY: "10"}
+    shifter.serve("green", reason="passed")
+    assert stack.config == {SERVING_TRACK_KEY: "green"}
+
+
+def test_a_failed_step_puts_the_old_share_back(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A refused step must leave the route's weights as they were for the next plain `pulumi up`."""
+    stack = FakeStack(fail=True)
+    stack.config[TRACK_SHARE_KEY] = "10"
+    with pytest.raises(ShiftFailedError, match="policy violation"):
+        shifter_for(stack, monkeypatch, tmp_path).split(50, reason="step")
+    assert stack.config == {SERVING_TRACK_KEY: "blue", TRACK_SHARE_KEY: "10"}

@@ -1,0 +1,75 @@
+"""The advise tool: `gemma-verify advise` as a client of its typed command (verify/advise), read-only.
+
+It answers what the CLI prints, from the same ``run_advise``: the ranked deployments that meet an SLO at a load,
+each number with its basis, and one line per kind of exclusion. Writing a stack file for a row is the CLI's
+``--write`` (it changes the project); the agent passes the row to the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import pydantic
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult
+
+from gemma_mcp.context import ServerContext
+from gemma_mcp.tools_stacks import READ_ONLY, reply
+from verify import UsageError
+from verify.advise.options import AdviseOptions, parse_slo
+from verify.advise.report import AdviseReport, render
+from verify.advise.run import run_advise
+
+
+def register(server: MCPServer, ctx: ServerContext) -> None:
+    @server.tool(
+        name="advise",
+        annotations=READ_ONLY,
+        description=(
+            "Which Gemma 4 model, variant, accelerator shape and replica count is cheapest for a workload and an "
+            "SLO: prompt_tokens and output_tokens a request; the load as users (concurrent, closed loop) or rate "
+            "(requests/s); slo as KEY=VALUE strings (p95_ttft_ms, p95_tpot_ms, goodput in req/s); optional "
+            "platforms (cloud-run, tpu), region, provisioning (on-demand, spot, flex-start), models, variants, "
+            "budget_usd_per_month and active_hours_per_month. Returns the ranked rows with predicted TTFT/TPOT, "
+            "$/1M input and output tokens, $/hour and $/month, each with its basis (measured or estimated by the "
+            "latency model of docs/advisor.md, with its stated error), and what was excluded by kind. Offline: "
+            "about a second, free; `gemma-verify advise --write NAME` writes a chosen row as a stack file."
+        ),
+    )
+    async def advise(  # noqa: PLR0917 - MCP tools take their arguments by name; the signature is the schema
+        prompt_tokens: int,
+        output_tokens: int,
+        users: int | None = None,
+        rate: float | None = None,
+        slo: list[str] | None = None,
+        platforms: list[str] | None = None,
+        region: str | None = None,
+        provisioning: list[str] | None = None,
+        models: list[str] | None = None,
+        variants: list[str] | None = None,
+        budget_usd_per_month: float | None = None,
+        active_hours_per_month: float = 730.0,
+        top: int = 10,
+    ) -> Annotated[CallToolResult, AdviseReport]:
+        try:
+            options = AdviseOptions(
+                prompt_tokens=prompt_tokens,
+                output_tokens=output_tokens,
+                users=users,
+                rate=rate,
+                slo=parse_slo(list(slo or [])),
+                platforms=tuple(platforms or ()),
+                region=region,
+                provisioning=tuple(provisioning or ("on-demand",)),
+                models=tuple(models or ()),
+                variants=tuple(variants or ()),
+                budget_usd_per_month=budget_usd_per_month,
+                active_hours_per_month=active_hours_per_month,
+                top=top,
+            )
+        except (pydantic.ValidationError, UsageError) as error:
+            raise ToolError(str(error)) from None
+        report = await asyncio.to_thread(run_advise, options)
+        return reply(ctx, render(report), report)

@@ -1,0 +1,133 @@
+"""Physical ceilings for the model and accelerator a cell claims: a decode rate memory bandwidth cannot deliver is
+flagged by the bench and left out of every verdict by `compare` and the N-way matrix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verify.bench.caveats import trusted, untrusted_reason
+from verify.bench.ceilings import ceiling_problem, decode_ceiling_of
+from verify.bench.compare import Verdict, compare, tally
+from verify.bench.judgement import accelerator_facts
+from verify.bench.matrix import Cell, Run
+from verify.bench.metrics import cell_metrics
+from verify.bench.prompts import PromptLengthSource, PromptShape
+from verify.bench.results import CellRecord, append_record, load_results
+from verify.bench.sweep import Endpoint, SweepPlan, measured_record
+from verify.cli import main
+from verify.streaming import StreamResult
+
+DATA = Path(__file__).parent / "data"
+REQUESTS, OUTPUT, TTFT_S, TPOT_S = 32, 128, 0.044, 0.048
+
+
+def physical_12b_on_l4() -> CellRecord:
+    """One user on a 12B QAT behind one L4, measured by a stack without speculative decoding: 48 ms a token
+    (21 tokens/s, under the ~27 that 300 GB/s over 11.3 GB of weights allows)."""
+    base = load_results(DATA / "l4-mtp-off.jsonl").records[0]
+    e2el = TTFT_S + (OUTPUT - 1) * TPOT_S
+    duration = REQUESTS * e2el
+    return base.model_copy(
+        update={
+            "duration": duration,
+            "request_throughput": REQUESTS / duration,
+            "output_throughput": REQUESTS * OUTPUT / duration,
+            "total_token_throughput": (base.total_input_tokens + REQUESTS * OUTPUT) / duration,
+            "mean_tpot_ms": TPOT_S * 1000,
+            "median_tpot_ms": TPOT_S * 1000,
+            "p99_tpot_ms": TPOT_S * 1000 * 1.3,
+            "mean_e2el_ms": e2el * 1000,
+            "median_e2el_ms": e2el * 1000,
+            "p95_e2el_ms": e2el * 1000 * 1.02,
+            "p99_e2el_ms": e2el * 1000 * 1.04,
+            "accelerator_count": 1,
+            "speculative_tokens": 0,
+        }
+    )
+
+
+def test_bench_flags_a_decode_rate_above_the_bandwidth_ceiling(tmp_path: Path) -> None:
+    """A 12B on an L4 recorded at 218 tokens/s for one user: the L4 reads ~11 GB of weights per token at 300 GB/s,
+    so no serving trick reaches that. The compute ceiling alone did not catch it (the prompt is short)."""
+    plan = SweepPlan(model="gemma-4-12b-it", contexts=(128,), concurrencies=(1,), max_tokens=256)
+    endpoint = Endpoint(
+        base_url="http://127.0.0.1:1",
+        accelerator=accelerator_facts("nvidia-l4"),
+        model_params=12e9,
+        speculative_tokens=0,
+    )
+    e2el = 0.1 + 255 / 218
+    answers = [StreamResult(0.1, (), e2el, 256, 128, "length", "x", 256) for _ in range(8)]
+    shape = PromptShape(requested=128, body_words=100, pad_letters=0, measured=128, source=PromptLengthSource.TOKENIZE)
+    record = measured_record(
+        plan, endpoint, context=128, concurrency=1, metrics=cell_metrics(answers, duration_s=8 * e2el), shape=shape
+    )
+    assert record.exceeds_ceiling
+    assert record.ceiling_stream_tokens_per_s is not None
+    assert 20 < record.ceiling_stream_tokens_per_s < 40
+    warning = next(w for w in record.warnings if "bandwidth ceiling" in w)
+    assert warning.startswith("218 tokens/s a stream is above the bandwidth ceiling")
+    assert not trusted(record)
+    path = tmp_path / "cells.jsonl"
+    append_record(path, record)
+    assert load_results(path).records[0].exceeds_ceiling, "the flag survives the file's own consistency checks"
+
+
+def test_a_physical_cell_stays_trusted() -> None:
+    """The ceiling must not cry wolf: a real 12B-on-L4 rate is within it."""
+    cell = physical_12b_on_l4()
+    assert ceiling_problem(cell) is None
+    assert trusted(cell)
+    ceiling = decode_ceiling_of(cell)
+    assert ceiling is not None
+    assert ceiling.per_stream > 1000 / TPOT_S / 1000
+
+
+def test_unknown_speculative_decoding_is_given_its_best_case() -> None:
+    """A file from `--url` does not say whether MTP was on: the ceiling allows every draft token accepted, so an
+    MTP deployment is not called impossible for being fast."""
+    fast = physical_12b_on_l4().model_copy(update={"speculative_tokens": None, "mean_tpot_ms": 15.0})
+    assert ceiling_problem(fast) is None
+    assert ceiling_problem(fast.model_copy(update={"speculative_tokens": 0})) is not None
+
+
+def relabelled(cell: CellRecord) -> CellRecord:
+    """The copied row of the write-ups: a 12B-on-L4 file whose model was renamed to the 31B."""
+    return cell.model_copy(update={"model": "gemma-4-31b-it"})
+
+
+def test_a_relabelled_file_is_flagged_and_left_out_of_compares_verdict() -> None:
+    """One write-up's 31B-on-L4 row was its 12B row copied. A 31B reads ~20 GB a token; one L4 cannot stream it at
+    the 12B's 21 tokens/s, so the relabelled side is untrusted and no verdict is drawn from it."""
+    a = physical_12b_on_l4()
+    b = relabelled(a.model_copy(update={"median_ttft_ms": 30.0}))
+    reason = untrusted_reason(b)
+    assert reason is not None
+    assert "above its physical ceiling" in reason
+    assert "gemma-4-31b-it" in reason
+    rows = compare([a], [b])
+    verdicts = {delta.verdict for row in rows for delta in row.deltas if delta.verdict is not None}
+    assert verdicts == {Verdict.UNTRUSTED}
+    assert "not judged (untrusted)" in tally(rows)
+    shown = compare([a], [b], allow_untrusted=True)
+    assert all(delta.would_be for row in shown for delta in row.deltas if delta.verdict is not None)
+
+
+def test_compare_cli_names_the_ceiling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The user sees why the relabelled side is not judged, in the command's own output."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    append_record(a, physical_12b_on_l4())
+    append_record(b, relabelled(physical_12b_on_l4()))
+    assert main(["compare", str(a), str(b), "--allow-mismatch"]) in {0, 1}
+    out = capsys.readouterr().out
+    assert "above its physical ceiling" in out
+
+
+def test_the_n_way_matrix_never_chooses_a_cell_over_its_ceiling(tmp_path: Path) -> None:
+    """`bench matrix` picks each run's cheapest cell meeting the SLO: never one that cannot be what it claims."""
+    cell = relabelled(physical_12b_on_l4())
+    chosen = Cell(Run("relabelled", tmp_path / "r.jsonl", (cell,)), cell, ())
+    assert not chosen.eligible
+    assert "physical ceiling" in chosen.mark

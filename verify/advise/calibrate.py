@@ -1,0 +1,146 @@
+"""`gemma-verify calibrate RESULTS.jsonl --stack NAME`: a bench results file's trusted cells as speed records.
+
+Why a command: a record must say what served the cell (the stack's catalog model and variant, shape, vLLM
+version, the speed-relevant serving arguments) and where its figures come from (the file and its SHA-256).
+Only trusted cells within the physical ceilings of what the stack serves become records; the others are refused
+with their reason, so an impossible number never calibrates anything. `advise` then shows a record's figures
+beside its estimate (serving/speed_records.py). Exit codes: 0 records written (or none to write), 1 every
+measured cell refused, 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from preview.fit import SHAPES
+from preview.stack_file import project_root
+from serving.pricing import CloudRunShape, GkeShape, TpuShape
+from serving.speed_records import SpeedRecord, save_speed_records, speed_args
+from stacks.catalog_checks import Served, served_checkpoint
+from verify import UsageError
+from verify.bench.caveats import untrusted_reason
+from verify.bench.results import CellRecord, load_results
+from verify.stack_settings import load_stack_file
+
+
+def shape_label(billing: CloudRunShape | TpuShape | GkeShape) -> str:
+    """The shape's name as `advise` and the matrix name it: the Cloud Run GPU's, the TPU slice, the GKE machine."""
+    if isinstance(billing, TpuShape):
+        return billing.accelerator_type
+    if isinstance(billing, GkeShape):
+        return billing.machine_type
+    return next(shape.name for shape in SHAPES if shape.accelerator is billing.accelerator)
+
+
+@dataclass
+class Calibration:
+    records: list[SpeedRecord] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+
+
+def calibrate(results: Path, stack: str, *, root: Path | None = None) -> Calibration:
+    """Records of ``results``'s trusted cells for what ``stack`` serves, written under the project's calibration/."""
+    project = project_root(root)
+    settings = load_stack_file(stack, project).settings
+    served = served_checkpoint(settings.model)
+    if not isinstance(served, Served):
+        raise UsageError(f"stack {stack!r} does not serve a catalog checkpoint: no speed record can name its model")
+    billing = settings.billing_shape()
+    args = speed_args(settings.serve_args())
+    digest = hashlib.sha256(results.read_bytes()).hexdigest()
+    shown = str(results.resolve().relative_to(project)) if results.resolve().is_relative_to(project) else str(results)
+    speculative = 0 if "--speculative-config" not in args else None
+    answer = Calibration()
+    for cell in load_results(results).records:
+        if not cell.measured:
+            continue
+        claimed = cell.model_copy(
+            update={
+                "accelerator": cell.accelerator or settings.accelerator.value,
+                "accelerator_count": cell.accelerator_count or billing.chips_per_unit,
+                "speculative_tokens": cell.speculative_tokens if cell.speculative_tokens is not None else speculative,
+            }
+        )
+        reason = untrusted_reason(claimed)
+        if reason is not None:
+            answer.refused.append(f"{cell.requested_context} x {cell.max_concurrency}: {reason}")
+            continue
+        answer.records.append(
+            _record(
+                claimed,
+                served,
+                shape_label(billing),
+                settings.accelerator.value,
+                billing.chips_per_unit,
+                args,
+                shown,
+                digest,
+            )
+        )
+    answer.written = save_speed_records(project, answer.records)
+    return answer
+
+
+def _record(  # noqa: PLR0917 - one cell and what the stack says about it
+    cell: CellRecord,
+    served: Served,
+    shape: str,
+    accelerator: str,
+    chips: int,
+    args: dict[str, str],
+    source: str,
+    digest: str,
+) -> SpeedRecord:
+    completed = max(cell.completed, 1)
+    return SpeedRecord(
+        model=served.model.id,
+        variant=served.variant_name,
+        shape=shape,
+        accelerator=accelerator,
+        chips=chips,
+        vllm_version=cell.vllm_version,
+        serving_args=args,
+        prompt_tokens=max(round(cell.actual_context or cell.requested_context), 1),
+        output_tokens=max(round(cell.total_output_tokens / completed), 1),
+        concurrency=cell.max_concurrency,
+        request_throughput=cell.request_throughput or 0.0,
+        output_throughput=cell.output_throughput or 0.0,
+        p95_ttft_ms=cell.p95_ttft_ms,
+        mean_ttft_ms=cell.mean_ttft_ms,
+        mean_tpot_ms=cell.mean_tpot_ms,
+        p95_tpot_ms=cell.p95_tpot_ms,
+        measured_at=cell.timestamp,
+        source_file=source,
+        source_sha256=digest,
+    )
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "calibrate",
+        help="turn a bench results file's trusted cells into speed records advise prefers over its estimates",
+        description="Write each trusted, physically possible cell of a `gemma-verify bench` results file as a speed "
+        "record (calibration/speed/), keyed by the stack's model, variant, shape, vLLM version and speed-relevant "
+        "serving arguments, with the file's SHA-256. Cells that are untrusted or over their physical ceiling are "
+        "refused, with the reason. Exit codes: 0 written, 1 every measured cell refused, 2 usage errors.",
+    )
+    parser.add_argument("results", type=Path, help="a results file (JSON lines) from gemma-verify bench")
+    parser.add_argument("--stack", required=True, metavar="NAME", help="the stack that served it (Pulumi.<NAME>.yaml)")
+    parser.set_defaults(handler=_calibrate)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    if not Path(args.results).is_file():
+        raise UsageError(f"{args.results}: no such results file")
+    answer = calibrate(Path(args.results), str(args.stack))
+    for line in answer.refused:
+        print(f"refused {line}", file=sys.stderr)
+    for path in answer.written:
+        print(f"wrote {path}")
+    print(f"{len(answer.records)} record(s), {len(answer.refused)} cell(s) refused")
+    return 1 if answer.refused and not answer.records else 0

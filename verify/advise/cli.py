@@ -1,0 +1,104 @@
+"""`gemma-verify advise`: flags to ``AdviseOptions``, the ranked table or JSON, ``--write NAME``, the exit code.
+
+Exit codes: 0 at least one deployment meets the SLO (and ``--write`` wrote it); 1 none does; 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pydantic
+
+from preview.stack_file import project_root
+from verify import UsageError
+from verify.advise.options import HOURS_PER_MONTH, PLATFORMS, PROVISIONING, AdviseOptions, parse_slo
+from verify.advise.report import render
+from verify.advise.run import run_advise
+from verify.advise.write import write_stack
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "advise",
+        help="the cheapest model, variant, shape and replica count that meets an SLO at a load (offline)",
+        description="Rank every catalog model x variant x accelerator shape the constraints allow by what it costs "
+        "a month at the fewest replicas that meet the SLO at the stated load, each number with its basis (measured, "
+        "or estimated by the latency model in docs/advisor.md with its stated error), then one line per reason "
+        "kind for what was excluded. Offline. Exit codes: 0 a deployment meets the SLO, 1 none, 2 usage error.",
+    )
+    parser.add_argument("--prompt-tokens", type=int, required=True, help="prompt tokens a request")
+    parser.add_argument("--output-tokens", type=int, required=True, help="output tokens a request")
+    load = parser.add_mutually_exclusive_group(required=True)
+    load.add_argument("--users", type=int, help="concurrent users, each sending its next request when answered")
+    load.add_argument("--rate", type=float, help="requests per second (Poisson arrivals)")
+    parser.add_argument(
+        "--slo", action="append", default=[], metavar="KEY=VALUE", help="p95_ttft_ms, p95_tpot_ms or goodput (req/s)"
+    )
+    parser.add_argument("--platform", action="append", choices=PLATFORMS, help="allowed platforms (default: all)")
+    parser.add_argument("--region", help="the region to deploy in (default: us-central1, us-east5 for TPU)")
+    parser.add_argument(
+        "--provisioning",
+        action="append",
+        choices=PROVISIONING,
+        help="TPU provisioning models allowed (repeatable; default: on-demand)",
+    )
+    parser.add_argument("--model", action="append", help="catalog ids to consider (repeatable; default: all)")
+    parser.add_argument("--variant", action="append", help="variants to consider (repeatable; default: all)")
+    parser.add_argument("--budget", type=float, metavar="USD", help="most it may cost a month")
+    parser.add_argument(
+        "--active-hours",
+        type=float,
+        default=HOURS_PER_MONTH,
+        help=f"hours a month with traffic, for platforms that scale to zero (default {HOURS_PER_MONTH:g})",
+    )
+    parser.add_argument("--max-replicas", type=int, default=16, help="most replicas to consider (default 16)")
+    parser.add_argument("--kv-cache-dtype", default="fp8")
+    parser.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    parser.add_argument("--write", metavar="NAME", help="write Pulumi.NAME.yaml for the chosen row (rank 1 by default)")
+    parser.add_argument("--pick", type=int, default=1, metavar="RANK", help="the row --write writes (default 1)")
+    parser.add_argument("--revision", help="the 40-hex commit --write pins (default: the one a shipped stack pins)")
+    parser.add_argument("--force", action="store_true", help="let --write replace an existing stack file")
+    parser.set_defaults(handler=_advise)
+
+
+def options_from(args: argparse.Namespace) -> AdviseOptions:
+    """The flags as options; UsageError naming the flag on bad input."""
+    try:
+        return AdviseOptions(
+            prompt_tokens=args.prompt_tokens,
+            output_tokens=args.output_tokens,
+            users=args.users,
+            rate=args.rate,
+            slo=parse_slo(list(args.slo)),
+            platforms=tuple(args.platform or ()),
+            region=args.region,
+            provisioning=tuple(args.provisioning or ("on-demand",)),
+            models=tuple(args.model or ()),
+            variants=tuple(args.variant or ()),
+            budget_usd_per_month=args.budget,
+            active_hours_per_month=args.active_hours,
+            max_replicas=args.max_replicas,
+            kv_cache_dtype=args.kv_cache_dtype,
+            top=args.top,
+        )
+    except pydantic.ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in error.errors())
+        raise UsageError(problems) from None
+
+
+def _advise(args: argparse.Namespace) -> int:
+    options = options_from(args)
+    report = run_advise(options)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        sys.stdout.write(render(report))
+    if args.write and report.rows:
+        chosen = [row for row in report.rows if row.rank == args.pick]
+        if not chosen:
+            raise UsageError(f"--pick {args.pick}: the answer has ranks 1 to {len(report.rows)}")
+        path = write_stack(project_root(), str(args.write), chosen[0], revision=args.revision, force=args.force)
+        print(f"wrote {path.name}: `make preview STACK={args.write}` plans it", file=sys.stderr)
+    return report.exit_code

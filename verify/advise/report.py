@@ -1,0 +1,162 @@
+"""What `advise` answers, as data first (JSON) and then as the table a person reads."""
+
+from __future__ import annotations
+
+import math
+
+import pydantic
+
+from serving.pricing import usd
+
+
+class _Model(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+
+class Basis(_Model):
+    """Where a number comes from: ``measured`` (a results file, when) or ``estimated`` (formula, facts, error)."""
+
+    kind: str
+    source: str
+    error: str | None = None
+
+
+class Row(_Model):
+    """One deployment that meets the SLO at the stated load, with every number's basis."""
+
+    rank: int
+    model: str
+    variant: str
+    shape: str
+    accelerator: str
+    platform: str
+    region: str
+    provisioning: str
+    zone: str | None
+    tensor_parallel: int
+    replicas: int
+    batch_cap: int
+    max_model_len: int
+    p95_ttft_ms: float
+    mean_ttft_ms: float
+    tpot_ms: float
+    requests_per_s: float
+    input_tokens_per_s: float
+    output_tokens_per_s: float
+    prefill_share: float
+    usd_per_hour: float
+    usd_per_month: float
+    usd_per_million_input: float | None
+    usd_per_million_output: float | None
+    scales_to_zero: bool
+    latency_basis: Basis
+    price_basis: Basis
+    cost_split: str
+    measured: dict[str, float] | None = None
+    # What a user must know before deploying it: support the catalog could not confirm, the planner's warnings.
+    caveats: tuple[str, ...] = ()
+
+
+class Exclusion(_Model):
+    """One kind of reason combinations were left out, how many, and a few of them."""
+
+    reason: str
+    count: int
+    examples: tuple[str, ...]
+
+
+class AdviseReport(_Model):
+    workload: str
+    load: str
+    slo: str
+    active_hours_per_month: float
+    rows: tuple[Row, ...]
+    excluded: tuple[Exclusion, ...]
+    notes: tuple[str, ...]
+    elapsed_s: float
+
+    @property
+    def exit_code(self) -> int:
+        """0: at least one deployment meets the SLO; 1: none does."""
+        return 0 if self.rows else 1
+
+
+def _ms(value: float) -> str:
+    return "inf" if math.isinf(value) else f"{value:,.0f}"
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else usd(value)
+
+
+HEADER = (
+    "#",
+    "model",
+    "variant",
+    "shape",
+    "platform",
+    "TP",
+    "replicas",
+    "p95 TTFT ms",
+    "TPOT ms",
+    "req/s",
+    "$/1M in",
+    "$/1M out",
+    "$/h",
+    "$/month",
+    "basis",
+)
+
+
+def render(report: AdviseReport) -> str:
+    """The ranked table, the bases, then one line per kind of exclusion."""
+    lines = [
+        f"workload: {report.workload}; load: {report.load}; SLO: {report.slo}",
+        f"$/month at {report.active_hours_per_month:g} active hours where the platform scales to zero, 730 otherwise",
+        "",
+    ]
+    rows = [HEADER] + [
+        (
+            str(row.rank),
+            row.model,
+            row.variant,
+            row.shape,
+            f"{row.platform} {row.region}" + ("" if row.provisioning == "on-demand" else f" {row.provisioning}"),
+            str(row.tensor_parallel),
+            str(row.replicas),
+            _ms(row.p95_ttft_ms),
+            f"{row.tpot_ms:,.1f}",
+            f"{row.requests_per_s:,.2f}",
+            _money(row.usd_per_million_input),
+            _money(row.usd_per_million_output),
+            usd(row.usd_per_hour),
+            usd(row.usd_per_month),
+            "measured" if row.measured else "estimated",
+        )
+        for row in report.rows
+    ]
+    if report.rows:
+        widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        lines += ["", "bases:"]
+        seen: set[str] = set()
+        for row in report.rows:
+            for label, basis in (("latency", row.latency_basis), ("price", row.price_basis)):
+                text = f"{basis.kind}: {basis.source}" + (f" ({basis.error})" if basis.error else "")
+                key = f"{label} {text}"
+                if key not in seen:
+                    seen.add(key)
+                    lines.append(f"  #{row.rank} {label}: {text}")
+        lines.append(f"  $/1M tokens: {report.rows[0].cost_split}")
+        cautious = [row for row in report.rows if row.caveats]
+        if cautious:
+            lines += ["", "caveats:"]
+            lines += [f"  #{row.rank}: {'; '.join(row.caveats)}" for row in cautious]
+    else:
+        lines.append("no deployment meets the SLO at this load within the constraints")
+    if report.excluded:
+        lines += ["", "excluded:"]
+        lines += [f"  {e.reason}: {e.count} (e.g. {'; '.join(e.examples)})" for e in report.excluded]
+    lines += [f"note: {note}" for note in report.notes]
+    lines.append(f"({report.elapsed_s:.2f} s)")
+    return "\n".join(lines) + "\n"

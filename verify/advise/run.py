@@ -1,0 +1,347 @@
+"""`advise` as a function: ``run_advise(AdviseOptions) -> AdviseReport``.
+
+For every catalog model x variant x offer (verify/advise/offers.py) the constraints allow: does it fit (the
+matrix's answer, `preview.fit`: the stack loader and the capacity planner, with the stated workload as the
+request size), how many requests of that size its KV cache holds (the batch cap), and then the fewest
+replicas at which the latency model (serving/latency.py) predicts the SLO holds at the stated load. Rows are
+ranked by what they cost a month; every number says whether it is measured or estimated, and from what.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from preview.fit import Fit, Workload, fit
+from preview.stack_file import project_root
+from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.catalog import CatalogModel, SupportStatus, catalog
+from serving.latency import AtLoad, Replica, Requests, at_rate, model_cost, with_users
+from serving.planner import KvLayout
+from serving.speed_facts import fitted_efficiency
+from serving.speed_records import SpeedRecord, load_speed_records, matching
+from stacks.capacity import (
+    LARGE_GPU_BATCHED_TOKENS,
+    LARGE_GPU_MIN_GIB,
+    SMALL_GPU_BATCHED_TOKENS,
+    TPU_V6E_BATCHED_TOKENS,
+)
+from verify.advise.offers import Offer, offers
+from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
+from verify.advise.report import AdviseReport, Basis, Exclusion, Row
+
+# vLLM 0.32's --max-num-seqs default: the batch cap when the KV cache holds more.
+DEFAULT_MAX_NUM_SEQS = 256
+# The share of requests within the p95: goodput counts them.
+WITHIN_P95 = 0.95
+EXAMPLES = 3
+COST_SPLIT = (
+    "the hour's cost split by engine time: prefill's share of compute to input tokens, the rest to output "
+    "tokens, each over its tokens/s at this load"
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One model variant on one offer that fits, as the load model sees it."""
+
+    model: CatalogModel
+    variant: str
+    offer: Offer
+    replica: Replica
+    max_model_len: int
+    caveats: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.id} {self.variant} on {self.offer.name}"
+
+
+def _batched_tokens(offer: Offer) -> int:
+    """vLLM 0.32's default --max-num-batched-tokens for the accelerator (stacks/capacity.py)."""
+    if offer.accelerator is Accelerator.TPU_V6E:
+        return TPU_V6E_BATCHED_TOKENS
+    large = CLOUD_RUN_GPUS[offer.accelerator].memory_gib >= LARGE_GPU_MIN_GIB
+    return LARGE_GPU_BATCHED_TOKENS if large else SMALL_GPU_BATCHED_TOKENS
+
+
+def _refusal_kind(message: str) -> str:
+    """The few words a refusal is counted under (one line per kind)."""
+    if "cannot run on" in message:
+        return "the variant does not run on the accelerator"
+    if "weights need" in message or "weights alone" in message:
+        return "the weights do not fit the accelerator's memory"
+    if "needs at least" in message and "chips" in message:
+        return "the model needs a larger TPU slice"
+    if "sequence" in message or "KV" in message:
+        return "the KV cache cannot hold one request of this size"
+    return "refused by the stack loader"
+
+
+class _Excluded:
+    def __init__(self) -> None:
+        self.by_reason: dict[str, list[str]] = {}
+
+    def add(self, reason: str, what: str) -> None:
+        self.by_reason.setdefault(reason, []).append(what)
+
+    def summary(self) -> tuple[Exclusion, ...]:
+        return tuple(
+            Exclusion(reason=reason, count=len(whats), examples=tuple(whats[:EXAMPLES]))
+            for reason, whats in sorted(self.by_reason.items(), key=lambda item: -len(item[1]))
+        )
+
+
+def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
+    """Every model x variant x offer the constraints allow that fits, with its replica model."""
+    found_offers, ruled_out = offers(
+        platforms=options.platforms, region=options.region, provisioning=options.provisioning
+    )
+    for shape, why in ruled_out:
+        excluded.add("ruled out by the constraints", f"{shape}: {why}")
+    workload = Workload(
+        context_tokens=options.prompt_tokens, output_tokens=options.output_tokens, kv_cache_dtype=options.kv_cache_dtype
+    )
+    efficiency = fitted_efficiency()
+    fits: dict[tuple[str, str, str], Fit] = {}
+    found: list[Candidate] = []
+    for model in catalog().values():
+        if options.models and model.id not in options.models:
+            continue
+        for variant in model.variants:
+            if options.variants and variant not in options.variants:
+                continue
+            for offer in found_offers:
+                key = (model.id, variant, offer.name)
+                if key not in fits:
+                    fits[key] = fit(model, variant, offer.shape, workload)
+                answer = fits[key]
+                if not answer.fits or not answer.sequences:
+                    excluded.add(_refusal_kind(answer.why_not or ""), f"{model.id} {variant} on {offer.name}")
+                    continue
+                hardware = offer.hardware()
+                layout = KvLayout.TPU if offer.accelerator is Accelerator.TPU_V6E else KvLayout.VLLM_HYBRID
+                cost = model_cost(
+                    model, variant, kv_cache_dtype=options.kv_cache_dtype, tensor_parallel=offer.chips, layout=layout
+                )
+                replica = Replica(
+                    cost,
+                    hardware,
+                    efficiency.efficiency(hardware),
+                    batch_cap=min(answer.sequences, DEFAULT_MAX_NUM_SEQS),
+                    batched_tokens=_batched_tokens(offer),
+                )
+                support = model.variant(variant).support(offer.accelerator)
+                caveats = tuple(answer.warnings)
+                if support.status is SupportStatus.UNCONFIRMED and not any("unconfirmed" in w for w in caveats):
+                    caveats = (f"support on {offer.accelerator.value} unconfirmed: {support.why}", *caveats)
+                found.append(Candidate(model, variant, offer, replica, workload.sequence_tokens, caveats))
+    return found
+
+
+def _state(candidate: Candidate, options: AdviseOptions, replicas: int) -> AtLoad:
+    requests = Requests(options.prompt_tokens, options.output_tokens)
+    if options.users is not None:
+        return with_users(candidate.replica, requests, options.users / replicas)
+    assert options.rate is not None
+    return at_rate(candidate.replica, requests, options.rate / replicas)
+
+
+def _meets(state: AtLoad, options: AdviseOptions, replicas: int) -> bool:
+    slo = options.slo
+    if state.saturated:
+        return False
+    if slo.p95_ttft_ms is not None and state.ttft_p95_s * 1000 > slo.p95_ttft_ms:
+        return False
+    if slo.p95_tpot_ms is not None and state.tpot_s * 1000 > slo.p95_tpot_ms:
+        return False
+    return not (slo.goodput is not None and WITHIN_P95 * state.request_rate * replicas < slo.goodput)
+
+
+def fewest_replicas(candidate: Candidate, options: AdviseOptions) -> tuple[int, AtLoad] | None:
+    """The fewest replicas (up to the offer's and the options' limit) at which the SLO holds, by doubling then
+    bisection (more replicas never hurt: each carries less of the load)."""
+    limit = min(candidate.offer.max_replicas, options.max_replicas)
+    check: Callable[[int], AtLoad] = lambda n: _state(candidate, options, n)  # noqa: E731 - a local shorthand
+    low, high = 0, 1
+    while True:
+        state = check(high)
+        if _meets(state, options, high):
+            break
+        if high >= limit:
+            return None
+        low, high = high, min(high * 2, limit)
+    best = (high, state)
+    while high - low > 1:
+        middle = (low + high) // 2
+        state = check(middle)
+        if _meets(state, options, middle):
+            high, best = middle, (middle, state)
+        else:
+            low = middle
+    return best
+
+
+def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOptions) -> Row | str:
+    """The ranked row, or why it has none (no price recorded)."""
+    offer = candidate.offer
+    price = offer.price()
+    if price.usd_per_hour is None:
+        return f"no price: {price.missing}"
+    per_hour = price.usd_per_hour * replicas
+    hours = options.active_hours_per_month if offer.scales_to_zero else HOURS_PER_MONTH
+    rate = state.request_rate * replicas
+    input_tps, output_tps = rate * options.prompt_tokens, rate * options.output_tokens
+    per_second = per_hour / 3600
+    share = min(max(state.prefill_busy, 0.0), 1.0)
+    fitted = fitted_efficiency()
+    hardware = candidate.replica.hardware
+    efficiency = candidate.replica.efficiency
+    facts = (
+        f"{hardware.name}: {hardware.peak_flops / 1e12:,.0f} TFLOP/s bf16 and {hardware.bandwidth / 1e9:,.0f} GB/s "
+        f"a chip; compute x{efficiency.compute:.3f}, bandwidth x{efficiency.bandwidth:.3f}, client "
+        f"{efficiency.client_s * 1000:.0f} ms (serving/data/latency-efficiency.json, fitted {fitted.fitted})"
+    )
+    return Row(
+        rank=0,
+        model=candidate.model.id,
+        variant=candidate.variant,
+        shape=offer.name,
+        accelerator=offer.accelerator.value,
+        platform=offer.platform,
+        region=offer.region,
+        provisioning=offer.provisioning,
+        zone=offer.zone,
+        tensor_parallel=offer.chips,
+        replicas=replicas,
+        batch_cap=candidate.replica.batch_cap,
+        max_model_len=candidate.max_model_len,
+        p95_ttft_ms=state.ttft_p95_s * 1000,
+        mean_ttft_ms=state.ttft_mean_s * 1000,
+        tpot_ms=state.tpot_s * 1000,
+        requests_per_s=rate,
+        input_tokens_per_s=input_tps,
+        output_tokens_per_s=output_tps,
+        prefill_share=share,
+        usd_per_hour=per_hour,
+        usd_per_month=per_hour * hours,
+        usd_per_million_input=per_second * share / input_tps * 1e6 if input_tps else None,
+        usd_per_million_output=per_second * (1 - share) / output_tps * 1e6 if output_tps else None,
+        scales_to_zero=offer.scales_to_zero,
+        latency_basis=Basis(
+            kind="estimated",
+            source=f"latency model, docs/advisor.md ({facts})",
+            error=fitted.stated_error(),
+        ),
+        price_basis=Basis(
+            kind="list price",
+            source=f"{replicas} x {price.describe()}, {price.basis}; rates: {price.citation()} "
+            "(serving/data/pricing.json)"
+            + ("; a rate read through a copy of the page (the price book names it)" if _second_hand(price) else ""),
+        ),
+        cost_split=COST_SPLIT,
+        caveats=candidate.caveats,
+    )
+
+
+def _with_measured(row: Row, records: list[SpeedRecord], options: AdviseOptions) -> Row:
+    """The row with a speed record's figures where one was measured on its model, variant and shape at this
+    workload and at its per-replica load (users mode: the same concurrency); the estimate stays beside them."""
+    if options.users is None:
+        return row
+    per_replica = math.ceil(options.users / row.replicas)
+    found = [
+        r
+        for r in matching(records, row.model, row.variant, row.shape, options.prompt_tokens, options.output_tokens)
+        if r.concurrency == per_replica
+    ]
+    if not found:
+        return row
+    newest = max(found, key=lambda r: r.measured_at)
+    measured = {
+        key: value
+        for key, value in {
+            "p95_ttft_ms": newest.p95_ttft_ms,
+            "mean_ttft_ms": newest.mean_ttft_ms,
+            "tpot_ms": newest.mean_tpot_ms,
+            "requests_per_s": newest.request_throughput * row.replicas,
+        }.items()
+        if value is not None
+    }
+    estimate = f"estimate beside it: p95 TTFT {row.p95_ttft_ms:,.0f} ms, TPOT {row.tpot_ms:,.1f} ms"
+    basis = Basis(
+        kind="measured",
+        source=f"speed record of {newest.concurrency} users, vLLM {newest.vllm_version or '?'}: "
+        f"{newest.cite()}; {estimate}",
+    )
+    return row.model_copy(update={"measured": measured, "latency_basis": basis})
+
+
+def _measured_meets(measured: dict[str, float], options: AdviseOptions) -> bool:
+    slo = options.slo
+    ttft, tpot = measured.get("p95_ttft_ms"), measured.get("tpot_ms")
+    if slo.p95_ttft_ms is not None and ttft is not None and ttft > slo.p95_ttft_ms:
+        return False
+    return not (slo.p95_tpot_ms is not None and tpot is not None and tpot > slo.p95_tpot_ms)
+
+
+def _second_hand(price: object) -> bool:
+    sources = getattr(price, "sources", ())
+    return any("via " in source for source in sources)
+
+
+def run_advise(
+    options: AdviseOptions, *, root: Path | None = None, clock: Callable[[], float] = time.perf_counter
+) -> AdviseReport:
+    """The ranked deployments that meet the SLO at the load, and what was excluded and why. Speed records in the
+    project (``root``'s calibration/speed/) replace an estimate where one matches the row's workload and load."""
+    started = clock()
+    excluded = _Excluded()
+    records = load_speed_records(project_root(root))
+    rows: list[Row] = []
+    for candidate in candidates(options, excluded):
+        found = fewest_replicas(candidate, options)
+        if found is None:
+            limit = min(candidate.offer.max_replicas, options.max_replicas)
+            excluded.add(f"misses the SLO at up to its replica limit ({limit} for its platform)", candidate.label)
+            continue
+        replicas, state = found
+        row = _row(candidate, replicas, state, options)
+        if isinstance(row, str):
+            excluded.add("no recorded price", f"{candidate.label}: {row}")
+            continue
+        row = _with_measured(row, records, options)
+        if row.measured is not None and not _measured_meets(row.measured, options):
+            excluded.add(
+                "measured: misses the SLO where the estimate met it", f"{candidate.label} ({row.latency_basis.source})"
+            )
+            continue
+        if options.budget_usd_per_month is not None and row.usd_per_month > options.budget_usd_per_month:
+            excluded.add(f"over the budget of ${options.budget_usd_per_month:,.0f}/month", candidate.label)
+            continue
+        rows.append(row)
+    rows.sort(key=lambda r: (r.usd_per_month, r.p95_ttft_ms))
+    ranked = tuple(row.model_copy(update={"rank": index}) for index, row in enumerate(rows[: options.top], 1))
+    notes = [
+        (
+            "estimates are the latency model's (docs/advisor.md): trust them within the stated error for prompt- and "
+            "decode-heavy work; `gemma-verify bench` measures, and a measured cell replaces the estimate"
+        ),
+        "the time outside the engine (client, network) is included in TTFT, as a client outside the region sees it",
+    ]
+    if len(rows) > options.top:
+        notes.append(f"{len(rows) - options.top} more deployments meet the SLO (--top to list them)")
+    return AdviseReport(
+        workload=f"{options.prompt_tokens:,} prompt + {options.output_tokens:,} output tokens a request, "
+        f"kv-cache {options.kv_cache_dtype}",
+        load=options.describe_load(),
+        slo=options.slo.describe(),
+        active_hours_per_month=options.active_hours_per_month,
+        rows=ranked,
+        excluded=excluded.summary(),
+        notes=tuple(notes),
+        elapsed_s=clock() - started,
+    )

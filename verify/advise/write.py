@@ -1,0 +1,108 @@
+"""``advise --write NAME``: the chosen row as Pulumi.NAME.yaml, a stack `make preview STACK=NAME` plans.
+
+Why through the stack file and not a template: the file is what the user reviews and commits; it carries the
+catalog's model entry, the capacity the row was ranked with (max model length, max sequences), the instance
+size or TPU placement it was priced at, and the revision the shipped stacks pin for that checkpoint. Where
+none pins one, the all-zero placeholder the examples use, said so in the file: the import job refuses it, so
+nothing deploys a revision nobody reviewed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from preview.stack_file import StackFileError, available_stacks, read_stack_config
+from serving.accelerators import Accelerator
+from verify import UsageError
+from verify.advise.offers import CLOUD_RUN_SIZE
+from verify.advise.report import Row
+
+PLACEHOLDER_REVISION = "0" * 40
+IMAGES = {"cloud-run": "vllm/vllm-openai:v0.32.0", "tpu": "vllm/vllm-tpu:v0.32.0"}
+_NAME = "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+
+def pinned_revision(root: Path, model: str, variant: str) -> tuple[str, str] | None:
+    """(revision, stack) of a stack file in ``root`` that serves this catalog checkpoint at a real commit."""
+    for stack in available_stacks(root):
+        try:
+            values = read_stack_config(root, stack).values
+        except StackFileError:
+            continue
+        raw = values.get("gemma-serving:model")
+        if not raw:
+            continue
+        entry = yaml.safe_load(raw)
+        if not isinstance(entry, dict):
+            continue
+        revision = str(entry.get("revision", ""))
+        if entry.get("id") == model and entry.get("variant") == variant and revision.strip("0"):
+            return revision, stack
+    return None
+
+
+def stack_document(row: Row, *, revision: str) -> dict[str, Any]:
+    """The stack's config, as `Pulumi.<stack>.yaml` holds it."""
+    vllm = {
+        "maxModelLen": row.max_model_len,
+        "maxNumSeqs": row.batch_cap,
+        "kvCacheDtype": "fp8" if row.platform != "tpu" else "fp8_e5m2",
+        "gpuMemoryUtilization": 0.9,
+    }
+    config: dict[str, Any] = {
+        "gemma-serving:accelerator": row.accelerator,
+        "gemma-serving:region": row.region,
+        "gemma-serving:image": IMAGES[row.platform],
+        "gemma-serving:model": {"id": row.model, "variant": row.variant, "revision": revision},
+        "gemma-serving:vllm": vllm,
+    }
+    if row.platform == "tpu":
+        tier = {"on-demand": "guaranteed"}.get(row.provisioning, row.provisioning)
+        config["gemma-serving:tpu"] = {"zone": row.zone, "acceleratorType": row.shape, "provisioning": {"model": tier}}
+    else:
+        cpu, memory = CLOUD_RUN_SIZE[Accelerator(row.accelerator)]
+        config["gemma-serving:cloudRun"] = {
+            "cpu": cpu,
+            "memoryGib": memory,
+            "minInstances": 0,
+            "maxInstances": row.replicas,
+            "gpuZonalRedundancyDisabled": True,
+        }
+    return {"config": config}
+
+
+def write_stack(root: Path, name: str, row: Row, *, revision: str | None = None, force: bool = False) -> Path:
+    """Write Pulumi.NAME.yaml in ``root`` for ``row``; UsageError on a bad name or an existing file."""
+    if not name or any(c not in _NAME for c in name):
+        raise UsageError(f"--write {name!r}: a stack name is lowercase letters, digits and '-'")
+    path = root / f"Pulumi.{name}.yaml"
+    if path.exists() and not force:
+        raise UsageError(f"--write {name!r}: {path.name} exists; pick another name or pass --force")
+    pinned = pinned_revision(root, row.model, row.variant)
+    chosen = revision or (pinned[0] if pinned else PLACEHOLDER_REVISION)
+    if revision:
+        origin = "the commit given with --revision"
+    elif pinned:
+        origin = f"the commit Pulumi.{pinned[1]}.yaml pins for this checkpoint"
+    else:
+        origin = (
+            "PLACEHOLDER (all zeros): no stack here pins this checkpoint. Replace it with the 40-hex commit you "
+            "reviewed on the Hub before `pulumi up`; the import job fails on this one"
+        )
+    header = [
+        f"# Written by `gemma-verify advise --write {name}`: rank {row.rank} of its answer.",
+        f"# {row.model} {row.variant} on {row.shape} ({row.platform} {row.region}), {row.replicas} replica(s):",
+        (
+            f"#   predicted p95 TTFT {row.p95_ttft_ms:,.0f} ms, TPOT {row.tpot_ms:,.1f} ms at "
+            f"{row.requests_per_s:,.2f} req/s ({row.latency_basis.kind}; docs/advisor.md)"
+        ),
+        f"#   ${row.usd_per_hour:,.2f}/h, ${row.usd_per_month:,.0f}/month",
+        f"# model.revision: {origin}.",
+        "# gcp:project is not set here: `pulumi config set gcp:project <your-project-id>`.",
+    ]
+    body = yaml.safe_dump(stack_document(row, revision=chosen), sort_keys=False)
+    path.write_text("\n".join(header) + "\n" + body, encoding="utf-8")
+    return path
