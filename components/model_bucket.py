@@ -53,8 +53,16 @@ class ModelBucketArgs:
     bucket_name: str | None = None
     # The compile cache's folder, writable by one member; None: nobody writes to the bucket but the imports.
     cache: CacheFolder | None = None
+    # Folders that must exist before anything is imported into them (each gets an empty `<folder>/.keep`):
+    # vLLM's LoRA resolver refuses to start on a missing adapters/ folder (serving/lora.py).
+    kept_folders: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for folder in self.kept_folders:
+            if not BINDING_KEY.match(folder):
+                raise ValueError(
+                    f"ModelBucketArgs.kept_folders {folder!r}: one folder name of lowercase letters, digits, '-'"
+                )
         if not self.location:
             raise ValueError("ModelBucketArgs.location is required (a region such as us-east4)")
         for key in self.readers:
@@ -107,6 +115,12 @@ class ModelBucket(pulumi.ComponentResource):
                 member=args.cache.writer,
                 opts=child,
             )
+        self.kept_folders: list[pulumi.Resource] = [
+            gcp.storage.BucketObject(
+                f"{name}-keep-{folder}", bucket=bucket.name, name=f"{folder}/.keep", content=" ", opts=child
+            )
+            for folder in args.kept_folders
+        ]
         self.name = bucket.name
         self.url = bucket.name.apply(lambda bucket_name: f"gs://{bucket_name}")
         self.register_outputs({"name": self.name, "url": self.url})

@@ -61,6 +61,31 @@ class ImportJobSpec:
 
 
 @dataclass(frozen=True)
+class AdapterExpectation:
+    """A LoRA adapter's declared facts, which the job checks its adapter_config.json against before it marks the
+    copy complete; and the served model's path, which it writes as the config's base so that vLLM's filesystem
+    resolver accepts the adapter (it compares base_model_name_or_path with the served model)."""
+
+    name: str
+    bases: tuple[str, ...]
+    rank: int
+    target_modules: tuple[str, ...]
+    served_model_path: str
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "name": self.name,
+                "bases": list(self.bases),
+                "rank": self.rank,
+                "targetModules": list(self.target_modules),
+                "servedModelPath": self.served_model_path,
+            },
+            sort_keys=True,
+        )
+
+
+@dataclass(frozen=True)
 class ModelImportArgs:
     """One checkpoint to copy: from `source_uri` (at `revision`) into `<bucket>/<prefix>/`."""
 
@@ -79,6 +104,8 @@ class ModelImportArgs:
     # The Hugging Face token secret; only a Hugging Face source is given access to it.
     hf_token: ManagedSecret | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    # Set for a LoRA adapter: the job checks and finalises its adapter_config.json (job_scripts/import_weights.py).
+    adapter: AdapterExpectation | None = None
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -111,6 +138,7 @@ class ModelImportArgs:
             "IMPORT_CHUNK_MIB": str(self.job.chunk_mib),
             "HF_HUB_DISABLE_TELEMETRY": "1",
             "PYTHONUNBUFFERED": "1",
+            **({"IMPORT_ADAPTER": self.adapter.to_json()} if self.adapter is not None else {}),
         }
 
 
@@ -227,7 +255,14 @@ class ModelImport(pulumi.ComponentResource):
                 f"{name}{IMPORT_RUN_SUFFIX}",
                 create=self.run_command,
                 # Run again when what the prefix must hold changes; the job itself skips a complete copy.
-                triggers=[args.bucket_name, args.prefix, args.source_uri, args.revision, json.dumps(args.exclude)],
+                triggers=[
+                    args.bucket_name,
+                    args.prefix,
+                    args.source_uri,
+                    args.revision,
+                    json.dumps(args.exclude),
+                    *([args.adapter.to_json()] if args.adapter is not None else []),
+                ],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[job, *grants]),
             )
         self.job_name = job.name

@@ -164,6 +164,9 @@ class VllmGpuServiceArgs:
     compile_cache: CacheMount | None = None
     port: int = VLLM_PORT
     env: Mapping[str, str] = field(default_factory=dict)
+    # The container command; empty: the image's entrypoint (`vllm serve`). Set when adapters are served: the
+    # launcher that installs the guard on vLLM's adapter admin routes (serving/lora.py).
+    command: Sequence[str] = ()
     # Who may call the service (IAM members), each bound on its own; nobody else.
     invokers: Sequence[str] = ()
     ingress: Literal["all", "internal", "internal-and-cloud-load-balancing"] = "all"
@@ -409,6 +412,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
             gcp.cloudrunv2.ServiceTemplateContainerArgs(
                 name=GPU_SERVING_CONTAINER,
                 image=args.image,
+                commands=list(args.command) or None,
                 args=list(args.serve_args),
                 envs=[
                     gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)

@@ -52,7 +52,9 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
             bucket_name=bucket.name,
             service_account_email=identity.email,
             labels=context.labels,
-            wait_for=[*weights.ready, *metrics.ready],
+            # Adapters are not waited for: they load by name when first asked for, and adding one must not
+            # touch the service; only the adapters/ folder itself must exist before vLLM's resolver starts.
+            wait_for=[*weights.ready, *bucket.kept_folders, *metrics.ready],
             rollout=rollout_for(run),
             metrics_sidecar=metrics.sidecar,
             **_service_shape(run, settings),
@@ -89,6 +91,9 @@ def _service_shape(run: CloudRunSettings, settings: CloudRunStack) -> dict[str, 
     load = settings.model.load
     streamed = StreamedWeights(network=load.network, subnet=load.subnet) if isinstance(load, StreamLoad) else None
     options = (*run.mount.mount_options(), *(load.mount_options() if isinstance(load, FuseLoad) else ()))
+    if settings.adapters and "implicit-dirs" not in options:
+        # vLLM's resolver needs adapters/<name>/ as directories; their objects carry no folder placeholders.
+        options = (*options, "implicit-dirs")
     return {
         "cpu": run.cpu,
         "memory_gib": run.memory_gib,
@@ -116,7 +121,8 @@ def _service_shape(run: CloudRunSettings, settings: CloudRunStack) -> dict[str, 
             else None
         ),
         "port": run.port,
-        "env": dict(run.env),
+        "env": {**run.env, **settings.lora_env()},
+        "command": tuple(settings.serving_command()),
         "invokers": run.invokers,
         "ingress": run.ingress,
         "gpu_zonal_redundancy_disabled": run.gpu_zonal_redundancy_disabled,

@@ -12,9 +12,11 @@ import pulumi
 
 from components.managed_secret import ManagedSecret, ManagedSecretArgs
 from components.model_bucket import CacheFolder, ModelBucket, ModelBucketArgs
-from components.model_import import ImportJobSpec, ModelImport, ModelImportArgs
+from components.model_import import AdapterExpectation, ImportJobSpec, ModelImport, ModelImportArgs
 from deploy.context import StackContext
 from serving.compile_cache import CACHE_FOLDER
+from serving.lora import ADAPTERS_FOLDER
+from stacks.adapters import AdapterSettings
 from stacks.secrets import HF_TOKEN_KEY, PlainSecretError, hf_token, set_secret_command
 from stacks.settings import StackSettings
 from stacks.weights import ModelImportSettings
@@ -30,6 +32,8 @@ class ModelSupply:
 
     imports: dict[str, ModelImport] = field(default_factory=dict)
     token: ManagedSecret | None = None
+    # One import per LoRA adapter (role `a-<name>`); the server never waits for these.
+    adapter_imports: dict[str, ModelImport] = field(default_factory=dict)
 
     @property
     def ready(self) -> list[pulumi.Resource]:
@@ -37,7 +41,8 @@ class ModelSupply:
 
     def by_hand(self) -> dict[str, pulumi.Output[str]]:
         """Per bucket path, the command that runs its import by hand (exported as `importJobs`)."""
-        return {key: model_import.run_command for key, model_import in self.imports.items()}
+        every = {**self.imports, **self.adapter_imports}
+        return {key: model_import.run_command for key, model_import in every.items()}
 
 
 def model_bucket(
@@ -68,6 +73,7 @@ def model_bucket(
                 if settings.compile_cache.keep
                 else None
             ),
+            kept_folders=(ADAPTERS_FOLDER,) if settings.adapters else (),
         ),
         opts,
     )
@@ -83,7 +89,9 @@ def model_supply(
 ) -> ModelSupply:
     """The token secret (if configured) and one import job per bucket path that names a source."""
     sources = settings.weight_sources()
+    adapters = settings.adapter_sources()
     supply = ModelSupply()
+    sources = {**sources, **{role: (path, adapter.source) for role, (path, adapter) in adapters.items()}}
     # Before anything else, on every platform: a token in plain text sits in the stack file whether or not a
     # source uses it (a GKE stack filling its bucket by hand used to pass with one).
     try:
@@ -113,7 +121,9 @@ def model_supply(
             opts,
         )
     for key, (path, source) in sources.items():
-        supply.imports[key] = ModelImport(
+        adapter = adapters[key][1] if key in adapters else None
+        target = supply.adapter_imports if adapter is not None else supply.imports
+        target[key] = ModelImport(
             context.names.import_job(key),
             ModelImportArgs(
                 project=context.project,
@@ -128,10 +138,22 @@ def model_supply(
                 job=_job_spec(settings.model_import),
                 hf_token=supply.token,
                 labels=labels,
+                adapter=adapter_expectation(adapter, settings) if adapter is not None else None,
             ),
             opts,
         )
     return supply
+
+
+def adapter_expectation(adapter: AdapterSettings, settings: StackSettings) -> AdapterExpectation:
+    """What the import job checks the adapter's adapter_config.json against, and the base path it rewrites."""
+    return AdapterExpectation(
+        name=adapter.name,
+        bases=tuple(sorted(settings.adapter_bases())),
+        rank=adapter.rank,
+        target_modules=adapter.target_modules,
+        served_model_path=f"{settings.model_root}/{settings.model.path}",
+    )
 
 
 def _job_spec(job: ModelImportSettings) -> ImportJobSpec:

@@ -19,6 +19,7 @@ from typing import Literal, TypeVar
 import pydantic
 
 from serving.outputs import DeployedOutputs
+from verify.adapters.run import AdapterCheckReport, AdapterListing
 from verify.bench.compare import Verdict as DeltaVerdict
 from verify.bench.results import CellRecord
 from verify.health.report import HealthReport
@@ -154,6 +155,14 @@ class QueryRun(CommandRun):
 
 class MetricsRun(CommandRun):
     report: MetricsReport | None = None
+
+
+class AdaptersListRun(CommandRun):
+    report: AdapterListing | None = None
+
+
+class AdapterCheckRun(CommandRun):
+    report: AdapterCheckReport | None = None
 
 
 class BenchRun(CommandRun):

@@ -6,6 +6,7 @@ from mcp.server.mcpserver import MCPServer
 
 from gemma_mcp import (
     resources,
+    tools_adapters,
     tools_advise,
     tools_changes,
     tools_live,
@@ -35,6 +36,7 @@ def build_server(ctx: ServerContext) -> MCPServer:
     tools_stacks.register(server, ctx)
     tools_verify.register(server, ctx)
     tools_live.register(server, ctx)
+    tools_adapters.register(server, ctx)
     tools_ops.register(server, ctx)
     tools_models.register(server, ctx)
     tools_memory.register(server, ctx)

@@ -37,6 +37,12 @@ MARKER_NAME = ".gemma-import-complete.json"
 VERSION_KEY = "gemma-import-version"
 # Per-file attempts inside one run; a failed run is retried by Cloud Run and resumes from the listing.
 FILE_ATTEMPTS = 3
+# A LoRA adapter's PEFT config (checked, then written with the served model as its base) and the record of
+# where it came from; both are written by the job, not copied (serving/lora.py).
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_RECORD = "gemma-adapter.json"
+# The PEFT module names vLLM can adapt on Gemma, which PEFT's `all-linear` stands for (stacks/adapters.py).
+ADAPTABLE_MODULES = frozenset({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
 
 
 @dataclass(frozen=True)
@@ -216,6 +222,7 @@ class Source(Protocol):
     def pinned_revision(self) -> str | None: ...
     def manifest(self) -> dict[str, SourceFile]: ...
     def copy(self, name: str, file: SourceFile, destination: Destination) -> None: ...
+    def read_text(self, name: str) -> str | None: ...
 
 
 Log = Callable[[str, str], None]
@@ -228,6 +235,99 @@ def log_json(severity: str, message: str) -> None:
 
 class CopyFailedError(RuntimeError):
     """Some files could not be copied; the next run resumes with them."""
+
+
+class AdapterMismatchError(ValueError):
+    """The adapter's adapter_config.json contradicts what the stack declares; nothing is marked complete."""
+
+
+@dataclass(frozen=True)
+class AdapterCheck:
+    """What the stack declares about a LoRA adapter (IMPORT_ADAPTER), and the path of the model it serves on."""
+
+    name: str
+    bases: tuple[str, ...]
+    rank: int
+    target_modules: tuple[str, ...]
+    served_model_path: str
+
+    @classmethod
+    def from_json(cls, text: str) -> AdapterCheck:
+        data = json.loads(text)
+        return cls(
+            name=str(data["name"]),
+            bases=tuple(str(base) for base in data["bases"]),
+            rank=int(data["rank"]),
+            target_modules=tuple(str(module) for module in data["targetModules"]),
+            served_model_path=str(data["servedModelPath"]),
+        )
+
+
+def _modules(value: object) -> set[str]:
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, list):
+        return {str(item) for item in value}
+    return set()
+
+
+def adapter_config_problems(config: Mapping[str, Any], check: AdapterCheck) -> list[str]:
+    """Every way the downloaded adapter_config.json contradicts the stack's `adapters` entry or what vLLM serves."""
+    where = f"adapters {check.name}: {ADAPTER_CONFIG}"
+    problems: list[str] = []
+    if config.get("peft_type") != "LORA":
+        problems.append(f"{where} peft_type is {config.get('peft_type')!r}; vLLM serves LORA adapters only")
+    if config.get("r") != check.rank:
+        problems.append(f"{where} r is {config.get('r')!r}, the stack says rank {check.rank}")
+    base = str(config.get("base_model_name_or_path") or "")
+    if base.lower() not in {name.lower() for name in check.bases}:
+        problems.append(f"{where} was trained on {base!r}, not on the served model ({', '.join(check.bases)})")
+    found = _modules(config.get("target_modules"))
+    declared = set(check.target_modules)
+    if "all-linear" in declared:
+        extra = sorted(found - ADAPTABLE_MODULES - {"all-linear"})
+        if extra:
+            problems.append(f"{where} targets {extra}, which vLLM cannot adapt on Gemma")
+    elif found != declared:
+        problems.append(f"{where} targets {sorted(found)}, the stack says {sorted(declared)}")
+    if config.get("use_dora"):
+        problems.append(f"{where} is a DoRA adapter (use_dora); vLLM serves plain LoRA")
+    if config.get("modules_to_save"):
+        problems.append(f"{where} saves whole modules ({config.get('modules_to_save')}); vLLM loads LoRA A/B only")
+    return problems
+
+
+def finalise_adapter(source: Source, destination: Destination, check: AdapterCheck, wanted: Wanted) -> dict[str, int]:
+    """Check the source's adapter_config.json, then write it with the served model as its base (vLLM's resolver
+    compares the two) and a record of the original; the names and sizes written, for the completion marker."""
+    text = source.read_text(ADAPTER_CONFIG)
+    if text is None:
+        raise AdapterMismatchError(f"adapters {check.name}: the source has no {ADAPTER_CONFIG}; is it a PEFT adapter?")
+    try:
+        config = json.loads(text)
+    except ValueError as error:
+        raise AdapterMismatchError(f"adapters {check.name}: {ADAPTER_CONFIG} is not JSON ({error})") from None
+    if not isinstance(config, dict):
+        raise AdapterMismatchError(f"adapters {check.name}: {ADAPTER_CONFIG} is not a JSON object")
+    problems = adapter_config_problems(config, check)
+    if problems:
+        raise AdapterMismatchError("; ".join(problems))
+    served = json.dumps({**config, "base_model_name_or_path": check.served_model_path}, indent=2, sort_keys=True)
+    record = json.dumps(
+        {
+            "name": check.name,
+            "source": wanted.source,
+            "revision": wanted.revision,
+            "trainedOn": config.get("base_model_name_or_path"),
+            "rank": check.rank,
+            "targetModules": sorted(_modules(config.get("target_modules"))),
+        },
+        indent=2,
+        sort_keys=True,
+    )
+    destination.write_text(ADAPTER_CONFIG, served)
+    destination.write_text(ADAPTER_RECORD, record)
+    return {ADAPTER_CONFIG: len(served.encode()), ADAPTER_RECORD: len(record.encode())}
 
 
 @dataclass
@@ -245,11 +345,16 @@ def run_import(
     log: Log = log_json,
     clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
     sleep: Callable[[float], None] = time.sleep,
+    adapter: AdapterCheck | None = None,
 ) -> RunResult:
     """Make the prefix hold a complete copy of `source`; safe to call again at any point.
 
-    `sleep` waits between a file's attempts (2 s, then 4 s); tests pass one that returns at once.
+    `sleep` waits between a file's attempts (2 s, then 4 s); tests pass one that returns at once. With
+    `adapter`, the PEFT config is checked and written by `finalise_adapter` rather than copied, and a mismatch
+    leaves no completion marker (AdapterMismatchError).
     """
+    if adapter is not None:
+        exclude = (*exclude, ADAPTER_CONFIG, ADAPTER_RECORD)
     listing = destination.list()
     marker = Marker.from_json(destination.read_text(MARKER_NAME)) if MARKER_NAME in listing else None
     pinned = source.pinned_revision()
@@ -281,7 +386,9 @@ def run_import(
     short = sorted(name for name, file in files.items() if name not in after or after[name].size != file.size)
     if short:
         raise CopyFailedError(f"after the copy {len(short)} file(s) are missing or short, e.g. {short[0]}")
-    done = Marker(wanted.source, wanted.revision, exclude, {n: f.size for n, f in files.items()}, clock().isoformat())
+    written = finalise_adapter(source, destination, adapter, wanted) if adapter is not None else {}
+    sizes = {**{n: f.size for n, f in files.items()}, **written}
+    done = Marker(wanted.source, wanted.revision, exclude, sizes, clock().isoformat())
     destination.write_text(MARKER_NAME, done.to_json())
     log("INFO", f"complete: {wanted.source}@{wanted.revision}, {len(files)} file(s)")
     return result
@@ -461,6 +568,13 @@ class HubSource:
             )
         return files
 
+    def read_text(self, name: str) -> str | None:
+        path = f"{self.repo}/{name}"
+        if not self._fs.exists(path, revision=self.revision):
+            return None
+        with self._fs.open(path, "r", revision=self.revision) as stream:
+            return str(stream.read())
+
     def copy(self, name: str, file: SourceFile, destination: Destination) -> None:
         # block_size=0 opens a streaming read (one HTTP GET) instead of range-request blocks.
         with self._fs.open(f"{self.repo}/{name}", "rb", revision=self.revision, block_size=0) as stream:
@@ -494,6 +608,10 @@ class GcsSource:
                 files[name] = SourceFile(size=int(blob.size or 0), version=f"{blob.crc32c}:{blob.generation}")
         return files
 
+    def read_text(self, name: str) -> str | None:
+        blob = self._bucket.blob(self._prefix + name)
+        return str(blob.download_as_text()) if blob.exists() else None
+
     def copy(self, name: str, file: SourceFile, destination: Destination) -> None:
         if not isinstance(destination, GcsDestination):
             raise TypeError("a GCS source copies server-side into a GcsDestination")
@@ -509,7 +627,8 @@ def main(environ: Mapping[str, str] = os.environ) -> int:
         exclude = tuple(json.loads(environ.get("IMPORT_EXCLUDE", "[]")))
         workers = int(environ.get("IMPORT_WORKERS", "8"))
         chunk_bytes = int(environ.get("IMPORT_CHUNK_MIB", "64")) * 1024 * 1024
-    except (KeyError, ValueError) as error:
+        adapter = AdapterCheck.from_json(environ["IMPORT_ADAPTER"]) if environ.get("IMPORT_ADAPTER") else None
+    except (KeyError, ValueError, TypeError) as error:
         log_json("ERROR", f"bad job configuration: {type(error).__name__}: {error}")
         return 1
     destination = GcsDestination(bucket, prefix, chunk_bytes)
@@ -521,7 +640,7 @@ def main(environ: Mapping[str, str] = os.environ) -> int:
         source = GcsSource(source_uri, destination)
     log_json("INFO", f"import {source_uri} into gs://{bucket}/{prefix.strip('/')}/ with {workers} workers")
     try:
-        run_import(source, destination, exclude=exclude, workers=workers)
+        run_import(source, destination, exclude=exclude, workers=workers, adapter=adapter)
     except (CopyFailedError, ValueError) as error:
         log_json("ERROR", str(error))
         return 1

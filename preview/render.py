@@ -178,8 +178,16 @@ def describe_cloud_run_service(service: CapturedResource, capture: Capture) -> l
     ]
     lines = [f"Cloud Run service {service.name} ({inputs.get('location')}):"]
     lines += [f"  {label + ':':<17} {value}" for label, value in rows]
-    lines += ["  vLLM command:", "    " + _command_line(["vllm", "serve", *(container.get("args") or [])]), ""]
+    lines += ["  vLLM command:", "    " + _command_line(_entrypoint(container) + list(container.get("args") or [])), ""]
     return lines
+
+
+def _entrypoint(container: dict[str, Any]) -> list[str]:
+    """`vllm serve`, or the command the container states (a `python3 -c` launcher shown by name, not its source)."""
+    commands = [str(part) for part in container.get("commands") or []]
+    if len(commands) >= 3 and commands[:2] == ["python3", "-c"]:
+        return ["python3", "-c", "<launcher: vllm serve with the adapter-route guard, serving/lora.py>", *commands[3:]]
+    return commands or ["vllm", "serve"]
 
 
 def _weights_row(template: dict[str, Any], gcs: dict[str, Any], mount: dict[str, Any]) -> tuple[str, str]:

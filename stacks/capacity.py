@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Self
 from pydantic import Field, model_validator
 
 from serving.accelerators import Accelerator, GpuChip, TpuChip, facts_of
+from serving.lora import lora_buffer_bytes
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
 from serving.model_profiles import profile_from_config_file as _profile_from_config_file
 from serving.planner import (
@@ -285,6 +286,28 @@ def _text_only(profile: ModelProfile, settings: StackSettings) -> ModelProfile:
     )
 
 
+def _lora_reservation(settings: StackSettings, assumptions: list[str]) -> int:
+    """GPU bytes vLLM sets aside for LoRA slots (serving/lora.py), added to the runtime overhead; 0 without
+    adapters. A checkpoint outside the catalog has no layer sizes here: the plan says it is not counted."""
+    capacity = settings.lora_capacity
+    if capacity is None:
+        return 0
+    served = served_checkpoint(settings.model)
+    if not isinstance(served, Served):
+        assumptions.append(
+            f"LoRA: {capacity.gpu_slots} slots of rank {capacity.max_rank} are NOT counted (the model is not in the "
+            "catalog, so its layer sizes are unknown here); lower vllm.gpuMemoryUtilization to leave room"
+        )
+        return 0
+    reserved = lora_buffer_bytes(served.model.text_config, capacity)
+    assumptions.append(
+        f"LoRA: {gib(reserved)} for {capacity.gpu_slots} GPU slots of rank {capacity.max_rank} over every linear layer "
+        f"(an estimate, counted with the runtime overhead); {len(settings.adapters)} adapter(s) declared, "
+        f"{capacity.cpu_slots} kept in host memory"
+    )
+    return reserved
+
+
 def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tuple[str, ...]]:
     """The planner's inputs for a stack, and the assumptions behind them (shown in the preview)."""
     inputs, assumptions = _stated_inputs(settings, root=root)
@@ -333,6 +356,7 @@ def _stated_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, 
     assumptions = list(platform.assumptions)
     source = "capacity.runtimeOverheadGib" if override is not None else "an estimate"
     assumptions.append(f"runtime overhead {gib(platform.overhead_gib * GIB)} besides weights and KV cache ({source})")
+    lora_bytes = _lora_reservation(settings, assumptions)
     inputs = PlanInputs(
         model=model,
         drafter=drafter,
@@ -343,7 +367,7 @@ def _stated_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, 
         device_memory_bytes=round(platform.memory_gib * GIB),
         gpu_memory_utilization=vllm.gpu_memory_utilization,
         tensor_parallel_size=vllm.tensor_parallel_size,
-        runtime_overhead_bytes=round(platform.overhead_gib * GIB),
+        runtime_overhead_bytes=round(platform.overhead_gib * GIB) + lora_bytes,
         layout=platform.layout,
         block_size=platform.block_size,
         in_flight_tokens=platform.in_flight_tokens,

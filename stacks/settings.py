@@ -25,13 +25,15 @@ from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_pro
 from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_name_problem, bucket_path_problem
 from serving.images import DEFAULT_IMAGES
+from serving.lora import LoraCapacity, adapters_dir, guard_args, launcher_command, resolver_env
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, idle_chips_problem
 from serving.vllm_args import with_tensor_parallel
+from stacks.adapters import AdapterSettings, LoraSlots, adapter_problems, lora_capacity
 from stacks.apis import BASE_APIS, GKE_APIS, GKE_GATEWAY_APIS, TPU_APIS
 from stacks.base import SettingsModel
 from stacks.bench import BenchSettings
 from stacks.capacity import CapacitySettings, PlatformCapacity, cloud_run_capacity, gke_capacity, tpu_capacity
-from stacks.catalog_checks import catalog_problems
+from stacks.catalog_checks import Served, catalog_problems, served_checkpoint
 from stacks.catalog_model import resolve_catalog_model
 from stacks.checkpoint_format import quantization_problem
 from stacks.cloud_run import CloudRunSettings
@@ -161,6 +163,9 @@ class _StackSettings(SettingsModel):
     monitoring: MonitoringSettings = MonitoringSettings()
     # Keep vLLM's compile cache in the model bucket between starts (stacks/compile_cache.py); off by default.
     compile_cache: CompileCacheSettings = CompileCacheSettings()
+    # LoRA adapters served on the model, loaded from the bucket by name (stacks/adapters.py); and vLLM's slots.
+    adapters: tuple[AdapterSettings, ...] = ()
+    lora: LoraSlots = LoraSlots()
 
     @model_validator(mode="before")
     @classmethod
@@ -232,6 +237,68 @@ class _StackSettings(SettingsModel):
             raise ValueError("vllm.speculative.drafter: the drafter needs its own bucket path, not model.path")
         return self
 
+    @model_validator(mode="after")
+    def _adapters_fit_the_model(self) -> Self:
+        if not self.adapters:
+            if self.lora != LoraSlots():
+                raise ValueError(
+                    "lora: sizes LoRA slots, but the stack declares no adapters; remove lora or add adapters"
+                )
+            return self
+        problems = adapter_problems(self.adapters, self.lora)
+        accepted = self.adapter_bases()
+        for index, adapter in enumerate(self.adapters):
+            if adapter.base.lower() not in {name.lower() for name in accepted}:
+                problems.append(
+                    f"adapters[{index}].base: {adapter.base!r} is not the model this stack serves; an adapter only "
+                    f"works on the base it was trained on: {', '.join(sorted(accepted))}"
+                )
+        platform = self._adapter_platform_problem()
+        if platform:
+            problems.append(platform)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def adapter_bases(self) -> set[str]:
+        """The names an adapter's base may have: the catalog model's id and every variant's repo (a LoRA trained on
+        the bf16 weights serves on their QAT or FP8 variant), else the served checkpoint's own name."""
+        served = served_checkpoint(self.model)
+        if isinstance(served, Served):
+            return {served.model.id, *(variant.repo for variant in served.model.variants.values())}
+        return {self.checkpoint_name}
+
+    def _adapter_platform_problem(self) -> str | None:
+        """Where the bucket-resolver path is not wired: a platform says why (each variant overrides)."""
+        return None
+
+    @property
+    def model_root(self) -> str:
+        """Where vLLM finds the checkpoints (each platform says)."""
+        raise NotImplementedError
+
+    @property
+    def lora_capacity(self) -> LoraCapacity | None:
+        """vLLM's LoRA sizes (GPU slots, host slots, rank); None without adapters."""
+        return lora_capacity(self.adapters, self.lora)
+
+    def lora_env(self) -> dict[str, str]:
+        """The serving container's env that loads adapters from the bucket by name (none without adapters)."""
+        return resolver_env(self.model_root) if self.adapters else {}
+
+    @property
+    def adapters_dir(self) -> str | None:
+        return adapters_dir(self.model_root) if self.adapters else None
+
+    def serving_command(self) -> list[str]:
+        """The container command: empty (the image's `vllm serve`), or the launcher that installs the guard
+        refusing the adapter load/unload routes when adapters are served (serving/lora.py)."""
+        return launcher_command() if self.adapters else []
+
+    def adapter_sources(self) -> dict[str, tuple[str, AdapterSettings]]:
+        """Each adapter to import, by import role (`a-<name>`): its bucket folder and its settings."""
+        return {f"a-{adapter.name}": (f"adapters/{adapter.name}", adapter) for adapter in self.adapters}
+
     @property
     def checkpoint_name(self) -> str:
         """What names the served checkpoint: its Hugging Face repo when it has one, else its bucket path."""
@@ -274,12 +341,16 @@ class _StackSettings(SettingsModel):
         return found
 
     def _vllm_serve_args(self, *, port: int, model_root: str) -> list[str]:
-        return self.vllm.serve_args(
+        args = self.vllm.serve_args(
             model_path=f"{model_root}/{self.model.path}",
             served_model_name=self.model.served_name,
             port=port,
             model_root=model_root,
         )
+        capacity = self.lora_capacity
+        if capacity is not None:
+            args += [*capacity.serve_args(), *guard_args()]
+        return args
 
 
 def _refuse_foreign_block(data: Any, key: str, message: str) -> None:  # noqa: ANN401 - raw stack data
@@ -365,6 +436,14 @@ class CloudRunStack(_StackSettings):
     @property
     def gpu(self) -> CloudRunGpu:
         return CLOUD_RUN_GPUS[self.accelerator]
+
+    def _adapter_platform_problem(self) -> str | None:
+        if isinstance(self.model.load, StreamLoad):
+            return (
+                "adapters: vLLM's resolver loads adapters from a folder, and model.load: stream mounts no bucket; "
+                "serve adapters with model.load: fuse"
+            )
+        return None
 
     @property
     def import_image(self) -> str:
@@ -503,6 +582,12 @@ class TpuStack(_StackSettings):
     def accelerator_chips(self) -> int:
         return self.tpu.chips
 
+    def _adapter_platform_problem(self) -> str | None:
+        return (
+            "adapters: LoRA on vllm-tpu is not confirmed for Gemma 4, and the TPU node copies the bucket to its disk "
+            "once at boot, so an adapter added later would need a restart; serve adapters on a GPU stack"
+        )
+
     @property
     def chip(self) -> TpuChip:
         return TPU_CHIPS[self.accelerator]
@@ -594,6 +679,12 @@ class GkeStack(_StackSettings):
     @property
     def image_build(self) -> ImageBuild:
         return TPU_BUILD if self.accelerator in TPU_CHIPS else CUDA_BUILD
+
+    def _adapter_platform_problem(self) -> str | None:
+        return (
+            "adapters: not wired for GKE fleets yet (their pods need the adapter folder in the FUSE mount and the "
+            "inference gateway's adapter-aware routing); they are served on Cloud Run GPU stacks (docs/adapters.md)"
+        )
 
     @property
     def replicas_per_node(self) -> int:

@@ -35,6 +35,13 @@ MANAGED_DESTS: dict[str, str] = {
     "dtype": "vllm.dtype",
     "quantization": "vllm.quantization",
     "kv_cache_dtype": "vllm.kvCacheDtype",
+    # LoRA: sized from the stack's adapters (stacks/adapters.py); the route guard comes with them.
+    "enable_lora": "adapters",
+    "max_loras": "lora.gpuSlots",
+    "max_lora_rank": "lora.maxRank",
+    "max_cpu_loras": "lora.cpuSlots",
+    "lora_modules": "adapters",
+    "middleware": "adapters (the launcher's route guard)",
 }
 
 # Speculative methods that look their drafts up in the prompt and so need no draft model.

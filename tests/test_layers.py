@@ -54,7 +54,7 @@ PUBLIC_READERS: dict[str, dict[str, str]] = {
 # verify's subcommand packages; the modules directly under verify/ are the base every command shares and
 # import none of them (verify/cli.py finds the commands by name, verify/__main__.py runs it).
 VERIFY_COMMANDS = frozenset(
-    {"advise", "alerts", "bench", "health", "memory", "metrics", "models", "ops", "promote", "query"}
+    {"adapters", "advise", "alerts", "bench", "health", "memory", "metrics", "models", "ops", "promote", "query"}
 )
 # verify's packages that every command shares (the endpoint a command reaches).
 VERIFY_SHARED_PACKAGES = frozenset({"target"})

@@ -47,6 +47,7 @@ _REGISTRARS: dict[str, tuple[str, str]] = {
     "models": ("verify.models.cli", "register"),
     "memory": ("verify.memory.cli", "register"),
     "alerts": ("verify.alerts.cli", "register"),
+    "adapters": ("verify.adapters.cli", "register"),
     "advise": ("verify.advise.cli", "register"),
     "calibrate": ("verify.advise.calibrate", "register"),
 }

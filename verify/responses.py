@@ -19,6 +19,8 @@ class ModelCard(_Answer):
     id: str
     root: str | None = None
     max_model_len: int | None = None
+    # The base model's served name for a LoRA adapter vLLM has loaded (None for a base model).
+    parent: str | None = None
 
 
 class ModelList(_Answer):

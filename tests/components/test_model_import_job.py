@@ -211,6 +211,10 @@ class FakeSource:
             raise ConnectionError("reset by peer")
         destination.upload(name, io.BytesIO(self.files[name]), file.version)
 
+    def read_text(self, name: str) -> str | None:
+        data = self.files.get(name)
+        return data.decode() if data is not None else None
+
 
 def hub(files: dict[str, bytes], revision: str = REV_A) -> FakeSource:
     return FakeSource(SOURCE, revision, files, {name: f"blob-{name}-{revision[:4]}" for name in files})

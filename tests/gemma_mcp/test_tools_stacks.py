@@ -28,6 +28,7 @@ READ_ONLY_TOOLS = {
     "metrics",
     "models",
     "memory",
+    "adapters",
     "advise",
 }
 CHANGING_TOOLS = {"deploy", "destroy", "run_weight_import"}

@@ -72,10 +72,14 @@ class Home:
         return self.root / "work"
 
     def installed(self) -> bool:
-        """vLLM and torch importable from the environment's Python (found, not imported: seconds saved)."""
+        """vLLM, torch and PEFT (the adapters' builder) importable from the environment's Python (found, not
+        imported: seconds saved)."""
         if not self.python.exists():
             return False
-        probe = "import importlib.util as u, sys; sys.exit(0 if u.find_spec('vllm') and u.find_spec('torch') else 1)"
+        probe = (
+            "import importlib.util as u, sys; "
+            "sys.exit(0 if all(u.find_spec(m) for m in ('vllm', 'torch', 'peft')) else 1)"
+        )
         return subprocess.run([str(self.python), "-c", probe], check=False, capture_output=True).returncode == 0
 
     def model_built(self) -> bool:
@@ -138,11 +142,16 @@ def start(
     served_name: str = SERVED_NAME,
     max_model_len: int = MAX_MODEL_LEN,
     extra_args: tuple[str, ...] = (),
+    launcher: tuple[str, ...] | None = None,
+    env: Mapping[str, str] | None = None,
     timeout_s: float = START_TIMEOUT_S,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> RunningServer:
     """Start ``vllm serve`` on 127.0.0.1 (a free port unless given) and wait for ``/health``.
+
+    ``launcher`` replaces the script the environment's Python runs before ``serve`` (default: vllm_cli.py), e.g.
+    ``("-c", source)`` for a stack's own launcher; ``env`` adds to the server's environment.
 
     Raises ``ServerError`` with the log's last lines when it exits first or is not healthy in ``timeout_s``.
     """
@@ -156,7 +165,7 @@ def start(
     log = home.logs / f"vllm-live-{port}.log"
     command = [
         str(home.python),
-        str(HERE / "vllm_cli.py"),
+        *(launcher or (str(HERE / "vllm_cli.py"),)),
         "serve",
         str(home.model),
         "--served-model-name",
@@ -169,11 +178,21 @@ def start(
         str(max_model_len),
         *extra_args,
     ]
-    env = {**os.environ, **OFFLINE_ENV, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    environment = {
+        **os.environ,
+        **OFFLINE_ENV,
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        **(env or {}),
+    }
     began = clock()
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=environment,
+            start_new_session=True,
         )
     server = RunningServer(base_url, served_name, process, log)
     while not healthy(base_url):

@@ -22,6 +22,7 @@ import httpx
 from rich.console import Console
 
 from verify import UsageError
+from verify.adapters.run import PROBE_MAX_TOKENS, DeclaredAdapter, probe_adapter
 from verify.bench.command import BenchReport, run_bench
 from verify.bench.options import BenchOptions, Gate, ServingFacts, Workload
 from verify.bench.slo import Slo
@@ -41,6 +42,7 @@ EXIT_INTERRUPTED = 130
 class GateName(enum.StrEnum):
     HEALTH = "health"
     METRICS = "metrics"
+    ADAPTERS = "adapters"
     BENCH = "bench"
 
 
@@ -68,6 +70,8 @@ class Gates(Protocol):
     def bench(self, url: str, *, label: str) -> GateResult: ...
 
     def metrics(self, url: str) -> GateResult: ...
+
+    def adapters(self, url: str) -> GateResult | None: ...
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,8 @@ class CommandGates:
     say: Callable[[str], None] = print
     show_health: Callable[[HealthReport], None] = _quiet
     show_bench: Callable[[BenchReport], None] = _quiet
+    # The stack's LoRA adapters: each must answer its probes as itself (verify/adapters/run.py); empty: no check.
+    adapters_declared: tuple[DeclaredAdapter, ...] = ()
     # A fresh progress callback for each health run (readiness polls that did not succeed yet).
     waiting: Callable[[], ProgressCallback] | None = None
     console: Console = field(default_factory=lambda: Console(stderr=True, soft_wrap=True))
@@ -217,6 +223,30 @@ class CommandGates:
                 "alerts read (a renamed vLLM metric? serving/data/vllm-0.32-metrics.json is the recorded list)",
             )
         return GateResult(GateName.METRICS, EXIT_OK)
+
+    def adapters(self, url: str) -> GateResult | None:
+        """None when the stack declares no adapter (nothing checked, nothing recorded). Fails when a declared
+        adapter does not answer under its name, answers like the base, or misses what a
+        probe expects: a new image or base revision can break adapters while the base model passes every gate."""
+        if not self.adapters_declared:
+            return None
+        try:
+            failures = asyncio.run(self._check_adapters(url))
+        except (httpx.HTTPError, UsageError) as exc:
+            return self._failed(GateName.ADAPTERS, EXIT_UNUSABLE, f"could not check the adapters at {url}: {exc}")
+        if failures:
+            return self._failed(GateName.ADAPTERS, EXIT_FAILED, "; ".join(failures))
+        return GateResult(GateName.ADAPTERS, EXIT_OK)
+
+    async def _check_adapters(self, url: str) -> list[str]:
+        target = self.candidate(url)
+        async with client_for(target, api_key_env=self.api_key_env, timeouts=self.timeouts) as client:
+            base = target.model or ""
+            reports = [
+                await probe_adapter(client, adapter, base=base, max_tokens=PROBE_MAX_TOKENS)
+                for adapter in self.adapters_declared
+            ]
+        return [f"adapter {report.adapter}: {problem}" for report in reports for problem in report.problems]
 
     async def _scrape(self, url: str) -> str:
         async with client_for(self.candidate(url), api_key_env=self.api_key_env, timeouts=self.timeouts) as client:

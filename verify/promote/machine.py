@@ -324,6 +324,12 @@ def run_gates(
     results.append(metrics)
     if not metrics.passed:
         return _refusal(subject, metrics)
+    adapters = gates.adapters(url)
+    if adapters is not None:
+        say("adapter gate: every declared LoRA adapter answers its probes as itself")
+        results.append(adapters)
+        if not adapters.passed:
+            return _refusal(subject, adapters)
     say("gate 2/2: verify bench with the stack's SLO gates against the candidate")
     bench = gates.bench(url, label=label)
     results.append(bench)
@@ -335,6 +341,7 @@ def run_gates(
 _GATE_TITLES = {
     GateName.HEALTH: "verify health",
     GateName.METRICS: "the metric gate",
+    GateName.ADAPTERS: "the adapter gate (gemma-verify adapters check)",
     GateName.BENCH: "verify bench",
 }
 

