@@ -39,7 +39,7 @@ from serving.speed_facts import EFFICIENCY_FILE, FittedEfficiency, FittedError, 
 from serving.writeup_figures import Figure, Setup, Use, WriteupFigures, writeup_figures
 from stacks.capacity import (
     GPU_BLOCK_SIZE,
-    GPU_RUNTIME_OVERHEAD_GIB,
+    GPU_RUNTIME_OVERHEAD_GIB_PER_GPU,
     LARGE_GPU_BATCHED_TOKENS,
     LARGE_GPU_MIN_GIB,
     SMALL_GPU_BATCHED_TOKENS,
@@ -118,7 +118,9 @@ def plan_inputs(setup: Setup, sequence_tokens: int) -> PlanInputs:
     assert setup.variant is not None
     model = catalog_model(setup.model)
     tpu = setup.accelerator is Accelerator.TPU_V6E
-    overhead = TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP * setup.chips if tpu else GPU_RUNTIME_OVERHEAD_GIB * setup.chips
+    overhead = (
+        TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP * setup.chips if tpu else GPU_RUNTIME_OVERHEAD_GIB_PER_GPU * setup.chips
+    )
     return PlanInputs(
         model=model.profile_file(setup.variant).to_profile(),
         max_model_len=setup.max_model_len or sequence_tokens,
