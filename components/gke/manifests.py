@@ -26,8 +26,9 @@ API_KEY_FILE = "api-key"
 NO_KEY_EXIT = 78
 
 
-def launch_line(secrets_dir: str = SECRETS_DIR) -> str:
-    """The shell line that hands the key file to vLLM, failing closed.
+def launch_line(secrets_dir: str = SECRETS_DIR, *, own_command: bool = False) -> str:
+    """The shell line that hands the key file to vLLM, failing closed; then it runs `vllm serve "$@"`, or with
+    `own_command` the command the shell was handed (the LoRA launcher, serving/lora.py) with its arguments.
 
     Why not `VLLM_API_KEY="$(cat file)"`: vLLM treats an empty VLLM_API_KEY as no key at all, so a missing,
     empty or blank file started a server that answers everyone. Here the pod exits instead (and the
@@ -44,12 +45,13 @@ def launch_line(secrets_dir: str = SECRETS_DIR) -> str:
         f'VLLM_API_KEY="$(cat "{key_file}")" || {refuse}',
         f'[ -n "{blank_stripped}" ] || {refuse}',
         "export VLLM_API_KEY",
-        'exec vllm serve "$@"',
+        'exec "$@"' if own_command else 'exec vllm serve "$@"',
     )
     return "; ".join(steps)
 
 
 LAUNCH = launch_line()
+LAUNCH_OWN_COMMAND = launch_line(own_command=True)
 # GKE's annotations: an internal passthrough load balancer; the GCS FUSE sidecar injected into the pod.
 INTERNAL_LB_ANNOTATION = "networking.gke.io/load-balancer-type"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
@@ -109,6 +111,9 @@ class FleetSpec:
     admitted_peers: Sequence[Mapping[str, Any]] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
+    # What serves instead of the image's `vllm serve` (the LoRA launcher: `python3 -c <launcher> serve`),
+    # run by the key-checking shell with serve_args after it; empty: `vllm serve`.
+    serving_command: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if not self.serve_args:
@@ -206,6 +211,13 @@ def _environment(spec: FleetSpec) -> dict[str, str]:
     return {"HOME": HOME_DIR, "USER": "vllm", "TMPDIR": TMP_DIR, **spec.env}
 
 
+def _command(spec: FleetSpec) -> list[str]:
+    """The shell that checks the API key file, then execs vLLM: `$0` is "vllm", then the serving command."""
+    if not spec.serving_command:
+        return ["/bin/sh", "-c", LAUNCH, "vllm"]
+    return ["/bin/sh", "-c", LAUNCH_OWN_COMMAND, "vllm", *spec.serving_command]
+
+
 def deployment(spec: FleetSpec) -> dict[str, Any]:
     """One vLLM pod per node, tensor parallel over the node's accelerators; the HPA owns the replica count."""
     shape = spec.shape
@@ -213,7 +225,7 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
     container = {
         "name": "vllm",
         "image": spec.image,
-        "command": ["/bin/sh", "-c", LAUNCH, "vllm"],
+        "command": _command(spec),
         "args": list(spec.serve_args),
         "ports": [{"name": "http", "containerPort": spec.port}],
         "env": [{"name": key, "value": value} for key, value in sorted(_environment(spec).items())],
