@@ -6,7 +6,7 @@ task` in ``tasks`` parallel tasks in the service's region; each task runs its sh
 users with one worker process per CPU and writes its raw per-request samples to
 ``/results/<prefix>/<run id>/task-<index>.jsonl``, a Cloud Storage volume on the results bucket. The
 tasks meet at a barrier (files on the same volume) before each cell's measured phase, so their load
-overlaps. `python -m verify bench collect` merges the files into the usual JSONL, CSV, Markdown and PNG.
+overlaps. `gemma-verify bench collect` merges the files into the usual JSONL, CSV, Markdown and PNG.
 
 Least privilege: its own service account, allowed to invoke this one service (`roles/run.invoker` on
 it, nothing project-wide) and to create and read objects in the results bucket only
@@ -51,7 +51,7 @@ class BenchJobArgs:
     service_url: pulumi.Input[str]
     served_model_name: str
     account_id: str
-    # A pinned image of this repository's `python -m verify` (images/verify-bench/Dockerfile): a tag or
+    # A pinned image of this repository's `gemma-verify` (images/verify-bench/Dockerfile): a tag or
     # digest given in the stack, or the digest of the image the stack built (an Output).
     image: pulumi.Input[str]
     # Tasks running at once; each runs its share of every cell's users.

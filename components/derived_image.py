@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 import pulumi
-import pulumi_docker as docker
 import pulumi_gcp as gcp
 
 from policy.image_pins import image_pin_problem
@@ -74,6 +73,10 @@ class DerivedImage(pulumi.ComponentResource):
     repo_digest: pulumi.Output[str]
 
     def __init__(self, name: str, args: DerivedImageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # Only a stack that builds an image loads the Docker provider SDK (a plan of one that does not never
+        # pays for it: tests/test_plan_imports.py).
+        import pulumi_docker as docker  # noqa: PLC0415 - see above
+
         super().__init__(TypeToken.DERIVED_IMAGE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         repository = gcp.artifactregistry.Repository(

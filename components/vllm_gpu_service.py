@@ -177,7 +177,7 @@ class VllmGpuServiceArgs:
     # What must finish before the service rolls out (the weight imports): a revision that starts before
     # its weights exist fails its startup probe.
     wait_for: Sequence[pulumi.Resource] = ()
-    # Gated by default: a new revision proves itself (python -m verify promote) before it serves users.
+    # Gated by default: a new revision proves itself (gemma-verify promote) before it serves users.
     rollout: Rollout = field(default_factory=GatedRollout)
     # The Cloud Run service's name (revision names derive from it); default: the component's name.
     service_name: str | None = None

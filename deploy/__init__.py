@@ -14,11 +14,8 @@ from typing import assert_never
 
 import pulumi
 
-from deploy.cloud_run import deploy_cloud_run
 from deploy.context import StackContext
-from deploy.gke import deploy_gke
 from deploy.outputs import ExportedOutputs
-from deploy.tpu import deploy_tpu
 from stacks.labels import stack_labels
 from stacks.settings import CloudRunStack, GkeStack, StackSettings, TpuStack
 
@@ -31,11 +28,19 @@ def deploy(settings: StackSettings, stack: str) -> ExportedOutputs:
     labels = {**stack_labels(stack), **settings.labels}
     context = StackContext(stack=stack, project=settings.project, labels=labels)
     match settings:
+        # Each platform's module is imported in its own arm: a plan loads only its platform's components
+        # and provider SDK modules (a Cloud Run plan never imports the TPU provider or pulumi_kubernetes).
         case CloudRunStack():
+            from deploy.cloud_run import deploy_cloud_run  # noqa: PLC0415 - per platform, see above
+
             return deploy_cloud_run(settings, context)
         case TpuStack():
+            from deploy.tpu import deploy_tpu  # noqa: PLC0415 - per platform, see above
+
             return deploy_tpu(settings, context)
         case GkeStack():
+            from deploy.gke import deploy_gke  # noqa: PLC0415 - per platform, see above
+
             return deploy_gke(settings, context)
         case _:  # pragma: no cover - the union has three variants
             assert_never(settings)

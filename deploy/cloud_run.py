@@ -71,7 +71,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         concurrency=settings.concurrency,
         max_instances=run.max_instances,
         service_name=service.service_name,
-        # The rollout (python -m verify promote reads these; docs/rollouts.md).
+        # The rollout (gemma-verify promote reads these; docs/rollouts.md).
         rollout=run.rollout,
         cloud_run_service=service.resource_name,
         candidate_revision=service.candidate_revision,

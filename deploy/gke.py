@@ -30,7 +30,6 @@ from stacks.settings import GkeStack
 
 def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
     gke, names, stack = settings.gke, context.names, context.stack
-    base = names.base
     pool = gke.node_pool
     cloud = google_cloud(context, settings.apis)
     identity = ServingIdentity(
@@ -39,7 +38,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         cloud,
     )
     nodes = NodeIdentity(
-        f"{base}-nodes",
+        names.gke_nodes,
         NodeIdentityArgs(
             project=context.project,
             account_id=names.account_id("nodes"),
@@ -52,7 +51,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
     images = image_supply(settings, context, cloud, readers={"gke-nodes": nodes.member})
     weights = model_supply(settings, context, bucket.name, cloud, job_image=images.job)
     api_key = FleetApiKey(
-        f"{base}-api-key",
+        names.gke_api_key,
         FleetApiKeyArgs(
             project=context.project,
             secret_id=names.gke_api_key_secret,
@@ -83,10 +82,12 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
     else:
         cluster_spec = ExistingCluster(name=existing_name, location=gke.cluster_location)
     cluster = GkeCluster(
-        f"{base}-cluster", GkeClusterArgs(project=context.project, cluster=cluster_spec, labels=context.labels), cloud
+        names.gke_cluster_component,
+        GkeClusterArgs(project=context.project, cluster=cluster_spec, labels=context.labels),
+        cloud,
     )
     node_pool = AcceleratorNodePool(
-        f"{base}-accelerators",
+        names.gke_accelerators,
         AcceleratorNodePoolArgs(
             project=context.project,
             cluster=cluster.name,

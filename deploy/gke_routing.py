@@ -28,7 +28,7 @@ def metrics_adapter(
     if not settings.gke.metrics_adapter:
         return None
     return MetricsAdapter(
-        f"{context.names.base}-metrics-adapter",
+        context.names.gke_metrics_adapter,
         MetricsAdapterArgs(
             project=context.project,
             account_id=context.names.account_id("metrics"),
@@ -81,7 +81,7 @@ def inference_gateway(
         return None
     cluster = settings.gke.cluster
     return InferenceGateway(
-        f"{context.names.base}-gateway",
+        context.names.gke_inference_gateway,
         InferenceGatewayArgs(
             spec=spec,
             network=GatewayNetwork(

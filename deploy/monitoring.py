@@ -13,15 +13,14 @@ import pulumi
 from components.monitoring.collection import SidecarCollection, SidecarCollectionArgs
 from components.monitoring.sidecar import MetricsSidecar
 from components.monitoring.stack import Channel, MonthlyBudget, StackWatch, StackWatchArgs
-from components.tpu.startup_script import NodeCollector
 from deploy.context import StackContext
 from serving.alert_rules import alert_rules
-from serving.collectors import OTELCOL_GOOGLE_IMAGE, run_monitoring_config, tpu_collector_config
+from serving.collectors import run_monitoring_config
 from serving.dashboard_panels import dashboard_sections
 from serving.watch import Watched
 from stacks.labels import label_value
 from stacks.monitoring import NotificationChannelSettings, channel_slug
-from stacks.settings import CloudRunStack, StackSettings, TpuStack
+from stacks.settings import CloudRunStack, StackSettings
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ def sidecar_supply(
     if not settings.monitoring.enabled:
         return SidecarSupply()
     collection = SidecarCollection(
-        f"{context.base}-metrics",
+        context.names.metrics,
         SidecarCollectionArgs(
             project=context.project,
             writer=writer,
@@ -52,14 +51,6 @@ def sidecar_supply(
     return SidecarSupply(sidecar=collection.sidecar, ready=collection.ready)
 
 
-def node_collector(settings: TpuStack, node_name: str) -> NodeCollector | None:
-    if not settings.monitoring.enabled:
-        return None
-    return NodeCollector(
-        image=OTELCOL_GOOGLE_IMAGE, config=tpu_collector_config(port=settings.port, namespace=node_name)
-    )
-
-
 def watch_stack(
     settings: StackSettings, context: StackContext, watched: Watched, opts: pulumi.ResourceOptions
 ) -> StackWatch | None:
@@ -71,7 +62,7 @@ def watch_stack(
     thresholds = monitoring.thresholds.alert_thresholds()
     enabled = monitoring.enabled
     return StackWatch(
-        f"{context.base}-watch",
+        context.names.watch,
         StackWatchArgs(
             project=context.project,
             stack=context.stack,

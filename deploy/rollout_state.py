@@ -3,7 +3,7 @@
 Why a StackReference to the stack itself: the traffic split must survive from one `pulumi up` to the
 next wherever it runs (a CI job's fresh checkout has no local state). The program exports
 `servingRevision` and `previousRevision`; the next update reads them from Pulumi's state, so the state
-stays the one place that says which revision serves. `python -m verify promote` changes them by setting
+stays the one place that says which revision serves. `gemma-verify promote` changes them by setting
 `cloudRun.traffic.*` for a single `pulumi up` (which wins over the state) and removing it afterwards.
 On the stack's first update there are no outputs yet: the candidate then serves (there is nothing else).
 Reading a stack's own outputs back on a later update is a pattern Pulumi's maintainers show in
@@ -18,11 +18,11 @@ from collections.abc import Mapping
 import pulumi
 
 from components.vllm_gpu_service import DirectRollout, GatedRollout, Rollout
+from serving.rollout_keys import PROMOTION_RUN_ENV
 from stacks.cloud_run import CloudRunSettings, TrafficSettings
 
-# Set by `python -m verify promote` for its own `pulumi up` only, to the id it wrote as
+# PROMOTION_RUN_ENV is set by `gemma-verify promote` for its own `pulumi up` only, to the id it wrote as
 # cloudRun.traffic.promotionRun; no other update carries it.
-PROMOTION_RUN_ENV = "GEMMA_PROMOTION_RUN"
 
 # The name of the StackReference in the program (a read of the stack's own outputs, not a cloud resource).
 STATE_REFERENCE = "rollout-state"

@@ -7,12 +7,14 @@ import pulumi
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.tpu.node import NetworkEdge, NodeWeights, QueueTerms, TpuVllmNode, TpuVllmNodeArgs
 from components.tpu.request_body import FlexStart, Guaranteed, Placement, Provisioning, Spot
+from components.tpu.startup_script import NodeCollector
 from deploy.apis import google_cloud
 from deploy.context import StackContext
 from deploy.images import image_supply
-from deploy.monitoring import node_collector, watch_stack
+from deploy.monitoring import watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.weights import model_bucket, model_supply
+from serving.collectors import OTELCOL_GOOGLE_IMAGE, tpu_collector_config
 from serving.compile_cache import TPU_CACHE_PREFIX
 from serving.naming import TypeToken
 from serving.outputs import TpuOutputs
@@ -122,3 +124,12 @@ def _provisioning(provisioning: TpuProvisioning) -> Provisioning:
             return Spot()
         case ProvisioningModel.GUARANTEED:
             return Guaranteed(provisioning.reservation)
+
+
+def node_collector(settings: TpuStack, node_name: str) -> NodeCollector | None:
+    """The metrics collector beside vLLM on the node, when the stack's monitoring is on."""
+    if not settings.monitoring.enabled:
+        return None
+    return NodeCollector(
+        image=OTELCOL_GOOGLE_IMAGE, config=tpu_collector_config(port=settings.port, namespace=node_name)
+    )

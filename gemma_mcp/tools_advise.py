@@ -18,7 +18,7 @@ from mcp_types import CallToolResult
 from gemma_mcp.context import ServerContext
 from gemma_mcp.tools_stacks import READ_ONLY, reply
 from verify import UsageError
-from verify.advise.options import AdviseOptions, parse_slo
+from verify.advise.options import AdviseOptions, parse_lengths, parse_slo
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
 
@@ -29,7 +29,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         annotations=READ_ONLY,
         description=(
             "Which Gemma 4 model, variant, accelerator shape and replica count is cheapest for a workload and an "
-            "SLO: prompt_tokens and output_tokens a request; the load as users (concurrent, closed loop) or rate "
+            "SLO: prompt_tokens and output_tokens a request (or lengths, a distribution 'P:O:SHARE,...', e.g. "
+            "'2048:256:0.9,16384:512:0.1'); the load as users (concurrent, closed loop) or rate "
             "(requests/s); slo as KEY=VALUE strings (p95_ttft_ms, p95_tpot_ms, goodput in req/s); optional "
             "platforms (cloud-run, tpu), region, provisioning (on-demand, spot, flex-start), models, variants, "
             "budget_usd_per_month and active_hours_per_month. Returns the ranked rows with predicted TTFT/TPOT, "
@@ -39,8 +40,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         ),
     )
     async def advise(  # noqa: PLR0917 - MCP tools take their arguments by name; the signature is the schema
-        prompt_tokens: int,
-        output_tokens: int,
+        prompt_tokens: int | None = None,
+        output_tokens: int | None = None,
         users: int | None = None,
         rate: float | None = None,
         slo: list[str] | None = None,
@@ -52,23 +53,30 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         budget_usd_per_month: float | None = None,
         active_hours_per_month: float = 730.0,
         top: int = 10,
+        lengths: str | None = None,
     ) -> Annotated[CallToolResult, AdviseReport]:
         try:
-            options = AdviseOptions(
-                prompt_tokens=prompt_tokens,
-                output_tokens=output_tokens,
-                users=users,
-                rate=rate,
-                slo=parse_slo(list(slo or [])),
-                platforms=tuple(platforms or ()),
-                region=region,
-                provisioning=tuple(provisioning or ("on-demand",)),
-                models=tuple(models or ()),
-                variants=tuple(variants or ()),
-                budget_usd_per_month=budget_usd_per_month,
-                active_hours_per_month=active_hours_per_month,
-                top=top,
-            )
+            values: dict[str, object] = {
+                "users": users,
+                "rate": rate,
+                "slo": parse_slo(list(slo or [])),
+                "platforms": tuple(platforms or ()),
+                "region": region,
+                "provisioning": tuple(provisioning or ("on-demand",)),
+                "models": tuple(models or ()),
+                "variants": tuple(variants or ()),
+                "budget_usd_per_month": budget_usd_per_month,
+                "active_hours_per_month": active_hours_per_month,
+                "top": top,
+            }
+            if lengths is not None:
+                options = AdviseOptions.with_lengths(parse_lengths(lengths), **values)
+            elif prompt_tokens is None or output_tokens is None:
+                raise UsageError("advise needs prompt_tokens and output_tokens, or lengths")
+            else:
+                options = AdviseOptions.model_validate(
+                    {**values, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens}
+                )
         except (pydantic.ValidationError, UsageError) as error:
             raise ToolError(str(error)) from None
         report = await asyncio.to_thread(run_advise, options)

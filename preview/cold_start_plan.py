@@ -124,13 +124,13 @@ def cold_start_rows(settings: StackSettings) -> list[tuple[str, str]]:
                     if budget
                     else "none (cloudRun.maxColdStartSeconds unset: verify promote does not gate on it)",
                 ),
-                ("measured", f"python -m verify status --stack <stack> shows the phases ({DOCS})"),
+                ("measured", f"gemma-verify status --stack <stack> shows the phases ({DOCS})"),
             ]
         case TpuStack():
             return [
                 ("load mode", "fuse: the node copies the weights from the bucket to its disk before vLLM starts"),
                 ("compile cache", _cache_text(settings, TPU_COMPILE_CACHE, TPU_KEPT)),
-                ("measured", f"python -m verify status --stack <stack> shows the phases ({DOCS})"),
+                ("measured", f"gemma-verify status --stack <stack> shows the phases ({DOCS})"),
             ]
         case GkeStack():
             return [

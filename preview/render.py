@@ -228,7 +228,7 @@ def _traffic(traffics: list[dict[str, Any]], service_name: object) -> str:
     if not traffics:
         return "Cloud Run's default (latest ready revision 100%)"
     gated = any(target.get("tag") == CANDIDATE_TAG for target in traffics)
-    how = "gated: `python -m verify promote` moves traffic" if gated else "direct: each update takes all traffic"
+    how = "gated: `gemma-verify promote` moves traffic" if gated else "direct: each update takes all traffic"
     return f"{'; '.join(entries)} [{how}]"
 
 

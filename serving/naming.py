@@ -25,6 +25,13 @@ IMPORT_JOB_CONTAINER = "import"
 BENCH_JOB_CONTAINER = "bench"
 # The command that runs an import job once is named after the job's component plus this suffix.
 IMPORT_RUN_SUFFIX = "-run"
+# vLLM's container in each pod of a GKE fleet (what `verify status` reads the logs of).
+GKE_SERVING_CONTAINER = "vllm"
+# The label a GKE fleet's pods carry with the Deployment's name as its value (`app=<deployment>`): the
+# Service, the HPA and `verify status` select the pods by it.
+GKE_APP_LABEL = "app"
+# The metrics collector's container beside vLLM on a TPU node.
+TPU_COLLECTOR_CONTAINER = "gemma-collector"
 
 
 class TypeToken:
@@ -173,3 +180,43 @@ class StackNames:
 
     def tpu_node_path(self, project: str, zone: str) -> str:
         return f"projects/{project}/locations/{zone}/nodes/{self.serving}"
+
+    @property
+    def metrics(self) -> str:
+        """A Cloud Run stack's metrics collection (the sidecar's config secret and its writer grant)."""
+        return f"{self.base}-metrics"
+
+    @property
+    def watch(self) -> str:
+        """The stack's alert policies, notification channels and dashboard."""
+        return f"{self.base}-watch"
+
+    @property
+    def gke_nodes(self) -> str:
+        """A GKE fleet's node identity (the node pool's service account and its grants)."""
+        return f"{self.base}-nodes"
+
+    @property
+    def gke_api_key(self) -> str:
+        """A GKE fleet's vLLM API key (its secret is `gke_api_key_secret`)."""
+        return f"{self.base}-api-key"
+
+    @property
+    def gke_cluster_component(self) -> str:
+        """The component that creates or adopts a GKE stack's cluster (the cluster's own name: `gke_cluster`)."""
+        return f"{self.base}-cluster"
+
+    @property
+    def gke_metrics_adapter(self) -> str:
+        """The component that serves vLLM's metrics to the HPA (the custom metrics adapter)."""
+        return f"{self.base}-metrics-adapter"
+
+    @property
+    def gke_inference_gateway(self) -> str:
+        """The inference gateway's component (its Gateway object is `gke_gateway`)."""
+        return f"{self.base}-gateway"
+
+    @property
+    def gke_accelerators(self) -> str:
+        """The component of a GKE fleet's accelerator node pool (the pool's own name: `gke_node_pool`)."""
+        return f"{self.base}-accelerators"

@@ -386,7 +386,7 @@ def _cloud_run_instance(shape: CloudRunShape) -> HourlyPrice:
             missing=f"no Cloud Run GPU rate recorded for {shape.accelerator.value} {redundancy} zonal redundancy",
         )
     cpu, memory = rates.cpu_per_vcpu_second, rates.memory_per_gib_second
-    # The price book has both (tests/stacks/test_pricing.py checks it).
+    # The price book has both (tests/serving/test_pricing.py checks it).
     assert cpu.usd is not None
     assert memory.usd is not None
     gpu = CLOUD_RUN_GPUS.get(shape.accelerator)
@@ -567,7 +567,7 @@ def gke_fixed_price(shape: GkeShape) -> HourlyPrice | None:
     if not shape.cluster_created:
         return None
     fee = price_book().gke.cluster_fee_per_hour
-    assert fee.usd is not None  # the price book has it (tests/serving/test_gke_pricing.py)
+    assert fee.usd is not None  # the price book has it (tests/serving/test_gke_price_book.py)
     parts = [PricePart("cluster management fee", fee.usd)]
     sources = [fee.cite()]
     missing = None

@@ -3,7 +3,7 @@
 Why in the stack: a benchmark run from a laptop adds the laptop's WAN round trip to every TTFT and its
 few cores to every saturation, so the numbers at 2048 users describe the laptop. A Cloud Run job in
 the service's own region, with several tasks of a few CPUs each, generates the load beside the
-service instead (components/bench_job.py; `python -m verify bench --on-cloud-run`). Absent by default:
+service instead (components/bench_job.py; `gemma-verify bench --on-cloud-run`). Absent by default:
 a stack pays for nothing until it asks for it.
 
 ```yaml
@@ -44,7 +44,7 @@ def _results_path(value: str) -> str:
 class BenchSettings(SettingsModel):
     """The load-generator job: how many tasks, how big, which image of this repository's verify."""
 
-    # An image of `python -m verify` (images/verify-bench/Dockerfile), pinned like every image we run; None:
+    # An image of `gemma-verify` (images/verify-bench/Dockerfile), pinned like every image we run; None:
     # the stack builds it from this checkout and runs it by digest.
     image: PinnedImage | None = None
     tasks: int = Field(default=4, ge=1, le=MAX_TASKS)

@@ -115,7 +115,7 @@ class GcsMountSettings(SettingsModel):
 
 
 class TrafficSettings(SettingsModel):
-    """The traffic split of a gated rollout, written by `python -m verify promote` for one `pulumi up`.
+    """The traffic split of a gated rollout, written by `gemma-verify promote` for one `pulumi up`.
 
     Not for hand editing: promotion sets these keys, runs `pulumi up` and removes them again; the stack's
     outputs (`servingRevision`, `previousRevision`) carry the split into the next update. Unset keys mean
@@ -174,7 +174,7 @@ class CloudRunSettings(SettingsModel):
     port: int = Field(default=VLLM_PORT, ge=1, le=65535)
     deletion_protection: bool = False
     # gated: `pulumi up` creates each new revision under the `candidate` tag with 0% of the traffic and
-    # `python -m verify promote` moves traffic to it once it passed health and bench; direct: every
+    # `gemma-verify promote` moves traffic to it once it passed health and bench; direct: every
     # `pulumi up` sends all traffic to the new revision (as soon as it is ready).
     rollout: Literal["gated", "direct"] = "gated"
     traffic: TrafficSettings = TrafficSettings()
@@ -204,7 +204,7 @@ class CloudRunSettings(SettingsModel):
     def _traffic_needs_gated_rollout(self) -> Self:
         if self.rollout == "direct" and self.traffic != TrafficSettings():
             raise ValueError(
-                "cloudRun.traffic is the traffic split of a gated rollout (written by `python -m verify promote`); "
+                "cloudRun.traffic is the traffic split of a gated rollout (written by `gemma-verify promote`); "
                 "with cloudRun.rollout: direct every revision takes all traffic, so remove cloudRun.traffic"
             )
         return self

@@ -519,7 +519,7 @@ class TpuStack(_StackSettings):
             data,
             "bench",
             "bench: the load-generator job runs beside a Cloud Run service; a tpu-v6e stack has none "
-            "(run `python -m verify bench` from a machine in the TPU's region instead)",
+            "(run `gemma-verify bench` from a machine in the TPU's region instead)",
         )
         _require_block(data, "tpu", "tpu: a tpu-v6e stack needs a tpu block (at least tpu.zone, e.g. us-east5-a)")
         return data

@@ -59,3 +59,69 @@ def test_messages_name_pages_and_sections_that_exist() -> None:
 def test_no_message_points_at_a_vague_readme_section(path: Path) -> None:
     """ "See the README's secrets section" is advice nobody can follow: name the page and its heading."""
     assert VAGUE.findall(path.read_text(encoding="utf-8")) == []
+
+
+# A repository path named in prose, code or data: a top-level folder of the project, then a file with one of
+# these extensions, or a folder (a trailing slash).
+_TOP_LEVEL = (
+    r"(?:components|deploy|docs|examples|gemma_mcp|images|job_scripts|policy|preview|serving|stacks|tests|verify"
+    r"|benchmarks|\.github|\.ci)"
+)
+REPOSITORY_PATH = re.compile(
+    r"(?<![\w./~$-])(" + _TOP_LEVEL + r"/(?:[A-Za-z0-9_.-]+/)*"
+    r"(?:[A-Za-z0-9_.-]+\.(?:py|md|json|jsonl|yaml|yml|sh|toml|txt|csv)\b|(?=[\s`'\")])))"
+)
+# Text that reads like a path and is not one of ours, and why.
+NOT_REPOSITORY_PATHS = {
+    "docs/access-control/": "the tail of a cloud.google.com URL wrapped over two comment lines",
+}
+# What users and the code read: the docs, the code and its data, the stack files, CI. (CHANGELOG.md keeps the
+# names things had when they changed; tests name the fixtures they write.)
+_SCANNED_PACKAGES = (*PACKAGES, "job_scripts", "benchmarks", "images")
+_SCANNED_SUFFIXES = frozenset({".py", ".md", ".json", ".yaml", ".yml", ".toml", ".sh"})
+
+
+def _scanned_files() -> list[Path]:
+    files = [ROOT / "README.md", ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / ".ci" / "run"]
+    files += sorted((ROOT / "docs").glob("*.md")) + sorted(ROOT.glob("Pulumi*.yaml"))
+    files += sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / ".github").rglob("*.yml"))
+    for package in _SCANNED_PACKAGES:
+        files += sorted(path for path in (ROOT / package).rglob("*") if path.suffix in _SCANNED_SUFFIXES)
+    return [path for path in files if path.is_file()]
+
+
+def repository_paths(text: str) -> list[str]:
+    """The repository paths a text names (placeholders such as `<stack>` or `*` are patterns, not paths)."""
+    return [path for path in REPOSITORY_PATH.findall(text) if not any(mark in path for mark in "<*{")]
+
+
+def test_every_repository_path_named_in_docs_code_and_data_exists() -> None:
+    """Guards against a doc, a comment or a message that sends the reader to a file that moved or never was."""
+    missing = []
+    scanned = 0
+    for path in _scanned_files():
+        for named in repository_paths(path.read_text(encoding="utf-8", errors="replace")):
+            scanned += 1
+            if named in NOT_REPOSITORY_PATHS or ".venv/" in named:
+                continue
+            if not (ROOT / named).exists():
+                missing.append(f"{path.relative_to(ROOT)}: {named}")
+    assert scanned > 300, "the scan found too few paths to be reading the files"
+    assert missing == []
+
+
+def test_the_path_scan_reads_files_folders_and_skips_urls_and_patterns() -> None:
+    """Guards against a scan that passes because it misses the forms paths are written in."""
+    text = "see `serving/naming.py`, components/tpu/ and https://x.dev/docs/a.md; examples/Pulumi.<stack>.yaml"
+    assert repository_paths(text) == ["serving/naming.py", "components/tpu/"]
+
+
+def test_no_doc_points_outside_the_repository() -> None:
+    """Guards against a doc or a data file that names a script a clone of this repository does not have."""
+    outside = re.compile(r"\.\./shared|/work/shared")
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in [*_scanned_files(), *sorted((ROOT / "tests").rglob("*.md"))]
+        if outside.search(path.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert offenders == []

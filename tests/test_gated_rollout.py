@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from deploy.rollout_state import PROMOTION_RUN_ENV
 from preview.capture import OFFLINE_STACK_STATE, Capture
 from preview.render import COMPUTED, clean, text_plan
+from serving.rollout_keys import PROMOTION_RUN_ENV
 from tests.conftest import render_stack, stack_config
 from tests.test_settings import config_with, problems_of
 

@@ -1,4 +1,4 @@
-"""verify: post-deploy checks for any vLLM OpenAI-compatible endpoint (`python -m verify ...`).
+"""verify: post-deploy checks for any vLLM OpenAI-compatible endpoint (`gemma-verify ...`).
 
 The package never imports the Pulumi program: it reads what a stack exported (or a URL the user
 gives) and talks HTTP, so the same checks run against Cloud Run, a TPU VM or a local server.

@@ -44,8 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from preview.stack_file import StackFileError, project_root
 from serving.outputs import BenchJobOutputs, DeployedOutputs, contract_problems
-from verify import UsageError
-from verify.promote.shifter import (
+from serving.rollout_keys import (
     CANDIDATE_PERCENT_KEY,
     PREVIOUS_REVISION_KEY,
     PROMOTION_RUN_ENV,
@@ -53,10 +52,10 @@ from verify.promote.shifter import (
     SERVING_REVISION_KEY,
     SERVING_TRACK_KEY,
     TRACK_SHARE_KEY,
-    ShiftFailedError,
-    TrafficChange,
 )
+from verify import UsageError
 from verify.responses import body_excerpt
+from verify.traffic import ShiftFailedError, TrafficChange
 
 if TYPE_CHECKING:
     # Imported where it runs, not here: `verify bench task` (the bench job's image) imports this module through

@@ -17,6 +17,7 @@ from typing import Any
 import pulumi
 
 from serving.gke_machines import NodeShape
+from serving.naming import GKE_APP_LABEL, GKE_SERVING_CONTAINER
 
 # Where the API key file lands in the container. vLLM reads VLLM_API_KEY exactly like --api-key
 # (vllm/entrypoints/serve/middleware/register.py), without a command line that `ps` shows.
@@ -129,7 +130,7 @@ class FleetSpec:
 
     @property
     def selector(self) -> dict[str, str]:
-        return {"app": self.name}
+        return {GKE_APP_LABEL: self.name}
 
     @property
     def startup_failure_threshold(self) -> int:
@@ -223,7 +224,7 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
     shape = spec.shape
     resources = {"cpu": f"{spec.cpu:g}", "memory": f"{spec.memory_gib:g}Gi", shape.resource: str(shape.accelerators)}
     container = {
-        "name": "vllm",
+        "name": GKE_SERVING_CONTAINER,
         "image": spec.image,
         "command": _command(spec),
         "args": list(spec.serve_args),

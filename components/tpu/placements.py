@@ -99,7 +99,7 @@ def all_failed_message(attempts: Sequence[Attempt], deadline_seconds: float) -> 
     each = "; ".join(f"{index + 1}. {attempt.line()}" for index, attempt in enumerate(attempts))
     return (
         f"no placement brought a TPU node ({len(attempts)} tried in order, each request withdrawn): {each}. "
-        "Run `python -m verify preflight --stack <stack>` to see which zones and tiers have quota now, then add "
+        "Run `gemma-verify preflight --stack <stack>` to see which zones and tiers have quota now, then add "
         f"or reorder tpu.placements (or lengthen tpu.activeDeadline, {deadline_seconds:.0f} s per placement) and "
         "run `pulumi up` again (docs/tpu.md)."
     )

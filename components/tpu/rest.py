@@ -18,12 +18,14 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import google.auth
-import google.auth.transport.requests
-import httpx
 import tenacity
+
+if TYPE_CHECKING:
+    # httpx and google-auth load only when the provider really talks to Google (`pulumi up`), never for a
+    # plan: with their TLS, rich and cryptography imports they were a quarter of a TPU preview's time.
+    import httpx
 
 # Google's TPU endpoint; tests pass the URL of a local fake instead.
 DEFAULT_BASE_URL = "https://tpu.googleapis.com/v2alpha1"
@@ -61,6 +63,9 @@ class RetryPolicy:
 
 def google_token_provider() -> TokenProvider:
     """Bearer tokens from Application Default Credentials, refreshed when they expire."""
+
+    import google.auth  # noqa: PLC0415 - only `pulumi up` talks to Google (see the TYPE_CHECKING import)
+    import google.auth.transport.requests  # noqa: PLC0415 - as above
 
     credentials, _project = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
     request = google.auth.transport.requests.Request()
@@ -120,6 +125,8 @@ class TpuRestClient:
         retry: RetryPolicy | None = None,
         timeout_seconds: float = 60.0,
     ) -> None:
+        import httpx  # noqa: PLC0415 - only a provider that talks to Google needs it (see the top)
+
         self._token = token_provider
         self._sleep = sleep
         self._retry = retry or RetryPolicy()
@@ -230,6 +237,8 @@ class TpuRestClient:
         body: Mapping[str, Any] | None,
     ) -> httpx.Response:
         """One request; a transient failure is raised for the retry loop, anything else returned."""
+        import httpx  # noqa: PLC0415 - loaded by __init__ already; named here for its exception types
+
         headers = {"Authorization": f"Bearer {self._token()}"}
         try:
             response = self._http.request(method, path, params=params, json=body, headers=headers)

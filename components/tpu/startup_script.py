@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from serving.compile_cache import TPU_CACHE_ENV, TPU_CONTAINER_CACHE_DIR, TPU_HOST_CACHE_DIR
 from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_path_problem
-from serving.naming import TPU_SERVING_CONTAINER
+from serving.naming import TPU_COLLECTOR_CONTAINER, TPU_SERVING_CONTAINER
 
 # Where the env file with secrets lives: /run is a tmpfs, so it never reaches the disk.
 STATE_DIR = "/run/gemma-vllm"
@@ -69,7 +69,7 @@ class NodeCollector:
 
     image: str
     config: str
-    container_name: str = "gemma-collector"
+    container_name: str = TPU_COLLECTOR_CONTAINER
 
     def __post_init__(self) -> None:
         if not self.image or any(ch.isspace() for ch in self.image):

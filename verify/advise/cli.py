@@ -12,7 +12,7 @@ import pydantic
 
 from preview.stack_file import project_root
 from verify import UsageError
-from verify.advise.options import HOURS_PER_MONTH, PLATFORMS, PROVISIONING, AdviseOptions, parse_slo
+from verify.advise.options import HOURS_PER_MONTH, PLATFORMS, PROVISIONING, AdviseOptions, parse_lengths, parse_slo
 from verify.advise.report import render
 from verify.advise.run import run_advise
 from verify.advise.write import write_stack
@@ -27,8 +27,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "or estimated by the latency model in docs/advisor.md with its stated error), then one line per reason "
         "kind for what was excluded. Offline. Exit codes: 0 a deployment meets the SLO, 1 none, 2 usage error.",
     )
-    parser.add_argument("--prompt-tokens", type=int, required=True, help="prompt tokens a request")
-    parser.add_argument("--output-tokens", type=int, required=True, help="output tokens a request")
+    parser.add_argument("--prompt-tokens", type=int, help="prompt tokens a request")
+    parser.add_argument("--output-tokens", type=int, help="output tokens a request")
+    parser.add_argument(
+        "--lengths",
+        metavar="P:O:SHARE,...",
+        help="a length distribution instead: prompt:output:share classes, e.g. 2048:256:0.7,8192:512:0.3",
+    )
     load = parser.add_mutually_exclusive_group(required=True)
     load.add_argument("--users", type=int, help="concurrent users, each sending its next request when answered")
     load.add_argument("--rate", type=float, help="requests per second (Poisson arrivals)")
@@ -65,24 +70,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def options_from(args: argparse.Namespace) -> AdviseOptions:
     """The flags as options; UsageError naming the flag on bad input."""
+    if args.lengths is not None and (args.prompt_tokens is not None or args.output_tokens is not None):
+        raise UsageError("--lengths replaces --prompt-tokens and --output-tokens: give one or the other")
+    if args.lengths is None and (args.prompt_tokens is None or args.output_tokens is None):
+        raise UsageError("state the request size: --prompt-tokens and --output-tokens, or --lengths")
     try:
-        return AdviseOptions(
-            prompt_tokens=args.prompt_tokens,
-            output_tokens=args.output_tokens,
-            users=args.users,
-            rate=args.rate,
-            slo=parse_slo(list(args.slo)),
-            platforms=tuple(args.platform or ()),
-            region=args.region,
-            provisioning=tuple(args.provisioning or ("on-demand",)),
-            models=tuple(args.model or ()),
-            variants=tuple(args.variant or ()),
-            budget_usd_per_month=args.budget,
-            active_hours_per_month=args.active_hours,
-            max_replicas=args.max_replicas,
-            kv_cache_dtype=args.kv_cache_dtype,
-            top=args.top,
-        )
+        values = {
+            "users": args.users,
+            "rate": args.rate,
+            "slo": parse_slo(list(args.slo)),
+            "platforms": tuple(args.platform or ()),
+            "region": args.region,
+            "provisioning": tuple(args.provisioning or ("on-demand",)),
+            "models": tuple(args.model or ()),
+            "variants": tuple(args.variant or ()),
+            "budget_usd_per_month": args.budget,
+            "active_hours_per_month": args.active_hours,
+            "max_replicas": args.max_replicas,
+            "kv_cache_dtype": args.kv_cache_dtype,
+            "top": args.top,
+        }
+        if args.lengths is not None:
+            return AdviseOptions.with_lengths(parse_lengths(str(args.lengths)), **values)
+        return AdviseOptions(prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens, **values)
     except pydantic.ValidationError as error:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in error.errors())
         raise UsageError(problems) from None

@@ -51,6 +51,29 @@ def parse_slo(texts: list[str]) -> Slo:
     return Slo(**values)
 
 
+class LengthClass(_Model):
+    """One kind of request in a length distribution: its prompt and output tokens and its share of requests."""
+
+    prompt_tokens: int = pydantic.Field(ge=1)
+    output_tokens: int = pydantic.Field(ge=1)
+    weight: float = pydantic.Field(gt=0)
+
+
+def parse_lengths(text: str) -> tuple[LengthClass, ...]:
+    """``--lengths 2048:256:0.7,8192:512:0.3`` (prompt:output:share, shares need not add up to 1)."""
+    classes = []
+    for part in text.split(","):
+        fields = part.strip().split(":")
+        try:
+            prompt, output, weight = (float(field) for field in fields)
+            classes.append(LengthClass(prompt_tokens=int(prompt), output_tokens=int(output), weight=weight))
+        except (ValueError, pydantic.ValidationError):
+            raise UsageError(
+                f"--lengths {part.strip()!r}: expected PROMPT:OUTPUT:SHARE with positive numbers, e.g. 2048:256:0.7"
+            ) from None
+    return tuple(classes)
+
+
 class AdviseOptions(_Model):
     """The workload (tokens per request), the load (concurrent users in a closed loop, or a request rate),
     the SLO, and the constraints; empty filters mean everything the catalog and the shapes offer."""
@@ -70,6 +93,47 @@ class AdviseOptions(_Model):
     max_replicas: int = pydantic.Field(default=16, ge=1, le=1000)
     kv_cache_dtype: str = "fp8"
     top: int = pydantic.Field(default=10, ge=1)
+    # A length distribution; prompt_tokens and output_tokens are then its weighted means.
+    lengths: tuple[LengthClass, ...] = ()
+
+    @classmethod
+    def with_lengths(cls, lengths: tuple[LengthClass, ...], **values: object) -> AdviseOptions:
+        """Options for a length distribution: the mean prompt and output tokens, and the classes."""
+        total = sum(c.weight for c in lengths)
+        prompt = round(sum(c.prompt_tokens * c.weight for c in lengths) / total)
+        output = round(sum(c.output_tokens * c.weight for c in lengths) / total)
+        return cls.model_validate({**values, "prompt_tokens": prompt, "output_tokens": output, "lengths": lengths})
+
+    @property
+    def longest(self) -> tuple[int, int]:
+        """(prompt, output) of the longest request: what max-model-len and the KV cache must hold."""
+        if not self.lengths:
+            return self.prompt_tokens, self.output_tokens
+        longest = max(self.lengths, key=lambda c: c.prompt_tokens + c.output_tokens)
+        return longest.prompt_tokens, longest.output_tokens
+
+    @property
+    def p95_prompt_tokens(self) -> int:
+        """The prompt length 95 % of requests are at or below (the mean without a distribution)."""
+        if not self.lengths:
+            return self.prompt_tokens
+        total = sum(c.weight for c in self.lengths)
+        seen = 0.0
+        for length in sorted(self.lengths, key=lambda c: c.prompt_tokens):
+            seen += length.weight
+            if seen >= 0.95 * total:
+                return length.prompt_tokens
+        return max(c.prompt_tokens for c in self.lengths)
+
+    def describe_workload(self) -> str:
+        if not self.lengths:
+            return f"{self.prompt_tokens:,} prompt + {self.output_tokens:,} output tokens a request"
+        total = sum(c.weight for c in self.lengths)
+        classes = ", ".join(f"{c.prompt_tokens:,}+{c.output_tokens:,} ({c.weight / total:.0%})" for c in self.lengths)
+        return (
+            f"requests of {classes}: mean {self.prompt_tokens:,} prompt + {self.output_tokens:,} output tokens, "
+            f"p95 prompt {self.p95_prompt_tokens:,}"
+        )
 
     @pydantic.model_validator(mode="after")
     def _one_load(self) -> Self:

@@ -9,6 +9,7 @@ ranked by what they cost a month; every number says whether it is measured or es
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from preview.fit import Fit, Workload, fit
 from preview.stack_file import project_root
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.catalog import CatalogModel, SupportStatus, catalog
-from serving.latency import AtLoad, Replica, Requests, at_rate, model_cost, with_users
+from serving.latency import AtLoad, Replica, Requests, at_rate, model_cost, prefill_seconds, with_users
 from serving.planner import KvLayout
 from serving.speed_facts import fitted_efficiency
 from serving.speed_records import SpeedRecord, load_speed_records, matching
@@ -102,8 +103,10 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
     )
     for shape, why in ruled_out:
         excluded.add("ruled out by the constraints", f"{shape}: {why}")
+    # The longest request decides max-model-len and how many fit the KV cache (the mean, how fast they go).
+    longest_prompt, longest_output = options.longest
     workload = Workload(
-        context_tokens=options.prompt_tokens, output_tokens=options.output_tokens, kv_cache_dtype=options.kv_cache_dtype
+        context_tokens=longest_prompt, output_tokens=longest_output, kv_cache_dtype=options.kv_cache_dtype
     )
     efficiency = fitted_efficiency()
     fits: dict[tuple[str, str, str], Fit] = {}
@@ -143,11 +146,23 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
 
 
 def _state(candidate: Candidate, options: AdviseOptions, replicas: int) -> AtLoad:
+    """The replica at its share of the load, for the mean request. With a length distribution the p95 TTFT
+    is that of the p95 prompt: the waits at the mean, plus the longer prompt's own prefill."""
     requests = Requests(options.prompt_tokens, options.output_tokens)
     if options.users is not None:
-        return with_users(candidate.replica, requests, options.users / replicas)
-    assert options.rate is not None
-    return at_rate(candidate.replica, requests, options.rate / replicas)
+        state = with_users(candidate.replica, requests, options.users / replicas)
+    else:
+        assert options.rate is not None
+        state = at_rate(candidate.replica, requests, options.rate / replicas)
+    tail = options.p95_prompt_tokens
+    if state.saturated or tail <= options.prompt_tokens:
+        return state
+    replica = candidate.replica
+    longer = prefill_seconds(replica.model, replica.hardware, replica.efficiency, tail, chunk=replica.batched_tokens)
+    mean = prefill_seconds(
+        replica.model, replica.hardware, replica.efficiency, options.prompt_tokens, chunk=replica.batched_tokens
+    )
+    return dataclasses.replace(state, ttft_p95_s=state.ttft_p95_s + max(longer - mean, 0.0))
 
 
 def _meets(state: AtLoad, options: AdviseOptions, replicas: int) -> bool:
@@ -335,8 +350,7 @@ def run_advise(
     if len(rows) > options.top:
         notes.append(f"{len(rows) - options.top} more deployments meet the SLO (--top to list them)")
     return AdviseReport(
-        workload=f"{options.prompt_tokens:,} prompt + {options.output_tokens:,} output tokens a request, "
-        f"kv-cache {options.kv_cache_dtype}",
+        workload=f"{options.describe_workload()}, kv-cache {options.kv_cache_dtype}",
         load=options.describe_load(),
         slo=options.slo.describe(),
         active_hours_per_month=options.active_hours_per_month,

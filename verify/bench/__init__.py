@@ -1,4 +1,4 @@
-"""`python -m verify bench` / `compare`: sweeps a deployment can be judged by.
+"""`gemma-verify bench` / `compare`: sweeps a deployment can be judged by.
 
 Why a package of small modules: each rule that makes a benchmark trustworthy (honest prompts, vLLM's
 metric definitions, a client that is not the bottleneck, results that survive an interruption,

@@ -1,4 +1,4 @@
-"""`python -m verify bench`, `bench task`, `bench collect` and `compare`: flags, rendering and exit codes.
+"""`gemma-verify bench`, `bench task`, `bench collect` and `compare`: flags, rendering and exit codes.
 
 The only module of verify/bench that knows flags: it maps them onto the typed options of
 verify/bench/options.py, runs the commands as functions (command.py: ``run_bench``; cloud_command.py:
@@ -246,7 +246,7 @@ def _register_cloud(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     maps the two-word spelling onto them)."""
     task = subparsers.add_parser(
         "bench-task",
-        prog="python -m verify bench task",
+        prog="gemma-verify bench task",
         help="(run by the load-generator job) this task's share of every cell",
     )
     add_workload_arguments(task)
@@ -268,7 +268,7 @@ def _register_cloud(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     task.set_defaults(handler=run_task_command)
     collect = subparsers.add_parser(
         "bench-collect",
-        prog="python -m verify bench collect",
+        prog="gemma-verify bench collect",
         help="merge a load-generator run's task files into JSONL, CSV, Markdown and PNG",
     )
     collect.add_argument("directory", type=Path, metavar="DIR", help="the run's folder (copied from the bucket)")
@@ -310,7 +310,8 @@ def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         default=[],
         type=slo_flag,
         metavar="KEY=VALUE",
-        help="what the cheapest run must meet, e.g. p99_ttft_ms=2000 (repeatable; success_rate >= 1 by default)",
+        help="what the cheapest run must meet, e.g. p99_ttft_ms=2000 (repeatable; success_rate >= 1 by default); "
+        "with two files, a latency percentile it names is shown and judged as a column too",
     )
     group.add_argument(
         "--active-hours",
@@ -498,7 +499,10 @@ def run_compare_command(args: argparse.Namespace) -> int:
             print(f"compare: no chart: no run has a cell that meets {matrix.slo_text}", file=sys.stderr)
         return EXIT_OK
     compare = CompareOptions(
-        markdown=args.markdown, allow_mismatch=args.allow_mismatch, allow_untrusted=args.allow_untrusted
+        markdown=args.markdown,
+        allow_mismatch=args.allow_mismatch,
+        allow_untrusted=args.allow_untrusted,
+        slo_keys=tuple(slo.key for slo in args.slo),
     )
     report = run_compare(args.a, args.b, compare)
     console = Console()

@@ -2,8 +2,8 @@
 
 Why: from a laptop, every TTFT carries the laptop's WAN round trip and every large cell saturates the
 laptop's few cores (components/bench_job.py). The job's tasks each run their share of every cell's
-users (``python -m verify bench task``); each writes its raw samples, one line per worker share and
-cell, to ``<results>/<run id>/task-<index>.jsonl``; ``python -m verify bench collect`` merges the files
+users (``gemma-verify bench task``); each writes its raw samples, one line per worker share and
+cell, to ``<results>/<run id>/task-<index>.jsonl``; ``gemma-verify bench collect`` merges the files
 into the same JSONL, CSV, Markdown and PNG a local sweep writes, computing every metric from the union
 of the raw samples (verify.bench.samples) and the trust of each cell from every worker's loop lag.
 

@@ -235,7 +235,7 @@ def _unusable(exc: discovery.AnswerError, target: Target, *, api_key_env: str | 
     if exc.problem is discovery.AnswerProblem.STATUS:
         return (
             f"{where} answered {exc.status} ({body_excerpt(exc.body)}); is the server ready? "
-            "run `python -m verify health` first"
+            "run `gemma-verify health` first"
         )
     return f"{where} did not answer a model list: {body_excerpt(exc.body)}"
 

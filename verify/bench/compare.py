@@ -1,4 +1,4 @@
-"""`python -m verify compare A.jsonl B.jsonl`: did a change (MTP on/off, QAT, another GPU) help?
+"""`gemma-verify compare A.jsonl B.jsonl`: did a change (MTP on/off, QAT, another GPU) help?
 
 Why per cell: a change often helps at one concurrency and hurts at another (speculative decoding
 shines with few users and can cost throughput with many), so one headline number would mislead.
@@ -20,6 +20,7 @@ A value that is not a finite number is never judged (the files' reader refuses t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -51,6 +52,29 @@ COMPARED: tuple[Metric, ...] = (
     Metric("p99_e2el_ms", "p99 E2EL ms", False, spread.of_quantile("e2el", 0.99)),
     Metric("success_rate", "success", True, spread.rate_se),
 )
+
+
+_SLO_FIELD = re.compile(r"^(p\d+|median|mean)_(ttft|tpot|itl|e2el)_ms$")
+
+
+def metrics_for(slo_keys: Sequence[str]) -> tuple[Metric, ...]:
+    """COMPARED, plus a column for each latency an SLO names that it lacks: with `--slo p95_ttft_ms=2000` the
+    p95 is shown and judged, not only the p50 and p99 around it."""
+    have = {metric.field for metric in COMPARED}
+    extra: list[Metric] = []
+    for key in slo_keys:
+        found = _SLO_FIELD.match(key)
+        if found is None or key in have:
+            continue
+        statistic, name = found.groups()
+        if statistic == "mean":
+            error = spread.of_mean(name)
+        else:
+            error = spread.of_quantile(name, 0.5 if statistic == "median" else int(statistic[1:]) / 100)
+        label = "p50" if statistic == "median" else statistic
+        extra.append(Metric(key, f"{label} {name.upper()} ms", False, error))
+        have.add(key)
+    return (*COMPARED, *extra)
 
 
 class Verdict(StrEnum):
@@ -239,7 +263,13 @@ def _matched(a: Sequence[CellRecord], b: Sequence[CellRecord]) -> list[_Matched]
     ]
 
 
-def compare(a: Sequence[CellRecord], b: Sequence[CellRecord], *, allow_untrusted: bool = False) -> list[CellComparison]:
+def compare(
+    a: Sequence[CellRecord],
+    b: Sequence[CellRecord],
+    *,
+    allow_untrusted: bool = False,
+    metrics: Sequence[Metric] = COMPARED,
+) -> list[CellComparison]:
     """One row per cell of A or B. Untrusted cells are not judged unless ``allow_untrusted``, which gives
     their would-be verdicts (``Delta.would_be``)."""
     rows = []
@@ -257,7 +287,7 @@ def compare(a: Sequence[CellRecord], b: Sequence[CellRecord], *, allow_untrusted
                 judged=not untrusted or allow_untrusted,
                 would_be=untrusted and allow_untrusted,
             )
-            for metric in COMPARED
+            for metric in metrics
         )
         rows.append(CellComparison(context, concurrency, left, right, deltas))
     return rows
@@ -317,6 +347,11 @@ def describe_side(records: Sequence[CellRecord]) -> str:
     return f"{workload.headline()}; {workload.requests()}"
 
 
+def headings_of(rows: Sequence[CellComparison]) -> list[str]:
+    """The metrics' column headings of a comparison (COMPARED's, plus any an SLO added)."""
+    return [delta.heading for delta in rows[0].deltas] if rows else [metric.heading for metric in COMPARED]
+
+
 def markdown(
     rows: Sequence[CellComparison],
     *,
@@ -326,7 +361,7 @@ def markdown(
     b_desc: str,
     mismatches: Sequence[Mismatch] = (),
 ) -> str:
-    headings = [metric.heading for metric in COMPARED]
+    headings = headings_of(rows)
     lines = [f"# {a_name} (A) vs {b_name} (B)", "", f"- A: {a_desc}", f"- B: {b_desc}"]
     lines += [f"- **workload differs**: {mismatch.describe()}" for mismatch in mismatches]
     lines += [

@@ -21,6 +21,8 @@ class CompareOptions:
     markdown: Path | None = None  # also write the comparison here
     allow_mismatch: bool = False  # compare even when A and B asked for different output tokens or API
     allow_untrusted: bool = False  # also judge cells a sweep marked untrusted (marked * and counted apart)
+    # The fields the SLOs name (--slo): a latency percentile among them is shown and judged as a column too.
+    slo_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,9 @@ def run_compare(a_path: Path, b_path: Path, options: CompareOptions) -> CompareR
             + "; ".join(mismatch.describe() for mismatch in refused)
             + ". Rerun one side with the other's flags, or pass --allow-mismatch to compare anyway."
         )
-    rows = comparing.compare(a, b, allow_untrusted=options.allow_untrusted)
+    rows = comparing.compare(
+        a, b, allow_untrusted=options.allow_untrusted, metrics=comparing.metrics_for(options.slo_keys)
+    )
     a_name, b_name = a_path.stem, b_path.stem
     if options.markdown is not None:
         options.markdown.write_text(

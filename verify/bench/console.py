@@ -19,7 +19,16 @@ from rich.table import Table
 from rich.text import Text
 
 from verify.bench.caveats import other_warnings, untrusted_reason, untrusted_summary
-from verify.bench.compare import COMPARED, LEGEND, CellComparison, Delta, Mismatch, Verdict, caveat_notes, tally
+from verify.bench.compare import (
+    LEGEND,
+    CellComparison,
+    Delta,
+    Mismatch,
+    Verdict,
+    caveat_notes,
+    headings_of,
+    tally,
+)
 from verify.bench.results import CellRecord
 from verify.bench.trust import UNTRUSTED_ADVICE
 from verify.numbers import percent, readable
@@ -161,8 +170,8 @@ def _colour(delta: Delta) -> str:
 def _values_table(rows: Sequence[CellComparison], title: str) -> Table:
     table = _compact_table(title)
     table.add_column("context x users", no_wrap=True)
-    for metric in COMPARED:
-        table.add_column(metric.heading, justify="right", no_wrap=True)
+    for heading in headings_of(rows):
+        table.add_column(heading, justify="right", no_wrap=True)
     for row in rows:
         cells = [f"[{_colour(d)}]{escape(d.render())}[/]" for d in row.deltas]
         table.add_row(_row_label(row), *_or_status(row, cells))
@@ -172,8 +181,8 @@ def _values_table(rows: Sequence[CellComparison], title: str) -> Table:
 def _changes_table(rows: Sequence[CellComparison], title: str) -> Table:
     table = _compact_table(title)
     table.add_column("context\nx users", no_wrap=True)
-    for metric in COMPARED:
-        table.add_column(metric.heading.replace(" ", "\n", 1), justify="right", no_wrap=True)
+    for heading in headings_of(rows):
+        table.add_column(heading.replace(" ", "\n", 1), justify="right", no_wrap=True)
     for row in rows:
         cells = [f"[{_colour(d)}]{d.shown_change()} {d.mark}[/]" for d in row.deltas]
         table.add_row(_row_label(row), *_or_status(row, cells))

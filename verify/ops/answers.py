@@ -22,6 +22,9 @@ class _Answer(pydantic.BaseModel):
 
 # --- Cloud Run Admin API v2 ------------------------------------------------------------------------------
 
+# A traffic entry that follows the newest ready revision instead of naming one.
+TRAFFIC_TO_LATEST = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
+
 
 class RunCondition(_Answer):
     """`GoogleCloudRunV2Condition`."""
@@ -65,7 +68,8 @@ class RunTemplate(_Answer):
 
 
 class RunService(_Answer):
-    """`GoogleCloudRunV2Service`."""
+    """`GoogleCloudRunV2Service`: the one model of a Cloud Run service verify reads (status, preflight and
+    promotion's live checks alike)."""
 
     name: GoogleText = ""
     uri: GoogleText = ""
@@ -77,6 +81,30 @@ class RunService(_Answer):
     traffic_statuses: list[RunTrafficStatus] = pydantic.Field(default_factory=list, alias="trafficStatuses")
     scaling: RunScaling = RunScaling()
     template: RunTemplate = RunTemplate()
+
+    def tagged(self, tag: str) -> RunTrafficStatus | None:
+        return next((status for status in self.traffic_statuses if status.tag == tag), None)
+
+    def routed_percent(self) -> dict[str, int]:
+        """Percent of requests per revision as Cloud Run routes them now (LATEST resolved to its revision)."""
+        split: dict[str, int] = {}
+        for status in self.traffic_statuses:
+            revision = status.revision or (self.ready_revision() if status.type == TRAFFIC_TO_LATEST else None)
+            if revision and status.percent:
+                short = short_revision_name(revision)
+                split[short] = split.get(short, 0) + status.percent
+        return split
+
+    def ready_revision(self) -> str | None:
+        return short_revision_name(self.latest_ready_revision) if self.latest_ready_revision else None
+
+    def created_revision(self) -> str | None:
+        return short_revision_name(self.latest_created_revision) if self.latest_created_revision else None
+
+
+def short_revision_name(name: str) -> str:
+    """`projects/p/locations/l/services/s/revisions/r` or `r` -> `r`."""
+    return name.rsplit("/", 1)[-1]
 
 
 class RunRevision(_Answer):
@@ -167,7 +195,10 @@ class Permissions(_Answer):
     permissions: list[GoogleText] = pydantic.Field(default_factory=list)
 
 
-class ServiceState(_Answer):
+class EnabledApi(_Answer):
+    """Service Usage's `GoogleApiServiceusageV1Service`: an API and whether the project enabled it (not a
+    Cloud Run service: that is `RunService`)."""
+
     name: GoogleText = ""
     state: GoogleText = ""
 
@@ -175,7 +206,7 @@ class ServiceState(_Answer):
 class ServicesBatch(_Answer):
     """services:batchGet's answer."""
 
-    services: list[ServiceState] = pydantic.Field(default_factory=list)
+    services: list[EnabledApi] = pydantic.Field(default_factory=list)
 
 
 class Linear(_Answer):

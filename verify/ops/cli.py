@@ -1,4 +1,4 @@
-"""`python -m verify preflight|status|logs --stack NAME`: flags, wiring and exit codes, nothing else.
+"""`gemma-verify preflight|status|logs --stack NAME`: flags, wiring and exit codes, nothing else.
 
 The commands are functions that return typed reports (verify/ops/commands.py: `preflight`, `status`,
 `logs`), so other callers (an MCP server) use them without argparse; this module maps flags onto their

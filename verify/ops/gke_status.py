@@ -16,6 +16,7 @@ from typing import Literal
 
 import pydantic
 
+from serving.naming import GKE_APP_LABEL, GKE_SERVING_CONTAINER
 from verify.ops import signatures
 from verify.ops.gateway_status import GatewayView, gateway_view
 from verify.ops.google import Answer, GoogleApiError, GoogleApis, parse_answer
@@ -37,7 +38,6 @@ from verify.ops.stack import GkeOpsStack
 SCALE_UP_EVENTS = ("TriggeredScaleUp", "NotTriggerScaleUp", "FailedScaleUp")
 CRASH_REASONS = frozenset({"CrashLoopBackOff", "Error", "OOMKilled", "CreateContainerConfigError", "ImagePullBackOff"})
 LOG_TAIL_LINES = 200
-SERVING_CONTAINER = "vllm"
 
 KubeConnect = Callable[[GkeCluster], KubernetesApi]
 
@@ -143,7 +143,7 @@ def _fleet(stack: GkeOpsStack, kube: KubernetesApi, base: GkeStatus) -> FleetVer
                 "not-deployed", f"the cluster runs, but has no Deployment {namespace}/{name}", "run `pulumi up`", base
             )
         raise
-    listed = kube.get(f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": f"app={name}"})
+    listed = kube.get(f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": f"{GKE_APP_LABEL}={name}"})
     pods = [_pod_line(pod, stack, kube) for pod in _parse(PodList, listed).items]
     hpa = _autoscaler(kube, namespace, name)
     endpoint = _endpoint(kube, stack)
@@ -209,7 +209,7 @@ def _verdict(stack: GkeOpsStack, deployment: Deployment, pods: list[PodLine], de
 
 def _pod_line(pod: Pod, stack: GkeOpsStack, kube: KubernetesApi) -> PodLine:
     status = pod.status
-    container = next((c for c in status.container_statuses if c.name == SERVING_CONTAINER), None)
+    container = next((c for c in status.container_statuses if c.name == GKE_SERVING_CONTAINER), None)
     scheduled = pod.condition("PodScheduled")
     line = PodLine(
         name=pod.metadata.name,
@@ -245,7 +245,7 @@ def _log_signature(kube: KubernetesApi, namespace: str, pod: str) -> dict[str, o
     before the tracebacks it sets off)."""
     text = kube.text(
         f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
-        {"container": SERVING_CONTAINER, "previous": "true", "tailLines": str(LOG_TAIL_LINES)},
+        {"container": GKE_SERVING_CONTAINER, "previous": "true", "tailLines": str(LOG_TAIL_LINES)},
     )
     for line in text.splitlines():
         found = signatures.match(line)

@@ -163,11 +163,13 @@ def parse_answer(model: type[Answer], data: object, api: str) -> Answer:
 
 
 class GoogleApis:
-    """One httpx client for every Google API the ops commands read; each call names its API.
+    """One httpx client for every Google API verify reads; each call names its API.
 
-    `roots` maps an API to its root URL (defaults: `ROOTS`); `api_root` replaces scheme and host of
-    all of them at once (a local fake). Tokens come from `tokens` before every request (google-auth
-    caches and refreshes them), with `x-goog-user-project` when the credentials name a quota project.
+    verify's one Google REST client: ops, memory, models and promote's reads of Cloud Run all go through it
+    (auth, paging, deadlines, errors). Each API has its root URL (`ROOTS`); `api_root` replaces scheme and
+    host of all of them at once (a local fake) and `roots` replaces one API's (`--cloud-run-api`). Tokens
+    come from `tokens` before every request (google-auth caches and refreshes them), with
+    `x-goog-user-project` when the credentials name a quota project.
     """
 
     def __init__(
@@ -175,6 +177,7 @@ class GoogleApis:
         tokens: TokenSource,
         *,
         api_root: str | None = None,
+        roots: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
         deadline_s: float = CALL_DEADLINE_S,
         stall_s: float = STALL_S,
@@ -183,6 +186,8 @@ class GoogleApis:
     ) -> None:
         self._tokens = tokens
         self._roots = {api: _rebase(root, api_root) if api_root else root for api, root in ROOTS.items()}
+        # One API's own root, whatever `api_root` says (`verify promote --cloud-run-api`).
+        self._roots.update(roots or {})
         self._deadline_s = deadline_s
         self._stall_s = stall_s
         self._max_body_bytes = max_body_bytes

@@ -15,14 +15,14 @@ from typing import assert_never
 
 import pydantic
 
-from verify.ops import catalog, tpu_capacity
+from verify.ops import deploy_requirements, tpu_availability
 from verify.ops.answers import Permissions, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
 from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, OpsStack, TpuOpsStack
 from verify.ops.status import find_service
-from verify.ops.tpu_capacity import TpuCapacity
+from verify.ops.tpu_availability import TpuAvailability
 
 
 class PreflightReport(pydantic.BaseModel):
@@ -35,8 +35,9 @@ class PreflightReport(pydantic.BaseModel):
     zone: str | None
     accelerator: str
     findings: list[Finding]
-    # TPU only: every v6e zone and tier for the stack's slice, ranked (verify/ops/tpu_capacity.py).
-    tpu_capacity: TpuCapacity | None = None
+    # TPU only: every v6e zone and tier for the stack's slice, ranked (verify/ops/tpu_availability.py).
+    # The JSON key stays `tpu_capacity` (scripts and MCP clients read it); what it holds is availability.
+    tpu_capacity: TpuAvailability | None = None
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -52,13 +53,13 @@ def run_preflight(stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datet
     return _report(stack, findings).model_copy(update={"tpu_capacity": tpu})
 
 
-def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuCapacity | None]:
+def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuAvailability | None]:
     """Whether Google has room for this stack: the platform's own quotas (for a TPU, every zone and tier)."""
     match stack:
         case CloudRunOpsStack():
             return _cloud_run_quotas(stack, apis, now), None
         case TpuOpsStack():
-            return tpu_capacity.assess(stack, apis, now)
+            return tpu_availability.assess(stack, apis, now)
         case GkeOpsStack():
             return _gke_quota(stack, apis, now), None
         case _ as unreachable:
@@ -145,7 +146,7 @@ def _apis(stack: OpsStack, apis: GoogleApis, granted: set[str] | None) -> list[F
             service.name.rsplit("/", 1)[-1]: service.state
             for service in parse_answer(ServicesBatch, answer, "serviceusage").services
         }
-        may_enable = granted is not None and catalog.ENABLE_APIS_PERMISSION in granted
+        may_enable = granted is not None and deploy_requirements.ENABLE_APIS_PERMISSION in granted
         findings: list[Finding] = []
         for api in stack.apis:
             state = states.get(api, "unknown")
@@ -202,13 +203,13 @@ class _Need:
 
 
 def _cloud_run_quotas(stack: CloudRunOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
-    console = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
+    console = deploy_requirements.QUOTAS_CONSOLE_URL.format(project=stack.project)
 
     def check() -> list[Finding]:
         infos = quota_infos(apis, stack.project, "run.googleapis.com")
         own = _deployed_allocation(stack, apis)
         redundancy_off = stack.gpu_zonal_redundancy_disabled
-        gpu_metric = catalog.cloud_run_gpu_metric(stack.gpu, zonal_redundancy_disabled=redundancy_off)
+        gpu_metric = deploy_requirements.cloud_run_gpu_metric(stack.gpu, zonal_redundancy_disabled=redundancy_off)
         redundancy = "without" if redundancy_off else "with"
         needs = (
             _Need(
@@ -217,20 +218,20 @@ def _cloud_run_quotas(stack: CloudRunOpsStack, apis: GoogleApis, now: Now) -> li
                 gpu_metric,
                 float(stack.max_instances),
                 "GPU",
-                catalog.CLOUD_RUN_GPU_QUOTA_URL,
+                deploy_requirements.CLOUD_RUN_GPU_QUOTA_URL,
             ),
             _Need(
                 "CPU",
-                find_by_id(infos, catalog.CLOUD_RUN_CPU_QUOTA_ID),
-                catalog.CLOUD_RUN_CPU_QUOTA_ID,
+                find_by_id(infos, deploy_requirements.CLOUD_RUN_CPU_QUOTA_ID),
+                deploy_requirements.CLOUD_RUN_CPU_QUOTA_ID,
                 float(stack.cpu * stack.max_instances),
                 "vCPU",
                 console,
             ),
             _Need(
                 "memory",
-                find_by_id(infos, catalog.CLOUD_RUN_MEMORY_QUOTA_ID),
-                catalog.CLOUD_RUN_MEMORY_QUOTA_ID,
+                find_by_id(infos, deploy_requirements.CLOUD_RUN_MEMORY_QUOTA_ID),
+                deploy_requirements.CLOUD_RUN_MEMORY_QUOTA_ID,
                 float(stack.memory_gib * stack.max_instances),
                 "GiB",
                 console,
@@ -255,7 +256,7 @@ def _cloud_run_quota(stack: CloudRunOpsStack, apis: GoogleApis, need: _Need, own
         )
     scale = 1.0
     if need.unit == "GiB":
-        per_unit = catalog.memory_unit_gib(need.quota.metric_unit)
+        per_unit = deploy_requirements.memory_unit_gib(need.quota.metric_unit)
         if per_unit is None:
             return Finding(
                 area="quota",
@@ -341,7 +342,7 @@ def _gke_quota(stack: GkeOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
     needed = float(stack.max_nodes * stack.accelerators_per_node)
     tpu = stack.accelerator_resource == "google.com/tpu"
     item = f"{stack.machine_type} accelerators ({kind}, {stack.max_nodes} node(s))"
-    request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
+    request_url = deploy_requirements.QUOTAS_CONSOLE_URL.format(project=stack.project)
 
     def check() -> list[Finding]:
         if tpu:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pydantic
 
 from verify.ops.answers import TimeSeries
-from verify.ops.catalog import QUOTA_USAGE_METRIC
+from verify.ops.deploy_requirements import QUOTA_USAGE_METRIC
 from verify.ops.findings import Finding, Verdict
 from verify.ops.google import GoogleApis, GoogleText, parse_answer, rfc3339
 

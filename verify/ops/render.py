@@ -22,7 +22,7 @@ from verify.ops.live_state import live_rows
 from verify.ops.logs import LogsReport
 from verify.ops.preflight import PreflightReport
 from verify.ops.status import CloudRunStatus, RolloutState, StatusReport, TpuStatus
-from verify.ops.tpu_capacity import TpuCapacity
+from verify.ops.tpu_availability import TpuAvailability
 from verify.terminal import cell
 
 _VERDICTS: dict[Verdict, tuple[str, str]] = {
@@ -68,7 +68,7 @@ def print_preflight(report: PreflightReport, console: Console | None = None) -> 
         )
     out.print(table)
     if report.tpu_capacity is not None:
-        print_tpu_capacity(report.tpu_capacity, out)
+        print_tpu_availability(report.tpu_capacity, out)
     style = "bold green" if report.exit_code == 0 else "bold red"
     counts = {verdict: sum(1 for f in report.findings if f.verdict is verdict) for verdict in Verdict}
     out.print(
@@ -80,7 +80,7 @@ def print_preflight(report: PreflightReport, console: Console | None = None) -> 
     )
 
 
-def print_tpu_capacity(capacity: TpuCapacity, out: Console) -> None:
+def print_tpu_availability(capacity: TpuAvailability, out: Console) -> None:
     """Every v6e zone and tier for the stack's slice, best first; `#` is the stack's own placement number."""
     title = f"TPU {capacity.accelerator_type} ({capacity.chips} chip(s)) by zone and tier, ranked ({capacity.source})"
     table = Table(show_header=True, header_style="bold", title=title)

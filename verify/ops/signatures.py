@@ -94,14 +94,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "Hugging Face 401: the repo is gated and the token's account has not accepted its license",
         "accept the license on the Hub, then `pulumi config set --secret gemma-serving:hfToken <token>` and "
         "huggingFace.gated: true",
-        "huggingface_hub/utils/_http.py hf_raise_for_status; components/model_import_job/job.py",
+        "huggingface_hub/utils/_http.py hf_raise_for_status; job_scripts/import_weights.py",
     ),
     _sig(
         "hf-repo-not-found",
         r"Repository Not Found for url|RepositoryNotFoundError",
         "Hugging Face 404 (or 401 without a token): no such repo, or a private one",
         "check model.source.huggingFace.repo (and drafterSource); a private repo needs gemma-serving:hfToken",
-        "huggingface_hub/utils/_http.py hf_raise_for_status; components/model_import_job/job.py",
+        "huggingface_hub/utils/_http.py hf_raise_for_status; job_scripts/import_weights.py",
     ),
     _sig(
         "hf-revision-not-found",

@@ -30,7 +30,7 @@ from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import CloudRunStack, GkeStack, TpuStack
 from stacks.tpu import ProvisioningModel
 from verify import UsageError
-from verify.ops import catalog
+from verify.ops import deploy_requirements
 
 # A project ID (https://cloud.google.com/resource-manager/docs/creating-managing-projects: 6 to 30 lowercase
 # letters, digits and hyphens, starting with a letter, not ending with a hyphen) or a project number. It is
@@ -99,8 +99,8 @@ class CloudRunOpsStack(_OpsStackBase):
         return None
 
     @property
-    def permissions(self) -> tuple[catalog.Permission, ...]:
-        return catalog.BASE_PERMISSIONS + catalog.CLOUD_RUN_PERMISSIONS
+    def permissions(self) -> tuple[deploy_requirements.Permission, ...]:
+        return deploy_requirements.BASE_PERMISSIONS + deploy_requirements.CLOUD_RUN_PERMISSIONS
 
     @property
     def health_auth(self) -> HealthAuth:
@@ -172,8 +172,8 @@ class TpuOpsStack(_OpsStackBase):
         return self.provisioning in {ProvisioningModel.FLEX_START.value, ProvisioningModel.SPOT.value}
 
     @property
-    def permissions(self) -> tuple[catalog.Permission, ...]:
-        return catalog.BASE_PERMISSIONS + catalog.TPU_PERMISSIONS
+    def permissions(self) -> tuple[deploy_requirements.Permission, ...]:
+        return deploy_requirements.BASE_PERMISSIONS + deploy_requirements.TPU_PERMISSIONS
 
     @property
     def health_auth(self) -> HealthAuth:
@@ -236,8 +236,8 @@ class GkeOpsStack(_OpsStackBase):
         return self.provisioning != "on-demand"
 
     @property
-    def permissions(self) -> tuple[catalog.Permission, ...]:
-        return catalog.BASE_PERMISSIONS + catalog.GKE_PERMISSIONS
+    def permissions(self) -> tuple[deploy_requirements.Permission, ...]:
+        return deploy_requirements.BASE_PERMISSIONS + deploy_requirements.GKE_PERMISSIONS
 
     @property
     def health_auth(self) -> HealthAuth:

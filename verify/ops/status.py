@@ -300,7 +300,7 @@ def _cloud_run_status(stack: CloudRunOpsStack, apis: GoogleApis) -> StatusReport
             stack,
             state=RolloutState.FAILED,
             summary=f"revision {latest_created} failed: {message}{serving}",
-            fix=f"python -m verify logs --stack {stack.name} --errors",
+            fix=f"gemma-verify logs --stack {stack.name} --errors",
             cloud_run=status,
         )
     if terminal.state == "CONDITION_SUCCEEDED" and latest_created == latest_ready and not service.reconciling:
@@ -310,7 +310,7 @@ def _cloud_run_status(stack: CloudRunOpsStack, apis: GoogleApis) -> StatusReport
                 state=RolloutState.READY,
                 summary=f"candidate {latest_ready} is ready with {status.candidate_percent}% of the traffic "
                 "(gated rollout)",
-                fix=f"python -m verify promote --stack {stack.name} (gates, then the traffic moves to it)",
+                fix=f"gemma-verify promote --stack {stack.name} (gates, then the traffic moves to it)",
                 cloud_run=status,
             )
         return _report(
@@ -471,7 +471,7 @@ def _tpu_node_status(stack: TpuOpsStack, apis: GoogleApis, status: TpuStatus) ->
         stack,
         state=RolloutState.FAILED,
         summary=f"node {node_state}{detail}",
-        fix=f"python -m verify logs --stack {stack.name} --errors; a PREEMPTED spot node needs "
+        fix=f"gemma-verify logs --stack {stack.name} --errors; a PREEMPTED spot node needs "
         f"`pulumi up --refresh --stack {stack.name}`",
         tpu=status,
     )
@@ -511,7 +511,7 @@ def _other_zone_fix(stack: TpuOpsStack) -> str | None:
         return None
     return (
         f"keep waiting, or move the stack to {', '.join(others)} (gemma-serving:region and tpu.zone); "
-        "python -m verify preflight shows which zones offer it"
+        "gemma-verify preflight shows which zones offer it"
     )
 
 

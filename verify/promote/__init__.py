@@ -1,4 +1,4 @@
-"""`python -m verify promote`: a gated Cloud Run rollout's candidate proves itself, then takes traffic.
+"""`gemma-verify promote`: a gated Cloud Run rollout's candidate proves itself, then takes traffic.
 
 The flow (docs/rollouts.md): `pulumi up` creates the candidate revision under
 the `candidate` tag with 0% of the traffic; `verify promote` reads the live service through the Cloud

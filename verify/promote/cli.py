@@ -1,4 +1,4 @@
-"""`python -m verify promote --stack NAME [--rollback]`: the flags, mapped to ``PromoteOptions``, and the
+"""`gemma-verify promote --stack NAME [--rollback]`: the flags, mapped to ``PromoteOptions``, and the
 printed verdict. The command itself is ``verify.promote.run.run_promote``."""
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ class ColdStartGate:
         if measured is None:
             return (
                 f"the cold start of {revision} could not be measured (no start's lines in Cloud Logging; "
-                "`python -m verify status` shows why); cloudRun.maxColdStartSeconds needs a measurement"
+                "`gemma-verify status` shows why); cloudRun.maxColdStartSeconds needs a measurement"
             )
         # Fail closed: a measurement missing its ends, out of order or of another revision is no measurement.
         untrusted = measured.gate_problem(revision)

@@ -27,7 +27,7 @@ from serving.outputs import DeployedOutputs
 from verify import UsageError
 from verify.promote.gates import Gates
 from verify.promote.machine import EXIT_FAILED, EXIT_OK, Outcome, Verdict, run_gates
-from verify.promote.shifter import ShiftFailedError
+from verify.traffic import ShiftFailedError
 
 # The candidate's share of requests (percent) at each step behind the gateway, before it serves everything.
 STEPS: tuple[int, ...] = (10, 50)

@@ -15,10 +15,10 @@ import pydantic
 
 from serving.naming import CANDIDATE_TAG
 from verify import UsageError
-from verify.promote.cloud_run import ServiceState
+from verify.ops.answers import RunService
 from verify.promote.gates import GateName, GateResult, Gates
 from verify.promote.outputs import RolloutOutputs
-from verify.promote.shifter import ShiftFailedError, TrafficChange, TrafficShifter
+from verify.traffic import ShiftFailedError, TrafficChange, TrafficShifter
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -71,7 +71,7 @@ class Promotion:
 
     stack: str
     outputs: RolloutOutputs
-    read_service: Callable[[], ServiceState]
+    read_service: Callable[[], RunService]
     gates: Gates
     shifter: TrafficShifter
     say: Callable[[str], None]
@@ -89,7 +89,7 @@ class Promotion:
         self.outcome.detail = detail
         return code
 
-    def _read(self) -> ServiceState:
+    def _read(self) -> RunService:
         service = self.read_service()
         self.outcome.routed = service.routed_percent()
         return service
@@ -128,7 +128,7 @@ class Promotion:
                 return code
         self.say(
             f"promoted: {candidate} serves 100%; the previous revision {serving} stays deployed "
-            f"(back to it: python -m verify promote --stack {self.stack} --rollback)"
+            f"(back to it: gemma-verify promote --stack {self.stack} --rollback)"
         )
         return self._end(Verdict.PROMOTED, EXIT_OK)
 
@@ -221,14 +221,14 @@ class Promotion:
         except ShiftFailedError as exc:
             routed = self._routed_now()
             self.say(
-                f"FAILED to move traffic back: {exc}; {_routes_text(routed)}; run python -m verify promote "
+                f"FAILED to move traffic back: {exc}; {_routes_text(routed)}; run gemma-verify promote "
                 f"--stack {self.stack} --rollback"
             )
             return self._end(Verdict.NOT_HANDED_BACK, EXIT_FAILED, why)
         routed = self._routed_now()
         if routed != {serving: 100}:
             self.say(
-                f"FAILED to confirm the hand-back: {_routes_text(routed)}; run python -m verify promote "
+                f"FAILED to confirm the hand-back: {_routes_text(routed)}; run gemma-verify promote "
                 f"--stack {self.stack} --rollback"
             )
             return self._end(Verdict.NOT_HANDED_BACK, EXIT_FAILED, why)
@@ -244,14 +244,14 @@ class Promotion:
         return EXIT_FAILED
 
 
-def candidate_problem(service: ServiceState, outputs: RolloutOutputs) -> str | None:
+def candidate_problem(service: RunService, outputs: RolloutOutputs) -> str | None:
     """Why the candidate cannot be verified yet, or None when it is ready under its tag."""
     candidate = outputs.candidate_revision
     if service.reconciling:
         return "Cloud Run is still reconciling the service (an update is in progress); wait for it and retry"
     if service.ready_revision() != candidate:
         condition = service.terminal_condition
-        detail = f": {condition.message}" if condition is not None and condition.message else ""
+        detail = f": {condition.message}" if condition.message else ""
         if service.created_revision() == candidate:
             return f"the candidate revision {candidate} never became ready{detail}"
         return (
@@ -259,24 +259,24 @@ def candidate_problem(service: ServiceState, outputs: RolloutOutputs) -> str | N
             "the stack's state is not what is deployed (run `pulumi up` for this commit)"
         )
     tagged = service.tagged(CANDIDATE_TAG)
-    if tagged is None or tagged.uri is None:
+    if tagged is None or not tagged.uri:
         return (
             f"the service has no {CANDIDATE_TAG!r} tag with a URL: was the last `pulumi up` gated (cloudRun.rollout)?"
         )
-    if tagged.revision is not None and tagged.revision.rsplit("/", 1)[-1] != candidate:
+    if tagged.revision and tagged.revision.rsplit("/", 1)[-1] != candidate:
         return f"the {CANDIDATE_TAG!r} tag names {tagged.revision}, not the stack's candidate {candidate}"
     return None
 
 
-def candidate_url(service: ServiceState) -> str:
+def candidate_url(service: RunService) -> str:
     """The candidate tag's own URL; only called once ``candidate_problem`` found none."""
     tagged = service.tagged(CANDIDATE_TAG)
-    if tagged is None or tagged.uri is None:
+    if tagged is None or not tagged.uri:
         raise ValueError(f"the service has no {CANDIDATE_TAG!r} tag with a URL")
     return tagged.uri
 
 
-def traffic_drift(service: ServiceState, outputs: RolloutOutputs) -> str | None:
+def traffic_drift(service: RunService, outputs: RolloutOutputs) -> str | None:
     """Refuse to move traffic that is not where Pulumi's state says it is."""
     percent = outputs.candidate_percent if not outputs.first_rollout else 100
     expected = {outputs.serving_revision: 100 - percent, outputs.candidate_revision: percent}
@@ -286,7 +286,7 @@ def traffic_drift(service: ServiceState, outputs: RolloutOutputs) -> str | None:
     return f"the live traffic differs from the stack's state: {mismatch} (run `pulumi up` to restore it first)"
 
 
-def routed_mismatch(service: ServiceState, expected: dict[str, int]) -> str | None:
+def routed_mismatch(service: RunService, expected: dict[str, int]) -> str | None:
     wanted = {revision: share for revision, share in expected.items() if share > 0}
     routed = service.routed_percent()
     if routed == wanted:
@@ -372,7 +372,7 @@ def _positive(split: dict[str, int], candidate: str, outputs: RolloutOutputs) ->
 
 def _routes_text(routed: dict[str, int] | None) -> str:
     if routed is None:
-        return "what Cloud Run routes now could not be read (python -m verify status shows it)"
+        return "what Cloud Run routes now could not be read (gemma-verify status shows it)"
     return f"Cloud Run routes {_split(routed)} now"
 
 

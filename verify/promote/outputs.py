@@ -39,7 +39,7 @@ def rollout_outputs(stack: str, outputs: DeployedOutputs) -> RolloutOutputs:
     if outputs.platform not in (None, "cloud-run"):
         raise UsageError(
             f"stack {stack!r} runs on {outputs.platform!r}: promotion moves Cloud Run traffic between "
-            "revisions; a TPU node is verified with `python -m verify health` (see docs/tpu.md)"
+            "revisions; a TPU node is verified with `gemma-verify health` (see docs/tpu.md)"
         )
     try:
         rollout = outputs.as_model(RolloutOutputs)

@@ -20,20 +20,14 @@ from verify import UsageError
 from verify.adapters.run import DeclaredAdapter, declared_adapters
 from verify.bench.command import BenchReport
 from verify.health.report import HealthReport, ProgressCallback
-from verify.promote.cloud_run import (
-    DEFAULT_API_URL,
-    AccessTokenSource,
-    admin_api_client,
-    get_service,
-    google_access_token,
-)
+from verify.ops.google import TokenSource
+from verify.promote.cloud_run import DEFAULT_API_URL, admin_api, get_service, google_tokens
 from verify.promote.coldstart_gate import gate_for_stack
 from verify.promote.gates import BenchGate, CommandGates, GateResult, Gates
 from verify.promote.gke import GkePromotion, TrackShifter, gke_rollout, is_gke
 from verify.promote.machine import Promotion, PromotionReport
 from verify.promote.metric_gate import required_metrics
 from verify.promote.outputs import rollout_outputs
-from verify.promote.shifter import TrafficShifter
 from verify.pulumi_gateway import (
     AutomationGateway,
     PulumiAutomationShifter,
@@ -44,6 +38,7 @@ from verify.pulumi_gateway import (
     pulumi_project_dir,
 )
 from verify.target import TargetOptions, TimeoutOptions, normalise_base_url, target_from_outputs, with_flag_overrides
+from verify.traffic import TrafficShifter
 
 DEFAULT_WAIT_S = 1800.0
 # Without the Pulumi CLI: promote reads the stack's state and moves traffic with `pulumi up` (no --url form).
@@ -86,7 +81,8 @@ class Seams:
 
     # Reads the stack's outputs (default: the Automation API gateway, without --url advice: promote has none).
     pulumi: StackOutputsReader | None = None
-    access_token: AccessTokenSource = google_access_token
+    # Google credentials for the Cloud Run Admin API (default: Application Default Credentials).
+    tokens: TokenSource | None = None
     api_transport: httpx.BaseTransport | None = None
     shifter: TrafficShifter | None = None
     gates: Gates | None = None
@@ -132,7 +128,8 @@ def run_promote(target: TargetOptions, options: PromoteOptions, seams: Seams | N
         stack, work_dir=_project_dir(options), policy_packs=options.policy_packs
     )
     api_url = normalise_base_url(options.cloud_run_api, flag="--cloud-run-api")
-    with admin_api_client(base_url=api_url, token=seams.access_token, transport=seams.api_transport) as api:
+    tokens = seams.tokens or google_tokens()
+    with admin_api(base_url=api_url, tokens=tokens, transport=seams.api_transport) as api:
         promotion = Promotion(
             stack=stack,
             outputs=outputs,

@@ -10,8 +10,12 @@ import pytest
 import yaml
 
 from preview.__main__ import main as preview_main
+from serving.accelerators import Accelerator
+from serving.catalog import catalog_model
+from serving.latency import model_cost, prefill_seconds
+from serving.speed_facts import fitted_efficiency, hardware_for
 from tests.conftest import ROOT, ensure_event_loop
-from verify.advise.options import AdviseOptions, Slo
+from verify.advise.options import AdviseOptions, Slo, parse_lengths
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
 from verify.advise.write import PLACEHOLDER_REVISION, write_stack
@@ -169,3 +173,31 @@ def test_write_refuses_to_overwrite(answer: AdviseReport, project: Path) -> None
 
     with pytest.raises(UsageError, match="exists"):
         write_stack(project, "l4", answer.rows[0])
+
+
+def test_a_length_distribution_sizes_the_stack_for_its_longest_request_and_its_p95_prompt() -> None:
+    """Traffic is rarely one length: with 10 % of prompts at 16K the p95 TTFT is a 16K prompt's, and the stack
+    must hold 16K + 512 tokens, though throughput follows the mean."""
+    lengths = parse_lengths("2048:256:0.9,16384:512:0.1")
+    mixed = AdviseOptions.with_lengths(lengths, users=20, slo=Slo(p95_ttft_ms=60000), models=("gemma-4-12b-it",))
+    assert (mixed.prompt_tokens, mixed.output_tokens) == (3482, 282)
+    assert mixed.p95_prompt_tokens == 16384
+    assert mixed.longest == (16384, 512)
+    report = run_advise(mixed)
+    assert report.rows
+    for row in report.rows:
+        assert row.max_model_len == 16384 + 512
+        hardware = hardware_for(Accelerator(row.accelerator), row.tensor_parallel)
+        cost = model_cost(catalog_model(row.model), row.variant, tensor_parallel=row.tensor_parallel)
+        long_prefill = prefill_seconds(cost, hardware, fitted_efficiency().efficiency(hardware), 16384)
+        assert row.p95_ttft_ms >= long_prefill * 1000, "the p95 request is a 16K prompt, however short the mean"
+    assert "p95 prompt 16,384" in report.workload
+
+
+def test_lengths_and_sizes_are_one_or_the_other(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two request sizes at once would make one of them silently ignored: exit 2 saying so."""
+    code = verify_main(["advise", "--lengths", "2048:256:1", "--prompt-tokens", "8192", "--users", "5"])
+    assert code == 2
+    assert "--lengths replaces --prompt-tokens" in capsys.readouterr().err
+    assert verify_main(["advise", "--lengths", "2048:256", "--users", "5"]) == 2
+    assert "PROMPT:OUTPUT:SHARE" in capsys.readouterr().err

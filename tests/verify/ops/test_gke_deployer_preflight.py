@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.verify.ops.google_fake import FakeGoogle, tokens
 from tests.verify.ops.scenarios import Project, ops_stack
-from verify.ops import catalog
+from verify.ops import deploy_requirements
 from verify.ops.findings import Verdict
 from verify.ops.google import GoogleApis
 from verify.ops.preflight import PreflightReport, run_preflight
@@ -54,5 +54,7 @@ def test_a_missing_gke_permission_blocks_and_names_its_role(fake: FakeGoogle, pe
 def test_every_gke_deployer_role_is_listed_in_the_deploying_guide() -> None:
     """docs/deploying.md names the roles preflight asks for, so a deployer can ask for them at once."""
     guide = (ROOT / "docs" / "deploying.md").read_text(encoding="utf-8")
-    roles = {permission.role for permission in catalog.BASE_PERMISSIONS + catalog.GKE_PERMISSIONS}
+    roles = {
+        permission.role for permission in deploy_requirements.BASE_PERMISSIONS + deploy_requirements.GKE_PERMISSIONS
+    }
     assert [role for role in sorted(roles) if role not in guide] == []

@@ -14,6 +14,7 @@ import pytest
 
 from tests.kubernetes.manifests import validate
 from tests.verify.ops.google_fake import FakeGoogle, fixture, fixture_text
+from tests.verify.ops.scenarios import PROJECT
 from tests.verify.ops.test_gke_status import PODS, fleet_routes, gateway_routes, status
 from verify.ops.status import RolloutState
 
@@ -94,3 +95,46 @@ def test_pods_of_the_pool_are_counted_by_its_selector(fake: FakeGoogle) -> None:
     fake.route("GET", PODS, pods)  # type: ignore[arg-type]
     status(fake)
     assert "app=gemma-gke-tpu-v6e-vllm" in seen
+
+
+def test_verify_status_for_the_l4_fleet_reports_gateway_pool_and_picker(fake: FakeGoogle) -> None:
+    """`verify status --stack gke-l4x4`: the L4 example (31B, two replicas) behind its gateway, read from the
+    same fakes under its own names: its Gateway's address, its pool's endpoints and its picker."""
+    name = "gemma-gke-l4x4-vllm"
+    k8s = "/k8s/apis"
+    fake.route(
+        "GET",
+        rf"/container/v1/projects/{PROJECT}/locations/us-central1/clusters/gemma-gke-l4x4",
+        fixture("gke_cluster_running.json"),
+    )
+    fake.route("GET", rf"{k8s}/apps/v1/namespaces/gemma/deployments/{name}", fixture("k8s_deployment_ready.json"))
+    fake.route("GET", PODS, fixture("k8s_pods_ready.json"))
+    fake.route(
+        "GET", rf"{k8s}/autoscaling/v2/namespaces/gemma/horizontalpodautoscalers/{name}", fixture("k8s_hpa_ready.json")
+    )
+    fake.route("GET", rf"/k8s/api/v1/namespaces/gemma/services/{name}", fixture("k8s_service.json"))
+    fake.route(
+        "GET",
+        rf"{k8s}/gateway.networking.k8s.io/v1/namespaces/gemma/gateways/{name}-gateway",
+        fixture_text("crd_gateway_programmed.json", FLEET=name),
+    )
+    fake.route(
+        "GET",
+        rf"{k8s}/inference.networking.k8s.io/v1/namespaces/gemma/inferencepools/{name}",
+        fixture_text("crd_inferencepool_accepted.json", FLEET=name),
+    )
+    fake.route(
+        "GET",
+        rf"{k8s}/apps/v1/namespaces/gemma/deployments/{name}-epp",
+        fixture_text("k8s_picker_deployment_ready.json", FLEET=name),
+    )
+    report = status(fake, stack_name="gke-l4x4")
+    assert report.state is RolloutState.READY, report.summary
+    gke = report.gke
+    assert gke is not None
+    assert gke.gateway is not None
+    assert gke.endpoint == "http://10.128.0.50"
+    assert gke.gateway.gateway == f"{name}-gateway: programmed at 10.128.0.50"
+    (pool,) = gke.gateway.pools
+    assert pool.startswith(f"{name}: accepted by {name}-gateway; ")
+    assert pool.endswith(f"picker {name}-epp 1/1 ready")

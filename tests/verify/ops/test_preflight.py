@@ -10,7 +10,7 @@ import pytest
 
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import ROOT, STACKS, Project, ops_stack
-from verify.ops import catalog
+from verify.ops import deploy_requirements
 from verify.ops.findings import Finding, Verdict
 from verify.ops.google import GoogleApis
 from verify.ops.preflight import PreflightReport, run_preflight
@@ -66,7 +66,7 @@ def test_disabled_api_that_the_deployer_may_enable_is_not_a_blocker(fake: FakeGo
 def test_disabled_api_without_enable_permission_blocks(fake: FakeGoogle, stack: str) -> None:
     """A disabled API that the deployer cannot enable fails `pulumi up` at its first step."""
     project = Project(
-        disabled_apis={"secretmanager.googleapis.com"}, missing_permissions={catalog.ENABLE_APIS_PERMISSION}
+        disabled_apis={"secretmanager.googleapis.com"}, missing_permissions={deploy_requirements.ENABLE_APIS_PERMISSION}
     )
     report = preflight(fake, stack, project)
     assert report.exit_code == 1
@@ -74,7 +74,7 @@ def test_disabled_api_without_enable_permission_blocks(fake: FakeGoogle, stack: 
     assert "gcloud services enable secretmanager.googleapis.com --project proj-1" in (
         blocked["secretmanager.googleapis.com"].fix or ""
     )
-    assert "roles/serviceusage.serviceUsageAdmin" in (blocked[catalog.ENABLE_APIS_PERMISSION].fix or "")
+    assert "roles/serviceusage.serviceUsageAdmin" in (blocked[deploy_requirements.ENABLE_APIS_PERMISSION].fix or "")
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_l4_gpu_quota_used_up_blocks_with_limit_usage_and_need(fake: FakeGoogle)
     assert blocker.area == "quota"
     assert "without zonal redundancy" in blocker.item
     assert (blocker.limit, blocker.usage, blocker.needed) == (3, 3, 1)
-    assert catalog.CLOUD_RUN_GPU_QUOTA_URL in (blocker.fix or "")
+    assert deploy_requirements.CLOUD_RUN_GPU_QUOTA_URL in (blocker.fix or "")
 
 
 def test_redeploying_does_not_count_the_stacks_own_service_against_it(fake: FakeGoogle) -> None:

@@ -9,8 +9,8 @@ note, and the calls stay a small multiple of the zones asked.
 from __future__ import annotations
 
 from tests.verify.ops.google_fake import FakeGoogle
-from tests.verify.ops.test_tpu_capacity import capacity, preflight, tpu_quota
-from verify.ops.tpu_capacity import MAX_ZONES
+from tests.verify.ops.test_tpu_availability import capacity, preflight, tpu_quota
+from verify.ops.tpu_availability import MAX_ZONES
 
 
 def hostile_quota(zones: list[str]) -> dict[str, object]:

@@ -92,7 +92,7 @@ def test_revision_failing_its_startup_probe_is_failed_with_reason_and_message(fa
     assert "failed the configured startup probe checks" in (run.failing_message or "")
     assert run.traffic == [f"100% {prefix}-00002-x7k"]
     assert f"traffic stays on {prefix}-00002-x7k" in report.summary
-    assert report.fix == f"python -m verify logs --stack {stack} --errors"
+    assert report.fix == f"gemma-verify logs --stack {stack} --errors"
     assert calls == []  # no readiness poll of a failed rollout
 
 

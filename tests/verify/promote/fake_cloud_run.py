@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from verify.promote.shifter import ShiftFailedError, TrafficChange
+from verify.traffic import ShiftFailedError, TrafficChange
 
 DATA = Path(__file__).parent / "data"
 ACCESS_TOKEN = "fake-access-token"

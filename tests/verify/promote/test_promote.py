@@ -35,9 +35,9 @@ from verify.promote.gates import BenchGate, CommandGates, GateName
 from verify.promote.machine import Verdict
 from verify.promote.metric_gate import required_metrics
 from verify.promote.run import PromoteOptions, Seams, run_promote
-from verify.promote.shifter import TrafficChange
 from verify.pulumi_gateway import PulumiAutomationShifter
 from verify.target import AuthKind, Target, TargetOptions
+from verify.traffic import TrafficChange
 
 API_KEY = "candidate-test-key"
 
@@ -101,7 +101,7 @@ class World:
         )
         seams = Seams(
             pulumi=FakeStackOutputs({"l4": outputs or stack_outputs()}),
-            access_token=lambda: ACCESS_TOKEN,
+            tokens=lambda: (ACCESS_TOKEN, None),
             shifter=self.shifter,
             say=self.lines.append,
             cold_start=cold_start,
@@ -507,7 +507,7 @@ def test_the_typed_promotion_names_the_failing_check_and_keeps_its_report(world:
     )
     seams = Seams(
         pulumi=FakeStackOutputs({"l4": stack_outputs()}),
-        access_token=lambda: ACCESS_TOKEN,
+        tokens=lambda: (ACCESS_TOKEN, None),
         shifter=world.shifter,
         say=world.lines.append,
         cold_start=lambda _revision: None,

@@ -14,16 +14,15 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from verify.promote.shifter import (
+from serving.rollout_keys import (
     CANDIDATE_PERCENT_KEY,
     PREVIOUS_REVISION_KEY,
     PROMOTION_RUN_ENV,
     PROMOTION_RUN_KEY,
     SERVING_REVISION_KEY,
-    ShiftFailedError,
-    TrafficChange,
 )
 from verify.pulumi_gateway import PulumiAutomationShifter
+from verify.traffic import ShiftFailedError, TrafficChange
 
 
 class FakeStack:
@@ -105,13 +104,3 @@ def test_each_update_gets_a_fresh_promotion_id(monkeypatch: pytest.MonkeyPatch, 
     shifter.apply(TrafficChange("gemma-l4-vllm-0a1b2c3d4e", 50, None, reason="50%"))
     ids = [call["env"][PROMOTION_RUN_ENV] for kind, call in stack.calls if kind == "up"]
     assert len(set(ids)) == 2
-
-
-def test_the_shifter_and_the_program_agree_on_the_marker() -> None:
-    """Guards against promotion writing an id the program never reads (every step would be inert)."""
-    from deploy.rollout_state import PROMOTION_RUN_ENV as PROGRAM_ENV
-    from stacks.cloud_run import TrafficSettings
-
-    assert PROMOTION_RUN_ENV == PROGRAM_ENV
-    field = PROMOTION_RUN_KEY.rsplit(".", 1)[-1]
-    assert TrafficSettings.model_validate({field: "0123456789abcdef"}).promotion_run == "0123456789abcdef"

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from verify.promote.shifter import SERVING_TRACK_KEY, TRACK_SHARE_KEY, ShiftFailedError
+from serving.rollout_keys import SERVING_TRACK_KEY, TRACK_SHARE_KEY
 from verify.pulumi_gateway import PulumiTrackShifter
+from verify.traffic import ShiftFailedError
 
 
 class FakeStack:

@@ -11,27 +11,15 @@ says which revision serves, whether the next update runs in CI or on a laptop.
 
 ``TrafficShifter`` is the seam tests replace: they run the promotion state machine against a fake
 Cloud Run API without the Pulumi CLI. The real one, `PulumiAutomationShifter`, lives in
-verify/pulumi_gateway.py, the one module that talks to Pulumi.
+verify/pulumi_gateway.py, the one module that talks to Pulumi; so the seam lives beside it, in verify's
+base, and the gateway imports nothing of a command's package. The config keys a promotion writes are the
+program's (serving/rollout_keys.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
-
-CONFIG_NAMESPACE = "gemma-serving"
-# The keys the program reads (stacks/cloud_run.py, TrafficSettings); path syntax for `pulumi config set --path`.
-SERVING_REVISION_KEY = f"{CONFIG_NAMESPACE}:cloudRun.traffic.servingRevision"
-PREVIOUS_REVISION_KEY = f"{CONFIG_NAMESPACE}:cloudRun.traffic.previousRevision"
-CANDIDATE_PERCENT_KEY = f"{CONFIG_NAMESPACE}:cloudRun.traffic.candidatePercent"
-# The id only promotion's own `pulumi up` carries (in PROMOTION_RUN_ENV too): keys a killed promotion leaves
-# behind are inert for any other update (deploy/rollout_state.py, obeyed_traffic).
-PROMOTION_RUN_KEY = f"{CONFIG_NAMESPACE}:cloudRun.traffic.promotionRun"
-PROMOTION_RUN_ENV = "GEMMA_PROMOTION_RUN"
-# A gated GKE fleet's serving track (stacks/gke_rollout.py): a setting that stays, set by verify promote.
-SERVING_TRACK_KEY = f"{CONFIG_NAMESPACE}:gke.rollout.servingTrack"
-# Behind the inference gateway: the candidate track's share of requests (the HTTPRoute's weights).
-TRACK_SHARE_KEY = f"{CONFIG_NAMESPACE}:gke.rollout.candidatePercent"
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ The zones asked are the stack's placements, the zones `serving/tpu_offers.py` li
 project's v6e quota names in a region that list or the placements name, at most MAX_ZONES in all; at
 most MAX_QUOTA_INFOS v6e quotas of each kind are read, and list reads stop at OFFER_PAGES pages. Why
 bounded: the quota answer is Google's text, and a hostile one naming 400 zones made preflight issue
-1,218 calls; zones left out are named in the capacity's note. When Cloud Quotas or the TPU API cannot be
-read, the rows fall back to that static table, and the capacity says so (`source: static`) instead of
-presenting it as checked.
+1,218 calls; zones left out are named in the availability's note. When Cloud Quotas or the TPU API cannot
+be read, the rows fall back to that static table, and the availability says so (`source: static`) instead
+of presenting it as checked.
 
 Each placement of the stack gets the findings a single zone always had (quota, slice, runtime); when at
 least one placement can be granted, the others' blockers become notes (`pulumi up` tries them and moves
@@ -31,7 +31,7 @@ import pydantic
 
 from serving.gcp_names import region_of
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
-from verify.ops import catalog
+from verify.ops import deploy_requirements
 from verify.ops.answers import AcceleratorType, RuntimeVersion
 from verify.ops.findings import Finding, Verdict
 from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
@@ -80,7 +80,7 @@ class ZoneTier(pydantic.BaseModel):
     answer: str
 
 
-class TpuCapacity(pydantic.BaseModel):
+class TpuAvailability(pydantic.BaseModel):
     """Every (zone, tier) for the stack's slice, ranked, and where the numbers came from."""
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
@@ -118,12 +118,12 @@ class _Facts:
     zones_left_out: list[str] = field(default_factory=list)
 
 
-def assess(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuCapacity]:
-    """The placements' findings and the ranked capacity of every zone and tier."""
+def assess(stack: TpuOpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuAvailability]:
+    """The placements' findings and the ranked availability of every zone and tier."""
     facts = _gather(stack, apis, now)
-    capacity = _capacity(stack, facts)
-    findings = _placement_findings(stack, facts, capacity)
-    return findings, capacity
+    availability = _availability(stack, facts)
+    findings = _placement_findings(stack, facts, availability)
+    return findings, availability
 
 
 # --- reading ---------------------------------------------------------------------------------------------
@@ -253,7 +253,7 @@ def _quota(facts: _Facts, kind: QuotaKind, zone: str) -> _Quota:
     return tightest
 
 
-def _capacity(stack: TpuOpsStack, facts: _Facts) -> TpuCapacity:
+def _availability(stack: TpuOpsStack, facts: _Facts) -> TpuAvailability:
     placements = {(p.zone, p.provisioning): index + 1 for index, p in enumerate(stack.placement_list)}
     rows = [_row(stack, facts, zone, tier, placements.get((zone, tier))) for zone in facts.offers for tier in TIERS]
     rows.sort(key=_rank_key)
@@ -280,7 +280,7 @@ def _capacity(stack: TpuOpsStack, facts: _Facts) -> TpuCapacity:
             f"; {len(facts.zones_left_out)} zone(s) the quota answer named were not asked about (outside the v6e "
             f"regions, or past {MAX_ZONES} zones): {shown}"
         )
-    return TpuCapacity(
+    return TpuAvailability(
         accelerator_type=stack.accelerator_type,
         chips=stack.chips,
         runtime_version=stack.runtime_version,
@@ -352,7 +352,7 @@ def _num(value: float) -> str:
 # --- the stack's placements ---------------------------------------------------------------------------------
 
 
-def _placement_findings(stack: TpuOpsStack, facts: _Facts, capacity: TpuCapacity) -> list[Finding]:
+def _placement_findings(stack: TpuOpsStack, facts: _Facts, availability: TpuAvailability) -> list[Finding]:
     placements = stack.placement_list
     several = len(placements) > 1
     per_placement = [_findings_of(stack, facts, placement, several) for placement in placements]
@@ -369,8 +369,8 @@ def _placement_findings(stack: TpuOpsStack, facts: _Facts, capacity: TpuCapacity
             area="capacity",
             item=f"{stack.accelerator_type}, every v6e zone and tier",
             verdict=Verdict.INFO,
-            detail=f"ranked: {capacity.ranked_answer}"
-            + ("" if capacity.source == "live" else f" ({capacity.source_note})"),
+            detail=f"ranked: {availability.ranked_answer}"
+            + ("" if availability.source == "live" else f" ({availability.source_note})"),
         )
     )
     if several:
@@ -434,7 +434,7 @@ def _quota_findings(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement, 
         assert facts.quota_error is not None
         return [_unchecked("quota", "tpu.googleapis.com", facts.quota_error, stack.project)]
     infos = facts.infos["preemptible" if placement.preemptible else "on-demand"]
-    request_url = catalog.QUOTAS_CONSOLE_URL.format(project=stack.project)
+    request_url = deploy_requirements.QUOTAS_CONSOLE_URL.format(project=stack.project)
     item = f"TPU v6e chips ({kind}, {placement.provisioning}{where})"
     if not infos:
         return [

@@ -20,7 +20,7 @@ from verify.ops.findings import Verdict
 from verify.ops.google import API_ROOT_ENV, GoogleApis
 from verify.ops.preflight import PreflightReport, run_preflight
 from verify.ops.stack import OpsPlacement
-from verify.ops.tpu_capacity import TpuCapacity
+from verify.ops.tpu_availability import TpuAvailability
 
 PREEMPTIBLE = "tpu.googleapis.com/tpu_v6e_preemptible"
 FALLBACK = "tpu-v6e-fallback"  # examples/: flex-start in us-east5-a, then spot in europe-west4-a
@@ -56,7 +56,7 @@ def preflight(
         return run_preflight(ops_stack(stack), apis, now=_now)
 
 
-def capacity(report: PreflightReport) -> TpuCapacity:
+def capacity(report: PreflightReport) -> TpuAvailability:
     assert report.tpu_capacity is not None
     return report.tpu_capacity
 

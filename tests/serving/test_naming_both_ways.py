@@ -1,0 +1,156 @@
+"""Every name the program gives a deployed thing comes from `serving/naming.py`, checked both ways.
+
+From the module to the plans: each name `StackNames` yields is a name in the plan of a stack of its
+platform (a reader looking for it finds what the program made). From the plans to the module: each
+component the program registers is named by `StackNames` (or, inside a component, after its parent), and
+the containers and labels readers select on are the module's constants, so a name spelt anywhere else
+fails here. `verify status` read GKE pods by a container name it spelt itself, and monitoring and GKE
+components were named in `deploy/` with f-strings: a rename on one side would have left the other
+looking for what no longer exists, with no error, only "not deployed".
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any
+
+import pytest
+
+from preview.capture import Capture, CapturedResource
+from serving.naming import (
+    GKE_APP_LABEL,
+    GKE_SERVING_CONTAINER,
+    GPU_SERVING_CONTAINER,
+    TPU_COLLECTOR_CONTAINER,
+    StackNames,
+)
+from tests.conftest import render_stack
+
+STACK_ROOT = "pulumi:pulumi:Stack"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+SERVICE = "gcp:cloudrunv2/service:Service"
+QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
+
+# Which of StackNames' names each platform's plan carries (as a resource's name or an input's value).
+IN_EVERY_PLAN = frozenset(
+    {"project_apis", "identity", "model_bucket", "image_mirror", "mirror_repository", "serving", "watch"}
+)
+IN_PLAN: dict[str, frozenset[str]] = {
+    "l4": IN_EVERY_PLAN | {"metrics", "sidecar_config_secret"},
+    "tpu-v6e": IN_EVERY_PLAN | {"gke_api_key_secret"},
+    "gke-tpu-v6e": IN_EVERY_PLAN
+    | {"base", "gke_accelerators", "gke_api_key", "gke_api_key_secret", "gke_cluster", "gke_cluster_component"}
+    | {"gke_nodes", "gke_gateway", "gke_metrics_adapter", "gke_inference_gateway"},
+}
+# Names only a stack file with an optional block gets, and the block (tests/test_bench_image_build.py and
+# tests/components/test_image_mirror.py render them).
+OPTIONAL: dict[str, tuple[str, dict[str, str]]] = {
+    "bench_job": ("l4", {"gemma-serving:bench": json.dumps({"tasks": 2, "cpuPerTask": 4})}),
+    "bench_image": ("l4", {"gemma-serving:bench": json.dumps({"tasks": 2, "cpuPerTask": 4})}),
+    "bench_image_repository": ("l4", {"gemma-serving:bench": json.dumps({"tasks": 2, "cpuPerTask": 4})}),
+    "derived_image": (
+        "l4",
+        {"gemma-serving:registry": json.dumps({"build": {"context": "images/vllm-gemma", "tag": "v0.32.0-gemma1"}})},
+    ),
+    "image_repository": (
+        "l4",
+        {"gemma-serving:registry": json.dumps({"build": {"context": "images/vllm-gemma", "tag": "v0.32.0-gemma1"}})},
+    ),
+}
+# Not a deployed thing's own name: the prefix the others start with, and the secret only a stack with an
+# `hfToken` gets (tests/test_secrets.py renders it).
+NOT_CHECKED_HERE = frozenset({"import_job_prefix", "hf_token_secret"})
+
+
+def _name_properties() -> list[str]:
+    return sorted(name for name, member in inspect.getmembers(StackNames) if isinstance(member, property))
+
+
+def _strings(value: Any, found: set[str]) -> set[str]:
+    if isinstance(value, str):
+        found.add(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _strings(item, found)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _strings(item, found)
+    return found
+
+
+def _plan_strings(capture: Capture) -> set[str]:
+    found = {resource.name for resource in capture.resources}
+    _strings([resource.inputs for resource in capture.resources], found)
+    return _strings(capture.outputs, found)
+
+
+def test_every_name_the_module_yields_is_checked_somewhere() -> None:
+    """Guards against a new name in StackNames that no plan is checked for (a reader could look in vain)."""
+    covered = set().union(*IN_PLAN.values()) | set(OPTIONAL) | NOT_CHECKED_HERE
+    assert set(_name_properties()) - covered == set()
+
+
+@pytest.mark.parametrize("stack", sorted(IN_PLAN))
+def test_from_the_module_to_the_plan(stack: str) -> None:
+    """Guards against a name readers look for that the program no longer gives (a silent "not deployed")."""
+    names, present = StackNames(stack), _plan_strings(render_stack(stack))
+    missing = [prop for prop in sorted(IN_PLAN[stack]) if getattr(names, prop) not in present]
+    assert missing == []
+
+
+def test_names_of_optional_blocks_are_in_their_plans() -> None:
+    """Guards against the load generator's or a derived image's names drifting from what readers look for."""
+    renders: dict[str, set[str]] = {}
+    missing = []
+    for prop, (stack, overrides) in OPTIONAL.items():
+        key = json.dumps(overrides, sort_keys=True)
+        if key not in renders:
+            renders[key] = _plan_strings(render_stack(stack, overrides))
+        if getattr(StackNames(stack), prop) not in renders[key]:
+            missing.append(prop)
+    assert missing == []
+
+
+def _yielded(names: StackNames, capture: Capture) -> set[str]:
+    yielded = {getattr(names, prop) for prop in _name_properties()}
+    roles = {resource.name.removeprefix(f"{names.import_job_prefix}-") for resource in capture.resources}
+    return yielded | {names.import_job(role) for role in roles} | {names.import_run(role) for role in roles}
+
+
+def _component_of(capture: Capture, urn: str | None) -> CapturedResource | None:
+    return next((resource for resource in capture.resources if resource.urn == urn), None)
+
+
+@pytest.mark.parametrize("stack", sorted(IN_PLAN))
+def test_from_the_plan_to_the_module(stack: str) -> None:
+    """Guards against a component named outside serving/naming.py: named by StackNames at the top, or after
+    the component it belongs to."""
+    capture, names = render_stack(stack), StackNames(stack)
+    yielded = _yielded(names, capture)
+    unnamed = []
+    for resource in capture.resources:
+        if not resource.type.startswith("gemma:"):
+            continue
+        parent = _component_of(capture, resource.parent)
+        after_parent = parent is not None and resource.name.startswith(f"{parent.name}-")
+        if resource.name not in yielded and not after_parent:
+            unnamed.append(f"{resource.type} {resource.name}")
+    assert unnamed == []
+
+
+def test_the_containers_and_labels_readers_select_on_are_the_modules() -> None:
+    """Guards against `verify status` and `verify logs` selecting a container or label the program renamed."""
+    service = render_stack("l4").one(SERVICE).inputs
+    assert GPU_SERVING_CONTAINER in [container["name"] for container in service["template"]["containers"]]
+    script = render_stack("tpu-v6e").one(QUEUED_RESOURCE).inputs["requestBody"]["tpu"]["nodeSpec"][0]["node"]
+    assert TPU_COLLECTOR_CONTAINER in script["metadata"]["startup-script"]
+    capture = render_stack("gke-tpu-v6e")
+    (deployment,) = [
+        resource.inputs
+        for resource in capture.of_type(DEPLOYMENT)
+        if resource.inputs["metadata"]["name"] == capture.outputs["deployment"]
+    ]
+    template = deployment["spec"]["template"]
+    assert GKE_SERVING_CONTAINER in [container["name"] for container in template["spec"]["containers"]]
+    assert template["metadata"]["labels"][GKE_APP_LABEL] == deployment["metadata"]["name"]

@@ -1,0 +1,87 @@
+"""A stack's plan imports what its platform needs and nothing of another platform's.
+
+Why: the offline plan of a Cloud Run stack slowed from 0.73 s to 1.76 s when it began importing the TPU
+provider, its REST client (httpx, google-auth's transports and their TLS, rich and cryptography), the
+Docker provider SDK and the GKE components whether the stack used them or not; every `pulumi preview`
+and `pulumi up` pays the same imports. Timing a plan in a test would be flaky on a shared machine, so
+this checks what is *imported*, which is deterministic; benchmarks/preview_time.py measures the time.
+
+A fresh interpreter is the point here (the test process has imported everything): one child renders the
+Cloud Run stack, records what is loaded, then renders the TPU stack in the same process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+# What no Cloud Run or TPU plan imports: GKE's code and SDK, the Docker SDK (only a stack that builds an image),
+# the libraries only `pulumi up` or the readers use (the TPU REST client's httpx and google-auth, with their
+# TLS, rich and cryptography imports), and the readers themselves.
+NOT_FOR_A_PLAN = (
+    "components.gke",
+    "deploy.gke",
+    "pulumi_kubernetes",
+    "pulumi_docker",
+    "pulumi_gcp.compute",
+    "pulumi_gcp.container",
+    "httpx",
+    "google.auth",
+    "requests",
+    "rich",
+    "cryptography",
+    "verify",
+    "gemma_mcp",
+)
+# A Cloud Run GPU plan imports nothing of the TPU platform either.
+NOT_FOR_CLOUD_RUN = (*NOT_FOR_A_PLAN, "components.tpu", "deploy.tpu", "pulumi_random", "pulumi_gcp.tpu")
+NOT_FOR_TPU = NOT_FOR_A_PLAN
+
+_SCRIPT = """
+import contextlib, io, json, sys
+from preview.__main__ import main
+loaded = {}
+for stack in ("l4", "tpu-v6e"):
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["--stack", stack, "--format", "json"])
+    assert code == 0, (stack, code)
+    # A provider SDK registers its submodules unloaded (a lazy module); only a used one is really loaded.
+    loaded[stack] = sorted(name for name, module in sys.modules.items() if type(module).__name__ != "_LazyModule")
+print(json.dumps(loaded))
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded_by_plan() -> dict[str, list[str]]:
+    completed = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], cwd=ROOT, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    loaded: dict[str, list[str]] = json.loads(completed.stdout)
+    return loaded
+
+
+def _offending(modules: list[str], forbidden: tuple[str, ...]) -> list[str]:
+    return [name for name in modules if any(name == bad or name.startswith(f"{bad}.") for bad in forbidden)]
+
+
+def test_a_cloud_run_plan_imports_no_other_platform_and_no_rest_client(loaded_by_plan: dict[str, list[str]]) -> None:
+    """Guards against a Cloud Run preview (and `pulumi up`) that pays for the TPU provider, GKE or Docker."""
+    assert _offending(loaded_by_plan["l4"], NOT_FOR_CLOUD_RUN) == []
+
+
+def test_a_tpu_plan_imports_no_rest_client_and_no_gke(loaded_by_plan: dict[str, list[str]]) -> None:
+    """Guards against a TPU preview that loads httpx and google-auth for a provider that only runs on up."""
+    assert _offending(loaded_by_plan["tpu-v6e"], NOT_FOR_TPU) == []
+
+
+def test_the_plans_did_import_their_own_platform(loaded_by_plan: dict[str, list[str]]) -> None:
+    """Guards against a check that passes because the child rendered nothing."""
+    assert "deploy.cloud_run" in loaded_by_plan["l4"]
+    assert "components.vllm_gpu_service" in loaded_by_plan["l4"]
+    assert "components.tpu.node" in loaded_by_plan["tpu-v6e"]
