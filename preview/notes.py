@@ -176,7 +176,8 @@ def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
     if not capture.of_type(CLUSTER):
         notes.append(
             "cluster: the stack uses an existing cluster; it must have Workload Identity, the GCS FUSE CSI driver, "
-            "the Secret Manager add-on and Managed Prometheus enabled (docs/gke.md)"
+            "the Secret Manager add-on and Managed Prometheus enabled, and enforce NetworkPolicy (Dataplane V2 or "
+            "Calico; without it the fleet's ingress policy is not applied) (docs/gke.md)"
             + (
                 ", and the Gateway API (GKE 1.34.0-gke.1626000 or later: its CRDs come with it)."
                 if capture.of_type(GATEWAY)

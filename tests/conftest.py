@@ -20,6 +20,9 @@ import pytest
 from preview.capture import Capture, install_mocks, run_program, run_registrations
 from preview.stack_file import StackConfig, read_stack_config
 
+# `live_server`: the real vLLM CPU server of the live tests (skipped unless one is named or started).
+pytest_plugins = ["tests.live.fixtures"]
+
 ROOT = Path(__file__).resolve().parent.parent
 TEST_PROJECT = "gemma-serving"
 TEST_GCP_PROJECT = "test-project"

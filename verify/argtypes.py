@@ -101,3 +101,16 @@ def positive_int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
         return tuple(dict.fromkeys(numbers))
 
     return parse
+
+
+def positive_number_list(flag: str, unit: str = "") -> Callable[[str], tuple[float, ...]]:
+    """Comma-separated finite numbers above zero (duplicates dropped, order kept), e.g. request rates."""
+    one = positive_number(flag, unit)
+
+    def parse(value: str) -> tuple[float, ...]:
+        numbers = tuple(one(part.strip()) for part in value.split(",") if part.strip())
+        if not numbers:
+            raise argparse.ArgumentTypeError(f"{flag} takes comma-separated numbers, e.g. 5,10,20; got {value!r}")
+        return tuple(dict.fromkeys(numbers))
+
+    return parse

@@ -100,6 +100,8 @@ class StreamRequest:
     ignore_eos: bool = False
     min_tokens: int | None = None
     extra_body: Mapping[str, object] = field(default_factory=dict)
+    # Earlier turns of a chat, (role, content) each, sent before ``prompt`` (chat API only).
+    history: tuple[tuple[str, str], ...] = ()
 
     def payload(self) -> dict[str, object]:
         body: dict[str, object] = {
@@ -109,7 +111,8 @@ class StreamRequest:
             "stream_options": {"include_usage": True},
         }
         if self.api is Api.CHAT:
-            body["messages"] = [{"role": "user", "content": self.prompt}]
+            turns = [{"role": role, "content": content} for role, content in self.history]
+            body["messages"] = [*turns, {"role": "user", "content": self.prompt}]
         else:
             body["prompt"] = self.prompt
         if self.ignore_eos:

@@ -148,6 +148,22 @@ def check_url(url: str, *, flag: str, allow_private: bool, resolve: Resolve = re
         check_host(parts.hostname, flag=flag, allow_private=allow_private, resolve=resolve)
 
 
+def google_api_problem(url: str, *, flag: str) -> str | None:
+    """Why ``url`` may not be sent Google OAuth access tokens (None when it may): only Google's own APIs
+    (https, a `*.googleapis.com` host) or a local fake on loopback (what the tests point it at)."""
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").rstrip(".").lower()
+    found = literal_address(host)
+    if (found is not None and is_loopback(found)) or host in LOOPBACK_NAMES:
+        return None
+    if parts.scheme == "https" and (host == "googleapis.com" or host.endswith(".googleapis.com")):
+        return None
+    return (
+        f"{flag}: {host or url!r} is not a Google API (https://*.googleapis.com) nor loopback; it would be sent "
+        "your Google access token"
+    )
+
+
 def id_token_problem(base_url: str, audience: str) -> str | None:
     """Why a Google ID token for ``audience`` must not be sent to ``base_url``; None when it may.
 

@@ -128,3 +128,12 @@ def test_named_networks_open_the_public_endpoint_to_them_only() -> None:
     blocks = cluster["masterAuthorizedNetworksConfig"]["cidrBlocks"]
     assert [block["cidrBlock"] for block in blocks] == ["203.0.113.0/24"]
     assert cluster["masterAuthorizedNetworksConfig"]["gcpPublicCidrsAccessEnabled"] is False
+
+
+def test_cloud_nat_can_be_left_to_a_network_that_has_one() -> None:
+    """Two NATs cannot cover one subnet: `cloudNat: false` plans none, and the nodes stay private."""
+    gke = json.loads(stack_config("gke-l4x4").values["gemma-serving:gke"])
+    gke.setdefault("cluster", {})["cloudNat"] = False
+    capture = render_stack("gke-l4x4", {"gemma-serving:gke": json.dumps(gke)})
+    assert not [r for r in capture.resources if r.type.startswith("gcp:compute/router")]
+    assert _one(capture, CLUSTER)["privateClusterConfig"]["enablePrivateNodes"] is True

@@ -41,6 +41,7 @@ from serving.compile_cache import CACHE_FOLDER
 from serving.naming import StackNames
 from stacks.images import PinnedImage
 from tests.policy.gateway_cases import GATEWAY_BAD, GATEWAY_GOOD
+from tests.policy.gke_cluster_cases import GKE_CLUSTER_BAD, GKE_CLUSTER_GOOD
 from tests.policy.kubernetes_cases import K8S_BAD, K8S_GOOD
 from tests.policy.props import (
     JOB,
@@ -793,6 +794,8 @@ BAD: list[Case] = [
 
 GOOD += [Case(*case) for case in K8S_GOOD + GATEWAY_GOOD]
 BAD += [Case(*case) for case in K8S_BAD + GATEWAY_BAD]
+GOOD += [Case(*case) for case in GKE_CLUSTER_GOOD]
+BAD += [Case(*case) for case in GKE_CLUSTER_BAD]
 
 
 def engine_form(props: dict[str, Any]) -> Any:

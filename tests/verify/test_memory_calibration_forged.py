@@ -19,10 +19,12 @@ from tests.verify.ops.google_fake import Body, FakeGoogle, tokens
 from tests.verify.ops.scenarios import ops_stack
 from tests.verify.ops.test_logs import ENTRIES, entry
 from verify import UsageError
-from verify.memory.layout import MemoryLayout, memory_layout
+from verify.memory.layout import MemoryLayout, memory_layout, source_problem
 from verify.memory.run import save_calibration
 from verify.memory.startup import parse_startup
 from verify.ops.google import GoogleApis
+from verify.ops.logs import _LogEntry
+from verify.ops.stack import GkeOpsStack
 from verify.stack_settings import load_stack_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -113,3 +115,23 @@ def test_parse_reads_figures_only_from_the_file_that_logs_them() -> None:
     found = parse_startup([*GPU_LINES, f"{PREFIX}[my_model.py:12] Available KV cache memory: 999.00 GiB"])
     assert found.available_kv_cache_gib == pytest.approx(8.21)
     assert len(found.unattributed) == 1
+
+
+def test_gke_lines_must_come_from_the_stacks_cluster_and_namespace() -> None:
+    """On GKE the filter also matches the import jobs; a line labelled with another cluster is not ours."""
+    stack = ops_stack("gke-l4x4")
+    assert isinstance(stack, GkeOpsStack)
+
+    def container(cluster: str) -> _LogEntry:
+        return _LogEntry.model_validate(
+            {
+                "textPayload": GPU_LINES[1],
+                "resource": {
+                    "type": "k8s_container",
+                    "labels": {"cluster_name": cluster, "namespace_name": stack.namespace, "container_name": "vllm"},
+                },
+            }
+        )
+
+    assert source_problem(stack, [container(stack.cluster)], "vllm") is None
+    assert "not from a container of" in str(source_problem(stack, [container("someone-else")], "vllm"))

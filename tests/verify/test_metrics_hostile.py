@@ -11,12 +11,21 @@ from __future__ import annotations
 import datetime
 import io
 import math
+from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
 from verify.metrics.cli import print_report
 from verify.metrics.histograms import Histogram, problem_of
-from verify.metrics.reading import SPEC_POSITIONS, parse_snapshot, report_of
+from verify.metrics.reading import (
+    MAX_METRICS_BYTES,
+    SPEC_POSITIONS,
+    MetricsReadError,
+    parse_snapshot,
+    read_snapshot,
+    report_of,
+)
 
 T0 = datetime.datetime(2026, 11, 26, 19, 0, tzinfo=datetime.UTC)
 RUNNING = '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 1.0\n'
@@ -133,3 +142,20 @@ def test_the_rules_accept_every_real_histogram_shape() -> None:
     assert problem_of(Histogram(buckets=((0.3, 0.0), (math.inf, 0.0)), total=0.0, count=0.0)) is None
     assert problem_of(Histogram(buckets=((0.3, 0.0), (math.inf, 4.0)), total=9.0, count=4.0)) is None
     assert problem_of(Histogram(buckets=((0.1, 1.0), (0.3, 3.0), (math.inf, 4.0)), total=0.5, count=4.0)) is None
+
+
+async def test_an_endless_metrics_body_is_refused_not_read_into_memory() -> None:
+    """A server answering /metrics with a body that never ends: read up to the bound, then refused (exit 1)."""
+    sent = {"bytes": 0}
+
+    async def endless() -> AsyncIterator[bytes]:
+        chunk = b"# HELP x y\n" * 100_000
+        while True:
+            sent["bytes"] += len(chunk)
+            yield chunk
+
+    transport = httpx.MockTransport(lambda _request: httpx.Response(200, content=endless()))
+    async with httpx.AsyncClient(base_url="http://vllm.test", transport=transport) as client:
+        with pytest.raises(MetricsReadError, match="more than 32 MiB"):
+            await read_snapshot(client, model=None)
+    assert sent["bytes"] <= MAX_METRICS_BYTES + 2 * len(b"# HELP x y\n" * 100_000)

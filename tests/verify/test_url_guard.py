@@ -16,7 +16,7 @@ from gemma_mcp.urls import check_url as mcp_check_url
 from verify import UsageError, cli
 from verify.auth import auth_for_target
 from verify.target import AuthKind, Target, TargetOptions, resolve_target
-from verify.url_guard import UnsafeUrlError, check_url, id_token_problem
+from verify.url_guard import UnsafeUrlError, check_url, google_api_problem, id_token_problem
 
 METADATA_SPELLINGS = [
     "http://169.254.169.254",
@@ -143,3 +143,21 @@ def test_the_mcp_guard_is_verifys_and_catches_encoded_forms_with_allow_any(url: 
     --allow-any-url (which lifts only the allow-list)."""
     with pytest.raises(ToolError, match=r"metadata|link-local"):
         mcp_check_url(url, stack_endpoints=list, allow_any=True, resolve=lambda _h: [])
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://run.googleapis.com", True),
+        ("https://us-central1-run.googleapis.com", True),
+        ("http://127.0.0.1:8123", True),
+        ("http://run.googleapis.com", False),
+        ("https://run.googleapis.com.evil.example", False),
+        ("https://169.254.169.254", False),
+        ("https://evil.example", False),
+    ],
+)
+def test_the_cloud_run_api_flag_gets_a_token_only_if_it_is_googles(url: str, allowed: bool) -> None:
+    """`verify promote --cloud-run-api URL` sends the user's Google access token: only Google's API (or a local
+    fake, as the tests use) may receive it."""
+    assert (google_api_problem(url, flag="--cloud-run-api") is None) is allowed

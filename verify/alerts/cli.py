@@ -14,6 +14,7 @@ from pathlib import Path
 from verify.alerts.suggest import (
     MAX_TPOT_MS,
     MAX_TTFT_MS,
+    PERCENTILES,
     Slo,
     SloMissedEverywhereError,
     SuggestOptions,
@@ -51,14 +52,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_bounded("--ttft-ms", MAX_TTFT_MS),
         default=Slo.ttft_ms,
         metavar="MS",
-        help=f"the SLO's p99 TTFT bound (default {Slo.ttft_ms:g}, vLLM's dashboard default)",
+        help=f"the SLO's TTFT bound at --percentile (default {Slo.ttft_ms:g}, vLLM's dashboard default)",
+    )
+    parser.add_argument(
+        "--percentile",
+        type=int,
+        choices=PERCENTILES,
+        default=Slo.percentile,
+        help=f"the percentile the SLO bounds, read from the sweep's cells (default {Slo.percentile})",
     )
     parser.add_argument(
         "--tpot-ms",
         type=_bounded("--tpot-ms", MAX_TPOT_MS),
         default=Slo.tpot_ms,
         metavar="MS",
-        help=f"the SLO's p99 TPOT bound (default {Slo.tpot_ms:g})",
+        help=f"the SLO's TPOT bound at --percentile (default {Slo.tpot_ms:g})",
     )
     parser.add_argument(
         "--max-num-seqs",
@@ -91,7 +99,7 @@ def _bounded(flag: str, ceiling: float) -> Callable[[str], float]:
 def run_suggest(args: argparse.Namespace) -> int:
     path: Path = args.results
     options = SuggestOptions(
-        slo=Slo(ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms),
+        slo=Slo(ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms, percentile=args.percentile),
         max_num_seqs=args.max_num_seqs,
         allow_untrusted=args.allow_untrusted,
     )

@@ -6,7 +6,10 @@ concurrency whose every cell met the SLO ("held") and the first one above it tha
 The alerts should then warn while live traffic still looks like the held load:
 
 - `ttftSeconds` / `tpotSeconds`: the smallest bucket bound of vLLM's TTFT / TPOT histogram at or above the
-  held cells' worst p99 (attainment is read from a bucket), never above the SLO's own bound;
+  held cells' worst value at the SLO's percentile (p99 unless ``--percentile`` says otherwise; attainment is
+  read from a bucket), never above the SLO's own bound. An SLO bound that is not a bucket bound (2 s: vLLM's
+  TTFT buckets go 1.0, 2.5) cannot be read from the histogram, so the threshold is the bound below it, and
+  the snippet says so instead of silently alerting at 1 s;
 - `maxQueueSeconds`: that TTFT threshold less the unloaded TTFT (the lowest concurrency's median): the
   time a request may queue before the TTFT threshold is spent;
 - `maxWaitingRequests` (with `--max-num-seqs`): requests beyond vLLM's batch at the concurrency that broke
@@ -37,6 +40,7 @@ class SloMissedEverywhereError(ValueError):
     """Even the lowest concurrency measured missed the SLO: no load the stack handles to derive from."""
 
 
+PERCENTILES = (50, 90, 95, 99)
 # The widest SLO bounds taken: a TTFT above 10 minutes or a TPOT above a minute is a typo (or `inf`), not an SLO,
 # and would turn every cell into "held".
 MAX_TTFT_MS = 600_000.0
@@ -45,11 +49,28 @@ MAX_TPOT_MS = 60_000.0
 
 @dataclass(frozen=True)
 class Slo:
-    """The stack's latency SLO, as p99 bounds (the attainment alerts page below 99%); finite and sane, or refused
-    naming the flag (the MCP tool and the CLI build it alike)."""
+    """The stack's latency SLO: TTFT and TPOT bounds at one percentile (p99 by default); finite and sane, or
+    refused naming the flag (the MCP tool and the CLI build it alike)."""
 
     ttft_ms: float = 1000.0
     tpot_ms: float = 100.0
+    percentile: int = 99
+
+    @property
+    def statistic(self) -> str:
+        """The results file's name for the percentile: ``p95``, or ``median`` for 50."""
+        return "median" if self.percentile == 50 else f"p{self.percentile}"
+
+    def ttft(self, cell: CellRecord) -> float | None:
+        value: float | None = getattr(cell, f"{self.statistic}_ttft_ms")
+        return value
+
+    def tpot(self, cell: CellRecord) -> float | None:
+        value: float | None = getattr(cell, f"{self.statistic}_tpot_ms")
+        return value
+
+    def describe(self) -> str:
+        return f"p{self.percentile} TTFT <= {self.ttft_ms:g} ms, p{self.percentile} TPOT <= {self.tpot_ms:g} ms"
 
     def __post_init__(self) -> None:
         for flag, value, ceiling in (
@@ -62,7 +83,7 @@ class Slo:
                 )
 
     def met_by(self, cell: CellRecord) -> bool:
-        ttft, tpot = cell.p99_ttft_ms, cell.p99_tpot_ms
+        ttft, tpot = self.ttft(cell), self.tpot(cell)
         succeeded = cell.success_rate is None or cell.success_rate >= 1
         return succeeded and ttft is not None and ttft <= self.ttft_ms and (tpot is None or tpot <= self.tpot_ms)
 
@@ -79,6 +100,8 @@ class Suggestion:
     tpot_seconds: float
     max_queue_seconds: float
     max_waiting_requests: int | None
+    # Why a threshold is below the SLO's own bound (that bound is not a bucket bound of the histogram).
+    notes: tuple[str, ...] = ()
 
 
 def suggest(
@@ -105,13 +128,12 @@ def suggest(
             break
     if held is None:
         raise SloMissedEverywhereError(
-            f"every cell at the lowest concurrency measured ({levels[0]}) missed the SLO (p99 TTFT <= "
-            f"{slo.ttft_ms:g} ms, p99 TPOT <= {slo.tpot_ms:g} ms, every request succeeded): fix the stack or the SLO "
-            "before deriving alerts from it"
+            f"every cell at the lowest concurrency measured ({levels[0]}) missed the SLO ({slo.describe()}, every "
+            "request succeeded): fix the stack or the SLO before deriving alerts from it"
         )
     held_cells = by_concurrency[held]
-    worst_ttft = max(cell.p99_ttft_ms or 0.0 for cell in held_cells)
-    tpots = [cell.p99_tpot_ms for cell in held_cells if cell.p99_tpot_ms is not None]
+    worst_ttft = max(slo.ttft(cell) or 0.0 for cell in held_cells)
+    tpots = [tpot for cell in held_cells if (tpot := slo.tpot(cell)) is not None]
     worst_tpot = max(tpots) if tpots else None
     ttft_seconds = _bucket_at_or_above(TTFT_HISTOGRAM, worst_ttft / 1000, ceiling=slo.ttft_ms / 1000)
     tpot_seconds = _bucket_at_or_above(TPOT_HISTOGRAM, (worst_tpot or 0.0) / 1000, ceiling=slo.tpot_ms / 1000)
@@ -131,6 +153,30 @@ def suggest(
         tpot_seconds=tpot_seconds,
         max_queue_seconds=queue,
         max_waiting_requests=waiting,
+        notes=tuple(
+            note
+            for note in (
+                _off_bucket_note("TTFT", TTFT_HISTOGRAM, slo.ttft_ms / 1000, worst_ttft / 1000, ttft_seconds),
+                _off_bucket_note("TPOT", TPOT_HISTOGRAM, slo.tpot_ms / 1000, (worst_tpot or 0.0) / 1000, tpot_seconds),
+            )
+            if note
+        ),
+    )
+
+
+def _off_bucket_note(name: str, histogram: str, bound_s: float, worst_s: float, chosen_s: float) -> str | None:
+    """Why the threshold is below what the sweep measured: the SLO's bound capped it and is not a bucket bound
+    itself (None when the threshold is simply the measurement's bucket, or the SLO's bound is a bucket bound)."""
+    bounds = recorded_metrics().buckets(histogram)
+    natural = next((bound for bound in bounds if bound >= worst_s - 1e-12), bounds[-1])
+    if any(abs(bound - bound_s) < 1e-9 for bound in bounds) or natural <= chosen_s:
+        return None
+    above = [bound for bound in bounds if bound > bound_s]
+    nearest = f", {above[0]:g} s above" if above else ""
+    return (
+        f"the SLO's {name} bound {bound_s:g} s is not a bucket bound of {histogram} ({chosen_s:g} s below"
+        f"{nearest}) and the held load measured {worst_s:.3g} s; attainment is read at a bound, so the alert uses "
+        f"{chosen_s:g} s, the nearest within the SLO: it fires before the SLO itself is missed"
     )
 
 
@@ -179,11 +225,13 @@ def stack_snippet(suggestion: Suggestion, slo: Slo, *, source: str, project: str
     """
     s = suggestion
     broke = f"broke at {s.broke}" if s.broke is not None else "never broke (measure higher concurrency to sharpen this)"
-    tpot = f", p99 TPOT {s.worst_tpot_ms:.3g} ms" if s.worst_tpot_ms is not None else ""
-    bounds = f"SLO p99 TTFT <= {slo.ttft_ms:g} ms, p99 TPOT <= {slo.tpot_ms:g} ms"
+    p = f"p{slo.percentile}"
+    tpot = f", {p} TPOT {s.worst_tpot_ms:.3g} ms" if s.worst_tpot_ms is not None else ""
+    bounds = f"SLO {slo.describe()}"
     comments = [
         f"# From {_quoted(source)} (gemma-verify alerts suggest): {bounds};",
-        f"# held at concurrency {s.held} (p99 TTFT {s.worst_ttft_ms:.3g} ms{tpot}), {broke}.",
+        f"# held at concurrency {s.held} ({p} TTFT {s.worst_ttft_ms:.3g} ms{tpot}), {broke}.",
+        *(f"# {note}." for note in s.notes),
         *(
             [f"# {s.untrusted} cell(s) untrusted: the load generator was short of CPU, so latencies read high."]
             if s.untrusted

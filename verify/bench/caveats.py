@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verify.bench.ceilings import ceiling_problem
+from verify.bench.confidence import PERCENTILE_STATS, min_samples
 from verify.bench.results import CellRecord
 from verify.bench.stall import STALL_WARNING_START
 
@@ -49,6 +50,8 @@ def _cause(record: CellRecord) -> str:
         return "above its physical ceiling"
     if "CPU-bound" in reason or "ran out of CPU" in reason:
         return "load generator CPU-bound"
+    if "schedule not kept" in reason:
+        return "open-loop schedule not kept"
     if "load-generator tasks reported" in reason:
         return "a load-generator task missing"
     return "marked untrusted"
@@ -81,3 +84,17 @@ def untrusted_summary(records: Sequence[CellRecord]) -> str | None:
     kinds = sorted(set(causes))
     counted = ", ".join(f"{causes.count(cause)} {cause}" if len(kinds) > 1 else cause for cause in kinds)
     return f"{len(causes)} of {len(measured)} cells untrusted ({counted})"
+
+
+def too_few_samples(record: CellRecord, field: str) -> int | None:
+    """The samples ``field`` (a percentile such as ``p99_ttft_ms``) needs and the cell lacked, else None.
+
+    A record says so itself (``too_few_samples``); one written before records did is judged by its count of
+    completed requests (per-request metrics; the pooled ITL gaps are many more, so it is not judged)."""
+    if field in record.too_few_samples:
+        return record.too_few_samples[field]
+    statistic, _, metric = field.partition("_")
+    if record.confidence_level is not None or statistic not in PERCENTILE_STATS or metric.startswith("itl"):
+        return None
+    needed = min_samples(PERCENTILE_STATS[statistic])
+    return needed if record.completed < needed else None

@@ -1,4 +1,6 @@
-"""The PNG chart: request throughput and p99 latency against concurrency, one line per context.
+"""The PNG chart: request throughput, and end-to-end latency at p50/p90/p95/p99 (p95 bold, with its 95%
+interval as whiskers), against concurrency (or the request rate of open-loop cells), one colour per context.
+A percentile from fewer samples than its interval needs (verify.bench.confidence) is not drawn.
 
 Why Pillow and not matplotlib: the chart is written wherever ``verify bench`` runs, the deploy
 workflow included, and that installs only requirements.txt. matplotlib would add about 128 MB
@@ -15,14 +17,14 @@ the footer says where their reasons are.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
 from PIL import Image, ImageDraw, ImageFont
 
-from verify.bench.caveats import needs_a_look
+from verify.bench.caveats import needs_a_look, too_few_samples
 from verify.bench.results import CellRecord
 from verify.bench.workload import Workload
 from verify.numbers import readable
@@ -54,15 +56,48 @@ Box: TypeAlias = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
+class Line:
+    """One line per context in a panel: a record field, how thick, and its label at the line's end."""
+
+    field: str
+    width: int = 3
+    label: str = ""
+
+    def value(self, record: CellRecord) -> float | None:
+        if too_few_samples(record, self.field) is not None:
+            return None
+        value = getattr(record, self.field)
+        return None if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True)
 class Panel:
     title: str
-    value: Callable[[CellRecord], float | None]
+    lines: tuple[Line, ...]
+
+    def value(self, record: CellRecord) -> float | None:
+        values = [v for v in (line.value(record) for line in self.lines) if v is not None]
+        intervals = [record.ci[line.field][1] for line in self.lines if line.field in record.ci]
+        return max([*values, *intervals], default=None)
 
 
 PANELS = (
-    Panel("Request throughput (req/s)", lambda r: r.request_throughput),
-    Panel("P99 end-to-end latency (ms)", lambda r: r.p99_e2el_ms),
+    Panel("Request throughput (req/s)", (Line("request_throughput"),)),
+    Panel(
+        "End-to-end latency (ms): p50, p90, p95 (bold, 95% CI), p99",
+        (
+            Line("median_e2el_ms", 1, "p50"),
+            Line("p90_e2el_ms", 1, "p90"),
+            Line("p95_e2el_ms", 3, "p95"),
+            Line("p99_e2el_ms", 1, "p99"),
+        ),
+    ),
 )
+
+
+def column(record: CellRecord) -> float:
+    """The x of a cell: its request rate (open loop) or its users (closed loop)."""
+    return record.request_rate if record.request_rate is not None else record.max_concurrency
 
 
 def nice_step(span: float, ticks: int = Y_TICKS) -> float:
@@ -98,13 +133,13 @@ def _fitting(draw: ImageDraw.ImageDraw, text: str, size: int) -> Font:
 class _Axes:
     """One panel: maps concurrency (log2) and value (linear from 0) to pixels inside ``box``."""
 
-    def __init__(self, box: Box, concurrencies: Sequence[int], top: float) -> None:
+    def __init__(self, box: Box, concurrencies: Sequence[float], top: float) -> None:
         self.box = box
         self.low = math.log2(min(concurrencies))
         self.high = math.log2(max(concurrencies))
         self.top = top
 
-    def x(self, concurrency: int) -> float:
+    def x(self, concurrency: float) -> float:
         left, _, right, _ = self.box
         pad = 30
         if self.high == self.low:
@@ -131,7 +166,7 @@ def _draw_panel(
     draw.text(((plot[0] + plot[2]) / 2, top + 8), panel.title, fill=INK, font=fonts["panel"], anchor="mt")
     values = [v for v in (panel.value(r) for r in measured) if v is not None]
     ticks = y_ticks(max(values, default=0.0) * HEADROOM)
-    concurrencies = sorted({r.max_concurrency for r in measured})
+    concurrencies = sorted({column(r) for r in measured})
     axes = _Axes(plot, concurrencies, ticks[-1])
     for tick in ticks:
         y = axes.y(tick)
@@ -142,17 +177,39 @@ def _draw_panel(
         draw.line([(x, plot[1]), (x, plot[3])], fill=GRID)
         draw.text((x, plot[3] + 8), readable(concurrency), fill=INK, font=fonts["tick"], anchor="mt")
     draw.rectangle(plot, outline=INK)
-    draw.text(((plot[0] + plot[2]) / 2, plot[3] + 30), "concurrency (users)", fill=INK, font=fonts["tick"], anchor="mt")
+    across = "request rate (req/s)" if any(r.request_rate is not None for r in measured) else "concurrency (users)"
+    draw.text(((plot[0] + plot[2]) / 2, plot[3] + 30), across, fill=INK, font=fonts["tick"], anchor="mt")
     for context, colour in colours.items():
-        series = sorted(
-            (r for r in measured if r.requested_context == context and panel.value(r) is not None),
-            key=lambda r: r.max_concurrency,
-        )
-        points = [(axes.x(r.max_concurrency), axes.y(panel.value(r) or 0.0)) for r in series]
-        if len(points) > 1:
-            draw.line(points, fill=colour, width=3, joint="curve")
-        for record, (x, y) in zip(series, points, strict=True):
+        for line in panel.lines:
+            records = [r for r in measured if r.requested_context == context]
+            _draw_line(draw, axes, line=line, records=records, colour=colour, fonts=fonts)
+
+
+def _draw_line(
+    draw: ImageDraw.ImageDraw,
+    axes: _Axes,
+    *,
+    line: Line,
+    records: Sequence[CellRecord],
+    colour: str,
+    fonts: dict[str, Font],
+) -> None:
+    series = sorted((r for r in records if line.value(r) is not None), key=column)
+    points = [(axes.x(column(r)), axes.y(line.value(r) or 0.0)) for r in series]
+    if len(points) > 1:
+        draw.line(points, fill=colour, width=line.width, joint="curve")
+    for record, (x, y) in zip(series, points, strict=True):
+        interval = record.ci.get(line.field)
+        if interval is not None and line.width > 1:
+            low, high = axes.y(interval[0]), axes.y(interval[1])
+            draw.line([(x, low), (x, high)], fill=colour, width=1)
+            draw.line([(x - 4, low), (x + 4, low)], fill=colour, width=1)
+            draw.line([(x - 4, high), (x + 4, high)], fill=colour, width=1)
+        if line.width > 1:
             _marker(draw, x, y, colour, caveat=needs_a_look(record))
+    if line.label and points:
+        x, y = points[-1]
+        draw.text((x + 8, y), line.label, fill=colour, font=fonts["tick"], anchor="lm")
 
 
 def _marker(draw: ImageDraw.ImageDraw, x: float, y: float, colour: str, *, caveat: bool) -> None:
@@ -199,7 +256,7 @@ def titles(records: Sequence[CellRecord]) -> tuple[str, str]:
 def chart_png(records: Sequence[CellRecord], path: Path) -> bool:
     """Draw the chart to ``path``; False (and no file) when no cell was measured: an empty chart says
     nothing, and a missing one cannot be mistaken for a result."""
-    records = list({(r.requested_context, r.max_concurrency): r for r in records}.values())  # last line wins
+    records = list({(r.requested_context, column(r)): r for r in records}.values())  # last line wins
     measured = [record for record in records if record.measured]
     if not measured:
         return False

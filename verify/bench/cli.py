@@ -26,7 +26,8 @@ from pathlib import Path
 from rich.console import Console
 
 from verify import UsageError
-from verify.argtypes import positive_int, positive_int_list, positive_number
+from verify.argtypes import positive_int, positive_int_list, positive_number, positive_number_list
+from verify.bench.arrivals import DEFAULT_SEED, ArrivalKind
 from verify.bench.cloud_command import (
     DEFAULT_BARRIER_TIMEOUT_S,
     CollectOptions,
@@ -43,6 +44,8 @@ from verify.bench.judgement import parse_params
 from verify.bench.load_generator import TransportKind
 from verify.bench.matrix import DEFAULT_ACTIVE_HOURS
 from verify.bench.matrix_command import MatrixOptions, run_matrix
+from verify.bench.max_rate import SearchRule
+from verify.bench.open_loop import DEFAULT_MAX_IN_FLIGHT
 from verify.bench.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_CONTEXT,
@@ -53,6 +56,13 @@ from verify.bench.options import (
     Workload,
 )
 from verify.bench.outputs import check_output
+from verify.bench.scenarios import (
+    DEFAULT_PREFIX_TOKENS,
+    DEFAULT_SHARED_PREFIXES,
+    DEFAULT_TURNS,
+    Scenario,
+    ScenarioOptions,
+)
 from verify.bench.slo import DEFAULT_SUCCESS_RATE, Slo, parse_slo
 from verify.bench.workers import USERS_PER_WORKER
 from verify.streaming import Api
@@ -143,6 +153,141 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> argparse._Argumen
     return load
 
 
+def add_open_loop_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--request-rate`` and its schedule: open-loop cells (context x rate) instead of users."""
+    group = parser.add_argument_group("open loop (arrival rates instead of users)")
+    group.add_argument(
+        "--request-rate",
+        type=positive_number_list("--request-rate", "requests/s"),
+        metavar="LIST",
+        help="requests per second, comma-separated: each a cell per context, sent on schedule whatever the "
+        "server does (a cell whose sends fall behind is untrusted); replaces --concurrency",
+    )
+    group.add_argument(
+        "--arrival",
+        choices=[kind.value for kind in ArrivalKind],
+        default=ArrivalKind.POISSON.value,
+        help="gaps between sends: poisson (default), constant, or gamma with --burstiness",
+    )
+    group.add_argument(
+        "--burstiness",
+        type=positive_number("--burstiness"),
+        default=1.0,
+        metavar="F",
+        help="gamma arrivals' shape: 1 is Poisson, below 1 burstier, above 1 more regular (default 1)",
+    )
+    group.add_argument(
+        "--seed",
+        type=positive_int("--seed", minimum=0),
+        default=DEFAULT_SEED,
+        metavar="N",
+        help=f"the schedule's random seed: the same seed sends the same bursts (default {DEFAULT_SEED})",
+    )
+    group.add_argument(
+        "--max-in-flight",
+        type=positive_int("--max-in-flight"),
+        default=DEFAULT_MAX_IN_FLIGHT,
+        metavar="N",
+        help=f"requests in flight at most; a send that must wait for it is late (default {DEFAULT_MAX_IN_FLIGHT})",
+    )
+
+
+def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--scenario`` and its sizes: the prompts' shape (verify/bench/scenarios.py says what each stresses)."""
+    group = parser.add_argument_group("workload shape")
+    group.add_argument(
+        "--scenario",
+        choices=[kind.value for kind in Scenario],
+        default=Scenario.RANDOM.value,
+        help="random: unique prompts, nothing from the prefix cache (default); shared-prefix: N system prompts "
+        "reused; multi-turn: chats whose every turn carries the conversation so far",
+    )
+    group.add_argument(
+        "--shared-prefixes",
+        type=positive_int("--shared-prefixes"),
+        default=DEFAULT_SHARED_PREFIXES,
+        metavar="N",
+        help=f"shared-prefix: how many system prompts (default {DEFAULT_SHARED_PREFIXES})",
+    )
+    group.add_argument(
+        "--prefix-tokens",
+        type=positive_int("--prefix-tokens"),
+        default=DEFAULT_PREFIX_TOKENS,
+        metavar="N",
+        help=f"shared-prefix: tokens of each system prompt, part of --context (default {DEFAULT_PREFIX_TOKENS})",
+    )
+    group.add_argument(
+        "--turns",
+        type=positive_int("--turns", minimum=2),
+        default=DEFAULT_TURNS,
+        metavar="N",
+        help=f"multi-turn: turns per chat, each a new question of --context tokens (default {DEFAULT_TURNS})",
+    )
+
+
+def add_max_rate_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--find-max-rate`` and its stopping rule (verify/bench/max_rate.py)."""
+    group = parser.add_argument_group("the highest rate meeting the SLO")
+    group.add_argument(
+        "--find-max-rate",
+        action="store_true",
+        help="bracket and bisect the open-loop request rate for the highest one meeting every --slo (one "
+        "--context; each probe a cell in --output); exit 1 when no rate meets it",
+    )
+    rule = SearchRule()
+    group.add_argument(
+        "--rate-start", type=positive_number("--rate-start", "requests/s"), default=rule.start, metavar="R"
+    )
+    group.add_argument(
+        "--rate-max", type=positive_number("--rate-max", "requests/s"), default=rule.ceiling, metavar="R"
+    )
+    group.add_argument(
+        "--rate-tolerance",
+        type=positive_number("--rate-tolerance"),
+        default=rule.tolerance,
+        metavar="F",
+        help=f"stop when the bracket is this close (default {rule.tolerance:g} = {rule.tolerance:.0%})",
+    )
+    group.add_argument(
+        "--max-probes", type=positive_int("--max-probes", minimum=2), default=rule.max_probes, metavar="N"
+    )
+
+
+def _scenario(args: argparse.Namespace) -> ScenarioOptions:
+    kind = Scenario(getattr(args, "scenario", Scenario.RANDOM.value))
+    options = ScenarioOptions(
+        kind=kind,
+        shared_prefixes=getattr(args, "shared_prefixes", DEFAULT_SHARED_PREFIXES),
+        prefix_tokens=getattr(args, "prefix_tokens", DEFAULT_PREFIX_TOKENS),
+        turns=getattr(args, "turns", DEFAULT_TURNS),
+    )
+    if kind is Scenario.MULTI_TURN and (args.api != Api.CHAT.value or getattr(args, "request_rate", None)):
+        raise UsageError("--scenario multi-turn needs --api chat and a closed loop (--concurrency, no --request-rate)")
+    if kind is Scenario.SHARED_PREFIX and any(context <= options.prefix_tokens for context in args.context):
+        raise UsageError(
+            f"--scenario shared-prefix: every --context must be longer than --prefix-tokens {options.prefix_tokens} "
+            "(the shared part is part of the prompt)"
+        )
+    return options
+
+
+def _search_rule(args: argparse.Namespace) -> SearchRule | None:
+    if not getattr(args, "find_max_rate", False):
+        return None
+    if getattr(args, "request_rate", None):
+        raise UsageError("--find-max-rate chooses the rates itself: leave out --request-rate")
+    if len(args.context) != 1:
+        raise UsageError("--find-max-rate searches one --context at a time")
+    if args.resume:
+        raise UsageError("--find-max-rate cannot --resume: each search starts its own file")
+    if not any(slo.judges_timing for slo in args.slo):
+        raise UsageError("--find-max-rate needs a latency --slo to search against, e.g. --slo p95_ttft_ms=2000")
+    try:
+        return SearchRule(args.rate_start, args.rate_max, args.rate_tolerance, args.max_probes)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def add_gate_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--slo`` gates and ``--allow-untrusted``, shared by ``bench`` and ``bench collect``."""
     parser.add_argument(
@@ -213,6 +358,9 @@ def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="load-generator processes sharing each cell's users (default: one per "
         f"{USERS_PER_WORKER} users of the largest cell, at most the CPUs this process may use)",
     )
+    add_open_loop_arguments(parser)
+    add_scenario_arguments(parser)
+    add_max_rate_arguments(parser)
     out = parser.add_argument_group("results")
     out.add_argument(
         "--output",
@@ -329,9 +477,26 @@ def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def workload_options(args: argparse.Namespace) -> Workload:
-    """The workload flags (``add_workload_arguments``) as a ``Workload``."""
+    """The workload flags (``add_workload_arguments``, and ``add_open_loop_arguments`` where given) as a
+    ``Workload``."""
+    rates: tuple[float, ...] = getattr(args, "request_rate", None) or ()
+    if getattr(args, "find_max_rate", False):
+        rates = (args.rate_start,)  # an open-loop plan; the search chooses each probe's rate
+    concurrency = tuple(args.concurrency)
+    if rates:
+        if concurrency != DEFAULT_CONCURRENCY:
+            raise UsageError(
+                "--concurrency is the closed loop's users; with --request-rate the load is the rate, bounded by "
+                "--max-in-flight"
+            )
+        concurrency = (args.max_in_flight,)
     return Workload(
-        concurrency=tuple(args.concurrency),
+        concurrency=concurrency,
+        request_rates=rates,
+        arrival=ArrivalKind(getattr(args, "arrival", ArrivalKind.POISSON.value)),
+        burstiness=getattr(args, "burstiness", 1.0),
+        seed=getattr(args, "seed", DEFAULT_SEED),
+        scenario=_scenario(args),
         context=tuple(args.context),
         max_tokens=args.max_tokens,
         requests=args.requests,
@@ -368,6 +533,7 @@ def bench_options(args: argparse.Namespace, output: Path) -> BenchOptions:
         allow_skipped=args.allow_skipped,
         gate=_gate(args),
         facts=_facts(args),
+        max_rate=_search_rule(args),
     )
 
 
@@ -439,6 +605,9 @@ def _show(report: BenchReport, *, as_json: bool, console: Console) -> None:
     if not as_json:
         _table_console().print(summary_table(list(report.records)))
     console.print(f"results: {output}; reports: {', '.join(str(path) for path in report.reports)}")
+    if report.max_rate is not None:
+        console.print(f"search rule: {report.max_rate.rule}")
+        console.print(report.max_rate.describe())
 
 
 # --- collect and task --------------------------------------------------------------------------------
@@ -491,7 +660,12 @@ def run_task_command(args: argparse.Namespace) -> int:
 def run_compare_command(args: argparse.Namespace) -> int:
     if args.more or args.matrix:
         options = MatrixOptions(
-            slos=tuple(args.slo), active_hours=args.active_hours, markdown=args.markdown, csv=args.csv, chart=args.chart
+            slos=tuple(args.slo),
+            active_hours=args.active_hours,
+            markdown=args.markdown,
+            csv=args.csv,
+            chart=args.chart,
+            allow_untrusted=args.allow_untrusted,
         )
         matrix = run_matrix([args.a, args.b, *args.more], options)
         sys.stdout.write(matrix.markdown)

@@ -262,7 +262,8 @@ async def run_task(
     shapes: dict[int, PromptShape] = {}
     output.parent.mkdir(parents=True, exist_ok=True)
     cells = 0
-    for context, concurrency in plan.cells():
+    # The load-generator job runs closed-loop cells only (its task takes no --request-rate).
+    for context, concurrency, _rate in plan.cells():
         users = slot.users(concurrency)
         if users == 0 or skip_reason(plan, endpoint, context) is not None:
             continue

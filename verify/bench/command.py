@@ -23,14 +23,25 @@ from verify import UsageError, discovery
 from verify.auth import IdTokenFetcher, auth_advice
 from verify.bench import resume, server_metrics
 from verify.bench.console import ProgressObserver
+from verify.bench.goodput import bounds_from
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name
 from verify.bench.load_generator import make_transport, raise_fd_limit
+from verify.bench.max_rate import MaxRate, search
 from verify.bench.options import BenchOptions
 from verify.bench.outputs import check_output
-from verify.bench.prompts import PromptBook, choose_counter
+from verify.bench.prompts import PromptBook, TokenCounter, choose_counter
 from verify.bench.report import write_reports
-from verify.bench.results import CellKey, CellRecord, done_keys, read_checked
-from verify.bench.sweep import Endpoint, EndpointLostError, plan_for, run_sweep
+from verify.bench.results import CellKey, CellRecord, append_record, done_keys, read_checked
+from verify.bench.sweep import (
+    Endpoint,
+    EndpointLostError,
+    QuietObserver,
+    SweepPlan,
+    calibrated,
+    plan_for,
+    run_cell,
+    run_sweep,
+)
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, worker_pool
 from verify.client import client_for
@@ -64,6 +75,8 @@ class BenchReport(pydantic.BaseModel):
     lost: str | None = None
     reports_error: str | None = None
     interrupted: bool = False
+    # --find-max-rate: the search's answer and its rule (verify.bench.max_rate).
+    max_rate: MaxRate | None = None
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -112,10 +125,18 @@ def run_bench(
     if fd_warning:
         console.print(f"[yellow]warning[/] {fd_warning}")
     lost: str | None = None
+    found_rate: list[MaxRate] = []
     try:
         planned = asyncio.run(
             _bench(
-                target, options, existing=existing, facts=facts, console=console, env=env, fetch_id_token=fetch_id_token
+                target,
+                options,
+                existing=existing,
+                facts=facts,
+                console=console,
+                env=env,
+                fetch_id_token=fetch_id_token,
+                found_rate=found_rate,
             )
         )
     except KeyboardInterrupt:
@@ -144,9 +165,16 @@ def run_bench(
         except OSError as exc:
             reports_error = f"--output {output}: writing the reports failed ({exc.strerror or exc})"
     failures = [] if lost else coverage_problems(planned, records, allow_skipped=options.allow_skipped)
-    failures += (
-        [] if lost else gate_failures(list(options.gate.slos), records, allow_untrusted=options.gate.allow_untrusted)
-    )
+    max_rate = found_rate[0] if found_rate else None
+    if max_rate is not None:
+        # A search's failing probes are how it finds the edge: only no rate meeting the SLO fails the run.
+        failures += [] if max_rate.best is not None else [max_rate.describe()]
+    else:
+        failures += (
+            []
+            if lost
+            else gate_failures(list(options.gate.slos), records, allow_untrusted=options.gate.allow_untrusted)
+        )
     return BenchReport(
         output=output,
         planned=tuple(planned),
@@ -156,6 +184,7 @@ def run_bench(
         failures=tuple(failures),
         lost=lost,
         reports_error=reports_error,
+        max_rate=max_rate,
     )
 
 
@@ -249,8 +278,10 @@ async def _bench(
     console: Console,
     env: Mapping[str, str] | None,
     fetch_id_token: IdTokenFetcher | None,
+    found_rate: list[MaxRate] | None = None,
 ) -> list[CellKey]:
-    """Measure the cells not in ``existing``; returns the keys of every cell this run asked for."""
+    """Measure the cells not in ``existing`` (or, with ``options.max_rate``, search the highest rate meeting
+    the SLO, appending the answer to ``found_rate``); returns the keys of every cell this run asked for."""
     output, workload, timeouts = options.output, options.workload, options.timeouts
     async with client_for(
         target,
@@ -261,7 +292,7 @@ async def _bench(
         fetch_id_token=fetch_id_token,
     ) as client:
         found = await _discover(client, target, options)
-        plan = plan_for(workload, model=found.model, timeouts=timeouts)
+        plan = plan_for(workload, model=found.model, timeouts=timeouts, bounds=bounds_from(options.gate.slos))
         endpoint = Endpoint(
             base_url=target.base_url,
             platform=target.platform,
@@ -286,10 +317,18 @@ async def _bench(
             return [plan.key(*cell) for cell in plan.cells()]
         counter = await choose_counter(client, found.model, plan.api)
         before = await server_metrics.snapshot(client, found.model)
+        if options.max_rate is not None:
+            result, keys = await _search_max_rate(client, plan, endpoint, options, counter=counter, console=console)
+            if found_rate is not None:
+                found_rate.append(result)
+            after = await server_metrics.snapshot(client, found.model)
+            server_metrics.write_snapshots(server_metrics.window_path(output), before, after)
+            return keys
         spec = ClientSpec(
             target.base_url, options.transport, timeouts.connect_s, timeouts.read_s, max(workload.concurrency)
         )
-        async with worker_pool(options.workers, spec) as pool:
+        # Open-loop cells run in this process (verify.bench.open_loop): no worker processes to start for them.
+        async with worker_pool(1 if workload.request_rates else options.workers, spec) as pool:
             if pool is not None:
                 console.print(f"load generation: {pool.size} worker processes share each cell's users")
             if not options.progress:
@@ -312,3 +351,49 @@ async def _bench(
         after = await server_metrics.snapshot(client, found.model)
         server_metrics.write_snapshots(server_metrics.window_path(output), before, after)
         return [plan.key(*cell) for cell in plan.cells()]
+
+
+async def _search_max_rate(
+    client: httpx.AsyncClient,
+    plan: SweepPlan,
+    endpoint: Endpoint,
+    options: BenchOptions,
+    *,
+    counter: TokenCounter,
+    console: Console,
+) -> tuple[MaxRate, list[CellKey]]:
+    """One open-loop cell per rate the search asks for (verify.bench.max_rate), each line appended as it ends."""
+    rule = options.max_rate
+    assert rule is not None
+    context = plan.contexts[0]
+    cap = plan.concurrencies[0]
+    book = PromptBook()
+    shape = await calibrated(counter, context, cap, nonce=book.nonce)
+    keys: list[CellKey] = []
+    console.print(
+        f"searching the highest rate meeting {', '.join(s.describe() for s in options.gate.slos)}: {rule.describe()}"
+    )
+
+    async def measure(rate: float) -> CellRecord:
+        record = await run_cell(
+            client,
+            plan,
+            endpoint,
+            context,
+            cap,
+            counter=counter,
+            book=book,
+            observer=QuietObserver(),
+            shape=shape,
+            rate=rate,
+        )
+        append_record(options.output, record)
+        keys.append(record.key)
+        verdict = "untrusted" if not record.trusted else "measured"
+        console.print(
+            f"probe {rate:g} req/s: {verdict}, p95 TTFT {record.p95_ttft_ms or 0:.0f} ms, {record.completed} ok"
+        )
+        return record
+
+    result = await search(measure, list(options.gate.slos), rule, allow_untrusted=options.gate.allow_untrusted)
+    return result, keys

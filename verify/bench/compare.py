@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from verify.bench import spread
-from verify.bench.caveats import cell_note, needs_a_look, trusted, untrusted_summary
+from verify.bench.caveats import cell_note, needs_a_look, too_few_samples, trusted, untrusted_summary
 from verify.bench.results import CellRecord
 from verify.bench.workload import Workload
 from verify.numbers import percent, readable, signed_percent
@@ -99,7 +99,8 @@ WOULD_BE = "*"
 LEGEND = (
     "▲ better, ▼ worse; ≈ within noise (|B - A| at most "
     f"{NOISE_SIGMAS:g} combined standard errors of the two cells, from their recorded spread and request "
-    "count); ? not judged: a side is untrusted or records no spread; * would-be verdict on an untrusted "
+    "count); ? not judged: a side is untrusted, records no spread, or has too few requests for that percentile "
+    "(p99: 368); * would-be verdict on an untrusted "
     "cell; ⚠ a side has warnings or is untrusted (listed below)"
 )
 
@@ -178,10 +179,11 @@ class CellComparison:
     a: CellRecord | None
     b: CellRecord | None
     deltas: tuple[Delta, ...]
+    rate: float | None = None  # an open-loop cell's request rate (concurrency is then its in-flight cap)
 
     @property
     def label(self) -> str:
-        return f"{self.context} x {self.concurrency}"
+        return f"{self.context} x {self.concurrency}" if self.rate is None else f"{self.context} x {self.rate:g}/s"
 
     @property
     def caveat(self) -> bool:
@@ -234,33 +236,37 @@ def _standard_error(record: CellRecord | None, metric: Metric) -> float | None:
     return metric.standard_error(record)
 
 
-_Matched = tuple[int, int, CellRecord | None, CellRecord | None]
+_Cell = tuple[int, int, float]  # context, concurrency, request rate (0: closed loop)
+_Matched = tuple[_Cell, CellRecord | None, CellRecord | None]
 
 
 class DuplicateCellError(ValueError):
     """A side holds two records of one cell: which one to compare would be a guess."""
 
 
-def _by_cell(records: Sequence[CellRecord], side: str) -> dict[tuple[int, int], CellRecord]:
-    cells: dict[tuple[int, int], CellRecord] = {}
+def _by_cell(records: Sequence[CellRecord], side: str) -> dict[_Cell, CellRecord]:
+    cells: dict[_Cell, CellRecord] = {}
     for record in records:
-        cell = (record.requested_context, record.max_concurrency)
+        cell = (record.requested_context, record.max_concurrency, record.request_rate or 0.0)
         if cell in cells:
+            rate = f" at {cell[2]:g} req/s" if cell[2] else ""
             raise DuplicateCellError(
-                f"{side} holds two records of context {cell[0]} x concurrency {cell[1]}: compare takes one sweep "
-                "per side"
+                f"{side} holds two records of context {cell[0]} x concurrency {cell[1]}{rate}: compare takes one "
+                "sweep per side"
             )
         cells[cell] = record
     return cells
 
 
 def _matched(a: Sequence[CellRecord], b: Sequence[CellRecord]) -> list[_Matched]:
-    """Every cell in A or B, by context then concurrency; a side with two records of a cell is refused."""
+    """Every cell in A or B, by context, concurrency, then rate (open loop); a side with two records of a cell is
+    refused."""
     by_a, by_b = _by_cell(a, "A"), _by_cell(b, "B")
-    return [
-        (context, concurrency, by_a.get((context, concurrency)), by_b.get((context, concurrency)))
-        for context, concurrency in sorted(by_a.keys() | by_b.keys())
-    ]
+    return [(cell, by_a.get(cell), by_b.get(cell)) for cell in sorted(by_a.keys() | by_b.keys())]
+
+
+def _too_few(left: CellRecord | None, right: CellRecord | None, field: str) -> bool:
+    return any(record is not None and too_few_samples(record, field) is not None for record in (left, right))
 
 
 def compare(
@@ -273,7 +279,7 @@ def compare(
     """One row per cell of A or B. Untrusted cells are not judged unless ``allow_untrusted``, which gives
     their would-be verdicts (``Delta.would_be``)."""
     rows = []
-    for context, concurrency, left, right in _matched(a, b):
+    for (context, concurrency, rate), left, right in _matched(a, b):
         untrusted = not all(record is None or trusted(record) for record in (left, right))
         deltas = tuple(
             Delta(
@@ -282,21 +288,22 @@ def compare(
                 _value(left, metric.field),
                 _value(right, metric.field),
                 metric.higher_is_better,
-                a_se=_standard_error(left, metric),
-                b_se=_standard_error(right, metric),
+                # A percentile from fewer requests than its interval needs (p99: 368) is not judged: "?".
+                a_se=None if _too_few(left, right, metric.field) else _standard_error(left, metric),
+                b_se=None if _too_few(left, right, metric.field) else _standard_error(right, metric),
                 judged=not untrusted or allow_untrusted,
                 would_be=untrusted and allow_untrusted,
             )
             for metric in metrics
         )
-        rows.append(CellComparison(context, concurrency, left, right, deltas))
+        rows.append(CellComparison(context, concurrency, left, right, deltas, rate or None))
     return rows
 
 
 def workload_mismatches(a: Sequence[CellRecord], b: Sequence[CellRecord]) -> list[Mismatch]:
     """What differs between A and B in the cells both hold; the refused ones first."""
     found = []
-    pairs = [(left, right) for _, _, left, right in _matched(a, b) if left is not None and right is not None]
+    pairs = [(left, right) for _, left, right in _matched(a, b) if left is not None and right is not None]
     for field, setting, refused, why in _WORKLOAD:
         differing = [(left, right) for left, right in pairs if getattr(left, field) != getattr(right, field)]
         if differing:
@@ -324,7 +331,7 @@ def tally(rows: Sequence[CellComparison]) -> str:
         f"within noise in {counts[Verdict.NOISE] + counts[Verdict.SAME]}",
     ]
     if counts[Verdict.UNKNOWN]:
-        parts.append(f"unknown (no spread recorded) in {counts[Verdict.UNKNOWN]}")
+        parts.append(f"unknown (no spread recorded, or too few requests for a percentile) in {counts[Verdict.UNKNOWN]}")
     if counts[Verdict.UNTRUSTED]:
         parts.append(f"not judged (untrusted) in {counts[Verdict.UNTRUSTED]}")
     would_be = [d.verdict for d in judged if d.would_be]

@@ -14,6 +14,7 @@ from pathlib import Path
 from verify import UsageError
 from verify.bench import compare as comparing
 from verify.bench.results import CellRecord, read_checked
+from verify.bench.run_pricing import one_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,9 @@ def read_side(path: Path) -> list[CellRecord]:
     loaded = read_checked(path)
     if not loaded.records:
         raise UsageError(f"{path} holds no cell records")
+    # One file is one run of one stack: cells of two accelerators (or platforms) are two runs.
+    one_value(path, loaded.records, "accelerator")
+    one_value(path, loaded.records, "platform")
     return loaded.records
 
 

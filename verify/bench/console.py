@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
-from verify.bench.caveats import other_warnings, untrusted_reason, untrusted_summary
+from verify.bench.caveats import other_warnings, too_few_samples, untrusted_reason, untrusted_summary
 from verify.bench.compare import (
     LEGEND,
     CellComparison,
@@ -111,18 +111,28 @@ def _compact_table(title: str) -> Table:
     return Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False, title_justify="left")
 
 
+def _percentile(record: CellRecord, field: str) -> str:
+    """The value, or ``n<72`` when the cell had fewer samples than that percentile needs."""
+    minimum = too_few_samples(record, field)
+    return f"n<{minimum}" if minimum is not None else readable(getattr(record, field))
+
+
 def summary_table(records: Sequence[CellRecord], *, advice: str = UNTRUSTED_ADVICE) -> Group:
     """One row per cell, then a numbered note per cell that has one (failures, warnings, skips).
 
     Why notes under the table rather than in a column: a notes column squeezed every other column
     to "conte…" at 80 columns; text below a table wraps at any width.
     """
-    ordered = sorted(records, key=lambda r: (r.requested_context, r.max_concurrency))
+    ordered = sorted(records, key=lambda r: (r.requested_context, r.request_rate or 0.0, r.max_concurrency))
     priced = any(r.cost_per_1m_output_tokens_usd is not None for r in ordered)
+    open_loop = any(r.request_rate is not None for r in ordered)
+    good = any(r.goodput_share is not None for r in ordered)
     footnotes = {id(r): _footnote(r) for r in ordered}
     noted = any(footnotes.values())
-    headings = ["context", "actual", "users", "req/s", "out\ntok/s", "TTFT\np50 ms", "TPOT\nms", "E2EL\np99 ms"]
-    headings += ["success"]
+    load = "rate\n/s" if open_loop else "users"
+    headings = ["context", "actual", load, "req/s", "out\ntok/s", "TTFT\np50 ms", "TTFT\np95 ms", "TPOT\nms"]
+    headings += ["E2EL\np95 ms", "success"]
+    headings += ["good\nput"] if good else []
     headings += ["$/1M\nout tok"] if priced else []
     headings += ["note"] if noted else []
     table = _compact_table("verify bench")
@@ -130,11 +140,12 @@ def summary_table(records: Sequence[CellRecord], *, advice: str = UNTRUSTED_ADVI
         table.add_column(heading, justify="right", no_wrap=True)
     lines: list[str] = []
     for record in ordered:
-        row = [str(record.requested_context), readable(record.actual_context), str(record.max_concurrency)]
+        shown = str(record.max_concurrency) if record.request_rate is None else f"{record.request_rate:g}"
+        row = [str(record.requested_context), readable(record.actual_context), shown]
         note = footnotes[id(record)]
         mark = ""
         if note:
-            lines.append(f"[bold]{len(lines) + 1}[/] {record.requested_context} x {record.max_concurrency}: {note}")
+            lines.append(f"[bold]{len(lines) + 1}[/] {record.requested_context} x {shown}: {note}")
             mark = f"[yellow]{len(lines)}[/]"
         if not record.measured:
             row += ["-"] * (len(headings) - len(row) - int(noted))
@@ -143,11 +154,13 @@ def summary_table(records: Sequence[CellRecord], *, advice: str = UNTRUSTED_ADVI
             row += [
                 readable(record.request_throughput),
                 readable(record.output_throughput),
-                readable(record.median_ttft_ms),
+                _percentile(record, "median_ttft_ms"),
+                _percentile(record, "p95_ttft_ms"),
                 readable(record.mean_tpot_ms),
-                readable(record.p99_e2el_ms),
+                _percentile(record, "p95_e2el_ms"),
                 f"[{'green' if success == 1.0 else 'red'}]{percent(success)}[/]",
             ]
+            row += [percent(record.goodput_share)] if good else []
             row += [readable(record.cost_per_1m_output_tokens_usd)] if priced else []
         row += [mark] if noted else []
         table.add_row(*row)

@@ -109,13 +109,14 @@ class Cell:
     run: Run
     record: CellRecord
     failed_slos: tuple[str, ...]
+    allow_untrusted: bool = False
 
     @property
     def eligible(self) -> bool:
-        """May be chosen: measured, trusted, meets every SLO, and priced."""
+        """May be chosen: measured, trusted (or untrusted cells allowed), meets every SLO, and priced."""
         return (
             self.record.measured
-            and trusted(self.record)
+            and (trusted(self.record) or self.allow_untrusted)
             and not self.failed_slos
             and self.record.cost_per_1m_output_tokens_usd is not None
             and self.run.price_problem is None
@@ -125,7 +126,7 @@ class Cell:
     def mark(self) -> str:
         if not self.record.measured:
             return f"skipped: {self.record.skip_reason or 'no reason recorded'}"
-        if not trusted(self.record):
+        if not trusted(self.record) and not self.allow_untrusted:
             return f"untrusted: {untrusted_reason(self.record)}"
         if self.failed_slos:
             return "misses " + "; ".join(self.failed_slos)
@@ -158,8 +159,9 @@ def workload_of(record: CellRecord) -> Workload:
     return Workload(record.api, record.requested_context, record.max_tokens)
 
 
-def judge(runs: Sequence[Run], slos: Sequence[Slo]) -> list[WorkloadVerdict]:
-    """Every workload any run measured, each run's cells, chosen cell and break-even, and the cheapest run."""
+def judge(runs: Sequence[Run], slos: Sequence[Slo], *, allow_untrusted: bool = False) -> list[WorkloadVerdict]:
+    """Every workload any run measured, each run's cells, chosen cell and break-even, and the cheapest run;
+    ``allow_untrusted`` (``compare --allow-untrusted``) lets untrusted cells be chosen too."""
     gates = with_default_gate(slos)
     workloads = sorted(
         {workload_of(r) for run in runs for r in run.records}, key=lambda w: (w.api, w.context, w.max_tokens)
@@ -171,7 +173,9 @@ def judge(runs: Sequence[Run], slos: Sequence[Slo]) -> list[WorkloadVerdict]:
             records = sorted((r for r in run.records if workload_of(r) == workload), key=lambda r: r.max_concurrency)
             if not records:
                 continue
-            cells = tuple(Cell(run, r, tuple(v.slo.describe() for v in violations(gates, [r]))) for r in records)
+            cells = tuple(
+                Cell(run, r, tuple(v.slo.describe() for v in violations(gates, [r])), allow_untrusted) for r in records
+            )
             eligible = [cell for cell in cells if cell.eligible]
             chosen = min(eligible, key=lambda c: c.record.cost_per_1m_output_tokens_usd or 0.0, default=None)
             per_run.append(RunVerdict(run, cells, chosen))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from verify import UsageError
 from verify.bench.matrix import DEFAULT_ACTIVE_HOURS, Run, WorkloadVerdict, judge
-from verify.bench.matrix_report import chart_png, csv_text, markdown
+from verify.bench.matrix_report import chart_png, csv_text, latency_fields, markdown
 from verify.bench.results import CellRecord, read_checked
 from verify.bench.run_pricing import one_value, price_problem, repriced, table_floor
 from verify.bench.slo import Slo, with_default_gate
@@ -28,6 +28,7 @@ class MatrixOptions:
     markdown: Path | None = None
     csv: Path | None = None
     chart: Path | None = None
+    allow_untrusted: bool = False  # judge cells a sweep marked untrusted too (they are marked as such)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +84,11 @@ def priced_run(path: Path, records: list[CellRecord]) -> Run:
 
 def run_matrix(paths: list[Path], options: MatrixOptions) -> MatrixReport:
     runs = load_runs(paths)
-    verdicts = judge(runs, options.slos)
+    verdicts = judge(runs, options.slos, allow_untrusted=options.allow_untrusted)
     slo_text = ", ".join(slo.describe() for slo in with_default_gate(options.slos))
-    text = markdown(verdicts, active_hours=options.active_hours, slo_text=slo_text)
+    text = markdown(
+        verdicts, active_hours=options.active_hours, slo_text=slo_text, latencies=latency_fields(options.slos)
+    )
     if options.markdown is not None:
         options.markdown.write_text(text, encoding="utf-8")
     if options.csv is not None:

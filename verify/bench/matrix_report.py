@@ -16,6 +16,7 @@ from PIL import Image, ImageDraw
 from verify.bench.caveats import trusted
 from verify.bench.chart import INK, PALETTE, _fitting, _font
 from verify.bench.matrix import HOURS_PER_MONTH, RunVerdict, WorkloadVerdict
+from verify.bench.slo import Slo
 from verify.numbers import plain, readable
 
 WIDTH = 1200
@@ -34,7 +35,28 @@ def _hours(verdict: RunVerdict) -> str:
     return "any (24+)" if verdict.break_even_hours >= 24 else f"{verdict.break_even_hours:.1f} h/day"
 
 
-def markdown(verdicts: Sequence[WorkloadVerdict], *, active_hours: float, slo_text: str) -> str:
+DEFAULT_LATENCY_FIELDS = ("p99_ttft_ms", "p99_e2el_ms")
+
+
+def latency_fields(slos: Sequence[Slo]) -> tuple[str, ...]:
+    """The latency columns: the SLO's own statistics (an SLO on p95 is shown against p95, not p99), else p99."""
+    named = tuple(dict.fromkeys(slo.key for slo in slos if slo.key.endswith("_ms")))
+    return named or DEFAULT_LATENCY_FIELDS
+
+
+def _heading(field: str) -> str:
+    """``p95_ttft_ms`` -> ``p95 TTFT ms``."""
+    statistic, metric, _ = field.split("_")
+    return f"{statistic} {metric.upper()} ms"
+
+
+def markdown(
+    verdicts: Sequence[WorkloadVerdict],
+    *,
+    active_hours: float,
+    slo_text: str,
+    latencies: Sequence[str] = DEFAULT_LATENCY_FIELDS,
+) -> str:
     lines = [
         "# Stacks compared",
         "",
@@ -46,12 +68,15 @@ def markdown(verdicts: Sequence[WorkloadVerdict], *, active_hours: float, slo_te
     ]
     for verdict in verdicts:
         lines += ["", f"## {verdict.workload.describe()}", "", f"**Cheapest meeting the SLO:** {verdict.reason}", ""]
+        shown = " | ".join(_heading(field) for field in latencies)
         lines += [
             (
-                "| run | accelerator | model | users | req/s | output tok/s | p99 TTFT ms | p99 E2E ms | $/1M req "
+                f"| run | accelerator | model | users | req/s | output tok/s | {shown} | $/1M req "
                 "| $/1M output tok | always on $/month | scaled to zero $/month | break-even active hours |"
             ),
-            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "| --- | --- | --- | ---: | ---: | ---: |"
+            + " ---: |" * len(latencies)
+            + " ---: | ---: | ---: | ---: | --- |",
         ]
         for run in verdict.runs:
             chosen = run.chosen
@@ -60,15 +85,18 @@ def markdown(verdicts: Sequence[WorkloadVerdict], *, active_hours: float, slo_te
             )
             if chosen is None:
                 lines.append(
-                    f"| {run.run.label} | {run.run.accelerator} | {run.run.model} | - | - | - | - | - | - | - "
-                    f"| {monthly} | - |"
+                    f"| {run.run.label} | {run.run.accelerator} | {run.run.model} | - | - | - | "
+                    + "- | " * len(latencies)
+                    + f"- | - | {monthly} | - |"
                 )
                 continue
             record = chosen.record
             lines.append(
-                f"| {run.run.label} | {run.run.accelerator} | {run.run.model} | {record.max_concurrency} "
+                # "?": an untrusted cell, chosen only because --allow-untrusted let it be judged.
+                f"| {run.run.label} | {run.run.accelerator} | {run.run.model} | {record.max_concurrency}"
+                f"{'' if record.trusted else '?'} "
                 f"| {readable(record.request_throughput)} | {readable(record.output_throughput)} "
-                f"| {readable(record.p99_ttft_ms)} | {readable(record.p99_e2el_ms)} "
+                f"| {' | '.join(readable(getattr(record, field)) for field in latencies)} "
                 f"| {_usd(record.cost_per_1m_requests_usd)} | {_usd(record.cost_per_1m_output_tokens_usd)} "
                 f"| {monthly} | {_hours(run)} |"
             )

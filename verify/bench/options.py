@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verify.bench.arrivals import DEFAULT_SEED, ArrivalKind
 from verify.bench.load_generator import TransportKind
+from verify.bench.max_rate import SearchRule
+from verify.bench.scenarios import ScenarioOptions
 from verify.bench.slo import Slo
 from verify.streaming import Api
 from verify.target import TimeoutOptions
@@ -32,6 +35,14 @@ class Workload:
     warmup: int | None = None  # unmeasured per cell; None: min(concurrency, 8)
     api: Api = Api.CHAT
     ignore_eos: bool = True
+    # Open loop (verify.bench.open_loop): one cell per context x rate, ``concurrency`` then holding the one
+    # in-flight cap; empty: closed loop.
+    request_rates: tuple[float, ...] = ()
+    arrival: ArrivalKind = ArrivalKind.POISSON
+    burstiness: float = 1.0
+    seed: int = DEFAULT_SEED
+    # The prompts' shape (verify.bench.scenarios): unique (default), shared prefixes, or multi-turn chats.
+    scenario: ScenarioOptions = field(default_factory=ScenarioOptions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +79,6 @@ class BenchOptions:
     allow_skipped: bool = False
     gate: Gate = field(default_factory=Gate)
     facts: ServingFacts = field(default_factory=ServingFacts)
+    # --find-max-rate: search the highest open-loop rate meeting the SLO (verify.bench.max_rate) instead of
+    # measuring the workload's cells.
+    max_rate: SearchRule | None = None

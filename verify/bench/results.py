@@ -29,6 +29,8 @@ class CellKey(NamedTuple):
     requested_context: int
     max_concurrency: int
     max_tokens: int
+    # Requests per second asked for by an open-loop cell (verify.bench.open_loop); None: closed loop.
+    request_rate: float | None = None
 
 
 class CellRecord(pydantic.BaseModel):
@@ -126,6 +128,33 @@ class CellRecord(pydantic.BaseModel):
     trusted: bool = True
     untrusted_reason: str | None = None
     warnings: list[str] = pydantic.Field(default_factory=list)
+    # Open loop (verify.bench.open_loop): the rate asked, how sends were drawn, and how well they kept it.
+    # ``max_concurrency`` is then the in-flight cap.
+    request_rate: float | None = None
+    arrival: str | None = None
+    burstiness: float | None = None
+    arrival_seed: int | None = None
+    achieved_request_rate: float | None = None
+    schedule_late_sends: int | None = None
+    schedule_capped_sends: int | None = None
+    schedule_p95_lateness_ms: float | None = None
+    schedule_max_lateness_ms: float | None = None
+    # Goodput (verify.bench.goodput): requests judged one by one against the latency --slo bounds.
+    goodput_slo: str | None = None
+    goodput_requests: int | None = None
+    goodput_share: float | None = None
+    goodput_request_rate: float | None = None
+    goodput_token_rate: float | None = None
+    goodput_share_ci: list[float] | None = None
+    goodput_request_rate_ci: list[float] | None = None
+    # Confidence (verify.bench.confidence): 95% intervals by field name, and the percentile fields computed
+    # from fewer samples than their interval needs (with that minimum): shown as too few, never as a number.
+    confidence_level: float | None = None
+    ci: dict[str, list[float]] = pydantic.Field(default_factory=dict)
+    too_few_samples: dict[str, int] = pydantic.Field(default_factory=dict)
+    # The workload's shape (verify.bench.scenarios) and what the server's prefix cache did during the cell.
+    scenario: str | None = None
+    prefix_cache_hit_rate: float | None = None
 
     @pydantic.model_validator(mode="after")
     def _consistent_when_read(self, info: pydantic.ValidationInfo) -> Self:
@@ -139,7 +168,9 @@ class CellRecord(pydantic.BaseModel):
 
     @property
     def key(self) -> CellKey:
-        return CellKey(self.model, self.api, self.requested_context, self.max_concurrency, self.max_tokens)
+        return CellKey(
+            self.model, self.api, self.requested_context, self.max_concurrency, self.max_tokens, self.request_rate
+        )
 
     @property
     def measured(self) -> bool:
@@ -210,7 +241,7 @@ def load_results(path: Path) -> LoadedResults:
     unreadable: list[int] = []
     if not path.exists():
         return LoadedResults(records, unreadable, numbers)
-    seen: dict[tuple[int, int], int] = {}
+    seen: dict[tuple[int, int, float | None], int] = {}
     for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         if _cut_off(raw.decode("utf-8", errors="replace")) and raw.strip():
             unreadable.append(number)
@@ -218,11 +249,12 @@ def load_results(path: Path) -> LoadedResults:
         record = parse_line(path, number, raw)
         if record is None:
             continue
-        cell = (record.requested_context, record.max_concurrency)
+        cell = (record.requested_context, record.max_concurrency, record.request_rate)
         if cell in seen:
+            rate = "" if cell[2] is None else f" at {cell[2]:g} req/s"
             raise ResultsFileError(
-                f"{path}:{number}: a second line for context {cell[0]} x concurrency {cell[1]} (the first is line "
-                f"{seen[cell]}): a results file holds one sweep, one line per cell; split the file or remove one"
+                f"{path}:{number}: a second line for context {cell[0]} x concurrency {cell[1]}{rate} (the first is "
+                f"line {seen[cell]}): a results file holds one sweep, one line per cell; split the file or remove one"
             )
         seen[cell] = number
         records.append(record)

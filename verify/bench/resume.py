@@ -36,6 +36,8 @@ _SETTINGS: tuple[_Setting, ...] = (
     _Setting("--requests", "num_prompts", lambda plan, endpoint, users: plan.requests_for(users)),
     _Setting("--warmup", "num_warmups", lambda plan, endpoint, users: plan.warmups_for(users)),
     _Setting("--transport", "transport", lambda plan, endpoint, users: endpoint.transport),
+    _Setting("--arrival", "arrival", lambda plan, endpoint, users: plan.arrival.value if plan.rates else None),
+    _Setting("--seed", "arrival_seed", lambda plan, endpoint, users: plan.seed if plan.rates else None),
 )
 
 

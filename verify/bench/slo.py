@@ -99,6 +99,9 @@ class Violation:
 
 
 def cell_label(record: CellRecord) -> str:
+    """``context 128 x concurrency 8`` (closed loop) or ``context 128 x 20 req/s`` (open loop)."""
+    if record.request_rate is not None:
+        return f"context {record.requested_context} x {record.request_rate:g} req/s"
     return f"context {record.requested_context} x concurrency {record.max_concurrency}"
 
 

@@ -20,17 +20,34 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import httpx
 
+from verify.bench import server_metrics
+from verify.bench.arrivals import DEFAULT_SEED, ArrivalKind, Arrivals
 from verify.bench.ceilings import decode_ceiling_of
+from verify.bench.confidence import cell_confidence
+from verify.bench.goodput import RequestBound, goodput
 from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput, cost, platform_verdict
 from verify.bench.metrics import CellMetrics
+from verify.bench.open_loop import ScheduleSummary, open_loop_phase, schedule_trust
 from verify.bench.options import Workload
 from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
 from verify.bench.results import CellKey, CellRecord, append_record
-from verify.bench.samples import PhaseShare, union_metrics
+from verify.bench.samples import PhaseShare, pooled_samples, union_metrics
+from verify.bench.scenarios import (
+    LENGTH_SEED,
+    Scenario,
+    ScenarioOptions,
+    bucket_of,
+    chats,
+    drawn_lengths,
+    measure_chats,
+    prompt_buckets,
+    shared_prefixes,
+    with_prefixes,
+)
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
@@ -49,6 +66,8 @@ from verify.target import TimeoutOptions
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4
 MAX_DEFAULT_WARMUPS = 8
+# Measured requests of an open-loop cell unless --requests says otherwise.
+OPEN_LOOP_REQUESTS = 100
 # Failures that mean no request reached the server: a cell made only of them measured nothing.
 _NOT_CONNECTED = frozenset({FailureKind.CONNECT_ERROR, FailureKind.CONNECT_TIMEOUT})
 
@@ -62,9 +81,24 @@ class EndpointLostError(Exception):
         super().__init__(f"{self.cell}: {cause}")
 
 
+class Cell(NamedTuple):
+    """One cell of a sweep: a prompt length and a number of users (closed loop), or a rate with at most
+    ``concurrency`` requests in flight (open loop)."""
+
+    context: int
+    concurrency: int
+    rate: float | None = None
+
+    def label(self) -> str:
+        if self.rate is None:
+            return f"context {self.context} x concurrency {self.concurrency}"
+        return f"context {self.context} x {self.rate:g} req/s"
+
+
 @dataclass(frozen=True, slots=True)
 class SweepPlan:
-    """The workload: which cells, and what every request asks for."""
+    """The workload: which cells, and what every request asks for. With ``rates`` the cells are open-loop
+    (context x rate), each with at most ``concurrencies[0]`` requests in flight."""
 
     model: str
     contexts: tuple[int, ...]
@@ -76,36 +110,56 @@ class SweepPlan:
     ignore_eos: bool = True
     timeouts: httpx.Timeout | None = None
     deadline_s: float | None = None  # per request in all; None: the read timeout + 1 s per output token
+    rates: tuple[float, ...] = ()
+    arrival: ArrivalKind = ArrivalKind.POISSON
+    burstiness: float = 1.0
+    seed: int = DEFAULT_SEED
+    # Per-request latency bounds (from the --slo gates) each request is judged against for goodput.
+    bounds: tuple[RequestBound, ...] = ()
+    scenario: ScenarioOptions = field(default_factory=ScenarioOptions)
 
     def requests_for(self, concurrency: int) -> int:
         if self.requests is not None:
             return self.requests
+        if self.rates:
+            return OPEN_LOOP_REQUESTS
         return max(REQUESTS_PER_USER * concurrency, MIN_REQUESTS_PER_CELL)
+
+    def arrivals(self, rate: float) -> Arrivals:
+        return Arrivals(rate, self.arrival, self.burstiness, self.seed)
 
     def warmups_for(self, concurrency: int) -> int:
         return self.warmups if self.warmups is not None else min(concurrency, MAX_DEFAULT_WARMUPS)
 
-    def cells(self) -> list[tuple[int, int]]:
-        """(context, concurrency) in the order they run: each context from few users to many."""
-        return list(itertools.product(self.contexts, self.concurrencies))
+    def cells(self) -> list[Cell]:
+        """In the order they run: each context from few users to many (or from a low rate to a high one)."""
+        if self.rates:
+            cap = self.concurrencies[0]
+            return [Cell(context, cap, rate) for context, rate in itertools.product(self.contexts, self.rates)]
+        return [Cell(context, users) for context, users in itertools.product(self.contexts, self.concurrencies)]
 
-    def key(self, context: int, concurrency: int) -> CellKey:
-        return CellKey(self.model, self.api.value, context, concurrency, self.max_tokens)
+    def key(self, context: int, concurrency: int, rate: float | None = None) -> CellKey:
+        return CellKey(self.model, self.api.value, context, concurrency, self.max_tokens, rate)
 
-    def request(self, prompt: str) -> StreamRequest:
+    def request(self, prompt: str, max_tokens: int | None = None) -> StreamRequest:
+        """One request for ``prompt``; ``max_tokens`` (at most the plan's) for a drawn output length."""
+        tokens = self.max_tokens if max_tokens is None else max_tokens
         return StreamRequest(
             model=self.model,
             prompt=prompt,
-            max_tokens=self.max_tokens,
+            max_tokens=tokens,
             api=self.api,
             ignore_eos=self.ignore_eos,
             # vLLM stops at EOS unless told otherwise; min_tokens makes the output length exact.
-            min_tokens=self.max_tokens if self.ignore_eos else None,
+            min_tokens=tokens if self.ignore_eos else None,
         )
 
 
-def plan_for(workload: Workload, *, model: str, timeouts: TimeoutOptions) -> SweepPlan:
-    """The plan ``workload`` describes for ``model``, each request bounded by ``timeouts``."""
+def plan_for(
+    workload: Workload, *, model: str, timeouts: TimeoutOptions, bounds: tuple[RequestBound, ...] = ()
+) -> SweepPlan:
+    """The plan ``workload`` describes for ``model``, each request bounded by ``timeouts`` and judged for
+    goodput against ``bounds``."""
     return SweepPlan(
         model=model,
         contexts=workload.context,
@@ -117,6 +171,12 @@ def plan_for(workload: Workload, *, model: str, timeouts: TimeoutOptions) -> Swe
         ignore_eos=workload.ignore_eos,
         timeouts=http_timeout(timeouts),
         deadline_s=timeouts.request_deadline_s(workload.max_tokens),
+        rates=workload.request_rates,
+        arrival=workload.arrival,
+        burstiness=workload.burstiness,
+        seed=workload.seed,
+        bounds=bounds,
+        scenario=workload.scenario,
     )
 
 
@@ -179,8 +239,19 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def _base_fields(plan: SweepPlan, endpoint: Endpoint, context: int, concurrency: int) -> dict[str, object]:
-    return {
+def _base_fields(
+    plan: SweepPlan, endpoint: Endpoint, context: int, concurrency: int, rate: float | None = None
+) -> dict[str, object]:
+    open_loop: dict[str, object] = {}
+    if rate is not None:
+        open_loop = {
+            "request_rate": rate,
+            "arrival": plan.arrival.value,
+            "burstiness": plan.burstiness if plan.arrival is ArrivalKind.GAMMA else None,
+            "arrival_seed": plan.seed,
+        }
+    return open_loop | {
+        "scenario": plan.scenario.describe(),
         "timestamp": _now(),
         "model": plan.model,
         "api": plan.api.value,
@@ -206,6 +277,12 @@ def skip_reason(plan: SweepPlan, endpoint: Endpoint, context: int) -> str | None
             f"prompt {context} + max tokens {plan.max_tokens} exceeds the server's max_model_len "
             f"{endpoint.max_model_len}"
         )
+    turns = plan.scenario.turns if plan.scenario.kind is Scenario.MULTI_TURN else 1
+    if endpoint.max_model_len is not None and turns * (context + plan.max_tokens) > endpoint.max_model_len:
+        return (
+            f"{turns} turns of prompt {context} + max tokens {plan.max_tokens} exceed the server's max_model_len "
+            f"{endpoint.max_model_len} by the last turn"
+        )
     return None
 
 
@@ -220,8 +297,11 @@ def measured_record(
     stalls: StallSummary | None = None,
     trust: Trust | None = None,
     workers: int | None = None,
+    rate: float | None = None,
+    extra: dict[str, object] | None = None,
 ) -> CellRecord:
-    """Turn a cell's metrics into its line, with the judgements attached."""
+    """Turn a cell's metrics into its line, with the judgements attached; ``extra`` adds fields computed
+    from the raw samples (goodput, confidence, the schedule of an open-loop cell)."""
     warnings: list[str] = []
     stalled = None if stalls is None else stall_warning(stalls, metrics.ttft.mean if metrics.completed else None)
     if trust is not None and not trust.trusted and trust.reason is not None:
@@ -249,8 +329,9 @@ def measured_record(
             "look for prompts served from the prefix cache or a wrong accelerator/params"
         )
     spend = cost(endpoint.accelerator.price_per_hour_usd, metrics.request_throughput, metrics.output_throughput)
-    fields = _base_fields(plan, endpoint, context, concurrency)
+    fields = _base_fields(plan, endpoint, context, concurrency, rate)
     fields.update(metrics.as_fields())
+    fields.update(extra or {})
     fields.update({"accelerator_count": endpoint.accelerator.chips, "speculative_tokens": endpoint.speculative_tokens})
     provisional = CellRecord.model_validate({**fields, "status": "measured"})
     decode = decode_ceiling_of(provisional)
@@ -297,39 +378,68 @@ async def run_cell(
     shape: PromptShape | None = None,
     clock: Clock = time.perf_counter,
     pool: WorkerPool | None = None,
+    rate: float | None = None,
 ) -> CellRecord:
     """Calibrate prompts (unless ``shape`` is given), warm up, measure, judge: one cell's line (not yet
-    written). With ``pool``, the users are spread over its worker processes (verify.bench.workers)."""
+    written). With ``pool``, the users are spread over its worker processes (verify.bench.workers). With
+    ``rate``, the cell is open-loop (verify.bench.open_loop, in this process): at most ``concurrency``
+    requests in flight."""
     if shape is None:
         shape = await calibrated(counter, context, concurrency, nonce=book.nonce)
     warmups = plan.warmups_for(concurrency)
     requests = plan.requests_for(concurrency)
-    prompts = book.take(shape, warmups + requests)
-    warmup_requests = [plan.request(p) for p in prompts[:warmups]]
-    measured_requests = [plan.request(p) for p in prompts[warmups:]]
-    label = f"context {context} x concurrency {concurrency}"
+    scenario = plan.scenario
+    cell = Cell(context, concurrency, rate)
+    built = await scenario_requests(plan, cell, warmups + requests, counter=counter, book=book, shape=shape)
+    warmup_requests, measured_requests = built[:warmups], built[warmups:]
+    label = cell.label()
     shares: list[PhaseShare]
-    if pool is None:
+    schedule: ScheduleSummary | None = None
+    # What the server's prefix cache did during the cell: the point of the non-default scenarios.
+    before = await server_metrics.snapshot(client, plan.model) if scenario.kind is not Scenario.RANDOM else None
+    if pool is None or rate is not None or scenario.kind is Scenario.MULTI_TURN:
         if warmups:
             warmed, _ = await closed_loop(
                 client,
                 warmup_requests,
-                concurrency,
+                min(concurrency, warmups),
                 timeouts=plan.timeouts,
                 deadline_s=plan.deadline_s,
                 clock=clock,
             )
             _stop_if_unreachable(warmed, context, concurrency)
         observer.cell_started(label, requests)
-        share = await measure_phase(
-            client,
-            measured_requests,
-            concurrency,
-            timeouts=plan.timeouts,
-            deadline_s=plan.deadline_s,
-            clock=clock,
-            on_result=observer.request_finished,
-        )
+        if scenario.kind is Scenario.MULTI_TURN:
+            share = await measure_chats(
+                client,
+                chats(measured_requests, scenario.turns),
+                concurrency,
+                timeouts=plan.timeouts,
+                deadline_s=plan.deadline_s,
+                clock=clock,
+                on_result=observer.request_finished,
+            )
+        elif rate is None:
+            share = await measure_phase(
+                client,
+                measured_requests,
+                concurrency,
+                timeouts=plan.timeouts,
+                deadline_s=plan.deadline_s,
+                clock=clock,
+                on_result=observer.request_finished,
+            )
+        else:
+            share, schedule = await open_loop_phase(
+                client,
+                measured_requests,
+                plan.arrivals(rate),
+                max_in_flight=concurrency,
+                timeouts=plan.timeouts,
+                deadline_s=plan.deadline_s,
+                clock=clock,
+                on_result=observer.request_finished,
+            )
         shares = [share]
     else:
         shares = await pool.run_phase(
@@ -345,6 +455,15 @@ async def run_cell(
     _stop_if_unreachable([sample.result for share in shares for sample in share.samples], context, concurrency)
     metrics = union_metrics(shares)
     stalls = [share.stalls for share in shares]
+    trust = judge(stalls, metrics.ttft.mean if metrics.completed else None)
+    extra = sample_fields(plan, shares)
+    if before is not None:
+        after = await server_metrics.snapshot(client, plan.model)
+        extra["prefix_cache_hit_rate"] = None if after is None else after.since(before).prefix_cache_hit_rate
+    if schedule is not None:
+        extra.update(schedule.as_fields())
+        kept = schedule_trust(schedule)
+        trust = kept if not kept.trusted else trust
     return measured_record(
         plan,
         endpoint,
@@ -353,9 +472,58 @@ async def run_cell(
         metrics=metrics,
         shape=shape,
         stalls=combined(stalls),
-        trust=judge(stalls, metrics.ttft.mean if metrics.completed else None),
+        trust=trust,
         workers=len(shares),
+        rate=rate,
+        extra=extra,
     )
+
+
+async def scenario_requests(
+    plan: SweepPlan,
+    cell: Cell,
+    count: int,
+    *,
+    counter: TokenCounter,
+    book: PromptBook,
+    shape: PromptShape,
+) -> list[StreamRequest]:
+    """``count`` requests of the plan's scenario (verify/bench/scenarios.py) for ``cell``."""
+    scenario = plan.scenario
+    context, concurrency = cell.context, cell.concurrency
+    if scenario.kind is Scenario.SHARED_PREFIX:
+        # The unique part after the shared one, so the whole prompt is about `context` tokens.
+        unique = await calibrated(counter, max(context - scenario.prefix_tokens, 1), concurrency, nonce=book.nonce)
+        prefixes = await shared_prefixes(counter, scenario, nonce=book.nonce)
+        return [plan.request(prompt) for prompt in with_prefixes(book.take(unique, count), prefixes)]
+    if scenario.kind is Scenario.LENGTHS:
+        buckets = prompt_buckets(context)
+        shapes = {length: await calibrated(counter, length, concurrency, nonce=book.nonce) for length in buckets}
+        prompts = [book.take(shapes[bucket_of(length, buckets)], 1)[0] for length in drawn_lengths(context, count)]
+        outputs = drawn_lengths(plan.max_tokens, count, seed=LENGTH_SEED + 1)
+        return [plan.request(prompt, tokens) for prompt, tokens in zip(prompts, outputs, strict=True)]
+    return [plan.request(prompt) for prompt in book.take(shape, count)]
+
+
+def sample_fields(plan: SweepPlan, shares: Sequence[PhaseShare]) -> dict[str, object]:
+    """What the raw samples say beyond vLLM's summary: each percentile's interval (or too few samples for
+    one), the throughput's interval, and goodput against the plan's per-request bounds."""
+    samples = pooled_samples(shares)
+    started = min((share.started_at for share in shares), default=0.0)
+    finished = max((share.finished_at for share in shares), default=0.0)
+    succeeded = [sample for sample in samples if sample.result.ok]
+    values: dict[str, Sequence[float]] = {
+        "ttft": [s.result.ttft_s for s in succeeded if s.result.ttft_s is not None],
+        "tpot": [tpot for s in succeeded if (tpot := s.result.tpot_s) is not None],
+        "itl": [gap for s in succeeded for gap in s.result.itl_s],
+        "e2el": [s.result.e2el_s for s in succeeded],
+    }
+    completions = [s.sent_at + s.result.e2el_s for s in succeeded]
+    fields = cell_confidence(values, completions, started_at=started, finished_at=finished)
+    good = goodput(samples, plan.bounds, started_at=started, finished_at=finished)
+    if good is not None:
+        fields.update(good.as_fields())
+    return fields
 
 
 def _stop_if_unreachable(results: Sequence[StreamResult], context: int, concurrency: int) -> None:
@@ -403,12 +571,12 @@ async def run_sweep(
     written: list[CellRecord] = []
     # One calibration per context: the prompt length does not depend on the number of users.
     shapes: dict[int, PromptShape] = {}
-    for context, concurrency in plan.cells():
-        if plan.key(context, concurrency) in done:
+    for context, concurrency, rate in plan.cells():
+        if plan.key(context, concurrency, rate) in done:
             continue
         reason = skip_reason(plan, endpoint, context)
         if reason is not None:
-            fields = _base_fields(plan, endpoint, context, concurrency)
+            fields = _base_fields(plan, endpoint, context, concurrency, rate)
             fields.update({"status": "skipped", "skip_reason": reason})
             record = CellRecord.model_validate(fields)
         else:
@@ -426,6 +594,7 @@ async def run_sweep(
                 shape=shapes[context],
                 clock=clock,
                 pool=pool,
+                rate=rate,
             )
         append_record(results_path, record)
         written.append(record)

@@ -39,6 +39,7 @@ from verify.health.diagnosis import (
     stream_cause,
     transport_cause,
 )
+from verify.health.quality import run_quality
 from verify.health.readiness import check_readiness
 from verify.health.report import (
     CheckName,
@@ -111,7 +112,10 @@ async def run_checks(
         platform=target.platform,
         accelerator=target.accelerator,
     )
-    return HealthReport(target=facts, vllm_version=version, checks=checks)
+    quality = []
+    if opts.quality is not None and model is not None and not _stopped(checks):
+        quality = await run_quality(client, model, opts.quality, clock=clock)
+    return HealthReport(target=facts, vllm_version=version, checks=checks, quality=quality)
 
 
 def _stopped(checks: list[CheckResult]) -> bool:

@@ -50,6 +50,12 @@ def print_health(report: HealthReport, console: Console | None = None) -> None:
         took = "" if check.status is CheckStatus.SKIPPED else f"{check.duration_s:.2f} s"
         table.add_row(check.name.value, Text(label, style=style), took, Text(escape_controls(check.summary)))
     out.print(table)
+    for quality in report.quality:
+        verdict = Text("pass", style="green") if quality.passed else Text("FAIL", style="bold red")
+        out.print(Text.assemble("quality ", (quality.name, "bold"), ": ", verdict, f" ({quality.duration_s:.2f} s)"))
+        if not quality.passed:
+            out.print(Text(escape_controls(f"  expected: {quality.expected}")))
+        out.print(Text(escape_controls(f"  saw: {quality.saw}")))
     for check in report.checks:
         if check.status in {CheckStatus.PASS, CheckStatus.SKIPPED}:
             continue
@@ -70,8 +76,10 @@ def _stdout_console() -> Console:
 
 def _verdict(report: HealthReport) -> Text:
     if report.exit_code == 0:
-        return Text(f"all {len(report.checks)} checks passed", style="bold green")
+        quality = f" and {len(report.quality)} quality checks" if report.quality else ""
+        return Text(f"all {len(report.checks)} checks{quality} passed", style="bold green")
     bad = [check.name.value for check in report.checks if check.status not in {CheckStatus.PASS, CheckStatus.SKIPPED}]
+    bad += [f"quality {check.name}" for check in report.quality if not check.passed]
     kind = "could not check the endpoint" if report.exit_code == 2 else "checks failed"
     return Text(f"{kind}: {', '.join(bad)} (exit {report.exit_code})", style="bold red")
 

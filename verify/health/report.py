@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pydantic
 
+from verify.health.quality import QualityOptions, QualityResult
 from verify.streaming import default_deadline_s
 from verify.target import DEFAULT_READ_TIMEOUT_S, EndpointOptions
 
@@ -73,6 +74,8 @@ class HealthReport(pydantic.BaseModel):
     target: TargetFacts
     vllm_version: str | None
     checks: list[CheckResult]
+    # The quality gate (verify/health/quality.py), when asked for: each check passed or what it saw instead.
+    quality: list[QualityResult] = pydantic.Field(default_factory=list)
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -81,7 +84,7 @@ class HealthReport(pydantic.BaseModel):
         statuses = {check.status for check in self.checks}
         if statuses & {CheckStatus.UNREACHABLE, CheckStatus.UNAUTHORISED}:
             return 2
-        if CheckStatus.FAIL in statuses:
+        if CheckStatus.FAIL in statuses or any(not check.passed for check in self.quality):
             return 1
         return 0
 
@@ -96,6 +99,8 @@ class HealthOptions(EndpointOptions):
 
     wait_s: float = pydantic.Field(default=DEFAULT_WAIT_S, ge=0)
     max_tokens: int = pydantic.Field(default=DEFAULT_MAX_TOKENS, ge=1)
+    # --quality: the quality gate's checks after the health checks (None: not run).
+    quality: QualityOptions | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ class CheckOptions:
     backoff_factor: float = 1.6
     # How to fix a 401/403 for this target (names the API-key variable or the IAM role).
     auth_help: str = "the endpoint requires credentials"
+    quality: QualityOptions | None = None
 
 
 @dataclass(frozen=True)

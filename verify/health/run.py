@@ -23,6 +23,7 @@ def check_options(target: Target, options: HealthOptions) -> CheckOptions:
         max_tokens=options.max_tokens,
         deadline_s=options.timeouts.request_deadline_s(options.max_tokens),
         auth_help=auth_advice(target, api_key_env=options.api_key_env),
+        quality=options.quality,
     )
 
 

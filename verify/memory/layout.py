@@ -8,7 +8,8 @@ are read. The error of each planned figure is (planned - measured) / measured.
 Whose lines: the stack's log filter also matches its import jobs, and anyone allowed to write log entries
 can label one with any revision. So the source is checked to be the stack's own (`source_problem`): on
 Cloud Run a revision of the stack's service (its `revision_name` label, not a job), on a TPU node its vLLM
-container in Docker's log. `--save` refuses lines whose source is not.
+container in Docker's log, on GKE a container of the stack's cluster and namespace. `--save` refuses lines
+whose source is not.
 """
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ def source_problem(stack: OpsStack, entries: list[_LogEntry], source: str) -> st
         if any(not e.log_name.endswith("/gcplogs-docker-driver") for e in entries):
             return f"lines of {source} are not in the node's Docker log (gcplogs-docker-driver)"
         return None
+    where = {"cluster_name": stack.cluster, "namespace_name": stack.namespace}
+    if any(any(e.resource.labels.get(key) != value for key, value in where.items()) for e in entries):
+        return f"lines of {source} are not from a container of {stack.cluster}/{stack.namespace}"
     return None
 
 

@@ -40,6 +40,9 @@ LATENCY_HISTOGRAMS: dict[str, str] = {
 # A hostile `position="1000000000"` label made the report build a list of a billion entries.
 MAX_DRAFT_POSITIONS = 64
 SPEC_POSITIONS = "spec_decode_by_position"
+# The largest /metrics body read: vLLM's is a few hundred KB even with many engines; an endless or huge body
+# (a hostile or broken server) is refused instead of read into memory.
+MAX_METRICS_BYTES = 32 * 1024 * 1024
 
 Sleep = Callable[[float], Awaitable[None]]
 Now = Callable[[], datetime.datetime]
@@ -164,19 +167,25 @@ async def read_snapshot(client: httpx.AsyncClient, *, model: str | None, now: No
     """GET ``/metrics`` through ``client`` (same credential as every other request) and parse it."""
     clock = now or _utc_now
     try:
-        response = await client.get(METRICS_PATH)
+        status, text = await _bounded_get(client)
     except httpx.HTTPError as exc:
         failure = classify_transport_error(exc)
         raise MetricsReadError(
             f"GET {METRICS_PATH}: {failure.kind.value}: {failure.detail}", unreachable=True
         ) from None
-    if response.status_code != httpx.codes.OK:
+    if text is None:
         raise MetricsReadError(
-            f"GET {METRICS_PATH} answered {response.status_code}: {body_excerpt(response.text)}",
-            unreachable=response.status_code in {401, 403},
+            f"GET {METRICS_PATH} answered more than {MAX_METRICS_BYTES // (1024 * 1024)} MiB: not vLLM's metrics "
+            "(a few hundred KB); stopped reading",
+            unreachable=False,
+        )
+    if status != httpx.codes.OK:
+        raise MetricsReadError(
+            f"GET {METRICS_PATH} answered {status}: {body_excerpt(text)}",
+            unreachable=status in {401, 403},
         )
     try:
-        snapshot = parse_snapshot(response.text, model=model, read_at=clock())
+        snapshot = parse_snapshot(text, model=model, read_at=clock())
     except MetricsParseError as exc:
         raise MetricsReadError(f"GET {METRICS_PATH}: {exc}", unreachable=False) from None
     if not snapshot.summary.is_vllm:
@@ -263,6 +272,17 @@ def _spec_decode(summary: VllmMetrics, per_position: dict[int, float]) -> SpecDe
         mean_acceptance_length=summary.spec_decode_mean_acceptance_length,
         acceptance_by_position=by_position,
     )
+
+
+async def _bounded_get(client: httpx.AsyncClient) -> tuple[int, str | None]:
+    """GET /metrics: the status and the body, or None for a body above MAX_METRICS_BYTES (read no further)."""
+    async with client.stream("GET", METRICS_PATH) as response:
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body.extend(chunk)
+            if len(body) > MAX_METRICS_BYTES:
+                return response.status_code, None
+        return response.status_code, body.decode(response.encoding or "utf-8", errors="replace")
 
 
 def _seconds(earlier: Snapshot, last: Snapshot) -> float:

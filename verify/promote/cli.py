@@ -13,6 +13,7 @@ from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.bench.cli import show_bench_report, slo_flag
 from verify.bench.command import BenchReport
 from verify.bench.slo import parse_slo
+from verify.health.cli import add_quality_arguments, quality_options
 from verify.health.console import print_health, waiting_printer
 from verify.promote.cloud_run import DEFAULT_API_URL
 from verify.promote.gates import BenchGate
@@ -123,6 +124,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DIR",
         help="where the bench gate's results go (default %(default)s)",
     )
+    add_quality_arguments(parser)
     parser.set_defaults(handler=run_promote_command)
 
 
@@ -146,6 +148,7 @@ def promote_options(args: argparse.Namespace) -> PromoteOptions:
             slos=tuple(parse_slo(slo) for slo in args.slo),
             output_dir=args.bench_output_dir,
         ),
+        quality=quality_options(args),
     )
 
 

@@ -26,7 +26,8 @@ from verify.adapters.run import PROBE_MAX_TOKENS, DeclaredAdapter, probe_adapter
 from verify.bench.command import BenchReport, run_bench
 from verify.bench.options import BenchOptions, Gate, ServingFacts, Workload
 from verify.bench.slo import Slo
-from verify.client import client_for
+from verify.client import client_for, endpoint_client
+from verify.health.quality import DEFAULT_MIN_AGREEMENT, QualityOptions, QualityResult, agreement
 from verify.health.report import CheckStatus, HealthOptions, HealthReport, ProgressCallback
 from verify.health.run import run_health
 from verify.promote.metric_gate import missing_metrics
@@ -116,6 +117,8 @@ class CommandGates:
     # A fresh progress callback for each health run (readiness polls that did not succeed yet).
     waiting: Callable[[], ProgressCallback] | None = None
     console: Console = field(default_factory=lambda: Console(stderr=True, soft_wrap=True))
+    # The quality gate run with the health gate (verify/health/quality.py); None: not run.
+    quality: QualityOptions | None = None
 
     def candidate(self, url: str) -> Target:
         """The target the gates check: ``url`` with the stack's model, auth kind and token audience."""
@@ -133,7 +136,9 @@ class CommandGates:
         )
 
     def health(self, url: str, *, wait_s: float) -> GateResult:
-        options = HealthOptions(wait_s=wait_s, timeouts=self.timeouts, api_key_env=self.api_key_env)
+        options = HealthOptions(
+            wait_s=wait_s, timeouts=self.timeouts, api_key_env=self.api_key_env, quality=self.quality
+        )
         try:
             report = run_health(
                 self.candidate(url), options, on_waiting=self.waiting() if self.waiting is not None else None
@@ -142,8 +147,33 @@ class CommandGates:
             return self._could_not(GateName.HEALTH, exc)
         except KeyboardInterrupt:
             return self._failed(GateName.HEALTH, EXIT_INTERRUPTED, "verify health: interrupted")
+        report = self._with_agreement(report, self.candidate(url), options)
         self.show_health(report)
         return GateResult(GateName.HEALTH, report.exit_code, health_failure(report), report)
+
+    def _with_agreement(self, report: HealthReport, candidate: Target, options: HealthOptions) -> HealthReport:
+        """The quality gate's agreement check: the candidate against the revision serving now (the stack's URL)."""
+        quality = self.quality
+        model = report.target.model
+        if quality is None or quality.min_agreement is None or model is None or report.exit_code == EXIT_UNUSABLE:
+            return report
+        if candidate.base_url == self.stack_target.base_url:
+            return report  # nothing to compare with: the candidate is what serves
+
+        async def compare() -> QualityResult:
+            async with (
+                endpoint_client(candidate, options) as ours,
+                endpoint_client(self.stack_target, options) as theirs,
+            ):
+                return await agreement(ours, theirs, model, quality.min_agreement or DEFAULT_MIN_AGREEMENT)
+
+        try:
+            found = asyncio.run(compare())
+        except UsageError as exc:
+            found = QualityResult(
+                name="agreement", passed=False, expected="the serving revision's answers", saw=str(exc), duration_s=0.0
+            )
+        return report.model_copy(update={"quality": [*report.quality, found]})
 
     def bench(self, url: str, *, label: str) -> GateResult:
         gate = self.bench_gate
@@ -238,6 +268,9 @@ def health_failure(report: HealthReport) -> str | None:
     for check in report.checks:
         if check.status not in {CheckStatus.PASS, CheckStatus.SKIPPED}:
             return f"the {check.name} check: {check.status}: {check.summary}"
+    for quality in report.quality:
+        if not quality.passed:
+            return f"the quality check {quality.name}: expected {quality.expected}; saw {quality.saw}"
     return None
 
 

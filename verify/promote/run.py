@@ -19,6 +19,7 @@ import httpx
 from verify import UsageError
 from verify.adapters.run import DeclaredAdapter, declared_adapters
 from verify.bench.command import BenchReport
+from verify.health.quality import QualityOptions, promised_by
 from verify.health.report import HealthReport, ProgressCallback
 from verify.ops.google import TokenSource
 from verify.promote.cloud_run import DEFAULT_API_URL, admin_api, get_service, google_tokens
@@ -39,6 +40,7 @@ from verify.pulumi_gateway import (
 )
 from verify.target import TargetOptions, TimeoutOptions, normalise_base_url, target_from_outputs, with_flag_overrides
 from verify.traffic import TrafficShifter
+from verify.url_guard import google_api_problem
 
 DEFAULT_WAIT_S = 1800.0
 # Without the Pulumi CLI: promote reads the stack's state and moves traffic with `pulumi up` (no --url form).
@@ -63,6 +65,8 @@ class PromoteOptions:
     cloud_run_api: str = DEFAULT_API_URL
     timeouts: TimeoutOptions = field(default_factory=TimeoutOptions)
     bench_gate: BenchGate = field(default_factory=BenchGate)
+    # --quality: the quality gate with the health gate, plus what the stack's vllm args promise.
+    quality: QualityOptions | None = None
 
 
 def say_on_stderr(line: str) -> None:
@@ -128,6 +132,9 @@ def run_promote(target: TargetOptions, options: PromoteOptions, seams: Seams | N
         stack, work_dir=_project_dir(options), policy_packs=options.policy_packs
     )
     api_url = normalise_base_url(options.cloud_run_api, flag="--cloud-run-api")
+    # The Admin API client carries the user's Google access token: only Google's API (or a local fake) gets it.
+    if (wrong := google_api_problem(api_url, flag="--cloud-run-api")) is not None:
+        raise UsageError(wrong)
     tokens = seams.tokens or google_tokens()
     with admin_api(base_url=api_url, tokens=tokens, transport=seams.api_transport) as api:
         promotion = Promotion(
@@ -156,6 +163,9 @@ def command_gates(
         timeouts=options.timeouts,
         required_metrics=required_metrics(stack, reading.outputs.vllm_args or []),
         adapters_declared=declared_in_stack_file(stack, _project_dir(options), say=seams.say),
+        quality=None
+        if options.quality is None
+        else promised_by(reading.outputs.vllm_args or [], reading.outputs.max_model_len, options.quality),
         say=seams.say,
         show_health=seams.show_health,
         show_bench=seams.show_bench,

@@ -19,7 +19,7 @@ from verify.alerts.suggest import (
     suggest,
     suggest_from_file,
 )
-from verify.bench.results import CellRecord
+from verify.bench.results import CellRecord, load_results
 from verify.cli import main
 
 REAL_SWEEP = Path(__file__).parent / "data" / "vllm-cpu-sweep.jsonl"
@@ -116,6 +116,41 @@ def test_the_typed_function_gives_the_commands_thresholds() -> None:
     assert suggestion.max_waiting_requests == 12
     with pytest.raises(UsageError, match="--allow-untrusted"):
         suggest_from_file(REAL_SWEEP, SuggestOptions())
+
+
+def test_an_slo_between_bucket_bounds_says_which_bound_the_alert_uses(capsys: pytest.CaptureFixture[str]) -> None:
+    """Guards against `--ttft-ms 2000` silently becoming a 1.0 s alert: vLLM's TTFT buckets go 1.0, 2.5, so the
+    threshold is 1.0 s and the snippet says why (and an SLO on a bucket bound gets no such note)."""
+    slow = [
+        record.model_copy(update={"p99_ttft_ms": 1500.0, "p99_e2el_ms": max(record.p99_e2el_ms or 0.0, 1600.0)})
+        for record in load_results(REAL_SWEEP).records
+        if record.measured
+    ]
+    slo = Slo(ttft_ms=2000.0)
+    suggestion = suggest(slow, slo, allow_untrusted=True)
+    assert suggestion.ttft_seconds == 1.0
+    snippet = stack_snippet(suggestion, slo, source="x.jsonl")
+    assert "TTFT bound 2 s is not a bucket bound" in snippet
+    assert "2.5 s above" in snippet
+    assert "measured 1.5 s" in snippet
+    # Where the measurement itself sets the threshold (0.5 s here), nothing is capped and nothing is said.
+    code, measured, _ = run_cli(capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "2000", "--allow-untrusted")
+    assert code == 0
+    assert "ttftSeconds: 0.5\n" in measured
+    assert "not a bucket bound" not in measured
+
+
+def test_the_percentile_the_user_gave_is_the_one_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """Guards against an SLO on p95 judged on the sweep's p99 (a stricter, different number)."""
+    records = [record for record in load_results(REAL_SWEEP).records if record.measured]
+    cell = records[0]
+    assert Slo(percentile=95).ttft(cell) == cell.p95_ttft_ms
+    assert Slo(percentile=50).ttft(cell) == cell.median_ttft_ms
+    code, snippet, _ = run_cli(
+        capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "250", "--percentile", "95", "--allow-untrusted"
+    )
+    assert code == 0
+    assert "SLO p95 TTFT <= 250 ms, p95 TPOT <= 100 ms" in snippet
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "-5", "0", "1e308"])

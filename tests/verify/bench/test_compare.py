@@ -48,8 +48,14 @@ def test_compare_reports_per_cell_deltas_with_direction() -> None:
     assert by_cell["16384 x 1"].status() == "only in A"
     text = markdown(rows, a_name="off", b_name="on", a_desc="A", b_desc="B")
     assert "| 128 x 1 | 0.5 → 0.8 (+60%) ▲ |" in text
-    tally = "B is better in 8, worse in 6, within noise in 7 of 21 comparisons; 1 of 3 cells have warnings (⚠)"
+    # The p99s of the 32-request cells (a p99 needs 368) are not judged: 4 comparisons are unknown.
+    tally = (
+        "B is better in 6, worse in 6, within noise in 5, unknown (no spread recorded, or too few requests for a "
+        "percentile) in 4 of 21 comparisons; 1 of 3 cells have warnings (⚠)"
+    )
     assert f"- {tally}\n" in text
+    assert low["p99_ttft_ms"].verdict is Verdict.UNKNOWN
+    assert high["p99_ttft_ms"].verdict is not Verdict.UNKNOWN  # 448 requests: enough for a p99
 
 
 def test_a_change_within_the_runs_spread_is_noise_not_a_regression() -> None:
@@ -141,3 +147,11 @@ def test_standard_errors_follow_the_documented_formulas() -> None:
     assert spread.throughput_se(cell, 0.5) == pytest.approx(0.5 * (156 / 1950) / math.sqrt(32))
     failing = cell.model_copy(update={"success_rate": 0.75, "completed": 24, "failed": 8})
     assert spread.rate_se(failing) == pytest.approx(math.sqrt(0.75 * 0.25 / 32))
+
+
+def test_open_loop_files_compare_cell_by_rate() -> None:
+    """Guards against two open-loop runs refused as "two records of a cell" (each rate is its own cell)."""
+    base = first_cell()
+    runs = [base.model_copy(update={"request_rate": rate, "max_concurrency": 256}) for rate in (5.0, 10.0)]
+    rows = compare(runs, runs)
+    assert [row.label for row in rows] == ["128 x 5/s", "128 x 10/s"]

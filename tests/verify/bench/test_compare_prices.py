@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from verify import UsageError
+from verify.bench.compare_command import read_side
 from verify.bench.matrix import Workload, judge
 from verify.bench.matrix_command import load_runs
 from verify.bench.matrix_report import markdown
@@ -84,6 +85,9 @@ def test_a_file_mixing_two_accelerators_is_refused(tmp_path: Path) -> None:
     mixed.write_text((DATA / "l4.jsonl").read_text(encoding="utf-8") + "\n".join(tpu_lines) + "\n", encoding="utf-8")
     with pytest.raises(UsageError, match=r"more than one accelerator \(nvidia-l4, tpu-v6e\)"):
         load_runs([mixed])
+    # The A-vs-B compare reads one run per side too.
+    with pytest.raises(UsageError, match="more than one accelerator"):
+        read_side(mixed)
 
 
 def test_the_shipped_runs_keep_their_recorded_prices() -> None:

@@ -142,3 +142,22 @@ def test_a_file_with_a_made_up_line_is_refused_naming_the_line(tmp_path: Path) -
     doubled.write_text(f"{line}\n{line}\n", encoding="utf-8")
     with pytest.raises(UsageError, match=r"doubled.jsonl:2"):
         load_runs([FILES[0], doubled, FILES[2]])
+
+
+def test_allow_untrusted_lets_an_untrusted_cell_be_chosen_and_marks_it() -> None:
+    """Guards against N-way compare ignoring --allow-untrusted (it used to: the flag did nothing there)."""
+    short = judge(_runs(), [], allow_untrusted=True)[0]
+    rtx = next(run for run in short.runs if run.run.label == "rtx6000")
+    assert rtx.chosen is not None
+    assert rtx.chosen.record.max_concurrency == 256
+    assert not rtx.chosen.record.trusted
+
+
+def test_the_table_shows_the_slos_own_percentile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Guards against an SLO on p95 judged while the table shows p99 beside it."""
+    assert cli.main(["compare", *map(str, FILES), "--slo", "p95_ttft_ms=1000"]) == 0
+    text = capsys.readouterr().out
+    assert "| p95 TTFT ms |" in text
+    assert "p99 TTFT ms" not in text
+    assert cli.main(["compare", *map(str, FILES)]) == 0
+    assert "| p99 TTFT ms | p99 E2EL ms |" in capsys.readouterr().out

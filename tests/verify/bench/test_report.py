@@ -29,14 +29,29 @@ def test_csv_keeps_the_hand_made_sweeps_columns() -> None:
     """Guards against breaking the spreadsheets built on the old sweeps' CSV (columns, order), and against
     latency columns a reader cannot tell seconds from milliseconds in."""
     lines = csv_text(records(MTP_OFF)).splitlines()
-    assert lines[0] == ",".join(CSV_COLUMNS)
-    assert lines[0] == "context_size,concurrency,success_rate,avg_latency_s,p95_latency_s,req_per_sec,tokens_per_sec"
+    assert lines[0].startswith(",".join(CSV_COLUMNS) + ",")
+    assert lines[0].startswith(
+        "context_size,concurrency,success_rate,avg_latency_s,p95_latency_s,req_per_sec,tokens_per_sec,"
+    )
     # Sorted by context then concurrency; latencies in seconds; skipped cells have no row.
-    assert lines[1:] == [
+    assert [",".join(line.split(",")[: len(CSV_COLUMNS)]) for line in lines[1:]] == [
         "128,1,1,1.95,2,0.5,64",
         "128,128,0.875,6,7,20,2560",
         "8192,1,1,3,3.1,0.3,38.4",
     ]
+
+
+def test_csv_has_every_percentile_but_none_from_too_few_requests() -> None:
+    """Guards against a capacity review reading a p95 the CSV does not have, or a p99 made of 64 requests."""
+    header, *rows = csv_text(records(MTP_OFF)).splitlines()
+    columns = header.split(",")
+    for column in ("median_ttft_ms", "p90_ttft_ms", "p95_ttft_ms", "p99_ttft_ms", "p95_e2el_ms_ci_low"):
+        assert column in columns
+    single = dict(zip(columns, rows[0].split(","), strict=True))  # 128 x 1: 32 completed
+    assert single["median_e2el_ms"] != ""
+    assert single["p90_e2el_ms"] == single["p95_e2el_ms"] == single["p99_e2el_ms"] == ""  # 32 < 36, 72, 368
+    busy = dict(zip(columns, rows[1].split(","), strict=True))  # 128 x 128: 448 completed
+    assert busy["p99_e2el_ms"] == "8000"
 
 
 def test_markdown_has_the_matrices_and_explains_marks_and_skips() -> None:
@@ -48,7 +63,9 @@ def test_markdown_has_the_matrices_and_explains_marks_and_skips() -> None:
     assert "| 8192 | 0.3 |  |" in report
     assert "| 16384 | skipped |  |" in report
     assert "### Median TTFT (ms)" in report
-    assert "### P99 E2EL (ms)" in report
+    assert "### P95 E2EL (ms) [95% CI]" in report
+    assert "### P99 E2EL (ms) [95% CI]" in report
+    assert "| 128 | n<368 | 8,000†⚠ |" in report
     assert "| 128 | 100.0% | 87.5%†⚠ |" in report
     assert "64 failed (http_429 64)" in report
     assert "skipped (prompt 16384 + max tokens 128 exceeds the server's max_model_len 16384)" in report
@@ -80,7 +97,7 @@ def test_large_numbers_read_at_a_glance_in_the_report_and_csv() -> None:
     assert "| 128 | 123,457†? |" in report
     assert "e+" not in report
     row = csv_text([fast]).splitlines()[1]
-    assert row.endswith(",132.3,16934.4")
+    assert ",".join(row.split(",")[:7]).endswith(",132.3,16934.4")
     assert "e+" not in row
 
 

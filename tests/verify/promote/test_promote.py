@@ -16,6 +16,8 @@ import pytest
 
 from tests.fake_pulumi import FakeStackOutputs
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
+from tests.fault_server import serving
+from tests.quality_stub import Breakage, QualityStub
 from tests.verify.bench.test_cli import running
 from tests.verify.promote.fake_cloud_run import (
     ACCESS_TOKEN,
@@ -525,3 +527,43 @@ def test_the_typed_promotion_names_the_failing_check_and_keeps_its_report(world:
     assert health.exit_code == 1
     assert world.shifter.changes == []
     assert world.routed() == {SERVING: 100}
+
+
+@pytest.mark.parametrize(
+    ("breakage", "answer", "refusal"),
+    [
+        (Breakage(tool_call_as_text=True), " Hello", "the quality check tool-call"),
+        (None, " Something else", "the quality check agreement"),
+        (None, " Hello", None),
+    ],
+)
+def test_a_candidate_that_fails_the_quality_gate_never_takes_traffic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, breakage: Breakage | None, answer: str, refusal: str | None
+) -> None:
+    """Guards against a fast but wrong candidate getting promoted: `--quality` with the stack's tool parser
+    refuses one whose tool parser is off, and one that answers fixed prompts otherwise than the revision
+    serving now (at temperature 0), each naming what it saw; a candidate right on both is promoted."""
+    monkeypatch.setenv("VLLM_API_KEY", API_KEY)
+
+    def config(piece: str) -> FakeVllmConfig:
+        return FakeVllmConfig(
+            api_key=API_KEY, count_prompt_words=True, chat_template_tokens=3, recorded_metrics=True, pieces=(piece,)
+        )
+
+    with (
+        serving(QualityStub(None, config(" Hello"))) as current,
+        serving(QualityStub(breakage, config(answer))) as candidate,
+        running_api(FakeCloudRun()) as api,
+    ):
+        outputs = stack_outputs(endpoint=current.url)
+        outputs["vllmArgs"] = [*outputs.get("vllmArgs", []), "--enable-auto-tool-choice", "--tool-call-parser", "x"]
+        world = World(api, candidate, tmp_path)
+        code = world.promote("--quality", outputs=outputs)
+        if refusal is None:
+            assert code == 0, world.lines
+            assert world.routed() == {CANDIDATE: 100}
+        else:
+            assert code == 1
+            assert world.shifter.changes == []
+            assert world.routed() == {SERVING: 100}
+            assert any(refusal in line for line in world.lines), world.lines

@@ -1,0 +1,158 @@
+"""Workloads shaped like production, generated offline: what each one stresses (``verify bench --scenario``).
+
+- ``random`` (the default): every prompt unique from its first token (verify/bench/prompts.py), so nothing
+  is served from the prefix cache: the server's cost for cold prompts of exactly ``--context`` tokens.
+- ``shared-prefix``: ``--shared-prefixes N`` system prompts of ``--prefix-tokens`` tokens, request i
+  starting with prompt i mod N, then a unique question: what an assistant with a few fixed system prompts
+  (or few-shot templates) sends. It stresses the prefix cache: the shared blocks are computed once and then
+  hit, so TTFT falls and throughput rises with the hit rate; each cell records the hit rate the server
+  itself counted over the cell (``/metrics``: ``vllm:prefix_cache_hits_total`` over ``..._queries_total``).
+- ``multi-turn``: chats of ``--turns K`` turns, each turn sending the whole conversation so far (every
+  earlier question and the server's real answer) plus a new question of ``--context`` tokens: the prompt
+  grows turn by turn and its history is a prefix the cache may hold. It stresses long prompts, KV-cache
+  capacity and prefix reuse across requests of one user. Chat API only; a user runs its chat's turns one
+  after another (closed loop), so ``--concurrency`` is concurrent chats.
+
+- ``lengths``: prompt and output lengths drawn per request from a seeded log-normal distribution (median
+  half of ``--context`` / ``--max-tokens``, which are the ceilings; ``LENGTH_BUCKETS`` calibrated prompt
+  lengths): what a chat service sees, where short and long requests share batches. It stresses the
+  scheduler's mixing of prefills and decodes and exposes head-of-line blocking that equal-length requests
+  hide; the cell's ``actual_context`` is then the mean of the mix.
+
+The long-context needle is the quality gate's (verify/health/quality.py), not a load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import httpx
+
+from verify.bench.prompts import PromptShape, TokenCounter, calibrate, unique_prefix
+from verify.bench.samples import PhaseShare, Sample
+from verify.bench.stall import StallMonitor
+from verify.streaming import Clock, StreamRequest, StreamResult, measure_stream
+
+DEFAULT_SHARED_PREFIXES = 4
+DEFAULT_PREFIX_TOKENS = 256
+DEFAULT_TURNS = 3
+# The letters that make each shared prefix different from the others (and from every unique prompt).
+PREFIX_TAG = "sys"
+
+
+class Scenario(enum.StrEnum):
+    RANDOM = "random"
+    SHARED_PREFIX = "shared-prefix"
+    MULTI_TURN = "multi-turn"
+    LENGTHS = "lengths"
+
+
+# ``lengths``: how many distinct prompt lengths are calibrated, the distribution's spread (sigma of the log)
+# and its seed; the shortest allowed is a quarter of the ceiling.
+LENGTH_BUCKETS = 4
+LENGTH_SIGMA = 0.6
+LENGTH_SEED = 40
+SHORTEST_SHARE = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioOptions:
+    kind: Scenario = Scenario.RANDOM
+    shared_prefixes: int = DEFAULT_SHARED_PREFIXES
+    prefix_tokens: int = DEFAULT_PREFIX_TOKENS
+    turns: int = DEFAULT_TURNS
+
+    def describe(self) -> str | None:
+        """What the results record as the cell's ``scenario`` (None: the default, unique prompts)."""
+        if self.kind is Scenario.SHARED_PREFIX:
+            return f"shared-prefix ({self.shared_prefixes} prefixes x {self.prefix_tokens} tokens)"
+        if self.kind is Scenario.MULTI_TURN:
+            return f"multi-turn ({self.turns} turns)"
+        if self.kind is Scenario.LENGTHS:
+            return f"lengths (log-normal, sigma {LENGTH_SIGMA:g}, ceilings --context and --max-tokens)"
+        return None
+
+
+async def shared_prefixes(counter: TokenCounter, options: ScenarioOptions, *, nonce: str) -> list[str]:
+    """``options.shared_prefixes`` texts of about ``options.prefix_tokens`` tokens, each different from the
+    first token (so one prefix is never a hit for another), the same in every request that uses it."""
+    shape: PromptShape = await calibrate(counter, options.prefix_tokens, nonce=f"{nonce}{PREFIX_TAG}")
+    return [shape.prompt(unique_prefix(f"{nonce}{PREFIX_TAG}", index)) for index in range(options.shared_prefixes)]
+
+
+def with_prefixes(prompts: Sequence[str], prefixes: Sequence[str]) -> list[str]:
+    """Prompt i behind prefix i mod N: the shared part first (what the cache can reuse), the unique part after."""
+    return [f"{prefixes[index % len(prefixes)]}\n\n{prompt}" for index, prompt in enumerate(prompts)]
+
+
+def chats(requests: Sequence[StreamRequest], turns: int) -> list[list[StreamRequest]]:
+    """Consecutive requests grouped into chats of ``turns`` turns (the last one may be shorter)."""
+    return [list(requests[start : start + turns]) for start in range(0, len(requests), turns)]
+
+
+async def measure_chats(
+    client: httpx.AsyncClient,
+    conversations: Sequence[Sequence[StreamRequest]],
+    users: int,
+    *,
+    timeouts: httpx.Timeout | None = None,
+    deadline_s: float | None = None,
+    clock: Clock = time.perf_counter,
+    on_result: Callable[[StreamResult], None] | None = None,
+) -> PhaseShare:
+    """``users`` users each run one chat at a time, turn after turn, every turn carrying the conversation so
+    far (the earlier questions and the server's actual answers). A failed turn ends its chat: the next turn
+    would carry an answer that never came."""
+    pending = iter(conversations)
+    samples: list[Sample] = []
+
+    async def user() -> None:
+        for conversation in pending:
+            history: tuple[tuple[str, str], ...] = ()
+            for turn in conversation:
+                request = replace(turn, history=history)
+                sent_at = clock()
+                result = await measure_stream(client, request, timeouts=timeouts, deadline_s=deadline_s, clock=clock)
+                samples.append(Sample(sent_at, result))
+                if on_result is not None:
+                    on_result(result)
+                if not result.ok:
+                    break
+                history = (*history, ("user", turn.prompt), ("assistant", result.text))
+
+    async with StallMonitor() as monitor:
+        started = clock()
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(min(users, len(conversations))):
+                    group.create_task(user())
+        finally:
+            finished = clock()
+    samples.sort(key=lambda sample: sample.sent_at)
+    return PhaseShare(started, finished, tuple(samples), monitor.summary(), users)
+
+
+def drawn_lengths(ceiling: int, count: int, *, seed: int = LENGTH_SEED) -> list[int]:
+    """``count`` lengths from a log-normal with median ``ceiling / 2``, clipped to [ceiling / 4, ceiling]."""
+    draw = random.Random(seed)  # noqa: S311 - a workload, not a secret
+    low = max(1, int(ceiling * SHORTEST_SHARE))
+    return [
+        min(ceiling, max(low, round(draw.lognormvariate(math.log(ceiling / 2), LENGTH_SIGMA)))) for _ in range(count)
+    ]
+
+
+def prompt_buckets(ceiling: int) -> list[int]:
+    """The prompt lengths calibrated for ``lengths`` (each request takes the nearest one at or below its draw)."""
+    low = max(1, int(ceiling * SHORTEST_SHARE))
+    step = (ceiling - low) / max(1, LENGTH_BUCKETS - 1)
+    return sorted({round(low + index * step) for index in range(LENGTH_BUCKETS)})
+
+
+def bucket_of(length: int, buckets: Sequence[int]) -> int:
+    return max((bucket for bucket in buckets if bucket <= length), default=buckets[0])
