@@ -1,6 +1,7 @@
 # The front door: every target creates .venv and installs what it needs when missing.
 #   make venv                             .venv with the runtime requirements and .venv/bin/gemma-verify
-#   make preview STACK=l4 [FORMAT=json]   offline plan of a stack (no CLI, no credentials, no network)
+#   make preview STACK=l4 [FORMAT=json]   offline plan of a stack (no CLI, no credentials, no network), judged
+#                [POLICY_CONFIG=file]     by the policy pack (exit 1 where `pulumi up` would refuse it)
 #   make test                             the test suite
 #   make test-live                        the live tests against a real vLLM 0.32 server on the CPU (tests/live)
 #   make lint                             ruff, mypy --strict, shellcheck, workflow linters
@@ -38,7 +39,7 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt pyproject.toml | $
 venv: $(VENV)/.runtime-installed
 
 preview: $(VENV)/.runtime-installed
-	@$(BIN)/python -m preview --stack "$(STACK)" --format "$(FORMAT)"
+	@$(BIN)/python -m preview --stack "$(STACK)" --format "$(FORMAT)" $(if $(POLICY_CONFIG),--policy-pack-config "$(POLICY_CONFIG)")
 
 matrix: $(VENV)/.runtime-installed
 	@$(BIN)/python -m preview.matrix $(MATRIX_ARGS)

@@ -21,8 +21,8 @@ import pulumi_gcp as gcp
 from components.monitoring.sidecar import (
     MetricsSidecar,
     sidecar_containers,
-    sidecar_problems,
     sidecar_volumes,
+    sizing_problem,
     vllm_limits,
 )
 from components.weight_access import (
@@ -87,7 +87,7 @@ Rollout = GatedRollout | DirectRollout
 
 
 # Source: https://cloud.google.com/run/docs/reference/rest/v2/Container#probe (initialDelaySeconds 0-240,
-# periodSeconds and timeoutSeconds 1-240, timeoutSeconds not above periodSeconds).
+# periodSeconds and timeoutSeconds 1-240, timeoutSeconds smaller than periodSeconds).
 _PROBE_MAX_SECONDS = 240
 _ARGS = "VllmGpuServiceArgs"
 
@@ -111,10 +111,10 @@ class HttpProbe:
         for field_name, value in (("period_seconds", self.period_seconds), ("timeout_seconds", self.timeout_seconds)):
             if not 1 <= value <= _PROBE_MAX_SECONDS:
                 problems.append(f"{key}.{field_name}: {value}; allowed: 1-{_PROBE_MAX_SECONDS}")
-        if self.timeout_seconds > self.period_seconds:
+        if self.timeout_seconds >= self.period_seconds:
             problems.append(
-                f"{key}.timeout_seconds: {self.timeout_seconds} exceeds period_seconds ({self.period_seconds}); "
-                "Cloud Run rejects such a probe"
+                f"{key}.timeout_seconds: {self.timeout_seconds} is not smaller than period_seconds "
+                f"({self.period_seconds}); Cloud Run rejects such a probe; allowed: 1-{self.period_seconds - 1}"
             )
         if self.failure_threshold < 1:
             problems.append(f"{key}.failure_threshold: {self.failure_threshold}; allowed: 1 or more")
@@ -221,8 +221,19 @@ class VllmGpuServiceArgs:
             *self.startup_probe.problems(f"{_ARGS}.startup_probe"),
             *self.liveness_probe.problems(f"{_ARGS}.liveness_probe"),
             *self._scale_and_access_problems(),
-            *sidecar_problems(self.cpu, self.memory_gib, self.metrics_sidecar, f"{_ARGS}.metrics_sidecar"),
         ]
+        if not any(p and p.startswith((f"{_ARGS}.cpu", f"{_ARGS}.memory_gib")) for p in problems):
+            # Only a size inside Cloud Run's bounds is worth splitting between the containers.
+            problems.append(
+                sizing_problem(
+                    self.gpu,
+                    self.cpu,
+                    self.memory_gib,
+                    self.metrics_sidecar,
+                    cpu_key=f"{_ARGS}.cpu",
+                    memory_key=f"{_ARGS}.memory_gib",
+                )
+            )
         root = "gs://" if self.streamed is not None else self.mount.mount_path + "/"
         if not self.serve_args or not self.serve_args[0].startswith(root):
             where = "be a gs:// path (streamed)" if self.streamed is not None else f"live under the model mount {root}"
@@ -409,7 +420,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 ],
                 ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=port, name="http1"),
                 resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
-                    limits=vllm_limits(args.cpu, args.memory_gib, args.metrics_sidecar),
+                    limits=vllm_limits(args.gpu, args.cpu, args.memory_gib, args.metrics_sidecar),
                     cpu_idle=False,
                     startup_cpu_boost=True,
                 ),
@@ -433,7 +444,13 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 ]
                 or None,
             ),
-            *sidecar_containers(args.metrics_sidecar, serving_container=GPU_SERVING_CONTAINER),
+            *sidecar_containers(
+                args.metrics_sidecar,
+                serving_container=GPU_SERVING_CONTAINER,
+                gpu=args.gpu,
+                cpu=args.cpu,
+                memory_gib=args.memory_gib,
+            ),
         ],
     )
 

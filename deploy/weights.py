@@ -92,13 +92,17 @@ def model_supply(
     adapters = settings.adapter_sources()
     supply = ModelSupply()
     sources = {**sources, **{role: (path, adapter.source) for role, (path, adapter) in adapters.items()}}
-    if not sources:
-        return supply
-    labels = context.labels
+    # Before anything else, on every platform: a token in plain text sits in the stack file whether or not a
+    # source uses it (a GKE stack filling its bucket by hand used to pass with one).
     try:
         token = hf_token()
     except PlainSecretError as error:
         raise SecretConfigError(str(error)) from None
+    if not sources:
+        if token is not None:
+            pulumi.log.warn(f"gemma-serving:{HF_TOKEN_KEY} is set but no weight source is a Hugging Face repo; unused")
+        return supply
+    labels = context.labels
     gated = [f"{path} ({source.uri})" for path, source in sources.values() if source.needs_token]
     if gated and token is None:
         raise SecretConfigError(

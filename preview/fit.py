@@ -28,8 +28,9 @@ from serving.tpu_offers import V6E_CHIPS
 from stacks.capacity import TEXT_ONLY_FLAG
 from stacks.loading import StackConfigError, load_stack
 
-# A commit id for the synthetic stacks: the plan does not depend on which commit is served.
-_ANY_COMMIT = "0" * 40
+# A commit id for the synthetic stacks: the plan does not depend on which commit is served. Commit-shaped and
+# pinned by no catalog repo (an all-zero one is refused as a placeholder: stacks/revisions.py).
+_ANY_COMMIT = "5e1f0c2d9a7b4e83c6d0f1a2b9e8c7d6a5f4e3b2"
 # vLLM's own cap on the running batch when a stack sets none (--max-num-seqs default, vLLM 0.32).
 DECODE_BATCH_CAP = 256
 
@@ -155,6 +156,9 @@ def stack_config(model: str, variant: str, shape: Shape, workload: Workload) -> 
         assert isinstance(instance, CloudRunShape)
         config["region"] = instance.region
         config["cloudRun"] = {"cpu": instance.cpu, "memoryGib": instance.memory_gib}
+        # The smallest instance the GPU allows, all of it vLLM's: the metrics sidecar (a stack's choice, not the
+        # model's) would need a larger one (serving/cloud_run_containers.py).
+        config["monitoring"] = {"enabled": False}
     return {
         f"gemma-serving:{key}": value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
     }

@@ -16,7 +16,8 @@ from preview.render import clean
 from preview.supply_plan import API, JOB, SERVICE
 from preview.supply_plan import RUN as RUN_ON_UP
 from preview.tpu_plan import QUEUED_RESOURCE
-from serving.accelerators import CLOUD_RUN_GPUS
+from serving.accelerators import CLOUD_RUN_GPUS, CloudRunGpu
+from serving.cloud_run_containers import SOURCES as SIZING_SOURCES
 from serving.gke_machines import NODE_SHAPES
 
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
@@ -52,7 +53,7 @@ def _gpu_notes(service: CapturedResource, capture: Capture) -> list[str]:
         f"quota: {instances} instance(s) x {cpu} CPU / {memory} also count against "
         f"Cloud Run's CPU and memory quotas in {region} (defaults can be as low as 20 vCPU / 40 GiB)."
     )
-    notes = [gpu_quota, size_quota]
+    notes = [gpu_quota, size_quota, _sizing_note(template.get("containers") or [], name, gpu)]
     invokers = [
         str(_inputs(r).get("member"))
         for r in capture.of_type(INVOKER)
@@ -84,6 +85,22 @@ def _instance_size(containers: list[dict[str, Any]]) -> tuple[str, str]:
         mib += int(memory[:-2]) * units.get(memory[-2:], 0)
     memory_text = f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
     return f"{cpu:g}", memory_text
+
+
+def _sizing_note(containers: list[dict[str, Any]], name: object, gpu: CloudRunGpu | None) -> str:
+    """How the instance is shared between its containers, and the Google sources that decided it."""
+    parts = []
+    for container in containers:
+        limits = (container.get("resources") or {}).get("limits") or {}
+        holds = " (holds the GPU)" if "nvidia.com/gpu" in limits else ""
+        parts.append(f"{container.get('name')}{holds} {limits.get('cpu')} CPU / {limits.get('memory')}")
+    minimum = f"{gpu.min_cpu} CPU / {gpu.min_memory_gib} GiB" if gpu else "the GPU's minimum"
+    return (
+        f"sizing: {'; '.join(parts)}. The container holding the {name} has the GPU's whole minimum ({minimum}) by "
+        "itself, and each container a CPU value Cloud Run allows with the memory that value allows, so the "
+        f"instance passes whether Google counts the minimum per instance or per GPU container (sources: "
+        f"{'; '.join(SIZING_SOURCES)})."
+    )
 
 
 def _tpu_notes(resource: CapturedResource) -> list[str]:

@@ -15,7 +15,6 @@ pin a digest (`...@sha256:`) once `gcloud artifacts docker images describe` has 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import yaml
 
@@ -38,6 +37,12 @@ RUN_GMP_CONFIG_FILE = "config.yaml"
 # The sidecar's liveness endpoint (entrypoint.go: livenessProbePort 13133, path /liveness).
 RUN_GMP_LIVENESS_PORT = 13133
 RUN_GMP_LIVENESS_PATH = "/liveness"
+# How often the sidecar's liveness probe runs and how long one attempt may take. Cloud Run refuses a
+# timeout that is not smaller than the period (pulumi_gcp's ServiceTemplateContainerLivenessProbeArgs:
+# "Must be smaller than periodSeconds"; https://cloud.google.com/run/docs/reference/rest/v2/Container#probe).
+# The endpoint answers on loopback, so 10 s is ample.
+RUN_GMP_LIVENESS_PERIOD_SECONDS = 30
+RUN_GMP_LIVENESS_TIMEOUT_SECONDS = 10
 # The TPU collector's `cluster` label, beside Cloud Run's `__run__` (set by the sidecar itself).
 TPU_CLUSTER_LABEL = "__tpu__"
 # How the OTel `system.uptime` gauge (hostmetrics `system` scraper: seconds since the VM booted) is named in
@@ -46,23 +51,6 @@ TPU_CLUSTER_LABEL = "__tpu__"
 NODE_UPTIME_METRIC = "system_uptime"
 # Collector metrics a panel or alert may name beside vLLM's recorded ones (serving.vllm_metrics).
 COLLECTOR_METRICS = frozenset({NODE_UPTIME_METRIC})
-
-
-@dataclass(frozen=True)
-class SidecarShare:
-    """What the Cloud Run sidecar takes of the instance (the stack's cpu/memoryGib stay the instance's size).
-
-    Cloud Run sizes an instance as the sum of its containers, so the sidecar's share comes out of vLLM's
-    container and the instance (and its bill) stays what the stack file says. 1 CPU: this project's choice
-    (Cloud Run allows CPU below 1 only with request-based billing, and GPU services use instance-based
-    billing); 512 MiB: the sidecar's documented examples run in 512 MiB or less.
-    """
-
-    cpu: int = 1
-    memory_mib: int = 512
-
-
-SIDECAR_SHARE = SidecarShare()
 
 
 def run_monitoring_config(*, port: int, interval: str = SCRAPE_INTERVAL) -> str:

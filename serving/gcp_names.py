@@ -55,3 +55,25 @@ def bucket_name_problem(name: str) -> str | None:
 def region_of(zone: str) -> str:
     """The region a zone belongs to (`us-east5-a` -> `us-east5`): Google's zone names are `<region>-<letter>`."""
     return zone.rsplit("-", 1)[0]
+
+
+# A VPC network or subnetwork as a name (RFC 1035: lowercase, digits, '-', at most 63) or a full
+# projects/<p>/(global|regions/<r>)/<networks|subnetworks>/<name> path
+# (https://cloud.google.com/compute/docs/naming-resources). `Default` is not the `default` network.
+VPC_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^projects/[^/]+/(global|regions/[^/]+)/[a-z]+/[^/]+$")
+
+# Namespaces Kubernetes and GKE keep for themselves: serving there mixes the stack's pods, service account and
+# secrets with the cluster's own (kube-system's controllers, Managed Prometheus' collectors), and a NetworkPolicy
+# or a `pulumi destroy` there reaches them. Sources: Kubernetes "Namespaces" (default, kube-system, kube-public,
+# kube-node-lease: https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/); GKE's own
+# (gke-gmp-system, gmp-system, gmp-public for Managed Prometheus; gke-managed-* for managed add-ons;
+# config-management-system, gatekeeper-system, istio-system, asm-system, cnrm-system for Config Sync, Policy
+# Controller, service mesh and Config Connector).
+SYSTEM_NAMESPACES = frozenset(
+    {"default", "config-management-system", "gatekeeper-system", "istio-system", "asm-system", "cnrm-system"}
+)
+SYSTEM_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-", "anthos-", "config-management-")
+
+
+def is_system_namespace(name: str) -> bool:
+    return name in SYSTEM_NAMESPACES or name.startswith(SYSTEM_NAMESPACE_PREFIXES)

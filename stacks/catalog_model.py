@@ -12,10 +12,20 @@ the stack states explicitly wins; stacks/catalog_checks.py then refuses what con
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from serving.catalog import CatalogModel, Variant, catalog, catalog_model
 from serving.tpu_offers import V6E_CHIPS
+from stacks.revisions import revision_problem
+
+# The keys only the short form writes (`model: {id, variant, revision}`); the long form pins
+# model.source.huggingFace.revision instead.
+_SHORT_FORM_KEYS = ("variant", "revision", "drafterRevision", "drafter_revision")
+# The keys the catalog decides for a short-form model: written beside model.id, they would silently
+# override (or contradict) the catalog.
+_CATALOG_DECIDES = ("path", "source", "drafterSource", "drafter_source")
 
 # The variant arguments that have a typed vLLM setting (filled when unset); the rest join extraArgs.
 _TYPED_FLAGS = {"--kv-cache-dtype": "kvCacheDtype"}
@@ -54,26 +64,67 @@ def _lookup(model: dict[str, Any]) -> tuple[CatalogModel, str, Variant]:
     return found, name, found.variants[name]
 
 
-def resolve_catalog_model(data: Any) -> Any:  # noqa: ANN401 - raw stack data, before validation
-    """Expand a stack's `model: {id, variant, revision}` into the long form; other stacks pass unchanged."""
-    if not isinstance(data, dict) or not isinstance(data.get("model"), dict) or "id" not in data["model"]:
+def _unknown_key_problem(block: dict[str, Any], allowed: Collection[str], prefix: str) -> str | None:
+    """A misspelt key in a block this module reads before validation, named with what it was probably meant to be.
+
+    Why before the lookup: `varaint: bf16` otherwise reads as a missing variant ("model.variant: None is not
+    a variant"), and `speculative: {methd: mtp}` as a missing drafter revision, sending the reader after a
+    key they did write.
+    """
+    for key in block:
+        if key in allowed:
+            continue
+        close = difflib.get_close_matches(str(key), list(allowed), n=1, cutoff=0.6)
+        hint = f"did you mean {prefix}.{close[0]}? " if close else ""
+        written = sorted(name for name in allowed if "_" not in name)  # as stack files write them
+        return f"{prefix}.{key}: unknown key (a typo?); {hint}allowed here: {', '.join(written)}"
+    return None
+
+
+def _typo_problem(data: dict[str, Any], keys: Mapping[str, Collection[str]]) -> str | None:
+    """The first unknown key in the blocks `keys` names (dotted paths such as `vllm.speculative`)."""
+    for path, allowed in keys.items():
+        block: Any = data
+        for part in path.split("."):
+            block = block.get(part) if isinstance(block, dict) else None
+        if isinstance(block, dict) and (problem := _unknown_key_problem(block, allowed, path)):
+            return problem
+    return None
+
+
+def resolve_catalog_model(data: Any, keys: Mapping[str, Collection[str]] | None = None) -> Any:  # noqa: ANN401 - raw stack data
+    """Expand a stack's `model: {id, variant, revision}` into the long form; other stacks pass unchanged.
+
+    ``keys`` are the keys each block read here may hold (`model`, `vllm.speculative`; camelCase and
+    snake_case); a key outside them is reported by its own name, before it can be mistaken for a missing one.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        return data
+    written = data["model"]
+    if keys and (problem := _typo_problem(data, keys)):
+        raise ValueError(problem)
+    if "id" not in written:
+        short = [key for key in _SHORT_FORM_KEYS if key in written]
+        if short:
+            raise ValueError(
+                f"model.id: required with model.{short[0]}: the catalog model whose variant and commit these name; "
+                f"allowed: {', '.join(catalog())} (or the long form: model.path with model.source.huggingFace)"
+            )
         return data
     data = dict(data)
-    model = dict(data["model"])
+    model = dict(written)
     found, _, variant = _lookup(model)
-    for written in ("source", "drafterSource", "drafter_source"):
-        if written in model:
+    for key in _CATALOG_DECIDES:
+        if key in model:
+            decided = "its bucket path" if key == "path" else "its repo"
+            pin = "model.drafterRevision" if "rafter" in key else "model.revision"
             raise ValueError(
-                f"model.{written}: a catalog model (model.id {found.id}) takes its repo from the catalog; remove "
-                f"model.{written} and pin the commit with model.revision"
-                + (" / model.drafterRevision" if "rafter" in written else "")
+                f"model.{key}: a catalog model (model.id {found.id}) takes {decided} from the catalog; remove "
+                f"model.{key} and pin the commit with {pin}"
             )
-    if not isinstance(model.get("revision"), str):
-        raise ValueError(
-            f"model.revision: required with model.id: the 40-hex commit of {variant.repo} to serve "
-            "(copy it from the repo's commit history)"
-        )
-    _default(model, "path", variant.leaf)
+    if problem := revision_problem("model.revision", variant.repo, model.get("revision")):
+        raise ValueError(problem)
+    model["path"] = variant.leaf
     _default(model, "servedName", found.id)
     model["source"] = {"huggingFace": {"repo": variant.repo, "revision": model["revision"]}}
     data["model"] = model
@@ -136,4 +187,6 @@ def _drafter(model: dict[str, Any], vllm: dict[str, Any], found: CatalogModel, v
             f"model.drafterRevision: required with vllm.speculative: the 40-hex commit of {repo} (the MTP drafter "
             "the catalog pairs with this variant) to import beside the model"
         )
+    if problem := revision_problem("model.drafterRevision", repo, revision):
+        raise ValueError(problem)
     model["drafterSource"] = {"huggingFace": {"repo": repo, "revision": revision}}

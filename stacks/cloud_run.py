@@ -21,7 +21,7 @@ from stacks.base import SettingsModel
 # profile, no capacity.weightBytes): the default this setting had before the window was derived.
 DEFAULT_MODEL_LOAD_SECONDS = 1200
 # Source: https://cloud.google.com/run/docs/reference/rest/v2/Container#probe (startup/liveness probes:
-# initialDelaySeconds 0-240, periodSeconds 1-240, timeoutSeconds 1-240 and not above periodSeconds).
+# initialDelaySeconds 0-240, periodSeconds 1-240, timeoutSeconds 1-240 and smaller than periodSeconds).
 PROBE_MAX_SECONDS = 240
 # Source: https://cloud.google.com/run/docs/configuring/request-timeout (at most 60 minutes).
 MAX_REQUEST_TIMEOUT_SECONDS = 3600
@@ -48,10 +48,10 @@ class ProbeSettings(SettingsModel):
 
     @model_validator(mode="after")
     def _timeout_within_period(self) -> Self:
-        if self.timeout_seconds > self.period_seconds:
+        if self.timeout_seconds >= self.period_seconds:
             raise ValueError(
-                f"timeoutSeconds ({self.timeout_seconds}) must not exceed periodSeconds ({self.period_seconds}): "
-                "Cloud Run rejects such a probe"
+                f"timeoutSeconds ({self.timeout_seconds}) must be smaller than periodSeconds ({self.period_seconds}): "
+                f"Cloud Run rejects such a probe; allowed: 1-{self.period_seconds - 1}"
             )
         return self
 

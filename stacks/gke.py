@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.container import VLLM_PORT
-from serving.gcp_names import region_of
+from serving.gcp_names import VPC_NAME, is_system_namespace, region_of
 from serving.gke_machines import NODE_SHAPES, SUPPORTED_KUBERNETES_VERSIONS, NodeShape
 from stacks.base import SettingsModel
 from stacks.cloud_run import GcsMountSettings, plain_env
@@ -128,6 +128,17 @@ class ClusterSettings(SettingsModel):
     # Face, registries outside Google); Google APIs go through Private Google Access, which GKE turns on for
     # the subnet of a private cluster. false: the network already has Cloud NAT (or needs no internet).
     cloud_nat: bool = True
+
+    @field_validator("network", "subnetwork")
+    @classmethod
+    def _network_name(cls, value: str | None) -> str | None:
+        """As tpu.network: a VPC name is lowercase (`Default` is not the `default` network) or a full path."""
+        if value is not None and not VPC_NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not a VPC network/subnetwork name (lowercase letters, digits, '-') or a "
+                "projects/<project>/(global|regions/<region>)/<networks|subnetworks>/<name> path"
+            )
+        return value
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -363,6 +374,12 @@ class GkeSettings(SettingsModel):
     def _dns_label(cls, value: str) -> str:
         if not _DNS_LABEL.match(value):
             raise ValueError(f"gke.namespace {value!r}: a DNS label (lowercase letters, digits, '-')")
+        if is_system_namespace(value):
+            raise ValueError(
+                f"{value!r} belongs to Kubernetes or GKE (default, kube-*, gke-*, gmp-*, and the "
+                "add-ons' own): the stack's pods, account and secrets would sit beside the cluster's; allowed: a "
+                "namespace of the stack's own, e.g. gemma (the default)"
+            )
         return value
 
     @field_validator("env")

@@ -157,6 +157,8 @@ def _allowed_keys(model: type[BaseModel], path: Iterable[str]) -> list[str]:
     for part in path:
         if current is None:
             return []
+        if part.isdigit():
+            continue  # an item of a list block (tpu.placements.0): its model is the list's item type
         current = _nested_model(current, part)
     if current is None:
         return []
@@ -173,7 +175,8 @@ def _nested_model(model: type[BaseModel], key: str) -> type[BaseModel] | None:
 def _model_in(annotation: Any) -> type[BaseModel] | None:  # noqa: ANN401 - any typing construct
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+    origin = typing.get_origin(annotation)
+    if isinstance(annotation, types.UnionType) or origin in (typing.Union, tuple, list):
         for arg in typing.get_args(annotation):
             found = _model_in(arg)
             if found is not None:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu, TpuChip
+from serving.cloud_run_containers import split_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_problem
 from serving.container import MODEL_ROOT
@@ -55,7 +56,7 @@ from stacks.monitoring import MonitoringSettings
 from stacks.placement_cost import worst_case_shape
 from stacks.registry import RegistrySettings
 from stacks.tpu import TpuSettings
-from stacks.vllm import VllmSettings
+from stacks.vllm import SpeculativeDecoding, VllmSettings
 from stacks.weights import ModelImportSettings, WeightSource
 
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
@@ -102,6 +103,15 @@ class ModelSettings(SettingsModel):
     @classmethod
     def _load_shorthand(cls, value: Any) -> Any:  # noqa: ANN401 - raw stack data
         return load_block(value)
+
+
+def _written_keys(model: type[SettingsModel]) -> frozenset[str]:
+    """The keys a block may hold, as stack files write them (camelCase) or in snake_case."""
+    return frozenset(key for name, field in model.model_fields.items() for key in (name, field.alias or name))
+
+
+# The blocks stacks/catalog_model.py reads before validation, and the keys each may hold.
+_PRE_VALIDATED_KEYS = {"model": _written_keys(ModelSettings), "vllm.speculative": _written_keys(SpeculativeDecoding)}
 
 
 class BucketSettings(SettingsModel):
@@ -156,7 +166,7 @@ class _StackSettings(SettingsModel):
     @model_validator(mode="before")
     @classmethod
     def _catalog_model(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
-        return resolve_catalog_model(data)
+        return resolve_catalog_model(data, _PRE_VALIDATED_KEYS)
 
     @field_validator("labels")
     @classmethod
@@ -393,6 +403,18 @@ class CloudRunStack(_StackSettings):
         problems += gpu_service_problems(
             gpu, run, max_num_seqs=self.vllm.max_num_seqs, prefix="cloudRun.", seqs_key="vllm.maxNumSeqs"
         )
+        if not any(p and p.startswith(("cloudRun.cpu", "cloudRun.memoryGib")) for p in problems):
+            # Only a size inside Cloud Run's bounds is worth splitting between the containers.
+            problems.append(
+                split_problem(
+                    gpu,
+                    cpu=run.cpu,
+                    memory_gib=run.memory_gib,
+                    with_sidecar=self.monitoring.enabled,
+                    cpu_key="cloudRun.cpu",
+                    memory_key="cloudRun.memoryGib",
+                )
+            )
         problems += load_problems(
             self.model.load,
             bucket_name=self.bucket.name,

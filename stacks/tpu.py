@@ -18,7 +18,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.container import VLLM_PORT
 from serving.durations import duration_seconds
-from serving.gcp_names import SECRET_ID, region_of
+from serving.gcp_names import SECRET_ID, VPC_NAME, region_of
 from serving.tpu_offers import (
     FLEX_START_MAX_RUN_SECONDS,
     FLEX_START_MIN_RUN_SECONDS,
@@ -32,7 +32,7 @@ from stacks.base import SettingsModel
 DEFAULT_FLEX_START_RUN_SECONDS = 4 * 3600
 
 _RESERVATION = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^projects/[^/]+/locations/[^/]+/reservations/[^/]+$")
-_NETWORK_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^projects/[^/]+/(global|regions/[^/]+)/[a-z]+/[^/]+$")
+_NETWORK_NAME = VPC_NAME
 
 
 def _secret_reference(value: str) -> bool:
@@ -295,6 +295,11 @@ class TpuSettings(SettingsModel):
             raise ValueError(
                 "tpu.allowedSourceRanges: publicEndpoint is true, so name the CIDRs allowed to reach the vLLM "
                 "port (e.g. [203.0.113.0/24]); an open port would expose /metrics and the engine to anyone"
+            )
+        if self.allowed_source_ranges and not self.public_endpoint:
+            raise ValueError(
+                "tpu.allowedSourceRanges applies only with publicEndpoint: true (the node has an internal IP "
+                "only, reachable from the VPC); remove it, or set publicEndpoint: true to open the port to them"
             )
         _check_placements(self)
         return self

@@ -17,27 +17,32 @@ from serving.vllm_args import check_serve_args, normalise_flags
 from serving.vllm_facts import vllm_facts
 from stacks.base import SettingsModel
 
-# Arguments the program renders itself; a stack must set them through their typed settings instead.
-MANAGED_FLAGS = frozenset(
-    {
-        "--model",
-        "--host",
-        "--port",
-        "--served-model-name",
-        "--api-key",
-        "--speculative-config",
-        "--max-model-len",
-        "--max-num-seqs",
-        "--tensor-parallel-size",
-        # LoRA: sized from `adapters:`/`lora:` (stacks/adapters.py); the guard middleware comes with them.
-        "--enable-lora",
-        "--max-loras",
-        "--max-lora-rank",
-        "--max-cpu-loras",
-        "--lora-modules",
-        "--middleware",
-    }
-)
+# Arguments the program renders itself; a stack must set them through their typed settings instead. By vLLM's
+# `dest`, so every spelling vLLM accepts is caught: `--kv-cache-dtype`, `--kv_cache_dtype`, `=value` forms and
+# short aliases (`-q` for --quantization, `-tp`, `-sc`). --dtype, --quantization and --kv-cache-dtype are typed
+# because the catalog checks them against the checkpoint and the accelerator (stacks/catalog_checks.py);
+# through extraArgs they would reach vLLM after the typed ones (argparse keeps the last) unchecked.
+MANAGED_DESTS: dict[str, str] = {
+    "model": "model.path",
+    "host": "(the program's 0.0.0.0)",
+    "port": "the platform's port setting",
+    "served_model_name": "model.servedName",
+    "api_key": "the platform's API key secret",
+    "speculative_config": "vllm.speculative",
+    "max_model_len": "vllm.maxModelLen",
+    "max_num_seqs": "vllm.maxNumSeqs",
+    "tensor_parallel_size": "vllm.tensorParallelSize",
+    "dtype": "vllm.dtype",
+    "quantization": "vllm.quantization",
+    "kv_cache_dtype": "vllm.kvCacheDtype",
+    # LoRA: sized from the stack's adapters (stacks/adapters.py); the route guard comes with them.
+    "enable_lora": "adapters",
+    "max_loras": "lora.gpuSlots",
+    "max_lora_rank": "lora.maxRank",
+    "max_cpu_loras": "lora.cpuSlots",
+    "lora_modules": "adapters",
+    "middleware": "adapters (the launcher's route guard)",
+}
 
 # Speculative methods that look their drafts up in the prompt and so need no draft model.
 MODEL_FREE_SPECULATIVE_METHODS = frozenset({"ngram", "suffix"})
@@ -139,13 +144,8 @@ class VllmSettings(SettingsModel):
                 "prefill off: a full-length prompt could never be scheduled; enable chunked prefill or raise "
                 "maxNumBatchedTokens"
             )
-        managed = sorted({arg.partition("=")[0] for arg in self.extra_args} & MANAGED_FLAGS)
-        if managed:
-            raise ValueError(
-                f"vllm.extraArgs sets {managed}, which the program renders from typed settings; set them "
-                "through vllm.maxModelLen, vllm.maxNumSeqs, vllm.speculative, model.servedName, adapters and lora "
-                "instead"
-            )
+        if problem := _managed_flag_problem(self.extra_args):
+            raise ValueError(problem)
         problems = check_serve_args(["model", *self.extra_args])
         if problems:
             raise ValueError("vllm.extraArgs: " + "; ".join(problems))
@@ -213,6 +213,27 @@ class VllmSettings(SettingsModel):
             args += ["--speculative-config", self.speculative.config_json(model_root)]
         args += list(self.extra_args)
         return args
+
+
+def _managed_flag_problem(extra_args: tuple[str, ...]) -> str | None:
+    """extraArgs setting a flag the program renders from a typed, checked setting, with that setting's key."""
+    facts = vllm_facts()
+    found: dict[str, str] = {}
+    for arg in extra_args:
+        name = arg.partition("=")[0]
+        if not name.startswith("-"):
+            continue
+        fact = facts.flag(name)
+        dest = fact.dest if fact is not None else ("model" if name == "--model" else None)
+        if dest in MANAGED_DESTS:
+            found[name] = MANAGED_DESTS[dest]
+    if not found:
+        return None
+    where = ", ".join(f"{flag} -> {key}" for flag, key in found.items())
+    return (
+        f"vllm.extraArgs sets {sorted(found)}, which the program renders from typed settings (checked against the "
+        f"checkpoint and the accelerator); set them there instead: {where}"
+    )
 
 
 def _switch(name: str, value: bool | None) -> list[str]:

@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from serving.gcp_names import COMMIT_ID
 from stacks.base import SettingsModel
 from stacks.images import PinnedImage
+from stacks.revisions import revision_problem
 
 # A Hugging Face repo id: `owner/name` (https://huggingface.co/docs/hub/repositories).
 _HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -58,6 +59,13 @@ class HuggingFaceSource(SettingsModel):
                 "a running stack; give the 40-hex commit id from the repo's commit history"
             )
         return value
+
+    @model_validator(mode="after")
+    def _a_commit_of_this_repo(self) -> Self:
+        """Not a placeholder, and not a commit the catalog records for another repo (stacks/revisions.py)."""
+        if problem := revision_problem("revision", self.repo, self.revision):
+            raise ValueError(problem)
+        return self
 
     @property
     def uri(self) -> str:

@@ -115,7 +115,7 @@ def test_probe_values_outside_cloud_run_ranges(field: str, value: int, expected:
 def test_probe_timeout_above_period() -> None:
     """A probe whose timeout exceeds its period is refused by Cloud Run."""
     message = problems_of(config_with(cloudRun__startupProbe={"periodSeconds": 5, "timeoutSeconds": 10}))
-    assert "timeoutSeconds (10) must not exceed periodSeconds (5)" in message
+    assert "timeoutSeconds (10) must be smaller than periodSeconds (5)" in message
 
 
 def test_startup_window_shorter_than_model_load() -> None:

@@ -16,7 +16,8 @@ from stacks.loading import settings_from_config
 from tests.conftest import stack_config
 from tests.test_settings import config_with, long_form, problems_of
 
-REV = "1d2c2d7f2466070e69d6fb3fd5ce9a7d75f2f6ee"
+# A commit-shaped id that no catalog repo pins, so it may stand for any repo's commit here.
+REV = "5b8e0f2c7a1d94e36b0c8f5a2d7e41c93a6b0d18"
 
 
 def hub(repo: str = "google/gemma-4-12B-it-qat-w4a16-ct", revision: str = REV, **extra: Any) -> dict[str, Any]:

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 
 import pulumi_gcp as gcp
 
+from serving.accelerators import CloudRunGpu
+from serving.cloud_run_containers import ContainerSize, split_instance, split_problem
 from serving.collectors import (
     RUN_GMP_CONFIG_DIR,
     RUN_GMP_CONFIG_FILE,
     RUN_GMP_LIVENESS_PATH,
+    RUN_GMP_LIVENESS_PERIOD_SECONDS,
     RUN_GMP_LIVENESS_PORT,
+    RUN_GMP_LIVENESS_TIMEOUT_SECONDS,
     RUN_GMP_SIDECAR_IMAGE,
-    SIDECAR_SHARE,
-    SidecarShare,
 )
 
 SIDECAR_NAME = "collector"
@@ -34,50 +36,54 @@ class MetricsSidecar:
 
     config_secret: str
     image: str = RUN_GMP_SIDECAR_IMAGE
-    share: SidecarShare = SIDECAR_SHARE
 
 
-def vllm_limits(cpu: int, memory_gib: int, sidecar: MetricsSidecar | None) -> dict[str, str]:
-    """vLLM's container limits: the whole instance, less the sidecar's share when there is one."""
-    if sidecar is None:
-        return {"cpu": str(cpu), "memory": f"{memory_gib}Gi", "nvidia.com/gpu": "1"}
-    share = sidecar.share
-    return {
-        "cpu": str(cpu - share.cpu),
-        "memory": f"{memory_gib * 1024 - share.memory_mib}Mi",
-        "nvidia.com/gpu": "1",
-    }
+def vllm_limits(gpu: CloudRunGpu, cpu: int, memory_gib: int, sidecar: MetricsSidecar | None) -> dict[str, str]:
+    """vLLM's container limits: its share of the instance (serving/cloud_run_containers.py), and the GPU."""
+    return {**_vllm_size(gpu, cpu, memory_gib, sidecar).limits(), "nvidia.com/gpu": "1"}
 
 
-def sidecar_problems(cpu: int, memory_gib: int, sidecar: MetricsSidecar | None, key: str) -> list[str]:
-    if sidecar is None:
-        return []
-    share = sidecar.share
-    if cpu - share.cpu >= 1 and memory_gib * 1024 - share.memory_mib >= 1024:
-        return []
-    return [f"{key}: the metrics sidecar takes {share.cpu} CPU and {share.memory_mib} MiB; too little is left for vLLM"]
+def sidecar_size(gpu: CloudRunGpu, cpu: int, memory_gib: int) -> ContainerSize:
+    split = split_instance(gpu, cpu=cpu, memory_gib=memory_gib, with_sidecar=True)
+    if split is None or split.sidecar is None:  # pragma: no cover - the Args refuse such a size first
+        raise ValueError(f"no allowed split of {cpu} CPU / {memory_gib} GiB with a sidecar")
+    return split.sidecar
+
+
+def _vllm_size(gpu: CloudRunGpu, cpu: int, memory_gib: int, sidecar: MetricsSidecar | None) -> ContainerSize:
+    split = split_instance(gpu, cpu=cpu, memory_gib=memory_gib, with_sidecar=sidecar is not None)
+    if split is None:  # pragma: no cover - the Args refuse such a size first
+        raise ValueError(f"no allowed split of {cpu} CPU / {memory_gib} GiB")
+    return split.vllm
+
+
+def sizing_problem(
+    gpu: CloudRunGpu, cpu: int, memory_gib: int, sidecar: MetricsSidecar | None, *, cpu_key: str, memory_key: str
+) -> str | None:
+    return split_problem(
+        gpu, cpu=cpu, memory_gib=memory_gib, with_sidecar=sidecar is not None, cpu_key=cpu_key, memory_key=memory_key
+    )
 
 
 def sidecar_containers(
-    sidecar: MetricsSidecar | None, *, serving_container: str
+    sidecar: MetricsSidecar | None, *, serving_container: str, gpu: CloudRunGpu, cpu: int, memory_gib: int
 ) -> list[gcp.cloudrunv2.ServiceTemplateContainerArgs]:
     if sidecar is None:
         return []
-    share = sidecar.share
     return [
         gcp.cloudrunv2.ServiceTemplateContainerArgs(
             name=SIDECAR_NAME,
             image=sidecar.image,
             depends_ons=[serving_container],
             resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
-                limits={"cpu": str(share.cpu), "memory": f"{share.memory_mib}Mi"}, cpu_idle=False
+                limits=sidecar_size(gpu, cpu, memory_gib).limits(), cpu_idle=False
             ),
             liveness_probe=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeArgs(
                 http_get=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs(
                     path=RUN_GMP_LIVENESS_PATH, port=RUN_GMP_LIVENESS_PORT
                 ),
-                period_seconds=30,
-                timeout_seconds=30,
+                period_seconds=RUN_GMP_LIVENESS_PERIOD_SECONDS,
+                timeout_seconds=RUN_GMP_LIVENESS_TIMEOUT_SECONDS,
             ),
             volume_mounts=[
                 gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(

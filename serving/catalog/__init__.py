@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -29,6 +30,8 @@ __all__ = [
     "catalog",
     "catalog_model",
     "find_checkpoint",
+    "pins_of",
+    "repos_pinning",
 ]
 
 
@@ -44,6 +47,12 @@ class Cited(_Data):
     # False: read from a copy, inferred, or disputed; the data never presents it as checked.
     confirmed: bool = True
     note: str = ""
+
+
+class Pin(Cited):
+    """A commit of a checkpoint's repo that a public deployment, benchmark or download manifest pins."""
+
+    revision: str = Field(pattern=r"^[0-9a-f]{40}$")
 
 
 class Parameters(Cited):
@@ -99,6 +108,8 @@ class Drafter(_Data):
     source: str
     read: datetime.date
     confirmed: bool = True
+    # Commits of the repo seen pinned in public (a stack may pin any commit; these are known ones).
+    pins: tuple[Pin, ...] = ()
 
     @property
     def leaf(self) -> str:
@@ -147,6 +158,8 @@ class Variant(_Data):
     read: datetime.date
     confirmed: bool = True
     notes: tuple[str, ...] = ()
+    # Commits of the repo seen pinned in public (a stack may pin any commit; these are known ones).
+    pins: tuple[Pin, ...] = ()
 
     @property
     def leaf(self) -> str:
@@ -223,6 +236,31 @@ def catalog_model(model_id: str) -> CatalogModel:
     if model_id not in models:
         raise KeyError(f"{model_id!r} is not a catalog model; allowed: {', '.join(models)}")
     return models[model_id]
+
+
+def repos_pinning(revision: str) -> dict[str, Pin]:
+    """Every catalog repo (variant or drafter) that records `revision` as one of its pins, with the pin."""
+    found: dict[str, Pin] = {}
+    for checkpoint in _checkpoints():
+        for pin in checkpoint.pins:
+            if pin.revision == revision.lower():
+                found[checkpoint.repo] = pin
+    return found
+
+
+def pins_of(repo: str) -> tuple[Pin, ...]:
+    """The commits the catalog records as pinned in public for one repo (variant or drafter)."""
+    for checkpoint in _checkpoints():
+        if checkpoint.repo == repo:
+            return checkpoint.pins
+    return ()
+
+
+def _checkpoints() -> Iterator[Variant | Drafter]:
+    """Every repo the catalog knows: each model's variants and drafters."""
+    for model in catalog().values():
+        yield from model.variants.values()
+        yield from model.drafters.values()
 
 
 def find_checkpoint(name: str) -> tuple[CatalogModel, str | None, Drafter | None] | None:

@@ -75,7 +75,9 @@ def test_args_refuse_a_startup_probe_cloud_run_caps() -> None:
     """A startup window beyond Cloud Run's 1800 s GPU cap (or a timeout above its period) fails at deploy time."""
     with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.startup_probe\.failure_threshold: 200 x periodSeconds"):
         args(startup_probe=HttpProbe(failure_threshold=200, period_seconds=10))
-    with pytest.raises(ValueError, match=r"VllmGpuServiceArgs\.liveness_probe\.timeout_seconds: 20 exceeds period"):
+    with pytest.raises(
+        ValueError, match=r"VllmGpuServiceArgs\.liveness_probe\.timeout_seconds: 20 is not smaller than period"
+    ):
         args(liveness_probe=HttpProbe(failure_threshold=3, period_seconds=10, timeout_seconds=20))
 
 

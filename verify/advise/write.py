@@ -16,6 +16,7 @@ import yaml
 
 from preview.stack_file import StackFileError, available_stacks, read_stack_config
 from serving.accelerators import Accelerator
+from serving.catalog import catalog_model, pins_of
 from verify import UsageError
 from verify.advise.offers import CLOUD_RUN_SIZE
 from verify.advise.report import Row
@@ -82,15 +83,18 @@ def write_stack(root: Path, name: str, row: Row, *, revision: str | None = None,
     if path.exists() and not force:
         raise UsageError(f"--write {name!r}: {path.name} exists; pick another name or pass --force")
     pinned = pinned_revision(root, row.model, row.variant)
-    chosen = revision or (pinned[0] if pinned else PLACEHOLDER_REVISION)
+    recorded = pins_of(catalog_model(row.model).variant(row.variant).repo)
+    chosen = revision or (pinned[0] if pinned else recorded[0].revision if recorded else PLACEHOLDER_REVISION)
     if revision:
         origin = "the commit given with --revision"
     elif pinned:
         origin = f"the commit Pulumi.{pinned[1]}.yaml pins for this checkpoint"
+    elif recorded:
+        origin = f"the commit the catalog records as pinned in public ({recorded[0].source}); check it on the Hub"
     else:
         origin = (
-            "PLACEHOLDER (all zeros): no stack here pins this checkpoint. Replace it with the 40-hex commit you "
-            "reviewed on the Hub before `pulumi up`; the import job fails on this one"
+            "PLACEHOLDER (all zeros): neither a stack here nor the catalog pins this checkpoint. Replace it with the "
+            "40-hex commit you reviewed on the Hub: the preview refuses this one until you do"
         )
     header = [
         f"# Written by `gemma-verify advise --write {name}`: rank {row.rank} of its answer.",

@@ -103,12 +103,15 @@ def waiting_printer(
         changed = waiting.observation != last["observation"]
         if not changed and isinstance(at, float) and now - at < PROGRESS_EVERY_S:
             return
+        first = at is None
         last.update(observation=waiting.observation, at=now)
-        console.print(
-            Text(
-                f"waiting for readiness ({waiting.elapsed_s:.0f} s of {waiting.wait_s:g} s): {waiting.observation}",
-                style="yellow",
+        line = f"waiting for readiness ({waiting.elapsed_s:.0f} s of {waiting.wait_s:g} s): {waiting.observation}"
+        if first:
+            # Said once, at the first failed poll: how long this goes on and how to make it shorter.
+            line += (
+                f"; polling /health until it answers or {waiting.wait_s:g} s have passed (a cold start can take "
+                f"that long; --wait S waits less, Ctrl-C stops), a line at least every {PROGRESS_EVERY_S:g} s"
             )
-        )
+        console.print(Text(line, style="yellow"))
 
     return show

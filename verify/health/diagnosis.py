@@ -82,10 +82,27 @@ def empty_output_cause(finish_reason: str | None, tokens: int | None) -> str:
     )
 
 
-def stream_cause(failure: streaming.StreamFailure, model: str) -> str:
+# A connection that failed when nothing had shown the server up (`verify query` runs no readiness check):
+# the server may never have started, so "after it was ready" would blame a crash that never happened.
+_NOT_CHECKED_READY = {
+    streaming.FailureKind.CONNECT_ERROR: (
+        "nothing accepts connections at this address: the server is not running (still starting, stopped or "
+        "crashed) or the URL's host or port is wrong; `verify health` waits for it to become ready"
+    ),
+    streaming.FailureKind.CONNECT_TIMEOUT: (
+        "the address did not accept a connection in time: a firewall drops the packets, the host is wrong, or "
+        "the server is overloaded; `verify health` waits for it to become ready"
+    ),
+}
+
+
+def stream_cause(failure: streaming.StreamFailure, model: str, *, readiness_checked: bool = True) -> str:
+    """The likely cause of a failed streamed request; ``readiness_checked`` says whether /health answered first."""
     kinds = streaming.FailureKind
     if failure.status is not None and failure.kind is not kinds.MALFORMED_STREAM:
         return cause_for_status(failure.status, failure.detail, model)
+    if not readiness_checked and failure.kind in _NOT_CHECKED_READY:
+        return _NOT_CHECKED_READY[failure.kind]
     causes = {
         kinds.CONNECT_ERROR: "the server stopped accepting connections after it was ready: it crashed or restarted",
         kinds.CONNECT_TIMEOUT: "the server stopped accepting connections in time: overloaded or restarting",

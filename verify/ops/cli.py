@@ -19,7 +19,7 @@ import pydantic
 from rich.text import Text
 
 from verify.argtypes import positive_int, positive_number
-from verify.ops import commands
+from verify.ops import commands, tpu_availability
 from verify.ops.commands import (
     DEFAULT_LOGS_SINCE_S,
     DEFAULT_WATCH_INTERVAL_S,
@@ -38,13 +38,31 @@ from verify.ops.render import (
 from verify.ops.stack import load_ops_stack
 from verify.ops.status import StatusReport
 
+_MAX_ZONES = tpu_availability.MAX_ZONES
+PREFLIGHT_DESCRIPTION = f"""\
+Read-only checks of a stack's project before `pulumi up` (nothing is enabled, requested or created):
+
+  APIs         every API the stack needs is enabled, or you may enable it (services:batchGet)
+  permissions  your account holds what `pulumi up` needs (testIamPermissions)
+  quotas       Cloud Run: the stack's GPUs (with or without zonal redundancy), CPU and memory in its
+               region, times maxInstances; GKE: the node pools' accelerators at maxNodes
+  TPU zones    for a TPU stack's slice, in EVERY zone that offers v6e (the stack's placements, the zones
+               serving/tpu_offers.py lists and the zones the project's v6e quota names in those regions,
+               at most {_MAX_ZONES}) and in every tier (flex-start, spot, guaranteed): the quota limit and
+               usage, whether the zone lists the slice and the runtime version; ranked, grantable first,
+               the stack's own placements first
+
+Exit codes: 0 all clear, 1 a blocker found, 2 could not check (no credentials, an API disabled or
+unreachable).
+"""
+
 
 def register_preflight(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "preflight",
         help="before `pulumi up`: APIs, permissions, quotas and (TPU) v6e quota in every zone and tier, ranked",
-        description="Read-only checks of a stack's project before `pulumi up`. Exit codes: 0 all clear, "
-        "1 a blocker found, 2 could not check (no credentials, an API disabled or unreachable).",
+        description=PREFLIGHT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _stack_arguments(parser)
     parser.set_defaults(handler=_preflight)

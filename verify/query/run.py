@@ -173,6 +173,7 @@ def report_of(found: StreamResult, base_url: str, model: str, reasoning: Reasoni
         failure=None if failure is None else failure.kind.value,
         failure_detail=None if failure is None else failure.detail,
         status=None if failure is None else failure.status,
-        cause=None if failure is None else stream_cause(failure, model),
+        # No readiness check runs before a query: a refused connection is not a crash after readiness.
+        cause=None if failure is None else stream_cause(failure, model, readiness_checked=False),
         note=note,
     )

@@ -151,7 +151,10 @@ def test_write_produces_a_stack_that_previews(answer: AdviseReport, project: Pat
         assert document["gemma-serving:model"]["id"] == row.model
         assert document["gemma-serving:vllm"]["maxNumSeqs"] == row.batch_cap
         ensure_event_loop()
-        assert preview_main(["--stack", name, "--root", str(project), "--format", "json"]) == 0
+        # A placeholder revision (no stack or catalog pin) is refused by the preview until the user pins one.
+        placeholder = document["gemma-serving:model"]["revision"] == PLACEHOLDER_REVISION
+        code = preview_main(["--stack", name, "--root", str(project), "--format", "json"])
+        assert code == (1 if placeholder else 0)
 
 
 def test_write_pins_the_shipped_stacks_commit_or_says_placeholder(answer: AdviseReport, project: Path) -> None:

@@ -143,20 +143,20 @@ def test_rtx6000_without_gpu_quota_in_its_region_blocks(fake: FakeGoogle) -> Non
 
 
 def test_cloud_run_cpu_quota_below_cpu_times_max_instances_blocks(fake: FakeGoogle) -> None:
-    """rtx6000 needs 20 vCPU per instance; 190 of 200 in use leaves 10."""
+    """rtx6000 needs 21 vCPU per instance (vLLM's 20 and the metrics sidecar's 1); 190 of 200 in use leaves 10."""
     report = preflight(fake, "rtx6000", Project(usage={("run.googleapis.com/cpu_allocation", "us-central1"): 190}))
     [blocker] = only(report, Verdict.BLOCKER)
     assert blocker.item == "CPU"
-    assert (blocker.limit, blocker.usage, blocker.needed, blocker.unit) == (200, 190, 20, "vCPU")
+    assert (blocker.limit, blocker.usage, blocker.needed, blocker.unit) == (200, 190, 21, "vCPU")
 
 
 def test_cloud_run_memory_quota_is_converted_from_its_unit(fake: FakeGoogle) -> None:
-    """The memory quota is in bytes (400 GiB); 350 GiB in use leaves less than rtx6000's 80 GiB."""
+    """The memory quota is in bytes (400 GiB); 350 GiB in use leaves less than rtx6000's 81 GiB."""
     used = 350 * 2**30
     report = preflight(fake, "rtx6000", Project(usage={("run.googleapis.com/memory_allocation", "us-central1"): used}))
     [blocker] = only(report, Verdict.BLOCKER)
     assert blocker.item == "memory"
-    assert (blocker.limit, blocker.usage, blocker.needed, blocker.unit) == (400, 350, 80, "GiB")
+    assert (blocker.limit, blocker.usage, blocker.needed, blocker.unit) == (400, 350, 81, "GiB")
 
 
 def test_tpu_without_preemptible_v6e_quota_in_the_zone_blocks(fake: FakeGoogle) -> None:
