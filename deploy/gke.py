@@ -121,7 +121,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         accelerators_per_pod=settings.accelerator_chips,
         bucket=bucket.name,
         mount_path=gke.mount.mount_path,
-        mount_options=gke.mount.mount_options(),
+        mount_options=settings.mount_options,
         run_as_user=gke.mount.uid,
         run_as_group=gke.mount.gid,
         service_account_email=identity.email,
@@ -136,7 +136,9 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         allowed_source_ranges=gke.service.allowed_source_ranges,
         # Behind the gateway the pickers scrape each pod's /metrics on the vLLM port (the NetworkPolicy).
         admitted_peers=picker_peers(gateway),
-        env=gke.env,
+        # With adapters: the resolver's env, and the launcher that refuses vLLM's adapter admin routes.
+        env={**gke.env, **settings.lora_env()},
+        serving_command=settings.serving_command(),
         labels=context.labels,
     )
     fleet = VllmFleet(
@@ -156,9 +158,17 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
             ],
         ),
         cluster.provider,
-        # vLLM must never start against an empty bucket path, nor before its nodes may pull the image.
+        # vLLM must never start against an empty bucket path, nor before its nodes may pull the image. Adapter
+        # imports are not waited for (they load by name when first asked for; adding one must not touch the
+        # pods); only the adapters/ folder itself must exist before vLLM's resolver starts.
         pulumi.ResourceOptions(
-            depends_on=[node_pool, *weights.ready, bucket, *([images.mirror] if images.mirror is not None else [])]
+            depends_on=[
+                node_pool,
+                *weights.ready,
+                *bucket.kept_folders,
+                bucket,
+                *([images.mirror] if images.mirror is not None else []),
+            ]
         ),
     )
     watch_stack(settings, context, GkeWatch(gke.namespace, name, 0 if gke.replicas.parked else gke.replicas.min), cloud)

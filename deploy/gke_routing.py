@@ -54,6 +54,7 @@ def gateway_spec(settings: GkeStack, context: StackContext) -> GatewaySpec | Non
             port=settings.port,
             pools=[PoolSpec(context.names.inference_pool(), selector)],
             labels=labels,
+            lora_affinity=bool(settings.adapters),
         )
     serving, candidate = gke.rollout.serving_track, gke.rollout.candidate_track
     pools = [
@@ -68,6 +69,7 @@ def gateway_spec(settings: GkeStack, context: StackContext) -> GatewaySpec | Non
         pools=pools,
         weights={pools[0].name: 100 - share, pools[1].name: share},
         labels=labels,
+        lora_affinity=bool(settings.adapters),
     )
 
 

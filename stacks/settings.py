@@ -681,10 +681,21 @@ class GkeStack(_StackSettings):
         return TPU_BUILD if self.accelerator in TPU_CHIPS else CUDA_BUILD
 
     def _adapter_platform_problem(self) -> str | None:
-        return (
-            "adapters: not wired for GKE fleets yet (their pods need the adapter folder in the FUSE mount and the "
-            "inference gateway's adapter-aware routing); they are served on Cloud Run GPU stacks (docs/adapters.md)"
-        )
+        if self.accelerator in TPU_CHIPS:
+            return (
+                "adapters: LoRA on vllm-tpu is not confirmed for Gemma 4, so a GKE TPU fleet serves none; serve "
+                "adapters on a GKE GPU fleet (nvidia-l4) or a Cloud Run GPU stack (docs/adapters.md)"
+            )
+        return None
+
+    @property
+    def mount_options(self) -> tuple[str, ...]:
+        """The pods' gcsfuse options; with adapters, implicit-dirs (vLLM's resolver needs adapters/<name>/ as
+        directories, and the imported objects carry no folder placeholders)."""
+        options = tuple(self.gke.mount.mount_options())
+        if self.adapters and "implicit-dirs" not in options:
+            options = (*options, "implicit-dirs")
+        return options
 
     @property
     def replicas_per_node(self) -> int:

@@ -43,6 +43,14 @@ SCORERS: tuple[tuple[str, int], ...] = (
     ("kv-cache-utilization-scorer", 2),
     ("prefix-cache-scorer", 3),
 )
+# With LoRA adapters, llm-d's `lora-affinity-scorer` (v0.10.0, pkg/epp/framework/plugins/scheduling/scorer/
+# loraaffinity): 1.0 where the request's `model` (the adapter) is running, 0.8 where a GPU slot is free to load
+# it, 0.6 where it is waiting, 0 where the slots are full. It reads vLLM's `vllm:lora_requests_info` gauge
+# (labels running_lora_adapters, waiting_lora_adapters, max_lora), which the core-metrics-extractor's vLLM
+# defaults already scrape. The weight is ours (the chart ships no LoRA profile): as much as queue depth, less
+# than the prefix cache, since every replica can load every adapter from the bucket and affinity only saves
+# a load into a warm slot.
+LORA_AFFINITY_SCORER: tuple[str, int] = ("lora-affinity-scorer", 2)
 # How long one request may take through the load balancer (the chart's GCPBackendPolicy default).
 BACKEND_TIMEOUT_SECONDS = 300
 
@@ -70,6 +78,8 @@ class GatewaySpec:
     # Percent of requests per pool name (sums to 100); one pool: all of it.
     weights: Mapping[str, int] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
+    # The stack serves LoRA adapters: the pickers score replicas by the adapter a request names.
+    lora_affinity: bool = False
 
     def __post_init__(self) -> None:
         names = [pool.name for pool in self.pools]
@@ -154,13 +164,20 @@ def inference_pool(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
     }
 
 
-def picker_config() -> str:
-    """The picker's EndpointPickerConfig (the chart's `default-plugins.yaml`, latency predictor off)."""
+def picker_scorers(*, lora_affinity: bool = False) -> tuple[tuple[str, int], ...]:
+    """The default profile's scorers and weights; with adapters, the LoRA affinity scorer too."""
+    return (*SCORERS, LORA_AFFINITY_SCORER) if lora_affinity else SCORERS
+
+
+def picker_config(*, lora_affinity: bool = False) -> str:
+    """The picker's EndpointPickerConfig (the chart's `default-plugins.yaml`, latency predictor off; with
+    adapters, `lora-affinity-scorer` added to the profile)."""
+    scorers = picker_scorers(lora_affinity=lora_affinity)
     config = {
         "apiVersion": "llm-d.ai/v1alpha1",
         "kind": "EndpointPickerConfig",
         "plugins": [
-            *({"type": scorer} for scorer, _ in SCORERS),
+            *({"type": scorer} for scorer, _ in scorers),
             {
                 "type": "metrics-data-source",
                 "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
@@ -168,7 +185,7 @@ def picker_config() -> str:
             {"type": "core-metrics-extractor"},
         ],
         "schedulingProfiles": [
-            {"name": "default", "plugins": [{"pluginRef": scorer, "weight": weight} for scorer, weight in SCORERS]}
+            {"name": "default", "plugins": [{"pluginRef": scorer, "weight": weight} for scorer, weight in scorers]}
         ],
     }
     return yaml.safe_dump(config, sort_keys=False)
@@ -211,7 +228,7 @@ def picker_config_map(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": _metadata(spec, pool.picker),
-        "data": {"default-plugins.yaml": picker_config()},
+        "data": {"default-plugins.yaml": picker_config(lora_affinity=spec.lora_affinity)},
     }
 
 
@@ -223,6 +240,19 @@ def _grpc_probe(period: int, initial_delay: int = 0) -> dict[str, Any]:
     if initial_delay:
         probe["initialDelaySeconds"] = initial_delay
     return probe
+
+
+# The picker reads its config file once, at start: a pod annotation naming the LoRA profile restarts it when
+# a stack's first adapter turns the scorer on (or its last one turns it off). Absent without adapters, so the
+# pickers of fleets without adapters keep the template they had.
+PROFILE_ANNOTATION = "gemma-serving/picker-profile"
+
+
+def _picker_template_metadata(spec: GatewaySpec, labels: Mapping[str, str]) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"labels": dict(labels)}
+    if spec.lora_affinity:
+        metadata["annotations"] = {PROFILE_ANNOTATION: "lora-affinity"}
+    return metadata
 
 
 def picker_deployment(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
@@ -282,7 +312,7 @@ def picker_deployment(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
             "replicas": 1,
             "selector": {"matchLabels": {"app": pool.picker}},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": _picker_template_metadata(spec, labels),
                 "spec": {
                     "serviceAccountName": pool.picker,
                     # The image's own user (Dockerfile.epp: USER 65532:65532), stated so the kubelet enforces it.

@@ -27,8 +27,9 @@ API_KEY_FILE = "api-key"
 NO_KEY_EXIT = 78
 
 
-def launch_line(secrets_dir: str = SECRETS_DIR) -> str:
-    """The shell line that hands the key file to vLLM, failing closed.
+def launch_line(secrets_dir: str = SECRETS_DIR, *, own_command: bool = False) -> str:
+    """The shell line that hands the key file to vLLM, failing closed; then it runs `vllm serve "$@"`, or with
+    `own_command` the command the shell was handed (the LoRA launcher, serving/lora.py) with its arguments.
 
     Why not `VLLM_API_KEY="$(cat file)"`: vLLM treats an empty VLLM_API_KEY as no key at all, so a missing,
     empty or blank file started a server that answers everyone. Here the pod exits instead (and the
@@ -45,12 +46,13 @@ def launch_line(secrets_dir: str = SECRETS_DIR) -> str:
         f'VLLM_API_KEY="$(cat "{key_file}")" || {refuse}',
         f'[ -n "{blank_stripped}" ] || {refuse}',
         "export VLLM_API_KEY",
-        'exec vllm serve "$@"',
+        'exec "$@"' if own_command else 'exec vllm serve "$@"',
     )
     return "; ".join(steps)
 
 
 LAUNCH = launch_line()
+LAUNCH_OWN_COMMAND = launch_line(own_command=True)
 # GKE's annotations: an internal passthrough load balancer; the GCS FUSE sidecar injected into the pod.
 INTERNAL_LB_ANNOTATION = "networking.gke.io/load-balancer-type"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
@@ -110,6 +112,9 @@ class FleetSpec:
     admitted_peers: Sequence[Mapping[str, Any]] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
+    # What serves instead of the image's `vllm serve` (the LoRA launcher: `python3 -c <launcher> serve`),
+    # run by the key-checking shell with serve_args after it; empty: `vllm serve`.
+    serving_command: Sequence[str] = ()
     # Accelerators each pod requests (vLLM's tensor parallel): the node's all by default; a divisor of them
     # packs node accelerators / accelerators_per_pod replicas onto each node.
     accelerators_per_pod: int | None = None
@@ -221,6 +226,13 @@ def _environment(spec: FleetSpec) -> dict[str, str]:
     return {"HOME": HOME_DIR, "USER": "vllm", "TMPDIR": TMP_DIR, **spec.env}
 
 
+def _command(spec: FleetSpec) -> list[str]:
+    """The shell that checks the API key file, then execs vLLM: `$0` is "vllm", then the serving command."""
+    if not spec.serving_command:
+        return ["/bin/sh", "-c", LAUNCH, "vllm"]
+    return ["/bin/sh", "-c", LAUNCH_OWN_COMMAND, "vllm", *spec.serving_command]
+
+
 def deployment(spec: FleetSpec) -> dict[str, Any]:
     """vLLM pods, each tensor parallel over the accelerators it requests (a node's all, or a divisor of them so
     that several pods share a node); the HPA owns the replica count."""
@@ -229,7 +241,7 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
     container = {
         "name": GKE_SERVING_CONTAINER,
         "image": spec.image,
-        "command": ["/bin/sh", "-c", LAUNCH, "vllm"],
+        "command": _command(spec),
         "args": list(spec.serve_args),
         "ports": [{"name": "http", "containerPort": spec.port}],
         "env": [{"name": key, "value": value} for key, value in sorted(_environment(spec).items())],
