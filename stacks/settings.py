@@ -684,7 +684,7 @@ class GkeStack(_StackSettings):
         if self.accelerator in TPU_CHIPS:
             return (
                 "adapters: LoRA on vllm-tpu is not confirmed for Gemma 4, so a GKE TPU fleet serves none; serve "
-                "adapters on a GKE GPU fleet (nvidia-l4) or a Cloud Run GPU stack (docs/adapters.md)"
+                "adapters on a GKE GPU fleet or a Cloud Run GPU stack (docs/adapters.md)"
             )
         return None
 
