@@ -16,10 +16,11 @@ from typing import Literal
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import Answer, GoogleApiError, parse_answer
 from serving.naming import GKE_APP_LABEL, GKE_SERVING_CONTAINER
 from verify.ops import signatures
 from verify.ops.gateway_status import GatewayView, gateway_view
-from verify.ops.google import Answer, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.k8s_answers import (
     Autoscaler,
     Deployment,

@@ -18,8 +18,9 @@ from typing import Any
 
 import httpx
 
-from verify.ops.google import CALL_DEADLINE_S, MAX_BODY_BYTES, CannotCheckError, TokenSource
-from verify.tls import default_tls
+from remote.google_client import CALL_DEADLINE_S, MAX_BODY_BYTES, TokenSource
+from remote.google_errors import CannotCheckError
+from remote.tls import default_tls
 
 
 class KubernetesApiError(CannotCheckError):

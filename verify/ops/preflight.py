@@ -15,11 +15,12 @@ from typing import assert_never
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
 from serving.shapes import machine_family, quota_words, shape
 from verify.ops import deploy_requirements, tpu_availability
 from verify.ops.answers import Permissions, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
 from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, OpsStack, TpuOpsStack
 from verify.ops.status import find_service

@@ -29,13 +29,14 @@ from typing import Literal
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
 from serving.gcp_names import region_of
 from serving.shapes import quota_words, shape
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from verify.ops import deploy_requirements
 from verify.ops.answers import AcceleratorType, RuntimeVersion
 from verify.ops.findings import Finding, Verdict
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, quota_infos
 from verify.ops.stack import OpsPlacement, TpuOpsStack
 

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
+from remote.google_client import GoogleApis
 from tests.verify.ops.google_fake import Body, FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import PROJECT, ROOT, Project, ops_stack
 from verify.cli import main
 from verify.ops import google as ops_google
 from verify.ops.findings import Verdict
-from verify.ops.google import API_ROOT_ENV, GoogleApis
+from verify.ops.google import API_ROOT_ENV
 from verify.ops.preflight import PreflightReport, run_preflight
 from verify.ops.stack import OpsPlacement
 from verify.ops.tpu_availability import TpuAvailability
