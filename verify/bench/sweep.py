@@ -117,13 +117,16 @@ class SweepPlan:
     # Per-request latency bounds (from the --slo gates) each request is judged against for goodput.
     bounds: tuple[RequestBound, ...] = ()
     scenario: ScenarioOptions = field(default_factory=ScenarioOptions)
+    # The fewest measured requests the gates' percentiles need (verify.bench.slo.requests_needed): a default
+    # count is raised to it; an explicit ``requests`` is the user's (refused before the run when too few).
+    min_requests: int = 0
 
     def requests_for(self, concurrency: int) -> int:
         if self.requests is not None:
             return self.requests
         if self.rates:
-            return OPEN_LOOP_REQUESTS
-        return max(REQUESTS_PER_USER * concurrency, MIN_REQUESTS_PER_CELL)
+            return max(OPEN_LOOP_REQUESTS, self.min_requests)
+        return max(REQUESTS_PER_USER * concurrency, MIN_REQUESTS_PER_CELL, self.min_requests)
 
     def arrivals(self, rate: float) -> Arrivals:
         return Arrivals(rate, self.arrival, self.burstiness, self.seed)
@@ -156,10 +159,15 @@ class SweepPlan:
 
 
 def plan_for(
-    workload: Workload, *, model: str, timeouts: TimeoutOptions, bounds: tuple[RequestBound, ...] = ()
+    workload: Workload,
+    *,
+    model: str,
+    timeouts: TimeoutOptions,
+    bounds: tuple[RequestBound, ...] = (),
+    min_requests: int = 0,
 ) -> SweepPlan:
     """The plan ``workload`` describes for ``model``, each request bounded by ``timeouts`` and judged for
-    goodput against ``bounds``."""
+    goodput against ``bounds``, each cell's default request count at least ``min_requests``."""
     return SweepPlan(
         model=model,
         contexts=workload.context,
@@ -177,6 +185,7 @@ def plan_for(
         seed=workload.seed,
         bounds=bounds,
         scenario=workload.scenario,
+        min_requests=min_requests,
     )
 
 

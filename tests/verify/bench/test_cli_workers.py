@@ -33,8 +33,8 @@ def test_an_untrusted_cell_fails_the_gate_unless_allowed(
     monkeypatch.setattr(trust, "LAG_TO_TTFT_ERROR", 1e12)
     config = FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3, ttft_s=0.03)
     with running(config) as server:
-        gated = bench(server.url, tmp_path / "a.jsonl", "--slo", "p99_ttft_ms=60000")
-        allowed = bench(server.url, tmp_path / "b.jsonl", "--slo", "p99_ttft_ms=60000", "--allow-untrusted")
+        gated = bench(server.url, tmp_path / "a.jsonl", "--slo", "mean_ttft_ms=60000")
+        allowed = bench(server.url, tmp_path / "b.jsonl", "--slo", "mean_ttft_ms=60000", "--allow-untrusted")
         # A success rate is a count of answers, which a saturated client still reports truthfully.
         counted = bench(server.url, tmp_path / "c.jsonl", "--slo", "success_rate=1")
     assert gated == 1
