@@ -519,11 +519,30 @@ def _facts(args: argparse.Namespace) -> ServingFacts:
     )
 
 
+def _one_process_only(args: argparse.Namespace, workload: Workload) -> None:
+    """``--workers`` spreads closed-loop users over processes; a run that cannot use them says so instead
+    of silently measuring from one process."""
+    if not args.workers or args.workers == 1:
+        return
+    if workload.request_rates:
+        why = "open-loop cells (--request-rate, --find-max-rate) are sent on one schedule from this process"
+    elif workload.scenario.kind is Scenario.MULTI_TURN:
+        why = "a multi-turn chat's turns follow each other's answers, so its chats run in this process"
+    else:
+        return
+    raise UsageError(
+        f"--workers {args.workers}: {why}; a client that cannot keep up marks its cells untrusted (the reason "
+        "says so). Leave out --workers, or measure concurrency (closed loop) to spread users over processes"
+    )
+
+
 def bench_options(args: argparse.Namespace, output: Path) -> BenchOptions:
     """``verify bench``'s flags as ``BenchOptions`` (the target flags are resolved apart)."""
+    workload = workload_options(args)
+    _one_process_only(args, workload)
     return BenchOptions(
         output=output,
-        workload=workload_options(args),
+        workload=workload,
         timeouts=timeout_options(args),
         api_key_env=args.api_key_env,
         transport=TransportKind(args.transport),
