@@ -70,5 +70,6 @@ def test_workers_a_run_cannot_use_are_refused_not_ignored(
     code = main([*argv, *load, "--workers", "4"])
     message = capsys.readouterr().err
     assert code == 2
-    assert "--workers 4" in message and why in message
+    assert "--workers 4" in message
+    assert why in message
     assert not (tmp_path / "r.jsonl").exists()
