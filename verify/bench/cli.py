@@ -60,6 +60,7 @@ from verify.bench.scenarios import (
     DEFAULT_PREFIX_TOKENS,
     DEFAULT_SHARED_PREFIXES,
     DEFAULT_TURNS,
+    NEEDLE_MIN_CONTEXT,
     Scenario,
     ScenarioOptions,
 )
@@ -263,6 +264,11 @@ def _scenario(args: argparse.Namespace) -> ScenarioOptions:
     )
     if kind is Scenario.MULTI_TURN and (args.api != Api.CHAT.value or getattr(args, "request_rate", None)):
         raise UsageError("--scenario multi-turn needs --api chat and a closed loop (--concurrency, no --request-rate)")
+    if kind is Scenario.NEEDLE and any(context < NEEDLE_MIN_CONTEXT for context in args.context):
+        raise UsageError(
+            f"--scenario needle: every --context must be at least {NEEDLE_MIN_CONTEXT} tokens (a haystack around "
+            "the hidden passcode), got " + ",".join(str(context) for context in args.context)
+        )
     if kind is Scenario.SHARED_PREFIX and any(context <= options.prefix_tokens for context in args.context):
         raise UsageError(
             f"--scenario shared-prefix: every --context must be longer than --prefix-tokens {options.prefix_tokens} "
@@ -528,6 +534,8 @@ def _one_process_only(args: argparse.Namespace, workload: Workload) -> None:
         why = "open-loop cells (--request-rate, --find-max-rate) are sent on one schedule from this process"
     elif workload.scenario.kind is Scenario.MULTI_TURN:
         why = "a multi-turn chat's turns follow each other's answers, so its chats run in this process"
+    elif workload.scenario.kind is Scenario.NEEDLE:
+        why = "the needle's recall reads every answer's text, so its requests run in this process"
     else:
         return
     raise UsageError(

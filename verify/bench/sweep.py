@@ -33,7 +33,7 @@ from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput,
 from verify.bench.metrics import CellMetrics
 from verify.bench.open_loop import ScheduleSummary, open_loop_phase, schedule_trust
 from verify.bench.options import Workload
-from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
+from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate, unique_prefix
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.samples import PhaseShare, pooled_samples, union_metrics
 from verify.bench.scenarios import (
@@ -43,9 +43,14 @@ from verify.bench.scenarios import (
     bucket_of,
     chats,
     drawn_lengths,
+    hidden_codes,
     measure_chats,
+    needle_codes,
+    needle_overhead,
+    needle_recall,
     prompt_buckets,
     shared_prefixes,
+    with_needles,
     with_prefixes,
 )
 from verify.bench.stall import StallSummary, stall_warning
@@ -406,7 +411,8 @@ async def run_cell(
     schedule: ScheduleSummary | None = None
     # What the server's prefix cache did during the cell: the point of the non-default scenarios.
     before = await server_metrics.snapshot(client, plan.model) if scenario.kind is not Scenario.RANDOM else None
-    if pool is None or rate is not None or scenario.kind is Scenario.MULTI_TURN:
+    # Multi-turn chats wait for their own answers and the needle reads every answer's text: both in this process.
+    if pool is None or rate is not None or scenario.kind in (Scenario.MULTI_TURN, Scenario.NEEDLE):
         if warmups:
             warmed, _ = await closed_loop(
                 client,
@@ -469,6 +475,9 @@ async def run_cell(
     if before is not None:
         after = await server_metrics.snapshot(client, plan.model)
         extra["prefix_cache_hit_rate"] = None if after is None else after.since(before).prefix_cache_hit_rate
+    if scenario.kind is Scenario.NEEDLE:
+        answers = [sample.result for share in shares for sample in share.samples]
+        extra["needle_recall"] = needle_recall(answers, hidden_codes(measured_requests))
     if schedule is not None:
         extra.update(schedule.as_fields())
         kept = schedule_trust(schedule)
@@ -511,6 +520,16 @@ async def scenario_requests(
         prompts = [book.take(shapes[bucket_of(length, buckets)], 1)[0] for length in drawn_lengths(context, count)]
         outputs = drawn_lengths(plan.max_tokens, count, seed=LENGTH_SEED + 1)
         return [plan.request(prompt, tokens) for prompt, tokens in zip(prompts, outputs, strict=True)]
+    if scenario.kind is Scenario.NEEDLE:
+        try:
+            overhead = await needle_overhead(counter, nonce=book.nonce)
+        except (PromptError, httpx.HTTPError):
+            overhead = 0  # a server that cannot count: the calibration below says so, as for every scenario
+        haystack = await calibrated(counter, max(context - overhead, 1), concurrency, nonce=book.nonce)
+        prompts = book.take(haystack, count)
+        codes = needle_codes(count, seed=prompts[0] if prompts else book.nonce)
+        keep = len(unique_prefix(book.nonce, 0).split(" "))
+        return [plan.request(prompt) for prompt in with_needles(prompts, codes, keep_words=keep)]
     return [plan.request(prompt) for prompt in book.take(shape, count)]
 
 
