@@ -201,7 +201,8 @@ def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
         choices=[kind.value for kind in Scenario],
         default=Scenario.RANDOM.value,
         help="random: unique prompts, nothing from the prefix cache (default); shared-prefix: N system prompts "
-        "reused; multi-turn: chats whose every turn carries the conversation so far",
+        "reused; multi-turn: chats whose every turn carries the conversation so far; lengths: log-normal prompt "
+        "and output lengths; needle: a passcode hidden in each prompt, recall recorded per cell",
     )
     group.add_argument(
         "--shared-prefixes",
