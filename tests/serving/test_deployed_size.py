@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from preview.fit import SHAPES, Workload, fit
 from preview.stack_file import read_stack_config
 from serving.accelerators import Accelerator
 from serving.catalog import catalog_model
 from serving.shapes import deployed_size
+from stacks.fit import SHAPES, Workload, fit
 from tests.conftest import ROOT
 
 

@@ -1,6 +1,6 @@
 """What `advise` can deploy: each shape of the shapes table on its platform, priced as a stack would deploy it.
 
-Why one module: which shapes are compared (the matrix's, `preview.fit.SHAPES`, and GKE's TPU node pools), the
+Why one module: which shapes are compared (the matrix's, `stacks.fit.SHAPES`, and GKE's TPU node pools), the
 instance size or node a stack deploys on each, the zone and provisioning model, and where a shape's price comes
 from are read here and nowhere else in `advise`. Every price goes through the billing shape the stack's own plan
 bills (serving/pricing.py), so the advisor's $/h and `make preview`'s agree (tests/verify/advise/test_prices.py).
@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from preview.fit import SHAPES, Shape
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.gcp_names import region_of
 from serving.latency import Hardware
@@ -21,6 +20,7 @@ from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
 from serving.speed_facts import hardware_for
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
+from stacks.fit import SHAPES, Shape
 from stacks.gke import ClusterSettings
 
 DEFAULT_CLOUD_RUN_REGION = "us-central1"

@@ -1,7 +1,7 @@
 """`advise` as a function: ``run_advise(AdviseOptions) -> AdviseReport``.
 
 For every catalog model x variant x offer (verify/advise/offers.py) the constraints allow: does it fit (the
-matrix's answer, `preview.fit`: the stack loader and the capacity planner, with the stated workload as the
+matrix's answer, `stacks.fit`: the stack loader and the capacity planner, with the stated workload as the
 request size), how many requests of that size its KV cache holds (the batch cap), and then the fewest
 replicas at which the latency model (serving/latency.py) predicts the SLO holds at the stated load. Rows are
 ranked by what they cost a month; every number says whether it is measured or estimated, and from what.
@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from preview.fit import Fit, Workload, fit
 from preview.stack_file import project_root
 from serving.catalog import CatalogModel, SupportStatus, catalog
 from serving.latency import AtLoad, Replica, Requests, at_rate, model_cost, prefill_seconds, with_users
@@ -31,6 +30,7 @@ from stacks.capacity import (
     SMALL_GPU_BATCHED_TOKENS,
     TPU_V6E_BATCHED_TOKENS,
 )
+from stacks.fit import Fit, Workload, fit
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
 from verify.advise.report import AdviseReport, Basis, Exclusion, Row
