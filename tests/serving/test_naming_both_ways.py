@@ -1,13 +1,13 @@
 """Every name the program gives a deployed thing comes from `serving/naming.py`, checked both ways.
 
 From the module to the plans: each name `StackNames` yields is a name in the plan of a stack of its
-platform (a reader looking for it finds what the program made). From the plans to the module: each
-component the program registers is named by `StackNames` (or, inside a component, after its parent), and
-every container of a plan (Cloud Run services and jobs, the TPU node's, the GKE fleet's), the labels readers
-select on and the collectors' scrape configs are the module's constants, and each constant is found where
-it belongs in a plan, so a name spelt anywhere else fails here. `verify status` read GKE pods by a container name it spelt itself, and monitoring and GKE
-components were named in `deploy/` with f-strings: a rename on one side would have left the other
-looking for what no longer exists, with no error, only "not deployed".
+platform (a reader looking for it finds what the program made), and each of the module's constants is
+found where it belongs in a plan. From the plans to the module: each component the program registers is
+named by `StackNames` (or, inside a component, after its parent), and every container of a plan (Cloud
+Run services and jobs, the TPU node's, the GKE fleet's) is one of the module's constants, so a name spelt
+anywhere else fails here. `verify status` read GKE pods by a container name it spelt itself, and
+monitoring and GKE components were named in `deploy/` with f-strings: a rename on one side would have left
+the other looking for what no longer exists, with no error, only "not deployed".
 """
 
 from __future__ import annotations
