@@ -35,7 +35,7 @@ class _SharedOutputs(BaseModel):
         "accepts `none` for a URL it is given"
     )
     accelerator: str = Field(
-        description="`nvidia-l4`, `nvidia-rtx-pro-6000` or `tpu-v6e` (see `serving/accelerators.py`)"
+        description="the stack's `accelerator` key as its stack file names it (the keys of serving/data/shapes.json)"
     )
     region: str = Field(
         description="the stack's region (the model bucket, the image mirror and, on Cloud Run, the service)"
@@ -166,7 +166,7 @@ class TpuOutputs(_SharedOutputs):
         description="what the node bills, priced by `serving/pricing.py` for the plan and `gemma-verify bench`: "
         "`{kind: tpu, acceleratorType, chips, provisioningModel, region, maxRunSeconds}`"
     )
-    accelerator_type: str = Field(description="the slice asked for, e.g. `v6e-1`")
+    accelerator_type: str = Field(description="the slice asked for, the stack's `tpu.acceleratorType`")
     provisioning_model: Literal["flex-start", "spot", "guaranteed"] = Field(
         description="`flex-start`, `spot` or `guaranteed` (`stacks/tpu.py`), the granted placement's"
     )
