@@ -25,7 +25,7 @@ from serving.speed_records import SpeedRecord, load_speed_records, matching
 from stacks.fit import SHAPES, Fit, Workload, matrix
 
 _CEILING_NOTE = (
-    "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `verify bench` "
+    "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `gemma-verify bench` "
     "measures, and a speed record's figure shows under measured); $/1M out at the decode ceiling"
 )
 

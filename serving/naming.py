@@ -32,6 +32,12 @@ GKE_SERVING_CONTAINER = "vllm"
 GKE_APP_LABEL = "app"
 # The metrics collector's container beside vLLM on a TPU node.
 TPU_COLLECTOR_CONTAINER = "gemma-collector"
+# The TPU collector's scrape job for vLLM's /metrics (Managed Prometheus's `job` label on those series).
+TPU_SCRAPE_JOB = "vllm"
+# The metrics collector's container beside vLLM in a Cloud Run service (Google's run-gmp sidecar).
+CLOUD_RUN_COLLECTOR_CONTAINER = "collector"
+# The name of the RunMonitoring config that sidecar reads (what it scrapes: vLLM's port).
+RUN_MONITORING_NAME = "gemma-vllm"
 
 
 class TypeToken:

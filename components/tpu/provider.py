@@ -245,7 +245,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
             raise QueuedResourceError(
                 f"{name} may still be queued at Google and no Pulumi state tracks it ({cause}; withdrawing it "
                 f"failed: {error}). Delete it (`gcloud alpha compute tpus queued-resources delete "
-                f"{name.rsplit('/', 1)[-1]} --zone {_zone_of(name)} --force`); `python -m verify status` lists "
+                f"{name.rsplit('/', 1)[-1]} --zone {_zone_of(name)} --force`); `gemma-verify status` lists "
                 "such untracked requests."
             ) from cause
 

@@ -203,7 +203,7 @@ def _verdict(stack: GkeOpsStack, deployment: Deployment, pods: list[PodLine], de
     if pending and any(pod.autoscaler and "FailedScaleUp" in pod.autoscaler for pod in pending):
         fix = (
             f"no {stack.provisioning} capacity (or quota) for {stack.machine_type} in {', '.join(stack.zones)}: add a "
-            "zone to gke.nodePool.zones, try another provisioning model, or check quota (`verify preflight`)"
+            "zone to gke.nodePool.zones, try another provisioning model, or check quota (`gemma-verify preflight`)"
         )
     return FleetVerdict("in-progress", f"{counts}{waiting or '; pods are starting'}", fix, detail)
 

@@ -38,8 +38,7 @@ class PreflightReport(pydantic.BaseModel):
     accelerator: str
     findings: list[Finding]
     # TPU only: every v6e zone and tier for the stack's slice, ranked (verify/ops/tpu_availability.py).
-    # The JSON key stays `tpu_capacity` (scripts and MCP clients read it); what it holds is availability.
-    tpu_capacity: TpuAvailability | None = None
+    tpu_availability: TpuAvailability | None = None
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -50,12 +49,12 @@ class PreflightReport(pydantic.BaseModel):
 def run_preflight(stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datetime.now(UTC)) -> PreflightReport:
     """Every preflight check for one stack, in the order a user would fix them."""
     granted, permission_findings = _permissions(stack, apis)
-    capacity, tpu = _capacity(stack, apis, now)
-    findings = [*_apis(stack, apis, granted), *permission_findings, *capacity]
-    return _report(stack, findings).model_copy(update={"tpu_capacity": tpu})
+    quotas, tpu = _quotas(stack, apis, now)
+    findings = [*_apis(stack, apis, granted), *permission_findings, *quotas]
+    return _report(stack, findings).model_copy(update={"tpu_availability": tpu})
 
 
-def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuAvailability | None]:
+def _quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuAvailability | None]:
     """Whether Google has room for this stack: the platform's own quotas (for a TPU, every zone and tier)."""
     match stack:
         case CloudRunOpsStack():

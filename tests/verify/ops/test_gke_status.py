@@ -87,7 +87,7 @@ def _gke(report: StatusReport) -> GkeStatus:
     return report.gke
 
 
-def test_a_fleet_scaling_up_while_waiting_for_tpu_capacity(fake: FakeGoogle) -> None:
+def test_a_fleet_scaling_up_while_waiting_for_tpus(fake: FakeGoogle) -> None:
     """Pods Pending for want of a TPU node, the autoscaler adding nodes: in progress, with both reasons."""
     _fleet(
         fake,

@@ -58,8 +58,8 @@ def preflight(
 
 
 def capacity(report: PreflightReport) -> TpuAvailability:
-    assert report.tpu_capacity is not None
-    return report.tpu_capacity
+    assert report.tpu_availability is not None
+    return report.tpu_availability
 
 
 def test_every_v6e_zone_and_tier_is_read_and_ranked(fake: FakeGoogle) -> None:
@@ -187,7 +187,7 @@ def test_cli_prints_quota_per_zone_and_tier_ranked(
     assert re.search(r"│ 1\s+│ us-east5-a\s+│ flex-start", out)
     assert _cli(fake, monkeypatch, "--stack", "tpu-v6e", "--json") == 0
     document: dict[str, Any] = json.loads(capsys.readouterr().out)
-    assert document["tpu_capacity"]["rows"][0]["zone"] == "us-east5-a"
+    assert document["tpu_availability"]["rows"][0]["zone"] == "us-east5-a"
 
 
 def test_cli_exits_1_when_no_placement_of_the_list_can_be_granted(
