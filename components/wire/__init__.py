@@ -48,7 +48,7 @@ class WireResource(pulumi.CustomResource):
     # The SDK's resource defaults (the provider plugin's version and download URL).
     DEFAULTS: ClassVar[Callable[[], pulumi.ResourceOptions]]
 
-    def __init__(self, resource_name: str, opts: pulumi.ResourceOptions | None = None, **inputs: Any) -> None:  # noqa: ANN401
+    def __init__(self, resource_name: str, opts: pulumi.ResourceOptions | None = None, **inputs: Any) -> None:  # noqa: ANN401 - any input
         # In the generated classes' order: the SDK's defaults, the caller's options, then secrets, aliases, replaces.
         merged = pulumi.ResourceOptions.merge(type(self).DEFAULTS(), opts)
         if self.SECRET_OUTPUTS:
