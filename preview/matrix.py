@@ -18,11 +18,11 @@ import sys
 from dataclasses import dataclass, field
 
 from preview.closed_pipe import run_until_reader_leaves
-from preview.fit import SHAPES, Fit, Workload, matrix
 from preview.stack_file import StackFileError, project_root
 from serving.catalog import catalog
 from serving.pricing import usd
 from serving.speed_records import SpeedRecord, load_speed_records, matching
+from stacks.fit import SHAPES, Fit, Workload, matrix
 
 _CEILING_NOTE = (
     "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `verify bench` "

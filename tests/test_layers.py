@@ -43,8 +43,6 @@ PUBLIC_READERS: dict[str, dict[str, str]] = {
     "verify": {
         "preview.stack_file": "reads a stack file as the engine would (the one stack-file reader)",
         "preview.closed_pipe": "ends a command quietly when its reader leaves the pipe (`| head`)",
-        # A candidate to move below both (stacks/ or serving/): the advisor ranks offers by it.
-        "preview.fit": "whether a catalog model fits an accelerator shape (`make matrix`, MCP `fit`, `verify advise`)",
     },
     "gemma_mcp": {
         "preview.stack_file": "reads a stack file as the engine would (the one stack-file reader)",

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from preview.fit import SHAPES, Workload, fit, matrix, shape_named
 from preview.matrix import MatrixOptions, main, render
 from preview.stack_file import ROOT_ENVIRONMENT_VARIABLE
 from serving.catalog import catalog, catalog_model
 from serving.pricing import price_book
 from serving.speed_records import SpeedRecord, save_speed_records
+from stacks.fit import SHAPES, Workload, fit, matrix, shape_named
 from tests.conftest import ROOT
 
 

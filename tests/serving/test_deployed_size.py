@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from preview.fit import SHAPES, Workload, fit
 from preview.stack_file import read_stack_config
 from serving.accelerators import Accelerator
 from serving.catalog import catalog_model
 from serving.cloud_run_limits import DEPLOYED_SIZE
+from stacks.fit import SHAPES, Workload, fit
 from tests.conftest import ROOT
 
 

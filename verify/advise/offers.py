@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from preview.fit import SHAPES, Shape
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.cloud_run_limits import DEPLOYED_SIZE
 from serving.latency import Hardware
 from serving.pricing import CloudRunShape, HourlyPrice, TpuShape
 from serving.speed_facts import hardware_for
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
+from stacks.fit import SHAPES, Shape
 
 # The Cloud Run instance a stack deploys with each GPU: what the matrix prices too (one basis per shape).
 CLOUD_RUN_SIZE = DEPLOYED_SIZE

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from preview.fit import Fit, Workload, fit
 from preview.stack_file import project_root
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.catalog import CatalogModel, SupportStatus, catalog
@@ -30,6 +29,7 @@ from stacks.capacity import (
     SMALL_GPU_BATCHED_TOKENS,
     TPU_V6E_BATCHED_TOKENS,
 )
+from stacks.fit import Fit, Workload, fit
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
 from verify.advise.report import AdviseReport, Basis, Exclusion, Row
