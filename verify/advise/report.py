@@ -35,6 +35,8 @@ class Row(_Model):
     zone: str | None
     tensor_parallel: int
     replicas: int
+    # What bills: Cloud Run instances (one a replica), the TPU node, or GKE nodes (replicas / replicas a node).
+    billed_units: int = 1
     batch_cap: int
     max_model_len: int
     p95_ttft_ms: float
@@ -123,7 +125,8 @@ def render(report: AdviseReport) -> str:
             row.shape,
             f"{row.platform} {row.region}" + ("" if row.provisioning == "on-demand" else f" {row.provisioning}"),
             str(row.tensor_parallel),
-            str(row.replicas),
+            str(row.replicas)
+            + (f" ({row.billed_units} node{'s' if row.billed_units > 1 else ''})" if row.platform == "gke" else ""),
             _ms(row.p95_ttft_ms),
             f"{row.tpot_ms:,.1f}",
             f"{row.requests_per_s:,.2f}",

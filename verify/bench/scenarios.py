@@ -107,7 +107,7 @@ _GOLDEN = (math.sqrt(5) - 1) / 2
 def needle_codes(count: int, *, seed: str) -> list[str]:
     """``count`` distinct six-digit passcodes, the same for the same ``seed`` (the run's nonce)."""
     # Seeded on purpose: a resumed or repeated run hides the same passcodes (not secrets, test data).
-    return [str(code) for code in random.Random(seed).sample(range(100_000, 1_000_000), count)]  # noqa: S311
+    return [str(code) for code in random.Random(seed).sample(range(100_000, 1_000_000), count)]  # noqa: S311 - seeded test data
 
 
 async def needle_overhead(counter: TokenCounter, *, nonce: str) -> int:
