@@ -46,7 +46,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "components/tpu/provider.py": (2, "queued-resource failure messages"),
     "serving/cloud_run_limits.py": (1, "the source text of a Cloud Run limit (the G4 host it is based on)"),
     "stacks/tpu.py": (2, "zone messages"),
-    "verify/ops/tpu_availability.py": (9, "preflight findings' wording"),
 }
 
 
