@@ -19,13 +19,14 @@ from preview.tpu_plan import QUEUED_RESOURCE
 from serving.accelerators import CLOUD_RUN_GPUS, CloudRunGpu
 from serving.cloud_run_containers import SOURCES as SIZING_SOURCES
 from serving.gke_machines import NODE_SHAPES
+from serving.naming import TypeToken
 from serving.shapes import shapes
 
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
 GATEWAY = "kubernetes:gateway.networking.k8s.io/v1:Gateway"
-METRICS_ADAPTER = "gemma:gke:MetricsAdapter"
+METRICS_ADAPTER = TypeToken.GKE_METRICS_ADAPTER
 PROXY_SUBNET = "gcp:compute/subnetwork:Subnetwork"
 BUCKET = "gcp:storage/bucket:Bucket"
 

@@ -60,6 +60,8 @@ class TypeToken:
     GKE_FLEET = "gemma:gke:VllmFleet"
     GKE_METRICS_ADAPTER = "gemma:gke:MetricsAdapter"
     GKE_INFERENCE_GATEWAY = "gemma:gke:InferenceGateway"
+    SIDECAR_COLLECTION = "gemma:monitoring:SidecarCollection"
+    STACK_WATCH = "gemma:monitoring:StackWatch"
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ subcommand (`verify promote: ...`), which names where a line comes from, not a c
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.string_constants import string_constants
 
 SUBCOMMANDS = "status|health|bench|promote|preflight|logs|memory|models|query|metrics|alerts|advise|adapters|compare"
 # A command to type, in backticks, without the tool's name; or the module run by hand.
@@ -31,25 +31,12 @@ PYTHON_M_ALLOWED = {
 }
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
-
-
 def misspelt(source: str, patterns: tuple[re.Pattern[str], ...]) -> list[str]:
     """`line: text` of each string constant (docstrings aside) that spells the command another way."""
-    tree = ast.parse(source)
-    docs = _docstrings(tree)
     return [
-        f"{node.lineno}: {node.value.strip()[:80]!r}"
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
-        if any(pattern.search(node.value) for pattern in patterns)
+        f"{line}: {text.strip()[:80]!r}"
+        for line, text in string_constants(source)
+        if any(pattern.search(text) for pattern in patterns)
     ]
 
 

@@ -28,6 +28,7 @@ from serving.naming import (
     GPU_SERVING_CONTAINER,
     TPU_COLLECTOR_CONTAINER,
     StackNames,
+    TypeToken,
 )
 from tests.conftest import render_stack
 
@@ -284,3 +285,29 @@ def test_from_the_plan_containers_to_the_module(stack: str, overrides: dict[str,
         containers |= _tpu_containers(capture)
     assert containers, "the plan has no containers: the readers above read nothing"
     assert containers - set(_constants().values()) - UPSTREAM_CONTAINERS == set()
+
+
+# --- component type tokens: `gemma:<module>:<Type>`, as URNs and readers name them -------------------------
+
+DERIVED = OPTIONAL["derived_image"][1]
+# The plans that between them register every component: each platform, and the optional blocks.
+TOKEN_PLANS: list[tuple[str, dict[str, str]]] = [("l4", BENCH), ("l4", DERIVED), ("tpu-v6e", {}), ("gke-tpu-v6e", {})]
+
+
+def _type_tokens() -> set[str]:
+    return {value for name, value in vars(TypeToken).items() if name.isupper() and isinstance(value, str)}
+
+
+def _registered_types() -> set[str]:
+    found: set[str] = set()
+    for stack, overrides in TOKEN_PLANS:
+        found |= {resource.type for resource in render_stack(stack, overrides).resources}
+    return {token for token in found if token.startswith("gemma:")}
+
+
+def test_component_types_both_ways() -> None:
+    """Guards against a component registered under a type spelt outside `TypeToken` (a reader selecting it by
+    type, or an alias naming its former URN, would spell it again), and a token no component uses."""
+    registered, tokens = _registered_types(), _type_tokens()
+    assert registered - tokens == set(), "registered under a type TypeToken does not name"
+    assert tokens - registered == set(), "a TypeToken no plan registers"

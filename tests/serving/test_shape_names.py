@@ -10,9 +10,10 @@ can only shrink.
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
+
+from tests.string_constants import string_constants
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = (
@@ -45,28 +46,14 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "components/tpu/provider.py": (2, "queued-resource failure messages"),
     "serving/cloud_run_limits.py": (1, "the source text of a Cloud Run limit (the G4 host it is based on)"),
     "stacks/tpu.py": (2, "zone messages"),
-    "verify/ops/tpu_availability.py": (9, "preflight findings' wording"),
 }
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
-
-
 def _spellings(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    docs = _docstrings(tree)
     return [
-        f"{path.relative_to(ROOT)}:{node.lineno}: {match.group(0)!r}"
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
-        for match in [NAME.search(node.value)]
+        f"{path.relative_to(ROOT)}:{line}: {match.group(0)!r}"
+        for line, text in string_constants(path.read_text(encoding="utf-8"))
+        for match in [NAME.search(text)]
         if match
     ]
 

@@ -81,7 +81,7 @@ def test_every_v6e_zone_and_tier_is_read_and_ranked(fake: FakeGoogle) -> None:
     assert "not in Google's published flex-start zones" in europe.answer
     assert [row.rank for row in found.rows] == list(range(1, len(found.rows) + 1))
     assert report.exit_code == 0
-    ranked = next(f for f in report.findings if f.area == "capacity")
+    ranked = next(f for f in report.findings if f.area == "availability")
     assert ranked.detail.startswith("ranked: us-east5-a flex-start: 8 preemptible chips free")
 
 
