@@ -44,6 +44,7 @@ NOT_FOR_TPU = NOT_FOR_A_PLAN
 
 _SCRIPT = """
 import contextlib, io, json, sys
+SDKS = ("pulumi_gcp.", "pulumi_kubernetes.", "pulumi_random.", "pulumi_command.", "pulumi_docker.")
 from preview.__main__ import main
 loaded = {}
 for stack in ("l4", "tpu-v6e"):
@@ -51,7 +52,14 @@ for stack in ("l4", "tpu-v6e"):
         code = main(["--stack", stack, "--format", "json"])
     assert code == 0, (stack, code)
     # A provider SDK registers its submodules unloaded (a lazy module); only a used one is really loaded.
-    loaded[stack] = sorted(name for name, module in sys.modules.items() if type(module).__name__ != "_LazyModule")
+    real = {name: module for name, module in sys.modules.items() if type(module).__name__ != "_LazyModule"}
+    loaded[stack] = sorted(real)
+    # The provider SDKs' subpackages (each loads every type of its service at once): see PROVIDER_PACKAGES.
+    loaded[stack + ":packages"] = sorted(
+        name
+        for name, module in real.items()
+        if name.startswith(SDKS) and name.count(".") == 1 and hasattr(module, "__path__")
+    )
 print(json.dumps(loaded))
 """
 
@@ -78,6 +86,22 @@ def test_a_cloud_run_plan_imports_no_other_platform_and_no_rest_client(loaded_by
 def test_a_tpu_plan_imports_no_rest_client_and_no_gke(loaded_by_plan: dict[str, list[str]]) -> None:
     """Guards against a TPU preview that loads httpx and google-auth for a provider that only runs on up."""
     assert _offending(loaded_by_plan["tpu-v6e"], NOT_FOR_TPU) == []
+
+
+# The import budget: the provider SDK subpackages a plan may load. A generated subpackage loads every type of
+# its service on the first use of any class (pulumi_gcp.cloudrunv2 ~0.2 s, pulumi_gcp.compute ~1 s on a quiet
+# machine), so the components register provider resources by type token instead (components/wire/);
+# pulumi_command.local (one small resource module) is the one a Cloud Run or TPU plan still loads.
+PROVIDER_PACKAGES = {"l4": ["pulumi_command.local"], "tpu-v6e": ["pulumi_command.local"]}
+
+
+@pytest.mark.parametrize("stack", sorted(PROVIDER_PACKAGES))
+def test_a_plan_loads_no_provider_subpackage_beyond_its_budget(
+    loaded_by_plan: dict[str, list[str]], stack: str
+) -> None:
+    """Guards against a plan (and every `pulumi preview`/`up`) slowed again by a whole provider subpackage:
+    one `gcp.storage.Bucket(...)` instead of `components.wire.gcp.Bucket(...)` costs ~0.1-0.2 s per run."""
+    assert loaded_by_plan[f"{stack}:packages"] == PROVIDER_PACKAGES[stack]
 
 
 def test_the_plans_did_import_their_own_platform(loaded_by_plan: dict[str, list[str]]) -> None:

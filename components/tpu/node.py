@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_random as random
 
 from components.managed_secret import ACCESSOR_ROLE, FormerNames, ManagedSecret, ManagedSecretArgs
@@ -29,6 +28,7 @@ from components.tpu import compute
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Placement, Provisioning, tier_name
 from components.tpu.startup_script import BUCKET_METADATA_KEY, NodeCollector, StartupScriptSpec, render_startup_script
+from components.wire import gcp
 from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.accelerators import TPU_CHIPS, Accelerator
@@ -212,7 +212,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         email = identity.planned_email(args.project)
 
         grants: list[pulumi.Resource] = [
-            gcp.projects.IAMMember(
+            gcp.ProjectIamMember(
                 f"{name}-log-writer",
                 project=args.project,
                 role="roles/logging.logWriter",
@@ -222,7 +222,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         ]
         if args.collector is not None:
             grants.append(
-                gcp.projects.IAMMember(
+                gcp.ProjectIamMember(
                     f"{name}-metric-writer", project=args.project, role=METRIC_WRITER_ROLE, member=member, opts=child
                 )
             )
@@ -243,7 +243,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         )
         grants += [
             secret,
-            gcp.secretmanager.SecretIamMember(
+            gcp.SecretIamMember(
                 f"{name}-api-key-reader",
                 project=args.project,
                 secret_id=secret.secret_id,
@@ -254,7 +254,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         ]
         if args.hf_token_secret:
             grants.append(
-                gcp.secretmanager.SecretIamMember(
+                gcp.SecretIamMember(
                     f"{name}-hf-token-reader",
                     project=args.project,
                     secret_id=args.hf_token_secret.rsplit("/", 1)[-1],
