@@ -162,8 +162,8 @@ def table(fits: list[Fit], workload: Workload, measured: Measured | None = None)
         lines += [
             "",
             (
-                "measured: output tokens/s @ users from speed records (gemma-verify calibrate), beside the ceilings and "
-                "the latency model's estimate at the same users (est):"
+                "measured: output tokens/s @ users from speed records (gemma-verify calibrate), beside the "
+                "ceilings and the latency model's estimate at the same users (est):"
             ),
         ]
         lines += [
