@@ -16,7 +16,6 @@ The caller keeps its request id (Google's idempotency key) in `params` for every
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -26,7 +25,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from remote.google_errors import CannotCheckError, GaveUpError, error_from_response
+from remote.google_errors import CannotCheckError, GaveUpError, error_from_response, json_object
 from remote.tls import default_tls
 
 # Each API's root: the discovery documents' rootUrl (googleapis/google-api-python-client's
@@ -192,13 +191,7 @@ class GoogleApis:
             response = self._with_retries(method, url, api, params, body)
         if response.status_code >= 400:
             raise error_from_response(api, response)
-        try:
-            data = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise CannotCheckError(f"{api} API answered {response.status_code} without JSON") from None
-        if not isinstance(data, dict):
-            raise CannotCheckError(f"{api} API answered {type(data).__name__} where an object belongs")
-        return data
+        return json_object(response, f"{api} API")
 
     def _with_retries(
         self, method: str, url: str, api: str, params: Mapping[str, Any] | None, body: Mapping[str, Any] | None

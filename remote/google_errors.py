@@ -124,6 +124,17 @@ def error_from_response(api: str, response: httpx.Response) -> GoogleApiError:
     )
 
 
+def json_object(response: httpx.Response, source: str) -> dict[str, Any]:
+    """An answer's body as the JSON object it must be; anything else is "could not check", never guessed at."""
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise CannotCheckError(f"{source} answered {response.status_code} without JSON") from None
+    if not isinstance(data, dict):
+        raise CannotCheckError(f"{source} answered {type(data).__name__} where an object belongs")
+    return data
+
+
 def parse_answer(model: type[Answer], data: object, api: str) -> Answer:
     """A Google answer (or one item of a list) as its model; a wrong shape or type is "could not check"."""
     try:

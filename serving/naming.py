@@ -40,6 +40,20 @@ CLOUD_RUN_COLLECTOR_CONTAINER = "collector"
 RUN_MONITORING_NAME = "gemma-vllm"
 
 
+# The labels every resource of a stack carries, so costs, ownership and `verify status` find it (Pulumi
+# auto-names the Cloud Run service, so status looks it up by these).
+MANAGED_BY = "gemma-serving"
+
+
+def label_value(value: str) -> str:
+    """A Google label value: lowercase letters, digits, '-' and '_', at most 63 characters."""
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in value.lower())[:63]
+
+
+def stack_labels(stack: str) -> dict[str, str]:
+    return {"managed-by": MANAGED_BY, "stack": label_value(stack)}
+
+
 class TypeToken:
     """The `gemma:<module>:<Type>` token of each component, as Pulumi records it in URNs."""
 

@@ -221,6 +221,17 @@ def _log_prefixes(capture: Capture) -> set[str]:
     return set(re.findall(r"[\w-]+-startup:", _startup_script(capture)))
 
 
+def _google_labels(capture: Capture) -> set[str]:
+    """The values of the labels the stack's Google resources carry."""
+    return {
+        value
+        for resource in capture.resources
+        if isinstance(resource.inputs.get("labels"), dict)
+        for value in resource.inputs["labels"].values()
+        if isinstance(value, str)
+    }
+
+
 def _tags(capture: Capture) -> set[str]:
     return {traffic["tag"] for traffic in capture.one(SERVICE).inputs.get("traffics", []) if traffic.get("tag")}
 
@@ -238,6 +249,7 @@ def _gke_labels(capture: Capture) -> set[str]:
 # Where each constant of serving/naming.py is found in a plan: (stack, config overrides, what to read).
 WHERE: dict[str, tuple[str, dict[str, str], Any]] = {
     "CANDIDATE_TAG": ("l4", {}, _tags),
+    "MANAGED_BY": ("l4", {}, _google_labels),
     "GPU_SERVING_CONTAINER": ("l4", {}, lambda capture: _run_containers(capture, SERVICE)),
     "CLOUD_RUN_COLLECTOR_CONTAINER": ("l4", {}, lambda capture: _run_containers(capture, SERVICE)),
     "RUN_MONITORING_NAME": ("l4", {}, _run_monitoring_names),
