@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 from preview.closed_pipe import run_until_reader_leaves
 from preview.stack_file import StackFileError, project_root
-from serving.catalog import catalog
+from serving.catalog import catalog, catalog_model
 from serving.pricing import usd
 from serving.speed_records import SpeedRecord, load_speed_records, matching
-from stacks.fit import SHAPES, Fit, Workload, matrix
+from stacks.estimate import Estimate, estimate, replica_of
+from stacks.fit import SHAPES, Fit, Workload, matrix, shape_named
 
 _CEILING_NOTE = (
     "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `verify bench` "
@@ -51,8 +52,34 @@ def _row(fit: Fit, measured: SpeedRecord | None = None) -> list[str]:
         _number(fit.prefill_ceiling_tokens_per_s),
         _number(fit.decode_ceiling_tokens_per_s),
         usd(fit.usd_per_million_output_tokens_at_ceiling) if fit.usd_per_million_output_tokens_at_ceiling else "-",
-        "-" if measured is None else f"{measured.output_throughput:,.0f} @{measured.concurrency}",
+        "-" if measured is None else _measured_cell(fit, measured),
     ]
+
+
+def estimate_at(fit: Fit, record: SpeedRecord) -> Estimate | None:
+    """The latency model's estimate for a fitting combination at a speed record's users and tokens: what the
+    measured figure is shown beside (the same replica `gemma-verify advise` ranks)."""
+    if not fit.fits or not fit.sequences:
+        return None
+    replica = replica_of(
+        catalog_model(fit.model),
+        fit.variant,
+        shape_named(fit.shape).accelerator.value,
+        fit.tensor_parallel,
+        batch_cap=fit.sequences,
+    )
+    return estimate(
+        replica, prompt_tokens=record.prompt_tokens, output_tokens=record.output_tokens, users=record.concurrency
+    )
+
+
+def _measured_cell(fit: Fit, record: SpeedRecord) -> str:
+    """``123 @8 (est 98)``: measured output tokens/s at its users, the estimate at the same load beside it."""
+    found = estimate_at(fit, record)
+    shown = f"{record.output_throughput:,.0f} @{record.concurrency}"
+    if found is None or found.at.saturated:
+        return shown
+    return f"{shown} (est {found.at.output_tokens_per_s:,.0f})"
 
 
 HEADER = [
@@ -134,11 +161,21 @@ def table(fits: list[Fit], workload: Workload, measured: Measured | None = None)
     if measured:
         lines += [
             "",
-            "measured: output tokens/s @ users from speed records (gemma-verify calibrate), beside the ceilings:",
+            (
+                "measured: output tokens/s @ users from speed records (gemma-verify calibrate), beside the "
+                "ceilings and the latency model's estimate at the same users (est):"
+            ),
         ]
         lines += [
             f"  {model} {variant} on {shape}: {record.cite()}" for (model, variant, shape), record in measured.items()
         ]
+        estimates = [
+            found
+            for fit in fits
+            if (record := measured.get((fit.model, fit.variant, fit.shape))) is not None
+            and (found := estimate_at(fit, record)) is not None
+        ]
+        lines += [f"  est: {basis}; {estimates[0].error}" for basis in dict.fromkeys(e.basis for e in estimates)]
     return "\n".join(lines) + "\n"
 
 
@@ -212,11 +249,29 @@ def render(options: MatrixOptions) -> str:
                     if (record := measured.get((fit.model, fit.variant, fit.shape))) is not None
                     else None
                 ),
+                "estimatedAtMeasured": _estimate_json(fit, measured.get((fit.model, fit.variant, fit.shape))),
             }
             for fit in fits
         ],
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def _estimate_json(fit: Fit, record: SpeedRecord | None) -> dict[str, object] | None:
+    """The estimate beside a measured figure, for machines: its numbers, basis and stated error."""
+    found = None if record is None else estimate_at(fit, record)
+    if found is None:
+        return None
+    at = found.at
+    return {
+        "users": record.concurrency if record is not None else None,
+        "outputTokensPerS": None if at.saturated else round(at.output_tokens_per_s, 1),
+        "requestsPerS": None if at.saturated else round(at.request_rate, 3),
+        "p95TtftMs": None if at.saturated else round(at.ttft_p95_s * 1000, 1),
+        "tpotMs": None if at.saturated else round(at.tpot_s * 1000, 2),
+        "basis": found.basis,
+        "error": found.error,
+    }
 
 
 def _speed_records() -> list[SpeedRecord]:

@@ -160,7 +160,12 @@ def test_a_speed_record_shows_beside_the_ceilings(tmp_path: Path, monkeypatch: p
     save_speed_records(tmp_path, [record])
     options = MatrixOptions(models=("gemma-4-12b-it",), variants=("qat-w4a16-ct",), shapes=("l4",))
     text = render(options)
-    assert "123 @8" in text
+    assert "123 @8 (est " in text, "the latency model's estimate at the same 8 users sits beside the measured figure"
     assert "results/l4.jsonl (sha256 bbbbbbbbbbbb)" in text
+    assert "est: latency model, docs/advisor.md" in text
     (row,) = json.loads(render(dataclasses.replace(options, as_json=True)))["rows"]
     assert row["measured"]["output_throughput"] == 123.0
+    estimated = row["estimatedAtMeasured"]
+    assert estimated["users"] == 8
+    assert estimated["outputTokensPerS"] > 0
+    assert "error against measured figures" in estimated["error"]

@@ -13,12 +13,10 @@ from dataclasses import dataclass
 
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.gcp_names import region_of
-from serving.latency import Hardware
 from serving.pricing import CloudRunShape, GkeShape, HourlyPrice, TpuShape, deployed_cloud_run_shape
 from serving.shapes import accelerator_facts, machine_family
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
-from serving.speed_facts import hardware_for
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.fit import SHAPES, Shape
 from stacks.gke import ClusterSettings
@@ -60,10 +58,6 @@ class Offer:
     @property
     def accelerator(self) -> Accelerator:
         return self.shape.accelerator
-
-    def hardware(self, tensor_parallel: int | None = None) -> Hardware:
-        """One replica's accelerators: the whole shape, or ``tensor_parallel`` of a GKE node's."""
-        return hardware_for(self.shape.accelerator, tensor_parallel or self.shape.chips)
 
     def price(self) -> HourlyPrice:
         """One billed unit for an hour (an instance, a TPU node, a GKE node)."""

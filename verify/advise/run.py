@@ -18,25 +18,16 @@ from pathlib import Path
 
 from preview.stack_file import project_root
 from serving.catalog import CatalogModel, SupportStatus, catalog
-from serving.latency import AtLoad, Replica, Requests, at_rate, model_cost, prefill_seconds, with_users
-from serving.planner import KvLayout
+from serving.latency import AtLoad, Replica, Requests, at_rate, prefill_seconds, with_users
 from serving.pricing import HourlyPrice
-from serving.shapes import accelerator_facts
 from serving.speed_facts import fitted_efficiency
 from serving.speed_records import SpeedRecord, load_speed_records, matching
-from stacks.capacity import (
-    LARGE_GPU_BATCHED_TOKENS,
-    LARGE_GPU_MIN_GIB,
-    SMALL_GPU_BATCHED_TOKENS,
-    TPU_V6E_BATCHED_TOKENS,
-)
+from stacks.estimate import basis_of, replica_of
 from stacks.fit import Fit, Workload, fit
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
 from verify.advise.report import AdviseReport, Basis, Exclusion, Row
 
-# vLLM 0.32's --max-num-seqs default: the batch cap when the KV cache holds more.
-DEFAULT_MAX_NUM_SEQS = 256
 # The share of requests within the p95: goodput counts them.
 WITHIN_P95 = 0.95
 EXAMPLES = 3
@@ -63,14 +54,6 @@ class Candidate:
     @property
     def label(self) -> str:
         return f"{self.model.id} {self.variant} on {self.offer.name}"
-
-
-def _batched_tokens(offer: Offer) -> int:
-    """vLLM 0.32's default --max-num-batched-tokens for the accelerator (stacks/capacity.py)."""
-    facts = accelerator_facts(offer.accelerator.value)
-    if facts.family == "tpu":
-        return TPU_V6E_BATCHED_TOKENS
-    return LARGE_GPU_BATCHED_TOKENS if facts.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
 
 
 def _refusal_kind(message: str) -> str:
@@ -112,7 +95,6 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
     workload = Workload(
         context_tokens=longest_prompt, output_tokens=longest_output, kv_cache_dtype=options.kv_cache_dtype
     )
-    efficiency = fitted_efficiency()
     fits: dict[tuple[str, str, str], Fit] = {}
     found: list[Candidate] = []
     for model in catalog().values():
@@ -132,22 +114,13 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
                 # A GKE node runs node GPUs / TP replicas side by side (the matrix's choice: the smallest TP that
                 # fits); elsewhere one replica takes the whole shape.
                 tensor_parallel = answer.tensor_parallel if offer.platform == "gke" else offer.chips
-                hardware = offer.hardware(tensor_parallel)
-                tpu = accelerator_facts(offer.accelerator.value).family == "tpu"
-                layout = KvLayout.TPU if tpu else KvLayout.VLLM_HYBRID
-                cost = model_cost(
+                replica = replica_of(
                     model,
                     variant,
+                    offer.accelerator.value,
+                    tensor_parallel,
+                    batch_cap=answer.sequences,
                     kv_cache_dtype=options.kv_cache_dtype,
-                    tensor_parallel=tensor_parallel,
-                    layout=layout,
-                )
-                replica = Replica(
-                    cost,
-                    hardware,
-                    efficiency.efficiency(hardware),
-                    batch_cap=min(answer.sequences, DEFAULT_MAX_NUM_SEQS),
-                    batched_tokens=_batched_tokens(offer),
                 )
                 support = model.variant(variant).support(offer.accelerator)
                 caveats = tuple(answer.warnings)
@@ -238,14 +211,6 @@ def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOpti
     input_tps, output_tps = rate * options.prompt_tokens, rate * options.output_tokens
     per_second = per_hour / 3600
     share = min(max(state.prefill_busy, 0.0), 1.0)
-    fitted = fitted_efficiency()
-    hardware = candidate.replica.hardware
-    efficiency = candidate.replica.efficiency
-    facts = (
-        f"{hardware.name}: {hardware.peak_flops / 1e12:,.0f} TFLOP/s bf16 and {hardware.bandwidth / 1e9:,.0f} GB/s "
-        f"a chip; compute x{efficiency.compute:.3f}, bandwidth x{efficiency.bandwidth:.3f}, client "
-        f"{efficiency.client_s * 1000:.0f} ms (serving/data/latency-efficiency.json, fitted {fitted.fitted})"
-    )
     return Row(
         rank=0,
         model=candidate.model.id,
@@ -274,9 +239,7 @@ def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOpti
         usd_per_million_output=per_second * (1 - share) / output_tps * 1e6 if output_tps else None,
         scales_to_zero=offer.scales_to_zero,
         latency_basis=Basis(
-            kind="estimated",
-            source=f"latency model, docs/advisor.md ({facts})",
-            error=fitted.stated_error(),
+            kind="estimated", source=basis_of(candidate.replica), error=fitted_efficiency().stated_error()
         ),
         price_basis=_price_basis(price, fixed, units),
         cost_split=COST_SPLIT,

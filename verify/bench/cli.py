@@ -717,4 +717,7 @@ def run_compare_command(args: argparse.Namespace) -> int:
             mismatches=list(report.mismatches),
         )
     )
+    if report.estimates:
+        print("\nmeasured beside the estimate (docs/advisor.md):")
+        print("\n".join(f"  {line}" for line in report.estimates))
     return EXIT_OK

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from verify import UsageError
 from verify.bench import compare as comparing
+from verify.bench.predicted import estimate_lines
 from verify.bench.results import CellRecord, read_checked
 from verify.bench.run_pricing import one_value
 
@@ -34,6 +35,8 @@ class CompareReport:
     b_name: str
     rows: tuple[comparing.CellComparison, ...]
     mismatches: tuple[comparing.Mismatch, ...]
+    # Each measured cell beside the latency model's estimate for what it claims (verify/bench/predicted.py).
+    estimates: tuple[str, ...] = ()
 
 
 def read_side(path: Path) -> list[CellRecord]:
@@ -64,6 +67,12 @@ def run_compare(a_path: Path, b_path: Path, options: CompareOptions) -> CompareR
         a, b, allow_untrusted=options.allow_untrusted, metrics=comparing.metrics_for(options.slo_keys)
     )
     a_name, b_name = a_path.stem, b_path.stem
+    estimates = tuple(
+        estimate_lines(
+            [(f"{row.label} in {side}", record) for row in rows for side, record in (("A", row.a), ("B", row.b))],
+            options.slo_keys,
+        )
+    )
     if options.markdown is not None:
         options.markdown.write_text(
             comparing.markdown(
@@ -73,7 +82,8 @@ def run_compare(a_path: Path, b_path: Path, options: CompareOptions) -> CompareR
                 a_desc=comparing.describe_side(a),
                 b_desc=comparing.describe_side(b),
                 mismatches=mismatches,
+                estimates=estimates,
             ),
             encoding="utf-8",
         )
-    return CompareReport(a_name, b_name, tuple(rows), tuple(mismatches))
+    return CompareReport(a_name, b_name, tuple(rows), tuple(mismatches), estimates)
