@@ -83,17 +83,17 @@ class KubernetesObject(pulumi.CustomResource):
         api_version, kind = manifest["apiVersion"], manifest["kind"]
         built_in = BUILT_IN.get((api_version, kind))
         props = {key: value for key, value in manifest.items() if value is not None}
+        props.setdefault("metadata", None)
+        defaults = k8s_sdk.get_resource_opts_defaults()
         if built_in is None:
             # As pulumi-kubernetes' CustomResource: the caller's options, then the SDK's version.
-            merged = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s_sdk.get_resource_opts_defaults().version))
-            props.setdefault("metadata", None)
+            merged = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=defaults.version))
         else:
-            merged = pulumi.ResourceOptions.merge(k8s_sdk.get_resource_opts_defaults(), opts)
+            merged = pulumi.ResourceOptions.merge(defaults, opts)
             if built_in.aliases:
                 merged = pulumi.ResourceOptions.merge(
                     merged, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=token) for token in built_in.aliases])
                 )
-            props.setdefault("metadata", None)
             if built_in.status:
                 props["status"] = None
         super().__init__(type_token(api_version, kind), name, props, merged)
