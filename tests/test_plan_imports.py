@@ -7,7 +7,7 @@ and `pulumi up` pays the same imports. Timing a plan in a test would be flaky on
 this checks what is *imported*, which is deterministic; benchmarks/preview_time.py measures the time.
 
 A fresh interpreter is the point here (the test process has imported everything): one child renders the
-Cloud Run stack, records what is loaded, then renders the TPU stack in the same process.
+Cloud Run stack, records what is loaded, then renders the TPU stack and a GKE stack in the same process.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ import contextlib, io, json, sys
 SDKS = ("pulumi_gcp.", "pulumi_kubernetes.", "pulumi_random.", "pulumi_command.", "pulumi_docker.")
 from preview.__main__ import main
 loaded = {}
-for stack in ("l4", "tpu-v6e"):
+for stack in ("l4", "tpu-v6e", "gke-l4-adapters"):  # in this order: each list includes the ones before
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(["--stack", stack, "--format", "json"])
     assert code == 0, (stack, code)
@@ -92,7 +92,12 @@ def test_a_tpu_plan_imports_no_rest_client_and_no_gke(loaded_by_plan: dict[str, 
 # its service on the first use of any class (pulumi_gcp.cloudrunv2 ~0.2 s, pulumi_gcp.compute ~1 s on a quiet
 # machine), so the components register provider resources by type token instead (components/wire/);
 # pulumi_command.local (one small resource module) is the one a Cloud Run or TPU plan still loads.
-PROVIDER_PACKAGES = {"l4": ["pulumi_command.local"], "tpu-v6e": ["pulumi_command.local"]}
+PROVIDER_PACKAGES = {
+    "l4": ["pulumi_command.local"],
+    "tpu-v6e": ["pulumi_command.local"],
+    # The GKE example with the inference gateway and the metrics adapter: the most Kubernetes kinds.
+    "gke-l4-adapters": ["pulumi_command.local"],
+}
 
 
 @pytest.mark.parametrize("stack", sorted(PROVIDER_PACKAGES))
@@ -109,3 +114,4 @@ def test_the_plans_did_import_their_own_platform(loaded_by_plan: dict[str, list[
     assert "deploy.cloud_run" in loaded_by_plan["l4"]
     assert "components.vllm_gpu_service" in loaded_by_plan["l4"]
     assert "components.tpu.node" in loaded_by_plan["tpu-v6e"]
+    assert "components.gke.gateway" in loaded_by_plan["gke-l4-adapters"]

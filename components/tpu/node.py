@@ -24,11 +24,10 @@ import pulumi_random as random
 
 from components.managed_secret import ACCESSOR_ROLE, FormerNames, ManagedSecret, ManagedSecretArgs
 from components.serving_identity import ServingIdentity
-from components.tpu import compute
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Placement, Provisioning, tier_name
 from components.tpu.startup_script import BUCKET_METADATA_KEY, NodeCollector, StartupScriptSpec, render_startup_script
-from components.wire import gcp
+from components.wire import gcp, wire
 from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.accelerators import TPU_CHIPS, Accelerator
@@ -327,12 +326,13 @@ class TpuVllmNode(pulumi.ComponentResource):
         edge: list[pulumi.Resource] = []
         if network.allowed_source_ranges:
             edge.append(
-                compute.Firewall(
+                gcp.Firewall(
                     f"{name}-vllm-port",
                     project=args.project,
                     network=network.network,
                     description=f"vLLM port of TPU node {name}, from named ranges only",
-                    tcp_ports=[str(args.port)],
+                    direction="INGRESS",
+                    allows=[wire(protocol="tcp", ports=[str(args.port)])],
                     source_ranges=list(network.allowed_source_ranges),
                     target_tags=[tag],
                     opts=child,
@@ -340,12 +340,13 @@ class TpuVllmNode(pulumi.ComponentResource):
             )
         if network.iap_ssh:
             edge.append(
-                compute.Firewall(
+                gcp.Firewall(
                     f"{name}-iap-ssh",
                     project=args.project,
                     network=network.network,
                     description=f"SSH to TPU node {name} through IAP TCP forwarding only",
-                    tcp_ports=["22"],
+                    direction="INGRESS",
+                    allows=[wire(protocol="tcp", ports=["22"])],
                     source_ranges=[IAP_SOURCE_RANGE],
                     target_tags=[tag],
                     opts=child,
@@ -355,12 +356,19 @@ class TpuVllmNode(pulumi.ComponentResource):
             # One NAT per region the node may land in (a fallback zone in another region needs its own).
             for other in _placement_regions(args):
                 suffix = "" if other == region else f"-{other}"
-                router = compute.Router(
+                router = gcp.Router(
                     f"{name}-router{suffix}", project=args.project, region=other, network=network.network, opts=child
                 )
                 edge.append(
-                    compute.RouterNat(
-                        f"{name}-nat{suffix}", project=args.project, region=other, router=router.name, opts=child
+                    gcp.RouterNat(
+                        f"{name}-nat{suffix}",
+                        project=args.project,
+                        region=other,
+                        router=router.name,
+                        nat_ip_allocate_option="AUTO_ONLY",
+                        source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+                        log_config=wire(enable=True, filter="ERRORS_ONLY"),
+                        opts=child,
                     )
                 )
         return edge

@@ -228,3 +228,81 @@ class Budget(GcpResource):
     """`gcp.billing.Budget`."""
 
     TYPE = "gcp:billing/budget:Budget"
+
+
+class Firewall(GcpResource):
+    """`gcp.compute.Firewall`."""
+
+    TYPE = "gcp:compute/firewall:Firewall"
+
+
+class Router(GcpResource):
+    """`gcp.compute.Router`."""
+
+    TYPE = "gcp:compute/router:Router"
+    COMPUTED = ("name",)
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+
+class RouterNat(GcpResource):
+    """`gcp.compute.RouterNat`."""
+
+    TYPE = "gcp:compute/routerNat:RouterNat"
+
+
+class Subnetwork(GcpResource):
+    """`gcp.compute.Subnetwork`."""
+
+    TYPE = "gcp:compute/subnetwork:Subnetwork"
+
+
+class Address(GcpResource):
+    """`gcp.compute.Address`."""
+
+    TYPE = "gcp:compute/address:Address"
+    SECRET_OUTPUTS = _LABELS
+    COMPUTED = ("name", "address")
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+    @property
+    def address(self) -> pulumi.Output[str]:
+        """The IP address Google reserved."""
+        return self.text("address")
+
+
+class Cluster(GcpResource):
+    """`gcp.container.Cluster`."""
+
+    TYPE = "gcp:container/cluster:Cluster"
+    SECRET_OUTPUTS = _LABELS
+    COMPUTED = ("name", "endpoint", "controlPlaneEndpointsConfig")
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+    @property
+    def endpoint(self) -> pulumi.Output[str]:
+        return self.text("endpoint")
+
+    @property
+    def control_plane_endpoints_config(self) -> pulumi.Output[dict[str, Any] | None]:
+        """Wire keys: `dnsEndpointConfig.endpoint` is the IAM-guarded DNS endpoint."""
+        return self.output("controlPlaneEndpointsConfig")
+
+
+class NodePool(GcpResource):
+    """`gcp.container.NodePool`."""
+
+    TYPE = "gcp:container/nodePool:NodePool"
+    COMPUTED = ("name",)
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
