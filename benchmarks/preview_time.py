@@ -13,7 +13,7 @@ Bytecode is allowed in the children whatever the shell says (PYTHONDONTWRITEBYTE
 loads the compiled modules.
 
 Also prints the TPU stack's median over the GPU stacks' median (the TPU plan once took twice a GPU
-stack's: components/tpu/compute.py explains the fix); with ``--max-ratio`` it exits 1 when that ratio
+stack's: components/wire/ explains the fix); with ``--max-ratio`` it exits 1 when that ratio
 is above it, and with ``--check`` when a stack's median is above its budget.
 
 Usage::

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_gcp as gcp
 
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
+from components.wire import gcp, wire
 from policy.image_pins import image_pin_problem
 from serving.cloud_run_jobs import JobKeys, job_problems
 from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
@@ -136,7 +136,7 @@ class BenchJob(pulumi.ComponentResource):
             child,
         )
         member = identity.member
-        invoker = gcp.cloudrunv2.ServiceIamMember(
+        invoker = gcp.CloudRunServiceIamMember(
             f"{name}-invoker",
             name=args.service_name,
             location=args.region,
@@ -144,62 +144,54 @@ class BenchJob(pulumi.ComponentResource):
             member=member,
             opts=child,
         )
-        bucket = gcp.storage.Bucket(
+        bucket = gcp.Bucket(
             f"{name}-results",
             location=args.region,
             uniform_bucket_level_access=True,
             public_access_prevention="enforced",
             force_destroy=True,  # raw samples only; the merged reports live wherever collect writes them
             lifecycle_rules=[
-                gcp.storage.BucketLifecycleRuleArgs(
-                    action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
-                    condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=args.keep_days),
+                wire(
+                    action=wire(type="Delete"),
+                    condition=wire(age=args.keep_days),
                 )
             ],
             labels=dict(args.labels),
             opts=child,
         )
-        writer = gcp.storage.BucketIAMMember(
-            f"{name}-writer", bucket=bucket.name, role=RESULTS_ROLE, member=member, opts=child
-        )
-        envs = [gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(name=k, value=v) for k, v in args.job_env().items()]
-        envs.append(gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(name="BENCH_URL", value=args.service_url))
-        job = gcp.cloudrunv2.Job(
+        writer = gcp.BucketIamMember(f"{name}-writer", bucket=bucket.name, role=RESULTS_ROLE, member=member, opts=child)
+        envs = [wire(name=k, value=v) for k, v in args.job_env().items()]
+        envs.append(wire(name="BENCH_URL", value=args.service_url))
+        job = gcp.CloudRunJob(
             f"{name}-job",
             name=name,
             location=args.region,
             project=args.project,
             deletion_protection=False,
             labels=dict(args.labels),
-            template=gcp.cloudrunv2.JobTemplateArgs(
+            template=wire(
                 # Every task at once: the load of a cell is the sum of the tasks' shares.
                 task_count=args.tasks,
                 parallelism=args.tasks,
                 labels=dict(args.labels),
-                template=gcp.cloudrunv2.JobTemplateTemplateArgs(
+                template=wire(
                     service_account=identity.email,
                     timeout=f"{args.task_timeout_seconds}s",
                     max_retries=0,
                     containers=[
-                        gcp.cloudrunv2.JobTemplateTemplateContainerArgs(
+                        wire(
                             name=BENCH_JOB_CONTAINER,
                             image=args.image,
                             commands=["python", "-m", "verify", "bench", "task"],
                             envs=envs,
-                            resources=gcp.cloudrunv2.JobTemplateTemplateContainerResourcesArgs(
-                                limits={"cpu": str(args.cpu_per_task), "memory": f"{args.memory_gib}Gi"}
-                            ),
-                            volume_mounts=[
-                                gcp.cloudrunv2.JobTemplateTemplateContainerVolumeMountArgs(
-                                    name="results", mount_path=RESULTS_MOUNT
-                                )
-                            ],
+                            resources=wire(limits={"cpu": str(args.cpu_per_task), "memory": f"{args.memory_gib}Gi"}),
+                            volume_mounts=[wire(name="results", mount_path=RESULTS_MOUNT)],
                         )
                     ],
                     volumes=[
-                        gcp.cloudrunv2.JobTemplateTemplateVolumeArgs(
+                        wire(
                             name="results",
-                            gcs=gcp.cloudrunv2.JobTemplateTemplateVolumeGcsArgs(
+                            gcs=wire(
                                 bucket=bucket.name,
                                 read_only=False,
                                 mount_options=list(RESULTS_MOUNT_OPTIONS),

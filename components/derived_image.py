@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 import pulumi
-import pulumi_gcp as gcp
+import pulumi_gcp
 
+from components.wire import gcp, wire
 from policy.image_pins import image_pin_problem
 from serving.gcp_names import RFC1035_ID
 from serving.images import registry_host
@@ -79,7 +80,7 @@ class DerivedImage(pulumi.ComponentResource):
 
         super().__init__(TypeToken.DERIVED_IMAGE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        repository = gcp.artifactregistry.Repository(
+        repository = gcp.Repository(
             f"{name}-repo",
             project=args.project,
             location=args.region,
@@ -87,11 +88,11 @@ class DerivedImage(pulumi.ComponentResource):
             format="DOCKER",
             mode="STANDARD_REPOSITORY",
             description=args.description,
-            docker_config=gcp.artifactregistry.RepositoryDockerConfigArgs(immutable_tags=args.immutable_tags),
+            docker_config=wire(immutable_tags=args.immutable_tags),
             labels=dict(args.labels),
             opts=child,
         )
-        client = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        client = pulumi_gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
         image = docker.Image(
             f"{name}-image",
             image_name=args.image_name,

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_gcp as gcp
 
+from components.wire import gcp, wire
 from serving.gcp_names import BINDING_KEY, RFC1035_ID
 from serving.images import docker_hub_path, registry_host
 from serving.naming import TypeToken
@@ -63,7 +63,7 @@ class ImageMirror(pulumi.ComponentResource):
     def __init__(self, name: str, args: ImageMirrorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TypeToken.IMAGE_MIRROR, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        repository = gcp.artifactregistry.Repository(
+        repository = gcp.Repository(
             f"{name}-repo",
             project=args.project,
             location=args.region,
@@ -71,26 +71,22 @@ class ImageMirror(pulumi.ComponentResource):
             format="DOCKER",
             mode="REMOTE_REPOSITORY",
             description=f"Docker Hub, cached in {args.region} for gemma-serving",
-            remote_repository_config=gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
+            remote_repository_config=wire(
                 description="Docker Hub",
-                docker_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryArgs(
-                    public_repository="DOCKER_HUB"
-                ),
+                docker_repository=wire(public_repository="DOCKER_HUB"),
             ),
             cleanup_policies=[
-                gcp.artifactregistry.RepositoryCleanupPolicyArgs(
+                wire(
                     id="drop-untagged",
                     action="DELETE",
-                    condition=gcp.artifactregistry.RepositoryCleanupPolicyConditionArgs(
-                        tag_state="UNTAGGED", older_than=f"{args.keep_untagged_days * 86400}s"
-                    ),
+                    condition=wire(tag_state="UNTAGGED", older_than=f"{args.keep_untagged_days * 86400}s"),
                 )
             ],
             labels=dict(args.labels),
             opts=child,
         )
         for key, member in args.readers.items():
-            gcp.artifactregistry.RepositoryIamMember(
+            gcp.RepositoryIamMember(
                 f"{name}-reader-{key}",
                 project=args.project,
                 location=args.region,

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_gcp as gcp
 
+from components.wire import gcp, wire
 from serving.gcp_names import SECRET_ID
 from serving.naming import TypeToken
 
@@ -59,14 +59,10 @@ class ManagedSecret(pulumi.ComponentResource):
     def __init__(self, name: str, args: ManagedSecretArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TypeToken.MANAGED_SECRET, name, None, opts)
         former = args.former_names
-        secret = gcp.secretmanager.Secret(
+        secret = gcp.Secret(
             f"{name}-secret",
             secret_id=args.secret_id,
-            replication=gcp.secretmanager.SecretReplicationArgs(
-                user_managed=gcp.secretmanager.SecretReplicationUserManagedArgs(
-                    replicas=[gcp.secretmanager.SecretReplicationUserManagedReplicaArgs(location=args.location)]
-                )
-            ),
+            replication=wire(user_managed=wire(replicas=[wire(location=args.location)])),
             labels=dict(args.labels),
             # The id is fixed, so a replacement (a new location) must delete the old secret first.
             opts=pulumi.ResourceOptions(
@@ -75,7 +71,7 @@ class ManagedSecret(pulumi.ComponentResource):
                 aliases=[pulumi.Alias(name=former.secret, parent=former.parent)] if former else None,
             ),
         )
-        version = gcp.secretmanager.SecretVersion(
+        version = gcp.SecretVersion(
             f"{name}-version",
             secret=secret.id,
             # Always a Pulumi secret, even if a caller passed a plain Input by mistake.

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 
+from components.wire import gcp, wire
 from serving.compile_cache import CACHE_WRITER_ROLE
 from serving.gcp_names import BINDING_KEY, bucket_path_problem
 from serving.naming import TypeToken
@@ -79,7 +80,7 @@ class ModelBucket(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TypeToken.MODEL_BUCKET, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        bucket = gcp.storage.Bucket(
+        bucket = gcp.Bucket(
             f"{name}-bucket",
             location=args.location,
             uniform_bucket_level_access=True,
@@ -91,7 +92,7 @@ class ModelBucket(pulumi.ComponentResource):
             lifecycle_rules=_cache_expiry(args.cache),
         )
         for key, member in args.readers.items():
-            gcp.storage.BucketIAMMember(
+            gcp.BucketIamMember(
                 f"{name}-reader-{key}",
                 bucket=bucket.name,
                 role="roles/storage.objectViewer",
@@ -99,7 +100,7 @@ class ModelBucket(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, aliases=list(args.reader_aliases.get(key, ()))),
             )
         if args.cache is not None:
-            folder = gcp.storage.ManagedFolder(
+            folder = gcp.ManagedFolder(
                 f"{name}-compile-cache",
                 bucket=bucket.name,
                 name=args.cache.folder,
@@ -107,7 +108,7 @@ class ModelBucket(pulumi.ComponentResource):
                 force_destroy=True,
                 opts=child,
             )
-            gcp.storage.ManagedFolderIamMember(
+            gcp.ManagedFolderIamMember(
                 f"{name}-compile-cache-writer",
                 bucket=bucket.name,
                 managed_folder=folder.name,
@@ -116,7 +117,7 @@ class ModelBucket(pulumi.ComponentResource):
                 opts=child,
             )
         self.kept_folders: list[pulumi.Resource] = [
-            gcp.storage.BucketObject(
+            gcp.BucketObject(
                 f"{name}-keep-{folder}", bucket=bucket.name, name=f"{folder}/.keep", content=" ", opts=child
             )
             for folder in args.kept_folders
@@ -126,15 +127,13 @@ class ModelBucket(pulumi.ComponentResource):
         self.register_outputs({"name": self.name, "url": self.url})
 
 
-def _cache_expiry(cache: CacheFolder | None) -> list[gcp.storage.BucketLifecycleRuleArgs] | None:
+def _cache_expiry(cache: CacheFolder | None) -> list[dict[str, Any]] | None:
     """Delete the cache's objects `max_age_days` after they were written; nothing else expires."""
     if cache is None:
         return None
     return [
-        gcp.storage.BucketLifecycleRuleArgs(
-            action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
-            condition=gcp.storage.BucketLifecycleRuleConditionArgs(
-                age=cache.max_age_days, matches_prefixes=[cache.folder]
-            ),
+        wire(
+            action=wire(type="Delete"),
+            condition=wire(age=cache.max_age_days, matches_prefixes=[cache.folder]),
         )
     ]

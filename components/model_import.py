@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_command as command
-import pulumi_gcp as gcp
 
 from components.managed_secret import ACCESSOR_ROLE, ManagedSecret
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
+from components.wire import gcp, wire
 from job_scripts import script_source
 from serving.gcp_names import COMMIT_ID, RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
 from serving.naming import IMPORT_JOB_CONTAINER, IMPORT_RUN_SUFFIX, TypeToken
@@ -167,7 +167,7 @@ class ModelImport(pulumi.ComponentResource):
             child,
         )
         member = identity.member
-        folder = gcp.storage.ManagedFolder(
+        folder = gcp.ManagedFolder(
             f"{name}-folder",
             bucket=args.bucket_name,
             name=f"{args.prefix}/",
@@ -176,7 +176,7 @@ class ModelImport(pulumi.ComponentResource):
             opts=child,
         )
         grants: list[pulumi.Resource] = [
-            gcp.storage.ManagedFolderIamMember(
+            gcp.ManagedFolderIamMember(
                 f"{name}-writer",
                 bucket=args.bucket_name,
                 managed_folder=folder.name,
@@ -185,11 +185,11 @@ class ModelImport(pulumi.ComponentResource):
                 opts=child,
             )
         ]
-        envs = [gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(name=k, value=v) for k, v in args.job_env().items()]
-        envs.append(gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(name="IMPORT_BUCKET", value=args.bucket_name))
+        envs = [wire(name=k, value=v) for k, v in args.job_env().items()]
+        envs.append(wire(name="IMPORT_BUCKET", value=args.bucket_name))
         if args.from_hub and args.hf_token is not None:
             grants.append(
-                gcp.secretmanager.SecretIamMember(
+                gcp.SecretIamMember(
                     f"{name}-token-reader",
                     project=args.project,
                     secret_id=args.hf_token.secret_id,
@@ -199,17 +199,15 @@ class ModelImport(pulumi.ComponentResource):
                 )
             )
             envs.append(
-                gcp.cloudrunv2.JobTemplateTemplateContainerEnvArgs(
+                wire(
                     name="HF_TOKEN",
-                    value_source=gcp.cloudrunv2.JobTemplateTemplateContainerEnvValueSourceArgs(
-                        secret_key_ref=gcp.cloudrunv2.JobTemplateTemplateContainerEnvValueSourceSecretKeyRefArgs(
-                            secret=args.hf_token.secret_id, version=args.hf_token.version
-                        )
+                    value_source=wire(
+                        secret_key_ref=wire(secret=args.hf_token.secret_id, version=args.hf_token.version)
                     ),
                 )
             )
         job_spec = args.job
-        job = gcp.cloudrunv2.Job(
+        job = gcp.CloudRunJob(
             f"{name}-job",
             # A fixed name, so the plan and the README can say which job to run by hand.
             name=name,
@@ -217,26 +215,24 @@ class ModelImport(pulumi.ComponentResource):
             project=args.project,
             deletion_protection=False,
             labels=dict(args.labels),
-            template=gcp.cloudrunv2.JobTemplateArgs(
+            template=wire(
                 task_count=1,
                 parallelism=1,
                 labels=dict(args.labels),
-                template=gcp.cloudrunv2.JobTemplateTemplateArgs(
+                template=wire(
                     service_account=identity.email,
                     timeout=f"{job_spec.timeout_minutes * 60}s",
                     # A retried task resumes where the failed one stopped (the job is idempotent).
                     max_retries=job_spec.max_retries,
                     containers=[
-                        gcp.cloudrunv2.JobTemplateTemplateContainerArgs(
+                        wire(
                             name=IMPORT_JOB_CONTAINER,
                             image=args.image,
                             # The script travels in the job spec: no image build, no install at start.
                             commands=["python3"],
                             args=["-c", script_source()],
                             envs=envs,
-                            resources=gcp.cloudrunv2.JobTemplateTemplateContainerResourcesArgs(
-                                limits={"cpu": str(job_spec.cpu), "memory": f"{job_spec.memory_gib}Gi"}
-                            ),
+                            resources=wire(limits={"cpu": str(job_spec.cpu), "memory": f"{job_spec.memory_gib}Gi"}),
                         )
                     ],
                 ),

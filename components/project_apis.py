@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp as gcp
+import pulumi_gcp
 
+from components.wire import gcp
 from serving.naming import TypeToken
 
 _API = re.compile(r"^[a-z][a-z0-9-]*\.googleapis\.com$")
@@ -40,12 +41,12 @@ class ProjectApisArgs:
 class ProjectApis(pulumi.ComponentResource):
     """Owns: one `gcp.projects.Service` per API and the Google provider the stack's components use."""
 
-    provider: gcp.Provider
+    provider: pulumi_gcp.Provider
 
     def __init__(self, name: str, args: ProjectApisArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TypeToken.PROJECT_APIS, name, None, opts)
         services = [
-            gcp.projects.Service(
+            gcp.ProjectService(
                 f"{name}-{api.split('.', 1)[0]}",
                 project=args.project,
                 service=api,
@@ -55,7 +56,7 @@ class ProjectApis(pulumi.ComponentResource):
             )
             for api in sorted(set(args.apis))
         ]
-        self.provider = gcp.Provider(
+        self.provider = pulumi_gcp.Provider(
             f"{name}-google",
             project=args.project,
             impersonate_service_account=args.impersonate_service_account,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp as gcp
 
+from components.wire import gcp
 from serving.gcp_names import SERVICE_ACCOUNT_ID
 from serving.naming import TypeToken
 
@@ -50,7 +50,7 @@ class ServingIdentity(pulumi.ComponentResource):
     def __init__(self, name: str, args: ServingIdentityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TypeToken.SERVING_IDENTITY, name, None, opts)
         self.account_id = args.account_id
-        account = gcp.serviceaccount.Account(
+        account = gcp.ServiceAccount(
             f"{name}-sa",
             account_id=args.account_id,
             display_name=args.display_name,

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pulumi
-import pulumi_gcp as gcp
 
 from components.monitoring.sidecar import (
     MetricsSidecar,
@@ -34,6 +33,7 @@ from components.weight_access import (
     model_volumes,
     vpc_access,
 )
+from components.wire import gcp, wire
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
@@ -300,14 +300,14 @@ class VllmGpuService(pulumi.ComponentResource):
         template_inputs = _template_inputs(args)
         # The revision name is the service's name plus a hash of everything the revision is made of, so the
         # same template always names the same revision and traffic can name it before it exists.
-        revision = pulumi.Output.from_input(gcp.cloudrunv2.ServiceTemplateArgs(**template_inputs)).apply(
+        revision = pulumi.Output.from_input(wire(**template_inputs)).apply(
             lambda template: f"{service_name}-{_template_hash(template)}"
         )
         rollout = args.rollout
         if isinstance(rollout, GatedRollout):
             state_serving: pulumi.Output[str | None] = pulumi.Output.from_input(rollout.serving_revision)
             percent = rollout.candidate_percent
-            traffics: pulumi.Input[Sequence[pulumi.Input[gcp.cloudrunv2.ServiceTrafficArgs]]] = state_serving.apply(
+            traffics: pulumi.Input[Sequence[pulumi.Input[dict[str, Any]]]] = state_serving.apply(
                 lambda serving_revision: gated_traffic(revision, serving_revision, percent)
             )
             # Known as soon as the state (or promotion) names it, even while the candidate's name is computed.
@@ -317,9 +317,9 @@ class VllmGpuService(pulumi.ComponentResource):
             previous: pulumi.Output[str | None] = pulumi.Output.from_input(rollout.previous_revision)
         else:
             serving = revision
-            traffics = [gcp.cloudrunv2.ServiceTrafficArgs(type=_LATEST, percent=100)]
+            traffics = [wire(type=_LATEST, percent=100)]
             previous = pulumi.Output.from_input(None)
-        service = gcp.cloudrunv2.Service(
+        service = gcp.CloudRunService(
             f"{name}-service",
             name=service_name,
             location=args.region,
@@ -327,12 +327,12 @@ class VllmGpuService(pulumi.ComponentResource):
             deletion_protection=args.deletion_protection,
             invoker_iam_disabled=False,
             labels=dict(args.labels),
-            template=gcp.cloudrunv2.ServiceTemplateArgs(**template_inputs, revision=revision),
+            template=wire(**template_inputs, revision=revision),
             traffics=traffics,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for)),
         )
         for member in args.invokers:
-            gcp.cloudrunv2.ServiceIamMember(
+            gcp.CloudRunServiceIamMember(
                 f"{name}-invoker-{_member_slug(member)}",
                 name=service.name,
                 location=args.region,
@@ -364,9 +364,7 @@ class VllmGpuService(pulumi.ComponentResource):
         )
 
 
-def gated_traffic(
-    candidate: pulumi.Input[str], serving: str | None, candidate_percent: int
-) -> list[gcp.cloudrunv2.ServiceTrafficArgs]:
+def gated_traffic(candidate: pulumi.Input[str], serving: str | None, candidate_percent: int) -> list[dict[str, Any]]:
     """The serving revision with its share and the candidate under its tag with the rest, both by name.
 
     With no serving revision yet (the stack's first rollout) the candidate takes 100%: otherwise the
@@ -375,14 +373,12 @@ def gated_traffic(
     traffic block) allows, as `kn service update --tag-revision` writes for a revision that already has a
     share: the tag keeps its URL, and the split never depends on a name only known once the template resolves.
     """
-    candidate_entry = gcp.cloudrunv2.ServiceTrafficArgs(
+    candidate_entry = wire(
         type=_BY_REVISION, revision=candidate, percent=100 if serving is None else candidate_percent, tag=CANDIDATE_TAG
     )
     if serving is None:
         return [candidate_entry]
-    serving_entry = gcp.cloudrunv2.ServiceTrafficArgs(
-        type=_BY_REVISION, revision=serving, percent=100 - candidate_percent
-    )
+    serving_entry = wire(type=_BY_REVISION, revision=serving, percent=100 - candidate_percent)
     return [serving_entry, candidate_entry]
 
 
@@ -394,11 +390,11 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
         execution_environment="EXECUTION_ENVIRONMENT_GEN2",
         timeout=f"{args.request_timeout_seconds}s",
         max_instance_request_concurrency=args.request_concurrency,
-        scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(
+        scaling=wire(
             min_instance_count=args.min_instances,
             max_instance_count=args.max_instances,
         ),
-        node_selector=gcp.cloudrunv2.ServiceTemplateNodeSelectorArgs(accelerator=args.gpu.node_selector),
+        node_selector=wire(accelerator=args.gpu.node_selector),
         gpu_zonal_redundancy_disabled=args.gpu_zonal_redundancy_disabled,
         labels=dict(args.labels),
         volumes=[
@@ -409,30 +405,30 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
         or None,
         vpc_access=vpc_access(args.streamed),
         containers=[
-            gcp.cloudrunv2.ServiceTemplateContainerArgs(
+            wire(
                 name=GPU_SERVING_CONTAINER,
                 image=args.image,
                 commands=list(args.command) or None,
                 args=list(args.serve_args),
                 envs=[
-                    gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
+                    wire(name=key, value=value)
                     for key, value in sorted({**args.env, **_cache_env(args.compile_cache)}.items())
                 ],
-                ports=gcp.cloudrunv2.ServiceTemplateContainerPortsArgs(container_port=port, name="http1"),
-                resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
+                ports=wire(container_port=port, name="http1"),
+                resources=wire(
                     limits=vllm_limits(args.gpu, args.cpu, args.memory_gib, args.metrics_sidecar),
                     cpu_idle=False,
                     startup_cpu_boost=True,
                 ),
-                startup_probe=gcp.cloudrunv2.ServiceTemplateContainerStartupProbeArgs(
-                    http_get=gcp.cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs(path="/health", port=port),
+                startup_probe=wire(
+                    http_get=wire(path="/health", port=port),
                     initial_delay_seconds=args.startup_probe.initial_delay_seconds,
                     period_seconds=args.startup_probe.period_seconds,
                     timeout_seconds=args.startup_probe.timeout_seconds,
                     failure_threshold=args.startup_probe.failure_threshold,
                 ),
-                liveness_probe=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeArgs(
-                    http_get=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs(path="/health", port=port),
+                liveness_probe=wire(
+                    http_get=wire(path="/health", port=port),
                     initial_delay_seconds=args.liveness_probe.initial_delay_seconds,
                     period_seconds=args.liveness_probe.period_seconds,
                     timeout_seconds=args.liveness_probe.timeout_seconds,
@@ -460,27 +456,43 @@ def _cache_env(cache: CacheMount | None) -> dict[str, str]:
     return {GPU_CACHE_ENV: cache.mount_path} if cache is not None else {}
 
 
-def _template_hash(template: gcp.cloudrunv2.ServiceTemplateArgs) -> str:
-    """A short, stable hash of a resolved template (input types flattened to their fields, keys sorted)."""
+def _template_hash(template: dict[str, Any]) -> str:
+    """A short, stable hash of a resolved template (fields by their Python names, keys sorted).
+
+    The hash names the revision, so it must not change when the code building the template does: it is
+    taken over the form pulumi-gcp's `ServiceTemplateArgs` had (snake_case field names, None left out),
+    which every revision deployed so far was named from; the wire form's camelCase keys are turned back.
+    """
     canonical = json.dumps(_plain(template), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:_REVISION_HASH_CHARS]
 
 
-def _plain(value: object) -> object:
-    """Input types (Pulumi's *Args classes keep their fields in ``__dict__``), lists and dicts as plain JSON."""
+# Maps whose keys are data (label names, resource names such as `nvidia.com/gpu`), not field names.
+_KEYED_BY_DATA = frozenset({"labels", "limits"})
+
+
+def _plain(value: object, *, data_keys: bool = False) -> object:
+    """Wire-form mappings with their field names in snake_case, lists and values as plain JSON."""
     if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items() if item is not None}
+        return {
+            (str(key) if data_keys else _snake(str(key))): _plain(item, data_keys=key in _KEYED_BY_DATA)
+            for key, item in value.items()
+            if item is not None
+        }
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
-    if hasattr(value, "__dict__") and not isinstance(value, type):
-        return {key.lstrip("_"): _plain(item) for key, item in vars(value).items() if item is not None}
     return value
 
 
-def _candidate_uri(statuses: Sequence[Any] | None) -> str | None:
+def _snake(name: str) -> str:
+    """`maxInstanceCount` -> `max_instance_count` (the inverse of `components.wire.camel`)."""
+    return "".join(f"_{char.lower()}" if char.isupper() else char for char in name)
+
+
+def _candidate_uri(statuses: Sequence[Mapping[str, Any]] | None) -> str | None:
     for status in statuses or ():
-        if getattr(status, "tag", None) == CANDIDATE_TAG:
-            uri: str | None = status.uri
+        if status.get("tag") == CANDIDATE_TAG:
+            uri: str | None = status.get("uri")
             return uri
     return None
 

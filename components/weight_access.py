@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
+
+from components.wire import wire
 
 MODEL_VOLUME = "models"
 # The read-write volume of the compile cache (compileCache.keep): the bucket again, narrowed to the cache's
@@ -43,37 +45,31 @@ class StreamedWeights:
 
 def model_volumes(
     bucket_name: pulumi.Input[str], options: list[str], streamed: StreamedWeights | None
-) -> list[gcp.cloudrunv2.ServiceTemplateVolumeArgs] | None:
+) -> list[dict[str, Any]] | None:
     """The bucket as a read-only gcsfuse volume, or none when vLLM streams from gs://."""
     if streamed is not None:
         return None
     return [
-        gcp.cloudrunv2.ServiceTemplateVolumeArgs(
+        wire(
             name=MODEL_VOLUME,
-            gcs=gcp.cloudrunv2.ServiceTemplateVolumeGcsArgs(bucket=bucket_name, read_only=True, mount_options=options),
+            gcs=wire(bucket=bucket_name, read_only=True, mount_options=options),
         )
     ]
 
 
-def model_volume_mounts(
-    mount_path: str, streamed: StreamedWeights | None
-) -> list[gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs] | None:
+def model_volume_mounts(mount_path: str, streamed: StreamedWeights | None) -> list[dict[str, Any]] | None:
     if streamed is not None:
         return None
-    return [gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(name=MODEL_VOLUME, mount_path=mount_path)]
+    return [wire(name=MODEL_VOLUME, mount_path=mount_path)]
 
 
-def vpc_access(streamed: StreamedWeights | None) -> gcp.cloudrunv2.ServiceTemplateVpcAccessArgs | None:
+def vpc_access(streamed: StreamedWeights | None) -> dict[str, Any] | None:
     """Direct VPC egress (a network interface on the subnet, all traffic) when vLLM streams; else none."""
     if streamed is None:
         return None
-    return gcp.cloudrunv2.ServiceTemplateVpcAccessArgs(
+    return wire(
         egress=ALL_TRAFFIC,
-        network_interfaces=[
-            gcp.cloudrunv2.ServiceTemplateVpcAccessNetworkInterfaceArgs(
-                network=streamed.network, subnetwork=streamed.subnet
-            )
-        ],
+        network_interfaces=[wire(network=streamed.network, subnetwork=streamed.subnet)],
     )
 
 
@@ -91,23 +87,19 @@ class CacheMount:
         return [*self.owner_options, f"only-dir={self.prefix.rstrip('/')}", "implicit-dirs"]
 
 
-def cache_volumes(
-    bucket_name: pulumi.Input[str], cache: CacheMount | None
-) -> list[gcp.cloudrunv2.ServiceTemplateVolumeArgs]:
+def cache_volumes(bucket_name: pulumi.Input[str], cache: CacheMount | None) -> list[dict[str, Any]]:
     """The cache folder as a read-write gcsfuse volume; none when the cache is not kept."""
     if cache is None:
         return []
     return [
-        gcp.cloudrunv2.ServiceTemplateVolumeArgs(
+        wire(
             name=CACHE_VOLUME,
-            gcs=gcp.cloudrunv2.ServiceTemplateVolumeGcsArgs(
-                bucket=bucket_name, read_only=False, mount_options=cache.options()
-            ),
+            gcs=wire(bucket=bucket_name, read_only=False, mount_options=cache.options()),
         )
     ]
 
 
-def cache_volume_mounts(cache: CacheMount | None) -> list[gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs]:
+def cache_volume_mounts(cache: CacheMount | None) -> list[dict[str, Any]]:
     if cache is None:
         return []
-    return [gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(name=CACHE_VOLUME, mount_path=cache.mount_path)]
+    return [wire(name=CACHE_VOLUME, mount_path=cache.mount_path)]

@@ -25,6 +25,8 @@ from verify.redact import Redactor
 STDERR_TAIL_CHARS = 2000
 # After SIGINT at a wall-time cap, how long the child's group has to write what it finished.
 STOP_GRACE_S = 5.0
+# How long a killed child is waited for (SIGKILL ends it at once; this only bounds a loop that is stopping).
+REAP_WAIT_S = 2.0
 # Process groups of the children running now: every one is killed when the server exits.
 _LIVE_GROUPS: set[int] = set()
 
@@ -91,10 +93,18 @@ class SubprocessRunner:
         except BaseException:
             # Cancelled (the client cancelled or went away) or the server is stopping: no load may outlive it.
             _kill_group(process.pid)
+            await _reap(process)
             raise
         finally:
             _LIVE_GROUPS.discard(process.pid)
         return Completed(process.returncode or 0, _text(stdout), _text(stderr))
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    """Collect a child just killed, so no zombie and no unclosed pipe transport outlive the call. Bounded: a
+    second cancellation or a loop that is stopping ends the wait, and the kernel reaps the child at exit."""
+    with contextlib.suppress(Exception, asyncio.CancelledError):
+        await asyncio.wait_for(process.wait(), timeout=REAP_WAIT_S)
 
 
 def kill_all() -> None:

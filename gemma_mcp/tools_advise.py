@@ -32,7 +32,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "SLO: prompt_tokens and output_tokens a request (or lengths, a distribution 'P:O:SHARE,...', e.g. "
             "'2048:256:0.9,16384:512:0.1'); the load as users (concurrent, closed loop) or rate "
             "(requests/s); slo as KEY=VALUE strings (p95_ttft_ms, p95_tpot_ms, goodput in req/s); optional "
-            "platforms (cloud-run, tpu), region, provisioning (on-demand, spot, flex-start), models, variants, "
+            "platforms (cloud-run, tpu, gke), region, provisioning (on-demand, spot, flex-start), models, variants, "
             "budget_usd_per_month and active_hours_per_month. Returns the ranked rows with predicted TTFT/TPOT, "
             "$/1M input and output tokens, $/hour and $/month, each with its basis (measured or estimated by the "
             "latency model of docs/advisor.md, with its stated error), and what was excluded by kind. Offline: "

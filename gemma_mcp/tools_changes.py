@@ -113,7 +113,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         description=(
             "Gated rollout of a Cloud Run stack (`gemma-verify promote`): after `deploy` the new revision waits "
             "under the `candidate` tag with 0% of the traffic; this runs verify health and a short bench (slo "
-            "entries such as 'p99_ttft_ms=2000') against the candidate's own URL and, only if both pass, moves "
+            "entries such as 'p90_ttft_ms=2000'; a p99 needs 368 requests per cell) against the candidate's own "
+            "URL and, only if both pass, moves "
             "traffic to it through `pulumi up` (steps such as [10, 50, 100] re-check health between them). On a "
             "failure traffic is left as it was (exit_code 1). rollback=true sends all traffic back to the "
             "previous revision. Changes who serves users; takes minutes; the bench is real load on the candidate. "

@@ -18,14 +18,15 @@ import sys
 from dataclasses import dataclass, field
 
 from preview.closed_pipe import run_until_reader_leaves
-from preview.fit import SHAPES, Fit, Workload, matrix
 from preview.stack_file import StackFileError, project_root
-from serving.catalog import catalog
+from serving.catalog import catalog, catalog_model
 from serving.pricing import usd
 from serving.speed_records import SpeedRecord, load_speed_records, matching
+from stacks.estimate import Estimate, estimate, replica_of
+from stacks.fit import SHAPES, Fit, Workload, fit_matrix, shape_named
 
 _CEILING_NOTE = (
-    "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `verify bench` "
+    "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `gemma-verify bench` "
     "measures, and a speed record's figure shows under measured); $/1M out at the decode ceiling"
 )
 
@@ -51,8 +52,34 @@ def _row(fit: Fit, measured: SpeedRecord | None = None) -> list[str]:
         _number(fit.prefill_ceiling_tokens_per_s),
         _number(fit.decode_ceiling_tokens_per_s),
         usd(fit.usd_per_million_output_tokens_at_ceiling) if fit.usd_per_million_output_tokens_at_ceiling else "-",
-        "-" if measured is None else f"{measured.output_throughput:,.0f} @{measured.concurrency}",
+        "-" if measured is None else _measured_cell(fit, measured),
     ]
+
+
+def estimate_at(fit: Fit, record: SpeedRecord) -> Estimate | None:
+    """The latency model's estimate for a fitting combination at a speed record's users and tokens: what the
+    measured figure is shown beside (the same replica `gemma-verify advise` ranks)."""
+    if not fit.fits or not fit.sequences:
+        return None
+    replica = replica_of(
+        catalog_model(fit.model),
+        fit.variant,
+        shape_named(fit.shape).accelerator.value,
+        fit.tensor_parallel,
+        batch_cap=fit.sequences,
+    )
+    return estimate(
+        replica, prompt_tokens=record.prompt_tokens, output_tokens=record.output_tokens, users=record.concurrency
+    )
+
+
+def _measured_cell(fit: Fit, record: SpeedRecord) -> str:
+    """``123 @8 (est 98)``: measured output tokens/s at its users, the estimate at the same load beside it."""
+    found = estimate_at(fit, record)
+    shown = f"{record.output_throughput:,.0f} @{record.concurrency}"
+    if found is None or found.at.saturated:
+        return shown
+    return f"{shown} (est {found.at.output_tokens_per_s:,.0f})"
 
 
 HEADER = [
@@ -134,16 +161,26 @@ def table(fits: list[Fit], workload: Workload, measured: Measured | None = None)
     if measured:
         lines += [
             "",
-            "measured: output tokens/s @ users from speed records (gemma-verify calibrate), beside the ceilings:",
+            (
+                "measured: output tokens/s @ users from speed records (gemma-verify calibrate), beside the "
+                "ceilings and the latency model's estimate at the same users (est):"
+            ),
         ]
         lines += [
             f"  {model} {variant} on {shape}: {record.cite()}" for (model, variant, shape), record in measured.items()
         ]
+        estimates = [
+            found
+            for fit in fits
+            if (record := measured.get((fit.model, fit.variant, fit.shape))) is not None
+            and (found := estimate_at(fit, record)) is not None
+        ]
+        lines += [f"  est: {basis}; {estimates[0].error}" for basis in dict.fromkeys(e.basis for e in estimates)]
     return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True, slots=True)
-class MatrixOptions:
+class FitMatrixOptions:
     """Which combinations to print, for which workload, and how; empty filters mean all."""
 
     workload: Workload = field(default_factory=Workload)
@@ -164,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", action="append", help=f"one of {', '.join(s.name for s in SHAPES)} (repeatable)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     args = parser.parse_args(argv)
-    options = MatrixOptions(
+    options = FitMatrixOptions(
         workload=Workload(
             context_tokens=args.context,
             output_tokens=args.output,
@@ -185,12 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def render(options: MatrixOptions) -> str:
+def render(options: FitMatrixOptions) -> str:
     """The matrix as text (``table``) or as one JSON document, newline-terminated."""
     workload = options.workload
     fits = [
         fit
-        for fit in matrix(workload, models=list(options.models), shapes=list(options.shapes))
+        for fit in fit_matrix(workload, models=list(options.models), shapes=list(options.shapes))
         if not options.variants or fit.variant in options.variants
     ]
     measured = measured_rows(fits, workload, _speed_records())
@@ -212,11 +249,29 @@ def render(options: MatrixOptions) -> str:
                     if (record := measured.get((fit.model, fit.variant, fit.shape))) is not None
                     else None
                 ),
+                "estimatedAtMeasured": _estimate_json(fit, measured.get((fit.model, fit.variant, fit.shape))),
             }
             for fit in fits
         ],
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def _estimate_json(fit: Fit, record: SpeedRecord | None) -> dict[str, object] | None:
+    """The estimate beside a measured figure, for machines: its numbers, basis and stated error."""
+    found = None if record is None else estimate_at(fit, record)
+    if found is None:
+        return None
+    at = found.at
+    return {
+        "users": record.concurrency if record is not None else None,
+        "outputTokensPerS": None if at.saturated else round(at.output_tokens_per_s, 1),
+        "requestsPerS": None if at.saturated else round(at.request_rate, 3),
+        "p95TtftMs": None if at.saturated else round(at.ttft_p95_s * 1000, 1),
+        "tpotMs": None if at.saturated else round(at.tpot_s * 1000, 2),
+        "basis": found.basis,
+        "error": found.error,
+    }
 
 
 def _speed_records() -> list[SpeedRecord]:
@@ -227,7 +282,7 @@ def _speed_records() -> list[SpeedRecord]:
         return []
 
 
-def usage_problems(options: MatrixOptions) -> list[str]:
+def usage_problems(options: FitMatrixOptions) -> list[str]:
     """Each filter naming nothing the catalog has, and a workload of no tokens, as one line each."""
     models = catalog()
     problems = [f"--model {m!r}: allowed: {', '.join(models)}" for m in options.models if m not in models]

@@ -42,17 +42,6 @@ INSTANCE_MAXIMUM: dict[Accelerator, InstanceMaximum] = {
     ),
 }
 
-# The instance a stack deploys with each GPU, as the shipped stacks do (Pulumi.l4.yaml: 8 vCPU / 32 GiB, the L4's
-# maximum: vLLM's API server and tokenizer want the CPU; Pulumi.rtx6000.yaml: 21 vCPU / 81 GiB, that GPU's
-# minimum for vLLM's container plus 1 / 1 for the metrics sidecar, serving/cloud_run_containers.py).
-# `make matrix` and `gemma-verify advise` price a shape at this size and `advise --write` deploys it, so their
-# $/h is the one `make preview` prints for the stack (tests/serving/test_deployed_size.py keeps the shipped
-# stacks and this table in step).
-DEPLOYED_SIZE: dict[Accelerator, tuple[int, int]] = {
-    Accelerator.NVIDIA_L4: (8, 32),
-    Accelerator.NVIDIA_RTX_PRO_6000: (21, 81),
-}
-
 # The most instances one Cloud Run service (revision) may scale to: "Maximum number of container
 # instances: 1000" at the smallest instance size, lower for larger ones, raised only by a quota request
 # (https://cloud.google.com/run/quotas, 2026-11).

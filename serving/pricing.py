@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
-from serving.shapes import accelerator_facts, machine_family
+from serving.shapes import accelerator_facts, deployed_size, machine_family
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
 
@@ -260,6 +260,19 @@ def minimum_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeSha
     """What `verify bench --url ... --accelerator X` prices without a stack: the smallest instance
     Cloud Run allows with that GPU (no zonal redundancy), or one on-demand v6e chip."""
     return _MINIMUM_SHAPES[accelerator]
+
+
+def deployed_cloud_run_shape(accelerator: Accelerator, region: str | None) -> CloudRunShape:
+    """A Cloud Run instance with ``accelerator`` at the size a stack deploys it (the shapes table's deployedSize,
+    no zonal redundancy): the one price `make matrix`, `gemma-verify advise` and the shipped stacks' plans share."""
+    size = deployed_size(accelerator.value)
+    return CloudRunShape(
+        accelerator=accelerator,
+        region=region,
+        cpu=size.vcpu,
+        memory_gib=size.memory_gib,
+        gpu_zonal_redundancy=False,
+    )
 
 
 def _smallest_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeShape:

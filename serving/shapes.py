@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "AcceleratorFacts",
+    "DeployedSize",
     "Fact",
     "MachineFamily",
     "Number",
@@ -30,6 +31,7 @@ __all__ = [
     "Text",
     "WeightFormat",
     "accelerator_facts",
+    "deployed_size",
     "shape",
     "shapes",
     "shapes_table",
@@ -134,6 +136,14 @@ class AcceleratorFacts(_Data):
         return self.weight_formats.get(precision)
 
 
+class DeployedSize(_Cited):
+    """The Cloud Run instance a stack deploys a GPU at: what the plan bills, so what `make matrix` and
+    `gemma-verify advise` price and `advise --write` writes (one price per shape, whoever asks)."""
+
+    vcpu: int = Field(ge=1)
+    memory_gib: int = Field(ge=1)
+
+
 class MachineFamily(_Data):
     """A GKE machine series (G2, G4, A3 High, ct6e): what its machine types share."""
 
@@ -164,6 +174,8 @@ class Shape(_Data):
     topology: str | None = None
     family: str | None = None
     limits: Text | None = None
+    # Cloud Run: the instance size a stack deploys (at or above the limits' minimum).
+    deployed_size: DeployedSize | None = None
     where: Places | None = None
     flex_start_zones: Places | None = None
     provisioning: tuple[str, ...] = ()
@@ -191,6 +203,8 @@ class ShapesTable(_Data):
                 problems.append(f"shapes.{name}.family {entry.family!r} is not under machineFamilies")
             if entry.platform != "gke" and (entry.where is None or entry.price_key is None):
                 problems.append(f"shapes.{name}: a {entry.platform} shape needs where and priceKey")
+            if entry.platform == "cloud-run" and entry.deployed_size is None:
+                problems.append(f"shapes.{name}: a cloud-run shape needs deployedSize (the instance a stack deploys)")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -237,6 +251,14 @@ def shapes(*, platform: Platform | None = None, accelerator: str | None = None) 
         if (platform is None or entry.platform == platform)
         and (accelerator is None or entry.accelerator == accelerator)
     ]
+
+
+def deployed_size(accelerator: str) -> DeployedSize:
+    """The Cloud Run instance a stack deploys ``accelerator`` at; KeyError when Cloud Run does not offer it."""
+    for entry in shapes(platform="cloud-run", accelerator=accelerator):
+        assert entry.deployed_size is not None  # the table's validator requires it
+        return entry.deployed_size
+    raise KeyError(f"{accelerator!r}: no Cloud Run shape in serving/data/shapes.json offers it")
 
 
 def machine_family(entry: Shape) -> MachineFamily:

@@ -1,10 +1,10 @@
 """The facts the latency model reads about hardware, and the efficiencies fitted to measured figures.
 
 Why its own module: the latency model (serving/latency.py) is arithmetic; which peak FLOP/s and bandwidth an
-accelerator has is data (serving/accelerators.py today, the accelerator shapes table once it exists), and the
+accelerator has is data (the shapes table, serving/data/shapes.json, each figure with its source), and the
 efficiencies are a fit (benchmarks/writeup_figures.py writes serving/data/latency-efficiency.json). Everything
-that turns "accelerator X, N chips" into ``latency.Hardware`` goes through ``hardware_for``: one place to
-switch when the shapes table lands.
+that turns "accelerator X, N chips" into ``latency.Hardware`` goes through ``hardware_for``, which reads the
+shapes table itself: one source for a chip's bandwidth, compute and memory, whoever asks.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from serving.accelerators import Accelerator, TpuChip, facts_of
 from serving.latency import Efficiency, Hardware
+from serving.shapes import accelerator_facts
 
 EFFICIENCY_FILE = Path(__file__).resolve().parent / "data" / "latency-efficiency.json"
 
@@ -26,19 +26,19 @@ class MissingPeakError(ValueError):
     """The accelerator's table entry has no peak FLOP/s or bandwidth: no estimate can be made."""
 
 
-def hardware_for(accelerator: Accelerator, chips: int = 1) -> Hardware:
-    """``chips`` of ``accelerator`` sharding one model (tensor parallel), at their peak dense bf16 FLOP/s (the
-    precision w4a16, NVFP4 on Ada and bf16 checkpoints multiply in; FP8/FP4 tensor cores are not credited, which
-    errs towards slower prefill) and memory bandwidth."""
-    facts = facts_of(accelerator)
-    if facts.peak_dense_bf16_flops is None or facts.memory_bandwidth is None:
-        raise MissingPeakError(f"{accelerator.value}: no peak FLOP/s or memory bandwidth recorded")
+def hardware_for(accelerator: str, chips: int = 1) -> Hardware:
+    """``chips`` of ``accelerator`` (a key of the shapes table, or an ``Accelerator``) sharding one model (tensor
+    parallel), at their peak dense bf16 FLOP/s (the precision w4a16, NVFP4 on Ada and bf16 checkpoints multiply
+    in; FP8/FP4 tensor cores are not credited, which errs towards slower prefill) and memory bandwidth."""
+    facts = accelerator_facts(str(accelerator))
+    if facts.peak_dense_bf16_flops is None:
+        raise MissingPeakError(f"{accelerator}: no peak dense bf16 FLOP/s recorded in serving/data/shapes.json")
     return Hardware(
         name=facts.display_name if chips == 1 else f"{chips} x {facts.display_name}",
         chips=chips,
         peak_flops=facts.peak_dense_bf16_flops,
         bandwidth=facts.memory_bandwidth,
-        family="tpu" if isinstance(facts, TpuChip) else "gpu",
+        family=facts.family,
     )
 
 

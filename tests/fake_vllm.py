@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import time
 import uuid
@@ -110,6 +111,9 @@ class FakeVllmConfig:
     # chat_template_tokens with the chat API) answers POST /tokenize and, with count_prompt_words,
     # usage.prompt_tokens (otherwise a fixed 13). tokenize_route=False: a server without /tokenize.
     count_prompt_words: bool = False
+    # A reader of the prompt: the first group this pattern finds in it is streamed as the answer's first piece
+    # (e.g. a model that finds the needle); None, or no match: the answer is ``pieces`` alone.
+    answer_from_prompt: str | None = None
     chat_template_tokens: int = 0
     tokenize_route: bool = True
     # "Connection: close" on every answer (a server or proxy without keep-alive): each request connects anew.
@@ -304,7 +308,7 @@ class FakeVllm:
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
             request[PROMPT_TOKENS] = self._prompt_tokens(body, chat=chat)
-            pieces = self.config.pieces_within(max_tokens)
+            pieces = self._read_from_prompt(body) + list(self.config.pieces_within(max_tokens))
             return await self._stream(request, pieces, chat=chat, include_usage=include_usage)
         total_wait = sum(self.config.gap_before(i) for i in range(len(self.config.pieces)))
         if total_wait:
@@ -338,6 +342,15 @@ class FakeVllm:
             "system_fingerprint": f"vllm-{cfg.version}-fake",
             "usage": None if cfg.omit_usage else self._usage(prompt_tokens),
         }
+
+    def _read_from_prompt(self, body: dict[str, object]) -> list[str]:
+        if self.config.answer_from_prompt is None:
+            return []
+        messages = body.get("messages")
+        listed = messages if isinstance(messages, list) else []
+        text = " ".join(str(m.get("content")) for m in listed if isinstance(m, dict)) + str(body.get("prompt", ""))
+        found = re.search(self.config.answer_from_prompt, text)
+        return [] if found is None else [f" {found.group(1)}"]
 
     def _prompt_tokens(self, body: dict[str, object], *, chat: bool) -> int:
         return self.toy_token_count(body, chat=chat) if self.config.count_prompt_words else 13

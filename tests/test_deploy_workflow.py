@@ -55,7 +55,7 @@ def test_the_workflows_promote_flags_are_ones_verify_accepts() -> None:
     """Guards against a renamed flag making every deploy fail with a usage error after `pulumi up`."""
     _, promote = step_named("verify promote")
     argv = command_argv(promote["run"], ".venv/bin/python -m verify promote")
-    values = {"$STACK": "l4", "$MATRIX_STACK": "l4", "$SLO_SUCCESS_RATE": "0.99", "$SLO_P99_TTFT_MS": "10000"}
+    values = {"$STACK": "l4", "$MATRIX_STACK": "l4", "$SLO_SUCCESS_RATE": "0.99", "$SLO_P90_TTFT_MS": "10000"}
     concrete = []
     for arg in argv:
         expanded = arg
@@ -67,10 +67,34 @@ def test_the_workflows_promote_flags_are_ones_verify_accepts() -> None:
 
     assert args.stack == "l4"
     assert args.rollback is False
-    assert args.slo == ["success_rate=0.99", "p99_ttft_ms=10000"]
+    assert args.slo == ["success_rate=0.99", "p90_ttft_ms=10000"]
 
 
 def test_only_direct_stacks_are_checked_after_they_serve() -> None:
     """Guards against a gated stack being verified only after its new revision took the traffic."""
     _, direct = step_named("verify health and bench (Cloud Run")
     assert "steps.up.outputs.rollout == 'direct'" in direct["if"]
+
+
+def test_every_latency_gate_is_judged_on_enough_requests() -> None:
+    """Guards against the deploy gate judging a p99 on 16 requests (the slowest of 16 under a p99 label):
+    each step's percentile SLOs can be judged on the requests per cell it sends."""
+    from verify.bench.slo import parse_slo, thin_gates
+
+    values = {"$SLO_SUCCESS_RATE": "0.99", "$SLO_P90_TTFT_MS": "10000", "$STACK": "l4", "$MATRIX_STACK": "l4"}
+    checked = 0
+    for step in steps():
+        run = str(step.get("run", ""))
+        for program, flag in ((".venv/bin/python -m verify bench", "--requests"),
+                              (".venv/bin/python -m verify promote", "--bench-requests")):  # fmt: skip
+            if program not in run:
+                continue
+            argv = command_argv(run, program)
+            slos = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--slo"]
+            for variable, value in values.items():
+                slos = [slo.replace(variable, value) for slo in slos]
+            assert flag in argv, f"{step['name']}: {flag} is not given, so the gate's count is implicit"
+            requests = int(argv[argv.index(flag) + 1])
+            assert thin_gates([parse_slo(slo) for slo in slos], requests, flag=flag) is None, step["name"]
+            checked += 1
+    assert checked == 3

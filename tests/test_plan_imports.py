@@ -7,7 +7,7 @@ and `pulumi up` pays the same imports. Timing a plan in a test would be flaky on
 this checks what is *imported*, which is deterministic; benchmarks/preview_time.py measures the time.
 
 A fresh interpreter is the point here (the test process has imported everything): one child renders the
-Cloud Run stack, records what is loaded, then renders the TPU stack in the same process.
+Cloud Run stack, records what is loaded, then renders the TPU stack and a GKE stack in the same process.
 """
 
 from __future__ import annotations
@@ -44,14 +44,22 @@ NOT_FOR_TPU = NOT_FOR_A_PLAN
 
 _SCRIPT = """
 import contextlib, io, json, sys
+SDKS = ("pulumi_gcp.", "pulumi_kubernetes.", "pulumi_random.", "pulumi_command.", "pulumi_docker.")
 from preview.__main__ import main
 loaded = {}
-for stack in ("l4", "tpu-v6e"):
+for stack in ("l4", "tpu-v6e", "gke-l4-adapters"):  # in this order: each list includes the ones before
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(["--stack", stack, "--format", "json"])
     assert code == 0, (stack, code)
     # A provider SDK registers its submodules unloaded (a lazy module); only a used one is really loaded.
-    loaded[stack] = sorted(name for name, module in sys.modules.items() if type(module).__name__ != "_LazyModule")
+    real = {name: module for name, module in sys.modules.items() if type(module).__name__ != "_LazyModule"}
+    loaded[stack] = sorted(real)
+    # The provider SDKs' subpackages (each loads every type of its service at once): see PROVIDER_PACKAGES.
+    loaded[stack + ":packages"] = sorted(
+        name
+        for name, module in real.items()
+        if name.startswith(SDKS) and name.count(".") == 1 and hasattr(module, "__path__")
+    )
 print(json.dumps(loaded))
 """
 
@@ -80,8 +88,30 @@ def test_a_tpu_plan_imports_no_rest_client_and_no_gke(loaded_by_plan: dict[str, 
     assert _offending(loaded_by_plan["tpu-v6e"], NOT_FOR_TPU) == []
 
 
+# The import budget: the provider SDK subpackages a plan may load. A generated subpackage loads every type of
+# its service on the first use of any class (pulumi_gcp.cloudrunv2 ~0.2 s, pulumi_gcp.compute ~1 s on a quiet
+# machine), so the components register provider resources by type token instead (components/wire/);
+# pulumi_command.local (one small resource module) is the one a Cloud Run or TPU plan still loads.
+PROVIDER_PACKAGES = {
+    "l4": ["pulumi_command.local"],
+    "tpu-v6e": ["pulumi_command.local"],
+    # The GKE example with the inference gateway and the metrics adapter: the most Kubernetes kinds.
+    "gke-l4-adapters": ["pulumi_command.local"],
+}
+
+
+@pytest.mark.parametrize("stack", sorted(PROVIDER_PACKAGES))
+def test_a_plan_loads_no_provider_subpackage_beyond_its_budget(
+    loaded_by_plan: dict[str, list[str]], stack: str
+) -> None:
+    """Guards against a plan (and every `pulumi preview`/`up`) slowed again by a whole provider subpackage:
+    one `gcp.storage.Bucket(...)` instead of `components.wire.gcp.Bucket(...)` costs ~0.1-0.2 s per run."""
+    assert loaded_by_plan[f"{stack}:packages"] == PROVIDER_PACKAGES[stack]
+
+
 def test_the_plans_did_import_their_own_platform(loaded_by_plan: dict[str, list[str]]) -> None:
     """Guards against a check that passes because the child rendered nothing."""
     assert "deploy.cloud_run" in loaded_by_plan["l4"]
     assert "components.vllm_gpu_service" in loaded_by_plan["l4"]
     assert "components.tpu.node" in loaded_by_plan["tpu-v6e"]
+    assert "components.gke.gateway" in loaded_by_plan["gke-l4-adapters"]

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_random as random
 
 from components.managed_secret import ACCESSOR_ROLE, ManagedSecret, ManagedSecretArgs
+from components.wire import gcp
 from serving.naming import TypeToken
 
 
@@ -41,7 +41,7 @@ class FleetApiKey(pulumi.ComponentResource):
             ManagedSecretArgs(secret_id=args.secret_id, value=value.result, location=args.location, labels=args.labels),
             child,
         )
-        gcp.secretmanager.SecretIamMember(
+        gcp.SecretIamMember(
             f"{name}-reader",
             project=args.project,
             secret_id=secret.secret_id,

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.gke.node_pool import CLOUD_PLATFORM_SCOPE, SHIELDED
+from components.wire import gcp, wire
 from policy.source_ranges import describe, too_wide
 from serving.naming import TypeToken
 
@@ -129,7 +130,10 @@ class GkeCluster(pulumi.ComponentResource):
             api_host: pulumi.Output[str] = cluster.control_plane_endpoints_config.apply(_dns_endpoint)
             ca: pulumi.Output[str | None] = pulumi.Output.from_input(None)
         else:
-            found = gcp.container.get_cluster_output(
+            # Only a stack on an existing cluster loads pulumi_gcp.container (~0.6 s): the invoke's result type.
+            from pulumi_gcp.container import get_cluster_output  # noqa: PLC0415 - see above
+
+            found = get_cluster_output(
                 name=spec.name,
                 location=spec.location,
                 project=args.project,
@@ -156,9 +160,8 @@ class GkeCluster(pulumi.ComponentResource):
         spec: CreatedCluster,
         labels: Mapping[str, str],
         child: pulumi.ResourceOptions,
-    ) -> gcp.container.Cluster:
-        container = gcp.container
-        cluster = container.Cluster(
+    ) -> gcp.Cluster:
+        cluster = gcp.Cluster(
             f"{name}-cluster",
             name=spec.name,
             project=project,
@@ -168,71 +171,63 @@ class GkeCluster(pulumi.ComponentResource):
             remove_default_node_pool=True,
             initial_node_count=1,
             min_master_version=spec.kubernetes_version,
-            release_channel=container.ClusterReleaseChannelArgs(channel=spec.release_channel),
+            release_channel=wire(channel=spec.release_channel),
             network=spec.network,
             subnetwork=spec.subnetwork,
-            ip_allocation_policy=container.ClusterIpAllocationPolicyArgs(),
+            ip_allocation_policy=wire(),
             # No external IP on any node; the public IP endpoint only for named networks.
-            private_cluster_config=container.ClusterPrivateClusterConfigArgs(
+            private_cluster_config=wire(
                 enable_private_nodes=True, enable_private_endpoint=not spec.authorized_networks
             ),
-            master_authorized_networks_config=container.ClusterMasterAuthorizedNetworksConfigArgs(
+            master_authorized_networks_config=wire(
                 cidr_blocks=[
-                    container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-                        cidr_block=block, display_name=f"authorized-{index}"
-                    )
+                    wire(cidr_block=block, display_name=f"authorized-{index}")
                     for index, block in enumerate(spec.authorized_networks)
                 ],
                 # Not "any Google Cloud address": that is anyone with a VM.
                 gcp_public_cidrs_access_enabled=False,
             ),
-            control_plane_endpoints_config=container.ClusterControlPlaneEndpointsConfigArgs(
-                dns_endpoint_config=container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
-                    allow_external_traffic=True
-                ),
+            control_plane_endpoints_config=wire(
+                dns_endpoint_config=wire(allow_external_traffic=True),
             ),
             enable_shielded_nodes=True,
             # Dataplane V2 enforces the fleet's NetworkPolicy (without an enforcer it is a no-op).
             datapath_provider="ADVANCED_DATAPATH",
             # The default pool GKE makes at creation (then removes) runs as the node account too.
-            node_config=container.ClusterNodeConfigArgs(
+            node_config=wire(
                 service_account=spec.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                shielded_instance_config=container.ClusterNodeConfigShieldedInstanceConfigArgs(**SHIELDED),
+                shielded_instance_config=wire(**SHIELDED),
             ),
-            workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
-                workload_pool=f"{project}.svc.id.goog"
+            workload_identity_config=wire(workload_pool=f"{project}.svc.id.goog"),
+            addons_config=wire(
+                gcs_fuse_csi_driver_config=wire(enabled=True),
+                horizontal_pod_autoscaling=wire(disabled=False),
+                http_load_balancing=wire(disabled=False),
             ),
-            addons_config=container.ClusterAddonsConfigArgs(
-                gcs_fuse_csi_driver_config=container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
-                horizontal_pod_autoscaling=container.ClusterAddonsConfigHorizontalPodAutoscalingArgs(disabled=False),
-                http_load_balancing=container.ClusterAddonsConfigHttpLoadBalancingArgs(disabled=False),
-            ),
-            secret_manager_config=container.ClusterSecretManagerConfigArgs(enabled=True),
-            monitoring_config=container.ClusterMonitoringConfigArgs(
+            secret_manager_config=wire(enabled=True),
+            monitoring_config=wire(
                 enable_components=["SYSTEM_COMPONENTS"],
-                managed_prometheus=container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+                managed_prometheus=wire(enabled=True),
             ),
-            gateway_api_config=(
-                container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD") if spec.gateway_api else None
-            ),
+            gateway_api_config=(wire(channel="CHANNEL_STANDARD") if spec.gateway_api else None),
             resource_labels=dict(labels),
             deletion_protection=spec.deletion_protection,
             opts=child,
         )
-        container.NodePool(
+        gcp.NodePool(
             f"{name}-system",
             name="system",
             project=project,
             cluster=cluster.name,
             location=spec.location,
             node_count=1,
-            node_config=container.NodePoolNodeConfigArgs(
+            node_config=wire(
                 machine_type=spec.system_machine_type,
-                workload_metadata_config=container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+                workload_metadata_config=wire(mode="GKE_METADATA"),
                 service_account=spec.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                shielded_instance_config=container.NodePoolNodeConfigShieldedInstanceConfigArgs(**SHIELDED),
+                shielded_instance_config=wire(**SHIELDED),
                 resource_labels=dict(labels),
             ),
             opts=child,
@@ -242,14 +237,15 @@ class GkeCluster(pulumi.ComponentResource):
         return cluster
 
 
-def _dns_endpoint(config: object) -> str:
-    dns = getattr(config, "dns_endpoint_config", None)
-    return str(getattr(dns, "endpoint", None) or "")
+def _dns_endpoint(config: Mapping[str, Any] | None) -> str:
+    """The cluster's DNS endpoint from `controlPlaneEndpointsConfig` (wire keys, as the provider returns it)."""
+    dns = (config or {}).get("dnsEndpointConfig") or {}
+    return str(dns.get("endpoint") or "")
 
 
 def _cloud_nat(name: str, project: str, spec: CreatedCluster, child: pulumi.ResourceOptions) -> None:
     """Egress to the internet for nodes without external IPs (image pulls from outside Google, Hugging Face)."""
-    router = gcp.compute.Router(
+    router = gcp.Router(
         f"{name}-router",
         name=f"{spec.name}-nat",
         project=project,
@@ -257,7 +253,7 @@ def _cloud_nat(name: str, project: str, spec: CreatedCluster, child: pulumi.Reso
         network=spec.network,
         opts=child,
     )
-    gcp.compute.RouterNat(
+    gcp.RouterNat(
         f"{name}-nat",
         name=f"{spec.name}-nat",
         project=project,
@@ -265,6 +261,6 @@ def _cloud_nat(name: str, project: str, spec: CreatedCluster, child: pulumi.Reso
         router=router.name,
         nat_ip_allocate_option="AUTO_ONLY",
         source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
-        log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+        log_config=wire(enable=True, filter="ERRORS_ONLY"),
         opts=child,
     )

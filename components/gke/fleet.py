@@ -10,16 +10,17 @@ Kubernetes object of the fleet and the serving account's workloadIdentityUser bi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.gke import autoscaling, manifests, tracks
+from components.gke import autoscaling, manifests, objects, tracks
 from components.gke.manifests import FleetSpec
+from components.wire import gcp
+from components.wire.kubernetes import KubernetesObject
 from serving.naming import TypeToken
 
 
@@ -48,22 +49,6 @@ class VllmFleetArgs:
             raise ValueError(f"VllmFleetArgs.tracks {self.tracks}: need two different track names (serving, candidate)")
 
 
-def _object(kind: type[Any], name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:  # noqa: ANN401 - any k8s resource
-    body = {key: value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}
-    return kind(name, **body, opts=opts)
-
-
-def _custom(name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
-        metadata=manifest["metadata"],
-        spec=manifest["spec"],
-        opts=opts,
-    )
-
-
 class VllmFleet(pulumi.ComponentResource):
     """Owns the fleet's Kubernetes objects; the node pool and cluster are the caller's."""
 
@@ -80,26 +65,30 @@ class VllmFleet(pulumi.ComponentResource):
         spec = args.spec
         child = pulumi.ResourceOptions(parent=self)
         on_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata={"name": spec.namespace, "labels": dict(spec.labels)}, opts=on_cluster
+        namespace = objects.register(
+            f"{name}-namespace",
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": spec.namespace, "labels": dict(spec.labels)},
+            },
+            on_cluster,
         )
         in_namespace = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])
         # The KSA may act as the serving account (which reads the bucket and the API key secret, nothing else).
-        binding = gcp.serviceaccount.IAMMember(
+        binding = gcp.ServiceAccountIamMember(
             f"{name}-workload-identity",
             service_account_id=args.serving_account,
             role="roles/iam.workloadIdentityUser",
             member=f"serviceAccount:{args.project}.svc.id.goog[{spec.namespace}/{spec.name}]",
             opts=child,
         )
-        account = _object(k8s.core.v1.ServiceAccount, f"{name}-ksa", manifests.service_account(spec), in_namespace)
-        key = _custom(f"{name}-api-key", manifests.secret_provider_class(spec), in_namespace)
+        account = objects.register(f"{name}-ksa", manifests.service_account(spec), in_namespace)
+        key = objects.register(f"{name}-api-key", manifests.secret_provider_class(spec), in_namespace)
         after_identity = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[account, key, binding])
         if args.tracks is None:
-            deployment = _object(
-                k8s.apps.v1.Deployment, f"{name}-deployment", manifests.deployment(spec), after_identity
-            )
-            service = _object(k8s.core.v1.Service, f"{name}-service", manifests.service(spec), in_namespace)
+            deployment = objects.register(f"{name}-deployment", manifests.deployment(spec), after_identity)
+            service = objects.register(f"{name}-service", manifests.service(spec), in_namespace)
             hpa, pool = manifests.autoscaler(spec), _pool(spec, args.endpoint_picker)
             self.candidate_endpoint = None
         else:
@@ -107,7 +96,7 @@ class VllmFleet(pulumi.ComponentResource):
             hpa = tracks.serving_autoscaler(spec, args.tracks[0])
             pool = _pool(spec, args.endpoint_picker, serving=args.tracks[0])
             self.candidate_endpoint = candidate.status.apply(lambda status: _address(status, spec.port))
-        _custom(f"{name}-podmonitoring", manifests.pod_monitoring(spec), in_namespace)
+        objects.register(f"{name}-podmonitoring", manifests.pod_monitoring(spec), in_namespace)
         if args.picker_pool is not None:
             hpa = autoscaling.picker_autoscaler(
                 spec,
@@ -115,17 +104,16 @@ class VllmFleet(pulumi.ComponentResource):
                 pool=args.picker_pool,
                 target_kv_cache_utilization=args.target_kv_cache_utilization,
             )
-        _object(
-            k8s.autoscaling.v2.HorizontalPodAutoscaler,
+        objects.register(
             f"{name}-hpa",
             hpa,
             pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[deployment, *args.autoscaler_after]),
         )
-        _object(k8s.policy.v1.PodDisruptionBudget, f"{name}-pdb", manifests.disruption_budget(spec), in_namespace)
-        _object(k8s.networking.v1.NetworkPolicy, f"{name}-ingress", manifests.network_policy(spec), in_namespace)
+        objects.register(f"{name}-pdb", manifests.disruption_budget(spec), in_namespace)
+        objects.register(f"{name}-ingress", manifests.network_policy(spec), in_namespace)
         if pool is not None:
-            _custom(f"{name}-inference-pool", pool, in_namespace)
-        self.service_name = service.metadata.apply(lambda metadata: metadata.name or spec.name)
+            objects.register(f"{name}-inference-pool", pool, in_namespace)
+        self.service_name = service.metadata.apply(lambda metadata: (metadata or {}).get("name") or spec.name)
         self.endpoint = service.status.apply(lambda status: _address(status, spec.port))
         self.register_outputs(
             {
@@ -150,33 +138,34 @@ def _tracks(
     names: tuple[str, str],
     after_identity: pulumi.ResourceOptions,
     in_namespace: pulumi.ResourceOptions,
-) -> tuple[Any, Any, Any]:
+) -> tuple[KubernetesObject, KubernetesObject, KubernetesObject]:
     """Both tracks, the user Service on the serving one and the candidate Service. The serving track ignores
     template changes (`ignore_changes`), so a new template reaches the candidate only, until it is promoted."""
     serving, candidate = names
     keep_template = pulumi.ResourceOptions.merge(
         after_identity, pulumi.ResourceOptions(ignore_changes=["spec.template"])
     )
-    serving_deployment = _object(
-        k8s.apps.v1.Deployment,
+    serving_deployment = objects.register(
         f"{name}-{serving}",
         tracks.track_deployment(spec, serving, candidate=False),
         keep_template,
     )
-    _object(
-        k8s.apps.v1.Deployment,
+    objects.register(
         f"{name}-{candidate}",
         tracks.track_deployment(spec, candidate, candidate=True),
         after_identity,
     )
-    service = _object(k8s.core.v1.Service, f"{name}-service", tracks.user_service(spec, serving), in_namespace)
-    candidate_service = _object(
-        k8s.core.v1.Service, f"{name}-candidate-service", tracks.candidate_service(spec, candidate), in_namespace
+    service = objects.register(f"{name}-service", tracks.user_service(spec, serving), in_namespace)
+    candidate_service = objects.register(
+        f"{name}-candidate-service", tracks.candidate_service(spec, candidate), in_namespace
     )
     return serving_deployment, service, candidate_service
 
 
-def _address(status: Any, port: int) -> str:  # noqa: ANN401 - the Service's status output
-    ingress = (status.load_balancer.ingress or []) if status is not None and status.load_balancer else []
-    host = next((item.ip or item.hostname for item in ingress if item.ip or item.hostname), None)
+def _address(status: Mapping[str, Any] | None, port: int) -> str:
+    """The load balancer's address from a Service's status (wire keys, as the provider returns it)."""
+    ingress = ((status or {}).get("loadBalancer") or {}).get("ingress") or []
+    host = next(
+        (item.get("ip") or item.get("hostname") for item in ingress if item.get("ip") or item.get("hostname")), None
+    )
     return f"http://{host}:{port}" if host else ""

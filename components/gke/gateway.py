@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.gke import gateway_manifests as manifests
 from components.gke import objects
 from components.gke.gateway_manifests import GatewaySpec
+from components.wire import gcp
 from serving.naming import TypeToken
 
 
@@ -73,7 +73,7 @@ class InferenceGateway(pulumi.ComponentResource):
         before_gateway: list[pulumi.Resource] = []
         if net.proxy_subnet_range is not None:
             before_gateway.append(
-                gcp.compute.Subnetwork(
+                gcp.Subnetwork(
                     f"{name}-proxy-only",
                     project=net.project,
                     region=net.region,
@@ -85,7 +85,7 @@ class InferenceGateway(pulumi.ComponentResource):
                     opts=child,
                 )
             )
-        address = gcp.compute.Address(
+        address = gcp.Address(
             f"{name}-address",
             project=net.project,
             region=net.region,

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
 from components.gke import objects
 from components.gke.manifests import WORKLOAD_IDENTITY_ANNOTATION
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
+from components.wire import gcp
 from serving.naming import TypeToken
 
 MANIFEST = Path(__file__).resolve().parent / "vendor" / "custom-metrics-stackdriver-adapter.yaml"
@@ -171,10 +171,10 @@ class MetricsAdapter(pulumi.ComponentResource):
             ),
             child,
         )
-        viewer = gcp.projects.IAMMember(
+        viewer = gcp.ProjectIamMember(
             f"{name}-monitoring-viewer", project=args.project, role=READER_ROLE, member=account.member, opts=child
         )
-        binding = gcp.serviceaccount.IAMMember(
+        binding = gcp.ServiceAccountIamMember(
             f"{name}-workload-identity",
             service_account_id=account.email.apply(lambda email: f"projects/{args.project}/serviceAccounts/{email}"),
             role="roles/iam.workloadIdentityUser",

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp as gcp
 
 from components.gke.node_pool import NODE_ROLES
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
+from components.wire import gcp
 from serving.naming import TypeToken
 
 # What an auditor reads in the console: the nodes' account writes logs and metrics; pods act as their own
@@ -47,7 +47,7 @@ class NodeIdentity(pulumi.ComponentResource):
             child,
         )
         for role in NODE_ROLES:
-            gcp.projects.IAMMember(
+            gcp.ProjectIamMember(
                 f"{name}-{role.removeprefix('roles/').replace('.', '-').lower()}",
                 project=args.project,
                 role=role,

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_gcp as gcp
 
+from components.wire import gcp, wire
 from serving.gke_machines import NodeShape
 from serving.naming import TypeToken
 
@@ -68,21 +68,18 @@ class AcceleratorNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AcceleratorNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TypeToken.GKE_NODE_POOL, name, None, opts)
-        container = gcp.container
         shape = args.shape
         accelerators = None
         if not shape.is_tpu:
             accelerators = [
-                container.NodePoolNodeConfigGuestAcceleratorArgs(
+                wire(
                     type=shape.gke_accelerator,
                     count=shape.accelerators,
-                    gpu_driver_installation_config=container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
-                        gpu_driver_version="LATEST"
-                    ),
+                    gpu_driver_installation_config=wire(gpu_driver_version="LATEST"),
                 )
             ]
         flex = args.tier is Tier.FLEX_START
-        pool = container.NodePool(
+        pool = gcp.NodePool(
             f"{name}-pool",
             name=args.pool_name,
             project=args.project,
@@ -90,29 +87,25 @@ class AcceleratorNodePool(pulumi.ComponentResource):
             location=args.location,
             node_locations=list(args.zones),
             initial_node_count=args.min_nodes,
-            autoscaling=container.NodePoolAutoscalingArgs(
+            autoscaling=wire(
                 total_min_node_count=args.min_nodes,
                 total_max_node_count=args.max_nodes,
                 # Any zone with capacity: what spot and flex-start nodes need to be found at all.
                 location_policy="ANY",
             ),
-            management=container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
-            node_config=container.NodePoolNodeConfigArgs(
+            management=wire(auto_repair=True, auto_upgrade=True),
+            node_config=wire(
                 machine_type=shape.machine_type,
                 disk_size_gb=args.disk_size_gb,
                 guest_accelerators=accelerators,
                 spot=args.tier is Tier.SPOT,
                 flex_start=flex or None,
                 max_run_duration=f"{args.max_run_seconds}s" if args.max_run_seconds is not None else None,
-                reservation_affinity=(
-                    container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
-                    if flex
-                    else None
-                ),
+                reservation_affinity=(wire(consume_reservation_type="NO_RESERVATION") if flex else None),
                 service_account=args.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                shielded_instance_config=container.NodePoolNodeConfigShieldedInstanceConfigArgs(**SHIELDED),
-                workload_metadata_config=container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+                shielded_instance_config=wire(**SHIELDED),
+                workload_metadata_config=wire(mode="GKE_METADATA"),
                 resource_labels=dict(args.labels),
             ),
             opts=pulumi.ResourceOptions(parent=self),

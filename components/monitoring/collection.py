@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_gcp as gcp
 
 from components.managed_secret import ACCESSOR_ROLE
 from components.monitoring.sidecar import MetricsSidecar
+from components.wire import gcp, wire
 from serving.collectors import METRIC_WRITER_ROLE, RUN_GMP_SIDECAR_IMAGE
 from serving.gcp_names import SECRET_ID
+from serving.naming import TypeToken
 
 
 @dataclass(frozen=True)
@@ -50,24 +51,18 @@ class SidecarCollection(pulumi.ComponentResource):
     ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: SidecarCollectionArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:monitoring:SidecarCollection", name, None, opts)
+        super().__init__(TypeToken.SIDECAR_COLLECTION, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        secret = gcp.secretmanager.Secret(
+        secret = gcp.Secret(
             f"{name}-config",
             project=args.project,
             secret_id=args.secret_id,
-            replication=gcp.secretmanager.SecretReplicationArgs(
-                user_managed=gcp.secretmanager.SecretReplicationUserManagedArgs(
-                    replicas=[gcp.secretmanager.SecretReplicationUserManagedReplicaArgs(location=args.location)]
-                )
-            ),
+            replication=wire(user_managed=wire(replicas=[wire(location=args.location)])),
             labels=dict(args.labels),
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
-        version = gcp.secretmanager.SecretVersion(
-            f"{name}-config-version", secret=secret.id, secret_data=args.config, opts=child
-        )
-        reader = gcp.secretmanager.SecretIamMember(
+        version = gcp.SecretVersion(f"{name}-config-version", secret=secret.id, secret_data=args.config, opts=child)
+        reader = gcp.SecretIamMember(
             f"{name}-config-reader",
             project=args.project,
             secret_id=secret.secret_id,
@@ -75,7 +70,7 @@ class SidecarCollection(pulumi.ComponentResource):
             member=args.writer,
             opts=child,
         )
-        writer = gcp.projects.IAMMember(
+        writer = gcp.ProjectIamMember(
             f"{name}-metric-writer", project=args.project, role=METRIC_WRITER_ROLE, member=args.writer, opts=child
         )
         self.sidecar = MetricsSidecar(config_secret=args.secret_id, image=args.image)

@@ -11,9 +11,9 @@ takes no GPU (Cloud Run attaches the one GPU to one container: vLLM's).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-import pulumi_gcp as gcp
-
+from components.wire import wire
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_containers import ContainerSize, split_instance, split_problem
 from serving.collectors import (
@@ -25,8 +25,8 @@ from serving.collectors import (
     RUN_GMP_LIVENESS_TIMEOUT_SECONDS,
     RUN_GMP_SIDECAR_IMAGE,
 )
+from serving.naming import CLOUD_RUN_COLLECTOR_CONTAINER
 
-SIDECAR_NAME = "collector"
 CONFIG_VOLUME = "rungmp-config"
 
 
@@ -67,42 +67,34 @@ def sizing_problem(
 
 def sidecar_containers(
     sidecar: MetricsSidecar | None, *, serving_container: str, gpu: CloudRunGpu, cpu: int, memory_gib: int
-) -> list[gcp.cloudrunv2.ServiceTemplateContainerArgs]:
+) -> list[dict[str, Any]]:
     if sidecar is None:
         return []
     return [
-        gcp.cloudrunv2.ServiceTemplateContainerArgs(
-            name=SIDECAR_NAME,
+        wire(
+            name=CLOUD_RUN_COLLECTOR_CONTAINER,
             image=sidecar.image,
             depends_ons=[serving_container],
-            resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
-                limits=sidecar_size(gpu, cpu, memory_gib).limits(), cpu_idle=False
-            ),
-            liveness_probe=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeArgs(
-                http_get=gcp.cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs(
-                    path=RUN_GMP_LIVENESS_PATH, port=RUN_GMP_LIVENESS_PORT
-                ),
+            resources=wire(limits=sidecar_size(gpu, cpu, memory_gib).limits(), cpu_idle=False),
+            liveness_probe=wire(
+                http_get=wire(path=RUN_GMP_LIVENESS_PATH, port=RUN_GMP_LIVENESS_PORT),
                 period_seconds=RUN_GMP_LIVENESS_PERIOD_SECONDS,
                 timeout_seconds=RUN_GMP_LIVENESS_TIMEOUT_SECONDS,
             ),
-            volume_mounts=[
-                gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(
-                    name=CONFIG_VOLUME, mount_path=RUN_GMP_CONFIG_DIR
-                )
-            ],
+            volume_mounts=[wire(name=CONFIG_VOLUME, mount_path=RUN_GMP_CONFIG_DIR)],
         )
     ]
 
 
-def sidecar_volumes(sidecar: MetricsSidecar | None) -> list[gcp.cloudrunv2.ServiceTemplateVolumeArgs]:
+def sidecar_volumes(sidecar: MetricsSidecar | None) -> list[dict[str, Any]]:
     if sidecar is None:
         return []
     return [
-        gcp.cloudrunv2.ServiceTemplateVolumeArgs(
+        wire(
             name=CONFIG_VOLUME,
-            secret=gcp.cloudrunv2.ServiceTemplateVolumeSecretArgs(
+            secret=wire(
                 secret=sidecar.config_secret,
-                items=[gcp.cloudrunv2.ServiceTemplateVolumeSecretItemArgs(path=RUN_GMP_CONFIG_FILE, version="latest")],
+                items=[wire(path=RUN_GMP_CONFIG_FILE, version="latest")],
             ),
         )
     ]

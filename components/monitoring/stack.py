@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import pulumi
-import pulumi_gcp as gcp
 
 from components.monitoring.dashboard import dashboard_json
+from components.wire import gcp, wire
 from serving.alert_rules import AlertRule
 from serving.dashboard_panels import Section
+from serving.naming import TypeToken
 
 ChannelKind = Literal["email", "pubsub", "existing"]
 _CHANNEL_TYPES = {"email": ("email", "email_address"), "pubsub": ("pubsub", "topic")}
@@ -73,12 +74,12 @@ class StackWatch(pulumi.ComponentResource):
     alert_policies: list[str]
 
     def __init__(self, name: str, args: StackWatchArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:monitoring:StackWatch", name, None, opts)
+        super().__init__(TypeToken.STACK_WATCH, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         channels = [self._channel(name, args, channel, child) for channel in args.channels]
         self.dashboard_id = None
         if args.sections:
-            dashboard = gcp.monitoring.Dashboard(
+            dashboard = gcp.Dashboard(
                 f"{name}-dashboard",
                 project=args.project,
                 dashboard_json=dashboard_json(
@@ -92,16 +93,16 @@ class StackWatch(pulumi.ComponentResource):
             self.dashboard_id = dashboard.id
         self.alert_policies = []
         for rule in args.alerts:
-            gcp.monitoring.AlertPolicy(
+            gcp.AlertPolicy(
                 f"{name}-alert-{rule.key}",
                 project=args.project,
                 display_name=f"gemma-serving {args.stack}: {rule.title}",
                 combiner="OR",
                 severity=rule.severity,
                 conditions=[
-                    gcp.monitoring.AlertPolicyConditionArgs(
+                    wire(
                         display_name=rule.title,
-                        condition_prometheus_query_language=gcp.monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs(
+                        condition_prometheus_query_language=wire(
                             query=rule.promql,
                             duration=f"{rule.for_seconds}s",
                             evaluation_interval=EVALUATION_INTERVAL,
@@ -110,7 +111,7 @@ class StackWatch(pulumi.ComponentResource):
                         ),
                     )
                 ],
-                documentation=gcp.monitoring.AlertPolicyDocumentationArgs(
+                documentation=wire(
                     subject=f"gemma-serving {args.stack}: {rule.title}",
                     content=f"{rule.meaning}\n\nFirst command: `{rule.first_command}` (docs/operations.md, "
                     f'"{rule.key}").',
@@ -130,7 +131,7 @@ class StackWatch(pulumi.ComponentResource):
         if channel.kind == "existing":
             return channel.value
         channel_type, label = _CHANNEL_TYPES[channel.kind]
-        created = gcp.monitoring.NotificationChannel(
+        created = gcp.NotificationChannel(
             f"{name}-channel-{channel.slug}",
             project=args.project,
             type=channel_type,
@@ -150,20 +151,15 @@ class StackWatch(pulumi.ComponentResource):
         child: pulumi.ResourceOptions,
     ) -> None:
         key, value = budget.label
-        gcp.billing.Budget(
+        gcp.Budget(
             f"{name}-budget",
             billing_account=budget.billing_account,
             display_name=f"gemma-serving {args.stack}",
-            budget_filter=gcp.billing.BudgetBudgetFilterArgs(labels={key: value}, calendar_period="MONTH"),
-            amount=gcp.billing.BudgetAmountArgs(
-                specified_amount=gcp.billing.BudgetAmountSpecifiedAmountArgs(units=str(budget.amount))
-            ),
+            budget_filter=wire(labels={key: value}, calendar_period="MONTH"),
+            amount=wire(specified_amount=wire(units=str(budget.amount))),
             threshold_rules=[
-                gcp.billing.BudgetThresholdRuleArgs(threshold_percent=fraction, spend_basis="CURRENT_SPEND")
-                for fraction in budget.thresholds
+                wire(threshold_percent=fraction, spend_basis="CURRENT_SPEND") for fraction in budget.thresholds
             ],
-            all_updates_rule=gcp.billing.BudgetAllUpdatesRuleArgs(monitoring_notification_channels=list(channels))
-            if channels
-            else None,
+            all_updates_rule=wire(monitoring_notification_channels=list(channels)) if channels else None,
             opts=child,
         )

@@ -20,15 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_random as random
 
 from components.managed_secret import ACCESSOR_ROLE, FormerNames, ManagedSecret, ManagedSecretArgs
 from components.serving_identity import ServingIdentity
-from components.tpu import compute
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Placement, Provisioning, tier_name
 from components.tpu.startup_script import BUCKET_METADATA_KEY, NodeCollector, StartupScriptSpec, render_startup_script
+from components.wire import gcp, wire
 from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.accelerators import TPU_CHIPS, Accelerator
@@ -212,7 +211,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         email = identity.planned_email(args.project)
 
         grants: list[pulumi.Resource] = [
-            gcp.projects.IAMMember(
+            gcp.ProjectIamMember(
                 f"{name}-log-writer",
                 project=args.project,
                 role="roles/logging.logWriter",
@@ -222,7 +221,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         ]
         if args.collector is not None:
             grants.append(
-                gcp.projects.IAMMember(
+                gcp.ProjectIamMember(
                     f"{name}-metric-writer", project=args.project, role=METRIC_WRITER_ROLE, member=member, opts=child
                 )
             )
@@ -243,7 +242,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         )
         grants += [
             secret,
-            gcp.secretmanager.SecretIamMember(
+            gcp.SecretIamMember(
                 f"{name}-api-key-reader",
                 project=args.project,
                 secret_id=secret.secret_id,
@@ -254,7 +253,7 @@ class TpuVllmNode(pulumi.ComponentResource):
         ]
         if args.hf_token_secret:
             grants.append(
-                gcp.secretmanager.SecretIamMember(
+                gcp.SecretIamMember(
                     f"{name}-hf-token-reader",
                     project=args.project,
                     secret_id=args.hf_token_secret.rsplit("/", 1)[-1],
@@ -327,12 +326,13 @@ class TpuVllmNode(pulumi.ComponentResource):
         edge: list[pulumi.Resource] = []
         if network.allowed_source_ranges:
             edge.append(
-                compute.Firewall(
+                gcp.Firewall(
                     f"{name}-vllm-port",
                     project=args.project,
                     network=network.network,
                     description=f"vLLM port of TPU node {name}, from named ranges only",
-                    tcp_ports=[str(args.port)],
+                    direction="INGRESS",
+                    allows=[wire(protocol="tcp", ports=[str(args.port)])],
                     source_ranges=list(network.allowed_source_ranges),
                     target_tags=[tag],
                     opts=child,
@@ -340,12 +340,13 @@ class TpuVllmNode(pulumi.ComponentResource):
             )
         if network.iap_ssh:
             edge.append(
-                compute.Firewall(
+                gcp.Firewall(
                     f"{name}-iap-ssh",
                     project=args.project,
                     network=network.network,
                     description=f"SSH to TPU node {name} through IAP TCP forwarding only",
-                    tcp_ports=["22"],
+                    direction="INGRESS",
+                    allows=[wire(protocol="tcp", ports=["22"])],
                     source_ranges=[IAP_SOURCE_RANGE],
                     target_tags=[tag],
                     opts=child,
@@ -355,12 +356,19 @@ class TpuVllmNode(pulumi.ComponentResource):
             # One NAT per region the node may land in (a fallback zone in another region needs its own).
             for other in _placement_regions(args):
                 suffix = "" if other == region else f"-{other}"
-                router = compute.Router(
+                router = gcp.Router(
                     f"{name}-router{suffix}", project=args.project, region=other, network=network.network, opts=child
                 )
                 edge.append(
-                    compute.RouterNat(
-                        f"{name}-nat{suffix}", project=args.project, region=other, router=router.name, opts=child
+                    gcp.RouterNat(
+                        f"{name}-nat{suffix}",
+                        project=args.project,
+                        region=other,
+                        router=router.name,
+                        nat_ip_allocate_option="AUTO_ONLY",
+                        source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+                        log_config=wire(enable=True, filter="ERRORS_ONLY"),
+                        opts=child,
                     )
                 )
         return edge

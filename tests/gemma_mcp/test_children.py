@@ -85,6 +85,8 @@ async def test_a_cancelled_call_kills_its_child_and_grandchildren(tmp_path: Path
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    # The direct child is reaped before the call returns: no zombie, no pipe transport left to the collector.
+    assert not await asyncio.to_thread(Path(f"/proc/{pids[0]}").exists)
     assert await _all_gone(pids)
 
 

@@ -1,4 +1,5 @@
-"""One price per shape: the matrix and advise price a Cloud Run GPU at the size the shipped stacks deploy."""
+"""One price per shape: the matrix and advise price a Cloud Run GPU at the size the shipped stacks deploy (the
+shapes table's deployedSize)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import json
 
 import pytest
 
-from preview.fit import SHAPES, Workload, fit
 from preview.stack_file import read_stack_config
 from serving.accelerators import Accelerator
 from serving.catalog import catalog_model
-from serving.cloud_run_limits import DEPLOYED_SIZE
+from serving.shapes import deployed_size
+from stacks.fit import SHAPES, Workload, fit
 from tests.conftest import ROOT
 
 
@@ -23,7 +24,8 @@ def test_the_shipped_stacks_deploy_the_priced_size(stack: str, accelerator: Acce
     values = read_stack_config(ROOT, stack).values
     assert values["gemma-serving:accelerator"] == accelerator.value
     size = json.loads(values["gemma-serving:cloudRun"])
-    assert (size["cpu"], size["memoryGib"]) == DEPLOYED_SIZE[accelerator]
+    deployed = deployed_size(accelerator.value)
+    assert (size["cpu"], size["memoryGib"]) == (deployed.vcpu, deployed.memory_gib)
 
 
 def test_the_matrix_prices_the_l4_as_the_shipped_stack() -> None:

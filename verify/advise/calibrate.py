@@ -16,11 +16,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from preview.fit import SHAPES
 from preview.stack_file import project_root
 from serving.pricing import CloudRunShape, GkeShape, TpuShape
 from serving.speed_records import SpeedRecord, save_speed_records, speed_args
 from stacks.catalog_checks import Served, served_checkpoint
+from stacks.fit import SHAPES
 from verify import UsageError
 from verify.bench.caveats import untrusted_reason
 from verify.bench.results import CellRecord, load_results

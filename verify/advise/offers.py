@@ -1,28 +1,34 @@
-"""What `advise` can deploy: each accelerator shape on its platform, priced as the stack would deploy it.
+"""What `advise` can deploy: each shape of the shapes table on its platform, priced as a stack would deploy it.
 
-Why one module: the shapes (today `preview.fit.SHAPES`, the accelerator shapes table once it lands), the
-instance size a stack deploys on each, and where a shape's price comes from are read here and nowhere else
-in `advise`; switching to the shapes table is an edit of this file.
+Why one module: which shapes are compared (the matrix's, `stacks.fit.SHAPES`, and GKE's TPU node pools), the
+instance size or node a stack deploys on each, the zone and provisioning model, and where a shape's price comes
+from are read here and nowhere else in `advise`. Every price goes through the billing shape the stack's own plan
+bills (serving/pricing.py), so the advisor's $/h and `make preview`'s agree (tests/verify/advise/test_prices.py).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from preview.fit import SHAPES, Shape
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
-from serving.cloud_run_limits import DEPLOYED_SIZE
-from serving.latency import Hardware
-from serving.pricing import CloudRunShape, HourlyPrice, TpuShape
-from serving.speed_facts import hardware_for
+from serving.gcp_names import region_of
+from serving.pricing import CloudRunShape, GkeShape, HourlyPrice, TpuShape, deployed_cloud_run_shape
+from serving.shapes import accelerator_facts, machine_family
+from serving.shapes import shape as table_shape
+from serving.shapes import shapes as table_shapes
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
+from stacks.fit import SHAPES, Shape
+from stacks.gke import ClusterSettings
 
-# The Cloud Run instance a stack deploys with each GPU: what the matrix prices too (one basis per shape).
-CLOUD_RUN_SIZE = DEPLOYED_SIZE
 DEFAULT_CLOUD_RUN_REGION = "us-central1"
 DEFAULT_TPU_REGION = "us-east5"
+# GKE GPU machine series are all offered in us-central1; GKE's TPU node pools default like the TPU VMs.
+DEFAULT_GKE_GPU_REGION = "us-central1"
 # The price book's tier names for each provisioning model a user may allow.
 TPU_TIERS = {"on-demand": "guaranteed", "spot": "spot", "flex-start": "flex-start"}
+# A GKE node pool may grow to 1000 nodes (stacks/gke.py); the --max-replicas option bounds it further.
+GKE_MAX_NODES = 1000
 
 
 @dataclass(frozen=True)
@@ -33,8 +39,10 @@ class Offer:
     platform: str
     region: str
     provisioning: str
-    billing: CloudRunShape | TpuShape
-    # Cloud Run scales to zero and out to many instances; a TPU stack is one node that bills while it exists.
+    # One billed unit: a Cloud Run instance, a TPU node, or one GKE node of the machine type.
+    billing: CloudRunShape | TpuShape | GkeShape
+    # Cloud Run scales to zero and out to many instances; a TPU stack is one node that bills while it exists; a
+    # GKE fleet keeps at least one replica (the HPA's floor on the pinned Kubernetes versions).
     scales_to_zero: bool
     max_replicas: int
     zone: str | None = None
@@ -51,15 +59,33 @@ class Offer:
     def accelerator(self) -> Accelerator:
         return self.shape.accelerator
 
-    def hardware(self) -> Hardware:
-        return hardware_for(self.shape.accelerator, self.shape.chips)
-
     def price(self) -> HourlyPrice:
+        """One billed unit for an hour (an instance, a TPU node, a GKE node)."""
         return self.billing.hourly_price()
+
+    def fixed_price(self) -> HourlyPrice | None:
+        """What bills whatever the load: a created GKE cluster's fee and its system node."""
+        return self.billing.fixed_price()
+
+    def units(self, replicas: int, replicas_per_unit: int = 1) -> int:
+        """Billed units for ``replicas`` vLLM replicas (a GKE node holds node GPUs / tensor parallel of them)."""
+        return math.ceil(replicas / replicas_per_unit)
 
 
 def _platform(shape: Shape) -> str:
     return "tpu" if shape.platform == "tpu-vm" else shape.platform
+
+
+def advised_shapes() -> tuple[Shape, ...]:
+    """The matrix's shapes, and GKE's TPU node pools (ct6e-standard-*), which the matrix leaves out as the TPU
+    slices over again but which deploy differently: a fleet of nodes with replicas, not one VM."""
+    names = {accelerator.value for accelerator in Accelerator}
+    tpu_pools = tuple(
+        Shape(entry.name, Accelerator(entry.accelerator), "gke", entry.accelerators)
+        for entry in table_shapes(platform="gke")
+        if entry.accelerator in names and accelerator_facts(entry.accelerator).family == "tpu"
+    )
+    return (*SHAPES, *tpu_pools)
 
 
 def offers(
@@ -68,26 +94,22 @@ def offers(
     """Every shape the constraints allow, and (shape, why not) for those they rule out."""
     found: list[Offer] = []
     ruled_out: list[tuple[str, str]] = []
-    for shape in SHAPES:
-        if shape.platform == "gke":  # GKE node offers are not priced here yet (one replica per node, HPA bounds)
-            continue
+    for shape in advised_shapes():
         platform = _platform(shape)
         if platforms and platform not in platforms:
             ruled_out.append((shape.name, f"platform {platform} not in --platform {', '.join(platforms)}"))
             continue
         if platform == "cloud-run":
-            offer = _cloud_run(shape, region)
+            tries = [_cloud_run(shape, region)]
+        elif platform == "tpu":
+            tries = [_tpu(shape, region, model) for model in provisioning]
+        else:
+            tries = [_gke(shape, region, model) for model in provisioning]
+        for model, offer in zip(provisioning if platform != "cloud-run" else ("",), tries, strict=True):
             if isinstance(offer, str):
-                ruled_out.append((shape.name, offer))
+                ruled_out.append((f"{shape.name} {model}".strip(), offer))
             else:
                 found.append(offer)
-            continue
-        for model in provisioning:
-            tpu = _tpu(shape, region, model)
-            if isinstance(tpu, str):
-                ruled_out.append((f"{shape.name} {model}", tpu))
-            else:
-                found.append(tpu)
     return found, ruled_out
 
 
@@ -96,17 +118,15 @@ def _cloud_run(shape: Shape, region: str | None) -> Offer | str:
     where = region or DEFAULT_CLOUD_RUN_REGION
     if where not in gpu.regions:
         return f"Cloud Run offers no {gpu.display_name} in {where} (offered in {', '.join(gpu.regions)})"
-    cpu, memory = CLOUD_RUN_SIZE[shape.accelerator]
-    billing = CloudRunShape(
-        accelerator=shape.accelerator, region=where, cpu=cpu, memory_gib=memory, gpu_zonal_redundancy=False
-    )
+    # The instance a stack deploys with the GPU (the shapes table's deployedSize): what the matrix prices too.
+    billing = deployed_cloud_run_shape(shape.accelerator, where)
     return Offer(shape, "cloud-run", where, "on-demand", billing, scales_to_zero=True, max_replicas=1000)
 
 
 def _tpu(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
     where = region or DEFAULT_TPU_REGION
     zones = FLEX_START_V6E_ZONES if provisioning == "flex-start" else V6E_ZONES
-    zone = next((z for z in zones if z.rsplit("-", 1)[0] == where), None)
+    zone = next((z for z in zones if region_of(z) == where), None)
     if zone is None:
         generation = shape.accelerator.value.removeprefix("tpu-")  # the shapes table's key names the generation
         return f"no {provisioning} TPU {generation} zone in {where} (zones: {', '.join(zones)})"
@@ -118,3 +138,31 @@ def _tpu(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
         region=where,
     )
     return Offer(shape, "tpu", where, provisioning, billing, scales_to_zero=False, max_replicas=1, zone=zone)
+
+
+def _gke(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
+    """One node of the machine type in a new cluster (the fee and one system node, as `--write` deploys it)."""
+    family = machine_family(table_shape(shape.name))
+    tpu = accelerator_facts(shape.accelerator.value).family == "tpu"
+    where = region or (DEFAULT_TPU_REGION if tpu else DEFAULT_GKE_GPU_REGION)
+    if provisioning not in family.provisioning:
+        note = f" ({family.provisioning_note.value})" if family.provisioning_note is not None else ""
+        return f"GKE offers {shape.name} {' or '.join(family.provisioning)} only{note}"
+    zone = next((z for z in family.where.value if region_of(z) == where), None)
+    if zone is None:
+        return f"no zone of {where} offers {shape.name} (zones: {', '.join(family.where.value)})"
+    billing = GkeShape(
+        machine_type=shape.name,
+        accelerator=shape.accelerator,
+        accelerators_per_node=shape.chips,
+        provisioning_model=provisioning,  # type: ignore[arg-type]  # one of PROVISIONING, GkeShape's own three
+        region=where,
+        min_nodes=1,
+        max_nodes=1,
+        cluster_created=True,
+        system_machine_type=ClusterSettings.model_fields["system_machine_type"].default,
+        system_nodes=1,
+    )
+    return Offer(
+        shape, "gke", where, provisioning, billing, scales_to_zero=False, max_replicas=GKE_MAX_NODES, zone=zone
+    )

@@ -9,7 +9,7 @@ import pydantic
 from verify import UsageError
 
 HOURS_PER_MONTH = 730.0
-PLATFORMS = ("cloud-run", "tpu")
+PLATFORMS = ("cloud-run", "tpu", "gke")
 PROVISIONING = ("on-demand", "spot", "flex-start")
 SLO_KEYS = ("p95_ttft_ms", "p95_tpot_ms", "goodput")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pydantic
 
@@ -35,6 +36,8 @@ class Row(_Model):
     zone: str | None
     tensor_parallel: int
     replicas: int
+    # What bills: Cloud Run instances (one a replica), the TPU node, or GKE nodes (replicas / replicas a node).
+    billed_units: int = 1
     batch_cap: int
     max_model_len: int
     p95_ttft_ms: float
@@ -89,6 +92,13 @@ def _money(value: float | None) -> str:
     return "-" if value is None else usd(value)
 
 
+def _beside(row: Row, field: str, shown: Callable[[float], str]) -> str:
+    """The estimate, or a measured figure with the estimate beside it: ``1,840 (est 1,620)``."""
+    estimate = shown(getattr(row, field))
+    measured = (row.measured or {}).get(field)
+    return estimate if measured is None else f"{shown(measured)} (est {estimate})"
+
+
 HEADER = (
     "#",
     "model",
@@ -123,15 +133,16 @@ def render(report: AdviseReport) -> str:
             row.shape,
             f"{row.platform} {row.region}" + ("" if row.provisioning == "on-demand" else f" {row.provisioning}"),
             str(row.tensor_parallel),
-            str(row.replicas),
-            _ms(row.p95_ttft_ms),
-            f"{row.tpot_ms:,.1f}",
-            f"{row.requests_per_s:,.2f}",
+            str(row.replicas)
+            + (f" ({row.billed_units} node{'s' if row.billed_units > 1 else ''})" if row.platform == "gke" else ""),
+            _beside(row, "p95_ttft_ms", _ms),
+            _beside(row, "tpot_ms", lambda value: f"{value:,.1f}"),
+            _beside(row, "requests_per_s", lambda value: f"{value:,.2f}"),
             _money(row.usd_per_million_input),
             _money(row.usd_per_million_output),
             usd(row.usd_per_hour),
             usd(row.usd_per_month),
-            "measured" if row.measured else "estimated",
+            "measured, est beside" if row.measured else "estimated",
         )
         for row in report.rows
     ]

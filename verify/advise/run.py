@@ -1,7 +1,7 @@
 """`advise` as a function: ``run_advise(AdviseOptions) -> AdviseReport``.
 
 For every catalog model x variant x offer (verify/advise/offers.py) the constraints allow: does it fit (the
-matrix's answer, `preview.fit`: the stack loader and the capacity planner, with the stated workload as the
+matrix's answer, `stacks.fit`: the stack loader and the capacity planner, with the stated workload as the
 request size), how many requests of that size its KV cache holds (the batch cap), and then the fewest
 replicas at which the latency model (serving/latency.py) predicts the SLO holds at the stated load. Rows are
 ranked by what they cost a month; every number says whether it is measured or estimated, and from what.
@@ -16,26 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from preview.fit import Fit, Workload, fit
 from preview.stack_file import project_root
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.catalog import CatalogModel, SupportStatus, catalog
-from serving.latency import AtLoad, Replica, Requests, at_rate, model_cost, prefill_seconds, with_users
-from serving.planner import KvLayout
+from serving.latency import AtLoad, Replica, Requests, at_rate, prefill_seconds, with_users
+from serving.pricing import HourlyPrice
 from serving.speed_facts import fitted_efficiency
 from serving.speed_records import SpeedRecord, load_speed_records, matching
-from stacks.capacity import (
-    LARGE_GPU_BATCHED_TOKENS,
-    LARGE_GPU_MIN_GIB,
-    SMALL_GPU_BATCHED_TOKENS,
-    TPU_V6E_BATCHED_TOKENS,
-)
+from stacks.estimate import basis_of, replica_of
+from stacks.fit import Fit, Workload, fit
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
 from verify.advise.report import AdviseReport, Basis, Exclusion, Row
 
-# vLLM 0.32's --max-num-seqs default: the batch cap when the KV cache holds more.
-DEFAULT_MAX_NUM_SEQS = 256
 # The share of requests within the p95: goodput counts them.
 WITHIN_P95 = 0.95
 EXAMPLES = 3
@@ -55,18 +47,13 @@ class Candidate:
     replica: Replica
     max_model_len: int
     caveats: tuple[str, ...] = ()
+    # Chips one vLLM replica shards over, and replicas a billed unit holds (a GKE node: its GPUs / TP).
+    tensor_parallel: int = 1
+    replicas_per_unit: int = 1
 
     @property
     def label(self) -> str:
         return f"{self.model.id} {self.variant} on {self.offer.name}"
-
-
-def _batched_tokens(offer: Offer) -> int:
-    """vLLM 0.32's default --max-num-batched-tokens for the accelerator (stacks/capacity.py)."""
-    if offer.accelerator is Accelerator.TPU_V6E:
-        return TPU_V6E_BATCHED_TOKENS
-    large = CLOUD_RUN_GPUS[offer.accelerator].memory_gib >= LARGE_GPU_MIN_GIB
-    return LARGE_GPU_BATCHED_TOKENS if large else SMALL_GPU_BATCHED_TOKENS
 
 
 def _refusal_kind(message: str) -> str:
@@ -108,7 +95,6 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
     workload = Workload(
         context_tokens=longest_prompt, output_tokens=longest_output, kv_cache_dtype=options.kv_cache_dtype
     )
-    efficiency = fitted_efficiency()
     fits: dict[tuple[str, str, str], Fit] = {}
     found: list[Candidate] = []
     for model in catalog().values():
@@ -125,23 +111,33 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
                 if not answer.fits or not answer.sequences:
                     excluded.add(_refusal_kind(answer.why_not or ""), f"{model.id} {variant} on {offer.name}")
                     continue
-                hardware = offer.hardware()
-                layout = KvLayout.TPU if offer.accelerator is Accelerator.TPU_V6E else KvLayout.VLLM_HYBRID
-                cost = model_cost(
-                    model, variant, kv_cache_dtype=options.kv_cache_dtype, tensor_parallel=offer.chips, layout=layout
-                )
-                replica = Replica(
-                    cost,
-                    hardware,
-                    efficiency.efficiency(hardware),
-                    batch_cap=min(answer.sequences, DEFAULT_MAX_NUM_SEQS),
-                    batched_tokens=_batched_tokens(offer),
+                # A GKE node runs node GPUs / TP replicas side by side (the matrix's choice: the smallest TP that
+                # fits); elsewhere one replica takes the whole shape.
+                tensor_parallel = answer.tensor_parallel if offer.platform == "gke" else offer.chips
+                replica = replica_of(
+                    model,
+                    variant,
+                    offer.accelerator.value,
+                    tensor_parallel,
+                    batch_cap=answer.sequences,
+                    kv_cache_dtype=options.kv_cache_dtype,
                 )
                 support = model.variant(variant).support(offer.accelerator)
                 caveats = tuple(answer.warnings)
                 if support.status is SupportStatus.UNCONFIRMED and not any("unconfirmed" in w for w in caveats):
                     caveats = (f"support on {offer.accelerator.value} unconfirmed: {support.why}", *caveats)
-                found.append(Candidate(model, variant, offer, replica, workload.sequence_tokens, caveats))
+                found.append(
+                    Candidate(
+                        model,
+                        variant,
+                        offer,
+                        replica,
+                        workload.sequence_tokens,
+                        caveats,
+                        tensor_parallel=tensor_parallel,
+                        replicas_per_unit=offer.chips // tensor_parallel,
+                    )
+                )
     return found
 
 
@@ -203,23 +199,18 @@ def fewest_replicas(candidate: Candidate, options: AdviseOptions) -> tuple[int, 
 def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOptions) -> Row | str:
     """The ranked row, or why it has none (no price recorded)."""
     offer = candidate.offer
-    price = offer.price()
+    price, fixed = offer.price(), offer.fixed_price()
     if price.usd_per_hour is None:
         return f"no price: {price.missing}"
-    per_hour = price.usd_per_hour * replicas
+    if fixed is not None and fixed.usd_per_hour is None:
+        return f"no price for the cluster: {fixed.missing}"
+    units = offer.units(replicas, candidate.replicas_per_unit)
+    per_hour = price.usd_per_hour * units + (fixed.usd_per_hour if fixed is not None and fixed.usd_per_hour else 0.0)
     hours = options.active_hours_per_month if offer.scales_to_zero else HOURS_PER_MONTH
     rate = state.request_rate * replicas
     input_tps, output_tps = rate * options.prompt_tokens, rate * options.output_tokens
     per_second = per_hour / 3600
     share = min(max(state.prefill_busy, 0.0), 1.0)
-    fitted = fitted_efficiency()
-    hardware = candidate.replica.hardware
-    efficiency = candidate.replica.efficiency
-    facts = (
-        f"{hardware.name}: {hardware.peak_flops / 1e12:,.0f} TFLOP/s bf16 and {hardware.bandwidth / 1e9:,.0f} GB/s "
-        f"a chip; compute x{efficiency.compute:.3f}, bandwidth x{efficiency.bandwidth:.3f}, client "
-        f"{efficiency.client_s * 1000:.0f} ms (serving/data/latency-efficiency.json, fitted {fitted.fitted})"
-    )
     return Row(
         rank=0,
         model=candidate.model.id,
@@ -230,8 +221,9 @@ def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOpti
         region=offer.region,
         provisioning=offer.provisioning,
         zone=offer.zone,
-        tensor_parallel=offer.chips,
+        tensor_parallel=candidate.tensor_parallel,
         replicas=replicas,
+        billed_units=units,
         batch_cap=candidate.replica.batch_cap,
         max_model_len=candidate.max_model_len,
         p95_ttft_ms=state.ttft_p95_s * 1000,
@@ -247,16 +239,9 @@ def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOpti
         usd_per_million_output=per_second * (1 - share) / output_tps * 1e6 if output_tps else None,
         scales_to_zero=offer.scales_to_zero,
         latency_basis=Basis(
-            kind="estimated",
-            source=f"latency model, docs/advisor.md ({facts})",
-            error=fitted.stated_error(),
+            kind="estimated", source=basis_of(candidate.replica), error=fitted_efficiency().stated_error()
         ),
-        price_basis=Basis(
-            kind="list price",
-            source=f"{replicas} x {price.describe()}, {price.basis}; rates: {price.citation()} "
-            "(serving/data/pricing.json)"
-            + ("; a rate read through a copy of the page (the price book names it)" if _second_hand(price) else ""),
-        ),
+        price_basis=_price_basis(price, fixed, units),
         cost_split=COST_SPLIT,
         caveats=candidate.caveats,
     )
@@ -303,9 +288,27 @@ def _measured_meets(measured: dict[str, float], options: AdviseOptions) -> bool:
     return not (slo.p95_tpot_ms is not None and tpot is not None and tpot > slo.p95_tpot_ms)
 
 
-def _second_hand(price: object) -> bool:
-    sources = getattr(price, "sources", ())
-    return any("via " in source for source in sources)
+def _price_basis(price: HourlyPrice, fixed: HourlyPrice | None, units: int) -> Basis:
+    """The rates, their pages and days, and which were second-hand (read through a copy, or unconfirmed)."""
+    parts = [price, *([fixed] if fixed is not None else [])]
+    cluster = f" + the cluster {fixed.describe()}" if fixed is not None else ""
+    second_hand = sorted({copy for part in parts for copy in part.second_hand()})
+    unconfirmed = any("UNCONFIRMED" in p.label for part in parts for p in part.parts)
+    warnings = [
+        *(["second-hand: read through " + "; ".join(second_hand)] if second_hand else []),
+        *(
+            ["UNCONFIRMED rate: not re-read at Google's page (serving/data/pricing.json says why)"]
+            if unconfirmed
+            else []
+        ),
+    ]
+    return Basis(
+        kind="list price",
+        source=f"{units} x {price.describe()}, {price.basis}{cluster}; rates: "
+        + "; ".join(dict.fromkeys(part.citation() for part in parts))
+        + " (serving/data/pricing.json)"
+        + "".join(f"; {warning}" for warning in warnings),
+    )
 
 
 def run_advise(

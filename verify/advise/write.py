@@ -15,14 +15,14 @@ from typing import Any
 import yaml
 
 from preview.stack_file import StackFileError, available_stacks, read_stack_config
-from serving.accelerators import Accelerator
 from serving.catalog import catalog_model, pins_of
+from serving.shapes import accelerator_facts, deployed_size
 from verify import UsageError
-from verify.advise.offers import CLOUD_RUN_SIZE
 from verify.advise.report import Row
 
 PLACEHOLDER_REVISION = "0" * 40
-IMAGES = {"cloud-run": "vllm/vllm-openai:v0.32.0", "tpu": "vllm/vllm-tpu:v0.32.0"}
+GPU_IMAGE = "vllm/vllm-openai:v0.32.0"
+TPU_IMAGE = "vllm/vllm-tpu:v0.32.0"
 _NAME = "abcdefghijklmnopqrstuvwxyz0123456789-"
 
 
@@ -47,27 +47,41 @@ def pinned_revision(root: Path, model: str, variant: str) -> tuple[str, str] | N
 
 def stack_document(row: Row, *, revision: str) -> dict[str, Any]:
     """The stack's config, as `Pulumi.<stack>.yaml` holds it."""
-    vllm = {
+    tpu = accelerator_facts(row.accelerator).family == "tpu"
+    vllm: dict[str, Any] = {
         "maxModelLen": row.max_model_len,
         "maxNumSeqs": row.batch_cap,
-        "kvCacheDtype": "fp8" if row.platform != "tpu" else "fp8_e5m2",
+        "kvCacheDtype": "fp8_e5m2" if row.platform == "tpu" else "fp8",
         "gpuMemoryUtilization": 0.9,
     }
     config: dict[str, Any] = {
         "gemma-serving:accelerator": row.accelerator,
         "gemma-serving:region": row.region,
-        "gemma-serving:image": IMAGES[row.platform],
+        "gemma-serving:image": TPU_IMAGE if tpu else GPU_IMAGE,
         "gemma-serving:model": {"id": row.model, "variant": row.variant, "revision": revision},
         "gemma-serving:vllm": vllm,
     }
     if row.platform == "tpu":
         tier = {"on-demand": "guaranteed"}.get(row.provisioning, row.provisioning)
         config["gemma-serving:tpu"] = {"zone": row.zone, "acceleratorType": row.shape, "provisioning": {"model": tier}}
+    elif row.platform == "gke":
+        # The fleet the row was priced as: its nodes around the clock, node GPUs / TP replicas on each.
+        vllm["tensorParallelSize"] = row.tensor_parallel
+        config["gemma-serving:gke"] = {
+            "nodePool": {
+                "machineType": row.shape,
+                "zones": [row.zone],
+                "provisioning": row.provisioning,
+                "minNodes": row.billed_units,
+                "maxNodes": row.billed_units,
+            },
+            "replicas": {"min": row.replicas, "max": row.replicas},
+        }
     else:
-        cpu, memory = CLOUD_RUN_SIZE[Accelerator(row.accelerator)]
+        size = deployed_size(row.accelerator)  # the instance the row was priced at
         config["gemma-serving:cloudRun"] = {
-            "cpu": cpu,
-            "memoryGib": memory,
+            "cpu": size.vcpu,
+            "memoryGib": size.memory_gib,
             "minInstances": 0,
             "maxInstances": row.replicas,
             "gpuZonalRedundancyDisabled": True,
@@ -98,7 +112,8 @@ def write_stack(root: Path, name: str, row: Row, *, revision: str | None = None,
         )
     header = [
         f"# Written by `gemma-verify advise --write {name}`: rank {row.rank} of its answer.",
-        f"# {row.model} {row.variant} on {row.shape} ({row.platform} {row.region}), {row.replicas} replica(s):",
+        f"# {row.model} {row.variant} on {row.shape} ({row.platform} {row.region}), {row.replicas} replica(s)"
+        + (f" on {row.billed_units} node(s), tensor parallel {row.tensor_parallel}:" if row.platform == "gke" else ":"),
         (
             f"#   predicted p95 TTFT {row.p95_ttft_ms:,.0f} ms, TPOT {row.tpot_ms:,.1f} ms at "
             f"{row.requests_per_s:,.2f} req/s ({row.latency_basis.kind}; docs/advisor.md)"

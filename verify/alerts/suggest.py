@@ -29,6 +29,7 @@ import yaml
 from serving.alert_rules import TPOT_HISTOGRAM, TTFT_HISTOGRAM
 from serving.vllm_metrics import recorded_metrics
 from verify import UsageError
+from verify.bench.confidence import min_samples
 from verify.bench.results import CellRecord, load_results
 
 
@@ -88,6 +89,24 @@ class Slo:
         return succeeded and ttft is not None and ttft <= self.ttft_ms and (tpot is None or tpot <= self.tpot_ms)
 
 
+def _refuse_thin(cells: Sequence[CellRecord], slo: Slo) -> None:
+    """A threshold read from a percentile of too few requests is the slowest few wearing a p99 label: refused
+    (``NoUsableCellsError``), naming the count it needs and the percentile the sweep can support."""
+    needed = min_samples(slo.percentile)
+    thin = [cell for cell in cells if cell.completed < needed]
+    if not thin:
+        return
+    fewest = min(cell.completed for cell in cells)
+    example = min(thin, key=lambda cell: cell.completed)
+    judgeable = [p for p in PERCENTILES if min_samples(p) <= fewest]
+    instead = f", or derive from --percentile {judgeable[-1]}, which they can judge" if judgeable else ""
+    raise NoUsableCellsError(
+        f"a p{slo.percentile} needs {needed} completed requests per cell (the fewest for which its 95% interval "
+        f"exists); {len(thin)} of {len(cells)} cells have fewer (concurrency {example.max_concurrency}: "
+        f"{example.completed}): rerun `gemma-verify bench` with --requests {needed}{instead}"
+    )
+
+
 @dataclass(frozen=True)
 class Suggestion:
     # How many of the cells used were untrusted (their latencies include the load generator's own delay).
@@ -114,6 +133,7 @@ def suggest(
             "no measured, trusted cell in the results: run `gemma-verify bench` on the stack first (or pass "
             "--allow-untrusted to use cells whose load generator was short of CPU)"
         )
+    _refuse_thin(cells, slo)
     by_concurrency: dict[int, list[CellRecord]] = defaultdict(list)
     for cell in cells:
         by_concurrency[cell.max_concurrency].append(cell)

@@ -60,6 +60,7 @@ from verify.bench.scenarios import (
     DEFAULT_PREFIX_TOKENS,
     DEFAULT_SHARED_PREFIXES,
     DEFAULT_TURNS,
+    NEEDLE_MIN_CONTEXT,
     Scenario,
     ScenarioOptions,
 )
@@ -200,7 +201,8 @@ def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
         choices=[kind.value for kind in Scenario],
         default=Scenario.RANDOM.value,
         help="random: unique prompts, nothing from the prefix cache (default); shared-prefix: N system prompts "
-        "reused; multi-turn: chats whose every turn carries the conversation so far",
+        "reused; multi-turn: chats whose every turn carries the conversation so far; lengths: log-normal prompt "
+        "and output lengths; needle: a passcode hidden in each prompt, recall recorded per cell",
     )
     group.add_argument(
         "--shared-prefixes",
@@ -263,6 +265,11 @@ def _scenario(args: argparse.Namespace) -> ScenarioOptions:
     )
     if kind is Scenario.MULTI_TURN and (args.api != Api.CHAT.value or getattr(args, "request_rate", None)):
         raise UsageError("--scenario multi-turn needs --api chat and a closed loop (--concurrency, no --request-rate)")
+    if kind is Scenario.NEEDLE and any(context < NEEDLE_MIN_CONTEXT for context in args.context):
+        raise UsageError(
+            f"--scenario needle: every --context must be at least {NEEDLE_MIN_CONTEXT} tokens (a haystack around "
+            "the hidden passcode), got " + ",".join(str(context) for context in args.context)
+        )
     if kind is Scenario.SHARED_PREFIX and any(context <= options.prefix_tokens for context in args.context):
         raise UsageError(
             f"--scenario shared-prefix: every --context must be longer than --prefix-tokens {options.prefix_tokens} "
@@ -519,11 +526,32 @@ def _facts(args: argparse.Namespace) -> ServingFacts:
     )
 
 
+def _one_process_only(args: argparse.Namespace, workload: Workload) -> None:
+    """``--workers`` spreads closed-loop users over processes; a run that cannot use them says so instead
+    of silently measuring from one process."""
+    if not args.workers or args.workers == 1:
+        return
+    if workload.request_rates:
+        why = "open-loop cells (--request-rate, --find-max-rate) are sent on one schedule from this process"
+    elif workload.scenario.kind is Scenario.MULTI_TURN:
+        why = "a multi-turn chat's turns follow each other's answers, so its chats run in this process"
+    elif workload.scenario.kind is Scenario.NEEDLE:
+        why = "the needle's recall reads every answer's text, so its requests run in this process"
+    else:
+        return
+    raise UsageError(
+        f"--workers {args.workers}: {why}; a client that cannot keep up marks its cells untrusted (the reason "
+        "says so). Leave out --workers, or measure concurrency (closed loop) to spread users over processes"
+    )
+
+
 def bench_options(args: argparse.Namespace, output: Path) -> BenchOptions:
     """``verify bench``'s flags as ``BenchOptions`` (the target flags are resolved apart)."""
+    workload = workload_options(args)
+    _one_process_only(args, workload)
     return BenchOptions(
         output=output,
-        workload=workload_options(args),
+        workload=workload,
         timeouts=timeout_options(args),
         api_key_env=args.api_key_env,
         transport=TransportKind(args.transport),
@@ -689,4 +717,7 @@ def run_compare_command(args: argparse.Namespace) -> int:
             mismatches=list(report.mismatches),
         )
     )
+    if report.estimates:
+        print("\nmeasured beside the estimate (docs/advisor.md):")
+        print("\n".join(f"  {line}" for line in report.estimates))
     return EXIT_OK

@@ -11,6 +11,7 @@ keeps it as its bench gate's verdict. Progress (what is measured now, warnings) 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from verify.bench.outputs import check_output
 from verify.bench.prompts import PromptBook, TokenCounter, choose_counter
 from verify.bench.report import write_reports
 from verify.bench.results import CellKey, CellRecord, append_record, done_keys, read_checked
+from verify.bench.slo import requests_needed, thin_gates
 from verify.bench.sweep import (
     Endpoint,
     EndpointLostError,
@@ -117,6 +119,11 @@ def run_bench(
     """
     output = options.output
     check_output(output)
+    if options.workload.requests is not None:
+        # An explicit count is the user's: refused when too few for the SLO (a default one is raised to it).
+        thin = thin_gates(options.gate.slos, options.workload.requests, flag="--requests")
+        if thin:
+            raise UsageError(thin)
     existing = _existing_records(output, resume=options.resume, console=console)
     facts = _facts(target, options)
     if facts.price_basis:
@@ -292,7 +299,10 @@ async def _bench(
         fetch_id_token=fetch_id_token,
     ) as client:
         found = await _discover(client, target, options)
-        plan = plan_for(workload, model=found.model, timeouts=timeouts, bounds=bounds_from(options.gate.slos))
+        floor = requests_needed(options.gate.slos)
+        plan = plan_for(
+            workload, model=found.model, timeouts=timeouts, bounds=bounds_from(options.gate.slos), min_requests=floor
+        )
         endpoint = Endpoint(
             base_url=target.base_url,
             platform=target.platform,
@@ -312,6 +322,14 @@ async def _bench(
             f"benchmarking {found.model} at {target.base_url} (vLLM {found.vllm_version or 'unknown'}): "
             f"{len(todo)} cells to measure, {len(plan.cells()) - len(todo)} already in {output}"
         )
+        raised = workload.requests is None and any(
+            dataclasses.replace(plan, min_requests=0).requests_for(users) < floor for users in plan.concurrencies
+        )
+        if raised:
+            console.print(
+                f"measuring at least {floor} requests per cell: the fewest the --slo percentiles can be judged on "
+                "(--requests sets the count)"
+            )
         if not todo:
             # Nothing to measure: every file stays as it is (no empty metrics window, no rewritten reports).
             return [plan.key(*cell) for cell in plan.cells()]

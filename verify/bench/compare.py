@@ -367,6 +367,7 @@ def markdown(
     a_desc: str,
     b_desc: str,
     mismatches: Sequence[Mismatch] = (),
+    estimates: Sequence[str] = (),
 ) -> str:
     headings = headings_of(rows)
     lines = [f"# {a_name} (A) vs {b_name} (B)", "", f"- A: {a_desc}", f"- B: {b_desc}"]
@@ -388,6 +389,8 @@ def markdown(
     notes = caveat_notes(rows)
     if notes:
         lines += ["", "## Warnings", "", *(f"- {note}" for note in notes)]
+    if estimates:
+        lines += ["", "## Measured beside the estimate", "", *(f"- {line}" for line in estimates)]
     return "\n".join([*lines, ""])
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from verify import UsageError
 from verify.bench import compare as comparing
+from verify.bench.predicted import estimate_lines
 from verify.bench.results import CellRecord, read_checked
 from verify.bench.run_pricing import one_value
 
@@ -34,12 +35,14 @@ class CompareReport:
     b_name: str
     rows: tuple[comparing.CellComparison, ...]
     mismatches: tuple[comparing.Mismatch, ...]
+    # Each measured cell beside the latency model's estimate for what it claims (verify/bench/predicted.py).
+    estimates: tuple[str, ...] = ()
 
 
 def read_side(path: Path) -> list[CellRecord]:
     """One side's cells, every line checked (exit 2 naming ``file:line`` and why, as ``--resume``)."""
     if not path.exists():
-        raise UsageError(f"{path} does not exist (compare takes two results files of `verify bench`)")
+        raise UsageError(f"{path} does not exist (compare takes two results files of `gemma-verify bench`)")
     loaded = read_checked(path)
     if not loaded.records:
         raise UsageError(f"{path} holds no cell records")
@@ -64,6 +67,12 @@ def run_compare(a_path: Path, b_path: Path, options: CompareOptions) -> CompareR
         a, b, allow_untrusted=options.allow_untrusted, metrics=comparing.metrics_for(options.slo_keys)
     )
     a_name, b_name = a_path.stem, b_path.stem
+    estimates = tuple(
+        estimate_lines(
+            [(f"{row.label} in {side}", record) for row in rows for side, record in (("A", row.a), ("B", row.b))],
+            options.slo_keys,
+        )
+    )
     if options.markdown is not None:
         options.markdown.write_text(
             comparing.markdown(
@@ -73,7 +82,8 @@ def run_compare(a_path: Path, b_path: Path, options: CompareOptions) -> CompareR
                 a_desc=comparing.describe_side(a),
                 b_desc=comparing.describe_side(b),
                 mismatches=mismatches,
+                estimates=estimates,
             ),
             encoding="utf-8",
         )
-    return CompareReport(a_name, b_name, tuple(rows), tuple(mismatches))
+    return CompareReport(a_name, b_name, tuple(rows), tuple(mismatches), estimates)

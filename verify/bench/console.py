@@ -29,6 +29,7 @@ from verify.bench.compare import (
     headings_of,
     tally,
 )
+from verify.bench.open_loop import HELD_BY_CAP, SCHEDULE_BEHIND
 from verify.bench.results import CellRecord
 from verify.bench.trust import UNTRUSTED_ADVICE
 from verify.numbers import percent, readable
@@ -117,6 +118,20 @@ def _percentile(record: CellRecord, field: str) -> str:
     return f"n<{minimum}" if minimum is not None else readable(getattr(record, field))
 
 
+def open_loop_advice(records: Sequence[CellRecord]) -> str | None:
+    """What to do when every untrusted cell is an open-loop schedule that was not kept (None otherwise): more
+    worker processes are no answer there (an open loop is sent from one process)."""
+    reasons = [untrusted_reason(r) or "" for r in records if r.measured and not r.trusted]
+    if not reasons or not all(SCHEDULE_BEHIND in reason for reason in reasons):
+        return None
+    if all(HELD_BY_CAP in reason for reason in reasons):
+        return (
+            "the server did not keep up with the rate: lower --request-rate (--find-max-rate finds the highest it "
+            "keeps), or raise --max-in-flight to measure the queue as latency"
+        )
+    return "send from a machine with CPU to spare, or beside the service (--on-cloud-run)"
+
+
 def summary_table(records: Sequence[CellRecord], *, advice: str = UNTRUSTED_ADVICE) -> Group:
     """One row per cell, then a numbered note per cell that has one (failures, warnings, skips).
 
@@ -166,7 +181,7 @@ def summary_table(records: Sequence[CellRecord], *, advice: str = UNTRUSTED_ADVI
         table.add_row(*row)
     untrusted = untrusted_summary(ordered)
     if untrusted is not None:
-        lines.append(f"[yellow]{escape(untrusted)}[/]: {escape(advice)}")
+        lines.append(f"[yellow]{escape(untrusted)}[/]: {escape(open_loop_advice(ordered) or advice)}")
     return Group(table, *(Text.from_markup(line) for line in lines))
 
 

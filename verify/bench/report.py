@@ -193,6 +193,8 @@ def markdown_report(records: Sequence[CellRecord], *, metrics_summary: str | Non
     lines += _matrix("Success rate", cells, lambda r: percent(r.success_rate or 0.0))
     if any(r.prefix_cache_hit_rate is not None for r in cells.values()):
         lines += _matrix("Prefix-cache hit rate (server)", cells, lambda r: percent(r.prefix_cache_hit_rate))
+    if any(r.needle_recall is not None for r in cells.values()):
+        lines += _matrix("Needle recall (answers holding their passcode)", cells, lambda r: percent(r.needle_recall))
     lines += _matrix("Actual mean prompt tokens", cells, lambda r: readable(r.actual_context))
     if any(r.cost_per_1m_output_tokens_usd is not None for r in cells.values()):
         price = next(r.price_per_hour_usd for r in cells.values() if r.price_per_hour_usd is not None)

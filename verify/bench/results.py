@@ -155,6 +155,8 @@ class CellRecord(pydantic.BaseModel):
     # The workload's shape (verify.bench.scenarios) and what the server's prefix cache did during the cell.
     scenario: str | None = None
     prefix_cache_hit_rate: float | None = None
+    # ``--scenario needle``: the share of completed answers that held the passcode hidden in their prompt.
+    needle_recall: float | None = None
 
     @pydantic.model_validator(mode="after")
     def _consistent_when_read(self, info: pydantic.ValidationInfo) -> Self:

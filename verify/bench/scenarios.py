@@ -19,7 +19,14 @@
   scheduler's mixing of prefills and decodes and exposes head-of-line blocking that equal-length requests
   hide; the cell's ``actual_context`` is then the mean of the mix.
 
-The long-context needle is the quality gate's (verify/health/quality.py), not a load.
+- ``needle``: each prompt of ``--context`` tokens hides one sentence, "The passcode is NNNNNN.", at a depth
+  spread over the prompt (request i at the golden-ratio sequence's i-th point, so every depth from the first
+  words to the last is visited), then asks for it. It stresses long-context retrieval at each context of the
+  sweep and under the cell's load: the cell records ``needle_recall``, the share of completed answers that
+  contain a hidden passcode. The passcodes are distinct six-digit numbers drawn per run: an answer can only
+  hold one by reading it (a chance match is about one in a million per answer), so the check needs no
+  bookkeeping of which answer belongs to which prompt. A pass/fail needle at the stack's longest context is
+  the quality gate's (verify/health/quality.py); this one measures recall across the sweep.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import asyncio
 import enum
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +59,7 @@ class Scenario(enum.StrEnum):
     SHARED_PREFIX = "shared-prefix"
     MULTI_TURN = "multi-turn"
     LENGTHS = "lengths"
+    NEEDLE = "needle"
 
 
 # ``lengths``: how many distinct prompt lengths are calibrated, the distribution's spread (sigma of the log)
@@ -76,6 +85,8 @@ class ScenarioOptions:
             return f"multi-turn ({self.turns} turns)"
         if self.kind is Scenario.LENGTHS:
             return f"lengths (log-normal, sigma {LENGTH_SIGMA:g}, ceilings --context and --max-tokens)"
+        if self.kind is Scenario.NEEDLE:
+            return "needle (a six-digit passcode at a spread depth, asked for at the end)"
         return None
 
 
@@ -84,6 +95,54 @@ async def shared_prefixes(counter: TokenCounter, options: ScenarioOptions, *, no
     first token (so one prefix is never a hit for another), the same in every request that uses it."""
     shape: PromptShape = await calibrate(counter, options.prefix_tokens, nonce=f"{nonce}{PREFIX_TAG}")
     return [shape.prompt(unique_prefix(f"{nonce}{PREFIX_TAG}", index)) for index in range(options.shared_prefixes)]
+
+
+# ``needle``: the shortest context that leaves a haystack worth the name around the passcode and question.
+NEEDLE_MIN_CONTEXT = 256
+NEEDLE_QUESTION = "What is the passcode? Answer with the number only."
+_NEEDLE = re.compile(r"The passcode is (\d{6})\.")
+_GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+def needle_codes(count: int, *, seed: str) -> list[str]:
+    """``count`` distinct six-digit passcodes, the same for the same ``seed`` (the run's nonce)."""
+    # Seeded on purpose: a resumed or repeated run hides the same passcodes (not secrets, test data).
+    return [str(code) for code in random.Random(seed).sample(range(100_000, 1_000_000), count)]  # noqa: S311 - seeded test data
+
+
+async def needle_overhead(counter: TokenCounter, *, nonce: str) -> int:
+    """The tokens the hidden sentence and the question add to a prompt, counted by the server, so the haystack
+    is calibrated short by that much and the whole prompt is ``--context`` tokens."""
+    bare = unique_prefix(nonce, 0)
+    with_both = f"{bare} The passcode is 123456.\n\n{NEEDLE_QUESTION}"
+    return max(await counter.count(with_both) - await counter.count(bare), 0)
+
+
+def with_needles(prompts: Sequence[str], codes: Sequence[str], *, keep_words: int) -> list[str]:
+    """Prompt i with "The passcode is <code i>." at depth (i x 0.618...) mod 1 of its words, never before its
+    first ``keep_words`` (the unique prefix that keeps prompts apart in the prefix cache), then the question."""
+    hidden = []
+    for index, (prompt, code) in enumerate(zip(prompts, codes, strict=True)):
+        words = prompt.split(" ")
+        depth = (index * _GOLDEN) % 1.0
+        at = keep_words + round(depth * (len(words) - keep_words))
+        haystack = " ".join([*words[:at], f"The passcode is {code}.", *words[at:]])
+        hidden.append(f"{haystack}\n\n{NEEDLE_QUESTION}")
+    return hidden
+
+
+def hidden_codes(requests: Sequence[StreamRequest]) -> frozenset[str]:
+    """The passcodes hidden in ``requests``' prompts."""
+    return frozenset(match.group(1) for request in requests if (match := _NEEDLE.search(request.prompt)))
+
+
+def needle_recall(results: Sequence[StreamResult], codes: frozenset[str]) -> float | None:
+    """The share of completed answers holding one of ``codes`` (None when none completed)."""
+    answered = [result for result in results if result.ok]
+    if not answered:
+        return None
+    found = sum(1 for result in answered if any(code in result.text for code in codes))
+    return found / len(answered)
 
 
 def with_prefixes(prompts: Sequence[str], prefixes: Sequence[str]) -> list[str]:

@@ -16,11 +16,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from verify.bench.confidence import PERCENTILE_STATS, min_samples
 from verify.bench.results import CellRecord
 from verify.numbers import readable
 
 _LOWER_BOUNDS = ("success_rate", "request_throughput", "output_throughput", "total_token_throughput")
 _METRIC_ORDER = re.compile(r"^(ttft|tpot|itl|e2el)_(mean|median|p\d+)_ms$")
+# A per-request percentile (one sample per request): the ones whose sample count an SLO depends on. The
+# pooled inter-token gaps (itl) are many per request, so a request count says nothing about them.
+_PER_REQUEST_PERCENTILE = re.compile(r"^(median|p(\d+))_(ttft|tpot|e2el)_ms$")
 
 
 def _latency_keys() -> list[str]:
@@ -52,6 +56,17 @@ class Slo:
     def holds(self, value: float) -> bool:
         return value >= self.limit if self.is_lower_bound else value <= self.limit
 
+    @property
+    def samples_needed(self) -> int | None:
+        """The fewest measured requests a cell needs for this SLO to be judged: a percentile's 95% interval
+        exists only from ``min_samples`` on (verify.bench.confidence), so a p99 SLO on 20 requests would judge
+        the slowest of 20 under a p99 label. None for a mean, a rate or the pooled ITL gaps."""
+        matched = _PER_REQUEST_PERCENTILE.match(self.key)
+        if matched is None:
+            return None
+        statistic, digits = matched.group(1), matched.group(2)
+        return min_samples(PERCENTILE_STATS.get(statistic, float(digits or 50)))
+
 
 def parse_slo(text: str) -> Slo:
     """``p99_ttft_ms=2000`` (or ``ttft_p99_ms=2000``); raises ValueError naming the allowed keys."""
@@ -82,11 +97,38 @@ def with_default_gate(slos: Iterable[Slo]) -> list[Slo]:
     return [Slo("success_rate", DEFAULT_SUCCESS_RATE), *given]
 
 
+def requests_needed(slos: Iterable[Slo]) -> int:
+    """The fewest measured requests per cell that every percentile SLO of ``slos`` can be judged on (0: any)."""
+    return max((slo.samples_needed or 0 for slo in slos), default=0)
+
+
+def thin_gates(slos: Iterable[Slo], requests_per_cell: int, *, flag: str) -> str | None:
+    """Why the run cannot judge its SLOs, before a request is sent: a percentile SLO needs more measured
+    requests per cell than the run sends (``flag`` names the knob); None when every SLO can be judged."""
+    thin = [(slo, needed) for slo in slos if (needed := slo.samples_needed) and requests_per_cell < needed]
+    if not thin:
+        return None
+    slo, needed = max(thin, key=lambda pair: pair[1])
+    statistic, _, metric = slo.key.partition("_")
+    lower = [
+        f"{name}_{metric} ({min_samples(share)})"
+        for name, share in PERCENTILE_STATS.items()
+        if min_samples(share) <= requests_per_cell and name != "median"
+    ]
+    instead = f", or gate on a percentile {requests_per_cell} requests can judge: {', '.join(lower)}" if lower else ""
+    return (
+        f"--slo {slo.key} cannot be judged from {requests_per_cell} measured requests per cell: a {statistic} needs "
+        f"at least {needed} (the fewest for which its 95% interval exists). Raise {flag} to {needed}{instead}"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     slo: Slo
     cell: str
     value: float | None
+    # The samples the SLO's percentile needed and the cell lacked (its requests that completed): not judged.
+    thin: tuple[int, int] | None = None
 
     def describe(self) -> str:
         return f"{self.cell}: {self.describe_value()}"
@@ -95,6 +137,12 @@ class Violation:
         """``p99_ttft_ms = 2,345 (SLO <= 2000)``, the cell left out."""
         shown = "no value (no request succeeded)" if self.value is None else readable(self.value)
         bound = ">=" if self.slo.is_lower_bound else "<="
+        if self.thin is not None:
+            completed, needed = self.thin
+            return (
+                f"{self.slo.key} = {shown} from {completed} requests, too few to judge (a "
+                f"{self.slo.key.partition('_')[0]} needs >= {needed}; SLO {bound} {self.slo.limit:g})"
+            )
         return f"{self.slo.key} = {shown} (SLO {bound} {self.slo.limit:g})"
 
 
@@ -106,7 +154,8 @@ def cell_label(record: CellRecord) -> str:
 
 
 def violations(slos: Iterable[Slo], records: Iterable[CellRecord]) -> list[Violation]:
-    """Every measured cell must meet every SLO; skipped cells are not judged."""
+    """Every measured cell must meet every SLO; skipped cells are not judged. A percentile from fewer
+    completed requests than it needs (failures thinned the cell) fails closed: its value is no p99."""
     found: list[Violation] = []
     measured = [record for record in records if record.measured]
     for slo in slos:
@@ -114,6 +163,9 @@ def violations(slos: Iterable[Slo], records: Iterable[CellRecord]) -> list[Viola
             value = getattr(record, slo.key)
             # A latency with no successful request is not "0 ms": it failed the SLO.
             no_sample = record.completed == 0 and not slo.is_lower_bound
-            if value is None or no_sample or not slo.holds(float(value)):
+            needed = slo.samples_needed
+            if not no_sample and value is not None and needed is not None and record.completed < needed:
+                found.append(Violation(slo, cell_label(record), value, thin=(record.completed, needed)))
+            elif value is None or no_sample or not slo.holds(float(value)):
                 found.append(Violation(slo, cell_label(record), None if no_sample else value))
     return found

@@ -33,7 +33,7 @@ from verify.bench.judgement import AcceleratorFacts, ceiling_request_throughput,
 from verify.bench.metrics import CellMetrics
 from verify.bench.open_loop import ScheduleSummary, open_loop_phase, schedule_trust
 from verify.bench.options import Workload
-from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate
+from verify.bench.prompts import PromptBook, PromptError, PromptShape, TokenCounter, calibrate, unique_prefix
 from verify.bench.results import CellKey, CellRecord, append_record
 from verify.bench.samples import PhaseShare, pooled_samples, union_metrics
 from verify.bench.scenarios import (
@@ -43,9 +43,14 @@ from verify.bench.scenarios import (
     bucket_of,
     chats,
     drawn_lengths,
+    hidden_codes,
     measure_chats,
+    needle_codes,
+    needle_overhead,
+    needle_recall,
     prompt_buckets,
     shared_prefixes,
+    with_needles,
     with_prefixes,
 )
 from verify.bench.stall import StallSummary, stall_warning
@@ -117,13 +122,16 @@ class SweepPlan:
     # Per-request latency bounds (from the --slo gates) each request is judged against for goodput.
     bounds: tuple[RequestBound, ...] = ()
     scenario: ScenarioOptions = field(default_factory=ScenarioOptions)
+    # The fewest measured requests the gates' percentiles need (verify.bench.slo.requests_needed): a default
+    # count is raised to it; an explicit ``requests`` is the user's (refused before the run when too few).
+    min_requests: int = 0
 
     def requests_for(self, concurrency: int) -> int:
         if self.requests is not None:
             return self.requests
         if self.rates:
-            return OPEN_LOOP_REQUESTS
-        return max(REQUESTS_PER_USER * concurrency, MIN_REQUESTS_PER_CELL)
+            return max(OPEN_LOOP_REQUESTS, self.min_requests)
+        return max(REQUESTS_PER_USER * concurrency, MIN_REQUESTS_PER_CELL, self.min_requests)
 
     def arrivals(self, rate: float) -> Arrivals:
         return Arrivals(rate, self.arrival, self.burstiness, self.seed)
@@ -156,10 +164,15 @@ class SweepPlan:
 
 
 def plan_for(
-    workload: Workload, *, model: str, timeouts: TimeoutOptions, bounds: tuple[RequestBound, ...] = ()
+    workload: Workload,
+    *,
+    model: str,
+    timeouts: TimeoutOptions,
+    bounds: tuple[RequestBound, ...] = (),
+    min_requests: int = 0,
 ) -> SweepPlan:
     """The plan ``workload`` describes for ``model``, each request bounded by ``timeouts`` and judged for
-    goodput against ``bounds``."""
+    goodput against ``bounds``, each cell's default request count at least ``min_requests``."""
     return SweepPlan(
         model=model,
         contexts=workload.context,
@@ -177,6 +190,7 @@ def plan_for(
         seed=workload.seed,
         bounds=bounds,
         scenario=workload.scenario,
+        min_requests=min_requests,
     )
 
 
@@ -397,7 +411,8 @@ async def run_cell(
     schedule: ScheduleSummary | None = None
     # What the server's prefix cache did during the cell: the point of the non-default scenarios.
     before = await server_metrics.snapshot(client, plan.model) if scenario.kind is not Scenario.RANDOM else None
-    if pool is None or rate is not None or scenario.kind is Scenario.MULTI_TURN:
+    # Multi-turn chats wait for their own answers and the needle reads every answer's text: both in this process.
+    if pool is None or rate is not None or scenario.kind in (Scenario.MULTI_TURN, Scenario.NEEDLE):
         if warmups:
             warmed, _ = await closed_loop(
                 client,
@@ -460,6 +475,9 @@ async def run_cell(
     if before is not None:
         after = await server_metrics.snapshot(client, plan.model)
         extra["prefix_cache_hit_rate"] = None if after is None else after.since(before).prefix_cache_hit_rate
+    if scenario.kind is Scenario.NEEDLE:
+        answers = [sample.result for share in shares for sample in share.samples]
+        extra["needle_recall"] = needle_recall(answers, hidden_codes(measured_requests))
     if schedule is not None:
         extra.update(schedule.as_fields())
         kept = schedule_trust(schedule)
@@ -502,6 +520,16 @@ async def scenario_requests(
         prompts = [book.take(shapes[bucket_of(length, buckets)], 1)[0] for length in drawn_lengths(context, count)]
         outputs = drawn_lengths(plan.max_tokens, count, seed=LENGTH_SEED + 1)
         return [plan.request(prompt, tokens) for prompt, tokens in zip(prompts, outputs, strict=True)]
+    if scenario.kind is Scenario.NEEDLE:
+        try:
+            overhead = await needle_overhead(counter, nonce=book.nonce)
+        except (PromptError, httpx.HTTPError):
+            overhead = 0  # a server that cannot count: the calibration below says so, as for every scenario
+        haystack = await calibrated(counter, max(context - overhead, 1), concurrency, nonce=book.nonce)
+        prompts = book.take(haystack, count)
+        codes = needle_codes(count, seed=prompts[0] if prompts else book.nonce)
+        keep = len(unique_prefix(book.nonce, 0).split(" "))
+        return [plan.request(prompt) for prompt in with_needles(prompts, codes, keep_words=keep)]
     return [plan.request(prompt) for prompt in book.take(shape, count)]
 
 

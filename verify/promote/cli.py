@@ -9,10 +9,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from verify import UsageError
 from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.bench.cli import show_bench_report, slo_flag
 from verify.bench.command import BenchReport
-from verify.bench.slo import parse_slo
+from verify.bench.slo import parse_slo, requests_needed, thin_gates
 from verify.health.cli import add_quality_arguments, quality_options
 from verify.health.console import print_health, waiting_printer
 from verify.promote.cloud_run import DEFAULT_API_URL
@@ -112,7 +113,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--bench-max-tokens", type=positive_int("--bench-max-tokens"), default=BenchGate.max_tokens, metavar="N"
     )
     gate.add_argument(
-        "--bench-requests", type=positive_int("--bench-requests"), default=BenchGate.requests, metavar="N"
+        "--bench-requests",
+        type=positive_int("--bench-requests"),
+        default=None,
+        metavar="N",
+        help=f"measured requests per cell (default {BenchGate.requests}, or the fewest an --slo percentile can be "
+        "judged on: p90 36, p95 72, p99 368)",
     )
     gate.add_argument(
         "--bench-warmup", type=positive_int("--bench-warmup", minimum=0), default=BenchGate.warmup, metavar="N"
@@ -139,16 +145,29 @@ def promote_options(args: argparse.Namespace) -> PromoteOptions:
         candidate_url=args.candidate_url,
         cloud_run_api=args.cloud_run_api,
         timeouts=timeout_options(args),
-        bench_gate=BenchGate(
-            concurrency=tuple(args.bench_concurrency),
-            context=tuple(args.bench_context),
-            max_tokens=args.bench_max_tokens,
-            requests=args.bench_requests,
-            warmup=args.bench_warmup,
-            slos=tuple(parse_slo(slo) for slo in args.slo),
-            output_dir=args.bench_output_dir,
-        ),
+        bench_gate=_bench_gate(args),
         quality=quality_options(args),
+    )
+
+
+def _bench_gate(args: argparse.Namespace) -> BenchGate:
+    """The bench gate's flags. A percentile SLO is judged on enough requests per cell for its interval: the
+    default count rises to it, an explicit ``--bench-requests`` below it is refused before any gate runs (a p99
+    judged on 16 requests is the slowest of 16)."""
+    slos = tuple(parse_slo(slo) for slo in args.slo)
+    requests = args.bench_requests
+    if requests is None:
+        requests = max(BenchGate.requests, requests_needed(slos))
+    elif thin := thin_gates(slos, requests, flag="--bench-requests"):
+        raise UsageError(thin)
+    return BenchGate(
+        concurrency=tuple(args.bench_concurrency),
+        context=tuple(args.bench_context),
+        max_tokens=args.bench_max_tokens,
+        requests=requests,
+        warmup=args.bench_warmup,
+        slos=slos,
+        output_dir=args.bench_output_dir,
     )
 
 

@@ -13,6 +13,7 @@ from tests.conftest import ROOT
 from tests.verify.bench.test_ceilings import physical_12b_on_l4, relabelled
 from verify.advise.calibrate import calibrate
 from verify.advise.options import AdviseOptions, Slo
+from verify.advise.report import render
 from verify.advise.run import run_advise
 from verify.bench.results import append_record
 
@@ -100,3 +101,8 @@ def test_advise_prefers_a_measured_figure_and_shows_the_estimate(project: Path) 
     assert "estimate beside it" in row.latency_basis.source
     assert row.measured is not None
     assert row.measured["p95_ttft_ms"] == 640.0
+    # The table a person reads shows both side by side: the measured p95 TTFT, and the estimate beside it.
+    report = run_advise(options, root=project)
+    line = next(line for line in render(report).splitlines() if " l4 " in line and "qat-w4a16-ct" in line)
+    assert f"640 (est {row.p95_ttft_ms:,.0f})" in line
+    assert "measured, est beside" in line

@@ -37,14 +37,16 @@ def test_a_real_cpu_sweep_gives_a_snippet_that_previews_cleanly(
 ) -> None:
     """On a results file from the real vLLM CPU server, the printed block, pasted into a stack file, loads and
     renders: its alerts use the suggested thresholds (a snippet that fails the preview would be worse than none)."""
+    # 16 requests per cell: a median (6 needed) can be judged, a p99 (368) cannot.
     code, snippet, _ = run_cli(
-        capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "250", "--max-num-seqs", "4", "--allow-untrusted"
-    )
+        capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "250", "--percentile", "50", "--max-num-seqs", "4",
+        "--allow-untrusted",
+    )  # fmt: skip
     assert code == 0
     assert "held at concurrency 4" in snippet
     assert "broke at 16" in snippet
     assert "3 cell(s) untrusted" in snippet
-    assert "ttftSeconds: 0.25\n" in snippet
+    assert "ttftSeconds: 0.1\n" in snippet
     assert "maxWaitingRequests: 12\n" in snippet
     shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     stack_file = (ROOT / "Pulumi.l4.yaml").read_text(encoding="utf-8")
@@ -52,7 +54,7 @@ def test_a_real_cpu_sweep_gives_a_snippet_that_previews_cleanly(
     capture = render_stack_at(tmp_path, "pasted")
     queries = {policy.name.rsplit("-alert-", 1)[-1]: clean(policy.inputs) for policy in capture.of_type(ALERT_POLICY)}
     ttft = queries["ttft-slo-warning"]["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
-    assert 'le="0.25"' in ttft
+    assert 'le="0.1"' in ttft
     waiting = queries["waiting-requests"]["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
     assert waiting.endswith("> 12")
 
@@ -80,7 +82,8 @@ def cell(concurrency: int, p99_ttft_ms: float, p99_tpot_ms: float = 20.0) -> Cel
         requested_context=1024,
         max_concurrency=concurrency,
         max_tokens=128,
-        num_prompts=32,
+        num_prompts=400,
+        completed=400,
         p99_ttft_ms=p99_ttft_ms,
         median_ttft_ms=p99_ttft_ms / 2,
         p99_tpot_ms=p99_tpot_ms,
@@ -109,10 +112,10 @@ def test_a_stack_that_misses_its_slo_everywhere_gets_no_thresholds() -> None:
 def test_the_typed_function_gives_the_commands_thresholds() -> None:
     """Guards against a tool (no argv) deriving other thresholds than `alerts suggest` prints from the same
     file and options, and against unusable files passing silently."""
-    options = SuggestOptions(slo=Slo(ttft_ms=250), max_num_seqs=4, allow_untrusted=True)
+    options = SuggestOptions(slo=Slo(ttft_ms=250, percentile=50), max_num_seqs=4, allow_untrusted=True)
     suggestion = suggest_from_file(REAL_SWEEP, options)
     assert (suggestion.held, suggestion.broke, suggestion.untrusted) == (4, 16, 3)
-    assert suggestion.ttft_seconds == 0.25
+    assert suggestion.ttft_seconds == 0.1
     assert suggestion.max_waiting_requests == 12
     with pytest.raises(UsageError, match="--allow-untrusted"):
         suggest_from_file(REAL_SWEEP, SuggestOptions())
@@ -122,7 +125,9 @@ def test_an_slo_between_bucket_bounds_says_which_bound_the_alert_uses(capsys: py
     """Guards against `--ttft-ms 2000` silently becoming a 1.0 s alert: vLLM's TTFT buckets go 1.0, 2.5, so the
     threshold is 1.0 s and the snippet says why (and an SLO on a bucket bound gets no such note)."""
     slow = [
-        record.model_copy(update={"p99_ttft_ms": 1500.0, "p99_e2el_ms": max(record.p99_e2el_ms or 0.0, 1600.0)})
+        record.model_copy(
+            update={"p99_ttft_ms": 1500.0, "p99_e2el_ms": max(record.p99_e2el_ms or 0.0, 1600.0), "completed": 400}
+        )
         for record in load_results(REAL_SWEEP).records
         if record.measured
     ]
@@ -134,7 +139,9 @@ def test_an_slo_between_bucket_bounds_says_which_bound_the_alert_uses(capsys: py
     assert "2.5 s above" in snippet
     assert "measured 1.5 s" in snippet
     # Where the measurement itself sets the threshold (0.5 s here), nothing is capped and nothing is said.
-    code, measured, _ = run_cli(capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "2000", "--allow-untrusted")
+    code, measured, _ = run_cli(
+        capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "2000", "--percentile", "50", "--allow-untrusted"
+    )
     assert code == 0
     assert "ttftSeconds: 0.5\n" in measured
     assert "not a bucket bound" not in measured
@@ -147,10 +154,23 @@ def test_the_percentile_the_user_gave_is_the_one_read(capsys: pytest.CaptureFixt
     assert Slo(percentile=95).ttft(cell) == cell.p95_ttft_ms
     assert Slo(percentile=50).ttft(cell) == cell.median_ttft_ms
     code, snippet, _ = run_cli(
-        capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "250", "--percentile", "95", "--allow-untrusted"
+        capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "250", "--percentile", "50", "--allow-untrusted"
     )
     assert code == 0
-    assert "SLO p95 TTFT <= 250 ms, p95 TPOT <= 100 ms" in snippet
+    assert "SLO p50 TTFT <= 250 ms, p50 TPOT <= 100 ms" in snippet
+
+
+def test_a_percentile_the_sweep_is_too_thin_for_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """Guards against alerts derived from a "p95" of 16 requests (the slowest one of 16): refused, naming the
+    count the percentile needs and the one the sweep supports."""
+    code, out, err = run_cli(
+        capsys, "--from", str(REAL_SWEEP), "--ttft-ms", "250", "--percentile", "95", "--allow-untrusted"
+    )
+    assert code == 2
+    assert out == ""
+    assert "a p95 needs 72 completed requests per cell" in err
+    assert "3 of 3 cells have fewer (concurrency 1: 16)" in err
+    assert "--requests 72, or derive from --percentile 50" in err
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "-5", "0", "1e308"])
@@ -177,7 +197,7 @@ def test_a_results_file_name_cannot_inject_yaml_into_the_snippet(tmp_path: Path)
     """Red team: a results file named `x.jsonl\\n  gemma-serving:apiKey: evil\\n` wrote its own key into the
     snippet the user pastes into a stack file. The snippet is emitted by a YAML emitter; the name stays in one
     comment line, quoted and escaped, and the pasted block parses to exactly the monitoring thresholds."""
-    options = SuggestOptions(slo=Slo(ttft_ms=250), max_num_seqs=4, allow_untrusted=True)
+    options = SuggestOptions(slo=Slo(ttft_ms=250, percentile=50), max_num_seqs=4, allow_untrusted=True)
     suggestion = suggest_from_file(REAL_SWEEP, options)
     hostile = "x.jsonl\n  gemma-serving:apiKey: evil\n  gemma-serving:monitoring:\n    enabled: false\x1b[2J"
     snippet = stack_snippet(suggestion, options.slo, source=hostile)
@@ -186,9 +206,9 @@ def test_a_results_file_name_cannot_inject_yaml_into_the_snippet(tmp_path: Path)
         "config": {
             "gemma-serving:monitoring": {
                 "thresholds": {
-                    "ttftSeconds": 0.25,
+                    "ttftSeconds": 0.1,
                     "tpotSeconds": 0.01,
-                    "maxQueueSeconds": 0.208,
+                    "maxQueueSeconds": 0.058,
                     "maxWaitingRequests": 12,
                 }
             }

@@ -53,7 +53,7 @@ def test_violated_slo_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     with running(config) as server:
         # --allow-untrusted: on a busy machine the cell may be untrusted, and then it is "not judged" instead
         code = bench(
-            server.url, tmp_path / "r.jsonl", "--slo", "p99_ttft_ms=20", "--slo", "success_rate=1", "--allow-untrusted"
+            server.url, tmp_path / "r.jsonl", "--slo", "mean_ttft_ms=20", "--slo", "success_rate=1", "--allow-untrusted"
         )
     assert code == 1
     assert "SLO violated" in capsys.readouterr().err

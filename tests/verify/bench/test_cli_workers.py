@@ -33,8 +33,8 @@ def test_an_untrusted_cell_fails_the_gate_unless_allowed(
     monkeypatch.setattr(trust, "LAG_TO_TTFT_ERROR", 1e12)
     config = FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3, ttft_s=0.03)
     with running(config) as server:
-        gated = bench(server.url, tmp_path / "a.jsonl", "--slo", "p99_ttft_ms=60000")
-        allowed = bench(server.url, tmp_path / "b.jsonl", "--slo", "p99_ttft_ms=60000", "--allow-untrusted")
+        gated = bench(server.url, tmp_path / "a.jsonl", "--slo", "mean_ttft_ms=60000")
+        allowed = bench(server.url, tmp_path / "b.jsonl", "--slo", "mean_ttft_ms=60000", "--allow-untrusted")
         # A success rate is a count of answers, which a saturated client still reports truthfully.
         counted = bench(server.url, tmp_path / "c.jsonl", "--slo", "success_rate=1")
     assert gated == 1
@@ -47,3 +47,29 @@ def test_an_untrusted_cell_fails_the_gate_unless_allowed(
     report = (tmp_path / "a.md").read_text()
     assert f"{UNTRUSTED_MARK} untrusted" in report
     assert f"{UNTRUSTED_MARK} |" in report  # the mark ends the cells' numbers in the matrices
+
+
+@pytest.mark.parametrize(
+    ("load", "why"),
+    [
+        (["--request-rate", "5"], "open-loop cells"),
+        (["--find-max-rate", "--context", "16", "--slo", "mean_ttft_ms=100"], "open-loop cells"),
+        (["--scenario", "multi-turn"], "multi-turn chat"),
+    ],
+)
+def test_workers_a_run_cannot_use_are_refused_not_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load: list[str], why: str
+) -> None:
+    """Guards against --workers being accepted but ignored: an open-loop or multi-turn run is sent from one
+    process, and the user who asked for four learns so before anything is sent."""
+    from verify.cli import main
+
+    argv = ["bench", "--url", "http://127.0.0.1:9", "--model", "m", "--output", str(tmp_path / "r.jsonl")]
+    if "--context" not in load:
+        argv += ["--context", "16"]
+    code = main([*argv, *load, "--workers", "4"])
+    message = capsys.readouterr().err
+    assert code == 2
+    assert "--workers 4" in message
+    assert why in message
+    assert not (tmp_path / "r.jsonl").exists()

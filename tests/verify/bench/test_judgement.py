@@ -54,7 +54,15 @@ def test_violations_cover_every_measured_cell() -> None:
     described = [v.describe() for v in found]
     assert described == [
         "context 128 x concurrency 128: success_rate = 0.875 (SLO >= 0.99)",
-        "context 8192 x concurrency 1: p99_ttft_ms = 2,700 (SLO <= 2000)",
+        # 32 requests cannot judge a p99 (368 can): the cell fails closed whatever its value.
+        (
+            "context 128 x concurrency 1: p99_ttft_ms = 120 from 32 requests, too few to judge (a p99 needs >= 368; "
+            "SLO <= 2000)"
+        ),
+        (
+            "context 8192 x concurrency 1: p99_ttft_ms = 2,700 from 32 requests, too few to judge (a p99 needs >= 368; "
+            "SLO <= 2000)"
+        ),
     ]
     assert violations([parse_slo("success_rate=0.5")], records) == []
 

@@ -75,7 +75,7 @@ def test_max_rate_search_probes_the_real_server(live_server: RunningServer, tmp_
     """Guards against a search that cannot run against real vLLM: three open-loop probes, each a line, and an
     answer with its bracket (a lenient SLO: the tiny model on two shared cores meets it at every rate)."""
     output = tmp_path / "search.jsonl"
-    argv = ["bench", *target_args(live_server), "--find-max-rate", "--slo", "p95_ttft_ms=60000", "--context", "64"]
+    argv = ["bench", *target_args(live_server), "--find-max-rate", "--slo", "median_ttft_ms=60000", "--context", "64"]
     argv += ["--max-tokens", "4", "--requests", "8", "--warmup", "1", "--rate-start", "2", "--max-probes", "3"]
     argv += ["--allow-untrusted", "--no-progress", "--output", str(output)]
     assert main(argv) == 0
@@ -83,3 +83,19 @@ def test_max_rate_search_probes_the_real_server(live_server: RunningServer, tmp_
     assert [record.request_rate for record in records] == [2.0, 4.0, 8.0]
     assert all(record.achieved_request_rate for record in records)
     assert all(record.goodput_slo == "ttft <= 60000 ms" for record in records)
+
+
+def test_needle_cells_ask_the_real_server_and_record_recall(live_server: RunningServer, tmp_path: Path) -> None:
+    """Guards against needle prompts the real chat template or tokenizer refuses, or a prompt length that misses
+    --context once the passcode and question are added. (The tiny random model finds no passcode: its recall is
+    whatever it is, between 0 and 1; what is checked is that it is measured.)"""
+    output = tmp_path / "needle.jsonl"
+    argv = ["bench", *target_args(live_server), "--scenario", "needle", "--context", "256", "--concurrency", "2"]
+    argv += ["--max-tokens", "8", "--requests", "4", "--warmup", "1", "--no-progress", "--allow-untrusted"]
+    assert main([*argv, "--output", str(output)]) == 0
+    (record,) = load_results(output).records
+    assert record.completed == 4
+    assert record.needle_recall is not None
+    assert 0.0 <= record.needle_recall <= 1.0
+    assert record.actual_context is not None
+    assert abs(record.actual_context - 256) <= 4

@@ -18,9 +18,10 @@ from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from tests.verify.bench.test_sweep import PLAN, fake, sweep
 from verify.bench.arrivals import ArrivalKind, Arrivals
 from verify.bench.confidence import min_samples, percentile_interval, rate_interval, share_interval
+from verify.bench.console import open_loop_advice
 from verify.bench.goodput import RequestBound, bounds_from, goodput
-from verify.bench.open_loop import open_loop_phase, schedule_trust
-from verify.bench.results import load_results
+from verify.bench.open_loop import HELD_BY_CAP, SCHEDULE_BEHIND, open_loop_phase, schedule_trust
+from verify.bench.results import CellRecord, load_results
 from verify.bench.samples import Sample
 from verify.bench.slo import parse_slo
 from verify.client import aiohttp_transport
@@ -224,3 +225,27 @@ def test_rate_and_share_intervals() -> None:
     assert share is not None
     assert share.high == 1.0
     assert 0.8 < share.low < 0.9
+
+
+def _untrusted_open_cell(reason: str) -> CellRecord:
+    return CellRecord.model_validate(
+        {"status": "measured", "timestamp": "2026-11-26T22:00:00Z", "model": "m", "api": "chat",
+         "requested_context": 64, "max_concurrency": 2, "max_tokens": 16, "num_prompts": 60, "completed": 60,
+         "request_rate": 20.0, "trusted": False, "untrusted_reason": reason}
+    )  # fmt: skip
+
+
+def test_an_untrusted_open_loop_says_what_helps_not_more_workers() -> None:
+    """Guards against advice the command then refuses: an open loop is sent from one process, so "rerun with
+    more --workers" is no answer; a schedule the cap held says the server could not keep up."""
+    held = _untrusted_open_cell(f"untrusted, {SCHEDULE_BEHIND}: 58 of 60 sends late; the {HELD_BY_CAP} of 2 held")
+    busy = _untrusted_open_cell(f"untrusted, {SCHEDULE_BEHIND}: 30 of 60 sends late; the client's own loop")
+    held_advice = open_loop_advice([held])
+    assert held_advice is not None
+    assert "lower --request-rate" in held_advice
+    busy_advice = open_loop_advice([busy])
+    assert busy_advice is not None
+    assert "CPU to spare" in busy_advice
+    assert "--workers" not in held_advice + busy_advice
+    closed = held.model_copy(update={"request_rate": None, "untrusted_reason": "untrusted, client CPU-bound"})
+    assert open_loop_advice([closed]) is None

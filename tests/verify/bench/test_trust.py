@@ -87,7 +87,7 @@ def _cell(*, trusted: bool, status: str = "measured") -> CellRecord:
 
 
 def _measured(*, trusted: bool, p99_ttft_ms: float, context: int = 128) -> CellRecord:
-    update = {"completed": 256, "failed": 0, "success_rate": 1.0, "p99_ttft_ms": p99_ttft_ms}
+    update = {"completed": 400, "failed": 0, "success_rate": 1.0, "p99_ttft_ms": p99_ttft_ms}
     return _cell(trusted=trusted).model_copy(update={**update, "requested_context": context})
 
 
@@ -107,7 +107,7 @@ def test_each_cell_gets_one_slo_outcome() -> None:
     cell: a cell that fails the success rate while untrusted is one "violated" line saying its timing SLOs
     were not judged; the other untrusted cells share one "not judged" line."""
     failing = _measured(trusted=False, p99_ttft_ms=5000.0).model_copy(
-        update={"completed": 200, "failed": 56, "success_rate": 200 / 256, "errors": {"http_503": 56}}
+        update={"completed": 400, "failed": 112, "success_rate": 400 / 512, "errors": {"http_503": 112}}
     )
     records = [failing, _measured(trusted=False, p99_ttft_ms=5000.0, context=256)]
     lines = gate_failures([parse_slo("p99_ttft_ms=2000")], records, allow_untrusted=False)

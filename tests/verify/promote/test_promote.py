@@ -214,7 +214,7 @@ def test_a_candidate_that_breaks_an_slo_never_takes_traffic(world: World) -> Non
     """Guards against a revision that answers but too slowly for the stack's SLO getting promoted anyway."""
     world.candidate.config.ttft_s = 0.05
 
-    code = world.promote("--slo", "p99_ttft_ms=10")
+    code = world.promote("--slo", "mean_ttft_ms=10")
 
     assert code == 1
     assert world.candidate_requests("/v1/chat/completions") >= 6  # the bench ran

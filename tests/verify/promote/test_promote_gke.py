@@ -110,7 +110,7 @@ def test_a_candidate_failing_the_bench_slo_is_not_promoted(tmp_path: Path) -> No
         api_key=API_KEY, count_prompt_words=True, chat_template_tokens=3, recorded_metrics=True, ttft_s=0.05
     )
     with running(config) as candidate:
-        code = promote(gke_outputs(candidate.url), tmp_path, shifter, lines, "--slo", "median_ttft_ms=1")
+        code = promote(gke_outputs(candidate.url), tmp_path, shifter, lines, "--slo", "mean_ttft_ms=1")
     assert code == 1, lines
     assert shifter.served == []
     assert any("failed verify bench" in line for line in lines)

@@ -21,12 +21,11 @@ from typing import Literal
 
 from serving.accelerators import TPU_CHIPS, Accelerator
 from serving.catalog import CatalogModel, catalog
-from serving.cloud_run_limits import DEPLOYED_SIZE
 from serving.gcp_names import region_of
 from serving.gke_machines import NODE_SHAPES
 from serving.latency import decode_ceiling_tokens_per_s, model_cost, prefill_ceiling_tokens_per_s
 from serving.planner import GIB, KvLayout
-from serving.pricing import CloudRunShape, GkeShape, TpuShape, minimum_shape
+from serving.pricing import CloudRunShape, GkeShape, TpuShape, deployed_cloud_run_shape
 from serving.shapes import Platform, accelerator_facts, machine_family
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
@@ -321,7 +320,7 @@ def _gke_zone(shape: Shape) -> str:
 @functools.cache
 def _billing(shape: Shape) -> CloudRunShape | TpuShape | GkeShape:
     """What the shape bills: a TPU slice at spot rates in us-east5, the Cloud Run instance a stack deploys with
-    that GPU (serving.cloud_run_limits.DEPLOYED_SIZE, the shipped stacks' size) in us-central1 (the price `make
+    that GPU (the shapes table's deployedSize, the shipped stacks' size) in us-central1 (the price `make
     preview` prints for such a stack, and `gemma-verify advise` uses), or one GKE node of the machine type
     there, on demand where its series offers it (else the first provisioning model it does)."""
     if shape.platform == "tpu-vm":
@@ -340,8 +339,7 @@ def _billing(shape: Shape) -> CloudRunShape | TpuShape | GkeShape:
             max_nodes=1,
             cluster_created=False,
         )
-    cpu, memory = DEPLOYED_SIZE[shape.accelerator]
-    return minimum_shape(shape.accelerator).model_copy(update={"region": _GPU_REGION, "cpu": cpu, "memory_gib": memory})
+    return deployed_cloud_run_shape(shape.accelerator, _GPU_REGION)
 
 
 def _price(shape: Shape) -> float | None:
@@ -374,7 +372,7 @@ def ceilings(
     return prefill, decode, batch
 
 
-def matrix(workload: Workload, *, models: list[str] | None = None, shapes: list[str] | None = None) -> list[Fit]:
+def fit_matrix(workload: Workload, *, models: list[str] | None = None, shapes: list[str] | None = None) -> list[Fit]:
     """Every catalog model x variant x shape (or the ones named), one Fit each."""
     rows = []
     for model in catalog().values():

@@ -1,0 +1,308 @@
+"""The Google Cloud resources the project registers, by pulumi-gcp's type tokens (see `components.wire`).
+
+Each class states only what its generated pulumi-gcp class adds to a registration (secret outputs and
+inputs, aliases) and the output-only properties the project reads; inputs are the generated class's
+keyword arguments. The Google provider resource itself (`gcp.Provider`) stays the SDK's: its module is
+part of `pulumi_gcp`'s own import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+from pulumi_gcp import _utilities as gcp_sdk
+
+from components.wire import WireResource
+
+# The labels pulumi-gcp computes from the provider's default labels, secret in every labelled resource.
+_LABELS = ("effectiveLabels", "pulumiLabels")
+
+
+class GcpResource(WireResource):
+    """A pulumi-gcp resource: the provider plugin pinned to the installed SDK's version."""
+
+    DEFAULTS = staticmethod(gcp_sdk.get_resource_opts_defaults)
+
+
+class CloudRunService(GcpResource):
+    """`gcp.cloudrunv2.Service`."""
+
+    TYPE = "gcp:cloudrunv2/service:Service"
+    SECRET_OUTPUTS = _LABELS
+    COMPUTED = ("name", "uri", "trafficStatuses")
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+    @property
+    def uri(self) -> pulumi.Output[str]:
+        return self.text("uri")
+
+    @property
+    def traffic_statuses(self) -> pulumi.Output[list[dict[str, Any]] | None]:
+        """Each traffic target's status as the provider returns it (wire keys: `tag`, `uri`, `revision`...)."""
+        return self.output("trafficStatuses")
+
+
+class CloudRunServiceIamMember(GcpResource):
+    """`gcp.cloudrunv2.ServiceIamMember`."""
+
+    TYPE = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
+
+
+class CloudRunJob(GcpResource):
+    """`gcp.cloudrunv2.Job`."""
+
+    TYPE = "gcp:cloudrunv2/job:Job"
+    SECRET_OUTPUTS = _LABELS
+    COMPUTED = ("name",)
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+
+class Bucket(GcpResource):
+    """`gcp.storage.Bucket`."""
+
+    TYPE = "gcp:storage/bucket:Bucket"
+    SECRET_OUTPUTS = _LABELS
+    COMPUTED = ("name",)
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+
+class BucketIamMember(GcpResource):
+    """`gcp.storage.BucketIAMMember`."""
+
+    TYPE = "gcp:storage/bucketIAMMember:BucketIAMMember"
+
+
+class ManagedFolder(GcpResource):
+    """`gcp.storage.ManagedFolder`."""
+
+    TYPE = "gcp:storage/managedFolder:ManagedFolder"
+    COMPUTED = ("name",)
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+
+class ManagedFolderIamMember(GcpResource):
+    """`gcp.storage.ManagedFolderIamMember`."""
+
+    TYPE = "gcp:storage/managedFolderIamMember:ManagedFolderIamMember"
+
+
+class BucketObject(GcpResource):
+    """`gcp.storage.BucketObject`."""
+
+    TYPE = "gcp:storage/bucketObject:BucketObject"
+    SECRET_INPUTS = ("content", "customerEncryption")
+    SECRET_OUTPUTS = ("content", "customerEncryption")
+
+
+class Secret(GcpResource):
+    """`gcp.secretmanager.Secret`."""
+
+    TYPE = "gcp:secretmanager/secret:Secret"
+    SECRET_OUTPUTS = _LABELS
+    COMPUTED = ("name",)
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        """projects/<number>/secrets/<secret id>."""
+        return self.text("name")
+
+    @property
+    def secret_id(self) -> pulumi.Output[str]:
+        return self.text("secretId")
+
+
+class SecretVersion(GcpResource):
+    """`gcp.secretmanager.SecretVersion`."""
+
+    TYPE = "gcp:secretmanager/secretVersion:SecretVersion"
+    SECRET_INPUTS = ("secretData", "secretDataWo")
+    SECRET_OUTPUTS = ("secretData", "secretDataWo")
+    COMPUTED = ("name", "version")
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+    @property
+    def version(self) -> pulumi.Output[str]:
+        return self.text("version")
+
+
+class SecretIamMember(GcpResource):
+    """`gcp.secretmanager.SecretIamMember`."""
+
+    TYPE = "gcp:secretmanager/secretIamMember:SecretIamMember"
+
+
+class ProjectService(GcpResource):
+    """`gcp.projects.Service`: one API enabled on the project."""
+
+    TYPE = "gcp:projects/service:Service"
+
+
+class ProjectIamMember(GcpResource):
+    """`gcp.projects.IAMMember`."""
+
+    TYPE = "gcp:projects/iAMMember:IAMMember"
+
+
+class ServiceAccount(GcpResource):
+    """`gcp.serviceaccount.Account`."""
+
+    TYPE = "gcp:serviceaccount/account:Account"
+    ALIASES = ("gcp:serviceAccount/account:Account",)
+    COMPUTED = ("email", "member", "name")
+
+    @property
+    def email(self) -> pulumi.Output[str]:
+        return self.text("email")
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        """projects/<project>/serviceAccounts/<email>."""
+        return self.text("name")
+
+
+class ServiceAccountIamMember(GcpResource):
+    """`gcp.serviceaccount.IAMMember`."""
+
+    TYPE = "gcp:serviceaccount/iAMMember:IAMMember"
+    ALIASES = ("gcp:serviceAccount/iAMMember:IAMMember",)
+
+
+class Repository(GcpResource):
+    """`gcp.artifactregistry.Repository`."""
+
+    TYPE = "gcp:artifactregistry/repository:Repository"
+    SECRET_OUTPUTS = _LABELS
+
+    @property
+    def repository_id(self) -> pulumi.Output[str]:
+        return self.text("repositoryId")
+
+
+class RepositoryIamMember(GcpResource):
+    """`gcp.artifactregistry.RepositoryIamMember`."""
+
+    TYPE = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
+
+
+class Dashboard(GcpResource):
+    """`gcp.monitoring.Dashboard`."""
+
+    TYPE = "gcp:monitoring/dashboard:Dashboard"
+
+
+class AlertPolicy(GcpResource):
+    """`gcp.monitoring.AlertPolicy`."""
+
+    TYPE = "gcp:monitoring/alertPolicy:AlertPolicy"
+
+
+class NotificationChannel(GcpResource):
+    """`gcp.monitoring.NotificationChannel`."""
+
+    TYPE = "gcp:monitoring/notificationChannel:NotificationChannel"
+    COMPUTED = ("name",)
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        """projects/<project>/notificationChannels/<id>."""
+        return self.text("name")
+
+
+class Budget(GcpResource):
+    """`gcp.billing.Budget`."""
+
+    TYPE = "gcp:billing/budget:Budget"
+
+
+class Firewall(GcpResource):
+    """`gcp.compute.Firewall`."""
+
+    TYPE = "gcp:compute/firewall:Firewall"
+
+
+class Router(GcpResource):
+    """`gcp.compute.Router`."""
+
+    TYPE = "gcp:compute/router:Router"
+    COMPUTED = ("name",)
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+
+class RouterNat(GcpResource):
+    """`gcp.compute.RouterNat`."""
+
+    TYPE = "gcp:compute/routerNat:RouterNat"
+
+
+class Subnetwork(GcpResource):
+    """`gcp.compute.Subnetwork`."""
+
+    TYPE = "gcp:compute/subnetwork:Subnetwork"
+
+
+class Address(GcpResource):
+    """`gcp.compute.Address`."""
+
+    TYPE = "gcp:compute/address:Address"
+    SECRET_OUTPUTS = _LABELS
+    COMPUTED = ("name", "address")
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+    @property
+    def address(self) -> pulumi.Output[str]:
+        """The IP address Google reserved."""
+        return self.text("address")
+
+
+class Cluster(GcpResource):
+    """`gcp.container.Cluster`."""
+
+    TYPE = "gcp:container/cluster:Cluster"
+    SECRET_OUTPUTS = _LABELS
+    COMPUTED = ("name", "endpoint", "controlPlaneEndpointsConfig")
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
+
+    @property
+    def endpoint(self) -> pulumi.Output[str]:
+        return self.text("endpoint")
+
+    @property
+    def control_plane_endpoints_config(self) -> pulumi.Output[dict[str, Any] | None]:
+        """Wire keys: `dnsEndpointConfig.endpoint` is the IAM-guarded DNS endpoint."""
+        return self.output("controlPlaneEndpointsConfig")
+
+
+class NodePool(GcpResource):
+    """`gcp.container.NodePool`."""
+
+    TYPE = "gcp:container/nodePool:NodePool"
+    COMPUTED = ("name",)
+
+    @property
+    def name(self) -> pulumi.Output[str]:
+        return self.text("name")
