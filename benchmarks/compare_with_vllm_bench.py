@@ -45,7 +45,7 @@ vLLM run with ``--run-timeout``; this never runs in tests or CI::
 
     taskset -c 0-3 python -m benchmarks.scripted_server --port 8200 --ttft-ms 200 --itl-ms 20 --workers 4 &
     python -m benchmarks.compare_with_vllm_bench --url http://127.0.0.1:8200 --model scripted \
-        --tokenizer /path/to/tiny-model --vllm-command "python tests/live/vllm_cli.py" \
+        --tokenizer /path/to/tiny-model --vllm-command "python benchmarks/vllm_cpu_cli.py" \
         --concurrency 256,512,1024,2048 --context 128 --max-tokens 32 --repeats 3 \
         --client-cpus 4-15 --workers 12 --run-timeout 600
 

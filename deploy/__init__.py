@@ -16,7 +16,7 @@ import pulumi
 
 from deploy.context import StackContext
 from deploy.outputs import ExportedOutputs
-from stacks.labels import stack_labels
+from serving.naming import stack_labels
 from stacks.settings import CloudRunStack, GkeStack, StackSettings, TpuStack
 
 

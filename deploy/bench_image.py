@@ -55,7 +55,7 @@ def bench_image(
             tag=image_tag(),
             labels=dict(context.labels),
             immutable_tags=False,
-            description="gemma-serving load generator (verify bench task)",
+            description="gemma-serving load generator (gemma-verify bench task)",
         ),
         opts,
     )

@@ -17,8 +17,8 @@ from deploy.context import StackContext
 from serving.alert_rules import alert_rules
 from serving.collectors import run_monitoring_config
 from serving.dashboard_panels import dashboard_sections
+from serving.naming import label_value
 from serving.watch import Watched
-from stacks.labels import label_value
 from stacks.monitoring import NotificationChannelSettings, channel_slug
 from stacks.settings import CloudRunStack, StackSettings
 

@@ -39,7 +39,7 @@ def obeyed_traffic(run: CloudRunSettings, environ: Mapping[str, str] | None = No
     if traffic.promotion_run is not None and env.get(PROMOTION_RUN_ENV) == traffic.promotion_run:
         return run
     pulumi.log.warn(
-        "cloudRun.traffic keys in the stack config were left by an interrupted `verify promote` and are ignored "
+        "cloudRun.traffic keys in the stack config were left by an interrupted `gemma-verify promote` and are ignored "
         "(traffic stays as the stack's state says); remove them: pulumi config rm --path "
         "gemma-serving:cloudRun.traffic"
     )

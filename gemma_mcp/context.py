@@ -9,7 +9,8 @@ from pathlib import Path
 from gemma_mcp.load_slot import LoadSlot
 from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import ModuleRunner
-from verify.ops.google import GoogleApis, apis_from_environment
+from remote.google_client import GoogleApis
+from verify.ops.google import apis_from_environment
 from verify.pulumi_gateway import PulumiGateway
 
 # Where bench results live unless the server is given another folder: beside the stacks, as the CLI's.

@@ -20,8 +20,8 @@ from gemma_mcp.context import ServerContext
 from gemma_mcp.guard import GuardedServer
 
 INSTRUCTIONS = """\
-gemma-serving deploys Gemma 4 on vLLM to Google Cloud (Cloud Run GPUs or a TPU v6e node), one Pulumi stack
-per deployment, and proves each rollout serves. Start with `stacks` to learn the stack names; `plan` and `fit`
+gemma-serving deploys Gemma 4 on vLLM to Google Cloud (Cloud Run GPUs, a TPU VM or a GKE fleet), one Pulumi
+stack per deployment, and proves each rollout serves. Start with `stacks` to learn the stack names; `plan` and `fit`
 are offline and free; `advise` ranks the cheapest model, variant, shape and replica count for a workload and an
 SLO (offline); `preflight` checks the project before `pulumi up`; `status` and `logs` say what a
 deployment is doing and why it fails; `outputs`, `health` and `bench` read a deployed stack or an endpoint;

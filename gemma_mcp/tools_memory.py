@@ -14,9 +14,9 @@ from gemma_mcp.results import MemoryReport
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_ops import READS_THE_PROJECT
 from gemma_mcp.tools_stacks import reply
+from remote.google_errors import CannotCheckError, GoogleApiError
 from verify import UsageError
 from verify.memory.layout import MemoryLayout, memory_layout
-from verify.ops.google import CannotCheckError, GoogleApiError
 from verify.ops.logs import parse_since
 from verify.ops.stack import load_ops_stack
 from verify.stack_settings import load_stack_file

@@ -13,10 +13,10 @@ from gemma_mcp.results import ModelsReport
 from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_ops import READS_THE_PROJECT
 from gemma_mcp.tools_stacks import reply
+from remote.google_errors import CannotCheckError, GoogleApiError
 from verify import UsageError
 from verify.models.bucket import bucket_name
 from verify.models.run import run_models, served_dirs
-from verify.ops.google import CannotCheckError, GoogleApiError
 
 
 def register(server: MCPServer, ctx: ServerContext) -> None:

@@ -62,12 +62,13 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         description=(
             "Before `pulumi up`: checks the stack's Google Cloud project for what would make the deploy fail or "
             "wait: the APIs it enables (and whether the deployer may enable them), the deployer's IAM permissions "
-            "(each missing one with the role that grants it), Cloud Run GPU/CPU/memory quotas or TPU v6e chip "
-            "quota against what the stack needs (limit, usage, need, where to ask for more), and for TPU the v6e "
-            "quota, offer and runtime in every v6e zone for flex-start, spot and guaranteed, ranked "
-            "(report.tpu_capacity), with each of the stack's tpu.placements checked. Read-only calls with the user's "
-            "Application Default Credentials: free, a few seconds. exit_code 1: a blocker; 2: could not check "
-            "(e.g. no credentials: the report says the command that sets them up). project overrides gcp:project."
+            "(each missing one with the role that grants it), Cloud Run GPU/CPU/memory quotas or TPU chip quota "
+            "against what the stack needs (limit, usage, need, where to ask for more), and for TPU the quota, offer "
+            "and runtime in every zone that offers the stack's TPU generation, for flex-start, spot and guaranteed, "
+            "ranked (report.tpu_availability), with each of the stack's tpu.placements checked. Read-only calls "
+            "with the user's Application Default Credentials: free, a few seconds. exit_code 1: a blocker; 2: "
+            "could not check (e.g. no credentials: the report says the command that sets them up). project "
+            "overrides gcp:project."
         ),
     )
     async def preflight(stack: str, project: str | None = None) -> Annotated[CallToolResult, PreflightRun]:
@@ -75,9 +76,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         report = await asyncio.to_thread(commands.preflight, ops, open_apis=ctx.google)
         findings = report.model_dump(mode="json").get("findings", [])
         lines = [f"preflight {stack}: exit {report.exit_code}"]
-        capacity = report.tpu_capacity
-        if capacity is not None:
-            lines.append(f"  TPU zones and tiers ({capacity.source}): {capacity.ranked_answer}")
+        availability = report.tpu_availability
+        if availability is not None:
+            lines.append(f"  TPU zones and tiers ({availability.source}): {availability.ranked_answer}")
         lines += [
             f"  {f['verdict']}: {f['area']} {f['item']}: {f['detail']}" + (f" -> {f['fix']}" if f.get("fix") else "")
             for f in findings

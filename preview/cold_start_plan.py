@@ -120,9 +120,9 @@ def cold_start_rows(settings: StackSettings) -> list[tuple[str, str]]:
                 ("compile cache", _cache_text(settings, GPU_COMPILE_CACHE, GPU_KEPT)),
                 (
                     "budget",
-                    f"cloudRun.maxColdStartSeconds {budget} s: verify promote refuses a slower candidate"
+                    f"cloudRun.maxColdStartSeconds {budget} s: gemma-verify promote refuses a slower candidate"
                     if budget
-                    else "none (cloudRun.maxColdStartSeconds unset: verify promote does not gate on it)",
+                    else "none (cloudRun.maxColdStartSeconds unset: gemma-verify promote does not gate on it)",
                 ),
                 ("measured", f"gemma-verify status --stack <stack> shows the phases ({DOCS})"),
             ]
@@ -175,6 +175,6 @@ def cold_start_notes(settings: StackSettings) -> list[str]:
         notes.append(
             f"cold start: cloudRun.minInstances is 0, so the first request after the service scaled to zero waits "
             f"for an instance to start and load the model: {wait} (up to the {settings.startup_load_seconds} s probe "
-            f"window). `verify status` measures it; minInstances: 1 avoids it at the price of a warm instance."
+            f"window). `gemma-verify status` measures it; minInstances: 1 avoids it at the price of a warm instance."
         )
     return notes

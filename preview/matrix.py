@@ -23,10 +23,10 @@ from serving.catalog import catalog, catalog_model
 from serving.pricing import usd
 from serving.speed_records import SpeedRecord, load_speed_records, matching
 from stacks.estimate import Estimate, estimate, replica_of
-from stacks.fit import SHAPES, Fit, Workload, matrix, shape_named
+from stacks.fit import SHAPES, Fit, Workload, fit_matrix, shape_named
 
 _CEILING_NOTE = (
-    "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `verify bench` "
+    "prefill/decode: CEILINGS from peak bf16 FLOP/s and memory bandwidth (not measurements; `gemma-verify bench` "
     "measures, and a speed record's figure shows under measured); $/1M out at the decode ceiling"
 )
 
@@ -180,7 +180,7 @@ def table(fits: list[Fit], workload: Workload, measured: Measured | None = None)
 
 
 @dataclass(frozen=True, slots=True)
-class MatrixOptions:
+class FitMatrixOptions:
     """Which combinations to print, for which workload, and how; empty filters mean all."""
 
     workload: Workload = field(default_factory=Workload)
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", action="append", help=f"one of {', '.join(s.name for s in SHAPES)} (repeatable)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     args = parser.parse_args(argv)
-    options = MatrixOptions(
+    options = FitMatrixOptions(
         workload=Workload(
             context_tokens=args.context,
             output_tokens=args.output,
@@ -222,12 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def render(options: MatrixOptions) -> str:
+def render(options: FitMatrixOptions) -> str:
     """The matrix as text (``table``) or as one JSON document, newline-terminated."""
     workload = options.workload
     fits = [
         fit
-        for fit in matrix(workload, models=list(options.models), shapes=list(options.shapes))
+        for fit in fit_matrix(workload, models=list(options.models), shapes=list(options.shapes))
         if not options.variants or fit.variant in options.variants
     ]
     measured = measured_rows(fits, workload, _speed_records())
@@ -282,7 +282,7 @@ def _speed_records() -> list[SpeedRecord]:
         return []
 
 
-def usage_problems(options: MatrixOptions) -> list[str]:
+def usage_problems(options: FitMatrixOptions) -> list[str]:
     """Each filter naming nothing the catalog has, and a workload of no tokens, as one line each."""
     models = catalog()
     problems = [f"--model {m!r}: allowed: {', '.join(models)}" for m in options.models if m not in models]

@@ -19,13 +19,14 @@ from preview.tpu_plan import QUEUED_RESOURCE
 from serving.accelerators import CLOUD_RUN_GPUS, CloudRunGpu
 from serving.cloud_run_containers import SOURCES as SIZING_SOURCES
 from serving.gke_machines import NODE_SHAPES
+from serving.naming import TypeToken
 from serving.shapes import shapes
 
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
 GATEWAY = "kubernetes:gateway.networking.k8s.io/v1:Gateway"
-METRICS_ADAPTER = "gemma:gke:MetricsAdapter"
+METRICS_ADAPTER = TypeToken.GKE_METRICS_ADAPTER
 PROXY_SUBNET = "gcp:compute/subnetwork:Subnetwork"
 BUCKET = "gcp:storage/bucket:Bucket"
 
@@ -159,7 +160,7 @@ def _placement_quota_note(accelerator: str, placements: list[dict[str, Any]]) ->
     return (
         f"quota: the {accelerator} request tries {len(placements)} placements in order, each with its own quota "
         f"(Cloud TPU API; flex-start and spot use the preemptible quota, guaranteed the on-demand one): {needs}. "
-        "A placement without quota is refused and the next is tried; `verify preflight` shows which can be "
+        "A placement without quota is refused and the next is tried; `gemma-verify preflight` shows which can be "
         "granted now (docs/tpu.md)."
     )
 
@@ -177,7 +178,7 @@ def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
     quota = (
         f"quota: up to {nodes} {machine} node(s) ({what} each) in {zones}: the project needs {kind} quota for "
         "that many accelerators in the region (Compute Engine quotas; GPUS_ALL_REGIONS counts GPUs too; check it "
-        "with `verify preflight`), or pods stay Pending with FailedScaleUp (`verify status` shows it)."
+        "with `gemma-verify preflight`), or pods stay Pending with FailedScaleUp (`gemma-verify status` shows it)."
     )
     notes = [quota]
     if not capture.of_type(METRICS_ADAPTER):
@@ -190,13 +191,13 @@ def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
         notes.append(
             "access: the fleet is reached through an internal Application Load Balancer (the inference gateway, "
             "output `gatewayEndpoint`): call it from the VPC, or run the stack's `portForward` output (the plain "
-            "Service, no picker) and `verify health --url http://127.0.0.1:<port>` with the API key from Secret "
+            "Service, no picker) and `gemma-verify health --url http://127.0.0.1:<port>` with the API key from Secret "
             "Manager."
         )
     else:
         notes.append(
             "access: the Service is an internal load balancer: call it from the VPC, or run the stack's "
-            "`portForward` output and `verify health --url http://127.0.0.1:<port>` with the API key from Secret "
+            "`portForward` output and `gemma-verify health --url http://127.0.0.1:<port>` with the API key from Secret "
             "Manager."
         )
     if not capture.of_type(CLUSTER):

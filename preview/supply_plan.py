@@ -12,6 +12,7 @@ from typing import Any
 from preview.capture import Capture, CapturedResource
 from preview.render import clean
 from preview.tpu_plan import pulled_image, startup_scripts
+from serving.naming import TypeToken
 
 API = "gcp:projects/service:Service"
 REPOSITORY = "gcp:artifactregistry/repository:Repository"
@@ -21,7 +22,7 @@ DOCKER_IMAGE = "docker:index/image:Image"
 SECRET = "gcp:secretmanager/secret:Secret"  # noqa: S105 - a Pulumi type token, not a credential
 SECRET_VERSION = "gcp:secretmanager/secretVersion:SecretVersion"  # noqa: S105 - a Pulumi type token, not a credential
 SECRET_READER = "gcp:secretmanager/secretIamMember:SecretIamMember"  # noqa: S105 - a Pulumi type token, not a credential
-IMPORT = "gemma:storage:ModelImport"
+IMPORT = TypeToken.MODEL_IMPORT
 JOB = "gcp:cloudrunv2/job:Job"
 SERVICE = "gcp:cloudrunv2/service:Service"
 RUN = "command:local:Command"

@@ -18,6 +18,8 @@ import json
 
 import yaml
 
+from serving.naming import RUN_MONITORING_NAME, TPU_SCRAPE_JOB
+
 # Source: GoogleCloudPlatform/run-gmp-sidecar (git tag 1.7.0; README "Run GMP Sidecar"; Google's page
 # cloud.google.com/run/docs/monitoring-managed-prometheus-sidecar names this repository's image path).
 RUN_GMP_SIDECAR_IMAGE = "us-docker.pkg.dev/cloud-ops-agents-artifacts/cloud-run-gmp-sidecar/cloud-run-gmp-sidecar:1.7.0"
@@ -62,7 +64,7 @@ def run_monitoring_config(*, port: int, interval: str = SCRAPE_INTERVAL) -> str:
     config = {
         "apiVersion": "monitoring.googleapis.com/v1beta",
         "kind": "RunMonitoring",
-        "metadata": {"name": "gemma-vllm"},
+        "metadata": {"name": RUN_MONITORING_NAME},
         "spec": {
             "endpoints": [{"port": str(port), "path": "/metrics", "interval": interval}],
             "targetLabels": {"metadata": ["instance", "revision", "service", "configuration"]},
@@ -84,7 +86,7 @@ def tpu_collector_config(*, port: int, namespace: str, interval: str = SCRAPE_IN
                 "config": {
                     "scrape_configs": [
                         {
-                            "job_name": "vllm",
+                            "job_name": TPU_SCRAPE_JOB,
                             "scrape_interval": interval,
                             "metrics_path": "/metrics",
                             "static_configs": [{"targets": [f"127.0.0.1:{port}"]}],

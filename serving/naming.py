@@ -32,6 +32,26 @@ GKE_SERVING_CONTAINER = "vllm"
 GKE_APP_LABEL = "app"
 # The metrics collector's container beside vLLM on a TPU node.
 TPU_COLLECTOR_CONTAINER = "gemma-collector"
+# The TPU collector's scrape job for vLLM's /metrics (Managed Prometheus's `job` label on those series).
+TPU_SCRAPE_JOB = "vllm"
+# The metrics collector's container beside vLLM in a Cloud Run service (Google's run-gmp sidecar).
+CLOUD_RUN_COLLECTOR_CONTAINER = "collector"
+# The name of the RunMonitoring config that sidecar reads (what it scrapes: vLLM's port).
+RUN_MONITORING_NAME = "gemma-vllm"
+
+
+# The labels every resource of a stack carries, so costs, ownership and `verify status` find it (Pulumi
+# auto-names the Cloud Run service, so status looks it up by these).
+MANAGED_BY = "gemma-serving"
+
+
+def label_value(value: str) -> str:
+    """A Google label value: lowercase letters, digits, '-' and '_', at most 63 characters."""
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in value.lower())[:63]
+
+
+def stack_labels(stack: str) -> dict[str, str]:
+    return {"managed-by": MANAGED_BY, "stack": label_value(stack)}
 
 
 class TypeToken:
@@ -54,6 +74,8 @@ class TypeToken:
     GKE_FLEET = "gemma:gke:VllmFleet"
     GKE_METRICS_ADAPTER = "gemma:gke:MetricsAdapter"
     GKE_INFERENCE_GATEWAY = "gemma:gke:InferenceGateway"
+    SIDECAR_COLLECTION = "gemma:monitoring:SidecarCollection"
+    STACK_WATCH = "gemma:monitoring:StackWatch"
 
 
 @dataclass(frozen=True)

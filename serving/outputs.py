@@ -35,7 +35,7 @@ class _SharedOutputs(BaseModel):
         "accepts `none` for a URL it is given"
     )
     accelerator: str = Field(
-        description="`nvidia-l4`, `nvidia-rtx-pro-6000` or `tpu-v6e` (see `serving/accelerators.py`)"
+        description="the stack's `accelerator` key as its stack file names it (the keys of serving/data/shapes.json)"
     )
     region: str = Field(
         description="the stack's region (the model bucket, the image mirror and, on Cloud Run, the service)"
@@ -80,7 +80,7 @@ class _CloudRunServiceOutputs(_SharedOutputs):
 
     service_name: str = Field(description="the Cloud Run service's name")
     billing: CloudRunShape = Field(
-        description="what one instance bills, priced by `serving/pricing.py` for the plan and `verify bench`: "
+        description="what one instance bills, priced by `serving/pricing.py` for the plan and `gemma-verify bench`: "
         "`{kind: cloud-run, accelerator, region, cpu, memoryGib, gpuZonalRedundancy, minInstances, maxInstances}`"
     )
     concurrency: int = Field(description="per-instance request concurrency (never below `maxNumSeqs`)")
@@ -105,7 +105,7 @@ class CloudRunRolloutOutputs(BaseModel):
         description="`gated` (new revisions start as the `candidate` tag with 0%) or `direct`"
     )
     cloud_run_service: str = Field(
-        description="`projects/<p>/locations/<region>/services/<name>`, what `verify promote` reads through the "
+        description="`projects/<p>/locations/<region>/services/<name>`, what `gemma-verify promote` reads through the "
         "Admin API"
     )
     candidate_revision: str = Field(
@@ -119,14 +119,14 @@ class CloudRunRolloutOutputs(BaseModel):
     )
     previous_revision: str | None = Field(
         default=None,
-        description="gated only: where `verify promote --rollback` returns (none before the first promotion)",
+        description="gated only: where `gemma-verify promote --rollback` returns (none before the first promotion)",
     )
     candidate_percent: int = Field(
         default=0,
         ge=0,
         le=100,
         description="gated only: the candidate's share (0 after `pulumi up`; a step's share during "
-        "`verify promote --steps`)",
+        "`gemma-verify promote --steps`)",
     )
 
     @property
@@ -163,10 +163,10 @@ class TpuOutputs(_SharedOutputs):
         "Google granted (docs/tpu.md)"
     )
     billing: TpuShape = Field(
-        description="what the node bills, priced by `serving/pricing.py` for the plan and `verify bench`: "
+        description="what the node bills, priced by `serving/pricing.py` for the plan and `gemma-verify bench`: "
         "`{kind: tpu, acceleratorType, chips, provisioningModel, region, maxRunSeconds}`"
     )
-    accelerator_type: str = Field(description="the slice asked for, e.g. `v6e-1`")
+    accelerator_type: str = Field(description="the slice asked for, the stack's `tpu.acceleratorType`")
     provisioning_model: Literal["flex-start", "spot", "guaranteed"] = Field(
         description="`flex-start`, `spot` or `guaranteed` (`stacks/tpu.py`), the granted placement's"
     )
@@ -193,7 +193,7 @@ class GkeOutputs(_SharedOutputs):
         "systemNodes}`"
     )
     cluster: str = Field(description="`projects/<p>/locations/<l>/clusters/<name>`, the cluster the fleet runs in")
-    cluster_endpoint: str = Field(description="the cluster's control-plane address (what `verify status` calls)")
+    cluster_endpoint: str = Field(description="the cluster's control-plane address (what `gemma-verify status` calls)")
     namespace: str = Field(description="the Kubernetes namespace of the fleet's objects")
     deployment: str = Field(description="the vLLM Deployment's name (its pods carry `app=<deployment>`)")
     service_name: str = Field(description="the Kubernetes Service in front of the pods (internal load balancer)")
@@ -221,7 +221,7 @@ class GkeOutputs(_SharedOutputs):
         default=None, description="gated rollouts (`gke.rollout.gated`): the track users reach, `blue` or `green`"
     )
     candidate_track: str | None = Field(
-        default=None, description="gated rollouts: the track a new template lands on, checked by `verify promote`"
+        default=None, description="gated rollouts: the track a new template lands on, checked by `gemma-verify promote`"
     )
     candidate_endpoint: str | None = Field(
         default=None, description="gated rollouts: the candidate Service's internal address, once it has one"

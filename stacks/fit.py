@@ -372,7 +372,7 @@ def ceilings(
     return prefill, decode, batch
 
 
-def matrix(workload: Workload, *, models: list[str] | None = None, shapes: list[str] | None = None) -> list[Fit]:
+def fit_matrix(workload: Workload, *, models: list[str] | None = None, shapes: list[str] | None = None) -> list[Fit]:
     """Every catalog model x variant x shape (or the ones named), one Fit each."""
     rows = []
     for model in catalog().values():

@@ -328,9 +328,9 @@ class TpuSettings(SettingsModel):
                 where = f"tpu.placements[{index}]" if self.placements else "tpu.zone"
                 warnings.append(
                     f"{where}: flex-start in {placement.zone} is not in Google's published flex-start zones for v6e "
-                    f"({', '.join(FLEX_START_V6E_ZONES)}, serving/tpu_offers.py); it is tried anyway: run `verify "
-                    "preflight` to check its quota live, and if Google refuses it `pulumi up` moves to the next "
-                    "placement (or fails with Google's reason when there is none)"
+                    f"({', '.join(FLEX_START_V6E_ZONES)}, serving/tpu_offers.py); it is tried anyway: run "
+                    "`gemma-verify preflight` to check its quota live, and if Google refuses it `pulumi up` moves to "
+                    "the next placement (or fails with Google's reason when there is none)"
                 )
         return warnings
 

@@ -23,7 +23,18 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 # Every package of the project, and the modules at the repository root that belong to it.
-PACKAGES = ("stacks", "serving", "components", "deploy", "preview", "verify", "job_scripts", "policy", "gemma_mcp")
+PACKAGES = (
+    "stacks",
+    "serving",
+    "components",
+    "deploy",
+    "preview",
+    "verify",
+    "job_scripts",
+    "policy",
+    "gemma_mcp",
+    "remote",
+)
 
 
 @dataclass(frozen=True)

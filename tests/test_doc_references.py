@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-PACKAGES = ("components", "deploy", "gemma_mcp", "policy", "preview", "serving", "stacks", "verify")
+PACKAGES = ("components", "deploy", "gemma_mcp", "policy", "preview", "remote", "serving", "stacks", "verify")
 # `docs/<page>.md` optionally followed by `, '<section heading>'` (or the README with its heading).
 PAGE_REFERENCE = re.compile(
     r"(?P<page>docs/[a-z0-9-]+\.md|README)(?:'s)?(?:, | \()(?P<quote>['\"])(?P<heading>[^'\"]+)(?P=quote)"
@@ -64,7 +64,8 @@ def test_no_message_points_at_a_vague_readme_section(path: Path) -> None:
 # A repository path named in prose, code or data: a top-level folder of the project, then a file with one of
 # these extensions, or a folder (a trailing slash).
 _TOP_LEVEL = (
-    r"(?:components|deploy|docs|examples|gemma_mcp|images|job_scripts|policy|preview|serving|stacks|tests|verify"
+    r"(?:components|deploy|docs|examples|gemma_mcp|images|job_scripts|policy|preview|remote|serving|stacks|tests"
+    r"|verify"
     r"|benchmarks|\.github|\.ci)"
 )
 REPOSITORY_PATH = re.compile(

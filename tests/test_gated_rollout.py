@@ -147,7 +147,7 @@ def test_traffic_keys_left_by_a_killed_promotion_are_inert_for_a_plain_pulumi_up
         {"type": BY_REVISION, "revision": COMPUTED, "percent": 0, "tag": "candidate"},
     ]
     assert clean(capture.outputs)["candidatePercent"] == 0
-    assert any("left by an interrupted `verify promote`" in message for _severity, message in capture.logs)
+    assert any("left by an interrupted `gemma-verify promote`" in message for _severity, message in capture.logs)
 
 
 def test_direct_rollout_is_one_line_away() -> None:

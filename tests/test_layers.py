@@ -20,6 +20,9 @@ from tests.import_graph import PACKAGES, Edge, import_edges
 MAY_IMPORT: dict[str, frozenset[str]] = {
     # What we know about serving Gemma on Google Cloud, apart from any stack: the leaf everyone reads.
     "serving": frozenset(),
+    # How any layer talks to a remote service: the one Google REST client (the TPU provider's and verify's),
+    # one TLS context, remote text made safe to show.
+    "remote": frozenset(),
     # Scripts that run inside a Cloud Run job or on a node: standalone files.
     "job_scripts": frozenset(),
     # The guardrails the settings, the components and the CrossGuard pack share.
@@ -27,15 +30,15 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # The stack-file schema.
     "stacks": frozenset({"serving", "policy"}),
     # One ComponentResource each, owning its Args (components/model_import.py reads a job script as data).
-    "components": frozenset({"serving", "policy", "job_scripts"}),
+    "components": frozenset({"serving", "policy", "job_scripts", "remote"}),
     # Settings -> components, per platform.
     "deploy": frozenset({"components", "stacks", "serving", "policy"}),
     # The offline plan runs the program (`__main__.py`, by path), so it never imports deploy/components.
     "preview": frozenset({"stacks", "serving", "policy"}),
     # Readers of a deployed stack: the outputs contract (serving), the settings (stacks), the guardrails.
-    "verify": frozenset({"serving", "stacks", "policy"}),
+    "verify": frozenset({"serving", "stacks", "policy", "remote"}),
     # The MCP server: a client of verify's typed commands.
-    "gemma_mcp": frozenset({"verify", "serving", "stacks", "policy"}),
+    "gemma_mcp": frozenset({"verify", "serving", "stacks", "policy", "remote"}),
 }
 
 # The modules of another layer a reader may import by name (the public readers), and why.

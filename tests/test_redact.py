@@ -8,7 +8,8 @@ import pytest
 
 from gemma_mcp.runner import STDERR_TAIL_CHARS, Completed
 from policy.credentials import CREDENTIAL_SHAPES
-from verify.redact import REDACTED, Redactor, escape_controls
+from remote.text import escape_controls
+from verify.redact import REDACTED, Redactor
 
 TOKEN = "sk-" + "Q7w8E9r0T1y2U3i4O5p6A7s8D9f0G1"  # 35 characters, shaped like an API key
 # Inputs that made a shape rescan one long run from each of its positions (two 200 KB lines took 38 s).

@@ -21,9 +21,9 @@ import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
+from remote.tls import default_tls
 from verify.auth import IdTokenFetcher, auth_for_target
 from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, EndpointOptions, Target, TimeoutOptions
-from verify.tls import default_tls
 
 UNLIMITED = httpx.Limits(max_connections=None, max_keepalive_connections=None)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pydantic
 
-from verify.redact import escape_controls
+from remote.text import escape_controls
 
 
 class _Answer(pydantic.BaseModel):

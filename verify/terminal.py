@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.text import Text
 
-from verify.redact import escape_controls
+from remote.text import escape_controls
 
 
 def cell(value: object, style: str = "") -> Text:

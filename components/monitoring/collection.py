@@ -19,6 +19,7 @@ from components.monitoring.sidecar import MetricsSidecar
 from components.wire import gcp, wire
 from serving.collectors import METRIC_WRITER_ROLE, RUN_GMP_SIDECAR_IMAGE
 from serving.gcp_names import SECRET_ID
+from serving.naming import TypeToken
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class SidecarCollection(pulumi.ComponentResource):
     ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: SidecarCollectionArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:monitoring:SidecarCollection", name, None, opts)
+        super().__init__(TypeToken.SIDECAR_COLLECTION, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         secret = gcp.Secret(
             f"{name}-config",

@@ -25,8 +25,8 @@ from serving.collectors import (
     RUN_GMP_LIVENESS_TIMEOUT_SECONDS,
     RUN_GMP_SIDECAR_IMAGE,
 )
+from serving.naming import CLOUD_RUN_COLLECTOR_CONTAINER
 
-SIDECAR_NAME = "collector"
 CONFIG_VOLUME = "rungmp-config"
 
 
@@ -72,7 +72,7 @@ def sidecar_containers(
         return []
     return [
         wire(
-            name=SIDECAR_NAME,
+            name=CLOUD_RUN_COLLECTOR_CONTAINER,
             image=sidecar.image,
             depends_ons=[serving_container],
             resources=wire(limits=sidecar_size(gpu, cpu, memory_gib).limits(), cpu_idle=False),

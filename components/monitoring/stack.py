@@ -20,6 +20,7 @@ from components.monitoring.dashboard import dashboard_json
 from components.wire import gcp, wire
 from serving.alert_rules import AlertRule
 from serving.dashboard_panels import Section
+from serving.naming import TypeToken
 
 ChannelKind = Literal["email", "pubsub", "existing"]
 _CHANNEL_TYPES = {"email": ("email", "email_address"), "pubsub": ("pubsub", "topic")}
@@ -73,7 +74,7 @@ class StackWatch(pulumi.ComponentResource):
     alert_policies: list[str]
 
     def __init__(self, name: str, args: StackWatchArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gemma:monitoring:StackWatch", name, None, opts)
+        super().__init__(TypeToken.STACK_WATCH, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         channels = [self._channel(name, args, channel, child) for channel in args.channels]
         self.dashboard_id = None

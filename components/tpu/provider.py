@@ -245,7 +245,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
             raise QueuedResourceError(
                 f"{name} may still be queued at Google and no Pulumi state tracks it ({cause}; withdrawing it "
                 f"failed: {error}). Delete it (`gcloud alpha compute tpus queued-resources delete "
-                f"{name.rsplit('/', 1)[-1]} --zone {_zone_of(name)} --force`); `python -m verify status` lists "
+                f"{name.rsplit('/', 1)[-1]} --zone {_zone_of(name)} --force`); `gemma-verify status` lists "
                 "such untracked requests."
             ) from cause
 
@@ -396,7 +396,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
                 self._withdraw(client, name)
                 raise PlacementRefusedError(
                     f"{name} FAILED: {reason}. Check the TPU quota for the tier (flex-start and spot use "
-                    "preemptible quota), the zone's v6e offer, and the service account; the request was "
+                    "preemptible quota), whether the zone offers the slice, and the service account; the request was "
                     "deleted so the next `pulumi up` can try again.",
                     outcome="failed",
                     reason=reason,
@@ -411,7 +411,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
                 self._withdraw(client, name)
                 zone = _zone_of(name)
                 raise PlacementRefusedError(
-                    f"{name} was still {state} after {_minutes(elapsed)} (tpu.activeDeadline). TPU v6e chips in "
+                    f"{name} was still {state} after {_minutes(elapsed)} (tpu.activeDeadline). TPU chips in "
                     f"{zone} were not available in time; the request was withdrawn. Try another "
                     "zone (tpu.zone or tpu.placements), another tier (tpu.provisioning.model) or a longer "
                     "tpu.activeDeadline.",

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.tpu.rest import CLOUD_PLATFORM_SCOPE
+from remote.google_auth import CLOUD_PLATFORM_SCOPE
 from serving.gcp_names import RFC1035_ID
 
 # A node label carrying a fingerprint of the request, so that after a "409 already exists" the provider

@@ -1,11 +1,11 @@
-"""A small client for the Cloud TPU REST API (queued resources, nodes, operations).
+"""The Cloud TPU REST API calls of the queued-resource provider (queued resources, nodes, operations).
 
-Why our own: pulumi-gcp's `tpu.V2QueuedResource` cannot express flex-start, spot, a max run duration,
+Why our own calls: pulumi-gcp's `tpu.V2QueuedResource` cannot express flex-start, spot, a max run duration,
 startup-script metadata, a service account or labels, and the official Python client would add a large
-dependency for five calls. Transient answers (429 and 5xx, dropped connections) are retried with backoff,
-honouring Retry-After; any other 4xx is a real error about the request and is raised at once with
-Google's message, because repeating a bad request only delays the message the user needs. The retry
-loop is tenacity's (stop after `RetryPolicy.attempts`, wait `RetryPolicy.delay`, sleep injectable).
+dependency for five calls. They go through the project's one Google client (remote/google_client.py:
+auth, deadlines, Google's errors) with a `RetryPolicy`: transient answers (429 and 5xx, dropped
+connections) are retried with backoff, honouring Retry-After; any other 4xx is a real error about the
+request and is raised at once with Google's message. Every failure reaches the provider as `TpuApiError`.
 
 Reference: https://cloud.google.com/tpu/docs/reference/rest/v2alpha1/projects.locations.queuedResources
 (v2alpha1 is the version that carries `provisioningModel` and `runDuration`, which flex-start needs).
@@ -13,28 +13,27 @@ Reference: https://cloud.google.com/tpu/docs/reference/rest/v2alpha1/projects.lo
 
 from __future__ import annotations
 
-import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import tenacity
-
 if TYPE_CHECKING:
-    # httpx and google-auth load only when the provider really talks to Google (`pulumi up`), never for a
-    # plan: with their TLS, rich and cryptography imports they were a quarter of a TPU preview's time.
+    # The client (httpx) and google-auth load only when the provider really talks to Google (`pulumi up`),
+    # never for a plan: with their TLS, rich and cryptography imports they were a quarter of a TPU preview.
     import httpx
+
+    from remote.google_client import GoogleApis, RetryPolicy
 
 # Google's TPU endpoint; tests pass the URL of a local fake instead.
 DEFAULT_BASE_URL = "https://tpu.googleapis.com/v2alpha1"
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+_API = "tpu"
+_NOT_FOUND = 404
+# What an answer that could not be used counts as (unreachable without retries, too slow, not JSON).
+_UNANSWERED = 502
 
 TokenProvider = Callable[[], str]
 Sleep = Callable[[float], None]
-
-_TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 class TpuApiError(Exception):
@@ -46,70 +45,12 @@ class TpuApiError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with full jitter, capped; the defaults ride out a minute of 503s."""
-
-    attempts: int = 6
-    initial_seconds: float = 1.0
-    max_seconds: float = 30.0
-
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.max_seconds)
-        ceiling = min(self.max_seconds, self.initial_seconds * 2**attempt)
-        return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not cryptography
-
-
 def google_token_provider() -> TokenProvider:
     """Bearer tokens from Application Default Credentials, refreshed when they expire."""
+    from remote.google_auth import adc_tokens  # noqa: PLC0415 - only `pulumi up` talks to Google (see the top)
 
-    import google.auth  # noqa: PLC0415 - only `pulumi up` talks to Google (see the TYPE_CHECKING import)
-    import google.auth.transport.requests  # noqa: PLC0415 - as above
-
-    credentials, _project = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
-    request = google.auth.transport.requests.Request()
-
-    def token() -> str:
-        if not credentials.valid:
-            credentials.refresh(request)  # type: ignore[no-untyped-call]
-        return str(credentials.token)
-
-    return token
-
-
-def _error_message(response: httpx.Response) -> str:
-    """Google's `{"error": {"message": ...}}`, or the raw text when the body is something else."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text.strip()[:500] or response.reason_phrase
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        error = body["error"]
-        status = error.get("status")
-        message = str(error.get("message", ""))
-        return f"{status}: {message}" if status else message
-    return response.text.strip()[:500]
-
-
-class _TransientAnswerError(Exception):
-    """A 429/5xx answer or a dropped connection: worth another attempt."""
-
-    def __init__(self, status: int, problem: str, retry_after: float | None) -> None:
-        super().__init__(problem)
-        self.status = status
-        self.problem = problem
-        self.retry_after = retry_after
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
+    tokens = adc_tokens()
+    return lambda: tokens()[0]
 
 
 class TpuRestClient:
@@ -125,15 +66,21 @@ class TpuRestClient:
         retry: RetryPolicy | None = None,
         timeout_seconds: float = 60.0,
     ) -> None:
-        import httpx  # noqa: PLC0415 - only a provider that talks to Google needs it (see the top)
+        from remote.google_client import GoogleApis, RetryPolicy  # noqa: PLC0415 - see the top
 
-        self._token = token_provider
-        self._sleep = sleep
-        self._retry = retry or RetryPolicy()
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), transport=transport, timeout=timeout_seconds)
+        self._apis: GoogleApis = GoogleApis(
+            lambda: (token_provider(), None),
+            roots={_API: base_url},
+            transport=transport,
+            deadline_s=timeout_seconds,
+            stall_s=timeout_seconds,
+            retry=retry or RetryPolicy(),
+            sleep=sleep,
+            user_agent="gemma-serving-tpu-provider",
+        )
 
     def close(self) -> None:
-        self._http.close()
+        self._apis.close()
 
     def __enter__(self) -> TpuRestClient:
         return self
@@ -168,13 +115,13 @@ class TpuRestClient:
     def get_operation(self, name: str) -> dict[str, Any] | None:
         return self._json_or_none("GET", f"/{name}")
 
-    # -- transport --------------------------------------------------------------------------------
+    # -- through the Google client ----------------------------------------------------------------
 
     def _json_or_none(self, method: str, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any] | None:
         try:
             return self._json(method, path, params=params)
         except TpuApiError as error:
-            if error.status == 404:
+            if error.status == _NOT_FOUND:
                 return None
             raise
 
@@ -186,65 +133,14 @@ class TpuRestClient:
         params: Mapping[str, str] | None = None,
         body: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        response = self._send(method, path, params=params, body=body)
-        if response.status_code >= 400:
-            raise TpuApiError(response.status_code, _error_message(response), method, path)
-        if not response.content:
-            return {}
-        payload = response.json()
-        if not isinstance(payload, dict):
-            raise TpuApiError(response.status_code, "expected a JSON object", method, path)
-        return payload
+        """The call's JSON object; Google's error, a call that gave up or no usable answer as TpuApiError."""
+        from remote.google_errors import CannotCheckError, GaveUpError, GoogleApiError  # noqa: PLC0415 - see the top
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, str] | None,
-        body: Mapping[str, Any] | None,
-    ) -> httpx.Response:
-        policy = self._retry
-
-        def wait(state: tenacity.RetryCallState) -> float:
-            failure = state.outcome.exception() if state.outcome else None
-            retry_after = failure.retry_after if isinstance(failure, _TransientAnswerError) else None
-            return policy.delay(state.attempt_number - 1, retry_after)
-
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(policy.attempts),
-            wait=wait,
-            retry=tenacity.retry_if_exception_type(_TransientAnswerError),
-            sleep=self._sleep,
-            reraise=True,
-        )
         try:
-            for attempt in retrying:
-                with attempt:
-                    return self._attempt(method, path, params=params, body=body)
-        except _TransientAnswerError as last:
-            raise TpuApiError(
-                last.status, f"still failing after {policy.attempts} attempts (last: {last.problem})", method, path
-            ) from None
-        raise AssertionError("unreachable: tenacity either returns, retries or reraises")  # pragma: no cover
-
-    def _attempt(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, str] | None,
-        body: Mapping[str, Any] | None,
-    ) -> httpx.Response:
-        """One request; a transient failure is raised for the retry loop, anything else returned."""
-        import httpx  # noqa: PLC0415 - loaded by __init__ already; named here for its exception types
-
-        headers = {"Authorization": f"Bearer {self._token()}"}
-        try:
-            response = self._http.request(method, path, params=params, json=body, headers=headers)
-        except httpx.TransportError as error:
-            raise _TransientAnswerError(503, f"{type(error).__name__}: {error}", None) from error
-        if response.status_code in _TRANSIENT_STATUS:
-            problem = f"{response.status_code} {_error_message(response)}"
-            raise _TransientAnswerError(response.status_code, problem, _retry_after(response))
-        return response
+            return self._apis.call(method, _API, path, params=params, body=body)
+        except GoogleApiError as error:
+            raise TpuApiError(error.code, f"{error.status}: {error.message}", method, path) from None
+        except GaveUpError as error:
+            raise TpuApiError(error.status, str(error), method, path) from None
+        except CannotCheckError as error:
+            raise TpuApiError(_UNANSWERED, str(error), method, path) from None

@@ -21,6 +21,7 @@ from preview.watch_plan import watch_section
 from serving.alert_rules import AlertThresholds
 from serving.collectors import OTELCOL_GOOGLE_IMAGE, RUN_GMP_SIDECAR_IMAGE
 from serving.dashboard_panels import dashboard_sections
+from serving.naming import CLOUD_RUN_COLLECTOR_CONTAINER
 from serving.watch import CloudRunWatch
 from tests.cloud_run_instance import instance_size, vllm_container
 from tests.conftest import render_stack
@@ -123,7 +124,7 @@ def test_cloud_run_gets_the_managed_prometheus_sidecar(stack: str) -> None:
     capture = render_stack(stack)
     template = inputs(capture.one(SERVICE))["template"]
     vllm = vllm_container(template)
-    (sidecar,) = [c for c in template["containers"] if c["name"] == "collector"]
+    (sidecar,) = [c for c in template["containers"] if c["name"] == CLOUD_RUN_COLLECTOR_CONTAINER]
     assert sidecar["image"] == RUN_GMP_SIDECAR_IMAGE
     assert sidecar["dependsOns"] == ["vllm"]
     assert "nvidia.com/gpu" not in sidecar["resources"]["limits"]

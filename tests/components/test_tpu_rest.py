@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from components.tpu.rest import RetryPolicy, TpuApiError, TpuRestClient
+from components.tpu.rest import TpuApiError, TpuRestClient
+from remote.google_client import RetryPolicy
 from tests.components.tpu_fake_api import FAKE_TOKEN, FakeClock, FakeTpuApi, Scenario
 
 PARENT = "projects/p/locations/us-east5-a"

@@ -10,9 +10,9 @@ import pytest
 from gemma_mcp.context import ServerContext
 from gemma_mcp.runner import Completed
 from gemma_mcp.urls import check_url
+from remote.google_client import GoogleApis
 from tests.gemma_mcp.conftest import FakePulumi, connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, tokens
-from verify.ops.google import GoogleApis
 
 
 class RecordingRunner:

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from remote.google_client import GoogleApis
 from tests.gemma_mcp.conftest import connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, tokens
 from tests.verify.ops.scenarios import PROJECT
 from tests.verify.ops.test_logs import ENTRIES, entry
 from tests.verify.test_memory_command import GPU_LINES
-from verify.ops.google import GoogleApis
 
 
 @pytest.fixture

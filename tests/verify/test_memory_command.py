@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError
 from stacks.calibration import load_record, record_path, save_record
 from stacks.capacity import assess_stack
 from tests.verify.ops.google_fake import Body, FakeGoogle, tokens
@@ -23,7 +25,6 @@ from verify.memory.cli import print_layout
 from verify.memory.layout import MemoryLayout, memory_layout, memory_query
 from verify.memory.run import LogsUnreadableError, MemoryOptions, calibration_record, read_memory, save_calibration
 from verify.memory.startup import parse_startup
-from verify.ops.google import CannotCheckError, GoogleApis
 from verify.stack_settings import load_stack_file
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 
 from job_scripts.import_weights import MARKER_NAME, Marker
+from remote.google_client import GoogleApis
+from remote.google_errors import GoogleApiError
 from tests.verify.ops.google_fake import Body, FakeGoogle, fixture, tokens
 from verify import cli
 from verify.models.bucket import IMPORT_MARKER
 from verify.models.cli import print_inventory
 from verify.models.inventory import CheckpointState
 from verify.models.run import BucketUnreadableError, ModelsOptions, list_models, run_models, served_dirs
-from verify.ops.google import GoogleApiError, GoogleApis
 
 ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "gemma-l4-models-bucket-3f9a2c1"

@@ -13,6 +13,7 @@ import json
 
 from rich.console import Console
 
+from remote.text import escape_controls
 from verify.memory.cli import print_layout
 from verify.memory.layout import MemoryLayout
 from verify.memory.startup import StartupMemory
@@ -26,7 +27,6 @@ from verify.ops.status import RolloutState, StatusReport, TpuStatus
 from verify.ops.tpu_placement_status import PLACEMENT_METADATA_KEY, PlacementStatus, _attempts
 from verify.query.cli import print_summary
 from verify.query.run import QueryReport
-from verify.redact import escape_controls
 from verify.terminal import cell
 
 CLEAR = "\x1b[2J"

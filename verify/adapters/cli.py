@@ -9,6 +9,7 @@ import argparse
 import sys
 from typing import TextIO
 
+from remote.text import escape_controls
 from verify import UsageError
 from verify.adapters.run import (
     PROBE_MAX_TOKENS,
@@ -22,7 +23,6 @@ from verify.adapters.run import (
     list_adapters,
 )
 from verify.argtypes import positive_int
-from verify.redact import escape_controls
 from verify.target import resolve_target
 from verify.target.cli import add_target_arguments, target_options, timeout_options
 

@@ -15,7 +15,7 @@ from verify import UsageError
 from verify.advise.options import HOURS_PER_MONTH, PLATFORMS, PROVISIONING, AdviseOptions, parse_lengths, parse_slo
 from verify.advise.report import render
 from verify.advise.run import run_advise
-from verify.advise.write import write_stack
+from verify.advise.write import PLACEHOLDER_REVISION, write_stack
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -110,5 +110,14 @@ def _advise(args: argparse.Namespace) -> int:
         if not chosen:
             raise UsageError(f"--pick {args.pick}: the answer has ranks 1 to {len(report.rows)}")
         path = write_stack(project_root(), str(args.write), chosen[0], revision=args.revision, force=args.force)
-        print(f"wrote {path.name}: `make preview STACK={args.write}` plans it", file=sys.stderr)
+        if f"revision: '{PLACEHOLDER_REVISION}'" in path.read_text(encoding="utf-8"):
+            print(
+                f"wrote {path.name}, with a PLACEHOLDER model.revision: no stack here or catalog entry pins "
+                f"{chosen[0].model} {chosen[0].variant}. Pin the commit you reviewed on the Hub (rerun with "
+                f"--revision <40-hex> --force, or edit the file); `make preview STACK={args.write}` refuses the "
+                "placeholder until then",
+                file=sys.stderr,
+            )
+        else:
+            print(f"wrote {path.name}: `make preview STACK={args.write}` plans it", file=sys.stderr)
     return report.exit_code

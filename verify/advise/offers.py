@@ -123,7 +123,18 @@ def _cloud_run(shape: Shape, region: str | None) -> Offer | str:
     return Offer(shape, "cloud-run", where, "on-demand", billing, scales_to_zero=True, max_replicas=1000)
 
 
+# Why a TPU VM is not offered on demand: the policy pack's mandatory `tpu-queued-resource-bounded` refuses a queued
+# resource that is neither spot nor flex-start with a maxRunDuration (policy/tpu.py), so a written stack would not
+# pass `make preview`. GKE's ct6e node pools are offered on demand instead.
+TPU_VM_ON_DEMAND = (
+    "a TPU VM stack must be spot or flex-start with a maxRunDuration (the policy pack's tpu-queued-resource-bounded "
+    "refuses an unbounded on-demand node); allow --provisioning spot or flex-start, or see GKE's ct6e node pools"
+)
+
+
 def _tpu(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
+    if provisioning == "on-demand":
+        return TPU_VM_ON_DEMAND
     where = region or DEFAULT_TPU_REGION
     zones = FLEX_START_V6E_ZONES if provisioning == "flex-start" else V6E_ZONES
     zone = next((z for z in zones if region_of(z) == where), None)

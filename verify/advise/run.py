@@ -172,11 +172,40 @@ def _meets(state: AtLoad, options: AdviseOptions, replicas: int) -> bool:
     return not (slo.goodput is not None and WITHIN_P95 * state.request_rate * replicas < slo.goodput)
 
 
-def fewest_replicas(candidate: Candidate, options: AdviseOptions) -> tuple[int, AtLoad] | None:
+# A replica's state at a load depends only on what the replica is, not on where it is rented: the same chips of
+# the same accelerator serve the same way on Cloud Run, a TPU VM or a GKE node. Keyed so, one run computes each
+# state once (a v6e-1 slice and a ct6e-standard-1t node, on-demand and spot, share theirs).
+_StateKey = tuple[str, str, str, int, int, int, int]
+
+
+def _state_key(candidate: Candidate, replicas: int) -> _StateKey:
+    replica = candidate.replica
+    return (
+        candidate.model.id,
+        candidate.variant,
+        candidate.offer.accelerator.value,
+        candidate.tensor_parallel,
+        replica.batch_cap,
+        replica.batched_tokens,
+        replicas,
+    )
+
+
+def fewest_replicas(
+    candidate: Candidate, options: AdviseOptions, states: dict[_StateKey, AtLoad] | None = None
+) -> tuple[int, AtLoad] | None:
     """The fewest replicas (up to the offer's and the options' limit) at which the SLO holds, by doubling then
-    bisection (more replicas never hurt: each carries less of the load)."""
+    bisection (more replicas never hurt: each carries less of the load). ``states`` shares the states computed
+    for the same replica on other offers."""
     limit = min(candidate.offer.max_replicas, options.max_replicas)
-    check: Callable[[int], AtLoad] = lambda n: _state(candidate, options, n)  # noqa: E731 - a local shorthand
+    known = {} if states is None else states
+
+    def check(replicas: int) -> AtLoad:
+        key = _state_key(candidate, replicas)
+        if key not in known:
+            known[key] = _state(candidate, options, replicas)
+        return known[key]
+
     low, high = 0, 1
     while True:
         state = check(high)
@@ -320,8 +349,9 @@ def run_advise(
     excluded = _Excluded()
     records = load_speed_records(project_root(root))
     rows: list[Row] = []
+    states: dict[_StateKey, AtLoad] = {}
     for candidate in candidates(options, excluded):
-        found = fewest_replicas(candidate, options)
+        found = fewest_replicas(candidate, options, states)
         if found is None:
             limit = min(candidate.offer.max_replicas, options.max_replicas)
             excluded.add(f"misses the SLO at up to its replica limit ({limit} for its platform)", candidate.label)

@@ -42,7 +42,7 @@ class CompareReport:
 def read_side(path: Path) -> list[CellRecord]:
     """One side's cells, every line checked (exit 2 naming ``file:line`` and why, as ``--resume``)."""
     if not path.exists():
-        raise UsageError(f"{path} does not exist (compare takes two results files of `verify bench`)")
+        raise UsageError(f"{path} does not exist (compare takes two results files of `gemma-verify bench`)")
     loaded = read_checked(path)
     if not loaded.records:
         raise UsageError(f"{path} holds no cell records")

@@ -12,8 +12,8 @@ import enum
 
 import httpx
 
+from remote.tls import default_tls
 from verify.client import UNLIMITED, aiohttp_transport
-from verify.tls import default_tls
 
 # Sockets per user plus headroom for the interpreter's own files.
 FD_HEADROOM = 256

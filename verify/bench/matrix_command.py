@@ -46,7 +46,7 @@ def load_runs(paths: list[Path]) -> list[Run]:
     runs = []
     for path in paths:
         if not path.exists():
-            raise UsageError(f"{path} does not exist (compare takes results files of `verify bench`)")
+            raise UsageError(f"{path} does not exist (compare takes results files of `gemma-verify bench`)")
         records = read_checked(path).records
         if not records:
             raise UsageError(f"{path} holds no cell records")

@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from remote.text import escape_controls
 from verify.health.report import CheckStatus, HealthReport, Waiting
-from verify.redact import escape_controls
 
 _STYLES: dict[CheckStatus, tuple[str, str]] = {
     CheckStatus.PASS: ("PASS", "bold green"),

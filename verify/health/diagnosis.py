@@ -87,11 +87,11 @@ def empty_output_cause(finish_reason: str | None, tokens: int | None) -> str:
 _NOT_CHECKED_READY = {
     streaming.FailureKind.CONNECT_ERROR: (
         "nothing accepts connections at this address: the server is not running (still starting, stopped or "
-        "crashed) or the URL's host or port is wrong; `verify health` waits for it to become ready"
+        "crashed) or the URL's host or port is wrong; `gemma-verify health` waits for it to become ready"
     ),
     streaming.FailureKind.CONNECT_TIMEOUT: (
         "the address did not accept a connection in time: a firewall drops the packets, the host is wrong, or "
-        "the server is overloaded; `verify health` waits for it to become ready"
+        "the server is overloaded; `gemma-verify health` waits for it to become ready"
     ),
 }
 

@@ -10,13 +10,13 @@ import argparse
 import sys
 from typing import TextIO
 
+from remote.text import escape_controls
 from verify import UsageError
 from verify.memory.layout import MemoryLayout
 from verify.memory.run import LogsUnreadableError, MemoryOptions, read_memory, save_calibration
 from verify.numbers import readable, signed_percent
 from verify.ops.logs import parse_since
 from verify.ops.stack import load_ops_stack
-from verify.redact import escape_controls
 from verify.stack_settings import load_stack_file
 
 

@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import pydantic
 
+from remote.google_client import GoogleApis
 from stacks.loading import LoadedStack
 from verify.memory.startup import SEARCH_TERMS, StartupMemory, parse_startup
-from verify.ops.google import GoogleApis
 from verify.ops.logs import _entries, _LogEntry, _source, _text
 from verify.ops.stack import CloudRunOpsStack, OpsStack, TpuOpsStack
 

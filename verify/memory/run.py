@@ -21,12 +21,14 @@ from pathlib import Path
 import pydantic
 
 from preview.stack_file import project_root
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError
 from stacks.calibration import CalibrationRecord, record_path, save_record
 from stacks.capacity import stated_weight_bytes
 from stacks.loading import LoadedStack
 from verify import UsageError
 from verify.memory.layout import MemoryLayout, memory_layout
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, apis_from_environment
+from verify.ops.google import apis_from_environment
 from verify.ops.stack import OpsStack
 
 GIB = 1 << 30

@@ -1,7 +1,8 @@
 """The model bucket as the GCS JSON API (storage v1) shows it: object names and sizes, and import markers.
 
-Why the JSON API through verify/ops/google.py and not google-cloud-storage: the same reason as every other
-ops read (one httpx client, a root URL tests point at a local fake); two methods are needed:
+Why the JSON API through the project's Google client (remote/google_client.py) and not google-cloud-storage:
+the same reason as every other ops read (one httpx client, a root URL tests point at a local fake); two
+methods are needed:
 ``objects.list`` (``GET b/{bucket}/o``, paged by ``nextPageToken``, ``size`` a uint64 as a JSON string)
 and ``objects.get`` with ``alt=media`` for a marker's content (storage.v1.json: objects.get
 ``supportsMediaDownload``). The marker is what job_scripts/import_weights.py writes when a copy is
@@ -15,7 +16,7 @@ from urllib.parse import quote
 
 import pydantic
 
-from verify.ops.google import GoogleApis
+from remote.google_client import GoogleApis
 
 API = "storage"
 # job_scripts/import_weights.py MARKER_NAME: written last, after every file, by the import job.

@@ -12,10 +12,10 @@ import argparse
 import sys
 from typing import TextIO
 
+from remote.text import escape_controls
 from verify.models.inventory import BucketInventory
 from verify.models.run import BucketUnreadableError, ModelsOptions, list_models
 from verify.numbers import readable
-from verify.redact import escape_controls
 
 EXIT_CANNOT_READ = 2
 

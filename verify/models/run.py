@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError
 from verify import UsageError
 from verify.models.bucket import bucket_name, list_objects, read_marker
 from verify.models.inventory import BucketInventory, inventory
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, apis_from_environment
+from verify.ops.google import apis_from_environment
 from verify.pulumi_gateway import AutomationGateway, StackOutputsReader
 from verify.stack_settings import load_settings
 

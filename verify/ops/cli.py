@@ -46,8 +46,8 @@ Read-only checks of a stack's project before `pulumi up` (nothing is enabled, re
   permissions  your account holds what `pulumi up` needs (testIamPermissions)
   quotas       Cloud Run: the stack's GPUs (with or without zonal redundancy), CPU and memory in its
                region, times maxInstances; GKE: the node pools' accelerators at maxNodes
-  TPU zones    for a TPU stack's slice, in EVERY zone that offers v6e (the stack's placements, the zones
-               serving/tpu_offers.py lists and the zones the project's v6e quota names in those regions,
+  TPU zones    for a TPU stack's slice, in EVERY zone that offers its generation (the stack's placements,
+               the zones serving/tpu_offers.py lists and the zones the project's quota names in those regions,
                at most {_MAX_ZONES}) and in every tier (flex-start, spot, guaranteed): the quota limit and
                usage, whether the zone lists the slice and the runtime version; ranked, grantable first,
                the stack's own placements first
@@ -60,7 +60,7 @@ unreachable).
 def register_preflight(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "preflight",
-        help="before `pulumi up`: APIs, permissions, quotas and (TPU) v6e quota in every zone and tier, ranked",
+        help="before `pulumi up`: APIs, permissions, quotas and (TPU) quota in every zone and tier, ranked",
         description=PREFLIGHT_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

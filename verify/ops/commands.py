@@ -13,7 +13,10 @@ from datetime import UTC, datetime
 
 import pydantic
 
-from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, GoogleApis, apis_from_environment
+from remote.google_auth import ADC_SETUP_COMMAND
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError
+from verify.ops.google import apis_from_environment
 from verify.ops.logs import DEFAULT_LIMIT, LogsReport, run_logs, unreadable_report
 from verify.ops.preflight import PreflightReport, run_preflight, unchecked_report
 from verify.ops.readiness import probe_readiness

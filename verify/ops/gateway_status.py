@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pydantic
 
-from verify.ops.google import GoogleText, parse_answer
+from remote.google_errors import GoogleText, parse_answer
 from verify.ops.k8s_answers import Condition, Deployment, PodList
 from verify.ops.kubernetes import KubernetesApi, KubernetesApiError
 

@@ -16,10 +16,11 @@ from typing import Literal
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import Answer, GoogleApiError, parse_answer
 from serving.naming import GKE_APP_LABEL, GKE_SERVING_CONTAINER
 from verify.ops import signatures
 from verify.ops.gateway_status import GatewayView, gateway_view
-from verify.ops.google import Answer, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.k8s_answers import (
     Autoscaler,
     Deployment,
@@ -202,7 +203,7 @@ def _verdict(stack: GkeOpsStack, deployment: Deployment, pods: list[PodLine], de
     if pending and any(pod.autoscaler and "FailedScaleUp" in pod.autoscaler for pod in pending):
         fix = (
             f"no {stack.provisioning} capacity (or quota) for {stack.machine_type} in {', '.join(stack.zones)}: add a "
-            "zone to gke.nodePool.zones, try another provisioning model, or check quota (`verify preflight`)"
+            "zone to gke.nodePool.zones, try another provisioning model, or check quota (`gemma-verify preflight`)"
         )
     return FleetVerdict("in-progress", f"{counts}{waiting or '; pods are starting'}", fix, detail)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pydantic
 
-from verify.ops.google import GoogleText
+from remote.google_errors import GoogleText
 
 
 class _Answer(pydantic.BaseModel):

@@ -18,8 +18,9 @@ from typing import Any
 
 import httpx
 
-from verify.ops.google import CALL_DEADLINE_S, MAX_BODY_BYTES, CannotCheckError, TokenSource
-from verify.tls import default_tls
+from remote.google_client import CALL_DEADLINE_S, MAX_BODY_BYTES, TokenSource
+from remote.google_errors import CannotCheckError, json_object
+from remote.tls import default_tls
 
 
 class KubernetesApiError(CannotCheckError):
@@ -85,14 +86,7 @@ class KubernetesApi:
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """One object or list, as JSON; KubernetesApiError (404 included) when the server refuses."""
-        response = self._get(path, params)
-        try:
-            data = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise CannotCheckError(f"Kubernetes API answered {path} without JSON") from None
-        if not isinstance(data, dict):
-            raise CannotCheckError(f"Kubernetes API answered {type(data).__name__} for {path}")
-        return data
+        return json_object(self._get(path, params), f"Kubernetes API ({path})")
 
     def text(self, path: str, params: dict[str, Any] | None = None) -> str:
         """A plain-text answer (a container's log)."""

@@ -21,7 +21,9 @@ from typing import Any, Protocol
 
 import pydantic
 
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_rfc3339, rfc3339
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError
+from verify.ops.google import parse_rfc3339, rfc3339
 
 INSTANCE_COUNT = "run.googleapis.com/container/instance_count"
 LOOKBACK = timedelta(minutes=10)

@@ -23,12 +23,14 @@ from typing import Any
 
 import pydantic
 
+from remote.google_client import MAX_PAGES, GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError, GoogleText, parse_answer
+from remote.text import escape_controls
 from serving.durations import duration_seconds
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
-from verify.ops.google import MAX_PAGES, CannotCheckError, GoogleApiError, GoogleApis, GoogleText, parse_answer
 from verify.ops.signatures import SIGNATURES, match
 from verify.ops.stack import OpsStack
-from verify.redact import Redactor, escape_controls
+from verify.redact import Redactor
 
 DEFAULT_LIMIT = 500
 # How far back `--since` may reach: Cloud Logging keeps the _Default bucket's entries 30 days unless the

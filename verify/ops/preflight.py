@@ -15,11 +15,12 @@ from typing import assert_never
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
 from serving.shapes import machine_family, quota_words, shape
 from verify.ops import deploy_requirements, tpu_availability
 from verify.ops.answers import Permissions, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
 from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, OpsStack, TpuOpsStack
 from verify.ops.status import find_service
@@ -37,8 +38,7 @@ class PreflightReport(pydantic.BaseModel):
     accelerator: str
     findings: list[Finding]
     # TPU only: every v6e zone and tier for the stack's slice, ranked (verify/ops/tpu_availability.py).
-    # The JSON key stays `tpu_capacity` (scripts and MCP clients read it); what it holds is availability.
-    tpu_capacity: TpuAvailability | None = None
+    tpu_availability: TpuAvailability | None = None
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -49,12 +49,12 @@ class PreflightReport(pydantic.BaseModel):
 def run_preflight(stack: OpsStack, apis: GoogleApis, *, now: Now = lambda: datetime.now(UTC)) -> PreflightReport:
     """Every preflight check for one stack, in the order a user would fix them."""
     granted, permission_findings = _permissions(stack, apis)
-    capacity, tpu = _capacity(stack, apis, now)
-    findings = [*_apis(stack, apis, granted), *permission_findings, *capacity]
-    return _report(stack, findings).model_copy(update={"tpu_capacity": tpu})
+    quotas, tpu = _quotas(stack, apis, now)
+    findings = [*_apis(stack, apis, granted), *permission_findings, *quotas]
+    return _report(stack, findings).model_copy(update={"tpu_availability": tpu})
 
 
-def _capacity(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuAvailability | None]:
+def _quotas(stack: OpsStack, apis: GoogleApis, now: Now) -> tuple[list[Finding], TpuAvailability | None]:
     """Whether Google has room for this stack: the platform's own quotas (for a TPU, every zone and tier)."""
     match stack:
         case CloudRunOpsStack():

@@ -11,10 +11,12 @@ from datetime import datetime, timedelta
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import GoogleText, parse_answer
 from verify.ops.answers import TimeSeries
 from verify.ops.deploy_requirements import QUOTA_USAGE_METRIC
 from verify.ops.findings import Finding, Verdict
-from verify.ops.google import GoogleApis, GoogleText, parse_answer, rfc3339
+from verify.ops.google import rfc3339
 
 Now = Callable[[], datetime]
 

@@ -10,12 +10,12 @@ import asyncio
 
 import httpx
 
+from remote.tls import default_tls
 from verify.auth import AuthError, auth_for_target
 from verify.client import default_timeout, make_client
 from verify.health import CheckOptions, check_readiness
 from verify.ops.status import Readiness
 from verify.target import AuthKind, Target
-from verify.tls import default_tls
 
 
 def probe_readiness(endpoint: str, auth: str) -> Readiness:

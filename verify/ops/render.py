@@ -67,8 +67,8 @@ def print_preflight(report: PreflightReport, console: Console | None = None) -> 
             cell(finding.fix or ""),
         )
     out.print(table)
-    if report.tpu_capacity is not None:
-        print_tpu_availability(report.tpu_capacity, out)
+    if report.tpu_availability is not None:
+        print_tpu_availability(report.tpu_availability, out)
     style = "bold green" if report.exit_code == 0 else "bold red"
     counts = {verdict: sum(1 for f in report.findings if f.verdict is verdict) for verdict in Verdict}
     out.print(

@@ -21,11 +21,10 @@ from typing import Literal, assert_never
 import pydantic
 
 from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, project_root, read_stack_config
-from serving.naming import TPU_SERVING_CONTAINER, TPU_STARTUP_LOG_PREFIX, StackNames
+from serving.naming import TPU_SERVING_CONTAINER, TPU_STARTUP_LOG_PREFIX, StackNames, stack_labels
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.apis import required_apis
 from stacks.gke import GkeSettings
-from stacks.labels import stack_labels
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import CloudRunStack, GkeStack, TpuStack
 from stacks.tpu import ProvisioningModel

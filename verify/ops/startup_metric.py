@@ -22,8 +22,10 @@ from datetime import datetime, timedelta
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
 from verify.ops.answers import Distribution, TimeSeries
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer, parse_rfc3339, rfc3339
+from verify.ops.google import parse_rfc3339, rfc3339
 
 STARTUP_LATENCIES = "run.googleapis.com/container/startup_latencies"
 # Points are written each minute and reach the API a few minutes late; a start's point can end a little

@@ -22,6 +22,8 @@ from typing import assert_never
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
 from serving.naming import CANDIDATE_TAG
 from verify.ops.answers import (
     QueuedResourceState,
@@ -34,7 +36,7 @@ from verify.ops.answers import (
 from verify.ops.coldstart import ColdStart, Line, measure, milestone_filter
 from verify.ops.findings import EXIT_BLOCKED, EXIT_CANNOT_CHECK, EXIT_OK
 from verify.ops.gke_status import GkeStatus, KubeConnect, gke_fleet_status, real_cluster
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer, parse_rfc3339
+from verify.ops.google import parse_rfc3339
 from verify.ops.live_state import Instances, Lifetime, cloud_run_instances, flex_start_lifetime
 from verify.ops.logs import page_lines
 from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, HealthAuth, OpsStack, TpuOpsStack

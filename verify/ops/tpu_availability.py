@@ -29,13 +29,14 @@ from typing import Literal
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
 from serving.gcp_names import region_of
 from serving.shapes import quota_words, shape
 from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from verify.ops import deploy_requirements
 from verify.ops.answers import AcceleratorType, RuntimeVersion
 from verify.ops.findings import Finding, Verdict
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, parse_answer
 from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, quota_infos
 from verify.ops.stack import OpsPlacement, TpuOpsStack
 
@@ -237,7 +238,7 @@ def _quota(facts: _Facts, kind: QuotaKind, zone: str) -> _Quota:
         return _Quota(None, None, None, "quota unknown (Cloud Quotas unreadable)")
     infos = facts.infos[kind]
     if not infos:
-        return _Quota(0, 0, 0, f"no {kind} v6e quota in the project")
+        return _Quota(0, 0, 0, f"no {kind} quota for this TPU generation in the project")
     tightest: _Quota | None = None
     for info in infos:
         raw = info.limit_at(_location(info, zone))
@@ -280,8 +281,8 @@ def _availability(stack: TpuOpsStack, facts: _Facts) -> TpuAvailability:
     if facts.zones_left_out:
         shown = ", ".join(facts.zones_left_out[:5]) + (" ..." if len(facts.zones_left_out) > 5 else "")
         note += (
-            f"; {len(facts.zones_left_out)} zone(s) the quota answer named were not asked about (outside the v6e "
-            f"regions, or past {MAX_ZONES} zones): {shown}"
+            f"; {len(facts.zones_left_out)} zone(s) the quota answer named were not asked about (outside the "
+            f"generation's regions, or past {MAX_ZONES} zones): {shown}"
         )
     return TpuAvailability(
         accelerator_type=stack.accelerator_type,
@@ -369,8 +370,8 @@ def _placement_findings(stack: TpuOpsStack, facts: _Facts, availability: TpuAvai
             findings += found
     findings.append(
         Finding(
-            area="capacity",
-            item=f"{stack.accelerator_type}, every v6e zone and tier",
+            area="availability",
+            item=f"{stack.accelerator_type}, every zone and tier that offers it",
             verdict=Verdict.INFO,
             detail=f"ranked: {availability.ranked_answer}"
             + ("" if availability.source == "live" else f" ({availability.source_note})"),
@@ -411,8 +412,13 @@ def _findings_of(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement, sev
     return [
         *_quota_findings(stack, facts, placement, several),
         *_zone_findings(stack, facts, placement),
-        *_flex_start_note(placement),
+        *_flex_start_note(placement, _generation(stack)),
     ]
+
+
+def _generation(stack: TpuOpsStack) -> str:
+    """The slice's TPU generation as Google writes it in an accelerator type (`<generation>-<chips>`)."""
+    return stack.accelerator_type.rsplit("-", 1)[0]
 
 
 def _unchecked(area: str, item: str, error: ReadError, project: str) -> Finding:
@@ -423,11 +429,12 @@ def _unchecked(area: str, item: str, error: ReadError, project: str) -> Finding:
 def _quota_findings(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement, several: bool) -> list[Finding]:
     kind = "preemptible" if placement.preemptible else "on-demand"
     where = f", {placement.zone}" if several else ""
+    tpu = f"TPU {_generation(stack)}"
     if placement.reservation is not None:
         return [
             Finding(
                 area="quota",
-                item=f"TPU v6e ({placement.provisioning}{where})",
+                item=f"{tpu} ({placement.provisioning}{where})",
                 verdict=Verdict.INFO,
                 detail=f"draws on reservation {placement.reservation}, not on quota; check its free chips in the "
                 "console",
@@ -438,15 +445,15 @@ def _quota_findings(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement, 
         return [_unchecked("quota", "tpu.googleapis.com", facts.quota_error, stack.project)]
     infos = facts.infos["preemptible" if placement.preemptible else "on-demand"]
     request_url = deploy_requirements.QUOTAS_CONSOLE_URL.format(project=stack.project)
-    item = f"TPU v6e chips ({kind}, {placement.provisioning}{where})"
+    item = f"{tpu} chips ({kind}, {placement.provisioning}{where})"
     if not infos:
         return [
             Finding(
                 area="quota",
-                item=f"TPU v6e chips ({kind}{where})",
+                item=f"{tpu} chips ({kind}{where})",
                 verdict=Verdict.BLOCKER,
-                detail=f"no {kind} TPU v6e quota in tpu.googleapis.com for this project",
-                fix=f"request {kind} TPU v6e quota in {placement.zone}: {request_url}",
+                detail=f"no {kind} {tpu} quota in tpu.googleapis.com for this project",
+                fix=f"request {kind} {tpu} quota in {placement.zone}: {request_url}",
                 needed=float(stack.chips),
                 unit="chips",
             )
@@ -508,7 +515,7 @@ def _zone_findings(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement) -
     return findings
 
 
-def _flex_start_note(placement: OpsPlacement) -> list[Finding]:
+def _flex_start_note(placement: OpsPlacement, generation: str) -> list[Finding]:
     if placement.provisioning != "flex-start" or placement.zone in FLEX_START_V6E_ZONES:
         return []
     return [
@@ -516,7 +523,7 @@ def _flex_start_note(placement: OpsPlacement) -> list[Finding]:
             area="tpu-zone",
             item=f"flex-start in {placement.zone}",
             verdict=Verdict.INFO,
-            detail=f"not in Google's published flex-start zones for v6e ({', '.join(FLEX_START_V6E_ZONES)}, "
+            detail=f"not in Google's published flex-start zones for {generation} ({', '.join(FLEX_START_V6E_ZONES)}, "
             "serving/tpu_offers.py): its quota and offer are checked live above; Google may still refuse the "
             "request, and then `pulumi up` moves to the next placement",
         )

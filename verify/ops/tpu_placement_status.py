@@ -15,8 +15,9 @@ import json
 
 import pydantic
 
+from remote.google_client import GoogleApis
+from remote.google_errors import GoogleApiError, GoogleText, parse_answer
 from verify.ops.answers import QueuedResource, QueuedResourceState
-from verify.ops.google import GoogleApiError, GoogleApis, GoogleText, parse_answer
 from verify.ops.stack import OpsPlacement, TpuOpsStack
 
 # The node metadata key the queued-resource provider writes (components/tpu/request_body.py).

@@ -1,7 +1,7 @@
 """The live state of a Cloud Run service, read through the Cloud Run Admin API v2 (`services.get`).
 
 The service is `verify.ops.answers.RunService`, the one model of a Cloud Run service verify reads, and the
-call goes through verify's one Google client (`verify.ops.google.GoogleApis`).
+call goes through the project's one Google client (`remote.google_client.GoogleApis`).
 
 Why read it at all when Pulumi's state says which revision serves: promotion must not move traffic on
 top of something it did not expect. Before the gates it checks that the candidate revision is ready
@@ -14,9 +14,11 @@ from __future__ import annotations
 import httpx
 import pydantic
 
+from remote.google_auth import adc_tokens
+from remote.google_client import GoogleApis, TokenSource
+from remote.google_errors import CannotCheckError, GoogleApiError
 from verify import UsageError
 from verify.ops.answers import RunService
-from verify.ops.google import CannotCheckError, GoogleApiError, GoogleApis, TokenSource, adc_tokens
 
 DEFAULT_API_URL = "https://run.googleapis.com"
 

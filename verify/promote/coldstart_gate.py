@@ -43,7 +43,7 @@ class ColdStartGate:
         if untrusted is not None:
             return (
                 f"the cold start of {revision} cannot be trusted as measured ({untrusted}); "
-                "cloudRun.maxColdStartSeconds needs a whole start of this revision (`python -m verify status` shows it)"
+                "cloudRun.maxColdStartSeconds needs a whole start of this revision (`gemma-verify status` shows it)"
             )
         previous = last_record(self.history)
         self._record(revision, measured)

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import httpx
 
+from remote.google_client import TokenSource
 from verify import UsageError
 from verify.adapters.run import DeclaredAdapter, declared_adapters
 from verify.bench.command import BenchReport
 from verify.health.quality import QualityOptions, promised_by
 from verify.health.report import HealthReport, ProgressCallback
-from verify.ops.google import TokenSource
 from verify.promote.cloud_run import DEFAULT_API_URL, admin_api, get_service, google_tokens
 from verify.promote.coldstart_gate import gate_for_stack
 from verify.promote.gates import BenchGate, CommandGates, GateResult, Gates

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from remote.text import escape_controls
 from verify import UsageError
 from verify.argtypes import non_negative_number, positive_int
 from verify.numbers import readable
 from verify.query.run import DEFAULT_MAX_TOKENS, QueryOptions, QueryReport, ReasoningDisplay, run_query
-from verify.redact import escape_controls
 from verify.streaming import TextCallback
 from verify.target import resolve_target
 from verify.target.cli import add_target_arguments, target_options, timeout_options

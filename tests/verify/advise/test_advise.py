@@ -157,6 +157,20 @@ def test_write_produces_a_stack_that_previews(answer: AdviseReport, project: Pat
         assert code == (1 if placeholder else 0)
 
 
+def test_every_ranked_row_writes_a_stack_that_previews_once_its_revision_is_pinned(
+    answer: AdviseReport, project: Path
+) -> None:
+    """Done when: `--write NAME` produces a stack that previews. A row the project's own policy pack would refuse
+    (an on-demand TPU VM: neither spot nor bounded) must never be ranked; with the commit pinned (`--revision`),
+    each of the answer's first rows previews exit 0, policies included."""
+    assert all(not (row.platform == "tpu" and row.provisioning == "on-demand") for row in answer.rows)
+    for row in answer.rows[:5]:
+        name = f"pinned-{row.rank}"
+        write_stack(project, name, row, revision="5e1f0c2d9a7b4e83c6d0f1a2b9e8c7d6a5f4e3b2")
+        ensure_event_loop()
+        assert preview_main(["--stack", name, "--root", str(project), "--format", "json"]) == 0, row.shape
+
+
 def test_write_pins_the_shipped_stacks_commit_or_says_placeholder(answer: AdviseReport, project: Path) -> None:
     """The revision is the one a shipped stack pins for that checkpoint; otherwise the all-zero placeholder the
     import job refuses, said so in the file, never a made-up commit."""

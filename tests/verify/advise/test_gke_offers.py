@@ -72,10 +72,14 @@ def test_platform_gke_ranks_gke_rows_with_tensor_parallel_nodes_and_their_price(
     assert spot, "spot node pools are priced where the price book has their rate"
 
 
-def test_an_unconfirmed_gke_rate_is_said_so_in_the_row(gke_answer: AdviseReport) -> None:
-    """A machine-type rate the price book could not re-read at Google's page is labelled in the row's basis."""
+def test_a_second_hand_or_unconfirmed_gke_rate_is_said_so_in_the_row(gke_answer: AdviseReport) -> None:
+    """A machine-type rate read through a copy of Google's page (the G2 rates, through a public listing of the
+    billing catalog) or not confirmed at all (the system node's) is labelled in the row's price basis."""
     g2 = next(row for row in gke_answer.rows if row.shape.startswith("g2-"))
-    assert "UNCONFIRMED" in g2.price_basis.source
+    assert "second-hand: read through skypilot-org/skypilot-catalog" in g2.price_basis.source
+    assert "UNCONFIRMED rate" in g2.price_basis.source, "the e2-standard-4 system node's rate is unconfirmed"
+    spot = next(row for row in gke_answer.rows if row.shape.startswith("g2-") and row.provisioning == "spot")
+    assert "Spot" in spot.price_basis.source or "spot" in spot.price_basis.source
 
 
 @pytest.fixture

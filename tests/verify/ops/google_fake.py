@@ -3,7 +3,7 @@
 Why a real HTTP server rather than httpx.MockTransport: the ops commands are pointed at it the way a user
 would point them at an emulator (`VERIFY_GOOGLE_API_ROOT`, plain HTTP), so URL building, query encoding,
 auth headers and error parsing are all exercised. Paths are `/<api>/<version>/...`, the default root with
-its host's first label as prefix (see verify/ops/google.py `_rebase`).
+its host's first label as prefix (see remote/google_client.py `_rebase`).
 
 Routes are (method, path regex) -> handler(match, query, body) -> (status, body); a later route for the
 same request wins, so a test states only what differs from the all-clear scenario. Every request is

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from remote.google_auth import ADC_SETUP_COMMAND
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import ROOT, STACKS, Project
 from tests.verify.ops.test_logs import ENTRIES, LINES, entry
 from tests.verify.ops.test_status import REVISIONS, SERVICES
 from verify.cli import main
 from verify.ops import google as ops_google
-from verify.ops.google import ADC_SETUP_COMMAND, API_ROOT_ENV
+from verify.ops.google import API_ROOT_ENV
 
 
 @pytest.fixture(autouse=True)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from remote.google_auth import ADC_SETUP_COMMAND
+from remote.google_client import GoogleApis
+from remote.google_errors import CannotCheckError
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import ops_stack
 from tests.verify.ops.test_status import SERVICES, _list, _now, _service_in
 from verify.ops import commands
 from verify.ops.commands import LogsOptions, StatusOptions
-from verify.ops.google import ADC_SETUP_COMMAND, CannotCheckError, GoogleApis
 from verify.ops.logs import LogsReport
 from verify.ops.preflight import PreflightReport
 from verify.ops.status import Readiness, RolloutState, StatusReport

@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+from remote.google_client import GoogleApis
 from tests.conftest import ROOT
 from tests.verify.ops.google_fake import FakeGoogle, tokens
 from tests.verify.ops.scenarios import Project, ops_stack
 from verify.ops import deploy_requirements
 from verify.ops.findings import Verdict
-from verify.ops.google import GoogleApis
 from verify.ops.preflight import PreflightReport, run_preflight
 
 STACK = "gke-l4x4"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from remote.google_client import GoogleApis
 from tests.verify.ops.google_fake import FIXTURES, tokens
 from verify.ops.gke_status import real_cluster
-from verify.ops.google import GoogleApis
 from verify.ops.k8s_answers import GkeCluster
 
 DNS = "gke-0123456789abcdef-123456789.us-east5.gke.goog"

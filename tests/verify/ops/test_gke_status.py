@@ -16,10 +16,10 @@ import kubernetes_validate
 import pytest
 from rich.console import Console
 
+from remote.google_client import GoogleApis
 from tests.verify.ops.google_fake import FIXTURES, Body, FakeGoogle, fixture, fixture_text, tokens
 from tests.verify.ops.scenarios import PROJECT, Project, ops_stack
 from verify.ops.gke_status import GkeStatus
-from verify.ops.google import GoogleApis
 from verify.ops.kubernetes import KubernetesApi
 from verify.ops.preflight import run_preflight
 from verify.ops.render import print_status
@@ -87,7 +87,7 @@ def _gke(report: StatusReport) -> GkeStatus:
     return report.gke
 
 
-def test_a_fleet_scaling_up_while_waiting_for_tpu_capacity(fake: FakeGoogle) -> None:
+def test_a_fleet_scaling_up_while_waiting_for_tpus(fake: FakeGoogle) -> None:
     """Pods Pending for want of a TPU node, the autoscaler adding nodes: in progress, with both reasons."""
     _fleet(
         fake,

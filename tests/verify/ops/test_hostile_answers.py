@@ -11,6 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from remote.google_client import MAX_PAGES, GoogleApis
+from remote.google_errors import CannotCheckError
 from tests.verify.ops.google_fake import Body, FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import PROJECT, ROOT, Project, ops_stack
 from tests.verify.ops.test_logs import ENTRIES, entry, logs
@@ -18,7 +20,7 @@ from tests.verify.ops.test_status import NODE, QUEUED, SERVICES, status
 from verify.cli import main
 from verify.ops import google as ops_google
 from verify.ops.findings import EXIT_CANNOT_CHECK, Verdict
-from verify.ops.google import API_ROOT_ENV, MAX_PAGES, CannotCheckError, GoogleApis
+from verify.ops.google import API_ROOT_ENV
 from verify.ops.logs import run_logs
 from verify.ops.preflight import run_preflight
 from verify.ops.status import RolloutState, StatusReport, run_status

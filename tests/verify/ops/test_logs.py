@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from remote.google_client import GoogleApis
 from tests.verify.ops.google_fake import FIXTURES, Body, FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import STACKS, ops_stack
-from verify.ops.google import GoogleApis
 from verify.ops.logs import LogsReport, parse_since, run_logs
 from verify.ops.signatures import SIGNATURES, match
 

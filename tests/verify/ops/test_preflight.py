@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from remote.google_client import GoogleApis
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import ROOT, STACKS, Project, ops_stack
 from verify.ops import deploy_requirements
 from verify.ops.findings import Finding, Verdict
-from verify.ops.google import GoogleApis
 from verify.ops.preflight import PreflightReport, run_preflight
 
 

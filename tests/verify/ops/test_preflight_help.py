@@ -18,7 +18,7 @@ def test_preflight_help_names_every_check(capsys: pytest.CaptureFixture[str]) ->
     text = " ".join(capsys.readouterr().out.split())
     for check in ("APIs", "permissions", "quotas", "TPU zones"):
         assert check in text
-    assert "in EVERY zone that offers v6e" in text
+    assert "in EVERY zone that offers its generation" in text
     assert "(flex-start, spot, guaranteed)" in text
     assert "ranked, grantable first" in text
     assert "Exit codes: 0 all clear, 1 a blocker found, 2 could not check" in text

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from remote.google_client import GoogleApis
 from tests.verify.ops.coldstart_entries import log_entries
 from tests.verify.ops.google_fake import Body, FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import PROJECT
@@ -16,7 +17,6 @@ from tests.verify.ops.test_coldstart import ready_l4  # noqa: F401 - the fixture
 from tests.verify.ops.test_logs import ENTRIES
 from verify.cli import main
 from verify.ops.answers import BucketOptions
-from verify.ops.google import GoogleApis
 from verify.ops.startup_metric import STARTUP_LATENCIES, latency_rows, startup_latency
 
 SERIES = rf"/monitoring/v3/projects/{PROJECT}/timeSeries"

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from remote.google_client import GoogleApis
 from tests.fake_vllm import FakeVllm
 from tests.verify.ops.google_fake import Body, FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import PROJECT, ops_stack
-from verify.ops.google import GoogleApis
 from verify.ops.readiness import probe_readiness
 from verify.ops.status import Readiness, RolloutState, StatusReport, run_status, watch_status
 

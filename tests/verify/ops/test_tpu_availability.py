@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
+from remote.google_client import GoogleApis
 from tests.verify.ops.google_fake import Body, FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import PROJECT, ROOT, Project, ops_stack
 from verify.cli import main
 from verify.ops import google as ops_google
 from verify.ops.findings import Verdict
-from verify.ops.google import API_ROOT_ENV, GoogleApis
+from verify.ops.google import API_ROOT_ENV
 from verify.ops.preflight import PreflightReport, run_preflight
 from verify.ops.stack import OpsPlacement
 from verify.ops.tpu_availability import TpuAvailability
@@ -57,8 +58,8 @@ def preflight(
 
 
 def capacity(report: PreflightReport) -> TpuAvailability:
-    assert report.tpu_capacity is not None
-    return report.tpu_capacity
+    assert report.tpu_availability is not None
+    return report.tpu_availability
 
 
 def test_every_v6e_zone_and_tier_is_read_and_ranked(fake: FakeGoogle) -> None:
@@ -80,7 +81,7 @@ def test_every_v6e_zone_and_tier_is_read_and_ranked(fake: FakeGoogle) -> None:
     assert "not in Google's published flex-start zones" in europe.answer
     assert [row.rank for row in found.rows] == list(range(1, len(found.rows) + 1))
     assert report.exit_code == 0
-    ranked = next(f for f in report.findings if f.area == "capacity")
+    ranked = next(f for f in report.findings if f.area == "availability")
     assert ranked.detail.startswith("ranked: us-east5-a flex-start: 8 preemptible chips free")
 
 
@@ -186,7 +187,7 @@ def test_cli_prints_quota_per_zone_and_tier_ranked(
     assert re.search(r"│ 1\s+│ us-east5-a\s+│ flex-start", out)
     assert _cli(fake, monkeypatch, "--stack", "tpu-v6e", "--json") == 0
     document: dict[str, Any] = json.loads(capsys.readouterr().out)
-    assert document["tpu_capacity"]["rows"][0]["zone"] == "us-east5-a"
+    assert document["tpu_availability"]["rows"][0]["zone"] == "us-east5-a"
 
 
 def test_cli_exits_1_when_no_placement_of_the_list_can_be_granted(

@@ -10,12 +10,12 @@ import pytest
 
 from components.tpu.provider import QueuedResourceProvider
 from preview.render import clean
+from remote.google_client import GoogleApis
 from tests.components.tpu_fake_api import FAKE_TOKEN, FakeClock, FakeTpuApi, Scenario
 from tests.conftest import render_stack
 from tests.verify.ops.google_fake import FakeGoogle, fixture, tokens
 from tests.verify.ops.scenarios import PROJECT, ops_stack
 from tests.verify.ops.test_status import _now, _ready_probe
-from verify.ops.google import GoogleApis
 from verify.ops.status import RolloutState, StatusReport, run_status
 
 FALLBACK = "tpu-v6e-fallback"  # examples/: flex-start in us-east5-a, then spot in europe-west4-a

@@ -1,4 +1,4 @@
-"""One TLS context per process, shared by every HTTPS client verify opens.
+"""One TLS context per process, shared by every HTTPS client the project opens.
 
 Why: building a context loads certifi's CA bundle, some 20 ms of CPU; httpx builds one for each client and
 each transport it is not handed one for, and a command (a test run much more so) opens many. A context is
