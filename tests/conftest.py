@@ -7,11 +7,13 @@ registers into `pulumi_capture` and never reaches a real engine.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import functools
 import os
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,22 +30,111 @@ TEST_PROJECT = "gemma-serving"
 TEST_GCP_PROJECT = "test-project"
 
 
-def _ensure_event_loop() -> None:
-    """Pulumi's mocks create futures on the current event loop; an async test before (pytest-asyncio
-    closes its loop and sets none) leaves the main thread without one."""
-    policy = asyncio.get_event_loop_policy()
+class _PulumiLoops:
+    """The event loops Pulumi's mocks run on in this test process, each closed once, at the end of the session.
+
+    Why: the mocks need a current event loop in every thread they touch, and each loop left to the garbage
+    collector unclosed warns (`ResourceWarning: unclosed event loop`, with its two self-pipe sockets), which
+    `filterwarnings = error` turns into a failure of whichever test happens to be running when the collector
+    finds it, on any worker, long after the test that leaked it. Three sources leaked one:
+    - the main thread: pytest-asyncio ends every async test with no current loop (it sets None), so the next
+      plan needed a new loop, and the one before it was dropped unclosed;
+    - the mocks' worker threads: the SDK sends each registration to the loop's default executor, and its
+      MockMonitor gives each worker thread a loop of its own (pulumi/runtime/sync_await.py
+      `_ensure_event_loop`), dropped unclosed when the executor's threads exit;
+    - a plan run in a worker thread (`asyncio.to_thread`), whose new loop was dropped with the thread.
+    Here the main thread has one loop for the whole session, each other thread gets one on first use, and
+    each loop's default executor creates its threads' loops itself: every loop is kept and closed at the end.
+    """
+
+    def __init__(self) -> None:
+        self._loops: list[asyncio.AbstractEventLoop] = []
+        self._executors: list[concurrent.futures.ThreadPoolExecutor] = []
+        self._main: asyncio.AbstractEventLoop | None = None
+
+    def _new_loop(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.new_event_loop()
+        executor = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="pulumi-mocks", initializer=self._own_loop)
+        loop.set_default_executor(executor)
+        self._loops.append(loop)
+        self._executors.append(executor)
+        return loop
+
+    def _own_loop(self) -> None:
+        """A new executor thread's loop, set before the SDK's mocks look for one (they would make their own)."""
+        asyncio.set_event_loop(self._new_loop())
+
+    def ensure(self) -> None:
+        """Give this thread a usable current loop (the session's in the main thread), or leave the one it has."""
+        if _current_loop_usable():
+            return
+        if threading.current_thread() is threading.main_thread():
+            self.install_main()
+        else:
+            asyncio.set_event_loop(self._new_loop())
+
+    def install_main(self) -> None:
+        """Make the session's loop the main thread's current one (asyncio's own default loop included)."""
+        if self._main is None or self._main.is_closed():
+            self._main = self._new_loop()
+        asyncio.set_event_loop(self._main)
+
+    def close(self) -> None:
+        """Close every loop as `asyncio.run` closes its own: the plans' leftover tasks cancelled first."""
+        for executor in self._executors:
+            executor.shutdown(wait=True)
+        for loop in self._loops:
+            if loop.is_closed() or loop.is_running():
+                continue
+            leftover = asyncio.all_tasks(loop)
+            for task in leftover:
+                task.cancel()
+            loop.run_until_complete(_settled(leftover))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+        self._loops.clear()
+        self._executors.clear()
+        self._main = None
+
+
+async def _settled(tasks: set[asyncio.Task[Any]]) -> None:
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _current_loop_usable() -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            usable = not policy.get_event_loop().is_closed()
-    except RuntimeError:
-        usable = False
-    if not usable:
-        asyncio.set_event_loop(asyncio.new_event_loop())
+            return not asyncio.get_event_loop_policy().get_event_loop().is_closed()
+    except RuntimeError:  # no current loop in this thread
+        return False
+
+
+_PULUMI_LOOPS = _PulumiLoops()
+
+
+def _ensure_event_loop() -> None:
+    """Pulumi's mocks create futures on the current event loop; an async test before (pytest-asyncio
+    ends it with no current loop) leaves the main thread without one, and a worker thread has none."""
+    _PULUMI_LOOPS.ensure()
 
 
 # For a test that runs the preview in process more than once (each run may leave the thread without a loop).
 ensure_event_loop = _ensure_event_loop
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Every test's fixtures, module- and session-scoped ones included, start with the session's loop current."""
+    _PULUMI_LOOPS.install_main()
+    return (yield)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _pulumi_loops_closed() -> Iterator[None]:
+    """The loops are closed while the last test tears down, under the suite's warning filters."""
+    yield
+    _PULUMI_LOOPS.close()
 
 
 @pytest.fixture(autouse=True)

@@ -1,9 +1,18 @@
-"""`python -m verify health` as users run it: a real process, real sockets, exit codes and messages."""
+"""`gemma-verify health` as users run it: exit codes and messages, against real sockets.
+
+One test runs `python -m verify` as a child process, and one the installed `gemma-verify` script: the process
+boundary itself (the module's `__main__`, the exit status, stdout and stderr as a shell sees them). The others
+run the command's own `main` in this process (a worker thread, so its `asyncio.run` leaves this test's loop
+serving the fake server): each child paid the CLI's imports again, some 0.8 s of CPU for the same exit code
+and the same text.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -11,6 +20,7 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -20,6 +30,8 @@ from verify.health import cli as health_cli
 from verify.version import project_version
 
 ROOT = Path(__file__).resolve().parents[2]
+# The width a child was given (COLUMNS=200), so that a table row is never wrapped mid-word.
+WIDE = {"COLUMNS": "200"}
 
 
 @dataclass(frozen=True)
@@ -30,15 +42,34 @@ class Run:
 
 
 async def verify(*argv: str, env: dict[str, str] | None = None) -> Run:
-    """Run the CLI in a child process while this test's event loop keeps serving the fake server."""
-    environ = {**os.environ, "COLUMNS": "200", **(env or {})}
+    """`python -m verify <argv>` by the command's `main`, in a worker thread while this test's loop serves."""
+
+    def run() -> Run:
+        out, err = io.StringIO(), io.StringIO()
+        with (
+            mock.patch.dict(os.environ, {**WIDE, **(env or {})}),
+            contextlib.chdir(ROOT),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            try:
+                code = cli.main(list(argv))
+            except SystemExit as exit_:  # argparse's usage errors
+                code = exit_.code if isinstance(exit_.code, int) else 1
+        return Run(code, out.getvalue(), err.getvalue())
+
+    return await asyncio.wait_for(asyncio.to_thread(run), timeout=60)
+
+
+async def verify_process(*argv: str) -> Run:
+    """`python -m verify <argv>` in a child process, while this test's event loop keeps serving the fake."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "verify",
         *argv,
         cwd=ROOT,
-        env=environ,
+        env={**os.environ, **WIDE},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -48,8 +79,9 @@ async def verify(*argv: str, env: dict[str, str] | None = None) -> Run:
 
 
 async def test_healthy_server_exit_0_with_a_table() -> None:
+    """`python -m verify health` as a shell runs it: a table on stdout and exit status 0 from the process."""
     async with FakeVllm() as server:
-        run = await verify("health", "--url", server.url, "--model", "tiny-gemma")
+        run = await verify_process("health", "--url", server.url, "--model", "tiny-gemma")
     assert run.code == 0, run.err
     for name in ("readiness", "models", "version", "chat", "chat-stream", "metrics"):
         assert name in run.out
@@ -221,16 +253,19 @@ def test_each_subcommand_is_found_when_only_its_module_is_loaded() -> None:
 def test_a_subcommand_starts_without_the_other_subcommands_dependencies() -> None:
     """`gemma-verify health` paid 0.65 s importing bench, ops, alerts, memory and promote's flags (Google auth, the
     settings models) before it sent a request; `--version` paid the same to print one line."""
+    # One fresh interpreter for both: `--version` first, since what it loads is part of what `health` loads,
+    # so `health`'s list is the same whether `--version` ran before it or not.
     probe = (
-        "import sys; from verify.cli import build_parser; build_parser(sys.argv[1]); "
-        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('verify.', 'stacks')))))"
+        "import sys; from verify.cli import build_parser\n"
+        "for command in sys.argv[1:]:\n"
+        "    build_parser(command)\n"
+        "    print(' '.join(sorted(m for m in sys.modules if m.startswith(('verify.', 'stacks')))))"
     )
-    loaded = {
-        command: subprocess.run(
-            [sys.executable, "-c", probe, command], capture_output=True, text=True, check=True, timeout=60
-        ).stdout.split()
-        for command in ("health", "--version")
-    }
+    commands = ("--version", "health")
+    printed = subprocess.run(
+        [sys.executable, "-c", probe, *commands], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+    loaded = {command: line.split() for command, line in zip(commands, printed, strict=True)}
     others = ("verify.bench", "verify.ops", "verify.alerts", "verify.memory", "verify.promote.cli", "stacks")
     assert not [m for m in loaded["health"] if m.startswith(others)]
     assert "verify.health.cli" in loaded["health"]
