@@ -16,9 +16,14 @@ Also prints the TPU stack's median over the GPU stacks' median (the TPU plan onc
 stack's: components/wire/ explains the fix); with ``--max-ratio`` it exits 1 when that ratio
 is above it, and with ``--check`` when a stack's median is above its budget.
 
+With ``--baseline REF`` it also times the plans of a git revision (exported to a temporary folder, run
+with this checkout's interpreter) interleaved with this checkout's, so a before/after pair is measured on
+the same machine in the same minutes: on a shared machine only such pairs compare.
+
 Usage::
 
     python -m benchmarks.preview_time [--runs 5] [--stacks l4 rtx6000 tpu-v6e] [--check] [--json out.json]
+    python -m benchmarks.preview_time --baseline f0a51bc --stacks l4 tpu-v6e gke-l4x4
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import resource
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,14 +68,14 @@ def budget(path: Path) -> float:
     return GKE_BUDGET_SECONDS if any(key.endswith(":gke") for key in config) else BUDGET_SECONDS
 
 
-def time_preview(stack: str, output_format: str) -> Run:
+def time_preview(stack: str, output_format: str, root: Path = ROOT) -> Run:
     """Wall and CPU seconds of one `python -m preview` run (a fresh interpreter, as a user or CI runs it)."""
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "preview", "--stack", stack, "--format", output_format],
-        cwd=ROOT,
+        cwd=root,
         capture_output=True,
         text=True,
         check=False,
@@ -82,14 +89,33 @@ def time_preview(stack: str, output_format: str) -> Run:
     return Run(wall=elapsed, cpu=cpu)
 
 
-def measure(stacks: tuple[str, ...], runs: int, output_format: str) -> dict[str, list[Run]]:
-    times: dict[str, list[Run]] = {stack: [] for stack in stacks}
-    for stack in stacks:
-        time_preview(stack, output_format)  # warm the file cache and write the bytecode, unmeasured
+def measure(
+    stacks: tuple[str, ...], runs: int, output_format: str, roots: tuple[Path, ...] = (ROOT,)
+) -> list[dict[str, list[Run]]]:
+    """Each root's runs per stack, interleaved: every stack in every root once per round."""
+    times: list[dict[str, list[Run]]] = [{stack: [] for stack in stacks} for _ in roots]
+    for root in roots:
+        for stack in stacks:
+            time_preview(stack, output_format, root)  # warm the file cache and write the bytecode, unmeasured
     for _ in range(runs):
         for stack in stacks:
-            times[stack].append(time_preview(stack, output_format))
+            for index, root in enumerate(roots):
+                times[index][stack].append(time_preview(stack, output_format, root))
     return times
+
+
+def export_revision(revision: str, into: Path) -> Path:
+    """The tree of a git revision of this repository, extracted under `into` (`git archive`)."""
+    archive = subprocess.run(["git", "archive", "--format=tar", revision], cwd=ROOT, capture_output=True, check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"git archive {revision} failed: {archive.stderr.decode(errors='replace').strip()}")
+    target = into / "baseline"
+    target.mkdir()
+    archive_path = into / "baseline.tar"
+    archive_path.write_bytes(archive.stdout)
+    with tarfile.open(archive_path) as tar:
+        tar.extractall(target, filter="data")
+    return target
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a stack's median is above its budget")
     parser.add_argument("--max-ratio", type=float, default=None, help="exit 1 when TPU/GPU exceeds it")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument(
+        "--baseline", default=None, help="a git revision whose plans are timed interleaved with this checkout's"
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -108,7 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [stack for stack in stacks if stack not in files]
     if unknown:
         parser.error(f"no stack file for {', '.join(unknown)} (known: {', '.join(files)})")
-    times = measure(stacks, args.runs, args.format)
+    if args.baseline is not None:
+        with tempfile.TemporaryDirectory(prefix="preview-baseline-") as folder:
+            baseline = export_revision(args.baseline, Path(folder))
+            before, after = measure(stacks, args.runs, args.format, (baseline, ROOT))
+        print_pairs(args.baseline, before, after, args.runs)
+        return 0
+    (times,) = measure(stacks, args.runs, args.format)
     medians = {stack: statistics.median(run.wall for run in values) for stack, values in times.items()}
     budgets = {stack: budget(files[stack]) for stack in stacks}
     load = os.getloadavg()[0]
@@ -150,6 +185,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ratio {ratio:.2f}x is above --max-ratio {args.max_ratio}", file=sys.stderr)
         status = 1
     return status
+
+
+def print_pairs(revision: str, before: dict[str, list[Run]], after: dict[str, list[Run]], runs: int) -> None:
+    print(f"offline plan time, {revision} vs this checkout, {runs} interleaved runs (load {os.getloadavg()[0]:.1f}):")
+    for stack in after:
+        pairs = [
+            f"{label} median {statistics.median(r.wall for r in runs_of[stack]):.2f} s wall "
+            f"{statistics.median(r.cpu for r in runs_of[stack]):.2f} s cpu"
+            for label, runs_of in (("before", before), ("after", after))
+        ]
+        print(f"  {stack:<22} {pairs[0]}   {pairs[1]}")
 
 
 if __name__ == "__main__":

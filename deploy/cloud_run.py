@@ -28,12 +28,12 @@ from stacks.settings import CloudRunStack
 
 
 def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> ExportedOutputs:
-    names, stack = context.names, context.stack
+    names = context.names
     # Every component uses a Google provider that waits for the project's APIs.
     cloud = google_cloud(context, settings.apis)
     identity = ServingIdentity(
         names.identity,
-        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=f"gemma-serving {stack} vLLM"),
+        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=names.display_name("vLLM")),
         cloud,
     )
     bucket = model_bucket(settings, context, identity.member, cloud)

@@ -29,12 +29,12 @@ from stacks.settings import GkeStack
 
 
 def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
-    gke, names, stack = settings.gke, context.names, context.stack
+    gke, names = settings.gke, context.names
     pool = gke.node_pool
     cloud = google_cloud(context, settings.apis)
     identity = ServingIdentity(
         names.identity,
-        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=f"gemma-serving {stack} GKE vLLM"),
+        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=names.display_name("GKE vLLM")),
         cloud,
     )
     nodes = NodeIdentity(
@@ -42,7 +42,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         NodeIdentityArgs(
             project=context.project,
             account_id=names.account_id("nodes"),
-            display_name=f"gemma-serving {stack} GKE nodes",
+            display_name=names.display_name("GKE nodes"),
         ),
         cloud,
     )

@@ -32,7 +32,7 @@ def metrics_adapter(
         MetricsAdapterArgs(
             project=context.project,
             account_id=context.names.account_id("metrics"),
-            display_name=f"gemma-serving {context.stack} GKE metrics adapter",
+            display_name=context.names.display_name("GKE metrics adapter"),
         ),
         provider,
         opts,

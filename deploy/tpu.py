@@ -27,14 +27,14 @@ NODE_TYPE = TypeToken.TPU_VLLM_NODE
 
 def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
     tpu = settings.tpu
-    names, stack = context.names, context.stack
+    names = context.names
     node_name = names.serving
     # The APIs (tpu and compute included) are enabled first; the node's Google resources wait for them.
     cloud = google_cloud(context, settings.apis)
     # Made before the node, so the image mirror and the bucket can grant it read access first.
     identity = ServingIdentity(
         names.identity,
-        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=f"gemma-serving {stack} TPU vLLM node"),
+        ServingIdentityArgs(account_id=names.account_id("vllm"), display_name=names.display_name("TPU vLLM node")),
         cloud,
     )
     former_node = pulumi.create_urn(node_name, NODE_TYPE)

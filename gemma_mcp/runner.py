@@ -70,19 +70,28 @@ class SubprocessRunner:
         environment = dict(os.environ if self.env is None else self.env)
         # The children print tables for a terminal that is not there; keep their output plain.
         environment.setdefault("NO_COLOR", "1")
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            module,
-            *args,
-            cwd=self.root,
-            env=environment,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                module,
+                *args,
+                cwd=self.root,
+                env=environment,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
         )
+        try:
+            # Shielded: the child may already run (and send load) before the spawn returns; a call cancelled
+            # in that window must still stop it, so the spawn finishes and its group is killed then.
+            process = await asyncio.shield(spawn)
+        except BaseException:
+            spawn.add_done_callback(_kill_spawned)
+            raise
         _LIVE_GROUPS.add(process.pid)
         try:
             stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=timeout_s)
@@ -98,6 +107,12 @@ class SubprocessRunner:
         finally:
             _LIVE_GROUPS.discard(process.pid)
         return Completed(process.returncode or 0, _text(stdout), _text(stderr))
+
+
+def _kill_spawned(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    """The child of a call cancelled while it was being started: killed with its group once it exists."""
+    if not spawn.cancelled() and spawn.exception() is None:
+        _kill_group(spawn.result().pid)
 
 
 async def _reap(process: asyncio.subprocess.Process) -> None:

@@ -186,20 +186,24 @@ class GoogleApis:
         request id in them names one request to Google), and GaveUpError ends a call that never succeeded.
         """
         url = f"{self._roots[api]}/{path.lstrip('/')}"
-        response = self._attempt(method, url, api, params, body) if self._retry is None else None
-        if response is None:
-            response = self._with_retries(method, url, api, params, body)
+        if self._retry is None:
+            response = self._attempt(method, url, api, params, body)
+        else:
+            response = self._with_retries(self._retry, method, url, api, params, body)
         if response.status_code >= 400:
             raise error_from_response(api, response)
         return json_object(response, f"{api} API")
 
-    def _with_retries(
-        self, method: str, url: str, api: str, params: Mapping[str, Any] | None, body: Mapping[str, Any] | None
+    def _with_retries(  # noqa: PLR0917 - one call's parts, passed on to each attempt
+        self,
+        policy: RetryPolicy,
+        method: str,
+        url: str,
+        api: str,
+        params: Mapping[str, Any] | None,
+        body: Mapping[str, Any] | None,
     ) -> httpx.Response:
         import tenacity  # noqa: PLC0415 - only a caller that changes things retries (the TPU provider's up)
-
-        policy = self._retry
-        assert policy is not None
 
         def wait(state: tenacity.RetryCallState) -> float:
             failure = state.outcome.exception() if state.outcome else None

@@ -389,7 +389,7 @@ def _saturated(replica: Replica, requests: Requests, rate: float, resource: str)
 
 
 @functools.lru_cache(maxsize=4096)
-def capacity_rate(replica: Replica, requests: Requests, *, slots: bool = True) -> float:
+def saturation_rate(replica: Replica, requests: Requests, *, slots: bool = True) -> float:
     """The highest request rate one replica sustains (where prefill or the slots run out), by bisection; cached,
     since a search over replica counts asks it of the same replica and workload each time."""
     low, high = 0.0, 1.0
@@ -465,7 +465,7 @@ def with_users(replica: Replica, requests: Requests, users: float) -> AtLoad:
     compute_s = replica.model.prefill_flops(requests.prompt_tokens) / (
         hardware.chips * hardware.peak_flops * efficiency.compute
     )
-    edge = capacity_rate(replica, requests, slots=False)
+    edge = saturation_rate(replica, requests, slots=False)
     rate = min(edge, inside / max(client + requests.output_tokens * 1e-3, 1e-3)) * 0.5
     state = at_rate(replica, requests, rate, slots=False)
     wait_mean = wait_p95 = 0.0

@@ -106,7 +106,7 @@ def _next_power_of_two(value: int) -> int:
 
 
 @dataclass(frozen=True)
-class LoraCapacity:
+class LoraLimits:
     """How many adapters vLLM holds at once (GPU slots, batch-wide), in host memory, and their largest rank."""
 
     gpu_slots: int
@@ -125,9 +125,9 @@ class LoraCapacity:
         ]
 
 
-def derive_capacity(
+def derive_lora_limits(
     ranks: Sequence[int], *, gpu_slots: int | None = None, cpu_slots: int | None = None, max_rank: int | None = None
-) -> LoraCapacity:
+) -> LoraLimits:
     """vLLM's LoRA sizes for these adapters: stated values win; otherwise slots from the adapter count (powers
     of two above a floor, so the next adapter usually fits) and the rank from the largest adapter's, rounded up
     to a rank vLLM accepts. ValueError names what does not fit."""
@@ -143,7 +143,7 @@ def derive_capacity(
         max_rank = fitting[0]
     gpu = gpu_slots if gpu_slots is not None else min(MAX_GPU_SLOTS, max(MIN_GPU_SLOTS, _next_power_of_two(count)))
     cpu = cpu_slots if cpu_slots is not None else max(gpu, MIN_CPU_SLOTS, 2 * _next_power_of_two(count))
-    return LoraCapacity(gpu_slots=gpu, cpu_slots=cpu, max_rank=max_rank)
+    return LoraLimits(gpu_slots=gpu, cpu_slots=cpu, max_rank=max_rank)
 
 
 def resolver_env(model_root: str) -> dict[str, str]:
@@ -185,10 +185,10 @@ def _layer_linears(text: Mapping[str, Any]) -> list[tuple[int, int]]:
     ]
 
 
-def lora_buffer_bytes(text_config: Mapping[str, Any], capacity: LoraCapacity, *, dtype_bytes: int = 2) -> int:
+def lora_buffer_bytes(text_config: Mapping[str, Any], limits: LoraLimits, *, dtype_bytes: int = 2) -> int:
     """GPU memory vLLM reserves for LoRA: every slot's A (rank x in) and B (out x rank) for each linear layer of
     every decoder layer, in the model's dtype. An estimate (attention variants with other head sizes, e.g.
     Gemma 4's global layers, are counted at the sliding layers' size); the plan says so."""
     layers = int(text_config["num_hidden_layers"])
     per_layer = sum(inputs + outputs for inputs, outputs in _layer_linears(text_config))
-    return capacity.gpu_slots * capacity.max_rank * per_layer * layers * dtype_bytes
+    return limits.gpu_slots * limits.max_rank * per_layer * layers * dtype_bytes

@@ -84,6 +84,14 @@ class StackNames:
 
     stack: str
 
+    def display_name(self, what: str | None = None) -> str:
+        """What Google's consoles show for one of the stack's things: `gemma-serving <stack>[ <what>]`."""
+        return f"{MANAGED_BY} {self.stack}" + (f" {what}" if what else "")
+
+    def display_title(self, title: str) -> str:
+        """An alert policy's or channel's name, as alert mails show it: `gemma-serving <stack>: <title>`."""
+        return f"{MANAGED_BY} {self.stack}: {title}"
+
     @property
     def base(self) -> str:
         """The prefix of every component name: `gemma-<stack>`."""

@@ -14,7 +14,7 @@ from typing import Self
 
 from pydantic import Field, field_validator, model_validator
 
-from serving.lora import LoraCapacity, derive_capacity, rank_choices
+from serving.lora import LoraLimits, derive_lora_limits, rank_choices
 from stacks.base import SettingsModel
 from stacks.weights import WeightSource
 
@@ -117,11 +117,11 @@ def adapter_problems(adapters: tuple[AdapterSettings, ...], slots: LoraSlots) ->
     return problems
 
 
-def lora_capacity(adapters: tuple[AdapterSettings, ...], slots: LoraSlots) -> LoraCapacity | None:
+def lora_limits(adapters: tuple[AdapterSettings, ...], slots: LoraSlots) -> LoraLimits | None:
     """The LoRA sizes vLLM starts with; None when the stack serves no adapter."""
     if not adapters:
         return None
-    return derive_capacity(
+    return derive_lora_limits(
         [adapter.rank for adapter in adapters],
         gpu_slots=slots.gpu_slots,
         cpu_slots=slots.cpu_slots,

@@ -289,21 +289,21 @@ def _text_only(profile: ModelProfile, settings: StackSettings) -> ModelProfile:
 def _lora_reservation(settings: StackSettings, assumptions: list[str]) -> int:
     """GPU bytes vLLM sets aside for LoRA slots (serving/lora.py), added to the runtime overhead; 0 without
     adapters. A checkpoint outside the catalog has no layer sizes here: the plan says it is not counted."""
-    capacity = settings.lora_capacity
-    if capacity is None:
+    limits = settings.lora_limits
+    if limits is None:
         return 0
     served = served_checkpoint(settings.model)
     if not isinstance(served, Served):
         assumptions.append(
-            f"LoRA: {capacity.gpu_slots} slots of rank {capacity.max_rank} are NOT counted (the model is not in the "
+            f"LoRA: {limits.gpu_slots} slots of rank {limits.max_rank} are NOT counted (the model is not in the "
             "catalog, so its layer sizes are unknown here); lower vllm.gpuMemoryUtilization to leave room"
         )
         return 0
-    reserved = lora_buffer_bytes(served.model.text_config, capacity)
+    reserved = lora_buffer_bytes(served.model.text_config, limits)
     assumptions.append(
-        f"LoRA: {gib(reserved)} for {capacity.gpu_slots} GPU slots of rank {capacity.max_rank} over every linear layer "
+        f"LoRA: {gib(reserved)} for {limits.gpu_slots} GPU slots of rank {limits.max_rank} over every linear layer "
         f"(an estimate, counted with the runtime overhead); {len(settings.adapters)} adapter(s) declared, "
-        f"{capacity.cpu_slots} kept in host memory"
+        f"{limits.cpu_slots} kept in host memory"
     )
     return reserved
 

@@ -25,10 +25,10 @@ from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_pro
 from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_name_problem, bucket_path_problem
 from serving.images import DEFAULT_IMAGES
-from serving.lora import LoraCapacity, adapters_dir, guard_args, launcher_command, resolver_env
+from serving.lora import LoraLimits, adapters_dir, guard_args, launcher_command, resolver_env
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, idle_chips_problem
 from serving.vllm_args import with_tensor_parallel
-from stacks.adapters import AdapterSettings, LoraSlots, adapter_problems, lora_capacity
+from stacks.adapters import AdapterSettings, LoraSlots, adapter_problems, lora_limits
 from stacks.apis import BASE_APIS, GKE_APIS, GKE_GATEWAY_APIS, TPU_APIS
 from stacks.base import SettingsModel
 from stacks.bench import BenchSettings
@@ -278,9 +278,9 @@ class _StackSettings(SettingsModel):
         raise NotImplementedError
 
     @property
-    def lora_capacity(self) -> LoraCapacity | None:
+    def lora_limits(self) -> LoraLimits | None:
         """vLLM's LoRA sizes (GPU slots, host slots, rank); None without adapters."""
-        return lora_capacity(self.adapters, self.lora)
+        return lora_limits(self.adapters, self.lora)
 
     def lora_env(self) -> dict[str, str]:
         """The serving container's env that loads adapters from the bucket by name (none without adapters)."""
@@ -347,9 +347,9 @@ class _StackSettings(SettingsModel):
             port=port,
             model_root=model_root,
         )
-        capacity = self.lora_capacity
-        if capacity is not None:
-            args += [*capacity.serve_args(), *guard_args()]
+        limits = self.lora_limits
+        if limits is not None:
+            args += [*limits.serve_args(), *guard_args()]
         return args
 
 

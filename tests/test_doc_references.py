@@ -126,3 +126,49 @@ def test_no_doc_points_outside_the_repository() -> None:
         if outside.search(path.read_text(encoding="utf-8", errors="replace"))
     ]
     assert offenders == []
+
+
+# A project module named the way Python imports it (`serving.naming`, `stacks.fit.fit_matrix`): a package of
+# the project, then dotted names.
+DOTTED_MODULE = re.compile(
+    r"(?<![\w./-])((?:components|deploy|gemma_mcp|job_scripts|policy|preview|remote|serving|stacks|verify|benchmarks)"
+    r"(?:\.[A-Za-z_]\w*)+)"
+)
+
+
+def dotted_name_resolves(name: str) -> bool:
+    """Whether `package.module[.attribute]` names a module of the repository (and the first attribute after
+    it appears in that module's source, or a package's `__init__.py`)."""
+    parts = name.split(".")
+    path = ROOT / parts[0]
+    for index, part in enumerate(parts[1:], 1):
+        if (path / part).is_dir():
+            path /= part
+            continue
+        module = path / f"{part}.py"
+        if module.is_file():
+            rest = parts[index + 1 :]
+            return not rest or re.search(rf"\b{re.escape(rest[0])}\b", module.read_text(encoding="utf-8")) is not None
+        init = path / "__init__.py"
+        return init.is_file() and re.search(rf"\b{re.escape(part)}\b", init.read_text(encoding="utf-8")) is not None
+    return True
+
+
+def test_every_module_named_in_the_docs_exists() -> None:
+    """Guards against a doc naming a module by its import path after it moved (`preview.fit` is `stacks.fit`)."""
+    missing, scanned = [], 0
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for name in DOTTED_MODULE.findall(path.read_text(encoding="utf-8")):
+            scanned += 1
+            if not dotted_name_resolves(name):
+                missing.append(f"{path.relative_to(ROOT)}: {name}")
+    assert scanned > 20, "the scan found too few module names to be reading the docs"
+    assert missing == []
+
+
+def test_the_module_scan_tells_moved_modules_from_present_ones() -> None:
+    """Guards against a module check that passes because it resolves everything."""
+    assert dotted_name_resolves("serving.naming.TypeToken")
+    assert dotted_name_resolves("stacks.fit")
+    assert not dotted_name_resolves("preview.fit")
+    assert not dotted_name_resolves("serving.naming.NoSuchName")

@@ -60,6 +60,14 @@ for stack in ("l4", "tpu-v6e", "gke-l4-adapters"):  # in this order: each list i
         for name, module in real.items()
         if name.startswith(SDKS) and name.count(".") == 1 and hasattr(module, "__path__")
     )
+    # The installed distributions it loads, by top-level name (see THIRD_PARTY).
+    loaded[stack + ":third-party"] = sorted(
+        {
+            name.split(".")[0]
+            for name, module in real.items()
+            if "site-packages" in (getattr(module, "__file__", None) or "") and not name.startswith("_")
+        }
+    )
 print(json.dumps(loaded))
 """
 
@@ -107,6 +115,46 @@ def test_a_plan_loads_no_provider_subpackage_beyond_its_budget(
     """Guards against a plan (and every `pulumi preview`/`up`) slowed again by a whole provider subpackage:
     one `gcp.storage.Bucket(...)` instead of `components.wire.gcp.Bucket(...)` costs ~0.1-0.2 s per run."""
     assert loaded_by_plan[f"{stack}:packages"] == PROVIDER_PACKAGES[stack]
+
+
+# The other half of the budget: the installed packages a plan may load at all (each list includes the stacks
+# rendered before it). The Pulumi SDK brings grpc, protobuf (`google`), opentelemetry, dill, semver, parver
+# and packaging; the settings bring pydantic and yaml; the TPU provider tenacity. A new name here is a new
+# import on every `pulumi preview`/`up` of that platform: add it deliberately, with its cost measured
+# (`python -X importtime`, benchmarks/preview_time.py).
+_EVERY_PLAN = [
+    "annotated_types",
+    "dill",
+    "google",
+    "grpc",
+    "opentelemetry",
+    "packaging",
+    "parver",
+    "pulumi",
+    "pulumi_command",
+    "pulumi_gcp",
+    "pulumi_policy",
+    "pydantic",
+    "pydantic_core",
+    "semver",
+    "typing_extensions",
+    "typing_inspection",
+    "yaml",
+]
+THIRD_PARTY = {
+    "l4": sorted(_EVERY_PLAN),
+    "tpu-v6e": sorted([*_EVERY_PLAN, "pulumi_random", "tenacity"]),
+    "gke-l4-adapters": sorted([*_EVERY_PLAN, "pulumi_random", "tenacity", "pulumi_kubernetes"]),
+}
+
+
+@pytest.mark.parametrize("stack", sorted(THIRD_PARTY))
+def test_a_plan_loads_only_the_installed_packages_in_its_budget(
+    loaded_by_plan: dict[str, list[str]], stack: str
+) -> None:
+    """Guards against a plan that starts importing a new library (an HTTP client, a cloud SDK, a CLI toolkit)
+    on every `pulumi preview` and `pulumi up`, unnoticed until the plan is slow again."""
+    assert sorted(set(loaded_by_plan[f"{stack}:third-party"]) - set(THIRD_PARTY[stack])) == []
 
 
 def test_the_plans_did_import_their_own_platform(loaded_by_plan: dict[str, list[str]]) -> None:

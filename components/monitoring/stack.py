@@ -20,7 +20,7 @@ from components.monitoring.dashboard import dashboard_json
 from components.wire import gcp, wire
 from serving.alert_rules import AlertRule
 from serving.dashboard_panels import Section
-from serving.naming import TypeToken
+from serving.naming import StackNames, TypeToken
 
 ChannelKind = Literal["email", "pubsub", "existing"]
 _CHANNEL_TYPES = {"email": ("email", "email_address"), "pubsub": ("pubsub", "topic")}
@@ -83,7 +83,7 @@ class StackWatch(pulumi.ComponentResource):
                 f"{name}-dashboard",
                 project=args.project,
                 dashboard_json=dashboard_json(
-                    display_name=f"gemma-serving {args.stack}",
+                    display_name=StackNames(args.stack).display_name(),
                     intro=args.intro,
                     sections=args.sections,
                     labels=args.labels,
@@ -96,7 +96,7 @@ class StackWatch(pulumi.ComponentResource):
             gcp.AlertPolicy(
                 f"{name}-alert-{rule.key}",
                 project=args.project,
-                display_name=f"gemma-serving {args.stack}: {rule.title}",
+                display_name=StackNames(args.stack).display_title(rule.title),
                 combiner="OR",
                 severity=rule.severity,
                 conditions=[
@@ -135,7 +135,7 @@ class StackWatch(pulumi.ComponentResource):
             f"{name}-channel-{channel.slug}",
             project=args.project,
             type=channel_type,
-            display_name=f"gemma-serving {args.stack}: {channel.value}",
+            display_name=StackNames(args.stack).display_title(channel.value),
             labels={label: channel.value},
             user_labels=dict(args.labels),
             opts=child,
@@ -154,7 +154,7 @@ class StackWatch(pulumi.ComponentResource):
         gcp.Budget(
             f"{name}-budget",
             billing_account=budget.billing_account,
-            display_name=f"gemma-serving {args.stack}",
+            display_name=StackNames(args.stack).display_name(),
             budget_filter=wire(labels={key: value}, calendar_period="MONTH"),
             amount=wire(specified_amount=wire(units=str(budget.amount))),
             threshold_rules=[

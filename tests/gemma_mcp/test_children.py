@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -87,6 +88,28 @@ async def test_a_cancelled_call_kills_its_child_and_grandchildren(tmp_path: Path
         await task
     # The direct child is reaped before the call returns: no zombie, no pipe transport left to the collector.
     assert not await asyncio.to_thread(Path(f"/proc/{pids[0]}").exists)
+    assert await _all_gone(pids)
+
+
+async def test_a_call_cancelled_while_its_child_starts_still_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load the child ran (and wrote its pids) before the spawn returned to the runner; a cancel in that
+    window left it running, unregistered, with nothing to stop it (a flaky CI failure on a busy machine)."""
+    real_spawn = asyncio.create_subprocess_exec
+
+    async def slow_spawn(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+        process = await real_spawn(*args, **kwargs)
+        await asyncio.sleep(0.5)  # the child runs; the spawn has not returned yet
+        return process
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", slow_spawn)
+    pid_file = tmp_path / "pids"
+    task = asyncio.create_task(SubprocessRunner(ROOT)(SLEEPER, [str(pid_file)], timeout_s=60))
+    pids = await _pids(pid_file)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert await _all_gone(pids)
 
 

@@ -27,7 +27,7 @@ from job_scripts.import_weights import (
     Wanted,
     finalise_adapter,
 )
-from serving.lora import ADAPTERS_FOLDER, LAUNCHER_SOURCE, REFUSED_ROUTES, derive_capacity, guard_args, resolver_env
+from serving.lora import ADAPTERS_FOLDER, LAUNCHER_SOURCE, REFUSED_ROUTES, derive_lora_limits, guard_args, resolver_env
 from tests.live.server import HERE, VLLM_CLI, Home, RunningServer, ServerError, start, stop
 from verify.adapters.run import AdaptersOptions, DeclaredAdapter, Probe, check_adapter, list_adapters
 from verify.target import AuthKind, Target
@@ -96,13 +96,13 @@ def lora_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSer
     # Mismatched: trained on another model (the resolver refuses it), and a rank above the server's.
     _build(home, adapters / "other-base", rank=8, base="acme/another-model", seed=2)
     _build(home, adapters / "too-wide", rank=16, seed=3)
-    capacity = derive_capacity([8])
+    limits = derive_lora_limits([8])
     launcher = f"import sys; sys.path.insert(0, {str(VLLM_CLI.parent)!r}); import {VLLM_CLI.stem}\n{LAUNCHER_SOURCE}"
     try:
         server = start(
             home,
             launcher=("-c", launcher),
-            extra_args=(*CPU_DTYPE, *capacity.serve_args(), *guard_args()),
+            extra_args=(*CPU_DTYPE, *limits.serve_args(), *guard_args()),
             env={**resolver_env(str(root)), "VLLM_API_KEY": API_KEY},
         )
     except ServerError as exc:

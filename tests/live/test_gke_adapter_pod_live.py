@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from components.gke.manifests import API_KEY_FILE, launch_line
-from serving.lora import ADAPTERS_FOLDER, derive_capacity, guard_args, launcher_command, resolver_env
+from serving.lora import ADAPTERS_FOLDER, derive_lora_limits, guard_args, launcher_command, resolver_env
 from tests.live.server import HERE, OFFLINE_ENV, SERVED_NAME, START_TIMEOUT_S, VLLM_CLI, Home, free_port, healthy
 
 pytestmark = pytest.mark.live
@@ -45,7 +45,7 @@ def _pod(tmp_path: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
     builder = [str(home.python), str(HERE / "make_tiny_adapter.py"), str(home.model)]
     subprocess.run([*builder, str(models / ADAPTERS_FOLDER / "tiny-bot"), "--rank", "8"], check=True, timeout=300)
     args = [str(home.model), "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
-    args += ["--max-model-len", "512", *CPU_DTYPE, *derive_capacity([8]).serve_args(), *guard_args()]
+    args += ["--max-model-len", "512", *CPU_DTYPE, *derive_lora_limits([8]).serve_args(), *guard_args()]
     env = {
         **OFFLINE_ENV,
         "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",

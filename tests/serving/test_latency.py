@@ -16,9 +16,9 @@ from serving.latency import (
     Replica,
     Requests,
     at_rate,
-    capacity_rate,
     decode_ceiling_tokens_per_s,
     model_cost,
+    saturation_rate,
     with_users,
 )
 from serving.speed_facts import fitted_efficiency, hardware_for
@@ -108,7 +108,7 @@ def test_more_users_raise_throughput_and_latency_until_the_replica_saturates() -
     assert rates == sorted(rates)
     assert states[1].tpot_s > states[0].tpot_s
     assert states[-1].ttft_mean_s > 10 * states[1].ttft_mean_s, "96 users wait for the 32 slots"
-    edge = capacity_rate(replica, requests)
+    edge = saturation_rate(replica, requests)
     assert states[-1].request_rate <= edge * 1.001
     over = at_rate(replica, requests, edge * 1.5)
     assert over.saturated

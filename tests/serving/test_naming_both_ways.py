@@ -323,3 +323,25 @@ def test_component_types_both_ways() -> None:
     registered, tokens = _registered_types(), _type_tokens()
     assert registered - tokens == set(), "registered under a type TypeToken does not name"
     assert tokens - registered == set(), "a TypeToken no plan registers"
+
+
+# --- display names: what Google's consoles and alert mails show for the stack's things -----------------------
+
+# Components not told their stack, and why: the weight-import job's identity is named after the checkpoint it
+# imports (`gemma-serving import of <model>`), the bench job's after its role; both start with the prefix.
+NOT_TOLD_THEIR_STACK = ("gemma-serving import of ", "gemma-serving benchmark load generator")
+
+
+@pytest.mark.parametrize("stack", sorted(IN_PLAN))
+def test_display_names_come_from_the_module(stack: str) -> None:
+    """Guards against a console or alert mail naming one stack's thing in a way another stack's could share
+    (a service account or an alert policy that does not say which stack it belongs to)."""
+    names, capture = StackNames(stack), render_stack(stack, BENCH if stack == "l4" else {})
+    shown = {
+        resource.inputs["displayName"]
+        for resource in capture.resources
+        if isinstance(resource.inputs.get("displayName"), str)
+    }
+    assert shown, "the plan has no display names: the check reads nothing"
+    prefixes = (f"{names.display_name()} ", names.display_title(""), *NOT_TOLD_THEIR_STACK)
+    assert [name for name in shown if name != names.display_name() and not name.startswith(prefixes)] == []

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from serving.lora import GUARD_MIDDLEWARE, RESOLVER_ENV, derive_capacity, rank_choices
+from serving.lora import GUARD_MIDDLEWARE, RESOLVER_ENV, derive_lora_limits, rank_choices
 from serving.vllm_args import check_serve_args
 from stacks.loading import StackConfigError, load_stack
 from tests.conftest import ROOT, render_stack, stack_config
@@ -102,12 +102,12 @@ def test_lora_flags_in_extra_args_are_refused() -> None:
 
 def test_capacity_grows_in_powers_of_two_and_rounds_rank_to_vllm_choices() -> None:
     """Slots from the count with room to grow; the rank rounded up to one vLLM accepts."""
-    assert derive_capacity([8, 8]).gpu_slots == derive_capacity([8, 8, 8]).gpu_slots == 4
-    assert derive_capacity([8] * 5).gpu_slots == 8
-    assert derive_capacity([24]).max_rank == 32
-    assert derive_capacity([24]).max_rank in rank_choices()
+    assert derive_lora_limits([8, 8]).gpu_slots == derive_lora_limits([8, 8, 8]).gpu_slots == 4
+    assert derive_lora_limits([8] * 5).gpu_slots == 8
+    assert derive_lora_limits([24]).max_rank == 32
+    assert derive_lora_limits([24]).max_rank in rank_choices()
     with pytest.raises(ValueError, match="above vLLM's largest"):
-        derive_capacity([4096])
+        derive_lora_limits([4096])
 
 
 def _serving_template(adapters: list[dict[str, Any]]) -> str:

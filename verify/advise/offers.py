@@ -99,15 +99,16 @@ def offers(
         if platforms and platform not in platforms:
             ruled_out.append((shape.name, f"platform {platform} not in --platform {', '.join(platforms)}"))
             continue
+        # Cloud Run has one provisioning model; a TPU VM and a GKE node pool are tried on each one allowed.
         if platform == "cloud-run":
-            tries = [_cloud_run(shape, region)]
+            tries = {shape.name: _cloud_run(shape, region)}
         elif platform == "tpu":
-            tries = [_tpu(shape, region, model) for model in provisioning]
+            tries = {f"{shape.name} {model}": _tpu(shape, region, model) for model in provisioning}
         else:
-            tries = [_gke(shape, region, model) for model in provisioning]
-        for model, offer in zip(provisioning if platform != "cloud-run" else ("",), tries, strict=True):
+            tries = {f"{shape.name} {model}": _gke(shape, region, model) for model in provisioning}
+        for what, offer in tries.items():
             if isinstance(offer, str):
-                ruled_out.append((f"{shape.name} {model}".strip(), offer))
+                ruled_out.append((what, offer))
             else:
                 found.append(offer)
     return found, ruled_out
