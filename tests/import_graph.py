@@ -102,13 +102,20 @@ def _targets(statement: ast.Import | ast.ImportFrom, importer: str, modules: set
 
 
 @functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A source file's syntax tree, parsed once per test process (several checks read every module).
+    Shared: read it, never change it."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
 def import_edges() -> tuple[Edge, ...]:
     """Every import from one project module of another, with its line and whether it runs at load time."""
     sources = project_sources()
     modules = set(sources)
     edges: list[Edge] = []
     for importer, path in sources.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         for statement, load_time in _imports(tree.body, load_time=True):
             edges += [
                 Edge(importer, target, statement.lineno, load_time)

@@ -8,6 +8,7 @@ its readers and are left out. Read from the syntax tree: nothing is imported or 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 
 
@@ -23,8 +24,16 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 def string_constants(source: str) -> Iterator[tuple[int, str]]:
     """(line, text) of each string constant in `source` (f-strings' literal parts too), docstrings aside."""
+    return iter(_string_constants(source))
+
+
+@functools.lru_cache(maxsize=4096)
+def _string_constants(source: str) -> tuple[tuple[int, str], ...]:
+    """Once per source text: several checks, and each of their parameters, scan the same project files."""
     tree = ast.parse(source)
     docs = _docstrings(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
-            yield node.lineno, node.value
+    return tuple(
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+    )

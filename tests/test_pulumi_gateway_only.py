@@ -9,9 +9,9 @@ trees, not their text, so a docstring naming `pulumi.automation` does not count)
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.import_graph import parsed
 from tests.test_imports import PACKAGES
 
 GATEWAY = "verify/pulumi_gateway.py"
@@ -37,11 +37,7 @@ def _talks_to_pulumi(tree: ast.AST) -> bool:
 def pulumi_callers() -> list[str]:
     sources = [path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
     sources += sorted(ROOT.glob("*.py"))
-    return [
-        str(path.relative_to(ROOT))
-        for path in sources
-        if _talks_to_pulumi(ast.parse(Path(path).read_text(encoding="utf-8")))
-    ]
+    return [str(path.relative_to(ROOT)) for path in sources if _talks_to_pulumi(parsed(path))]
 
 
 def test_only_the_gateway_imports_the_automation_api_or_runs_the_pulumi_cli() -> None:

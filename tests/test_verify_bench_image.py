@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.import_graph import parsed
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "images" / "verify-bench" / "Dockerfile"
 # Import name -> distribution name in requirements.txt, where they differ.
@@ -28,7 +30,7 @@ def _imports_of(path: Path) -> set[str]:
     """Top-level names a file imports at module level (not inside functions: e.g. the Pulumi Automation
     API that `verify promote` loads only when it moves traffic is not needed to run `verify bench task`)."""
     found: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in parsed(path).body:
         if isinstance(node, ast.Import):
             found.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
