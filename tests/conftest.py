@@ -213,7 +213,7 @@ def render_stack(
     caller gets its own copy, so a test that changes what it got cannot change what another test reads.
     """
     environment = sorted((name, value) for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST")
-    key = json.dumps([overrides, stack_state, environment], sort_keys=True)
+    key = json.dumps([overrides or None, stack_state, environment], sort_keys=True)
     return copy.deepcopy(_render_once(stack, key))
 
 
