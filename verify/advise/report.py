@@ -58,6 +58,12 @@ class Row(_Model):
     measured: dict[str, float] | None = None
     # What a user must know before deploying it: support the catalog could not confirm, the planner's warnings.
     caveats: tuple[str, ...] = ()
+    # False: no public source shows this variant running on this accelerator (ranked after confirmed rows).
+    support_confirmed: bool = True
+
+
+# Marks a row whose support is unconfirmed, in the table and in the note that explains it.
+UNCONFIRMED_MARK = "(?)"
 
 
 class Exclusion(_Model):
@@ -128,7 +134,7 @@ def render(report: AdviseReport) -> str:
     rows = [HEADER] + [
         (
             str(row.rank),
-            row.model,
+            row.model + ("" if row.support_confirmed else f" {UNCONFIRMED_MARK}"),
             row.variant,
             row.shape,
             f"{row.platform} {row.region}" + ("" if row.provisioning == "on-demand" else f" {row.provisioning}"),

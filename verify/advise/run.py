@@ -26,7 +26,7 @@ from stacks.estimate import basis_of, replica_of
 from stacks.fit import Fit, Workload, fit
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
-from verify.advise.report import AdviseReport, Basis, Exclusion, Row
+from verify.advise.report import UNCONFIRMED_MARK, AdviseReport, Basis, Exclusion, Row
 
 # The share of requests within the p95: goodput counts them.
 WITHIN_P95 = 0.95
@@ -50,6 +50,8 @@ class Candidate:
     # Chips one vLLM replica shards over, and replicas a billed unit holds (a GKE node: its GPUs / TP).
     tensor_parallel: int = 1
     replicas_per_unit: int = 1
+    # Whether a public source shows this variant running on this accelerator (the catalog's support entry).
+    support_confirmed: bool = True
 
     @property
     def label(self) -> str:
@@ -136,6 +138,7 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
                         caveats,
                         tensor_parallel=tensor_parallel,
                         replicas_per_unit=offer.chips // tensor_parallel,
+                        support_confirmed=support.status is not SupportStatus.UNCONFIRMED,
                     )
                 )
     return found
@@ -273,6 +276,7 @@ def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOpti
         price_basis=_price_basis(price, fixed, units),
         cost_split=COST_SPLIT,
         caveats=candidate.caveats,
+        support_confirmed=candidate.support_confirmed,
     )
 
 
@@ -371,7 +375,9 @@ def run_advise(
             excluded.add(f"over the budget of ${options.budget_usd_per_month:,.0f}/month", candidate.label)
             continue
         rows.append(row)
-    rows.sort(key=lambda r: (r.usd_per_month, r.p95_ttft_ms))
+    # Cheapest first among what is known to run; a combination no public source shows running comes after
+    # every confirmed one, however cheap (the user deploys rank 1; it must not be a guess).
+    rows.sort(key=lambda r: (not r.support_confirmed, r.usd_per_month, r.p95_ttft_ms))
     ranked = tuple(row.model_copy(update={"rank": index}) for index, row in enumerate(rows[: options.top], 1))
     notes = [
         (
@@ -380,6 +386,11 @@ def run_advise(
         ),
         "the time outside the engine (client, network) is included in TTFT, as a client outside the region sees it",
     ]
+    if any(not row.support_confirmed for row in ranked):
+        notes.append(
+            f"{UNCONFIRMED_MARK} support unconfirmed (no public source shows it running; see caveats): ranked after "
+            "every confirmed deployment"
+        )
     if len(rows) > options.top:
         notes.append(f"{len(rows) - options.top} more deployments meet the SLO (--top to list them)")
     return AdviseReport(

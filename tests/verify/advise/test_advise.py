@@ -39,7 +39,9 @@ def test_the_issues_question_gets_ranked_candidates_across_models_and_shapes(ans
     assert len({row.model for row in rows}) >= 2
     assert len({row.shape for row in rows}) >= 2
     assert [row.rank for row in rows] == list(range(1, len(rows) + 1))
-    assert [row.usd_per_month for row in rows] == sorted(row.usd_per_month for row in rows)
+    for group in (True, False):
+        costs = [row.usd_per_month for row in rows if row.support_confirmed is group]
+        assert costs == sorted(costs)
     for row in rows:
         assert row.p95_ttft_ms <= 2000
         assert row.usd_per_million_output is not None
@@ -48,6 +50,27 @@ def test_the_issues_question_gets_ranked_candidates_across_models_and_shapes(ans
         assert "docs/advisor.md" in row.latency_basis.source
         assert row.latency_basis.error
         assert "pricing.json" in row.price_basis.source
+
+
+def test_a_combination_no_source_shows_running_ranks_after_every_confirmed_one() -> None:
+    """Guards against rank 1 being a guess: on main the question's cheapest row was the E2B FP8 on a TPU v6e,
+    which no public source shows vllm-tpu loading. Unconfirmed rows come after every confirmed one, however
+    cheap, marked in the table and explained in a note and the caveats."""
+    report = run_advise(
+        AdviseOptions(prompt_tokens=8192, output_tokens=512, users=50, slo=Slo(p95_ttft_ms=2000), top=200)
+    )
+    flags = [row.support_confirmed for row in report.rows]
+    assert True in flags
+    assert False in flags
+    assert flags == sorted(flags, reverse=True)
+    cheapest = min(report.rows, key=lambda row: row.usd_per_month)
+    assert not cheapest.support_confirmed  # the guess is cheaper, and still not rank 1
+    assert report.rows[0].support_confirmed
+    unconfirmed = next(row for row in report.rows if not row.support_confirmed)
+    assert any("unconfirmed" in caveat for caveat in unconfirmed.caveats)
+    text = render(report)
+    assert f"{unconfirmed.model} (?)" in text
+    assert "support unconfirmed" in text
 
 
 def test_each_kind_of_exclusion_is_one_line_with_examples(answer: AdviseReport) -> None:
