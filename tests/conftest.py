@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import copy
 import functools
+import json
 import os
 import threading
 import warnings
@@ -206,12 +207,14 @@ def render_stack(
     """The whole program for one stack file (optionally with config overrides), as the preview runs it.
 
     ``stack_state`` is what the stack's last update exported (default: preview.capture.OFFLINE_STACK_STATE).
-    A shipped stack file as it is (no overrides, default state) is rendered once per session and each
+    A plan is deterministic (no clock, no network, no state) given the stack file, the overrides, the state
+    and the environment (`verify promote`'s run id is read from it): each combination is rendered once per
+    test process (the GKE plans cost 1-2 s of CPU each, and a dozen files read the same ones) and each
     caller gets its own copy, so a test that changes what it got cannot change what another test reads.
     """
-    if overrides is None and stack_state is None:
-        return copy.deepcopy(_render_shipped_stack(stack))
-    return _render(stack, overrides, stack_state)
+    environment = sorted((name, value) for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST")
+    key = json.dumps([overrides, stack_state, environment], sort_keys=True)
+    return copy.deepcopy(_render_once(stack, key))
 
 
 def render_stack_at(root: Path, stack: str) -> Capture:
@@ -223,15 +226,14 @@ def render_stack_at(root: Path, stack: str) -> Capture:
     )
 
 
-@functools.cache
-def _render_shipped_stack(stack: str) -> Capture:
-    """Deterministic (no clock, no network, no state): some thirty tests read the same three plans."""
-    return _render(stack, None, None)
+@functools.lru_cache(maxsize=128)
+def _render_once(stack: str, key: str) -> Capture:
+    overrides, stack_state, _environment = json.loads(key)
+    return _render(stack, overrides, stack_state)
 
 
 def _render(stack: str, overrides: dict[str, str] | None, stack_state: dict[str, Any] | None) -> Capture:
-    # Module-scoped fixtures render before the autouse fixture runs: an async test before may have left
-    # no event loop.
+    # A test may have left this thread without a loop (an `asyncio.run` of its own), or it is a worker thread.
     _ensure_event_loop()
     config = stack_config(stack, overrides)
     return run_program(

@@ -1,7 +1,12 @@
 """Fixtures for the MCP server's tests: a server over this repository with fakes where the cloud would be.
 
-The server's tools run the project's CLIs as child processes, so the root conftest's Pulumi mocks are not
-needed in this process: ``pulumi_capture`` is overridden by one that installs nothing (as in tests/verify).
+The server's tools run the project's CLIs as child processes (gemma_mcp/runner.py). Here `verify` and
+`preview.matrix` run by their own `main` in a worker thread instead (`InProcessCommands`): what a tool test
+checks is the arguments the tool passes and what it makes of the exit code and the printed text, and each
+child paid the CLI's imports again (about 1 s of CPU). The process boundary itself (process groups, caps,
+cancellation, the real `python -m verify`) is tested with `SubprocessRunner` in test_children.py and
+test_tools_verify.py. The root conftest's Pulumi mocks are not needed in this process: ``pulumi_capture`` is
+overridden by one that installs nothing (as in tests/verify).
 """
 
 from __future__ import annotations
@@ -10,12 +15,16 @@ import asyncio
 import atexit
 import contextlib
 import functools
+import io
+import os
 import shutil
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from mcp import Client
@@ -127,6 +136,65 @@ class SessionPlans:
         return await self.runner(module, args, timeout_s=timeout_s)
 
 
+def _run_main(main: Callable[[list[str]], int], module: str, args: list[str], root: Path) -> Completed:
+    """`python -m <module> <args>` as SubprocessRunner starts it (NO_COLOR, the root as working directory)."""
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        _ONE_COMMAND,
+        mock.patch.dict(os.environ, {"NO_COLOR": "1"}),
+        contextlib.chdir(root),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        try:
+            code = main(args)
+        except SystemExit as exit_:  # argparse's usage errors
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    return Completed(code, out.getvalue(), err.getvalue())
+
+
+def _verify_main(args: list[str]) -> int:
+    from verify.cli import main
+
+    return main(args)
+
+
+def _matrix_main(args: list[str]) -> int:
+    from preview.closed_pipe import run_until_reader_leaves
+    from preview.matrix import main
+
+    return run_until_reader_leaves(lambda: main(args))
+
+
+@dataclass(frozen=True)
+class InProcessCommands:
+    """The runner the tools get in these tests: `verify` and `preview.matrix` in-process, anything else by
+    `runner`. One command at a time (stdout, stderr, the environment and the working directory are the
+    process's); a call that outlives `timeout_s` is reported as the real runner reports a stopped child."""
+
+    runner: ModuleRunner
+    root: Path = ROOT
+    mains: tuple[tuple[str, Callable[[list[str]], int]], ...] = (
+        ("verify", _verify_main),
+        ("preview.matrix", _matrix_main),
+    )
+
+    async def __call__(self, module: str, args: Sequence[str], *, timeout_s: float) -> Completed:
+        main = dict(self.mains).get(module)
+        if main is None:
+            return await self.runner(module, args, timeout_s=timeout_s)
+        try:
+            return await asyncio.wait_for(
+                asyncio.to_thread(_run_main, main, module, list(args), self.root), timeout=timeout_s
+            )
+        except TimeoutError:
+            return Completed(-1, "", f"{module} did not finish within {timeout_s} s", timed_out=True)
+
+
+# Held by the worker thread that runs a command: two at once would share stdout, the environment and the cwd.
+_ONE_COMMAND = threading.Lock()
+
+
 @functools.cache
 def session_results_dir() -> Path:
     """One bench results folder per test process, outside the checkout: a bench run through the server must not
@@ -147,7 +215,7 @@ def make_context(
     return ServerContext(
         root=root,
         results_dir=results_dir if results_dir is not None else (session_results_dir() if root == ROOT else None),
-        run_module=SessionPlans(SubprocessRunner(ROOT)),
+        run_module=SessionPlans(InProcessCommands(SubprocessRunner(ROOT))),
         pulumi=pulumi or FakePulumi(),
         redactor=redactor or Redactor(),
         allow_changes=allow_changes,

@@ -1,4 +1,5 @@
-"""query and metrics as an agent calls them: child processes of `python -m verify`, a real local socket."""
+"""query and metrics as an agent calls them: `verify query` and `verify metrics` (in-process here, a child of
+the server in use: tests/gemma_mcp/conftest.py), against a real local socket."""
 
 from __future__ import annotations
 

@@ -1,18 +1,20 @@
-"""health, bench and compare as an agent calls them, against a local vLLM-shaped server.
+"""health, bench and compare as an agent calls them, against a local vLLM-shaped server over a real socket.
 
-The tools run `python -m verify` as child processes, so these tests cross a real process boundary and a
-real socket, as the agent's calls will.
+The tools run `python -m verify` as child processes; the first test does so (the real runner), the others
+run the same command by its `main` in-process (tests/gemma_mcp/conftest.py, `InProcessCommands`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 from gemma_mcp.results import BenchRun
+from gemma_mcp.runner import SubprocessRunner
 from gemma_mcp.tools_verify import _bench_summary
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
-from tests.gemma_mcp.conftest import ROOT, connect, is_file, remove_files, session_results_dir, text_of
+from tests.gemma_mcp.conftest import ROOT, connect, is_file, make_context, remove_files, session_results_dir, text_of
 from verify.bench.results import load_results
 from verify.numbers import readable
 
@@ -24,8 +26,10 @@ BENCH_CONFIG = FakeVllmConfig(count_prompt_words=True, pieces=tuple(f" w{i}" for
 
 
 async def test_health_of_a_healthy_server_passes_with_every_check() -> None:
-    """The agent must get each check's verdict in structured form, and passed=true only when all six pass."""
-    async with FakeVllm() as server, connect() as client:
+    """The agent must get each check's verdict in structured form, and passed=true only when all six pass:
+    through a real `python -m verify health` child, as the server runs it."""
+    real_children = dataclasses.replace(make_context(), run_module=SubprocessRunner(ROOT))
+    async with FakeVllm() as server, connect(real_children) as client:
         result = await client.call_tool("health", {"url": server.url, "model": "tiny-gemma", "wait_s": 10})
     assert not result.is_error, result.content
     report = result.structured_content
