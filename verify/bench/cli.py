@@ -55,7 +55,7 @@ from verify.bench.options import (
     ServingFacts,
     Workload,
 )
-from verify.bench.outputs import check_output
+from verify.bench.output_file import check_output
 from verify.bench.scenarios import (
     DEFAULT_PREFIX_TOKENS,
     DEFAULT_SHARED_PREFIXES,

@@ -29,7 +29,7 @@ from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_f
 from verify.bench.load_generator import make_transport, raise_fd_limit
 from verify.bench.max_rate import MaxRate, search
 from verify.bench.options import BenchOptions
-from verify.bench.outputs import check_output
+from verify.bench.output_file import check_output
 from verify.bench.prompts import PromptBook, TokenCounter, choose_counter
 from verify.bench.report import write_reports
 from verify.bench.results import CellKey, CellRecord, append_record, done_keys, read_checked
