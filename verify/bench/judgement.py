@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from serving.accelerators import Accelerator, facts_of
-from serving.pricing import hourly_price, minimum_shape, parse_billing
+from serving.accelerators import CLOUD_RUN_GPUS, Accelerator, facts_of
+from serving.pricing import deployed_cloud_run_shape, hourly_price, minimum_shape, parse_billing
 from verify.streaming import FailureKind
 
 SECONDS_PER_HOUR = 3600.0
@@ -66,7 +66,9 @@ def accelerator_facts(
         except ValueError as exc:
             raise ValueError(f"the stack's billing output is not a billed shape: {exc}") from None
     elif kind is not None:
-        shape = minimum_shape(kind)
+        # As a stack deploys it (one price per shape: the plan's, `make matrix`'s and advise's), not the
+        # platform's minimum: an L4 instance below the shipped size costs less than any stack runs it at.
+        shape = deployed_cloud_run_shape(kind, None) if kind in CLOUD_RUN_GPUS else minimum_shape(kind)
     peak: float | None = None
     chips: int | None = None
     if kind is not None:
@@ -80,7 +82,11 @@ def accelerator_facts(
         return AcceleratorFacts(accelerator, peak, None, None, chips)
     price = hourly_price(shape)
     copies = f"{count} x " if count > 1 else ""
-    where = "" if billing is not None else " (no stack: the smallest shape; pass --stack or --price-per-hour)"
+    where = (
+        ""
+        if billing is not None
+        else " (no stack: as the shipped stacks deploy it; pass --stack or --price-per-hour for yours)"
+    )
     if price.usd_per_hour is None:
         return AcceleratorFacts(accelerator, peak, None, f"{copies}{price.basis}{where}: {price.missing}", chips)
     basis = f"{copies}{price.basis}{where}: {price.describe()}; rates: {price.citation()} (serving/data/pricing.json)"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
-from serving.pricing import hourly_price, minimum_shape
+from serving.pricing import deployed_cloud_run_shape, hourly_price, minimum_shape
 from verify.bench.judgement import (
     accelerator_facts,
     ceiling_request_throughput,
@@ -88,13 +88,19 @@ def test_physical_ceiling_flags_the_impossible_16k_numbers() -> None:
 
 def test_accelerator_facts_come_from_the_stacks_table() -> None:
     """Guards against FLOP/s copied into verify and drifting from the stacks' table; without a stack the
-    price is the accelerator's smallest shape, and the basis says so."""
+    price is the accelerator as the shipped stacks deploy it (one price per shape: the L4 run was priced at the
+    4-CPU minimum, $1.05/h, while the l4 stack bills $1.42/h), and the basis says so."""
     l4 = CLOUD_RUN_GPUS[next(iter(CLOUD_RUN_GPUS))]
     facts = accelerator_facts(l4.accelerator.value)
     assert facts.peak_flops == l4.peak_dense_bf16_flops
-    assert facts.price_per_hour_usd == pytest.approx(hourly_price(minimum_shape(l4.accelerator)).usd_per_hour)
+    deployed = hourly_price(deployed_cloud_run_shape(l4.accelerator, None)).usd_per_hour
+    assert deployed is not None
+    assert facts.price_per_hour_usd == pytest.approx(deployed)
+    minimum = hourly_price(minimum_shape(l4.accelerator)).usd_per_hour
+    assert minimum is not None
+    assert deployed > minimum
     assert facts.price_basis is not None
-    assert "no stack: the smallest shape" in facts.price_basis
+    assert "no stack: as the shipped stacks deploy it" in facts.price_basis
     tpu = next(iter(TPU_CHIPS.values()))
     four_nodes = accelerator_facts(tpu.accelerator.value, count=4)
     assert tpu.peak_dense_bf16_flops is not None
