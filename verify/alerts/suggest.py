@@ -29,7 +29,8 @@ import yaml
 from serving.alert_rules import TPOT_HISTOGRAM, TTFT_HISTOGRAM
 from serving.vllm_metrics import recorded_metrics
 from verify import UsageError
-from verify.bench.confidence import min_samples
+from verify.bench.caveats import too_few_samples
+from verify.bench.confidence import judgeable_percentiles, min_samples
 from verify.bench.results import CellRecord, load_results
 
 
@@ -93,13 +94,12 @@ def _refuse_thin(cells: Sequence[CellRecord], slo: Slo) -> None:
     """A threshold read from a percentile of too few requests is the slowest few wearing a p99 label: refused
     (``NoUsableCellsError``), naming the count it needs and the percentile the sweep can support."""
     needed = min_samples(slo.percentile)
-    thin = [cell for cell in cells if cell.completed < needed]
+    thin = [cell for cell in cells if too_few_samples(cell, f"{slo.statistic}_ttft_ms") is not None]
     if not thin:
         return
-    fewest = min(cell.completed for cell in cells)
     example = min(thin, key=lambda cell: cell.completed)
-    judgeable = [p for p in PERCENTILES if min_samples(p) <= fewest]
-    instead = f", or derive from --percentile {judgeable[-1]}, which they can judge" if judgeable else ""
+    judgeable = judgeable_percentiles(min(cell.completed for cell in cells))
+    instead = f", or derive from --percentile {judgeable[-1][1]:g}, which they can judge" if judgeable else ""
     raise NoUsableCellsError(
         f"a p{slo.percentile} needs {needed} completed requests per cell (the fewest for which its 95% interval "
         f"exists); {len(thin)} of {len(cells)} cells have fewer (concurrency {example.max_concurrency}: "

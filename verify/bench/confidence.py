@@ -122,6 +122,11 @@ def share_interval(successes: int, total: int) -> Interval | None:
 PERCENTILE_STATS: dict[str, float] = {"median": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 
 
+def judgeable_percentiles(count: int) -> list[tuple[str, float]]:
+    """The reported percentiles (name, percentile) that ``count`` samples can give an interval for, lowest first."""
+    return [(name, share) for name, share in PERCENTILE_STATS.items() if min_samples(share) <= count]
+
+
 def cell_confidence(
     values_s: dict[str, Sequence[float]], completions: Sequence[float], *, started_at: float, finished_at: float
 ) -> dict[str, object]:

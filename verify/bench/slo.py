@@ -16,15 +16,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from verify.bench.confidence import PERCENTILE_STATS, min_samples
+from verify.bench.caveats import too_few_samples
+from verify.bench.confidence import PERCENTILE_STATS, judgeable_percentiles, min_samples
 from verify.bench.results import CellRecord
 from verify.numbers import readable
 
 _LOWER_BOUNDS = ("success_rate", "request_throughput", "output_throughput", "total_token_throughput")
 _METRIC_ORDER = re.compile(r"^(ttft|tpot|itl|e2el)_(mean|median|p\d+)_ms$")
-# A per-request percentile (one sample per request): the ones whose sample count an SLO depends on. The
-# pooled inter-token gaps (itl) are many per request, so a request count says nothing about them.
-_PER_REQUEST_PERCENTILE = re.compile(r"^(median|p(\d+))_(ttft|tpot|e2el)_ms$")
 
 
 def _latency_keys() -> list[str]:
@@ -61,11 +59,11 @@ class Slo:
         """The fewest measured requests a cell needs for this SLO to be judged: a percentile's 95% interval
         exists only from ``min_samples`` on (verify.bench.confidence), so a p99 SLO on 20 requests would judge
         the slowest of 20 under a p99 label. None for a mean, a rate or the pooled ITL gaps."""
-        matched = _PER_REQUEST_PERCENTILE.match(self.key)
-        if matched is None:
+        statistic, _, metric = self.key.partition("_")
+        # The pooled inter-token gaps are many per request, so a request count says nothing about them.
+        if statistic not in PERCENTILE_STATS or metric.startswith("itl"):
             return None
-        statistic, digits = matched.group(1), matched.group(2)
-        return min_samples(PERCENTILE_STATS.get(statistic, float(digits or 50)))
+        return min_samples(PERCENTILE_STATS[statistic])
 
 
 def parse_slo(text: str) -> Slo:
@@ -112,8 +110,8 @@ def thin_gates(slos: Iterable[Slo], requests_per_cell: int, *, flag: str) -> str
     statistic, _, metric = slo.key.partition("_")
     lower = [
         f"{name}_{metric} ({min_samples(share)})"
-        for name, share in PERCENTILE_STATS.items()
-        if min_samples(share) <= requests_per_cell and name != "median"
+        for name, share in judgeable_percentiles(requests_per_cell)
+        if name != "median"
     ]
     instead = f", or gate on a percentile {requests_per_cell} requests can judge: {', '.join(lower)}" if lower else ""
     return (
@@ -163,8 +161,8 @@ def violations(slos: Iterable[Slo], records: Iterable[CellRecord]) -> list[Viola
             value = getattr(record, slo.key)
             # A latency with no successful request is not "0 ms": it failed the SLO.
             no_sample = record.completed == 0 and not slo.is_lower_bound
-            needed = slo.samples_needed
-            if not no_sample and value is not None and needed is not None and record.completed < needed:
+            needed = None if no_sample or value is None else too_few_samples(record, slo.key)
+            if needed is not None:
                 found.append(Violation(slo, cell_label(record), value, thin=(record.completed, needed)))
             elif value is None or no_sample or not slo.holds(float(value)):
                 found.append(Violation(slo, cell_label(record), None if no_sample else value))
