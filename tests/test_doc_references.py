@@ -70,7 +70,7 @@ def test_no_message_points_at_a_vague_readme_section() -> None:
 
 def test_the_vague_scan_recognises_the_advice_it_replaced() -> None:
     """Guards against a scan that passes because its pattern matches nothing."""
-    assert VAGUE.findall("see the README's secrets section") == ["README's secrets section"]
+    assert VAGUE.findall("see the README's secrets section") == ["the README's secrets section"]
     assert VAGUE.findall("docs/secrets.md, 'Secrets'") == []
 
 
