@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def serving_in_thread(server: socketserver.BaseServer) -> Iterator[None]:
+def serving_in_thread(server: socketserver.TCPServer) -> Iterator[None]:
     """Answer ``server``'s requests in a thread while the block runs; close it when the block ends."""
     wake, wake_up = socket.socketpair()
 
