@@ -51,6 +51,8 @@ class BenchJobArgs:
     service_url: pulumi.Input[str]
     served_model_name: str
     account_id: str
+    # What the console shows for the load generator's account: serving/naming.py's, naming the stack.
+    display_name: str
     # A pinned image of this repository's `gemma-verify` (images/verify-bench/Dockerfile): a tag or
     # digest given in the stack, or the digest of the image the stack built (an Output).
     image: pulumi.Input[str]
@@ -75,6 +77,8 @@ class BenchJobArgs:
             problems.append(f"{_ARGS}.region is required (the service's region)")
         if not self.served_model_name:
             problems.append(f"{_ARGS}.served_model_name is required")
+        if not self.display_name:
+            problems.append(f"{_ARGS}.display_name is required (the console's name of the account)")
         image = image_pin_problem(self.image) if isinstance(self.image, str) else None
         if image:
             problems.append(f"{_ARGS}.image: {image}")
@@ -127,7 +131,7 @@ class BenchJob(pulumi.ComponentResource):
             name,
             ServingIdentityArgs(
                 account_id=args.account_id,
-                display_name="gemma-serving benchmark load generator",
+                display_name=args.display_name,
                 description=(
                     "Invokes one vLLM service and writes benchmark samples to its results bucket; nothing else."
                 ),

@@ -100,6 +100,8 @@ class ModelImportArgs:
     image: pulumi.Input[str]
     account_id: str
     job: ImportJobSpec
+    # What the console shows for the import's account: serving/naming.py's, naming the stack and the role.
+    display_name: str
     exclude: tuple[str, ...] = ()
     # The Hugging Face token secret; only a Hugging Face source is given access to it.
     hf_token: ManagedSecret | None = None
@@ -120,6 +122,8 @@ class ModelImportArgs:
             problems.append(f"ModelImportArgs.account_id {self.account_id!r}: 6-30 lowercase letters, digits, '-'")
         if not self.project or not self.region:
             problems.append("ModelImportArgs.project and .region are required")
+        if not self.display_name:
+            problems.append("ModelImportArgs.display_name is required (the console's name of the account)")
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -160,7 +164,7 @@ class ModelImport(pulumi.ComponentResource):
             name,
             ServingIdentityArgs(
                 account_id=args.account_id,
-                display_name=f"gemma-serving import of {args.prefix}",
+                display_name=args.display_name,
                 description=f"Copies {args.source_uri} into the model bucket under {args.prefix}/ and nothing else.",
                 former_parent=self,
             ),

@@ -149,6 +149,7 @@ def _bench_job(
             service_url=service.url,
             served_model_name=settings.model.served_name,
             account_id=context.names.account_id("bench"),
+            display_name=context.names.display_name("benchmark load generator"),
             image=bench_image(settings, context, mirror, cloud),
             tasks=bench.tasks,
             cpu_per_task=bench.cpu_per_task,

@@ -135,6 +135,7 @@ def model_supply(
                 exclude=source.exclude,
                 image=job_image,
                 account_id=context.names.account_id(f"imp-{key}"),
+                display_name=context.names.display_name(f"weight import: {key}"),
                 job=_job_spec(settings.model_import),
                 hf_token=supply.token,
                 labels=labels,

@@ -21,8 +21,7 @@ import math
 from dataclasses import dataclass
 
 from serving.catalog import CatalogModel
-from serving.model_profiles.architecture import architecture_from_config
-from serving.planner import Architecture, KvLayout, LayerKind, layer_kv_bytes_per_token
+from serving.planner import KvLayout, LayerKind, layer_kv_bytes_per_token
 
 # The percentile the SLO speaks of; the tail formulas below use it.
 P95 = 0.95
@@ -163,7 +162,7 @@ def model_cost(
     else:  # a checkpoint measured by its total size: all of it is read, less the towers the catalog knows
         dense = weights.bytes - (model.towers.weight_bytes if model.towers else 0)
     text = model.text_config
-    architecture: Architecture = architecture_from_config(model.config)
+    architecture = model.architecture
     heads = int(text.get("num_attention_heads", 1))
     head_dim = int(text.get("head_dim", 0) or 0)
     global_dim = int(text.get("global_head_dim", head_dim) or head_dim)
@@ -450,13 +449,16 @@ def finite_source_wait(users: int, service_s: float, away_s: float, *, tail: boo
     return throughput, mean, max(high, mean)
 
 
+@functools.lru_cache(maxsize=4096)
 def with_users(replica: Replica, requests: Requests, users: float) -> AtLoad:
     """One replica with ``users`` concurrent users in a closed loop (each sends its next request when its last
     answer ends, no think time). Up to ``batch_cap`` of them are inside the engine: their prompts share the
     compute as a finite-source queue (``finite_source_wait``) while the others decode; the loop's rate X and the
     engine's state at X (``at_rate``, without its Poisson queues) are solved together. The queue's service is a
     prompt's compute; the rest of its prefill time (one step at least) is time away from the queue. Beyond
-    ``batch_cap`` the slots stay full and the other users wait their turn, (users - batch_cap) / X, added to TTFT."""
+    ``batch_cap`` the slots stay full and the other users wait their turn, (users - batch_cap) / X, added to TTFT.
+    Cached like ``saturation_rate`` (every input is frozen, the answer too): a long-lived caller (the MCP server)
+    asks the same replicas the same loads on every advise run."""
     cap = replica.batch_cap
     inside = max(1, round(min(users, float(cap))))
     client = replica.efficiency.client_s

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import copy
 import functools
 import json
 import os
+import pickle
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -22,6 +22,7 @@ import pytest
 
 from preview.capture import Capture, install_mocks, run_program, run_registrations
 from preview.stack_file import StackConfig, read_stack_config
+from tests.shared_plans import SharedPlans, run_folder
 
 # `live_server`: the real vLLM CPU server of the live tests (skipped unless one is named or started).
 pytest_plugins = ["tests.live.fixtures"]
@@ -160,9 +161,14 @@ exit 1
 
 @pytest.fixture(scope="session")
 def _logged_out_gcloud(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("logged-out-gcloud")
-    (folder / "gcloud").write_text(LOGGED_OUT_GCLOUD)
-    (folder / "gcloud").chmod(0o755)
+    """One folder for the whole run (every xdist worker writes the same script, each by an atomic rename), so
+    PATH, which keys the plans workers share (`render_stack`), reads the same in every worker."""
+    folder = run_folder(tmp_path_factory) / "logged-out-gcloud"
+    folder.mkdir(exist_ok=True)
+    partial = folder / f"gcloud.{os.getpid()}"
+    partial.write_text(LOGGED_OUT_GCLOUD)
+    partial.chmod(0o755)
+    partial.replace(folder / "gcloud")
     return folder
 
 
@@ -208,13 +214,16 @@ def render_stack(
 
     ``stack_state`` is what the stack's last update exported (default: preview.capture.OFFLINE_STACK_STATE).
     A plan is deterministic (no clock, no network, no state) given the stack file, the overrides, the state
-    and the environment (`verify promote`'s run id is read from it): each combination is rendered once per
-    test process (the GKE plans cost 1-2 s of CPU each, and a dozen files read the same ones) and each
-    caller gets its own copy, so a test that changes what it got cannot change what another test reads.
+    and the environment (`verify promote`'s run id is read from it; pytest's own variables, which name the
+    test and the xdist worker, are not): each combination is rendered once per test run, shared by the
+    xdist workers (tests/shared_plans.py; the GKE plans cost 0.2-0.4 s of CPU each, and a dozen files read
+    the same ones), and each caller gets its own copy (unpickled from the stored plan: half the CPU of a
+    deep copy), so a test that changes what it got cannot change what another test reads.
     """
-    environment = sorted((name, value) for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST")
+    environment = sorted((name, value) for name, value in os.environ.items() if not name.startswith("PYTEST_"))
     key = json.dumps([overrides or None, stack_state, environment], sort_keys=True)
-    return copy.deepcopy(_render_once(stack, key))
+    capture: Capture = pickle.loads(_render_once(stack, key))  # noqa: S301 - pickled by this test run
+    return capture
 
 
 def render_stack_at(root: Path, stack: str) -> Capture:
@@ -226,10 +235,20 @@ def render_stack_at(root: Path, stack: str) -> Capture:
     )
 
 
+_SHARED_PLANS = SharedPlans()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _plans_shared_by_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = run_folder(tmp_path_factory) / "plans"
+    folder.mkdir(exist_ok=True)
+    _SHARED_PLANS.folder = folder
+
+
 @functools.lru_cache(maxsize=128)
-def _render_once(stack: str, key: str) -> Capture:
+def _render_once(stack: str, key: str) -> bytes:
     overrides, stack_state, _environment = json.loads(key)
-    return _render(stack, overrides, stack_state)
+    return _SHARED_PLANS.get(f"{stack}\n{key}", lambda: _render(stack, overrides, stack_state))
 
 
 def _render(stack: str, overrides: dict[str, str] | None, stack_state: dict[str, Any] | None) -> Capture:

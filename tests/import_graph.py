@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.syntax_trees import parsed
 
 # Every package of the project, and the modules at the repository root that belong to it.
 PACKAGES = (
@@ -99,13 +100,6 @@ def _targets(statement: ast.Import | ast.ImportFrom, importer: str, modules: set
             base = ".".join([*package, base] if base else package)
         names = [base, *(f"{base}.{alias.name}" for alias in statement.names)]
     return [name for name in names if name in modules]
-
-
-@functools.cache
-def parsed(path: Path) -> ast.Module:
-    """A source file's syntax tree, parsed once per test process (several checks read every module).
-    Shared: read it, never change it."""
-    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 @functools.cache

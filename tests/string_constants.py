@@ -11,15 +11,7 @@ import ast
 import functools
 from collections.abc import Iterator
 
-
-def _docstrings(tree: ast.AST) -> set[int]:
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
+from tests.syntax_trees import source_nodes
 
 
 def string_constants(source: str) -> Iterator[tuple[int, str]]:
@@ -29,11 +21,19 @@ def string_constants(source: str) -> Iterator[tuple[int, str]]:
 
 @functools.lru_cache(maxsize=4096)
 def _string_constants(source: str) -> tuple[tuple[int, str], ...]:
-    """Once per source text: several checks, and each of their parameters, scan the same project files."""
-    tree = ast.parse(source)
-    docs = _docstrings(tree)
-    return tuple(
-        (node.lineno, node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
-    )
+    """Once per source text, from its one shared walk: several checks, and each of their parameters, scan the
+    same project files."""
+    docstrings: set[int] = set()
+    strings: list[tuple[ast.Constant, str]] = []
+    for node in source_nodes(source):
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                strings.append((node, node.value))
+        elif isinstance(node, _HAS_DOCSTRING) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return tuple((node.lineno, text) for node, text in strings if id(node) not in docstrings)
+
+
+_HAS_DOCSTRING = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)

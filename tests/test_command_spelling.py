@@ -17,6 +17,9 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.string_constants import string_constants
+from tests.syntax_trees import READS_SYNTAX_TREES
+
+pytestmark = READS_SYNTAX_TREES
 
 SUBCOMMANDS = "status|health|bench|promote|preflight|logs|memory|models|query|metrics|alerts|advise|adapters|compare"
 # A command to type, in backticks, without the tool's name; or the module run by hand.

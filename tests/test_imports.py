@@ -14,6 +14,9 @@ import importlib
 import pytest
 
 from tests.import_graph import PACKAGES, Edge, import_edges, load_time_cycles, project_sources
+from tests.syntax_trees import READS_SYNTAX_TREES
+
+pytestmark = READS_SYNTAX_TREES
 
 __all__ = ["PACKAGES"]
 

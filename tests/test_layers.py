@@ -14,6 +14,9 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.import_graph import PACKAGES, Edge, import_edges
+from tests.syntax_trees import READS_SYNTAX_TREES
+
+pytestmark = READS_SYNTAX_TREES
 
 # What each package may import of the project (its own modules always). A package not named may import
 # nothing of the project.

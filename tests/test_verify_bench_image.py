@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.import_graph import parsed
+from tests.syntax_trees import parsed
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "images" / "verify-bench" / "Dockerfile"

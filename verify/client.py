@@ -10,20 +10,24 @@ Why these settings:
   cap of 100 that the transport does not lift when httpx's limit is None.
 - HTTP/1.1 only: what vLLM speaks, what Cloud Run's startup probes use, and what `vllm bench serve`
   measures with, so numbers compare.
+
+It knows nothing of targets or credentials (verify/reach.py builds a command's client from those): a bench
+worker process imports only this, and starts in a fraction of the time the stack-reading modules cost.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from remote.tls import default_tls
-from verify.auth import IdTokenFetcher, auth_for_target
-from verify.target import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, EndpointOptions, Target, TimeoutOptions
+
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+# The longest silence tolerated inside one request (between two stream chunks, or before a
+# non-streamed answer). A cold Cloud Run instance can take minutes, but readiness polling absorbs
+# that; once /health answers, two minutes of silence means something is wrong.
+DEFAULT_READ_TIMEOUT_S = 120.0
 
 UNLIMITED = httpx.Limits(max_connections=None, max_keepalive_connections=None)
 
@@ -66,49 +70,3 @@ def make_client(
         follow_redirects=False,
         headers={"User-Agent": "gemma-serving-verify"},
     )
-
-
-def client_for(
-    target: Target,
-    *,
-    api_key_env: str | None,
-    timeouts: TimeoutOptions,
-    transport: httpx.AsyncBaseTransport | None = None,
-    env: Mapping[str, str] | None = None,
-    fetch_id_token: IdTokenFetcher | None = None,
-) -> httpx.AsyncClient:
-    """The client for a resolved target: its credential (``api_key_env`` names the variable holding an API
-    key) and ``timeouts``.
-
-    Raises ``UsageError`` (exit 2) before any request when the credential's source is missing.
-    """
-    auth = auth_for_target(target, api_key_env=api_key_env, env=env, fetch_id_token=fetch_id_token)
-    return make_client(target.base_url, auth, transport=transport, timeout=http_timeout(timeouts))
-
-
-@dataclass(frozen=True)
-class Reach:
-    """How a command reaches its target besides its options: the transport, the environment an API key is
-    read from and the ID-token source. Tests pass fakes; None: the real ones."""
-
-    transport: httpx.AsyncBaseTransport | None = None
-    env: Mapping[str, str] | None = None
-    fetch_id_token: IdTokenFetcher | None = None
-
-
-def endpoint_client(target: Target, options: EndpointOptions, reach: Reach | None = None) -> httpx.AsyncClient:
-    """``client_for`` with a command's options (its timeouts and API-key variable) and ``reach``."""
-    how = reach or Reach()
-    return client_for(
-        target,
-        api_key_env=options.api_key_env,
-        timeouts=options.timeouts,
-        transport=how.transport,
-        env=how.env,
-        fetch_id_token=how.fetch_id_token,
-    )
-
-
-def http_timeout(timeouts: TimeoutOptions) -> httpx.Timeout:
-    """httpx's timeouts for ``timeouts`` (the whole-request deadline is enforced per request, not here)."""
-    return default_timeout(connect_s=timeouts.connect_s, read_s=timeouts.read_s)

@@ -13,14 +13,16 @@ from __future__ import annotations
 import datetime
 import enum
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from serving.accelerators import Accelerator
+from serving.model_profiles.architecture import architecture_from_config
 from serving.model_profiles.files import ProfileFile, Weights
+from serving.planner import Architecture
 from serving.shapes import accelerator_facts
 
 __all__ = [
@@ -229,6 +231,12 @@ class CatalogModel(_Data):
             weights=variant.weights,
             estimates=variant.estimates,
         )
+
+    @cached_property
+    def architecture(self) -> Architecture:
+        """The planner's reading of ``config``, parsed once (the model is frozen): the load model asks for it
+        for every candidate an advise run weighs."""
+        return architecture_from_config(self.config)
 
     @property
     def text_config(self) -> dict[str, Any]:

@@ -59,8 +59,10 @@ def builtin_profile_names() -> tuple[str, ...]:
     return tuple(sorted(builtin_profile_files()))
 
 
+@cache
 def builtin_profile(name: str) -> ModelProfile:
-    """A built-in profile by its name; the error lists the names there are."""
+    """A built-in profile by its name; the error lists the names there are. Built once per name (the profile is
+    frozen and its file read-only): stack loading asks for the same few thousands of times in a sweep."""
     files = builtin_profile_files()
     if name not in files:
         raise KeyError(f"no built-in model profile {name!r}; known: {', '.join(sorted(files))}")

@@ -22,6 +22,7 @@ def args(**changes: object) -> BenchJobArgs:
         "service_url": "https://svc-abc-uk.a.run.app",
         "served_model_name": "gemma-4-12b-it",
         "account_id": "l4-bench",
+        "display_name": "gemma-serving l4 benchmark load generator",
         "image": "us-east4-docker.pkg.dev/p/gemma/verify-bench:v1",
         "tasks": 8,
         "cpu_per_task": 4,
@@ -56,7 +57,7 @@ def test_the_account_keeps_its_place_from_before_serving_identity(capture: Captu
     assert inputs_of(capture, "gcp:serviceaccount/account:Account", "-sa") == {
         "accountId": "l4-bench",
         "description": "Invokes one vLLM service and writes benchmark samples to its results bucket; nothing else.",
-        "displayName": "gemma-serving benchmark load generator",
+        "displayName": "gemma-serving l4 benchmark load generator",
     }
 
 
@@ -104,6 +105,12 @@ def test_args_refuse_a_bad_account_id() -> None:
     """Guards against a name Google rejects only at deploy time."""
     with pytest.raises(ValueError, match=r"BenchJobArgs\.account_id 'Bad_Id': 6-30 lowercase"):
         args(account_id="Bad_Id")
+
+
+def test_args_refuse_an_account_the_console_shows_unnamed() -> None:
+    """Guards against a load generator's account the console lists without saying which stack it serves."""
+    with pytest.raises(ValueError, match=r"BenchJobArgs\.display_name is required"):
+        args(display_name="")
 
 
 def test_args_refuse_a_job_shape_cloud_run_would() -> None:

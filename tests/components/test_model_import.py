@@ -38,6 +38,7 @@ def import_args(**changes: Any) -> ModelImportArgs:
         "image": "us-east4-docker.pkg.dev/test-project/gemma-l4-dockerhub/vllm/vllm-openai:v0.32.0",
         "account_id": "gemma-l4-imp-target",
         "job": JOB_SPEC,
+        "display_name": "gemma-serving l4 weight import: target",
     }
     values.update(changes)
     return ModelImportArgs(**values)
@@ -155,9 +156,11 @@ def test_run_on_up_can_be_left_to_hand(register: Callable[[Callable[[], object]]
         ({"prefix": "../other-model"}, "a relative path inside the bucket"),
         ({"source_uri": "https://example.com/model"}, "hf://owner/name or gs://bucket/path"),
         ({"account_id": "Bad_Account"}, "account_id 'Bad_Account'"),
+        ({"display_name": ""}, r"ModelImportArgs\.display_name is required"),
     ],
 )
 def test_args_refuse(changes: dict[str, str], message: str) -> None:
-    """A branch revision, a prefix leaving its path, an unknown source or a bad account id fails at construction."""
+    """A branch revision, a prefix leaving its path, an unknown source, a bad account id or an account the console
+    would show unnamed fails at construction."""
     with pytest.raises(ValueError, match=message):
         import_args(**changes)

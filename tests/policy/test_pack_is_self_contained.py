@@ -11,14 +11,17 @@ from __future__ import annotations
 import ast
 
 from tests.conftest import ROOT
+from tests.syntax_trees import READS_SYNTAX_TREES, nodes
 from tests.test_imports import PACKAGES
+
+pytestmark = READS_SYNTAX_TREES
 
 
 def test_no_policy_module_imports_another_package_of_the_project() -> None:
     others = set(PACKAGES) - {"policy"}
     found = []
     for path in sorted((ROOT / "policy").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             names = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]

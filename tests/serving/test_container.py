@@ -72,8 +72,11 @@ def _default(args: type, name: str) -> object:
 
 def _literal_lines(path: Path) -> list[int]:
     """Lines where the port or the folder is a value: a number token 8000, or a string that is the folder."""
+    source = path.read_text(encoding="utf-8")
+    if str(VLLM_PORT) not in source and MODEL_ROOT not in source:
+        return []  # neither can be a token of it (tokenizing every module cost about a second of CPU)
     lines = []
-    for token in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.NUMBER and token.string == str(VLLM_PORT):
             lines.append(token.start[0])
         if token.type == tokenize.STRING and token.string.strip("\"'") == MODEL_ROOT:

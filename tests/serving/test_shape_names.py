@@ -14,6 +14,9 @@ import re
 from pathlib import Path
 
 from tests.string_constants import string_constants
+from tests.syntax_trees import READS_SYNTAX_TREES
+
+pytestmark = READS_SYNTAX_TREES
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = (

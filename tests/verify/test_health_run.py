@@ -8,8 +8,8 @@ import pytest
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from tests.fault_server import serving
 from verify import UsageError
-from verify.client import Reach
 from verify.health import CheckName, CheckStatus, HealthOptions, Waiting, run_health
+from verify.reach import Reach
 from verify.target import AuthKind, Target, TimeoutOptions
 
 

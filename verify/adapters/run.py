@@ -18,9 +18,9 @@ import pydantic
 
 from remote.text import escape_controls
 from verify import UsageError
-from verify.client import Reach, endpoint_client
 from verify.discovery import AnswerError, served_models
 from verify.prom import MetricsParseError, samples_by_name
+from verify.reach import Reach, endpoint_client
 from verify.stack_settings import load_settings
 from verify.streaming import StreamRequest, measure_stream
 from verify.target import EndpointOptions, Target

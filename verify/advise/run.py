@@ -10,6 +10,7 @@ ranked by what they cost a month; every number says whether it is measured or es
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -17,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from preview.stack_file import project_root
-from serving.catalog import CatalogModel, SupportStatus, catalog
+from serving.catalog import CatalogModel, SupportStatus, catalog, catalog_model
 from serving.latency import AtLoad, Replica, Requests, at_rate, prefill_seconds, with_users
 from serving.pricing import HourlyPrice
 from serving.speed_facts import fitted_efficiency
 from serving.speed_records import SpeedRecord, load_speed_records, matching
 from stacks.estimate import basis_of, replica_of
-from stacks.fit import Fit, Workload, fit
+from stacks.fit import Fit, Shape, Workload, fit
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
 from verify.advise.report import UNCONFIRMED_MARK, AdviseReport, Basis, Exclusion, Row
@@ -85,6 +86,14 @@ class _Excluded:
         )
 
 
+@functools.lru_cache(maxsize=4096)
+def _catalog_fit(model_id: str, variant: str, shape: Shape, workload: Workload) -> Fit:
+    """``fit`` of a catalog model, cached: its answer depends only on these frozen inputs and the package's
+    read-only data (catalog, shapes, prices), and loading its stack is most of an advise run's time, asked again
+    by every run in a long-lived caller (the MCP server) and by each constraint a user tries."""
+    return fit(catalog_model(model_id), variant, shape, workload)
+
+
 def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
     """Every model x variant x offer the constraints allow that fits, with its replica model."""
     found_offers, ruled_out = offers(
@@ -97,7 +106,6 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
     workload = Workload(
         context_tokens=longest_prompt, output_tokens=longest_output, kv_cache_dtype=options.kv_cache_dtype
     )
-    fits: dict[tuple[str, str, str], Fit] = {}
     found: list[Candidate] = []
     for model in catalog().values():
         if options.models and model.id not in options.models:
@@ -106,10 +114,7 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
             if options.variants and variant not in options.variants:
                 continue
             for offer in found_offers:
-                key = (model.id, variant, offer.name)
-                if key not in fits:
-                    fits[key] = fit(model, variant, offer.shape, workload)
-                answer = fits[key]
+                answer = _catalog_fit(model.id, variant, offer.shape, workload)
                 if not answer.fits or not answer.sequences:
                     excluded.add(_refusal_kind(answer.why_not or ""), f"{model.id} {variant} on {offer.name}")
                     continue

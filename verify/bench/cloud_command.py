@@ -36,8 +36,9 @@ from verify.bench.share_lines import CollectError, read_shares
 from verify.bench.sweep import Endpoint, plan_for
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
-from verify.client import http_timeout, make_client
+from verify.client import make_client
 from verify.pulumi_gateway import AutomationGateway, StackOutputsReader, missing_cli_message, pulumi_project_dir
+from verify.reach import http_timeout
 from verify.target import TimeoutOptions
 
 EXIT_OK = 0

@@ -46,7 +46,7 @@ from verify.bench.sweep import (
 )
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, worker_pool
-from verify.client import client_for
+from verify.reach import client_for
 from verify.responses import body_excerpt
 from verify.target import Target
 

@@ -56,8 +56,8 @@ from verify.bench.scenarios import (
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
-from verify.client import http_timeout
 from verify.numbers import readable
+from verify.reach import http_timeout
 from verify.streaming import (
     Api,
     Clock,

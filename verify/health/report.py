@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import pydantic
 
+from verify.client import DEFAULT_READ_TIMEOUT_S
 from verify.health.quality import QualityOptions, QualityResult
 from verify.streaming import default_deadline_s
-from verify.target import DEFAULT_READ_TIMEOUT_S, EndpointOptions
+from verify.target import EndpointOptions
 
 Fact = str | int | float | bool | None
 

@@ -11,8 +11,8 @@ import asyncio
 
 import pydantic
 
-from verify.client import Reach, endpoint_client
 from verify.metrics.reading import MetricsReport, Sleep, read_metrics
+from verify.reach import Reach, endpoint_client
 from verify.target import EndpointOptions, Target
 
 # A window longer than this is a monitoring job, not a command someone waits for.

@@ -15,9 +15,9 @@ import httpx
 import pydantic
 
 from verify import UsageError, streaming
-from verify.client import Reach, endpoint_client
 from verify.discovery import AnswerError, find_card, served_models
 from verify.health.diagnosis import stream_cause
+from verify.reach import Reach, endpoint_client
 from verify.streaming import FailureKind, StreamRequest, StreamResult, TextCallback
 from verify.target import EndpointOptions, Target
 

@@ -18,15 +18,11 @@ import pydantic
 
 from serving.outputs import DeployedOutputs
 from verify import UsageError
+from verify.client import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S
 from verify.pulumi_gateway import AutomationGateway, StackOutputsReader
 from verify.streaming import default_deadline_s
 from verify.url_guard import Resolve, UnsafeUrlError, check_url, resolve_host
 
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
-# The longest silence tolerated inside one request (between two stream chunks, or before a
-# non-streamed answer). A cold Cloud Run instance can take minutes, but readiness polling absorbs
-# that; once /health answers, two minutes of silence means something is wrong.
-DEFAULT_READ_TIMEOUT_S = 120.0
 # The environment variable vLLM itself reads its --api-key from; the natural place to keep it.
 DEFAULT_API_KEY_ENV = "VLLM_API_KEY"
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 import argparse
 
 from verify.argtypes import env_var_name, positive_number
+from verify.client import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S
 from verify.streaming import SLOWEST_HEALTHY_TOKEN_S
 from verify.target import (
     DEFAULT_API_KEY_ENV,
-    DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_READ_TIMEOUT_S,
     AuthKind,
     TargetOptions,
     TimeoutOptions,

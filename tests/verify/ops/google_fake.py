@@ -12,15 +12,17 @@ recorded, so tests can assert the commands only read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
+
+from tests.verify.threaded_server import serving_in_thread
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOKEN = "fake-access-token"
@@ -58,6 +60,7 @@ class FakeGoogle:
     routes: list[tuple[str, re.Pattern[str], Handler]] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
+    _running: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     def route(self, method: str, pattern: str, answer: Handler | Body | str, status: int = 200) -> None:
         if callable(answer):
@@ -117,13 +120,11 @@ class FakeGoogle:
             do_DELETE = _answer  # noqa: N815 - http.server dispatches on these exact method names
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), RequestHandler)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        self._running.enter_context(serving_in_thread(self._server))
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
+        self._running.close()
 
 
 def _not_found(path: str) -> Body:

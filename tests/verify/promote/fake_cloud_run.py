@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.verify.threaded_server import serving_in_thread
 from verify.traffic import ShiftFailedError, TrafficChange
 
 DATA = Path(__file__).parent / "data"
@@ -97,16 +97,9 @@ def running_api(fake: FakeCloudRun) -> Iterator[FakeCloudRun]:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    # shutdown() waits for the serving loop's next poll: the default 0.5 s would add that to every test.
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving_in_thread(server):
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
 
 
 @dataclass
