@@ -8,6 +8,7 @@ refuse the plan at `pulumi up` (the messages say why, each policy violation with
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -111,4 +112,7 @@ def _report_policy(policy: PolicyReport, stack: str) -> int:
 
 
 if __name__ == "__main__":
+    # One short run whose objects (modules, classes, the captured plan) live until it exits: the cyclic
+    # collector's ~220 passes reclaim ~9,000 objects (~1.5 MB) for ~2 % of the plan's CPU. Not worth it.
+    gc.disable()
     sys.exit(run_until_reader_leaves(main))

@@ -31,13 +31,14 @@ from tests.conftest import ROOT, _ensure_event_loop
 SHARES_SHIPPED_PLANS = pytest.mark.xdist_group("shipped-plans")
 
 
-def run_preview(*args: str, root: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`python -m preview <args>` run by its `main` in this process, from the repository as `make` runs it."""
+def run_preview(*args: str, root: Path | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """`python -m preview <args>` run by its `main` in this process, started in `cwd` (by default from the
+    repository, as `make` runs it)."""
     argv = [*args, *(["--root", str(root)] if root is not None else [])]
     stdout, stderr = io.StringIO(), io.StringIO()
     # Pulumi's mocks need an event loop; an async test before may have closed this thread's.
     _ensure_event_loop()
-    with contextlib.chdir(ROOT), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         try:
             code = main(argv)
         except SystemExit as exit_:  # argparse's usage errors

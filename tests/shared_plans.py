@@ -31,24 +31,28 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class SharedPlans:
-    """Captures by key, in files under `folder` once a session sets it (before that, each call renders)."""
+    """Pickled captures by key, in files under `folder` once a session sets it (before that, each call renders)."""
 
     def __init__(self) -> None:
         self.folder: Path | None = None
 
-    def get(self, key: str, render: Callable[[], Capture]) -> Capture:
-        """The capture stored under `key`, rendered by whichever process asks first while the others wait."""
+    def get(self, key: str, render: Callable[[], Capture]) -> bytes:
+        """The pickled capture stored under `key`, rendered by whichever process asks first while the others
+        wait for it."""
         if self.folder is None:
-            return render()
+            return _pickled(render())
         name = hashlib.sha256(key.encode()).hexdigest()
         stored = self.folder / f"{name}.pickle"
         with (self.folder / f"{name}.lock").open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             if stored.exists():
-                capture: Capture = pickle.loads(stored.read_bytes())  # noqa: S301 - this run's own files
-                return capture
-            capture = render()
+                return stored.read_bytes()
+            pickled = _pickled(render())
             partial = stored.with_suffix(".partial")
-            partial.write_bytes(pickle.dumps(capture, protocol=pickle.HIGHEST_PROTOCOL))
+            partial.write_bytes(pickled)
             partial.replace(stored)
-            return capture
+            return pickled
+
+
+def _pickled(capture: Capture) -> bytes:
+    return pickle.dumps(capture, protocol=pickle.HIGHEST_PROTOCOL)

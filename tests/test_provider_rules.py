@@ -22,9 +22,10 @@ from tests.conftest import ROOT, render_stack
 from tests.provider_rules import args_class_by_name, class_rules, docstring_cpu_values, plan_findings
 from tests.test_settings import config_with, problems_of
 
-# Rendered in-process once per worker (tests/conftest.py caches each stack file's capture); one group so the
-# plans are rendered once per session, beside the policy pack's run over the same plans.
-RENDERED_STACKS = pytest.mark.xdist_group("rendered-stacks")
+# One xdist group for the whole module: the oracle reads its rules from pulumi_gcp's generated Args classes,
+# and importing their packages (compute alone is some 300 modules) costs about 2 s of CPU in each worker
+# that does it; the plans themselves are rendered once per run whichever worker asks (tests/conftest.py).
+pytestmark = pytest.mark.xdist_group("pulumi-gcp-args-classes")
 STACKS = available_stacks(ROOT)
 SERVICE = "gcp:cloudrunv2/service:Service"
 L4 = CLOUD_RUN_GPUS[Accelerator.NVIDIA_L4]
@@ -44,7 +45,6 @@ def _containers(document: dict[str, Any]) -> list[dict[str, Any]]:
     return containers
 
 
-@RENDERED_STACKS
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_stack_plan_passes_the_provider_rules(stack: str) -> None:
     """The plan of every stack file, shipped and example, breaks none of the provider's documented rules."""
@@ -64,7 +64,6 @@ def test_the_oracle_reads_its_rules_from_the_installed_provider() -> None:
     assert docstring_cpu_values() == frozenset(CONTAINER_CPU_VALUES)
 
 
-@RENDERED_STACKS
 @pytest.mark.parametrize(
     ("stack", "change", "expected"),
     [

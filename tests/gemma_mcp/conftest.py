@@ -23,14 +23,10 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from unittest import mock
 
 import pytest
 from mcp import Client
-from mcp.server.mcpserver.resources import templates as mcp_templates
-from mcp.server.mcpserver.tools import base as mcp_tools
-from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from mcp_types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
 
 from gemma_mcp.context import ServerContext
@@ -38,6 +34,7 @@ from gemma_mcp.redact import Redactor
 from gemma_mcp.runner import Completed, ModuleRunner, SubprocessRunner
 from gemma_mcp.server import build_server
 from tests.fake_pulumi import reading
+from tests.gemma_mcp import sdk_once
 from tests.preview_cli import shipped_plan
 from verify.pulumi_gateway import ChangeSummary, StackReading
 
@@ -49,45 +46,10 @@ def pulumi_capture() -> None:
     return None
 
 
-# Each tool function's metadata, keyed on what it is derived from (see `_metadata_once_per_signature`).
-_METADATA: dict[tuple[object, ...], FuncMetadata] = {}
-
-
-def _metadata_once_per_signature(
-    fn: Callable[..., Any], skip_names: Sequence[str] = (), structured_output: bool | None = None
-) -> FuncMetadata:
-    """The SDK's `func_metadata`, derived once per tool function rather than once per server built.
-
-    A tool's argument and result models are a function of its signature alone: its code (which holds the
-    annotations, evaluated in the module's globals) and its defaults; the context each `register` closes over
-    does not enter them. Deriving them (pydantic models and their JSON schemas) cost about 0.1 s of CPU per
-    server, and the suite builds some ninety servers. A callable without code of its own, or with defaults
-    that cannot be a key, is derived as the SDK derives it.
-    """
-    code = getattr(fn, "__code__", None)
-    key = (
-        code,
-        getattr(fn, "__defaults__", None),
-        tuple(sorted((getattr(fn, "__kwdefaults__", None) or {}).items())),
-        tuple(skip_names),
-        structured_output,
-    )
-    try:
-        cached = _METADATA.get(key) if code is not None else None
-    except TypeError:  # an unhashable default
-        return func_metadata(fn, skip_names=skip_names, structured_output=structured_output)
-    if cached is None:
-        cached = func_metadata(fn, skip_names=skip_names, structured_output=structured_output)
-        if code is not None:
-            _METADATA[key] = cached
-    return cached
-
-
 @pytest.fixture(autouse=True, scope="session")
-def _tool_metadata_once() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(mcp_tools, "func_metadata", _metadata_once_per_signature)
-        patch.setattr(mcp_templates, "func_metadata", _metadata_once_per_signature)
+def _sdk_derivations_once() -> Iterator[None]:
+    """Tool models, tool schemas and output-schema validators derived once per process (tests/gemma_mcp/sdk_once.py)."""
+    with sdk_once.installed():
         yield
 
 

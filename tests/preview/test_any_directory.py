@@ -1,5 +1,10 @@
 """The preview started from anywhere: it resolves the project by --root or GEMMA_SERVING_ROOT, never by
-the folder it happens to be started in."""
+the folder it happens to be started in.
+
+One test starts a real interpreter from another folder: whether the program's packages import there is a
+property of the process (its `sys.path`). The others check how the command reads --root, the working
+folder and the environment, which its `main` does in this process as in a child (tests/preview_cli.py).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
+from tests.preview_cli import run_preview
 
 
 def _preview(*args: str, cwd: Path, environment: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -34,14 +42,15 @@ def test_the_preview_runs_from_outside_the_checkout_with_root(tmp_path: Path) ->
 
 def test_a_relative_root_from_docs_works() -> None:
     """The issue's report: `python -m preview --root .. --stack l4` run from docs/."""
-    result = _preview("--root", "..", "--stack", "tpu-v6e", "--format", "json", cwd=ROOT / "docs")
+    result = run_preview("--root", "..", "--stack", "tpu-v6e", "--format", "json", cwd=ROOT / "docs")
     assert result.returncode == 0, result.stderr
     assert result.stdout.lstrip().startswith("{")
 
 
-def test_a_folder_without_pulumi_yaml_is_one_usage_line(tmp_path: Path) -> None:
+def test_a_folder_without_pulumi_yaml_is_one_usage_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A wrong --root gets one line saying what to pass, not a traceback."""
-    result = _preview("--root", str(tmp_path), "--stack", "l4", cwd=tmp_path)
+    monkeypatch.delenv("GEMMA_SERVING_ROOT", raising=False)
+    result = run_preview("--root", str(tmp_path), "--stack", "l4", cwd=tmp_path)
     assert result.returncode == 2
     expected = (
         f"error: no Pulumi.yaml in {tmp_path.resolve()} (--root): pass --root <the gemma-serving project folder> "
@@ -50,8 +59,9 @@ def test_a_folder_without_pulumi_yaml_is_one_usage_line(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [expected]
 
 
-def test_the_environment_names_the_project(tmp_path: Path) -> None:
+def test_the_environment_names_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """GEMMA_SERVING_ROOT is the project for every command started without --root (an MCP client's env)."""
-    result = _preview("--stack", "l4", cwd=tmp_path, environment={"GEMMA_SERVING_ROOT": str(tmp_path)})
+    monkeypatch.setenv("GEMMA_SERVING_ROOT", str(tmp_path))
+    result = run_preview("--stack", "l4", cwd=tmp_path)
     assert result.returncode == 2
     assert "(GEMMA_SERVING_ROOT)" in result.stderr
