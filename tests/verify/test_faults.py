@@ -359,6 +359,15 @@ def _csv_cells(path: Path) -> list[tuple[str, str, str]]:
         return [(row["context_size"], row["concurrency"], row["success_rate"]) for row in csv.DictReader(handle)]
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sweep's results from a server that never dies (read-only: what a cut and resumed sweep must match)."""
+    output = tmp_path_factory.mktemp("reference") / "r.jsonl"
+    with serving(FaultyVllm(Faults())) as healthy:
+        assert main(["bench", "--url", healthy.url, "--model", "tiny-gemma", "--output", str(output), *SWEEP]) == 0
+    return output
+
+
 @pytest.mark.parametrize(
     ("die_after", "kept", "cause"),
     [
@@ -368,19 +377,14 @@ def _csv_cells(path: Path) -> list[tuple[str, str, str]]:
         (9, 2, "context 32 x concurrency 1 was not measured: prompts could not be calibrated: connect_error"),
     ],
 )
-def test_a_sweep_cut_by_the_server_dying_resumes_to_the_same_reports(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, die_after: int, kept: int, cause: str
+def test_a_sweep_cut_by_the_server_dying_resumes_to_the_same_reports(  # noqa: PLR0917 - fixtures and the case's columns
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, reference: Path, die_after: int, kept: int, cause: str
 ) -> None:
     """Guards against a dead server's cells being written as measured (0 of N, never re-measured by
     --resume), a traceback instead of the cause, and lost reports for the cells that were measured."""
-    reference = tmp_path / "reference" / "r.jsonl"
     output = tmp_path / "cut" / "r.jsonl"
     thread = ServerThread()
     try:
-        healthy = thread.start(FaultyVllm(Faults()))
-        assert bench(capsys, healthy.url, reference, *SWEEP).code == 0
-        thread.stop(healthy)
-
         dying = thread.start(FaultyVllm(Faults(die_after_generations=die_after)))
         cut = bench(capsys, dying.url, output, *SWEEP)
         assert cut.code == 2
