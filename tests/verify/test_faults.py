@@ -21,6 +21,7 @@ from tests.fault_server import Faults, FaultyVllm, ServerThread, serving
 from verify import streaming
 from verify.bench.results import CellRecord, load_results
 from verify.cli import main
+from verify.health import readiness
 
 SWEEP = ["--concurrency", "1,2", "--context", "16,32", "--max-tokens", "3", "--requests", "3", "--no-progress"]
 ONE_CELL = ["--concurrency", "1", "--context", "16", "--max-tokens", "3", "--requests", "2", "--warmup", "0"]
@@ -147,20 +148,24 @@ def test_health_html_on_health_is_still_ready(capsys: pytest.CaptureFixture[str]
     assert checks["readiness"]["status"] == "pass"
 
 
-def test_health_wait_bounds_a_server_that_accepts_and_never_answers(capsys: pytest.CaptureFixture[str]) -> None:
-    """Guards against one 30 s readiness poll outliving --wait 1 (the kernel accepts, nobody answers)."""
+def test_health_wait_bounds_a_server_that_accepts_and_never_answers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards against one 30 s readiness poll outliving --wait (the kernel accepts, nobody answers)."""
+    # A poll's floor (1 s in use, so that --wait 0 still looks once) scaled down with --wait: the bound is the same.
+    monkeypatch.setattr(readiness, "MIN_POLL_S", 0.2)
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         started = time.perf_counter()
-        result = run(capsys, "health", "--url", url, "--wait", "1", "--json")
+        result = run(capsys, "health", "--url", url, "--wait", "0.2", "--json")
         took = time.perf_counter() - started
     assert result.code == 2
-    readiness = json.loads(result.out)["checks"][0]
-    assert readiness["status"] == "unreachable"
-    assert readiness["summary"].startswith("not ready after 1 s: no answer in time")
-    assert took < 6
+    ready = json.loads(result.out)["checks"][0]
+    assert ready["status"] == "unreachable"
+    assert ready["summary"].startswith("not ready after 0 s: no answer in time")
+    assert took < 5
 
 
 @pytest.mark.parametrize(
