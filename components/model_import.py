@@ -32,11 +32,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_command as command
 
 from components.managed_secret import ACCESSOR_ROLE, ManagedSecret
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.wire import gcp, wire
+from components.wire.command import LocalCommand
 from job_scripts import script_source
 from serving.gcp_names import COMMIT_ID, RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
 from serving.naming import IMPORT_JOB_CONTAINER, IMPORT_RUN_SUFFIX, TypeToken
@@ -251,7 +251,7 @@ class ModelImport(pulumi.ComponentResource):
         )
         self.ready = job
         if job_spec.run_on_up:
-            self.ready = command.local.Command(
+            self.ready = LocalCommand(
                 f"{name}{IMPORT_RUN_SUFFIX}",
                 create=self.run_command,
                 # Run again when what the prefix must hold changes; the job itself skips a complete copy.

@@ -8,7 +8,7 @@ way vLLM's parser would: `--flag value`, `--flag=value`, and underscores spelled
 from __future__ import annotations
 
 import functools
-import shlex
+import re
 from collections.abc import Iterable
 
 
@@ -24,14 +24,48 @@ def tokens(parts: Iterable[str]) -> list[str]:
     return result
 
 
+# One piece of a POSIX shell word, as `shlex.split` reads it: whitespace between words, a single-quoted
+# run, a double-quoted run (backslash escapes only `"` and `\\` there), a backslash-escaped character, or
+# a run of plain characters. Whitespace is shlex's (space, tab, CR, LF), not `\s`.
+_PIECE = re.compile(
+    r"(?P<space>[ \t\r\n]+)"
+    r"|'(?P<single>[^']*)'"
+    r'|"(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"'
+    r"|\\(?P<escaped>.)"
+    r"""|(?P<plain>[^ \t\r\n'"\\]+)""",
+    re.DOTALL,
+)
+_DOUBLE_QUOTED_ESCAPE = re.compile(r'\\(["\\])')
+
+
 @functools.lru_cache(maxsize=32)
 def _shell_words(line: str) -> tuple[str, ...]:
-    """A shell line's words. Cached: a plan's weight-import jobs each carry the same ~28 kB script, and
-    `shlex` reads it a character at a time (about 40 ms a copy, most of a plan's policy check)."""
-    try:
-        return tuple(shlex.split(line))
-    except ValueError:
+    """A shell line's words, as `shlex.split(line)` returns them (`line.split()` when shlex would refuse it:
+    an unclosed quote or a trailing backslash). Read by one regular expression, not with `shlex`, which
+    reads a character at a time: a plan's weight-import jobs each carry a ~28 kB script, and shlex took
+    about 40 ms a plan to read them (tests/policy/test_vllm_args.py holds the two to the same words)."""
+    words: list[str] = []
+    word: list[str] = []
+    in_word = False
+    position = 0
+    for piece in _PIECE.finditer(line):
+        if piece.start() != position:
+            break  # an unclosed quote or a lone trailing backslash: no piece matches there
+        position = piece.end()
+        kind = piece.lastgroup
+        if kind == "space":
+            if in_word:
+                words.append("".join(word))
+                word, in_word = [], False
+            continue
+        in_word = True
+        text = piece.group(kind or "plain")
+        word.append(_DOUBLE_QUOTED_ESCAPE.sub(r"\1", text) if kind == "double" else text)
+    if position != len(line):
         return tuple(line.split())
+    if in_word:
+        words.append("".join(word))
+    return tuple(words)
 
 
 def _normalise(flag: str) -> str:

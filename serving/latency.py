@@ -20,7 +20,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from serving.catalog import CatalogModel
+from serving.catalog import CatalogModel, catalog
 from serving.planner import KvLayout, LayerKind, layer_kv_bytes_per_token
 
 # The percentile the SLO speaks of; the tail formulas below use it.
@@ -151,8 +151,28 @@ def model_cost(
 ) -> ModelCost:
     """A catalog variant's arithmetic. Towers (vision/audio) are read only for images and audio, never per
     decode step; per-layer embeddings are lookups. ``text_only`` changes nothing here (towers are not read
-    either way) and is accepted so callers can pass the stack's setting."""
+    either way) and is accepted so callers can pass the stack's setting.
+
+    A model of the package's own catalog (frozen, read once) gets its cost built once per variant, KV dtype,
+    tensor-parallel size and layout: advise asks it for every offer a variant fits on."""
     del text_only
+    if catalog().get(model.id) is model:
+        return _catalog_model_cost(model.id, variant, kv_cache_dtype, tensor_parallel, layout)
+    return _model_cost(model, variant, kv_cache_dtype=kv_cache_dtype, tensor_parallel=tensor_parallel, layout=layout)
+
+
+@functools.lru_cache(maxsize=1024)
+def _catalog_model_cost(
+    model_id: str, variant: str, kv_cache_dtype: str, tensor_parallel: int, layout: KvLayout
+) -> ModelCost:
+    return _model_cost(
+        catalog()[model_id], variant, kv_cache_dtype=kv_cache_dtype, tensor_parallel=tensor_parallel, layout=layout
+    )
+
+
+def _model_cost(
+    model: CatalogModel, variant: str, *, kv_cache_dtype: str, tensor_parallel: int, layout: KvLayout
+) -> ModelCost:
     parts = model.variant(variant).weights.parts
     weights = model.variant(variant).weights
     experts = sum(part.bytes for part in parts if "experts" in part.what)

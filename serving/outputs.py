@@ -22,8 +22,12 @@ from serving.pricing import CloudRunShape, GkeShape, TpuShape
 class _SharedOutputs(BaseModel):
     """Outputs every stack exports, whatever its platform."""
 
-    # Readers ignore outputs they do not know, so a newer program never breaks an older reader.
-    model_config = ConfigDict(frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True)
+    # Readers ignore outputs they do not know, so a newer program never breaks an older reader. Built on first
+    # validation (defer_build): the program reads only the fields' names, and each plan would pay ~10 ms
+    # building validators only `verify` uses.
+    model_config = ConfigDict(
+        frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True, defer_build=True
+    )
 
     endpoint: str = Field(description="base URL of the OpenAI-compatible server, no trailing slash")
     served_model_name: str = Field(description='the name clients put in `"model"`')
@@ -243,7 +247,8 @@ PLATFORM_OUTPUTS: tuple[type[CloudRunOutputs] | type[TpuOutputs] | type[GkeOutpu
 )
 # mypy reports TypeAdapter(<Annotated union>) as arg-type or not depending on its cache (a fresh run and an
 # incremental one disagreed on the same files), so the ignore names both outcomes.
-_READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs)  # type: ignore[arg-type, unused-ignore]
+# Deferred like the models: only readers validate outputs.
+_READER: TypeAdapter[StackOutputs] = TypeAdapter(StackOutputs, config=ConfigDict(defer_build=True))  # type: ignore[arg-type, unused-ignore]
 
 
 def parse_stack_outputs(raw: object) -> CloudRunOutputs | TpuOutputs | GkeOutputs:
@@ -271,7 +276,7 @@ class DeployedOutputs(BaseModel):
     Each field is one a platform model declares, with the same name (tests/test_stack_outputs.py).
     """
 
-    model_config = ConfigDict(frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True)
+    model_config = _SharedOutputs.model_config
 
     # Every platform's outputs, in the platform models' order; what readers rely on is noted.
     endpoint: str | None = None  # verify.target needs these three; every version exported them

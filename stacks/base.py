@@ -13,7 +13,10 @@ from pydantic.alias_generators import to_camel
 class SettingsModel(BaseModel):
     """Frozen, typo-proof, camelCase-in-YAML settings."""
 
+    # Validators are built on first use (defer_build): a stack validates its own platform's model only
+    # (stacks.settings.stack_variant), so a plan never builds the blocks of the platforms it is not.
     model_config = ConfigDict(
+        defer_build=True,
         frozen=True,
         extra="forbid",
         alias_generator=to_camel,

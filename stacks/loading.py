@@ -17,21 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from serving.accelerators import Accelerator
 from stacks.capacity import StackCapacity, assess_stack, capacity_problems
 from stacks.config_keys import config_key_problems
 from stacks.credentials import credential_problems
 from stacks.secrets import SECRET_KEYS
-from stacks.settings import CloudRunStack, GkeStack, StackSettings, TpuStack
+from stacks.settings import StackSettings, stack_variant
 from stacks.typos import fold_typos
 
 PROJECT = "gemma-serving"
-# The settings model of each platform, picked by the stack's `accelerator`.
-_STACK_SETTINGS: TypeAdapter[StackSettings] = TypeAdapter(StackSettings)  # type: ignore[arg-type, unused-ignore]  # see serving/outputs.py
-# The union's tag of each variant (stacks.settings._platform_tag), which pydantic puts first in an error's path.
-_VARIANTS: dict[str, type[BaseModel]] = {variant.PLATFORM: variant for variant in (CloudRunStack, TpuStack, GkeStack)}
 # Provider config the program reads besides its own namespace.
 GCP_PROJECT_KEY = "gcp:project"
 
@@ -104,10 +100,14 @@ def load_stack(config: Mapping[str, str], *, project: str = PROJECT, root: Path 
     leaks = credential_problems(raw, prefix)
     if leaks:
         raise StackConfigError(leaks)
+    # The stack's platform model alone: a missing or unknown accelerator is named before any other key.
+    variant = stack_variant(raw)
+    if variant is None:
+        raise StackConfigError([f"{prefix}accelerator: {_accelerator_problem(raw.get('accelerator'))}"])
     try:
-        settings = _STACK_SETTINGS.validate_python(raw)
+        settings: StackSettings = variant.model_validate(raw)
     except ValidationError as error:
-        raise StackConfigError(format_errors(error, project)) from None
+        raise StackConfigError(format_errors(error, project, variant)) from None
     # Will it fit? A stack whose weights or one full-length sequence cannot fit fails here, with numbers.
     try:
         model_key = "model.variant" if settings.model.id else "model.path"
@@ -120,26 +120,26 @@ def load_stack(config: Mapping[str, str], *, project: str = PROJECT, root: Path 
     return LoadedStack(settings=settings, capacity=capacity)
 
 
-def format_errors(error: ValidationError, project: str = PROJECT) -> list[str]:
-    """One line per problem: `<project>:<key.path>: what is wrong and what is allowed`."""
+def _accelerator_problem(value: object) -> str:
+    """What is wrong with an `accelerator` that picks no platform, and the values that do."""
+    if value is None:
+        return "required but not set"
+    names = [repr(accelerator.value) for accelerator in Accelerator]
+    return f"Input should be {', '.join(names[:-1])} or {names[-1]}"
+
+
+def format_errors(error: ValidationError, project: str, variant: type[BaseModel]) -> list[str]:
+    """One line per problem: `<project>:<key.path>: what is wrong and what is allowed` (`variant`: the
+    stack's settings model, whose keys an unknown key is matched against)."""
     lines: list[str] = []
     items, meant = fold_typos(error.errors(include_url=False))
     for item in items:
         loc = [str(part) for part in item["loc"]]
-        # The union names the variant first (its accelerator value); stack files do not, so neither do we.
-        variant = _VARIANTS.get(loc[0]) if loc else None
-        if variant is not None:
-            loc = loc[1:]
         message = str(item["msg"]).removeprefix("Value error, ")
-        if item["type"] in {"union_tag_invalid", "union_tag_not_found"}:
-            names = [repr(accelerator.value) for accelerator in Accelerator]
-            allowed = f"{', '.join(names[:-1])} or {names[-1]}"
-            message = "required but not set" if item["type"] == "union_tag_not_found" else f"Input should be {allowed}"
-            loc = ["accelerator"]
-        elif item["type"] == "extra_forbidden" and tuple(item["loc"]) in meant:
+        if item["type"] == "extra_forbidden" and tuple(item["loc"]) in meant:
             message = f"unknown key; did you mean {meant[tuple(item['loc'])]}?"
         elif item["type"] == "extra_forbidden":
-            keys = sorted(_allowed_keys(variant or CloudRunStack, loc[:-1]))
+            keys = sorted(_allowed_keys(variant, loc[:-1]))
             close = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.75)
             hint = f"did you mean {close[0]}? " if close else ""
             message = f"unknown key (a typo?); {hint}allowed here: {', '.join(keys)}"

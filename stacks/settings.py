@@ -790,8 +790,21 @@ def _platform_tag(data: Any) -> str | None:  # noqa: ANN401 - raw stack data or 
     return GkeStack.PLATFORM if "gke" in data else by_accelerator.get(accelerator, str(accelerator))
 
 
-# One stack file: the variant is chosen by its `gke` block, else by `accelerator` (stacks.loading reports a
-# wrong one by name).
+def stack_variant(data: Any) -> type[CloudRunStack] | type[TpuStack] | type[GkeStack] | None:  # noqa: ANN401 - raw stack data
+    """The model a stack file is validated with (the union's discriminator, applied by stacks.loading), or None
+    when its `accelerator` is missing or names no platform.
+
+    Why not the union's own validator: it holds all three variants, so every plan built the validators of the
+    two platforms it is not (settings models build theirs on first use: stacks/base.py)."""
+    return _VARIANTS.get(_platform_tag(data) or "")
+
+
+_VARIANTS: dict[str, type[CloudRunStack] | type[TpuStack] | type[GkeStack]] = {
+    variant.PLATFORM: variant for variant in (CloudRunStack, TpuStack, GkeStack)
+}
+
+# One stack file: the variant is chosen by its `gke` block, else by `accelerator` (stack_variant; stacks.loading
+# reports a wrong one by name).
 StackSettings = Annotated[
     Annotated[CloudRunStack, Tag(CloudRunStack.PLATFORM)]
     | Annotated[TpuStack, Tag(TpuStack.PLATFORM)]

@@ -68,6 +68,18 @@ for stack in ("l4", "tpu-v6e", "gke-l4-adapters"):  # in this order: each list i
             if "site-packages" in (getattr(module, "__file__", None) or "") and not name.startswith("_")
         }
     )
+    # The settings and output-contract models whose validators the plans so far have built (see BUILT_BY_NONE).
+    from pydantic import BaseModel
+    models, every_model = [BaseModel], []
+    while models:
+        model = models.pop()
+        models.extend(model.__subclasses__())
+        every_model.append(model)
+    loaded[stack + ":built"] = sorted(
+        f"{model.__module__}.{model.__qualname__}"
+        for model in every_model
+        if model.__module__.startswith(("stacks.", "serving.outputs")) and model.__pydantic_complete__
+    )
 print(json.dumps(loaded))
 """
 
@@ -98,13 +110,14 @@ def test_a_tpu_plan_imports_no_rest_client_and_no_gke(loaded_by_plan: dict[str, 
 
 # The import budget: the provider SDK subpackages a plan may load. A generated subpackage loads every type of
 # its service on the first use of any class (pulumi_gcp.cloudrunv2 ~0.2 s, pulumi_gcp.compute ~1 s on a quiet
-# machine), so the components register provider resources by type token instead (components/wire/);
-# pulumi_command.local (one small resource module) is the one a Cloud Run or TPU plan still loads.
-PROVIDER_PACKAGES = {
-    "l4": ["pulumi_command.local"],
-    "tpu-v6e": ["pulumi_command.local"],
+# machine), and the SDK reads the type hints of a generated class's inputs on every registration
+# (pulumi_command.local's CommandArgs ~12 ms), so the components register provider resources by type token
+# instead (components/wire/): no plan loads one.
+PROVIDER_PACKAGES: dict[str, list[str]] = {
+    "l4": [],
+    "tpu-v6e": [],
     # The GKE example with the inference gateway and the metrics adapter: the most Kubernetes kinds.
-    "gke-l4-adapters": ["pulumi_command.local"],
+    "gke-l4-adapters": [],
 }
 
 
@@ -163,3 +176,36 @@ def test_the_plans_did_import_their_own_platform(loaded_by_plan: dict[str, list[
     assert "components.vllm_gpu_service" in loaded_by_plan["l4"]
     assert "components.tpu.node" in loaded_by_plan["tpu-v6e"]
     assert "components.gke.gateway" in loaded_by_plan["gke-l4-adapters"]
+
+
+# Validators a plan never builds (pydantic builds one per model; a large one costs milliseconds): another
+# platform's settings (stacks.settings.stack_variant validates the stack's own model, each built on first
+# use) and the output contract, which the program reads field names from and only `verify` validates.
+_OUTPUT_CONTRACT = [
+    "serving.outputs.BenchJobOutputs",
+    "serving.outputs.CloudRunOutputs",
+    "serving.outputs.CloudRunRolloutOutputs",
+    "serving.outputs.DeployedOutputs",
+    "serving.outputs.GkeOutputs",
+    "serving.outputs.TpuOutputs",
+]
+NOT_BUILT = {
+    "l4": ["stacks.settings.GkeStack", "stacks.settings.TpuStack", *_OUTPUT_CONTRACT],
+    "tpu-v6e": ["stacks.settings.GkeStack", *_OUTPUT_CONTRACT],
+    "gke-l4-adapters": _OUTPUT_CONTRACT,
+}
+OWN_SETTINGS = {
+    "l4": "stacks.settings.CloudRunStack",
+    "tpu-v6e": "stacks.settings.TpuStack",
+    "gke-l4-adapters": "stacks.settings.GkeStack",
+}
+
+
+@pytest.mark.parametrize("stack", sorted(NOT_BUILT))
+def test_a_plan_builds_no_validator_it_does_not_use(loaded_by_plan: dict[str, list[str]], stack: str) -> None:
+    """Guards against every plan paying again for the validators of the platforms it is not (the union's
+    validator held all three) or of the output contract only readers validate."""
+    built = loaded_by_plan[f"{stack}:built"]
+    assert sorted(set(built) & set(NOT_BUILT[stack])) == []
+    # And the check sees real builds: the stack's own settings model was built to validate it.
+    assert OWN_SETTINGS[stack] in built

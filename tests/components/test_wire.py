@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from components.wire import WireResource, camel, kubernetes
+from components.wire import command as wire_command
 from components.wire import gcp as wire_gcp
 
 
@@ -29,15 +30,17 @@ def _subclasses(cls: type[WireResource]) -> list[type[WireResource]]:
 
 
 # Importing the modules defines their classes; every subclass with a type token is compared.
-MODULES = (wire_gcp, kubernetes)
+MODULES = (wire_gcp, wire_command, kubernetes)
 CLASSES = sorted(_subclasses(WireResource), key=lambda cls: cls.TYPE)
 
 
 def _generated_source(token: str) -> str:
-    """The generated module that registers `token` (pulumi_gcp/<module>/<file>.py), found by its text."""
+    """The generated module that registers `token` (pulumi_gcp/<module>/<file>.py, pulumi_command/local/...),
+    found by its text."""
     package, module_and_file, _ = token.split(":")
     module = module_and_file.split("/")[0]
-    spec = importlib.util.find_spec({"gcp": "pulumi_gcp", "kubernetes": "pulumi_kubernetes"}[package])
+    sdks = {"gcp": "pulumi_gcp", "command": "pulumi_command", "kubernetes": "pulumi_kubernetes"}
+    spec = importlib.util.find_spec(sdks[package])
     assert spec is not None
     assert spec.submodule_search_locations
     folder = Path(next(iter(spec.submodule_search_locations))) / module
@@ -49,7 +52,8 @@ def _generated_source(token: str) -> str:
 
 
 def _list_after(text: str, keyword: str) -> list[str]:
-    match = re.search(rf"{keyword}=(\[[^\]]*\])", text)
+    # A list of string literals, which may hold brackets themselves (pulumi-command's "triggers[*]").
+    match = re.search(rf"""{keyword}=(\[(?:\s*(?:"[^"]*"|'[^']*')\s*,?)*\s*\])""", text)
     return list(ast.literal_eval(match.group(1))) if match else []
 
 

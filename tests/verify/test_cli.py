@@ -118,7 +118,7 @@ async def test_wrong_model_exit_1_naming_the_served_names() -> None:
 
 
 async def test_stopped_server_exit_2_naming_connection_refused() -> None:
-    run = await verify("health", "--url", f"http://127.0.0.1:{free_port()}", "--wait", "1")
+    run = await verify("health", "--url", f"http://127.0.0.1:{free_port()}", "--wait", "0.2")
     assert run.code == 2
     assert "connection refused" in run.out
     assert "not started" in run.out

@@ -21,6 +21,7 @@ from tests.fault_server import Faults, FaultyVllm, ServerThread, serving
 from verify import streaming
 from verify.bench.results import CellRecord, load_results
 from verify.cli import main
+from verify.health import readiness
 
 SWEEP = ["--concurrency", "1,2", "--context", "16,32", "--max-tokens", "3", "--requests", "3", "--no-progress"]
 ONE_CELL = ["--concurrency", "1", "--context", "16", "--max-tokens", "3", "--requests", "2", "--warmup", "0"]
@@ -147,20 +148,24 @@ def test_health_html_on_health_is_still_ready(capsys: pytest.CaptureFixture[str]
     assert checks["readiness"]["status"] == "pass"
 
 
-def test_health_wait_bounds_a_server_that_accepts_and_never_answers(capsys: pytest.CaptureFixture[str]) -> None:
-    """Guards against one 30 s readiness poll outliving --wait 1 (the kernel accepts, nobody answers)."""
+def test_health_wait_bounds_a_server_that_accepts_and_never_answers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards against one 30 s readiness poll outliving --wait (the kernel accepts, nobody answers)."""
+    # A poll's floor (1 s in use, so that --wait 0 still looks once) scaled down with --wait: the bound is the same.
+    monkeypatch.setattr(readiness, "MIN_POLL_S", 0.2)
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         started = time.perf_counter()
-        result = run(capsys, "health", "--url", url, "--wait", "1", "--json")
+        result = run(capsys, "health", "--url", url, "--wait", "0.2", "--json")
         took = time.perf_counter() - started
     assert result.code == 2
-    readiness = json.loads(result.out)["checks"][0]
-    assert readiness["status"] == "unreachable"
-    assert readiness["summary"].startswith("not ready after 1 s: no answer in time")
-    assert took < 6
+    ready = json.loads(result.out)["checks"][0]
+    assert ready["status"] == "unreachable"
+    assert ready["summary"].startswith("not ready after 0 s: no answer in time")
+    assert took < 5
 
 
 @pytest.mark.parametrize(
@@ -359,6 +364,15 @@ def _csv_cells(path: Path) -> list[tuple[str, str, str]]:
         return [(row["context_size"], row["concurrency"], row["success_rate"]) for row in csv.DictReader(handle)]
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sweep's results from a server that never dies (read-only: what a cut and resumed sweep must match)."""
+    output = tmp_path_factory.mktemp("reference") / "r.jsonl"
+    with serving(FaultyVllm(Faults())) as healthy:
+        assert main(["bench", "--url", healthy.url, "--model", "tiny-gemma", "--output", str(output), *SWEEP]) == 0
+    return output
+
+
 @pytest.mark.parametrize(
     ("die_after", "kept", "cause"),
     [
@@ -368,19 +382,14 @@ def _csv_cells(path: Path) -> list[tuple[str, str, str]]:
         (9, 2, "context 32 x concurrency 1 was not measured: prompts could not be calibrated: connect_error"),
     ],
 )
-def test_a_sweep_cut_by_the_server_dying_resumes_to_the_same_reports(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, die_after: int, kept: int, cause: str
+def test_a_sweep_cut_by_the_server_dying_resumes_to_the_same_reports(  # noqa: PLR0917 - fixtures and the case's columns
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, reference: Path, die_after: int, kept: int, cause: str
 ) -> None:
     """Guards against a dead server's cells being written as measured (0 of N, never re-measured by
     --resume), a traceback instead of the cause, and lost reports for the cells that were measured."""
-    reference = tmp_path / "reference" / "r.jsonl"
     output = tmp_path / "cut" / "r.jsonl"
     thread = ServerThread()
     try:
-        healthy = thread.start(FaultyVllm(Faults()))
-        assert bench(capsys, healthy.url, reference, *SWEEP).code == 0
-        thread.stop(healthy)
-
         dying = thread.start(FaultyVllm(Faults(die_after_generations=die_after)))
         cut = bench(capsys, dying.url, output, *SWEEP)
         assert cut.code == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from remote.tls import default_tls
 from tests.fake_vllm import FakeVllmConfig, SpecDecodeValues
 from tests.fault_server import serving
 from tests.quality_stub import Breakage, QualityStub
@@ -25,7 +26,7 @@ EVERYTHING = QualityOptions(expect_tool_calls=True, expect_reasoning=True, needl
 async def _results(breakage: Breakage | None = None) -> dict[str, tuple[bool, str]]:
     async with (
         QualityStub(breakage) as server,
-        httpx.AsyncClient(base_url=server.url) as client,
+        httpx.AsyncClient(base_url=server.url, verify=default_tls()) as client,
     ):
         results = await run_quality(client, "tiny-gemma", EVERYTHING)
     return {result.name: (result.passed, result.saw) for result in results}
@@ -100,7 +101,10 @@ def test_quality_flags_need_quality(capsys: pytest.CaptureFixture[str]) -> None:
 async def test_the_mtp_acceptance_must_reach_its_floor(spec: SpecDecodeValues | None, passed: bool, saw: str) -> None:
     """Guards against an MTP head that no longer matches its model (answers right, drafts all rejected)."""
     config = FakeVllmConfig(spec_decode=spec)
-    async with QualityStub(None, config) as server, httpx.AsyncClient(base_url=server.url) as client:
+    async with (
+        QualityStub(None, config) as server,
+        httpx.AsyncClient(base_url=server.url, verify=default_tls()) as client,
+    ):
         results = await run_quality(client, "tiny-gemma", QualityOptions(min_acceptance=0.3))
     result = results[-1]
     assert result.name == "spec-acceptance"

@@ -14,6 +14,7 @@ import aiohttp
 import httpx
 import pytest
 
+from remote.tls import default_tls
 from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig, free_port
 from verify.bench.stall import StallMonitor
 from verify.client import UNLIMITED, aiohttp_transport
@@ -29,7 +30,7 @@ from verify.streaming import (
 
 TRANSPORTS: dict[str, Callable[[], httpx.AsyncBaseTransport]] = {
     "aiohttp": aiohttp_transport,
-    "httpx": lambda: httpx.AsyncHTTPTransport(limits=UNLIMITED),
+    "httpx": lambda: httpx.AsyncHTTPTransport(verify=default_tls(), limits=UNLIMITED),
 }
 FAST = httpx.Timeout(5.0, connect=2.0)
 Serve = Callable[[FakeVllmConfig], Awaitable[httpx.AsyncClient]]

@@ -88,11 +88,15 @@ class FileBarrier:
         directory: Path,
         *,
         timeout_s: float = DEFAULT_BARRIER_TIMEOUT_S,
+        margin_s: float = BARRIER_MARGIN_S,
+        poll_s: float = BARRIER_POLL_S,
         wall: Callable[[], float] = time.time,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._directory = directory
         self._timeout_s = timeout_s
+        self._margin_s = margin_s
+        self._poll_s = poll_s
         self._wall = wall
         self._sleep = sleep
 
@@ -113,12 +117,12 @@ class FileBarrier:
         while True:
             times = _arrivals(here, expected)
             if len(times) >= expected:
-                return max(times.values()) + BARRIER_MARGIN_S
+                return max(times.values()) + self._margin_s
             if self._wall() > deadline:
                 raise TimeoutError(
                     f"barrier {name}: {len(times)} of {expected} tasks arrived within {self._timeout_s:.0f} s"
                 )
-            await self._sleep(BARRIER_POLL_S)
+            await self._sleep(self._poll_s)
 
 
 def _arrivals(here: Path, expected: int) -> dict[int, float]:

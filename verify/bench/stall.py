@@ -80,12 +80,18 @@ class StallMonitor:
         self._sleep = sleep
         self._lateness: list[float] = []
         self._task: asyncio.Task[None] | None = None
+        self._probed = asyncio.Event()
 
     async def _probe(self) -> None:
         while True:
             asked_at = self._clock()
             await self._sleep(self._interval_s)
             self._lateness.append(self._clock() - asked_at - self._interval_s)
+            self._probed.set()
+
+    async def first_probe(self) -> None:
+        """Returns once one wake-up has been timed: from then on a summary has a probe to speak of."""
+        await self._probed.wait()
 
     async def __aenter__(self) -> StallMonitor:
         self._task = asyncio.create_task(self._probe())
@@ -124,8 +130,9 @@ def stall_warning(summary: StallSummary, mean_ttft_ms: float | None) -> str | No
     )
 
 
-# With --ready, printed on stderr once the probe runs: a caller that must not close stdin before the watch
-# has begun (a test, a script timing a short phase) waits for this line instead of guessing a start-up time.
+# With --ready, printed on stderr once the probe has timed its first wake-up: a caller that must not close stdin
+# before the watch has begun (a test, a script timing a short phase) waits for this line instead of guessing a
+# start-up time, and the summary it then gets counts at least one probe.
 READY_LINE = "stall watch: probing"
 
 
@@ -145,6 +152,7 @@ async def _watch_until_stdin_closes(*, announce: bool = False) -> StallSummary:
         loop.add_reader(stdin, on_stdin)
     async with StallMonitor() as monitor:
         if announce:
+            await monitor.first_probe()
             print(READY_LINE, file=sys.stderr, flush=True)
         await stop.wait()
     loop.remove_reader(stdin)

@@ -49,11 +49,19 @@ def test_bench_writes_results_and_reports(tmp_path: Path, capsys: pytest.Capture
 
 def test_violated_slo_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Guards against CI passing a deploy whose latency breaks the SLO."""
-    config = FakeVllmConfig(count_prompt_words=True, ttft_s=0.05)
+    config = FakeVllmConfig(count_prompt_words=True, ttft_s=0.03)
+    one_cell = ["--context", "16", "--concurrency", "1"]
     with running(config) as server:
         # --allow-untrusted: on a busy machine the cell may be untrusted, and then it is "not judged" instead
         code = bench(
-            server.url, tmp_path / "r.jsonl", "--slo", "mean_ttft_ms=20", "--slo", "success_rate=1", "--allow-untrusted"
+            server.url,
+            tmp_path / "r.jsonl",
+            *one_cell,
+            "--slo",
+            "mean_ttft_ms=20",
+            "--slo",
+            "success_rate=1",
+            "--allow-untrusted",
         )
     assert code == 1
     assert "SLO violated" in capsys.readouterr().err

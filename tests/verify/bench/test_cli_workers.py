@@ -31,7 +31,7 @@ def test_an_untrusted_cell_fails_the_gate_unless_allowed(
     missing from the results file or the report."""
     # Any loop lag at all counts as saturation, so this machine's client is "saturated" on purpose.
     monkeypatch.setattr(trust, "LAG_TO_TTFT_ERROR", 1e12)
-    config = FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3, ttft_s=0.03)
+    config = FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3, ttft_s=0.01)
     with running(config) as server:
         gated = bench(server.url, tmp_path / "a.jsonl", "--slo", "mean_ttft_ms=60000")
         allowed = bench(server.url, tmp_path / "b.jsonl", "--slo", "mean_ttft_ms=60000", "--allow-untrusted")

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from remote.tls import default_tls
 from tests.fake_pulumi import FakeStackOutputs
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from verify.bench.cloud import (
@@ -72,7 +73,7 @@ async def test_two_tasks_meet_measure_and_merge_into_one_cell_line(tmp_path: Pat
 
         async def task(index: int) -> int:
             slot = TaskSlot(index, 2)
-            async with httpx.AsyncClient(base_url=server.url) as client:
+            async with httpx.AsyncClient(base_url=server.url, verify=default_tls()) as client:
                 return await run_task(
                     client,
                     PLAN,
@@ -81,7 +82,8 @@ async def test_two_tasks_meet_measure_and_merge_into_one_cell_line(tmp_path: Pat
                     run_id="run-1",
                     output=task_file(tmp_path, "run-1", index),
                     counter=TokenizeCounter(client, PLAN.model, PLAN.api),
-                    barrier=FileBarrier(results, timeout_s=30),
+                    # Tasks of one process meet at once: a margin and poll for Cloud Run's would only add waiting.
+                    barrier=FileBarrier(results, timeout_s=30, margin_s=0.05, poll_s=0.01),
                 )
 
         cells = await asyncio.gather(task(0), task(1))

@@ -51,11 +51,11 @@ def test_a_violated_slo_is_a_failure_naming_it(tmp_path: Path) -> None:
     """Guards against a refused promotion that cannot say which check failed: the SLO is in the report."""
     options = BenchOptions(
         output=tmp_path / "slow.jsonl",
-        workload=replace(SMALL, requests=6),
+        workload=replace(SMALL, requests=6, concurrency=(2,)),
         progress=False,
         gate=Gate(slos=(parse_slo("median_ttft_ms=20"),), allow_untrusted=True),
     )
-    with running(FakeVllmConfig(count_prompt_words=True, ttft_s=0.05)) as server:
+    with running(FakeVllmConfig(count_prompt_words=True, ttft_s=0.03)) as server:
         report = run_bench(_target(server.url), options, console=_quiet())
     assert report.exit_code == 1
     assert report.failures

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from remote.tls import default_tls
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from verify.bench.prompts import (
     ProbeCounter,
@@ -32,7 +33,7 @@ def word_server(**overrides: object) -> FakeVllm:
 @pytest.mark.parametrize("requested", [64, 1000])
 async def test_calibrated_prompts_have_exactly_the_requested_tokens(api: Api, requested: int) -> None:
     """Guards against "1024-token" prompts that are really 950 or 1100 tokens (chat template included)."""
-    async with word_server() as server, httpx.AsyncClient(base_url=server.url) as client:
+    async with word_server() as server, httpx.AsyncClient(base_url=server.url, verify=default_tls()) as client:
         counter = await choose_counter(client, "tiny-gemma", api)
         assert counter.source is PromptLengthSource.TOKENIZE
         book = PromptBook()
@@ -74,7 +75,7 @@ def test_every_prompt_starts_differently_and_prefixes_have_one_length() -> None:
 
 async def test_context_shorter_than_the_template_is_reported_not_faked() -> None:
     """Guards against claiming a 4-token prompt when the chat template alone is longer."""
-    async with word_server() as server, httpx.AsyncClient(base_url=server.url) as client:
+    async with word_server() as server, httpx.AsyncClient(base_url=server.url, verify=default_tls()) as client:
         shape = await calibrate(TokenizeCounter(client, "tiny-gemma", Api.CHAT), 4, nonce="abcd")
     assert not shape.exact
     assert shape.measured == TEMPLATE_TOKENS + 11

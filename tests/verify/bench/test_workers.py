@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from remote.tls import default_tls
 from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig
 from verify.auth import BearerApiKeyAuth
 from verify.bench.load_generator import TransportKind
@@ -58,11 +59,12 @@ async def test_workers_measure_their_shares_and_send_every_sample() -> None:
 
 
 async def test_a_worker_that_cannot_reach_the_server_reports_failures_not_hangs() -> None:
-    """Guards against a worker error (here: nothing listens) hanging the sweep instead of being measured."""
+    """Guards against a worker error (here: nothing listens) hanging the sweep instead of being measured.
+    One worker process is enough to show it (the test above splits the load over two)."""
     async with FakeVllm() as server:
         url = server.url
     spec = ClientSpec(url, TransportKind.AIOHTTP, 1.0, 1.0, max_users=2)
-    async with WorkerPool(2, spec) as pool:
+    async with WorkerPool(1, spec) as pool:
         shares = await pool.run_phase([], [request("x")] * 4, 2, headers={}, timeouts=httpx.Timeout(1.0))
     failures = [sample.result.failure for share in shares for sample in share.samples]
     assert len(failures) == 4
@@ -71,7 +73,7 @@ async def test_a_worker_that_cannot_reach_the_server_reports_failures_not_hangs(
 
 async def test_in_process_phase_watches_its_loop_and_stamps_send_times() -> None:
     """Guards against the one-process path measuring differently from a worker (same function, same fields)."""
-    async with FakeVllm() as server, httpx.AsyncClient(base_url=server.url) as client:
+    async with FakeVllm() as server, httpx.AsyncClient(base_url=server.url, verify=default_tls()) as client:
         share = await measure_phase(client, [request(str(index)) for index in range(6)], 3)
     assert len(share.samples) == 6
     assert share.users == 3
@@ -98,7 +100,9 @@ async def test_one_worker_runs_in_process() -> None:
 
 async def test_workers_get_the_parents_current_credential() -> None:
     """Guards against workers sending requests without the credential (401s counted as the model's failures)."""
-    async with httpx.AsyncClient(base_url="http://127.0.0.1:1", auth=BearerApiKeyAuth("secret")) as client:
+    async with httpx.AsyncClient(
+        base_url="http://127.0.0.1:1", auth=BearerApiKeyAuth("secret"), verify=default_tls()
+    ) as client:
         assert await auth_headers(client) == {"authorization": "Bearer secret"}
-    async with httpx.AsyncClient(base_url="http://127.0.0.1:1") as client:
+    async with httpx.AsyncClient(base_url="http://127.0.0.1:1", verify=default_tls()) as client:
         assert await auth_headers(client) == {}

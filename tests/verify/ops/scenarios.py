@@ -6,6 +6,7 @@ testIamPermissions the subset granted, timeSeries.list the series matching the f
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +20,10 @@ STACKS = ("l4", "rtx6000", "tpu-v6e")
 _FILTER_VALUE = re.compile(r'(metric\.labels\.quota_metric|resource\.labels\.location)="([^"]+)"')
 
 
+@functools.cache
 def ops_stack(name: str) -> OpsStack:
-    """The repository's own stack file, with project proj-1."""
+    """The repository's own stack file, with project proj-1: read once per test process (the model is frozen, and
+    183 tests ask for one of three files)."""
     return load_ops_stack(name, root=ROOT, project=PROJECT)
 
 

@@ -212,7 +212,7 @@ def test_a_candidate_that_fails_health_never_takes_traffic(world: World) -> None
 
 def test_a_candidate_that_breaks_an_slo_never_takes_traffic(world: World) -> None:
     """Guards against a revision that answers but too slowly for the stack's SLO getting promoted anyway."""
-    world.candidate.config.ttft_s = 0.05
+    world.candidate.config.ttft_s = 0.02  # every TTFT is at least this: twice the SLO
 
     code = world.promote("--slo", "mean_ttft_ms=10")
 

@@ -107,7 +107,7 @@ def test_a_candidate_failing_the_bench_slo_is_not_promoted(tmp_path: Path) -> No
     """Healthy is not enough: a candidate that misses the bench SLO keeps users on the serving track."""
     shifter, lines = TrackRecorder(), list[str]()
     config = FakeVllmConfig(
-        api_key=API_KEY, count_prompt_words=True, chat_template_tokens=3, recorded_metrics=True, ttft_s=0.05
+        api_key=API_KEY, count_prompt_words=True, chat_template_tokens=3, recorded_metrics=True, ttft_s=0.005
     )
     with running(config) as candidate:
         code = promote(gke_outputs(candidate.url), tmp_path, shifter, lines, "--slo", "mean_ttft_ms=1")
