@@ -85,6 +85,10 @@ class FakeGoogle:
         fake = self
 
         class RequestHandler(BaseHTTPRequestHandler):
+            # Keep-alive, as Google's front ends: a command's calls share one connection (every answer has a length).
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body leave at once, not 40 ms apart
+
             def log_message(self, *_args: object) -> None:
                 return
 

@@ -84,6 +84,10 @@ def _error(code: int, message: str, status: str) -> dict[str, Any]:
 @contextmanager
 def running_api(fake: FakeCloudRun) -> Iterator[FakeCloudRun]:
     class Handler(BaseHTTPRequestHandler):
+        # Keep-alive, as Google's front ends: a command's calls share one connection (every answer has a length).
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body leave at once, not 40 ms apart
+
         def do_GET(self) -> None:
             code, body = fake.answer(self.path, self.headers.get("Authorization"))
             payload = json.dumps(body).encode()
