@@ -72,6 +72,20 @@ def test_a_wire_class_adds_what_its_generated_class_adds(cls: type[WireResource]
     assert list(cls.SECRET_INPUTS) == [camel(name) for name in secret_inputs]
 
 
+def test_the_google_provider_adds_what_the_generated_provider_adds() -> None:
+    """Guards against a provider that drops the SDK's environment fallbacks (GOOGLE_REGION, GOOGLE_ZONE...: a
+    stack deployed from a shell that sets them would change region) or keeps its access token in plain state."""
+    spec = importlib.util.find_spec("pulumi_gcp")
+    assert spec is not None
+    assert spec.submodule_search_locations
+    source = (Path(next(iter(spec.submodule_search_locations))) / "provider.py").read_text(encoding="utf-8")
+    init = source[source.index("def _internal_init") :]
+    assert list(wire_gcp.GcpProvider.SECRET_OUTPUTS) == _list_after(init, "additional_secret_outputs")
+    fallbacks = re.findall(r"if (\w+) is None:\s+\1 = _utilities\.get_env\(([^)]*)\)", init)
+    assert fallbacks
+    assert {name: ast.literal_eval(f"({names},)") for name, names in fallbacks} == wire_gcp.PROVIDER_ENV_FALLBACKS
+
+
 def test_every_class_was_compared() -> None:
     """Guards against a check that compares nothing because no class was found."""
     assert len(CLASSES) >= 25
