@@ -130,11 +130,11 @@ async def test_malformed_sse_is_reported_with_the_offending_data() -> None:
 
 async def test_ttft_is_measured_to_the_first_text_chunk() -> None:
     """TTFT must include the server's delay before the first text, not stop at the role-only chunk."""
-    report, _ = await health_of(FakeVllmConfig(ttft_s=0.25, itl_s=0.02))
+    report, _ = await health_of(FakeVllmConfig(ttft_s=0.1, itl_s=0.01))
     facts = check(report, CheckName.CHAT_STREAM).facts
     ttft_ms = facts["ttft_ms"]
     assert isinstance(ttft_ms, float)
-    assert 240 <= ttft_ms < 600
+    assert 95 <= ttft_ms < 450  # the role-only chunk comes at once: timing it would read about 0
     assert facts["output_tokens"] == 5
     assert facts["tokens_per_s"] is not None
 
