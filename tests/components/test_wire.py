@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pulumi_command import _utilities as command_sdk
 
 from components.wire import WireResource, camel, kubernetes
 from components.wire import command as wire_command
@@ -84,6 +85,13 @@ def test_the_google_provider_adds_what_the_generated_provider_adds() -> None:
     fallbacks = re.findall(r"if (\w+) is None:\s+\1 = _utilities\.get_env\(([^)]*)\)", init)
     assert fallbacks
     assert {name: ast.literal_eval(f"({names},)") for name, names in fallbacks} == wire_gcp.PROVIDER_ENV_FALLBACKS
+
+
+def test_the_command_defaults_are_the_sdks() -> None:
+    """Guards against the import job's command registered for another provider version than the installed
+    pulumi-command SDK's (the engine would fetch or run a different plugin)."""
+    ours, sdk = wire_command.command_defaults(), command_sdk.get_resource_opts_defaults()
+    assert (ours.version, ours.plugin_download_url) == (sdk.version, sdk.plugin_download_url)
 
 
 def test_every_class_was_compared() -> None:
