@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp
 
 from components.wire import gcp
 from serving.naming import TypeToken
@@ -41,7 +40,7 @@ class ProjectApisArgs:
 class ProjectApis(pulumi.ComponentResource):
     """Owns: one `gcp.projects.Service` per API and the Google provider the stack's components use."""
 
-    provider: pulumi_gcp.Provider
+    provider: gcp.GcpProvider
 
     def __init__(self, name: str, args: ProjectApisArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TypeToken.PROJECT_APIS, name, None, opts)
@@ -56,7 +55,7 @@ class ProjectApis(pulumi.ComponentResource):
             )
             for api in sorted(set(args.apis))
         ]
-        self.provider = pulumi_gcp.Provider(
+        self.provider = gcp.GcpProvider(
             f"{name}-google",
             project=args.project,
             impersonate_service_account=args.impersonate_service_account,

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import promql_parser
 import pytest
 import yaml
-from google.cloud.monitoring_dashboard_v1 import Dashboard
 from google.protobuf.json_format import ParseError  # type: ignore[import-untyped]  # protobuf ships no stubs
 
 from components.monitoring.dashboard import dashboard_json
@@ -26,6 +25,13 @@ from serving.watch import CloudRunWatch
 from tests.cloud_run_instance import instance_size, vllm_container
 from tests.conftest import render_stack
 
+if TYPE_CHECKING:
+    from google.cloud.monitoring_dashboard_v1 import Dashboard
+
+# One pytest-xdist worker runs this module (`--dist loadgroup`, as `make test` runs), so Google's dashboard
+# client library (google-api-core and its generated services, ~0.4 s of imports) is loaded once per run.
+pytestmark = pytest.mark.xdist_group("dashboard-messages")
+
 STACKS = ("l4", "rtx6000", "tpu-v6e")
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 ALERT_POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
@@ -35,6 +41,14 @@ SERVICE = "gcp:cloudrunv2/service:Service"
 SECRET_VERSION = "gcp:secretmanager/secretVersion:SecretVersion"
 PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
 BILLING_ACCOUNT = "012345-6789AB-CDEF01"
+
+
+def dashboard_message(text: str) -> Dashboard:
+    """The dashboard JSON parsed as Google's own `Dashboard` message (refusing a field Google does not define)."""
+    from google.cloud.monitoring_dashboard_v1 import Dashboard  # on first use: see pytestmark
+
+    message: Dashboard = Dashboard.from_json(text)
+    return message
 
 
 def inputs(resource: Any) -> dict[str, Any]:
@@ -51,7 +65,7 @@ def test_each_dashboard_parses_as_googles_dashboard_message(stack: str) -> None:
     here first. Each stack's dashboard carries its vLLM panels and the platform's."""
     capture = render_stack(stack)
     (resource,) = capture.of_type(DASHBOARD)
-    dashboard = Dashboard.from_json(inputs(resource)["dashboardJson"])
+    dashboard = dashboard_message(inputs(resource)["dashboardJson"])
     titles = [tile.widget.title for tile in dashboard.mosaic_layout.tiles]
     assert dashboard.display_name == f"gemma-serving {stack}"
     for title in ("Time to first token", "KV cache usage", "Finished requests by reason", "HTTP responses by status"):
@@ -82,7 +96,7 @@ def test_a_misspelt_dashboard_field_is_refused() -> None:
     chart = next(tile for tile in body["mosaicLayout"]["tiles"] if "xyChart" in tile["widget"])
     chart["widget"]["xyChart"] = {"dataSet": []}
     with pytest.raises(ParseError, match="dataSet"):
-        Dashboard.from_json(json.dumps(body))
+        dashboard_message(json.dumps(body))
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -229,7 +243,7 @@ def test_gke_fleets_get_the_dashboard_and_alerts_over_their_podmonitoring(stack:
     fleet's series only (its namespace and the PodMonitoring's job), and parse as Google's message."""
     capture = render_stack(stack)
     (resource,) = capture.of_type(DASHBOARD)
-    dashboard = Dashboard.from_json(inputs(resource)["dashboardJson"])
+    dashboard = dashboard_message(inputs(resource)["dashboardJson"])
     assert "Replicas reporting" in [tile.widget.title for tile in dashboard.mosaic_layout.tiles]
     queries = [
         inputs(policy)["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pulumi_command import _utilities as command_sdk
 
 from components.wire import WireResource, camel, kubernetes
 from components.wire import command as wire_command
@@ -70,6 +71,27 @@ def test_a_wire_class_adds_what_its_generated_class_adds(cls: type[WireResource]
         r'__props__\.__dict__\["(\w+)"\] = None if \w+ is None else pulumi\.Output\.secret', init
     )
     assert list(cls.SECRET_INPUTS) == [camel(name) for name in secret_inputs]
+
+
+def test_the_google_provider_adds_what_the_generated_provider_adds() -> None:
+    """Guards against a provider that drops the SDK's environment fallbacks (GOOGLE_REGION, GOOGLE_ZONE...: a
+    stack deployed from a shell that sets them would change region) or keeps its access token in plain state."""
+    spec = importlib.util.find_spec("pulumi_gcp")
+    assert spec is not None
+    assert spec.submodule_search_locations
+    source = (Path(next(iter(spec.submodule_search_locations))) / "provider.py").read_text(encoding="utf-8")
+    init = source[source.index("def _internal_init") :]
+    assert list(wire_gcp.GcpProvider.SECRET_OUTPUTS) == _list_after(init, "additional_secret_outputs")
+    fallbacks = re.findall(r"if (\w+) is None:\s+\1 = _utilities\.get_env\(([^)]*)\)", init)
+    assert fallbacks
+    assert {name: ast.literal_eval(f"({names},)") for name, names in fallbacks} == wire_gcp.PROVIDER_ENV_FALLBACKS
+
+
+def test_the_command_defaults_are_the_sdks() -> None:
+    """Guards against the import job's command registered for another provider version than the installed
+    pulumi-command SDK's (the engine would fetch or run a different plugin)."""
+    ours, sdk = wire_command.command_defaults(), command_sdk.get_resource_opts_defaults()
+    assert (ours.version, ours.plugin_download_url) == (sdk.version, sdk.plugin_download_url)
 
 
 def test_every_class_was_compared() -> None:

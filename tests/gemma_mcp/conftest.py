@@ -46,6 +46,16 @@ def pulumi_capture() -> None:
     return None
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The MCP tests run on one pytest-xdist worker (`--dist loadgroup`, as `make test` runs): what the SDK
+    derives once per process (sdk_once.py: each tool, each output-schema validator, ~1.5 s of CPU) and the
+    verify commands the tools run in-process are then paid once per run, not once per worker."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("mcp-server"))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _sdk_derivations_once() -> Iterator[None]:
     """Tool models, tool schemas and output-schema validators derived once per process (tests/gemma_mcp/sdk_once.py)."""
