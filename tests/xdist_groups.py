@@ -11,6 +11,8 @@ already did (an older pytest, or a fixed xdist), it does nothing.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from _pytest.nodeid import NodeId
 
@@ -26,3 +28,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         }
         if names and "@" not in item.nodeid.rpartition("]")[2]:
             item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(sorted(names))}")
+
+
+def group_folder(items: list[pytest.Item], folder: Path, name: str) -> None:
+    """Put every test under `folder` in the xdist group `name` (a folder's conftest calls it from its
+    `pytest_collection_modifyitems`: a `pytestmark` in a conftest marks nothing)."""
+    for item in items:
+        if folder in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group(name))

@@ -36,6 +36,7 @@ from gemma_mcp.server import build_server
 from tests.fake_pulumi import reading
 from tests.gemma_mcp import sdk_once
 from tests.preview_cli import shipped_plan
+from tests.xdist_groups import group_folder
 from verify.pulumi_gateway import ChangeSummary, StackReading
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,10 +51,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The MCP tests run on one pytest-xdist worker (`--dist loadgroup`, as `make test` runs): what the SDK
     derives once per process (sdk_once.py: each tool, each output-schema validator, ~1.5 s of CPU) and the
     verify commands the tools run in-process are then paid once per run, not once per worker."""
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("mcp-server"))
+    group_folder(items, Path(__file__).parent, "mcp-server")
 
 
 @pytest.fixture(autouse=True, scope="session")

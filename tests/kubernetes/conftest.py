@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.xdist_groups import group_folder
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("kubernetes-validators"))
+    group_folder(items, Path(__file__).parent, "kubernetes-validators")

@@ -28,8 +28,8 @@ from rich.console import Console
 from verify import UsageError
 from verify.argtypes import positive_int, positive_int_list, positive_number, positive_number_list
 from verify.bench.arrivals import DEFAULT_SEED, ArrivalKind
+from verify.bench.cloud import DEFAULT_BARRIER_TIMEOUT_S
 from verify.bench.cloud_command import (
-    DEFAULT_BARRIER_TIMEOUT_S,
     CollectOptions,
     CollectReport,
     TaskOptions,

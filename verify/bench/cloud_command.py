@@ -25,7 +25,7 @@ from rich.console import Console
 from serving.outputs import BenchJobOutputs
 from verify import UsageError, discovery
 from verify.auth import GoogleIdTokenAuth
-from verify.bench.cloud import FileBarrier, TaskSlot, merged_records, run_task, task_file
+from verify.bench.cloud import DEFAULT_BARRIER_TIMEOUT_S, FileBarrier, TaskSlot, merged_records, run_task, task_file
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts
 from verify.bench.load_generator import TransportKind, raise_fd_limit
 from verify.bench.options import BenchOptions, Gate, ServingFacts, Workload
@@ -43,7 +43,6 @@ from verify.target import TimeoutOptions
 
 EXIT_OK = 0
 EXIT_FAILED = 1
-DEFAULT_BARRIER_TIMEOUT_S = 600.0
 Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
 # gcloud splits list flags on commas, and --concurrency 1,8,32 has commas: name another delimiter
 # (`gcloud topic escaping`).
