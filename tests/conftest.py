@@ -25,7 +25,7 @@ from preview.stack_file import StackConfig, read_stack_config
 from tests.shared_plans import SharedPlans, run_folder
 
 # `live_server`: the real vLLM CPU server of the live tests (skipped unless one is named or started).
-pytest_plugins = ["tests.live.fixtures", "tests.xdist_groups"]
+pytest_plugins = ["tests.live.fixtures", "tests.xdist_groups", "tests.worker_exit"]
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_PROJECT = "gemma-serving"
