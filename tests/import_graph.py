@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,3 +157,31 @@ def load_time_cycles(edges: tuple[Edge, ...]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return components
+
+
+@dataclass(frozen=True)
+class ExternalImport:
+    importer: str
+    top_level: str
+    line: int
+
+
+@functools.cache
+def external_imports() -> tuple[ExternalImport, ...]:
+    """Every import of a module outside the project and the standard library, lazy and type-only ones too,
+    as the top-level name a distribution provides (`pulumi_policy`, `google`)."""
+    sources = project_sources()
+    local = {name.split(".")[0] for name in sources}
+    found: list[ExternalImport] = []
+    for importer, path in sources.items():
+        for statement, _load_time in _imports(parsed(path).body, load_time=True):
+            if isinstance(statement, ast.Import):
+                names = [alias.name for alias in statement.names]
+            else:
+                names = [statement.module or ""] if statement.level == 0 else []
+            found += [
+                ExternalImport(importer, top, statement.lineno)
+                for top in {name.split(".")[0] for name in names}
+                if top and top not in local and top not in sys.stdlib_module_names
+            ]
+    return tuple(found)
