@@ -248,7 +248,7 @@ def add_max_rate_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_number("--rate-tolerance"),
         default=rule.tolerance,
         metavar="F",
-        help=f"stop when the bracket is this close (default {rule.tolerance:g} = {rule.tolerance:.0%})",
+        help=f"stop when the bracket is this close (default {rule.tolerance:g} = {rule.tolerance * 100:g}%%)",
     )
     group.add_argument(
         "--max-probes", type=positive_int("--max-probes", minimum=2), default=rule.max_probes, metavar="N"
