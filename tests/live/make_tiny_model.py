@@ -11,8 +11,8 @@ Usage: ``<vllm-venv>/bin/python tests/live/make_tiny_model.py OUT_DIR``
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 import sysconfig
 from pathlib import Path
 from typing import Any
@@ -120,7 +120,6 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        raise SystemExit(2)
-    main(Path(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir", type=Path, help="where the model and its tokenizer are written")
+    main(parser.parse_args().out_dir)

@@ -17,6 +17,7 @@ it imports nothing beyond the standard library so it is watching within a blink 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -159,9 +160,15 @@ async def _watch_until_stdin_closes(*, announce: bool = False) -> StallSummary:
     return monitor.summary()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Watch this machine until stdin closes (or SIGTERM); print the summary as one JSON line."""
-    summary = asyncio.run(_watch_until_stdin_closes(announce="--ready" in sys.argv[1:]))
+    parser = argparse.ArgumentParser(
+        prog="python -m verify.bench.stall",
+        description="Watch this machine's event-loop stalls until stdin closes or SIGTERM; print one JSON line.",
+    )
+    parser.add_argument("--ready", action="store_true", help="say so on stderr once the first probe has run")
+    parsed = parser.parse_args(argv)
+    summary = asyncio.run(_watch_until_stdin_closes(announce=parsed.ready))
     print(json.dumps(asdict(summary)), flush=True)
     return 0
 
