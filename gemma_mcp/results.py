@@ -157,12 +157,14 @@ class MetricsRun(CommandRun):
     report: MetricsReport | None = None
 
 
-class AdaptersListRun(CommandRun):
-    report: AdapterListing | None = None
+class AdaptersRun(CommandRun):
+    """One `verify adapters <action>` run. One model for every action, each report in a field of its own: the
+    SDK publishes an object schema only for a single model (a union of two was wrapped as `{"result": ...}`,
+    which no reply matched, so every call failed its own output validation)."""
 
-
-class AdapterCheckRun(CommandRun):
-    report: AdapterCheckReport | None = None
+    action: Literal["list", "check"]
+    listing: AdapterListing | None = None
+    check: AdapterCheckReport | None = None
 
 
 class BenchRun(CommandRun):

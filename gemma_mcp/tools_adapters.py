@@ -13,7 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 
 from gemma_mcp.context import ServerContext
-from gemma_mcp.results import AdapterCheckRun, AdaptersListRun, report_reader
+from gemma_mcp.results import AdaptersRun, report_reader
 from gemma_mcp.tools_stacks import reply
 from gemma_mcp.tools_verify import TALKS_TO_ENDPOINT, _report, _target_args
 from verify.adapters.run import AdapterCheckReport, AdapterListing
@@ -48,11 +48,13 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         prompts: list[str] | None = None,
         expect: str | None = None,
         max_tokens: int = 64,
-    ) -> Annotated[CallToolResult, AdaptersListRun | AdapterCheckRun]:
+    ) -> Annotated[CallToolResult, AdaptersRun]:
         if action not in {"list", "check"}:
             raise ToolError(f"action: {action!r} is not one of 'list', 'check'")
         if (action == "check") != (name is not None):
             raise ToolError("name: give it with action='check' only")
+        if name is not None and (not name or name.startswith("-")):
+            raise ToolError(f"name: {name!r} is not an adapter name (it must not be empty or start with '-')")
         given = prompts or []
         if len(given) > MAX_PROBES or any(not p.strip() or len(p) > MAX_PROBE_CHARS for p in given):
             raise ToolError(f"prompts: at most {MAX_PROBES}, each 1..{MAX_PROBE_CHARS} characters")
@@ -72,10 +74,14 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         completed = await ctx.run_module("verify", args, timeout_s=TIMEOUT_S)
         command = ["python", "-m", "verify", *args]
         if action == "list":
-            listed = _report(ctx, command, completed, AdaptersListRun, report_reader(AdapterListing))
-            loaded = ", ".join(a.name for a in listed.report.loaded) if listed.report else "unknown"
+            listed = _report(
+                ctx, command, completed, AdaptersRun, report_reader(AdapterListing), into="listing", action=action
+            )
+            loaded = ", ".join(a.name for a in listed.listing.loaded) if listed.listing else "unknown"
             return reply(ctx, f"adapters: loaded {loaded or 'none'}", listed)
-        checked = _report(ctx, command, completed, AdapterCheckRun, report_reader(AdapterCheckReport))
+        checked = _report(
+            ctx, command, completed, AdaptersRun, report_reader(AdapterCheckReport), into="check", action=action
+        )
         verdict = "PASS" if checked.passed else f"FAIL (exit {checked.exit_code})"
-        problems = "; ".join(checked.report.problems) if checked.report else (checked.message or "")
+        problems = "; ".join(checked.check.problems) if checked.check else (checked.message or "")
         return reply(ctx, f"adapters check {name}: {verdict} {problems}".rstrip(), checked)

@@ -99,10 +99,13 @@ def _report(
     completed: Completed,
     run: type[_Run],
     read: Callable[[str], object],
+    *,
+    into: str = "report",
     **fields: object,
 ) -> _Run:
     """The run as ``run`` (each tool's own type, with its other ``fields``), its report read by ``read`` from
-    the JSON `--json` printed (the command's own report model); none when it printed none or not that shape."""
+    the JSON `--json` printed (the command's own report model) into the field ``into``; none when it printed
+    none or not that shape."""
     try:
         document = read(completed.stdout) if completed.stdout.strip() else None
     except ValueError:  # not JSON, or not the report's shape (pydantic.ValidationError is a ValueError)
@@ -117,7 +120,7 @@ def _report(
             "exit_code": completed.exit_code,
             "passed": completed.exit_code == 0 and not completed.timed_out,
             "timed_out": completed.timed_out,
-            "report": document,
+            into: document,
             "message": tail.splitlines()[-1] if tail else None,
             **fields,
         }
