@@ -23,8 +23,8 @@ from verify.adapters.run import (
     list_adapters,
 )
 from verify.argtypes import positive_int
-from verify.target import resolve_target
-from verify.target.cli import add_target_arguments, target_options, timeout_options
+from verify.endpoint import resolve_target
+from verify.endpoint.cli import add_target_arguments, target_options, timeout_options
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
