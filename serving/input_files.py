@@ -124,7 +124,7 @@ def loads_json(text: str, *, max_nesting: int = MAX_NESTING) -> Any:  # noqa: AN
         raise InputFileError(f"not valid JSON ({problem})") from None
 
 
-def read_json_file(path: Path, *, max_bytes: int, max_nesting: int = MAX_NESTING) -> Any:  # noqa: ANN401
+def read_json_file(path: Path, *, max_bytes: int, max_nesting: int = MAX_NESTING) -> Any:  # noqa: ANN401 - JSON
     """A JSON file read as above; every error names the file."""
     text = read_text_file(path, max_bytes=max_bytes)
     try:
