@@ -474,7 +474,11 @@ async def run_cell(
     extra = sample_fields(plan, shares)
     if before is not None:
         after = await server_metrics.snapshot(client, plan.model)
-        extra["prefix_cache_hit_rate"] = None if after is None else after.since(before).prefix_cache_hit_rate
+        during = None if after is None else after.since(before)
+        extra["prefix_cache_hit_rate"] = None if during is None else during.prefix_cache_hit_rate
+        if during is not None and during.spec_decode_drafts:
+            extra["spec_decode_drafts"] = during.spec_decode_drafts
+            extra["spec_decode_accepted_tokens"] = during.spec_decode_accepted_tokens
     if scenario.kind is Scenario.NEEDLE:
         answers = [sample.result for share in shares for sample in share.samples]
         extra["needle_recall"] = needle_recall(answers, hidden_codes(measured_requests))
