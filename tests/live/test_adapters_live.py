@@ -30,7 +30,7 @@ from job_scripts.import_weights import (
 from serving.lora import ADAPTERS_FOLDER, LAUNCHER_SOURCE, REFUSED_ROUTES, derive_lora_limits, guard_args, resolver_env
 from tests.live.server import HERE, VLLM_CLI, Home, RunningServer, ServerError, start, stop
 from verify.adapters.run import AdaptersOptions, DeclaredAdapter, Probe, check_adapter, list_adapters
-from verify.target import AuthKind, Target
+from verify.endpoint import AuthKind, Target
 
 pytestmark = pytest.mark.live
 

@@ -23,8 +23,8 @@ from verify.adapters.run import (
     list_adapters,
 )
 from verify.argtypes import positive_int
-from verify.target import resolve_target
-from verify.target.cli import add_target_arguments, target_options, timeout_options
+from verify.endpoint import resolve_target
+from verify.endpoint.cli import add_target_arguments, target_options, timeout_options
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -85,30 +85,35 @@ def chosen_adapter(
     return declared.get(name, DeclaredAdapter(name=name))
 
 
+def _shown(text: object) -> str:
+    """A server's (or a stack file's) name on one line of the listing: controls and newlines as escapes."""
+    return escape_controls(str(text), keep_newlines=False)
+
+
 def render_listing(listing: AdapterListing) -> str:
-    lines = [f"{listing.base_url}: base {', '.join(listing.base_models) or 'none'}"]
+    bases = ", ".join(_shown(name) for name in listing.base_models) or "none"
+    lines = [f"{_shown(listing.base_url)}: base {bases}"]
     for adapter in listing.loaded:
         state = (
             "running" if adapter.name in listing.running else "waiting" if adapter.name in listing.waiting else "idle"
         )
-        lines.append(
-            f"  adapter {escape_controls(adapter.name)} on {escape_controls(str(adapter.base))}: loaded, {state}"
-        )
+        lines.append(f"  adapter {_shown(adapter.name)} on {_shown(adapter.base)}: loaded, {state}")
     lines += [
-        f"  adapter {name}: declared, not loaded yet (loads on its first request)" for name in listing.not_loaded_yet
+        f"  adapter {_shown(name)}: declared, not loaded yet (loads on its first request)"
+        for name in listing.not_loaded_yet
     ]
     if listing.gpu_slots is not None:
         lines.append(f"  GPU slots (--max-loras): {listing.gpu_slots}")
     if listing.note:
-        lines.append(f"  note: {listing.note}")
+        lines.append(f"  note: {_shown(listing.note)}")
     return "\n".join(lines)
 
 
 def print_check(report: AdapterCheckReport, out: TextIO) -> None:
     verdict = "PASS" if report.passed else "FAIL"
-    out.write(f"{verdict}: adapter {report.adapter} on {report.base}, {len(report.probes)} probe(s)\n")
+    out.write(f"{verdict}: adapter {_shown(report.adapter)} on {_shown(report.base)}, {len(report.probes)} probe(s)\n")
     for index, probe in enumerate(report.probes, start=1):
         out.write(f"  probe {index}: {escape_controls(probe.prompt)[:80]!r}\n")
         out.write(f"    adapter: {probe.adapter_answer[:120]!r}\n    base:    {probe.base_answer[:120]!r}\n")
     for problem in report.problems:
-        out.write(f"  problem: {problem}\n")
+        out.write(f"  problem: {_shown(problem)}\n")

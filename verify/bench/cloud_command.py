@@ -37,9 +37,9 @@ from verify.bench.sweep import Endpoint, plan_for
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import make_client
+from verify.endpoint import TimeoutOptions
 from verify.pulumi_gateway import AutomationGateway, StackOutputsReader, missing_cli_message, pulumi_project_dir
 from verify.reach import http_timeout
-from verify.target import TimeoutOptions
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -271,11 +271,13 @@ async def _task(options: TaskOptions, *, url: str, model: str, slot: TaskSlot, w
     auth = GoogleIdTokenAuth(url) if url.startswith("https://") else None
     timeouts = options.timeouts
     async with make_client(url, auth, timeout=http_timeout(timeouts)) as client:
-        plan = plan_for(options.workload, model=model, timeouts=timeouts)
         try:
-            card = discovery.find_card(await discovery.served_models(client), model)
+            models = await discovery.served_models(client)
         except discovery.AnswerError as exc:
             raise UsageError(f"{url} cannot be benchmarked: {exc}") from None
+        card = discovery.find_card(models, model)
+        names = frozenset({model}) if card is None else discovery.answer_names(models, card)
+        plan = plan_for(options.workload, model=model, timeouts=timeouts, answer_names=names)
         endpoint = Endpoint(
             base_url=url,
             platform="cloud-run",
