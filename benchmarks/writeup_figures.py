@@ -26,7 +26,7 @@ from serving.model_cost import model_cost
 from serving.planner import KvLayout
 from serving.speculation import Counters, speculation_for
 from serving.speed_facts import EFFICIENCY_FILE, FittedEfficiency, hardware_for
-from serving.writeup_figures import WriteupFigures, writeup_figures
+from serving.writeup_figures import Setup, WriteupFigures, writeup_figures
 from stacks.latency_fit import (
     LeaveOneOut,
     Params,
@@ -138,8 +138,8 @@ def render(data: WriteupFigures, predictions: list[Prediction], record: FittedEf
 def conclusions(data: WriteupFigures, params: Params) -> str:
     """The write-ups' own conclusions, as the fitted model answers them (docs/advisor.md)."""
     lines = ["", "the write-ups' conclusions, from the model (fitted factors):"]
-    lines += _mtp_on_rtx(params)
-    lines += _v6e_1_against_v6e_4(params)
+    lines += _mtp_on_rtx(data, params)
+    lines += _one_chip_against_four(data, params)
     setup = data.setups["e-2xl4-31b-nvfp4"]
     served = replica(setup, Requests(20, 512), params)
     if not isinstance(served, str):
@@ -151,50 +151,61 @@ def conclusions(data: WriteupFigures, params: Params) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _rtx(params: Params, variant: str, draft_tokens: int, counters: Counters | None = None) -> Replica:
-    model = catalog_model("gemma-4-12b-it")
-    hardware = hardware_for("nvidia-rtx-pro-6000", host_vcpus=20)
+def _rtx(setup: Setup, params: Params, variant: str, mtp: tuple[int, Counters | None]) -> Replica:
+    """Write-up A's GPU serving ``variant`` of its model, MTP-``k`` at the counters' acceptance (None: default)."""
+    model = catalog_model(setup.model)
+    draft_tokens, counters = mtp
+    hardware = hardware_for(setup.accelerator, host_vcpus=setup.host.vcpu)
     efficiency = FittedEfficiency.efficiency_of(params.family("gpu"), params.client_s, params.host_us_per_token)
     speculation = speculation_for(model, variant, draft_tokens, counters=counters) if draft_tokens else None
-    cost = model_cost(model, variant, kv_cache_dtype="fp8")
+    cost = model_cost(model, variant, kv_cache_dtype=setup.kv_cache_dtype)
     return Replica(cost, hardware, efficiency, batch_cap=256, speculation=speculation)
 
 
-def _mtp_on_rtx(params: Params) -> list[str]:
+def _mtp_on_rtx(data: WriteupFigures, params: Params) -> list[str]:
     """Write-up A: MTP-3 helps at one user and 16K tokens, loses at 128 users and 1K (256 output tokens each)."""
+    setup = data.setups["a-rtx-12b-qat-mtp3"]
+    assert setup.mtp_counters is not None
+    measured = Counters(setup.mtp_counters.drafts, setup.mtp_counters.accepted, 3, setup.mtp_counters.why)
     lines = []
-    measured = Counters(139, 23, 3, "write-up B's counters (B-04 to B-06)")
     for variant, counters, label in (
         ("bf16", None, "bf16 12B, the default acceptance of a matched drafter"),
-        ("qat-w4a16-ct", measured, "QAT w4a16 12B as A and B ran it, at B's measured 5.5% acceptance"),
+        (setup.variant or "", measured, "the QAT w4a16 12B A and B ran, at B's measured 5.5% acceptance"),
     ):
-        plain, mtp = _rtx(params, variant, 0), _rtx(params, variant, 3, counters)
-        one = Requests(16384, 256)
-        many = Requests(1024, 256)
+        plain, mtp = _rtx(setup, params, variant, (0, None)), _rtx(setup, params, variant, (3, counters))
+        one, many = Requests(16384, 256), Requests(1024, 256)
         single = with_users(mtp, one, 1).tpot_s / with_users(plain, one, 1).tpot_s - 1
         batch = with_users(mtp, many, 128).request_rate / with_users(plain, many, 128).request_rate - 1
         lines.append(
-            f"  MTP-3 on the RTX PRO 6000 ({label}): 1 user at 16K tokens TPOT {single:+.0%}; 128 users at 1K "
-            f"req/s {batch:+.0%}"
+            f"  MTP-3 on A's {hardware_for(setup.accelerator).name} ({label}): 1 user at 16K tokens TPOT "
+            f"{single:+.0%}; 128 users at 1K req/s {batch:+.0%}"
         )
     return lines
 
 
-def _v6e_1_against_v6e_4(params: Params) -> list[str]:
-    """Write-up C and the brief: the 12B is faster on v6e-1 than sharded over a v6e-4 (per chip; 1K tokens)."""
-    model = catalog_model("gemma-4-12b-it")
+def _one_chip_against_four(data: WriteupFigures, params: Params) -> list[str]:
+    """Write-up C and the brief: the 12B is faster on one TPU chip than sharded over four (per chip; 1K tokens)."""
     requests = Requests(1024, 128)
     rates = {}
-    for chips, vcpus in ((1, 44), (4, 180)):
-        hardware = hardware_for("tpu-v6e", chips, host_vcpus=vcpus)
+    for name in ("c-v6e1-12b-bf16", "c-v6e4-12b-bf16"):
+        setup = data.setups[name]
+        assert setup.variant is not None
+        hardware = hardware_for(setup.accelerator, setup.chips, host_vcpus=setup.host.vcpu)
         efficiency = FittedEfficiency.efficiency_of(params.family("tpu"), params.client_s, params.host_us_per_token)
-        cost = model_cost(model, "bf16", kv_cache_dtype="fp8_e5m2", tensor_parallel=chips, layout=KvLayout.TPU)
+        cost = model_cost(
+            catalog_model(setup.model),
+            setup.variant,
+            kv_cache_dtype=setup.kv_cache_dtype,
+            tensor_parallel=setup.chips,
+            layout=KvLayout.TPU,
+        )
         served = Replica(cost, hardware, efficiency, batch_cap=64, batched_tokens=1024)
-        rates[chips] = with_users(served, requests, 64).request_rate
+        rates[setup.chips] = with_users(served, requests, 64).request_rate
+    name = hardware_for(data.setups["c-v6e1-12b-bf16"].accelerator).name
     line = (
-        f"  12B bf16 at 1K tokens and 64 users a replica: v6e-1 {rates[1]:.1f} req/s a chip, v6e-4 at TP 4 "
-        f"{rates[4] / 4:.1f} req/s a chip ({rates[4]:.1f} for the slice): four v6e-1 replicas serve "
-        f"{4 * rates[1] / rates[4]:.1f}x the v6e-4"
+        f"  12B bf16 at 1K tokens and 64 users a replica on {name}: one chip {rates[1]:.1f} req/s, four chips at "
+        f"TP 4 {rates[4] / 4:.1f} req/s a chip ({rates[4]:.1f} for the four): four one-chip replicas serve "
+        f"{4 * rates[1] / rates[4]:.1f}x the sharded four"
     )
     return [line]
 

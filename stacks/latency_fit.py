@@ -81,7 +81,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 START = {"compute": 0.4, "bandwidth": 0.6, "step_ms": 1.0, "client_s": 0.1, "host_us_per_token": 5.0}
 # The measurement clients whose figures include time outside the server (the setups' `client`; E's figure is a
 # single stream's decode rate, which includes none), and the project's own bench (its speed records).
-CLIENT_WRITEUPS = ("A", "B", "C", "v6e-1")
+CLIENT_WRITEUPS = ("A", "B", "C", "quoted TPU")
 RECORDS_CLIENT = "records"
 CLIENTS = (*CLIENT_WRITEUPS, RECORDS_CLIENT)
 # The quantities a figure can have that the load model predicts, and the kinds of workload advise states an

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from preview.stack_file import project_root
 from serving.catalog import CatalogModel, SupportStatus, catalog, catalog_model
-from serving.latency import AtLoad, Replica, Requests, at_rate, prefill_seconds, with_users
+from serving.latency import AtLoad, Replica, Requests, at_rate, decode_step, prefill_seconds, with_users
 from serving.pricing import HourlyPrice
 from serving.shapes import accelerator_facts
 from serving.speed_records import SpeedRecord, load_speed_records, matching
@@ -144,6 +144,9 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
                         host_vcpus=host_vcpus_of(offer.name),
                         kv_sequences=float(answer.sequences),
                     )
+                    if draft and not _drafts_pay(replica, options):
+                        excluded.add("MTP would not speed up one stream's decode", f"{model.id} {variant} +MTP-{draft}")
+                        continue
                     found.append(
                         Candidate(
                             model,
@@ -168,6 +171,18 @@ def _draft_lengths(model: CatalogModel, variant: str, offer: Offer, options: Adv
     if drafter is None or accelerator_facts(offer.accelerator.value).family == "tpu":
         return (0,)
     return options.draft_tokens
+
+
+def _drafts_pay(replica: Replica, options: AdviseOptions) -> bool:
+    """Whether MTP makes one stream's decode faster at the workload's context: where it does not (a low acceptance,
+    a compute-bound step), it cannot at any batch, and a slower decode only throttles a closed loop's prompts."""
+    speculation = replica.speculation
+    if speculation is None:
+        return True
+    context = options.prompt_tokens + options.output_tokens / 2
+    model, hardware, efficiency = replica.model, replica.hardware, replica.efficiency
+    step, tokens = decode_step(model, hardware, efficiency, 1, context, speculation)
+    return step / tokens < decode_step(model, hardware, efficiency, 1, context)[0]
 
 
 def _mtp_caveat(replica: Replica) -> tuple[str, ...]:
@@ -406,15 +421,19 @@ def _price_basis(price: HourlyPrice, fixed: HourlyPrice | None, units: int) -> B
 
 
 def _best_draft_length(rows: list[Row]) -> list[Row]:
-    """One row per deployment: of its MTP candidates (off, and each draft length), the cheapest; at the same cost
-    MTP off, then the shorter draft (a drafter that saves no replica is not worth its memory and its risk)."""
-    best: dict[tuple[str, ...], Row] = {}
+    """One row per deployment: of its MTP candidates (off, and each draft length), the cheapest whose TPOT is no
+    worse than MTP off's; at the same cost MTP off, then the shorter draft (a drafter that saves no replica is not
+    worth its memory and its risk, and one that saves replicas only by slowing decode throttles the users)."""
+    groups: dict[tuple[str, ...], list[Row]] = {}
     for row in rows:
         key = (row.model, row.variant, row.shape, row.platform, row.region, row.provisioning, row.zone or "")
-        kept = best.get(key)
-        if kept is None or (row.usd_per_month, row.speculative_tokens) < (kept.usd_per_month, kept.speculative_tokens):
-            best[key] = row
-    return list(best.values())
+        groups.setdefault(key, []).append(row)
+    chosen = []
+    for group in groups.values():
+        off = next((row for row in group if not row.speculative_tokens), None)
+        fair = [row for row in group if off is None or row.tpot_ms <= off.tpot_ms]
+        chosen.append(min(fair or group, key=lambda r: (r.usd_per_month, r.speculative_tokens)))
+    return chosen
 
 
 def run_advise(
