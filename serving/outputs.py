@@ -284,7 +284,7 @@ class DeployedOutputs(BaseModel):
     model_config = _SharedOutputs.model_config
 
     # Every platform's outputs, in the platform models' order; what readers rely on is noted.
-    endpoint: str | None = None  # verify.target needs these three; every version exported them
+    endpoint: str | None = None  # verify.endpoint needs these three; every version exported them
     served_model_name: str | None = None
     platform: Literal["cloud-run", "tpu", "gke"] | None = None
     auth_kind: Literal["google-id-token", "api-key", "none"] | None = None

@@ -63,7 +63,7 @@ VERIFY_COMMANDS = frozenset(
     {"adapters", "advise", "alerts", "bench", "health", "memory", "metrics", "models", "ops", "promote", "query"}
 )
 # verify's packages that every command shares (the endpoint a command reaches).
-VERIFY_SHARED_PACKAGES = frozenset({"target"})
+VERIFY_SHARED_PACKAGES = frozenset({"endpoint"})
 VERIFY_FRONT_DOORS = frozenset({"verify.cli", "verify.__main__"})
 
 

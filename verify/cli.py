@@ -1,7 +1,7 @@
 """`gemma-verify <subcommand>` (or `python -m verify ...`): one argparse parser, one module per subcommand.
 
 Adding a subcommand is one row in ``_REGISTRARS``: its module exposes a ``register(subparsers) -> None``,
-which adds its parser (usually with ``verify.target.cli.add_target_arguments``) and sets ``handler``, a
+which adds its parser (usually with ``verify.endpoint.cli.add_target_arguments``) and sets ``handler``, a
 function ``(args) -> exit code``. Only the module of the subcommand that runs is imported (the others pull in
 aiohttp, Google's auth and the settings models: 0.65 s before a `verify health` could start); `--help`, no
 subcommand or an unknown one registers them all, so argparse lists every choice as before.

@@ -52,7 +52,7 @@ from tests.live.server import HERE, SERVED_NAME, VLLM_CLI, Home, RunningServer, 
 from verify.adapters.promote import PromoteRequest, PromoteSeams, promote_adapter
 from verify.adapters.routes import FileRouteStore
 from verify.adapters.run import AdaptersOptions, DeclaredAdapter, Probe, check_adapter, list_adapters
-from verify.target import AuthKind, Target
+from verify.endpoint import AuthKind, Target
 
 pytestmark = pytest.mark.live
 

@@ -38,10 +38,10 @@ from verify.adapters.run import (
 )
 from verify.adapters.stack import DeclaredVersion, bucket_tensors, declared_versions, stack_settings
 from verify.argtypes import positive_int
+from verify.endpoint import Target, resolve_target, target_from_outputs, with_flag_overrides
+from verify.endpoint.cli import add_target_arguments, target_options, timeout_options
 from verify.ops.google import apis_from_environment
 from verify.pulumi_gateway import AutomationGateway
-from verify.target import Target, resolve_target, target_from_outputs, with_flag_overrides
-from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 ACTIONS = ("list", "check", "promote")
 

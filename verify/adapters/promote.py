@@ -40,9 +40,9 @@ from verify.adapters.run import (
     the_base,
     with_tensor_check,
 )
+from verify.endpoint import Target
 from verify.reach import Reach, endpoint_client
 from verify.streaming import StreamRequest, measure_stream
-from verify.target import Target
 
 # After the write: the replicas' refresh interval and a margin for the read itself.
 SETTLE_S = ROUTES_REFRESH_S + 5.0

@@ -23,11 +23,11 @@ from serving.lora_shapes import LayerShapes
 from verify import UsageError
 from verify.adapters.tensors import AdapterFiles, LocalFiles, TensorCheck, check_tensors, shapes_of_local_model
 from verify.discovery import AnswerError, served_models
+from verify.endpoint import EndpointOptions, Target
 from verify.prom import MetricsParseError, samples_by_name
 from verify.reach import Reach, endpoint_client
 from verify.stack_settings import load_settings
 from verify.streaming import StreamRequest, measure_stream
-from verify.target import EndpointOptions, Target
 
 LORA_INFO = "vllm:lora_requests_info"
 DEFAULT_PROBE = "In one sentence, what do you help with?"

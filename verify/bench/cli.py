@@ -66,9 +66,9 @@ from verify.bench.scenarios import (
 )
 from verify.bench.slo import DEFAULT_SUCCESS_RATE, Slo, parse_slo
 from verify.bench.workers import USERS_PER_WORKER
+from verify.endpoint import resolve_target
+from verify.endpoint.cli import add_target_arguments, add_timeout_arguments, target_options, timeout_options
 from verify.streaming import Api
-from verify.target import resolve_target
-from verify.target.cli import add_target_arguments, add_timeout_arguments, target_options, timeout_options
 
 EXIT_OK = 0
 # What to change when the job's own tasks were CPU-bound (said once under the cells).

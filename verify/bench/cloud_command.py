@@ -37,9 +37,9 @@ from verify.bench.sweep import Endpoint, plan_for
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import make_client
+from verify.endpoint import TimeoutOptions
 from verify.pulumi_gateway import AutomationGateway, StackOutputsReader, missing_cli_message, pulumi_project_dir
 from verify.reach import http_timeout
-from verify.target import TimeoutOptions
 
 EXIT_OK = 0
 EXIT_FAILED = 1

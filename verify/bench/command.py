@@ -46,9 +46,9 @@ from verify.bench.sweep import (
 )
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, worker_pool
+from verify.endpoint import Target
 from verify.reach import client_for
 from verify.responses import body_excerpt
-from verify.target import Target
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -16,8 +16,8 @@ from verify.bench.load_generator import TransportKind
 from verify.bench.max_rate import SearchRule
 from verify.bench.scenarios import ScenarioOptions
 from verify.bench.slo import Slo
+from verify.endpoint import TimeoutOptions
 from verify.streaming import Api
-from verify.target import TimeoutOptions
 
 DEFAULT_CONCURRENCY = (1, 8, 32)
 DEFAULT_CONTEXT = (128, 1024)

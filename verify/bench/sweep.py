@@ -56,6 +56,7 @@ from verify.bench.scenarios import (
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
+from verify.endpoint import TimeoutOptions
 from verify.numbers import readable
 from verify.reach import http_timeout
 from verify.streaming import (
@@ -66,7 +67,6 @@ from verify.streaming import (
     StreamResult,
     classify_transport_error,
 )
-from verify.target import TimeoutOptions
 
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4

@@ -20,6 +20,7 @@ from remote.google_client import TokenSource
 from verify import UsageError
 from verify.adapters.run import DeclaredAdapter, declared_adapters
 from verify.bench.command import BenchReport
+from verify.endpoint import TargetOptions, TimeoutOptions, normalise_base_url, target_from_outputs, with_flag_overrides
 from verify.health.quality import QualityOptions, promised_by
 from verify.health.report import HealthReport, ProgressCallback
 from verify.promote.cloud_run import DEFAULT_API_URL, admin_api, get_service, google_tokens
@@ -38,7 +39,6 @@ from verify.pulumi_gateway import (
     missing_cli_message,
     pulumi_project_dir,
 )
-from verify.target import TargetOptions, TimeoutOptions, normalise_base_url, target_from_outputs, with_flag_overrides
 from verify.traffic import TrafficShifter
 from verify.url_guard import google_api_problem
 

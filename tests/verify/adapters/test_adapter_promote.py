@@ -21,8 +21,8 @@ from verify.adapters.promote import PromoteRequest, PromoteSeams, PromotionRepor
 from verify.adapters.routes import FileRouteStore, RouteConflictError
 from verify.adapters.run import AdaptersOptions, LocalTensors, Probe, TensorPlace
 from verify.adapters.tensors import LocalFiles
+from verify.endpoint import AuthKind, Target
 from verify.reach import Reach
-from verify.target import AuthKind, Target
 
 BASE = "tiny-gemma"
 TARGET = Target(base_url="http://vllm.test", model=BASE, auth_kind=AuthKind.NONE, source="test")

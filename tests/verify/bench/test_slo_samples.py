@@ -23,7 +23,7 @@ from verify.bench.results import CellRecord
 from verify.bench.slo import parse_slo, requests_needed, thin_gates, violations
 from verify.bench.sweep import plan_for
 from verify.cli import main
-from verify.target import AuthKind, Target, TimeoutOptions
+from verify.endpoint import AuthKind, Target, TimeoutOptions
 
 
 @pytest.mark.parametrize(
