@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import cast
 
 from preview.closed_pipe import run_until_reader_leaves
+from remote.text import escape_controls
 from verify import UsageError
 from verify.version import project_version
 
@@ -114,7 +115,8 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         code: int = args.handler(args)
     except UsageError as exc:
-        print(f"{parser.prog} {args.command}: error: {exc}", file=sys.stderr)
+        # A message may quote what a server or a file said (a model name, a body): shown escaped.
+        print(f"{parser.prog} {args.command}: error: {escape_controls(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{parser.prog} {args.command}: interrupted", file=sys.stderr)

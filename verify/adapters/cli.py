@@ -219,40 +219,45 @@ def chosen_adapter(
     return DeclaredAdapter(name=name, probes=known.probes if known else ())
 
 
+def _shown(text: object) -> str:
+    """A server's (or a stack file's) name on one line of the listing: controls and newlines as escapes."""
+    return escape_controls(str(text), keep_newlines=False)
+
+
 def render_listing(listing: AdapterListing) -> str:
-    lines = [f"{listing.base_url}: base {', '.join(listing.base_models) or 'none'}"]
+    bases = ", ".join(_shown(name) for name in listing.base_models) or "none"
+    lines = [f"{_shown(listing.base_url)}: base {bases}"]
     for adapter in listing.loaded:
         state = (
             "running" if adapter.name in listing.running else "waiting" if adapter.name in listing.waiting else "idle"
         )
-        lines.append(
-            f"  adapter {escape_controls(adapter.name)} on {escape_controls(str(adapter.base))}: loaded, {state}"
-        )
+        lines.append(f"  adapter {_shown(adapter.name)} on {_shown(adapter.base)}: loaded, {state}")
     lines += [
-        f"  adapter {name}: declared, not loaded yet (loads on its first request)" for name in listing.not_loaded_yet
+        f"  adapter {_shown(name)}: declared, not loaded yet (loads on its first request)"
+        for name in listing.not_loaded_yet
     ]
     if listing.gpu_slots is not None:
         lines.append(f"  GPU slots (--max-loras): {listing.gpu_slots}")
     if listing.note:
-        lines.append(f"  note: {listing.note}")
+        lines.append(f"  note: {_shown(listing.note)}")
     return "\n".join(lines)
 
 
 def print_check(report: AdapterCheckReport, out: TextIO) -> None:
     verdict = "PASS" if report.passed else "FAIL"
-    out.write(f"{verdict}: adapter {report.adapter} on {report.base}, {len(report.probes)} probe(s)\n")
+    out.write(f"{verdict}: adapter {_shown(report.adapter)} on {_shown(report.base)}, {len(report.probes)} probe(s)\n")
     for index, probe in enumerate(report.probes, start=1):
         out.write(f"  probe {index}: {escape_controls(probe.prompt)[:80]!r}\n")
         out.write(f"    adapter: {probe.adapter_answer[:120]!r}\n    base:    {probe.base_answer[:120]!r}\n")
     for problem in report.problems:
-        out.write(f"  problem: {problem}\n")
+        out.write(f"  problem: {_shown(problem)}\n")
     if report.tensors is not None:
         tensors = report.tensors
         shapes = f"against {tensors.shapes_from}" if tensors.shapes_from else "against the rank only"
-        where = escape_controls(tensors.where or "?")
+        where = _shown(tensors.where or "?")
         out.write(f"  tensors: {tensors.tensors} in {len(tensors.files)} file(s) at {where}, {shapes}\n")
         if tensors.note:
-            out.write(f"  note: {tensors.note}\n")
+            out.write(f"  note: {_shown(tensors.note)}\n")
 
 
 def print_promotion(report: PromotionReport, out: TextIO) -> None:
@@ -264,8 +269,6 @@ def print_promotion(report: PromotionReport, out: TextIO) -> None:
     previous = f" (was {report.previous})" if report.previous else " (its first version)"
     out.write(f"{verdict}: {report.adapter} -> {staged}{previous}; route table {report.routes}\n")
     if report.confirmed:
-        out.write(
-            f"  after the switch {report.adapter} answered as: {', '.join(map(escape_controls, report.confirmed))}\n"
-        )
+        out.write(f"  after the switch {report.adapter} answered as: {', '.join(map(_shown, report.confirmed))}\n")
     for problem in report.problems:
-        out.write(f"  problem: {problem}\n")
+        out.write(f"  problem: {_shown(problem)}\n")

@@ -10,6 +10,7 @@ expected substring. Probes come from the stack file (`adapters[].probes`) or `--
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -30,6 +31,8 @@ from verify.stack_settings import load_settings
 from verify.streaming import StreamRequest, measure_stream
 
 LORA_INFO = "vllm:lora_requests_info"
+# vLLM's --max-loras as the label writes it: a small whole number.
+_SLOTS = re.compile(r"[0-9]{1,6}")
 DEFAULT_PROBE = "In one sentence, what do you help with?"
 PROBE_MAX_TOKENS = 64
 
@@ -172,8 +175,13 @@ async def _lora_metrics(client: httpx.AsyncClient) -> tuple[list[str], list[str]
     def names(key: str) -> list[str]:
         return [name for name in labels.get(key, "").split(",") if name]
 
-    slots = labels.get("max_lora", "")
-    return names("running_lora_adapters"), names("waiting_lora_adapters"), int(slots) if slots.isdigit() else None, None
+    return names("running_lora_adapters"), names("waiting_lora_adapters"), _slots(labels.get("max_lora", "")), None
+
+
+def _slots(label: str) -> int | None:
+    """``max_lora`` as a count; None for anything but a few ASCII digits (``str.isdigit`` takes ``²``, which
+    ``int`` refuses: a server's label crashed `adapters list`)."""
+    return int(label) if _SLOTS.fullmatch(label) else None
 
 
 class TensorLocator(Protocol):
@@ -297,7 +305,7 @@ async def _probe(client: httpx.AsyncClient, name: str, base: str, probe: Probe, 
     elif not answers_as(name, mine.model):
         problems.append(f"asked for {name}, the answer came from {escape_controls(str(mine.model))}")
     if theirs.failure is not None:
-        problems.append(f"the base {base} did not answer, so nothing to compare with")
+        problems.append(f"the base {escape_controls(base)} did not answer, so nothing to compare with")
     if mine.failure is None and probe.expect is not None and probe.expect not in mine.text:
         problems.append(f"the answer does not contain {probe.expect!r}")
     return ProbeOutcome(

@@ -276,7 +276,7 @@ async def run_task(
         shape = shapes[context]
         warmups = slot.share_of(plan.warmups_for(concurrency), concurrency)
         requests = slot.share_of(plan.requests_for(concurrency), concurrency)
-        prompts = [plan.request(prompt) for prompt in book.take(shape, warmups + requests)]
+        prompts = [plan.request(prompt, shape.measured) for prompt in book.take(shape, warmups + requests)]
         expected = min(concurrency, slot.count)
         name = f"{context}x{concurrency}"
 

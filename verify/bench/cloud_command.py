@@ -271,11 +271,13 @@ async def _task(options: TaskOptions, *, url: str, model: str, slot: TaskSlot, w
     auth = GoogleIdTokenAuth(url) if url.startswith("https://") else None
     timeouts = options.timeouts
     async with make_client(url, auth, timeout=http_timeout(timeouts)) as client:
-        plan = plan_for(options.workload, model=model, timeouts=timeouts)
         try:
-            card = discovery.find_card(await discovery.served_models(client), model)
+            models = await discovery.served_models(client)
         except discovery.AnswerError as exc:
             raise UsageError(f"{url} cannot be benchmarked: {exc}") from None
+        card = discovery.find_card(models, model)
+        names = frozenset({model}) if card is None else discovery.answer_names(models, card)
+        plan = plan_for(options.workload, model=model, timeouts=timeouts, answer_names=names)
         endpoint = Endpoint(
             base_url=url,
             platform="cloud-run",

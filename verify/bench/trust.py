@@ -120,7 +120,7 @@ def gate_failures(slos: Sequence[Slo], records: Sequence[CellRecord], *, allow_u
         elif skip_timing:
             not_judged.append(record)
     if not_judged:
-        named = ", ".join(f"{r.requested_context} x {r.max_concurrency}" for r in not_judged)
+        named = ", ".join(record.short_label for record in not_judged)
         plural = "s" if len(not_judged) > 1 else ""
         problems.append(
             f"SLO not judged on {len(not_judged)} untrusted cell{plural} ({named}): their latencies include the "

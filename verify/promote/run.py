@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 
 from remote.google_client import TokenSource
+from remote.text import escape_controls
 from verify import UsageError
 from verify.adapters.run import DeclaredAdapter, declared_adapters
 from verify.bench.command import BenchReport
@@ -70,8 +71,8 @@ class PromoteOptions:
 
 
 def say_on_stderr(line: str) -> None:
-    """The promotion's progress lines, as `verify promote` says them."""
-    print(f"verify promote: {line}", file=sys.stderr, flush=True)
+    """The promotion's progress lines, as `verify promote` says them (a line may quote a server: escaped)."""
+    print(f"verify promote: {escape_controls(line)}", file=sys.stderr, flush=True)
 
 
 def _quiet(_report: object) -> None:
