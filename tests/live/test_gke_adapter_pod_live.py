@@ -22,7 +22,9 @@ import httpx
 import pytest
 
 from components.gke.manifests import API_KEY_FILE, launch_line
-from serving.lora import ADAPTERS_FOLDER, derive_lora_limits, guard_args, launcher_command, resolver_env
+from serving.adapter_routes_runtime import ROUTES_ENV
+from serving.adapter_versions import Route, RouteTable
+from serving.lora import ADAPTERS_FOLDER, derive_lora_limits, guard_args, launcher_command, resolver_env, routes_env
 from tests.live.server import HERE, OFFLINE_ENV, SERVED_NAME, START_TIMEOUT_S, VLLM_CLI, Home, free_port, healthy
 
 pytestmark = pytest.mark.live
@@ -43,7 +45,9 @@ def _pod(tmp_path: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
     python3.write_text(f'#!/bin/sh\nexec "{home.python}" "$@"\n', encoding="utf-8")
     python3.chmod(0o755)
     builder = [str(home.python), str(HERE / "make_tiny_adapter.py"), str(home.model)]
-    subprocess.run([*builder, str(models / ADAPTERS_FOLDER / "tiny-bot"), "--rank", "8"], check=True, timeout=300)
+    subprocess.run([*builder, str(models / ADAPTERS_FOLDER / "tiny-bot@v1"), "--rank", "8"], check=True, timeout=300)
+    routes = models / "adapter-routes.json"
+    routes.write_text(RouteTable({"tiny-bot": Route("v1")}).to_text(), encoding="utf-8")
     args = [str(home.model), "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
     args += ["--max-model-len", "512", *CPU_DTYPE, *derive_lora_limits([8]).serve_args(), *guard_args()]
     env = {
@@ -53,6 +57,8 @@ def _pod(tmp_path: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
         "PYTHONPATH": os.pathsep.join(map(str, (shim, VLLM_CLI.parent, HERE))),
         "VLLM_CPU_KVCACHE_SPACE": "1",
         **resolver_env(str(models)),
+        **routes_env([SERVED_NAME]),
+        ROUTES_ENV: routes.as_uri(),
     }
     command = ["/bin/sh", "-c", launch_line(str(secrets), own_command=True), "vllm", *launcher_command(), *args]
     return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -69,8 +75,8 @@ def _wait_healthy(base_url: str, server: subprocess.Popen[bytes]) -> None:
 
 
 def test_the_pod_command_serves_an_adapter_by_name_and_refuses_the_admin_routes(tmp_path: Path) -> None:
-    """Without the key: 401; adapter admin routes: 403; an adapter in the folder: served under its name, and
-    reported in the gauge the endpoint picker scores by."""
+    """Without the key: 401; adapter admin routes: 403; an adapter version in the folder: served under its
+    public name as the route table says, and reported in the gauge the endpoint picker scores by."""
     if os.environ.get("VERIFY_LIVE_START") != "1":
         pytest.skip("no live vLLM: run `make test-live` (VERIFY_LIVE_START=1)")
     port = free_port()
@@ -93,9 +99,9 @@ def _serve_and_probe(tmp_path: Path, port: int, log: IO[bytes]) -> None:
                 "/v1/completions", headers=auth, json={"model": "tiny-bot", "prompt": "hi", "max_tokens": 4}
             )
             assert answer.status_code == 200, answer.text
-            assert answer.json()["model"] == "tiny-bot"
+            assert answer.json()["model"] == "tiny-bot@v1"  # the version the route table names
             metrics = client.get("/metrics", headers=auth).text
-            assert 'running_lora_adapters="tiny-bot"' in metrics  # what the picker's lora-affinity-scorer reads
+            assert 'running_lora_adapters="tiny-bot@v1"' in metrics  # what the picker's lora-affinity-scorer reads
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)

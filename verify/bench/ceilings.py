@@ -46,6 +46,12 @@ SIZE_MATCH = 0.1
 LIGHTEST_BYTES_PER_PARAM = 0.5
 # The planner is asked with all of the accelerators' memory for vLLM (`--gpu-memory-utilization` at its maximum).
 ALL_MEMORY = 1.0
+# The shortest sequence the planner is asked about: the least `vllm.maxModelLen` a stack takes (stacks/vllm.py);
+# a shorter prompt fits wherever this does, with more sequences beside it (generous, again).
+SHORTEST_SEQUENCE = 128
+# How the loader words a refusal of the capacity planner (`<key>: capacity: ...`, stacks/capacity.py
+# `capacity_problems`): the ones about memory.
+_CAPACITY = "capacity:"
 # What a platform of the results file is called in the shapes table.
 _SHAPE_PLATFORM = {"cloud-run": "cloud-run", "tpu": "tpu-vm", "gke": "gke"}
 
@@ -151,9 +157,17 @@ def _catalog_candidates(
     shapes.sort(key=lambda shape: shape.platform != _SHAPE_PLATFORM.get(platform or "", ""))
     if not shapes:  # no shape of the table to plan on: the weights alone are the bound
         return _Candidates(tuple(_Candidate(cost, None) for cost in costs.values()))
-    workload = Workload(context_tokens=max(context, 1), output_tokens=1, gpu_memory_utilization=ALL_MEMORY)
+    workload = Workload(
+        context_tokens=max(context, SHORTEST_SEQUENCE - 1), output_tokens=1, gpu_memory_utilization=ALL_MEMORY
+    )
     fits = {name: fit(model, name, shapes[0], workload) for name in runs}
-    found = tuple(_Candidate(costs[name], answer.sequences) for name, answer in fits.items() if answer.fits)
+    # Only the planner's own verdict (capacity) refuses a variant; a stack it could not write for another reason
+    # says nothing about memory, and that variant stays, unbounded.
+    found = tuple(
+        _Candidate(costs[name], answer.sequences if answer.fits else None)
+        for name, answer in fits.items()
+        if answer.fits or _CAPACITY not in (answer.why_not or "")
+    )
     if found:
         return _Candidates(found)
     lightest = min(runs, key=lambda name: costs[name].step_weight_bytes(1))

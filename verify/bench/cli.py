@@ -343,6 +343,13 @@ def add_facts_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGrou
         metavar="N",
         help="parameters computed per token, e.g. 12B (default: read from the model name, e.g. gemma-4-12b-it)",
     )
+    parser.add_argument(
+        "--speculative-tokens",
+        type=positive_int("--speculative-tokens", minimum=0),
+        metavar="N",
+        help="draft tokens a step the server's speculative decoding adds, 0 for none, for the decode ceiling "
+        "(default: the stack's --speculative-config, else what the server's counters show)",
+    )
 
 
 def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -526,6 +533,7 @@ def _facts(args: argparse.Namespace) -> ServingFacts:
         accelerator_count=args.accelerator_count,
         price_per_hour=args.price_per_hour,
         model_params=args.model_params,
+        speculative_tokens=args.speculative_tokens,
     )
 
 

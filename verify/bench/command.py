@@ -324,7 +324,11 @@ async def _bench(
             transport=options.transport.value,
             accelerator=facts,
             model_params=options.facts.model_params or params_from_model_name(found.model),
-            speculative_tokens=target.speculative_tokens,
+            speculative_tokens=(
+                options.facts.speculative_tokens
+                if options.facts.speculative_tokens is not None
+                else target.speculative_tokens
+            ),
         )
         found_differences = resume.differences(existing, plan, endpoint)
         if found_differences:

@@ -160,7 +160,7 @@ def summary_table(records: Sequence[CellRecord], *, advice: str = UNTRUSTED_ADVI
         note = footnotes[id(record)]
         mark = ""
         if note:
-            lines.append(f"[bold]{len(lines) + 1}[/] {record.requested_context} x {shown}: {note}")
+            lines.append(f"[bold]{len(lines) + 1}[/] {record.short_label}: {note}")
             mark = f"[yellow]{len(lines)}[/]"
         if not record.measured:
             row += ["-"] * (len(headings) - len(row) - int(noted))

@@ -62,6 +62,9 @@ class ServingFacts:
     accelerator_count: int = 1
     price_per_hour: float | None = None
     model_params: float | None = None
+    # Draft tokens a step the server's speculative decoding adds (0: none); None: the stack's, else the server's
+    # counters (verify/bench/ceilings.py allows speculation only where a record shows it).
+    speculative_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

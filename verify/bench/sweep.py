@@ -81,8 +81,8 @@ _NOT_CONNECTED = frozenset({FailureKind.CONNECT_ERROR, FailureKind.CONNECT_TIMEO
 class EndpointLostError(Exception):
     """The endpoint stopped answering mid-sweep; the cell named was not measured and not recorded."""
 
-    def __init__(self, context: int, concurrency: int, cause: str) -> None:
-        self.cell = f"context {context} x concurrency {concurrency}"
+    def __init__(self, context: int, concurrency: int, cause: str, rate: float | None = None) -> None:
+        self.cell = Cell(context, concurrency, rate).label()
         self.cause = cause
         super().__init__(f"{self.cell}: {cause}")
 
@@ -438,7 +438,7 @@ async def run_cell(
                 deadline_s=plan.deadline_s,
                 clock=clock,
             )
-            _stop_if_unreachable(warmed, context, concurrency)
+            _stop_if_unreachable(warmed, cell)
         observer.cell_started(label, requests)
         if scenario.kind is Scenario.MULTI_TURN:
             share = await measure_chats(
@@ -483,7 +483,7 @@ async def run_cell(
             on_measuring=lambda: observer.cell_started(label, requests),
             on_result=observer.request_finished,
         )
-    _stop_if_unreachable([sample.result for share in shares for sample in share.samples], context, concurrency)
+    _stop_if_unreachable([sample.result for share in shares for sample in share.samples], cell)
     metrics = union_metrics(shares)
     stalls = [share.stalls for share in shares]
     trust = judge(stalls, metrics.ttft.mean if metrics.completed else None)
@@ -582,14 +582,15 @@ def sample_fields(plan: SweepPlan, shares: Sequence[PhaseShare]) -> dict[str, ob
     return fields
 
 
-def _stop_if_unreachable(results: Sequence[StreamResult], context: int, concurrency: int) -> None:
+def _stop_if_unreachable(results: Sequence[StreamResult], cell: Cell) -> None:
     """Raise ``EndpointLostError`` when no request reached the server (each one failed to connect)."""
     failures = [result.failure for result in results]
     if not failures or any(failure is None or failure.kind not in _NOT_CONNECTED for failure in failures):
         return
     last = failures[-1]
     assert last is not None  # every failure is set, per the test above
-    raise EndpointLostError(context, concurrency, f"every request failed to connect ({last.kind.value}: {last.detail})")
+    cause = f"every request failed to connect ({last.kind.value}: {last.detail})"
+    raise EndpointLostError(cell.context, cell.concurrency, cause, cell.rate)
 
 
 async def calibrated(counter: TokenCounter, context: int, concurrency: int, *, nonce: str) -> PromptShape:

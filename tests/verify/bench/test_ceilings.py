@@ -232,3 +232,49 @@ def test_a_url_only_run_records_the_speculation_its_servers_counters_show() -> N
     assert draft_tokens_per_step(_scrape(None, None), _scrape(None, None)) == 0
     assert draft_tokens_per_step(_scrape(100, 300), _scrape(100, 300)) == 0  # no draft during the cell
     assert draft_tokens_per_step(None, _scrape(150, 450)) is None  # unreadable: not known, so none allowed
+
+
+def test_bench_judges_a_served_name_outside_the_catalog_by_the_size_given(tmp_path: Path) -> None:
+    """Red team: `bench --accelerator nvidia-l4 --model-params 12B` against a served name that is no catalog id
+    recorded 499 tok/s for one user with no ceiling at all. The run records the size it was told and judges it."""
+    from tests.fake_vllm import FakeVllmConfig
+    from tests.verify.bench.test_cli import running
+
+    output = tmp_path / "custom.jsonl"
+    config = FakeVllmConfig(
+        served_name="acme-assistant", count_prompt_words=True, pieces=tuple(f" w{i}" for i in range(32))
+    )
+    with running(config) as server:
+        main(
+            ["bench", "--url", server.url, "--model", "acme-assistant", "--accelerator", "nvidia-l4",
+             "--model-params", "12B", "--concurrency", "1", "--context", "64", "--max-tokens", "32",
+             "--requests", "3", "--warmup", "0", "--no-progress", "--output", str(output)]
+        )  # fmt: skip
+    (record,) = load_results(output).records
+    assert record.model_params == 12e9
+    assert record.speculative_tokens == 0  # the server's counters show no speculative decoding
+    assert record.exceeds_ceiling
+    assert record.ceiling_stream_tokens_per_s is not None
+    assert record.ceiling_stream_tokens_per_s < 40
+    assert not trusted(record)
+    assert any("gemma-4-12b-it on 1 x nvidia-l4" in warning for warning in record.warnings)
+
+
+def test_bench_records_the_speculation_it_is_told(tmp_path: Path) -> None:
+    """`--speculative-tokens N` states what a `--url` run cannot read from a stack; the record keeps it and its
+    ceiling allows that many draft tokens a step."""
+    from tests.fake_vllm import FakeVllmConfig
+    from tests.verify.bench.test_cli import running
+
+    output = tmp_path / "mtp.jsonl"
+    with running(FakeVllmConfig(served_name="gemma-4-12b-it", count_prompt_words=True)) as server:
+        main(
+            ["bench", "--url", server.url, "--accelerator", "nvidia-l4", "--speculative-tokens", "4",
+             "--concurrency", "1", "--context", "64", "--max-tokens", "5", "--requests", "2", "--warmup", "0",
+             "--no-progress", "--output", str(output)]
+        )  # fmt: skip
+    (record,) = load_results(output).records
+    assert record.speculative_tokens == 4
+    ceiling = decode_ceiling_of(record)
+    assert ceiling is not None
+    assert "up to 5 tokens a step" in ceiling.basis
