@@ -17,7 +17,7 @@ from serving.model_cost import model_cost
 from serving.planner import KvLayout
 from serving.shapes import accelerator_facts
 from serving.shapes import shape as table_shape
-from serving.speculation import speculation_for
+from serving.speculation import Counters, speculation_for
 from serving.speed_facts import fitted_efficiency, hardware_for
 from stacks.capacity import (
     LARGE_GPU_BATCHED_TOKENS,
@@ -59,20 +59,29 @@ def replica_of(
     kv_cache_dtype: str = "fp8",
     client: bool = True,
     speculative_tokens: int = 0,
+    counters: Counters | None = None,
     host_vcpus: int | None = None,
     kv_sequences: float | None = None,
 ) -> Replica:
     """One vLLM server of ``variant`` over ``chips`` of ``accelerator`` (tensor parallel), at most ``batch_cap``
     sequences (capped at vLLM's default --max-num-seqs), at the fitted efficiencies; ``client`` False leaves out
     the time outside the server; ``speculative_tokens`` > 0 drafts that many tokens a step with the MTP drafter
-    the catalog pairs with the variant (at its default acceptance, serving/data/mtp-acceptance.json);
+    the catalog pairs with the variant (at the acceptance ``counters`` measured, else the default for the target,
+    serving/data/mtp-acceptance.json);
     ``host_vcpus`` the shape's host CPUs; ``kv_sequences`` how many requests of the workload's size the KV cache
     holds (what the prefix cache's working set competes for; None: ``batch_cap``)."""
     hardware = hardware_for(accelerator, chips, host_vcpus=host_vcpus)
     layout = KvLayout.TPU if accelerator_facts(accelerator).family == "tpu" else KvLayout.VLLM_HYBRID
     cost = model_cost(model, variant, kv_cache_dtype=kv_cache_dtype, tensor_parallel=chips, layout=layout)
     speculation = (
-        speculation_for(model, variant, speculative_tokens, kv_cache_dtype=kv_cache_dtype, tensor_parallel=chips)
+        speculation_for(
+            model,
+            variant,
+            speculative_tokens,
+            kv_cache_dtype=kv_cache_dtype,
+            tensor_parallel=chips,
+            counters=counters,
+        )
         if speculative_tokens
         else None
     )

@@ -22,6 +22,7 @@ from serving.catalog import CatalogModel, SupportStatus, catalog, catalog_model
 from serving.latency import AtLoad, Replica, Requests, at_rate, decode_step, prefill_seconds, with_users
 from serving.pricing import HourlyPrice
 from serving.shapes import accelerator_facts
+from serving.speculation import Counters
 from serving.speed_records import SpeedRecord, load_speed_records, matching
 from stacks.estimate import basis_of, host_vcpus_of, replica_of, stated_error
 from stacks.fit import Fit, Shape, Workload, fit
@@ -97,8 +98,11 @@ def _catalog_fit(model_id: str, variant: str, shape: Shape, workload: Workload) 
     return fit(catalog_model(model_id), variant, shape, workload)
 
 
-def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
-    """Every model x variant x offer the constraints allow that fits, with its replica model."""
+def candidates(
+    options: AdviseOptions, excluded: _Excluded, records: list[SpeedRecord] | None = None
+) -> list[Candidate]:
+    """Every model x variant x offer the constraints allow that fits, with its replica model (MTP at the acceptance
+    a speed record of the checkpoints measured, where one did)."""
     found_offers, ruled_out = offers(
         platforms=options.platforms, region=options.region, provisioning=options.provisioning
     )
@@ -141,6 +145,7 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
                         batch_cap=answer.sequences,
                         kv_cache_dtype=options.kv_cache_dtype,
                         speculative_tokens=draft,
+                        counters=measured_counters(records or [], model.id, variant) if draft else None,
                         host_vcpus=host_vcpus_of(offer.name),
                         kv_sequences=float(answer.sequences),
                     )
@@ -171,6 +176,18 @@ def _draft_lengths(model: CatalogModel, variant: str, offer: Offer, options: Adv
     if drafter is None or accelerator_facts(offer.accelerator.value).family == "tpu":
         return (0,)
     return options.draft_tokens
+
+
+def measured_counters(records: list[SpeedRecord], model: str, variant: str) -> Counters | None:
+    """The speculative-decoding counters the project's speed records measured for these checkpoints, summed (the
+    acceptance is the checkpoints' and the traffic's, not the shape's); None where none did."""
+    found = [r for r in records if (r.model, r.variant) == (model, variant) and r.spec_decode_drafts]
+    if not found:
+        return None
+    drafts = sum(r.spec_decode_drafts or 0.0 for r in found)
+    accepted = sum(r.spec_decode_accepted or 0.0 for r in found)
+    length = max(found, key=lambda r: r.spec_decode_drafts or 0.0).speculative_tokens
+    return Counters(drafts, accepted, length, f"{len(found)} speed record(s), e.g. {found[0].cite()}")
 
 
 def _drafts_pay(replica: Replica, options: AdviseOptions) -> bool:
@@ -446,7 +463,7 @@ def run_advise(
     records = load_speed_records(project_root(root))
     rows: list[Row] = []
     states: dict[_StateKey, AtLoad] = {}
-    for candidate in candidates(options, excluded):
+    for candidate in candidates(options, excluded, records):
         found = fewest_replicas(candidate, options, states)
         if found is None:
             limit = min(candidate.offer.max_replicas, options.max_replicas)

@@ -117,3 +117,33 @@ def test_refit_writes_its_provenance_where_every_estimate_reads_it(
         assert "wrote" in text
     finally:
         speed_facts.fitted_efficiency.cache_clear()
+
+
+def test_advise_drafts_at_the_acceptance_a_record_measured() -> None:
+    """Where the project measured the checkpoints' MTP counters, advise weighs MTP at that acceptance, not the
+    default: a quantized target that accepts 5 % must not be ranked as if it accepted 74 %."""
+    from verify.advise.options import AdviseOptions
+    from verify.advise.run import _Excluded, candidates, measured_counters
+
+    record = _synthetic()[0].model_copy(
+        update={"variant": "bf16", "speculative_tokens": 3, "spec_decode_drafts": 1000.0, "spec_decode_accepted": 60.0}
+    )
+    counters = measured_counters([record], "gemma-4-12b-it", "bf16")
+    assert counters is not None
+    assert (counters.drafts, counters.accepted, counters.draft_tokens) == (1000.0, 60.0, 3)
+    options = AdviseOptions(
+        prompt_tokens=512,
+        output_tokens=256,
+        users=4,
+        models=("gemma-4-12b-it",),
+        variants=("bf16",),
+        platforms=("gke",),
+        draft_tokens=(0, 2),
+    )
+    found = candidates(options, _Excluded(), [record])
+    drafted = [c for c in found if c.speculative_tokens]
+    default = [c for c in candidates(options, _Excluded()) if c.speculative_tokens]
+    assert all(
+        c.replica.speculation is not None and c.replica.speculation.source.startswith("measured") for c in drafted
+    )
+    assert len(drafted) < len(default), "at 6 % accepted MTP no longer pays where the default said it would"
