@@ -27,8 +27,9 @@ from job_scripts.import_weights import (
     Wanted,
     finalise_adapter,
 )
-from serving.lora import ADAPTERS_FOLDER, LAUNCHER_SOURCE, REFUSED_ROUTES, derive_lora_limits, guard_args, resolver_env
-from tests.live.server import HERE, VLLM_CLI, Home, RunningServer, ServerError, start, stop
+from serving.lora import ADAPTERS_FOLDER, derive_lora_limits, resolver_env
+from serving.route_guard import GuardConfig, guard_args, launcher_source
+from tests.live.server import HERE, SERVED_NAME, VLLM_CLI, Home, RunningServer, ServerError, start, stop
 from verify.adapters.run import AdaptersOptions, DeclaredAdapter, Probe, check_adapter, list_adapters
 from verify.target import AuthKind, Target
 
@@ -38,6 +39,10 @@ API_KEY = "live-lora-key"
 TRAINED_ON = "acme/tiny-gemma"
 # vLLM 0.32's CPU build crashed its engine on the first LoRA forward pass with bf16 weights; float32 runs.
 CPU_DTYPE = ("--dtype", "float32")
+# Routes runtime LoRA updating adds (vllm/entrypoints/serve/lora/api_router.py, SageMaker's /adapters).
+ADMIN_ROUTES = ("/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/adapters", "/invocations")
+# The declared adapters: the two mismatched ones are declared so that vLLM's own refusal is what they meet.
+DECLARED = ("support-bot", "other-base", "too-wide")
 
 
 class LocalFolder:
@@ -96,12 +101,19 @@ def lora_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSer
     # Mismatched: trained on another model (the resolver refuses it), and a rank above the server's.
     _build(home, adapters / "other-base", rank=8, base="acme/another-model", seed=2)
     _build(home, adapters / "too-wide", rank=16, seed=3)
+    # Outside the adapters folder: what a path-like `model` made the resolver load (issue 46).
+    _build(home, root / "outside" / "evil", rank=8, seed=4)
     limits = derive_lora_limits([8])
-    launcher = f"import sys; sys.path.insert(0, {str(VLLM_CLI.parent)!r}); import {VLLM_CLI.stem}\n{LAUNCHER_SOURCE}"
+    launcher = f"import sys; sys.path.insert(0, {str(VLLM_CLI.parent)!r}); import {VLLM_CLI.stem}\n{launcher_source()}"
+    config = GuardConfig(
+        names=(SERVED_NAME, *DECLARED),
+        key="required",
+        adapters_dir=resolver_env(str(root))["VLLM_LORA_RESOLVER_CACHE_DIR"],
+    )
     try:
         server = start(
             home,
-            launcher=("-c", launcher),
+            launcher=("-c", launcher, config.to_json()),
             extra_args=(*CPU_DTYPE, *limits.serve_args(), *guard_args()),
             env={**resolver_env(str(root)), "VLLM_API_KEY": API_KEY},
         )
@@ -122,7 +134,7 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLLM_API_KEY", API_KEY)
 
 
-@pytest.mark.parametrize("route", REFUSED_ROUTES)
+@pytest.mark.parametrize("route", ADMIN_ROUTES)
 def test_admin_routes_are_refused_even_with_the_key(lora_server: RunningServer, route: str) -> None:
     """With runtime LoRA updating on, vLLM adds load/unload routes (SageMaker's outside the API key): refused."""
     body = {"lora_name": "x", "lora_path": "/etc", "name": "x", "src": "/etc"}
@@ -130,6 +142,18 @@ def test_admin_routes_are_refused_even_with_the_key(lora_server: RunningServer, 
     assert answer.status_code == 403, answer.text
     answer = httpx.delete(f"{lora_server.base_url}/adapters/support-bot")
     assert answer.status_code == 403
+
+
+@pytest.mark.parametrize("model", ["../outside/evil", "/etc", "adapters/../../outside/evil"])
+def test_a_path_like_model_loads_no_folder(lora_server: RunningServer, model: str) -> None:
+    """`model: ../outside/evil` made the resolver load a folder outside adapters/, and `adapters list` listed it
+    as loaded: the guard refuses the name before vLLM resolves it, so nothing loads."""
+    auth = {"Authorization": f"Bearer {API_KEY}"}
+    body = {"model": model, "prompt": "hi", "max_tokens": 4}
+    answer = httpx.post(f"{lora_server.base_url}/v1/completions", json=body, headers=auth, timeout=120)
+    assert answer.status_code == 404, answer.text
+    listed = httpx.get(f"{lora_server.base_url}/v1/models", headers=auth).json()["data"]
+    assert all("evil" not in entry["id"] and "evil" not in str(entry.get("root")) for entry in listed)
 
 
 def test_requests_without_the_key_are_still_refused(lora_server: RunningServer) -> None:
