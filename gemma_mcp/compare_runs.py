@@ -60,7 +60,7 @@ def _workload(verdict: WorkloadVerdict, active_hours: float) -> WorkloadComparis
                 always_on_monthly_usd=run.run.always_on_monthly_usd(),
                 scaled_to_zero_monthly_usd=run.run.scaled_to_zero_monthly_usd(active_hours),
                 break_even_active_hours=run.break_even_hours,
-                left_out=[f"{cell.record.max_concurrency} users: {cell.mark}" for cell in run.cells if cell.mark],
+                left_out=[f"{cell.record.load}: {cell.mark}" for cell in run.cells if cell.mark],
             )
             for run in verdict.runs
         ],

@@ -373,8 +373,7 @@ def _without_cli_flags(message: str) -> str:
 
 
 def _cell_line(cell: CellRecord) -> str:
-    users = f"{cell.max_concurrency} user{'s' if cell.max_concurrency != 1 else ''}"
-    where = f"  context {cell.requested_context} x {users}: "
+    where = f"  context {cell.requested_context} x {cell.load}: "
     if not cell.measured:
         return where + f"skipped ({cell.skip_reason})"
     numbers = (

@@ -5,8 +5,8 @@ Why a pack rule beside the settings: vLLM 0.32's API key guards only its `/v1`, 
 completion), `/tokenize`, `/generative_scoring` and whatever vLLM adds next to anyone who reaches the port, and
 loads any folder a request's `model` names through the LoRA resolver. The guard (serving/guard_runtime.py)
 runs only when the container starts vLLM through its launcher (`python3 -c <launcher> <config> serve`) with
-`--middleware gemma_serving_guard.RouteGuard` among vLLM's arguments; a hand-written container, a later
-refactor or another program's manifest without both is refused here.
+`--middleware gemma_serving_guard.RouteGuard` as the last (outermost) of vLLM's middleware; a hand-written
+container, a later refactor or another program's manifest without both is refused here.
 
 What it reads: a Cloud Run service's containers, a Kubernetes workload's containers and a TPU queued
 resource's startup script, each container that looks like vLLM (policy/vllm_args.py). Standard library only:
@@ -31,7 +31,7 @@ CLOUD_RUN_SERVICE = "gcp:cloudrunv2/service:Service"
 STARTUP_SCRIPT = "startup-script"
 FIX = (
     "start vLLM through the route guard's launcher (`python3 -c <launcher> <config> serve`, "
-    f"serving/route_guard.py) with `--middleware {GUARD_MIDDLEWARE}`; plain `vllm serve` answers /invocations, "
+    f"serving/route_guard.py) with `--middleware {GUARD_MIDDLEWARE}` last; plain `vllm serve` answers /invocations, "
     "/tokenize and every route outside /v1 without the API key"
 )
 
@@ -44,7 +44,8 @@ def _container_problem(where: str, container: Mapping[str, Any], command_key: st
     if not looks_like_vllm(image if isinstance(image, str) else None, argv):
         return None
     launched = any(LAUNCHER_MARKER in part for part in parts)
-    installed = GUARD_MIDDLEWARE in flag_values(argv, "--middleware")
+    # vLLM adds each `--middleware` as the new outermost layer: the guard must be the last one.
+    installed = flag_values(argv, "--middleware")[-1:] == [GUARD_MIDDLEWARE]
     if launched and installed:
         return None
     missing = " and ".join(

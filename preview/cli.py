@@ -16,7 +16,7 @@ from preview.capture import run_program
 from preview.cold_start_plan import cold_start_document, cold_start_lines, cold_start_notes
 from preview.costs import cost_document, cost_section
 from preview.notes import manual_steps
-from preview.policy_check import PolicyConfigError, PolicyReport, enforcement_levels, judge_plan
+from preview.policy_check import DISABLED, PolicyConfigError, PolicyReport, enforcement_levels, judge_plan
 from preview.render import plan_document, text_plan
 from preview.sections import standard_sections
 from preview.stack_file import StackFileError, project_root, read_stack_config
@@ -34,8 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         "--policy-pack-config",
         type=Path,
         default=None,
-        help="the JSON file `pulumi up --policy-pack-config` reads (a policy set to advisory or disabled there is "
-        "reported, not refused, here too)",
+        help="the JSON file `pulumi up --policy-pack-config` reads: a policy set to advisory or disabled there is "
+        "reported, not refused, here too; the plan lists each rule the file changes, and a disabled rule this stack "
+        "breaks is a WARNING",
     )
     args = parser.parse_args(argv)
     try:
@@ -82,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
             "violations": [violation.as_dict() for violation in policy.violations],
             "notJudgedOffline": list(policy.unjudged),
         }
+        waivers = policy.config_document()
+        if waivers is not None:  # only with --policy-pack-config: a plan without one keeps its document
+            document["policy"]["config"] = waivers
         # The cost and capacity sections as the text plan prints them, for readers that show text (the MCP plan).
         document["printed"] = {"cost": cost_section(capture), "capacity": capacity.lines()}
         print(json.dumps(document, indent=2, sort_keys=False))
@@ -91,19 +95,35 @@ def main(argv: list[str] | None = None) -> int:
             stack=args.stack,
             project=config.project,
             notes=notes,
-            sections=standard_sections(cost_section, lambda _: capacity.lines(), lambda _: cold_start_lines(settings)),
+            sections=standard_sections(
+                cost_section,
+                lambda _: capacity.lines(),
+                lambda _: cold_start_lines(settings),
+                lambda _: policy.config_lines(),
+            ),
         )
         print(text, end="")
     return _report_policy(policy, args.stack)
 
 
 def _report_policy(policy: PolicyReport, stack: str) -> int:
-    """Each violation on stderr with its rule, level and stack key; 1 when `pulumi up` would refuse the plan."""
-    if policy.violations:
+    """Each violation on stderr with its rule, level and stack key; 1 when `pulumi up` would refuse the plan. A
+    rule the config file disabled that the stack breaks is a WARNING: the pack refuses it without that file."""
+    judged = [violation for violation in policy.violations if violation.level != DISABLED]
+    if judged:
         verdict = "would refuse" if policy.refused else "would warn about (advisory)"
         print(f"policy: `pulumi up --policy-pack policy` {verdict} stack {stack!r}:", file=sys.stderr)
-        for violation in policy.violations:
+        for violation in judged:
             print(f"  - {violation.line()}", file=sys.stderr)
+    for violation in policy.disabled_but_broken:
+        print(
+            f"policy: WARNING: `pulumi up --policy-pack policy` refuses stack {stack!r} unless {violation.waived_by} "
+            f"disables the rule, as it does: {violation.line()}",
+            file=sys.stderr,
+        )
+    summary = policy.waiver_summary()
+    if summary:
+        print(f"policy: {summary}", file=sys.stderr)
     for unjudged in policy.unjudged:
         print(f"policy: not judged offline (known only at `pulumi up`): {unjudged}", file=sys.stderr)
     return 1 if policy.refused else 0

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from preview.strict_yaml import load as load_strict_yaml
+from serving.input_files import CONFIG_FILE_MAX_BYTES, InputFileError, read_text_file
 
 # Shown in place of values that are secret (encrypted in the stack file, or declared secret).
 SECRET_PLACEHOLDER = "offline-preview-fake-secret"  # noqa: S105 - a visible stand-in, never a credential
@@ -74,10 +75,12 @@ class StackConfig:
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.exists():
         raise StackFileError(f"{path.name} not found in {path.parent}")
     try:
-        data = load_strict_yaml(path.read_text(encoding="utf-8")) or {}
+        data = load_strict_yaml(read_text_file(path, max_bytes=CONFIG_FILE_MAX_BYTES)) or {}
+    except InputFileError as error:
+        raise StackFileError(str(error)) from None
     except yaml.YAMLError as error:
         raise StackFileError(f"{path.name} is not valid YAML: {error}") from None
     if not isinstance(data, dict):
@@ -137,14 +140,15 @@ def stack_file_path(root: Path, stack: str) -> Path:
     """
     shipped = root / f"Pulumi.{stack}.yaml"
     example = root / EXAMPLES_DIR / f"Pulumi.{stack}.yaml"
-    if shipped.is_file() and example.is_file():
+    # exists(), not is_file(): a FIFO or device by that name is refused by the reader, naming what it is.
+    if shipped.exists() and example.exists():
         raise StackFileError(
             f"stack {stack!r} has two files, Pulumi.{stack}.yaml and {EXAMPLES_DIR}/Pulumi.{stack}.yaml; "
             "rename or remove one"
         )
-    if example.is_file():
+    if example.exists():
         return example
-    if not shipped.is_file():
+    if not shipped.exists():
         known = ", ".join(available_stacks(root)) or "none"
         raise StackFileError(f"no stack file Pulumi.{stack}.yaml; stacks here: {known}")
     return shipped

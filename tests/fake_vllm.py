@@ -77,6 +77,11 @@ class FakeVllmConfig:
     """Every behaviour of the fake, defaulting to a healthy vLLM 0.32 serving ``tiny-gemma``."""
 
     served_name: str = "tiny-gemma"
+    # More --served-model-name values of the same weights: listed and accepted, and (as vLLM does) every answer
+    # still names served_name, the first.
+    aliases: tuple[str, ...] = ()
+    # LoRA adapters vLLM has loaded: listed with served_name as their parent, answered under their own name.
+    lora_adapters: tuple[str, ...] = ()
     version: str = "0.32.0"
     max_model_len: int = 2048
     # vLLM's --api-key: 401 {"error": "Unauthorized"} on /v1/* only (health and metrics stay open).
@@ -96,6 +101,10 @@ class FakeVllmConfig:
     cut_stream_after_chunks: int | None = None
     malformed_sse_after_chunks: int | None = None
     omit_usage: bool = False
+    # Lies: the model the chunks name (None: served_name), and usage's token counts (None: the true ones).
+    chunk_model: str | None = None
+    usage_completion_tokens: int | None = None
+    usage_prompt_tokens: int | None = None
     # Timing: the wait before the first text chunk, then between text chunks (one value or one per gap).
     ttft_s: float = 0.0
     itl_s: float | Sequence[float] = 0.0
@@ -114,6 +123,9 @@ class FakeVllmConfig:
     # A reader of the prompt: the first group this pattern finds in it is streamed as the answer's first piece
     # (e.g. a model that finds the needle); None, or no match: the answer is ``pieces`` alone.
     answer_from_prompt: str | None = None
+    # With answer_from_prompt: answer with what the request that many requests earlier held (a server that
+    # mixes up its streams, or caches answers under the wrong key); 0: each its own.
+    answer_lags_by: int = 0
     chat_template_tokens: int = 0
     tokenize_route: bool = True
     # "Connection: close" on every answer (a server or proxy without keep-alive): each request connects anew.
@@ -164,6 +176,7 @@ class FakeVllm:
         self._port = port
         self._runner: web.AppRunner | None = None
         self._sequences: dict[str, list[int]] = {}
+        self._read: list[str | None] = []  # what answer_from_prompt found in each request, in arrival order
 
     @property
     def url(self) -> str:
@@ -262,17 +275,25 @@ class FakeVllm:
 
     async def _models(self, _request: web.Request) -> web.Response:
         created = int(time.time())
-        card = {
-            "id": self.config.served_name,
-            "object": "model",
-            "created": created,
-            "owned_by": "vllm",
-            "root": "/models/fake",
-            "parent": None,
-            "max_model_len": self.config.max_model_len,
-            "permission": [],
-        }
-        return web.json_response({"object": "list", "data": [card]})
+        cards: list[dict[str, object]] = [
+            {
+                "id": name,
+                "object": "model",
+                "created": created,
+                "owned_by": "vllm",
+                "root": "/models/fake",
+                "parent": None,
+                "max_model_len": self.config.max_model_len,
+                "permission": [],
+            }
+            for name in (self.config.served_name, *self.config.aliases)
+        ]
+        cards += [
+            {"id": name, "object": "model", "created": created, "owned_by": "vllm", "root": f"/adapters/{name}",
+             "parent": self.config.served_name, "max_model_len": None, "permission": []}
+            for name in self.config.lora_adapters
+        ]  # fmt: skip
+        return web.json_response({"object": "list", "data": cards})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         return await self._generate(request, chat=True)
@@ -288,7 +309,7 @@ class FakeVllm:
         if not isinstance(body, dict):
             return _openai_error(400, "BadRequestError", "Expecting value: line 1 column 1 (char 0)")
         model = body.get("model")
-        if model != self.config.served_name:
+        if model not in (self.config.served_name, *self.config.aliases, *self.config.lora_adapters):
             return _openai_error(
                 404,
                 "NotFoundError",
@@ -309,7 +330,9 @@ class FakeVllm:
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
             request[PROMPT_TOKENS] = self._prompt_tokens(body, chat=chat)
             pieces = self._read_from_prompt(body) + list(self.config.pieces_within(max_tokens))
-            return await self._stream(request, pieces, chat=chat, include_usage=include_usage)
+            # vLLM names an adapter's answers after the adapter, every other after its first served name.
+            answering = model if model in self.config.lora_adapters else self.config.served_name
+            return await self._stream(request, pieces, chat=chat, include_usage=include_usage, answering=answering)
         total_wait = sum(self.config.gap_before(i) for i in range(len(self.config.pieces)))
         if total_wait:
             await asyncio.sleep(total_wait)
@@ -350,7 +373,10 @@ class FakeVllm:
         listed = messages if isinstance(messages, list) else []
         text = " ".join(str(m.get("content")) for m in listed if isinstance(m, dict)) + str(body.get("prompt", ""))
         found = re.search(self.config.answer_from_prompt, text)
-        return [] if found is None else [f" {found.group(1)}"]
+        self._read.append(None if found is None else found.group(1))
+        lag = self.config.answer_lags_by
+        answer = self._read[-1 - lag] if len(self._read) > lag else None
+        return [] if answer is None else [f" {answer}"]
 
     def _prompt_tokens(self, body: dict[str, object], *, chat: bool) -> int:
         return self.toy_token_count(body, chat=chat) if self.config.count_prompt_words else 13
@@ -374,10 +400,14 @@ class FakeVllm:
     def _usage(self, prompt: int = 13, pieces: Sequence[str] | None = None) -> dict[str, int]:
         sent = self.config.pieces if pieces is None else pieces
         completion = len(sent) * self.config.tokens_per_piece
+        if self.config.usage_completion_tokens is not None:
+            completion = self.config.usage_completion_tokens
+        if self.config.usage_prompt_tokens is not None:
+            prompt = self.config.usage_prompt_tokens
         return {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion}
 
     async def _stream(
-        self, request: web.Request, pieces: Sequence[str], *, chat: bool, include_usage: bool
+        self, request: web.Request, pieces: Sequence[str], *, chat: bool, include_usage: bool, answering: str
     ) -> web.StreamResponse:
         cfg = self.config
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8"})
@@ -399,7 +429,7 @@ class FakeVllm:
                 "id": ident,
                 "object": kind,
                 "created": int(time.time()),
-                "model": cfg.served_name,
+                "model": cfg.chunk_model or answering,
                 "choices": [choice],
             }
 

@@ -49,6 +49,8 @@ PUBLIC_READERS: dict[str, dict[str, str]] = {
     "verify": {
         "preview.stack_file": "reads a stack file as the engine would (the one stack-file reader)",
         "preview.closed_pipe": "ends a command quietly when its reader leaves the pipe (`| head`)",
+        "job_scripts.import_weights": "the import job's adapter rules (standard library only): `adapters check` "
+        "holds what a server loaded to the same definition of a loadable adapter",
     },
     "gemma_mcp": {
         "preview.stack_file": "reads a stack file as the engine would (the one stack-file reader)",
@@ -61,7 +63,7 @@ VERIFY_COMMANDS = frozenset(
     {"adapters", "advise", "alerts", "bench", "health", "memory", "metrics", "models", "ops", "promote", "query"}
 )
 # verify's packages that every command shares (the endpoint a command reaches).
-VERIFY_SHARED_PACKAGES = frozenset({"target"})
+VERIFY_SHARED_PACKAGES = frozenset({"endpoint"})
 VERIFY_FRONT_DOORS = frozenset({"verify.cli", "verify.__main__"})
 
 

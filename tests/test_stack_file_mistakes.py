@@ -8,6 +8,7 @@ answered with a message about branches; a maxModelLen suggestion above the model
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -123,3 +124,59 @@ def test_the_longest_fitting_length_never_exceeds_the_models_maximum() -> None:
     message = problems_of(config_with("l4", vllm__maxModelLen=1_048_576))
     assert "exceeds gemma-4-12B-it-qat-w4a16-ct's max_position_embeddings 262,144; vLLM refuses to start" in message
     assert "The longest sequence that fits is 262,144 tokens: lower --max-model-len to at most that" in message
+
+
+BILLION_LAUGHS = "\n".join(
+    [
+        "config:",
+        "  gemma-serving:accelerator: nvidia-l4",
+        '  x0: &x0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]',
+        *(f"  x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 10)}]" for i in range(1, 10)),
+        "",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (BILLION_LAUGHS, "line 4: an alias (*x0); write the value out"),
+        ("config:\n  gemma-serving:vllm: " + "[" * 100 + "]" * 100 + "\n", "line 2: nested more than 64 levels"),
+        (
+            "config:\n  gemma-serving:vllm: " + "[" * 100_000 + "]" * 100_000 + "\n",
+            "exceeded maximum nesting depth",  # libyaml's own bound (1,000 levels), met first here
+        ),
+        (
+            "config:\n  gemma-serving:cloudRun:\n    cpu: " + "9" * 5000 + "\n",
+            "it holds an integer of more than 4,300 digits",
+        ),
+    ],
+    ids=["billion-laughs", "nested-100", "nested-100000", "5000-digit-integer"],
+)
+def test_a_hostile_stack_file_is_refused_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    """A billion-laughs alias bomb expanded into gigabytes once written out as config; deep nesting and a 5,000-digit
+    number raised tracebacks. Each is an error naming the stack file, exit 2, nothing planned."""
+    code, out, err = run(root_with(tmp_path, "l4", text), "l4", capsys)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: Pulumi.l4.yaml is not valid YAML: ")
+    assert expected in err
+
+
+def test_a_stack_file_that_is_a_fifo_or_too_large_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO named Pulumi.<stack>.yaml waited forever for a writer; a 2 MiB one is more than a stack file holds."""
+    root = root_with(tmp_path, "l4", shipped("l4"))
+    stack_file = root / "Pulumi.l4.yaml"
+    stack_file.unlink()
+    os.mkfifo(stack_file)
+    code, _, err = run(root, "l4", capsys)
+    assert (code, err) == (2, f"error: {stack_file}: not a regular file (a FIFO); name a file\n")
+
+    stack_file.unlink()
+    stack_file.write_text(shipped("l4") + "#" * (2 << 20))
+    code, _, err = run(root, "l4", capsys)
+    assert (code, err) == (2, f"error: {stack_file}: larger than 1 MiB, the most read from such a file\n")

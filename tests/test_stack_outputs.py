@@ -15,7 +15,7 @@ from preview.render import clean
 from serving.outputs import PLATFORM_OUTPUTS, DeployedOutputs, markdown_table, output_names, parse_stack_outputs
 from stacks.settings import CloudRunStack, TpuStack
 from tests.conftest import ROOT, render_stack, stack_config
-from verify.target import AuthKind, target_from_outputs
+from verify.endpoint import AuthKind, target_from_outputs
 
 STACKS = ["l4", "rtx6000", "tpu-v6e"]
 

@@ -20,7 +20,7 @@ from google.auth import exceptions as google_exceptions
 from google.auth import jwt
 
 from verify import UsageError
-from verify.target import DEFAULT_API_KEY_ENV, AuthKind, Target
+from verify.endpoint import DEFAULT_API_KEY_ENV, AuthKind, Target
 from verify.url_guard import id_token_problem
 
 # audience -> ID token. The default asks google-auth, then gcloud; tests inject their own.

@@ -1,7 +1,7 @@
 """`gemma-verify <subcommand>` (or `python -m verify ...`): one argparse parser, one module per subcommand.
 
 Adding a subcommand is one row in ``_REGISTRARS``: its module exposes a ``register(subparsers) -> None``,
-which adds its parser (usually with ``verify.target.cli.add_target_arguments``) and sets ``handler``, a
+which adds its parser (usually with ``verify.endpoint.cli.add_target_arguments``) and sets ``handler``, a
 function ``(args) -> exit code``. Only the module of the subcommand that runs is imported (the others pull in
 aiohttp, Google's auth and the settings models: 0.65 s before a `verify health` could start); `--help`, no
 subcommand or an unknown one registers them all, so argparse lists every choice as before.
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import cast
 
 from preview.closed_pipe import run_until_reader_leaves
+from remote.text import escape_controls
 from verify import UsageError
 from verify.version import project_version
 
@@ -114,7 +115,8 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         code: int = args.handler(args)
     except UsageError as exc:
-        print(f"{parser.prog} {args.command}: error: {exc}", file=sys.stderr)
+        # A message may quote what a server or a file said (a model name, a body): shown escaped.
+        print(f"{parser.prog} {args.command}: error: {escape_controls(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{parser.prog} {args.command}: interrupted", file=sys.stderr)

@@ -78,6 +78,17 @@ def find_card(models: ModelList, wanted: str | None) -> ModelCard | None:
     return next((card for card in models.data if card.id == wanted), None)
 
 
+def answer_names(models: ModelList, card: ModelCard) -> frozenset[str]:
+    """Every name an answer to ``card`` may carry as its model: the card's own, and for a base model its
+    aliases (the cards of the same weights, ``root``): vLLM names the first ``--served-model-name`` in every
+    chunk whichever alias was asked. An adapter answers under its own name only."""
+    if card.parent is not None or card.root is None:
+        return frozenset({card.id})
+    return frozenset(
+        {card.id} | {other.id for other in models.data if other.parent is None and other.root == card.root}
+    )
+
+
 async def vllm_version(client: httpx.AsyncClient) -> str:
     """``GET /version``; raises ``AnswerError``."""
     return (await get_json(client, VERSION_PATH, VersionInfo)).version

@@ -59,7 +59,7 @@ from verify.traffic import ShiftFailedError, TrafficChange
 
 if TYPE_CHECKING:
     # Imported where it runs, not here: `verify bench task` (the bench job's image) imports this module through
-    # verify.target and has no Pulumi SDK; only a command that reads or changes a stack needs it.
+    # verify.endpoint and has no Pulumi SDK; only a command that reads or changes a stack needs it.
     from pulumi import automation
 
 # What `pulumi stack output` prints in place of a secret output's value (the Automation API's own sentinel).

@@ -13,7 +13,7 @@ import httpx
 
 from verify.auth import IdTokenFetcher, auth_for_target
 from verify.client import default_timeout, make_client
-from verify.target import EndpointOptions, Target, TimeoutOptions
+from verify.endpoint import EndpointOptions, Target, TimeoutOptions
 
 
 def client_for(

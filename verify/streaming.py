@@ -21,6 +21,14 @@ from how vLLM 0.32 streams and how `vllm bench serve` measures:
   kept: `verify query` shows both; an ``on_text`` callback sees each piece as it arrives.
 - Only what vLLM sends is a completion chunk: a JSON event without ``choices`` (or a choice without
   ``delta``/``text``), or a line that is not SSE at all, is a malformed stream, never "empty output".
+- The answer must be the one asked for: a chunk naming another model than the request's (or one of the names
+  ``answer_names`` allows: vLLM names the first ``--served-model-name`` whichever alias was asked) is a
+  failure of its own, ``wrong_model``: a proxy or router that sent the request elsewhere measured another
+  model. And ``usage`` must agree with the stream: fewer completion tokens than text chunks (each chunk
+  carries at least one token), more reasoning tokens than completion tokens, or prompt tokens far from what
+  the client knows it sent (``expected_prompt_tokens``, counted by the server itself when the prompt was
+  built) is a malformed stream, never a number: 0 completion tokens beside 8 text chunks would be 0 tok/s
+  at 100% success, and 100,000 prompt tokens for a 64-token prompt a throughput no hardware has.
 
 Every function takes the HTTP client as a parameter and the clock is injectable.
 """
@@ -54,6 +62,11 @@ SLOWEST_HEALTHY_TOKEN_S = 1.0
 DRAIN_GRACE_S = 1.0
 # SSE fields other than data (https://html.spec.whatwg.org/multipage/server-sent-events.html).
 _SSE_OTHER_FIELDS = ("event:", "id:", "retry:", ":")
+# How far usage's prompt tokens may be from the count the prompt was built to (the server's own count at
+# calibration): joining a prompt's parts (a shared prefix, a needle, a chat's history) moves it by a few
+# tokens, a chat template by a few tens; a server counting twice (or half) what was sent is not that.
+PROMPT_TOKENS_FACTOR = 2.0
+PROMPT_TOKENS_SLACK = 64
 
 
 def default_deadline_s(max_tokens: int, read_timeout_s: float) -> float:
@@ -86,7 +99,8 @@ class FailureKind(enum.StrEnum):
     TOO_MANY_TOKENS = "too_many_tokens"  # more text chunks than max_tokens: the server ignores it
     STREAM_INTERRUPTED = "stream_interrupted"  # connection cut, or an error event, before [DONE]
     EMPTY_OUTPUT = "empty_output"  # a complete stream without a single text-bearing chunk
-    MALFORMED_STREAM = "malformed_stream"  # not SSE, not JSON, or no usage chunk
+    MALFORMED_STREAM = "malformed_stream"  # not SSE, not JSON, no usage chunk, or usage the stream contradicts
+    WRONG_MODEL = "wrong_model"  # a chunk names another model than the one asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +116,15 @@ class StreamRequest:
     extra_body: Mapping[str, object] = field(default_factory=dict)
     # Earlier turns of a chat, (role, content) each, sent before ``prompt`` (chat API only).
     history: tuple[tuple[str, str], ...] = ()
+    # Judged, never sent: the names a chunk may give as the model that answered (``model`` is always one;
+    # None: not judged), and the prompt tokens the server counted for this prompt when it was built (None:
+    # not known), which usage must be near (``prompt_tokens_plausible``).
+    answer_names: frozenset[str] | None = None
+    expected_prompt_tokens: int | None = None
+
+    def answered_by(self, name: str) -> bool:
+        """Whether a chunk naming ``name`` is the model this request asked for."""
+        return self.answer_names is None or name == self.model or name in self.answer_names
 
     def payload(self) -> dict[str, object]:
         body: dict[str, object] = {
@@ -267,13 +290,15 @@ class _Progress:
         "model",
         "on_text",
         "reasoning_parts",
+        "request",
         "start",
         "text_parts",
         "usage",
     )
 
-    def __init__(self, start: float, on_text: TextCallback | None = None) -> None:
+    def __init__(self, start: float, request: StreamRequest, on_text: TextCallback | None = None) -> None:
         self.start = start
+        self.request = request
         self.on_text = on_text
         self.model: str | None = None
         self.reasoning_parts: list[str] = []
@@ -335,8 +360,9 @@ class _Progress:
             reasoning_tokens=None if self.usage is None else self.usage.reasoning_tokens,
         )
 
-    def completion_failure(self, max_tokens: int) -> StreamFailure | None:
+    def completion_failure(self) -> StreamFailure | None:
         """Judge a stream that ended without a transport error."""
+        max_tokens = self.request.max_tokens
         if not self.done:
             return StreamFailure(FailureKind.STREAM_INTERRUPTED, "the stream ended before data: [DONE]")
         if self.first_text_at is None:
@@ -351,7 +377,37 @@ class _Progress:
                 FailureKind.TOO_MANY_TOKENS,
                 f"usage says {self.usage.completion_tokens} completion tokens, max_tokens was {max_tokens}",
             )
+        contradiction = self.usage_contradiction(self.usage)
+        if contradiction is not None:
+            return StreamFailure(FailureKind.MALFORMED_STREAM, contradiction)
         return None
+
+    def usage_contradiction(self, usage: _Usage) -> str | None:
+        """Why ``usage`` cannot describe this stream, or None."""
+        if usage.completion_tokens < self.content_chunks:
+            return (
+                f"usage says {usage.completion_tokens} completion tokens, but the stream carried "
+                f"{self.content_chunks} text chunks (each at least one token)"
+            )
+        reasoning = usage.reasoning_tokens
+        if reasoning is not None and not 0 <= reasoning <= usage.completion_tokens:
+            return f"usage says {reasoning} reasoning tokens of {usage.completion_tokens} completion tokens"
+        expected = self.request.expected_prompt_tokens
+        if usage.prompt_tokens < 0 or (
+            expected is not None and not prompt_tokens_plausible(usage.prompt_tokens, expected)
+        ):
+            built = (
+                "" if expected is None else f" for a prompt the server counted as {expected} tokens when it was built"
+            )
+            return f"usage says {usage.prompt_tokens} prompt tokens{built}"
+        return None
+
+
+def prompt_tokens_plausible(reported: int, expected: int) -> bool:
+    """Whether usage's ``reported`` prompt tokens can be the prompt built to ``expected`` tokens."""
+    low = expected / PROMPT_TOKENS_FACTOR - PROMPT_TOKENS_SLACK
+    high = expected * PROMPT_TOKENS_FACTOR + PROMPT_TOKENS_SLACK
+    return low <= reported <= high
 
 
 def status_failure(status: int, body: str) -> StreamFailure:
@@ -409,7 +465,7 @@ def _data_of(line: str) -> str | None:
     return line[5:].strip()
 
 
-def _take_line(line: str, progress: _Progress, clock: Clock, max_tokens: int) -> StreamFailure | None:
+def _take_line(line: str, progress: _Progress, clock: Clock) -> StreamFailure | None:
     """Account for one line of the body; a failure ends the reading."""
     data = _data_of(line)
     if data is None:
@@ -424,7 +480,19 @@ def _take_line(line: str, progress: _Progress, clock: Clock, max_tokens: int) ->
     chunk = _parse_chunk(data)
     if isinstance(chunk, StreamFailure):
         return chunk
+    return _take_chunk(chunk, progress, now)
+
+
+def _take_chunk(chunk: _Chunk, progress: _Progress, now: float) -> StreamFailure | None:
+    """Account for one completion chunk: another model's, or one past ``max_tokens``, ends the reading."""
+    if chunk.model is not None and not progress.request.answered_by(chunk.model):
+        progress.model = chunk.model
+        return StreamFailure(
+            FailureKind.WRONG_MODEL,
+            body_excerpt(f"asked for {progress.request.model}, a chunk names {chunk.model}: another model answered"),
+        )
     progress.take(chunk, now)
+    max_tokens = progress.request.max_tokens
     if progress.content_chunks > max_tokens:
         return StreamFailure(
             FailureKind.TOO_MANY_TOKENS,
@@ -444,18 +512,16 @@ def _parse_chunk(data: str) -> _Chunk | StreamFailure:
     return chunk
 
 
-async def _read_events(
-    response: httpx.Response, progress: _Progress, clock: Clock, max_tokens: int
-) -> StreamFailure | None:
+async def _read_events(response: httpx.Response, progress: _Progress, clock: Clock) -> StreamFailure | None:
     lines = response.aiter_lines()
     async for line in lines:
-        failure = _take_line(line, progress, clock, max_tokens)
+        failure = _take_line(line, progress, clock)
         if failure is not None:
             return failure
         if progress.done:
             await _drain(lines)
             break
-    return progress.completion_failure(max_tokens)
+    return progress.completion_failure()
 
 
 async def _drain(lines: AsyncIterator[str]) -> None:
@@ -490,7 +556,7 @@ async def measure_stream(
     if deadline_s is None:
         read = (timeouts or client.timeout).read
         deadline_s = None if read is None else default_deadline_s(request.max_tokens, read)
-    progress = _Progress(clock(), on_text)
+    progress = _Progress(clock(), request, on_text)
     failure: StreamFailure | None
     deadline = asyncio.timeout(deadline_s)
     try:
@@ -514,7 +580,7 @@ async def measure_stream(
                     response.status_code,
                 )
             else:
-                failure = await _read_events(response, progress, clock, request.max_tokens)
+                failure = await _read_events(response, progress, clock)
     except httpx.HTTPError as exc:
         failure = classify_transport_error(exc)
     except TimeoutError:

@@ -112,6 +112,9 @@ class FleetSpec:
     # for a gateway's endpoint picker (its pods by label) or a gateway in another namespace.
     admitted_peers: Sequence[Mapping[str, Any]] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    # Env vars set to `gs://<bucket>/<object>`: an object the pods read through Cloud Storage's API, fresh,
+    # where the mount would cache it (the adapter route table, serving/adapter_versions.py).
+    bucket_env: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     # What runs vLLM: the route guard's launcher (`python3 -c <launcher> <config> serve`, serving/route_guard.py),
     # run by the key-checking shell with serve_args after it.
@@ -247,7 +250,13 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
         "command": _command(spec),
         "args": list(spec.serve_args),
         "ports": [{"name": "http", "containerPort": spec.port}],
-        "env": [{"name": key, "value": value} for key, value in sorted(_environment(spec).items())],
+        "env": [
+            *({"name": key, "value": value} for key, value in sorted(_environment(spec).items())),
+            *(
+                {"name": key, "value": pulumi.Output.concat("gs://", spec.bucket, "/", path)}
+                for key, path in sorted(spec.bucket_env.items())
+            ),
+        ],
         "resources": {"requests": resources, "limits": resources},
         "volumeMounts": [
             {"name": "models", "mountPath": spec.mount_path, "readOnly": True},

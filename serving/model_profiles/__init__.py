@@ -8,11 +8,16 @@ checkpoint's `config.json` instead (`profile_from_config_file`), and the same re
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from serving.input_files import (
+    CHECKPOINT_CONFIG_MAX_BYTES,
+    CHECKPOINT_INDEX_MAX_BYTES,
+    InputFileError,
+    read_json_file,
+)
 from serving.model_profiles.architecture import ConfigError, architecture_from_config
 from serving.model_profiles.files import ProfileFile, WeightPart, Weights
 from serving.planner import ModelProfile
@@ -81,8 +86,12 @@ def find_builtin_profile(model_path: str) -> ModelProfile | None:
 def weight_bytes_of_checkpoint(directory: Path) -> int:
     """A checkpoint's weight bytes: its index's `metadata.total_size`, else the size of its safetensors."""
     index = directory / "model.safetensors.index.json"
-    if index.is_file():
-        metadata = json.loads(index.read_text(encoding="utf-8")).get("metadata", {})
+    if index.exists():
+        try:
+            document = read_json_file(index, max_bytes=CHECKPOINT_INDEX_MAX_BYTES)
+        except InputFileError as error:
+            raise ConfigError(str(error)) from None
+        metadata = document.get("metadata", {}) if isinstance(document, dict) else {}
         total = metadata.get("total_size") if isinstance(metadata, dict) else None
         if isinstance(total, int):
             return total
@@ -98,11 +107,12 @@ def weight_bytes_of_checkpoint(directory: Path) -> int:
 def profile_from_config_file(
     config_path: Path, *, weight_bytes: int | None = None, name: str | None = None
 ) -> ModelProfile:
-    """A profile from any checkpoint's `config.json`; weights from beside it unless given."""
+    """A profile from any checkpoint's `config.json` (a regular file of at most 1 MiB); weights from beside it
+    unless given. Errors name the file and the field, never a value of it."""
     try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise ConfigError(f"{config_path}: cannot read a JSON config ({error})") from error
+        config = read_json_file(config_path, max_bytes=CHECKPOINT_CONFIG_MAX_BYTES)
+    except InputFileError as error:
+        raise ConfigError(f"cannot read a JSON config: {error}") from None
     if not isinstance(config, dict):
         raise ConfigError(f"{config_path}: a config.json must hold a JSON object")
     size = weight_bytes if weight_bytes is not None else weight_bytes_of_checkpoint(config_path.parent)

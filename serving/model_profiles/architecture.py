@@ -36,8 +36,21 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
 def _int(config: Mapping[str, Any], key: str) -> int:
     value = config.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"config.json field {key!r} must be a non-negative integer, got {value!r}")
+        raise ConfigError(f"config.json field {key!r} must be a non-negative integer, got {described(value)}")
     return value
+
+
+def described(value: object) -> str:
+    """What a value of a config.json is, without its contents: a file named by mistake (a credentials file, another
+    project's) must not have its values copied into an error message or a CI log."""
+    if value is None:
+        return "nothing (the field is missing or null)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a negative number" if value < 0 else "a decimal number"
+    kinds: tuple[tuple[type, str], ...] = ((str, "a string"), (list, "a list"), (dict, "an object"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "a value of another type")
 
 
 def _optional_int(config: Mapping[str, Any], key: str) -> int | None:
@@ -55,11 +68,14 @@ def layer_kinds(config: Mapping[str, Any]) -> list[LayerKind]:
     if isinstance(names, list):
         if len(names) != count:
             raise ConfigError(f"config.json layer_types has {len(names)} entries for {count} layers")
-        try:
-            return [LayerKind(name) for name in names]
-        except ValueError as error:
-            allowed = ", ".join(kind.value for kind in LayerKind)
-            raise ConfigError(f"config.json layer_types: {error}; allowed: {allowed}") from error
+        allowed = {kind.value for kind in LayerKind}
+        for position, name in enumerate(names):
+            if name not in allowed:
+                raise ConfigError(
+                    f"config.json layer_types[{position}] is not one of {', '.join(sorted(allowed))} "
+                    f"({described(name)})"
+                )
+        return [LayerKind(name) for name in names]
     pattern = config.get("sliding_window_pattern")
     if pattern is None and str(config.get("model_type", "")).startswith(("gemma3", "gemma4")):
         pattern = GEMMA_DEFAULT_SLIDING_PATTERN

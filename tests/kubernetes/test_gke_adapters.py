@@ -17,9 +17,9 @@ import yaml
 
 from components.gke.gateway_manifests import LORA_AFFINITY_SCORER, PROFILE_ANNOTATION
 from components.gke.manifests import LAUNCH
-from serving.lora import RESOLVER_ENV, RUNTIME_UPDATING_ENV
+from serving.lora import RESOLVER_ENV, ROUTES_MIDDLEWARE, ROUTES_MODULE, RUNTIME_UPDATING_ENV
 from serving.naming import TypeToken
-from serving.route_guard import GUARD_MIDDLEWARE, launcher_command
+from serving.route_guard import GUARD_MIDDLEWARE
 from serving.vllm_args import check_serve_args
 from stacks.loading import StackConfigError, load_stack
 from stacks.settings import GkeStack
@@ -52,11 +52,13 @@ def test_the_pods_run_the_launcher_behind_the_key_check_with_the_resolver() -> N
     container = pod["containers"][0]
     settings = load_stack(stack_config(EXAMPLE).values, root=ROOT).settings
     assert isinstance(settings, GkeStack)
-    assert container["command"] == ["/bin/sh", "-c", LAUNCH, "vllm", *launcher_command(settings.guard_config())]
+    assert container["command"] == ["/bin/sh", "-c", LAUNCH, "vllm", *settings.serving_command()]
+    assert ROUTES_MODULE in container["command"][6]  # the route table's module, registered by the launcher
     args = container["args"]
     assert check_serve_args(args) == []
     assert "--enable-lora" in args
-    assert args[args.index("--middleware") + 1] == GUARD_MIDDLEWARE
+    # The route table inside, the guard outermost (vLLM adds each --middleware as the new outermost layer).
+    assert [args[i + 1] for i, arg in enumerate(args) if arg == "--middleware"] == [ROUTES_MIDDLEWARE, GUARD_MIDDLEWARE]
     env = {item["name"]: item["value"] for item in container["env"]}
     assert env[RESOLVER_ENV] == "/mnt/models/adapters"
     assert env[RUNTIME_UPDATING_ENV] == "True"
@@ -165,3 +167,26 @@ def test_adapters_on_a_gke_tpu_fleet_are_refused_with_the_reason() -> None:
         load_stack(config, root=ROOT)
     assert "adapters: LoRA on vllm-tpu is not confirmed" in str(raised.value)
     assert "GKE GPU fleet" in str(raised.value)
+
+
+def test_autoscaling_counts_every_adapters_waiting_requests() -> None:
+    """Guards against a fleet whose adapters saturate without the HPA seeing it: it scales on waiting requests
+    with no filter on the model or adapter a request names. vLLM 0.32 counts a request held back by the LoRA
+    budget (every --max-loras slot busy with other adapters) in vllm:num_requests_waiting (reason
+    'deferred'; vllm/v1/metrics/loggers.py), and the picker's queue average is of that gauge."""
+    rendered = render_stack(EXAMPLE)
+    (hpa,) = [wire_to_manifest(r.inputs) for r in rendered.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")]
+    metrics = hpa["spec"]["metrics"]
+    queue = [m for m in metrics if "queue" in json.dumps(m) or "waiting" in json.dumps(m)]
+    assert queue, metrics
+    for metric in queue:
+        selector = json.dumps(metric.get("external", metric.get("pods", {})).get("metric", {}).get("selector", {}))
+        assert "model" not in selector
+        assert "lora" not in selector
+
+
+def test_the_pods_are_told_where_the_route_table_is() -> None:
+    """A pod without the table's address could serve public adapter names only as they were at its start."""
+    container = _fleet()["spec"]["template"]["spec"]["containers"][0]
+    names = {env["name"] for env in container["env"]}
+    assert {"GEMMA_ADAPTER_ROUTES", "GEMMA_SERVED_NAMES"} <= names

@@ -298,6 +298,7 @@ SERVE = ["serve", "/models/m", "--middleware", GUARD_MIDDLEWARE]
         ({"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}, SERVE, "VLLM_ALLOW_RUNTIME_LORA_UPDATING"),
         ({"SAGEMAKER_MODEL_PATH": "/x"}, SERVE, "SAGEMAKER_MODEL_PATH"),
         ({}, ["serve", "/models/m"], "--middleware"),
+        ({}, [*SERVE, "--middleware", "other.Outer"], "outermost"),
         ({}, ["bench", "--middleware", GUARD_MIDDLEWARE], "serve"),
     ],
 )
@@ -388,3 +389,23 @@ def test_the_guards_source_imports_only_the_standard_library() -> None:
         for alias in node.names
     }
     assert imported - {"vllm"} <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+@pytest.mark.parametrize(
+    ("model", "status"),
+    [
+        (f"{ADAPTER}@v4", 200),
+        (f"{ADAPTER}@2026.11.1", 200),
+        (f"{ADAPTER}@../../x", 404),
+        (f"{ADAPTER}@v4/../x", 404),
+        (f"{ADAPTER}@", 404),
+        ("undeclared@v1", 404),
+        (f"{SERVED}@v1", 200),
+    ],
+)
+async def test_a_version_of_a_declared_adapter_passes_and_a_path_never(model: str, status: int) -> None:
+    """With adapters, `NAME@VERSION` is an immutable version the route table or a gate names; its label is never
+    a path, and only a declared name's versions pass."""
+    app = Recorder()
+    configure(_config(versioned=True), KEY)
+    assert (await _call(RouteGuard(app), "POST", "/v1/completions", body=_chat(model), key=KEY))[0] == status

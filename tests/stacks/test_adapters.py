@@ -53,7 +53,7 @@ def test_example_serves_two_adapters_with_flags_vllm_parses() -> None:
     assert check_serve_args(args) == []
     assert args[args.index("--max-lora-rank") + 1] == "32"  # the larger rank (32), a choice of vLLM's
     assert args[args.index("--max-loras") + 1] == "4"
-    assert args[args.index("--middleware") + 1] == GUARD_MIDDLEWARE
+    assert [args[i + 1] for i, arg in enumerate(args) if arg == "--middleware"][-1] == GUARD_MIDDLEWARE
     assert settings.lora_env()[RESOLVER_ENV] == "/mnt/models/adapters"
 
 

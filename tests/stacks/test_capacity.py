@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -171,11 +172,13 @@ def test_json_summary_carries_the_table() -> None:
     assert document["estimates"]
 
 
-def test_a_stack_can_point_at_another_checkpoints_config_json(tmp_path: Path) -> None:
-    """A checkpoint without a built-in profile is planned from its own config.json and index."""
+def test_a_stack_can_point_at_another_checkpoints_config_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint without a built-in profile is planned from its own config.json and index (in the project: the
+    folder `pulumi up` runs the program in)."""
     config = builtin_profile_files()["calibration-tiny-gemma4"].config
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 5 * 10**9}}))
+    monkeypatch.chdir(tmp_path)
     pointed: dict[str, object] = {
         "model": {"path": "my-own-finetune"},
         "capacity": {"profile": str(tmp_path / "config.json")},
@@ -189,6 +192,56 @@ def test_a_stack_can_point_at_another_checkpoints_config_json(tmp_path: Path) ->
     assert plan is not None
     assert plan.weight_bytes == 5 * 10**9
     assert plan.inputs.model.name == tmp_path.name
+
+
+def _profile_problem(root: Path, profile: str) -> str:
+    """The one problem of the l4 stack planned from `profile`, with `root` as the project folder."""
+    config = read_stack_config(ROOT, "l4").values
+    config.update(long_form(config))
+    model = json.loads(config[PREFIX + "model"])
+    config[PREFIX + "model"] = json.dumps({**model, "path": "my-own-finetune"})
+    config[PREFIX + "capacity"] = json.dumps({"profile": profile})
+    with pytest.raises(StackConfigError) as caught:
+        settings_from_config(config, root=root)
+    (problem,) = caught.value.problems
+    return problem
+
+
+def test_a_capacity_profile_outside_the_project_is_refused_unread(tmp_path: Path) -> None:
+    """A JSON file outside the project had one of its values echoed in the error (issue 46): a stack file may name
+    only the project's own files, and the refusal quotes nothing of the file."""
+    project, outside = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    outside.mkdir()
+    (outside / "credentials.json").write_text(json.dumps({"num_hidden_layers": "hunter2-secret-token"}))
+    (project / "linked.json").symlink_to(outside / "credentials.json")
+
+    for named in (str(outside / "credentials.json"), "../home/credentials.json", "linked.json"):
+        problem = _profile_problem(project, named)
+        assert problem.startswith(f"{PREFIX}capacity.profile: {named!r} is outside the project folder ({project})")
+        assert "hunter2" not in problem
+
+
+def test_a_bad_field_of_a_project_config_json_is_named_not_quoted(tmp_path: Path) -> None:
+    """Even inside the project, the error names the field and what it must be, never the value found there."""
+    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": "hunter2-secret-token"}))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 10**9}}))
+    problem = _profile_problem(tmp_path, "config.json")
+    assert "'num_hidden_layers' must be a non-negative integer, got a string" in problem
+    assert "hunter2" not in problem
+
+
+def test_a_huge_or_special_config_json_is_refused_by_its_size_or_type(tmp_path: Path) -> None:
+    """A 3 GB config.json gave MemoryError, a FIFO would hang the plan: both are refused before reading."""
+    huge = tmp_path / "huge" / "config.json"
+    huge.parent.mkdir()
+    with huge.open("wb") as sparse:  # 3 GB that take no disk
+        sparse.truncate(3 * 10**9)
+    assert "larger than 1 MiB, the most read from such a file" in _profile_problem(tmp_path, "huge/config.json")
+    fifo = tmp_path / "fifo" / "config.json"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    assert "not a regular file (a FIFO)" in _profile_problem(tmp_path, "fifo/config.json")
 
 
 def test_a_capacity_profile_that_does_not_exist_names_the_key() -> None:

@@ -53,12 +53,15 @@ def test_every_shipped_stack_starts_vllm_behind_the_guard(stack: str) -> None:
     """With or without adapters, on every platform: the launcher, the middleware, and arguments vLLM parses."""
     settings = settings_from_config(stack_config(stack).values)
     command = settings.serving_command()
-    assert command[:3] == ["python3", "-c", launcher_source()]
+    assert command[:2] == ["python3", "-c"]
+    assert command[2].endswith(launcher_source().split("\n", 1)[1])  # the guard's module last, then its launch
     assert command[-1] == "serve"
     config = json.loads(command[3])
     assert config["names"] == [settings.model.served_name, *(adapter.name for adapter in settings.adapters)]
+    assert config["versioned"] is bool(settings.adapters)
     args = settings.serve_args()
-    assert args[args.index("--middleware") + 1] == GUARD_MIDDLEWARE
+    middleware = [args[i + 1] for i, arg in enumerate(args) if arg == "--middleware"]
+    assert middleware[-1] == GUARD_MIDDLEWARE  # the outermost
     assert check_serve_args(args) == []
 
 

@@ -24,9 +24,9 @@ from verify.auth import (
     token_expiry,
 )
 from verify.client import make_client
+from verify.endpoint import AuthKind, Target
 from verify.health import CheckOptions, CheckStatus, run_checks
 from verify.health.console import print_health, print_json
-from verify.target import AuthKind, Target
 
 SECRET_MARK = "s3cr3t-do-not-print"
 

@@ -6,8 +6,8 @@ import pytest
 
 from tests.fake_vllm import CHAT_PATH, FakeVllm, FakeVllmConfig, MetricsValues, SpecDecodeValues
 from verify.client import make_client
+from verify.endpoint import AuthKind, Target
 from verify.health import CheckName, CheckOptions, CheckResult, CheckStatus, HealthReport, run_checks
-from verify.target import AuthKind, Target
 
 
 def local_target(url: str, model: str | None = "tiny-gemma") -> Target:

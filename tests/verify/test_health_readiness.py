@@ -13,8 +13,8 @@ import pytest
 
 from tests.fake_vllm import FakeVllm, FakeVllmConfig, free_port
 from verify.client import make_client
+from verify.endpoint import AuthKind, Target
 from verify.health import CheckName, CheckOptions, CheckStatus, Waiting, check_readiness, run_checks
-from verify.target import AuthKind, Target
 
 
 class FakeTime:

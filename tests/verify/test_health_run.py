@@ -8,9 +8,9 @@ import pytest
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from tests.fault_server import serving
 from verify import UsageError
+from verify.endpoint import AuthKind, Target, TimeoutOptions
 from verify.health import CheckName, CheckStatus, HealthOptions, Waiting, run_health
 from verify.reach import Reach
-from verify.target import AuthKind, Target, TimeoutOptions
 
 
 def test_a_healthy_server_passes_every_check_through_the_typed_function() -> None:

@@ -18,12 +18,12 @@ import pytest
 from tests.fake_vllm import FakeVllm, FakeVllmConfig, free_port
 from tests.fault_server import serving
 from verify import cli
+from verify.endpoint import AuthKind, Target
 from verify.metrics.cli import print_report
 from verify.metrics.histograms import Histogram, distribution
 from verify.metrics.reading import Snapshot, parse_snapshot, report_of
 from verify.metrics.run import MAX_WINDOW_S, MetricsOptions, run_metrics
 from verify.prom import MetricsParseError
-from verify.target import AuthKind, Target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T0 = datetime.datetime(2026, 11, 24, 7, 14, tzinfo=datetime.UTC)

@@ -20,9 +20,9 @@ from tests.fake_vllm import FakeVllm, FakeVllmConfig, free_port
 from tests.fault_server import serving
 from verify import UsageError, cli
 from verify.client import make_client
+from verify.endpoint import AuthKind, Target
 from verify.query.cli import live_printer, print_summary, read_prompt
 from verify.query.run import QueryOptions, ReasoningDisplay, ask, run_query
-from verify.target import AuthKind, Target
 
 
 async def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

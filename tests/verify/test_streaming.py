@@ -219,6 +219,56 @@ async def test_missing_usage_is_malformed_not_guessed(serve: Serve) -> None:
     assert result.output_tokens is None
 
 
+async def test_chunks_naming_another_model_are_a_failure_of_their_own(serve: Serve) -> None:
+    """A router or proxy that sent the request to another model returned that model's numbers at 100% success:
+    a chunk naming a model the request did not ask for fails it as wrong_model, with both names."""
+    client = await serve(FakeVllmConfig(chunk_model="gemma-4-e2b-it"))
+    result = await measure_stream(client, request(answer_names=frozenset({"tiny-gemma"})))
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.WRONG_MODEL
+    assert "tiny-gemma" in result.failure.detail
+    assert "gemma-4-e2b-it" in result.failure.detail
+    assert result.model == "gemma-4-e2b-it"
+
+
+async def test_an_alias_answered_under_the_first_served_name_is_the_same_model(serve: Serve) -> None:
+    """vLLM names its first --served-model-name in every chunk, whichever alias was asked: that is no other
+    model, and a request judged only against its own name would fail every alias."""
+    client = await serve(FakeVllmConfig(aliases=("gemma",)))
+    result = await measure_stream(client, request(model="gemma", answer_names=frozenset({"gemma", "tiny-gemma"})))
+    assert result.ok, result.failure
+    assert result.model == "tiny-gemma"
+
+
+@pytest.mark.parametrize(
+    ("config", "expected_prompt", "words"),
+    [
+        # 0 completion tokens beside 5 text chunks: was 0 tok/s at 100% success.
+        (FakeVllmConfig(usage_completion_tokens=0), None, "5 text chunks"),
+        # 100,000 prompt tokens for a prompt the server counted as 64 when it was built.
+        (FakeVllmConfig(usage_prompt_tokens=100_000), 64, "100000 prompt tokens"),
+        (FakeVllmConfig(usage_prompt_tokens=1), 400, "1 prompt tokens"),
+    ],
+)
+async def test_usage_the_stream_contradicts_is_malformed(
+    serve: Serve, config: FakeVllmConfig, expected_prompt: int | None, words: str
+) -> None:
+    """Guards against usage taken at its word when the stream itself says otherwise: each text chunk carries at
+    least one token, and the prompt's tokens were counted by the server when the prompt was built."""
+    client = await serve(config)
+    result = await measure_stream(client, request(expected_prompt_tokens=expected_prompt))
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.MALFORMED_STREAM
+    assert words in result.failure.detail
+
+
+async def test_usage_near_what_was_sent_is_accepted(serve: Serve) -> None:
+    """The bounds must not catch an honest server: a template's few tokens either way are not "far"."""
+    client = await serve(FakeVllmConfig(usage_prompt_tokens=80))
+    result = await measure_stream(client, request(expected_prompt_tokens=64))
+    assert result.ok, result.failure
+
+
 async def test_no_text_at_all_is_empty_output(serve: Serve) -> None:
     """Guards against a model that answers nothing being counted as a fast success."""
     client = await serve(FakeVllmConfig(pieces=()))

@@ -15,7 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from gemma_mcp.urls import check_url as mcp_check_url
 from verify import UsageError, cli
 from verify.auth import auth_for_target
-from verify.target import AuthKind, Target, TargetOptions, resolve_target
+from verify.endpoint import AuthKind, Target, TargetOptions, resolve_target
 from verify.url_guard import UnsafeUrlError, check_url, google_api_problem, id_token_problem
 
 METADATA_SPELLINGS = [

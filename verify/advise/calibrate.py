@@ -68,7 +68,7 @@ def calibrate(results: Path, stack: str, *, root: Path | None = None) -> Calibra
         )
         reason = untrusted_reason(claimed)
         if reason is not None:
-            answer.refused.append(f"{cell.requested_context} x {cell.max_concurrency}: {reason}")
+            answer.refused.append(f"{cell.short_label}: {reason}")
             continue
         answer.records.append(
             _record(

@@ -25,9 +25,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from remote.text import escape_controls
 from verify import UsageError
 from verify.argtypes import positive_int, positive_int_list, positive_number, positive_number_list
 from verify.bench.arrivals import DEFAULT_SEED, ArrivalKind
+from verify.bench.bounds import check_workload
 from verify.bench.cloud import DEFAULT_BARRIER_TIMEOUT_S
 from verify.bench.cloud_command import (
     CollectOptions,
@@ -66,9 +68,10 @@ from verify.bench.scenarios import (
 )
 from verify.bench.slo import DEFAULT_SUCCESS_RATE, Slo, parse_slo
 from verify.bench.workers import USERS_PER_WORKER
+from verify.endpoint import resolve_target
+from verify.endpoint.cli import add_target_arguments, add_timeout_arguments, target_options, timeout_options
 from verify.streaming import Api
-from verify.target import resolve_target
-from verify.target.cli import add_target_arguments, add_timeout_arguments, target_options, timeout_options
+from verify.terminal import markup_safe
 
 EXIT_OK = 0
 # What to change when the job's own tasks were CPU-bound (said once under the cells).
@@ -340,6 +343,13 @@ def add_facts_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGrou
         metavar="N",
         help="parameters computed per token, e.g. 12B (default: read from the model name, e.g. gemma-4-12b-it)",
     )
+    parser.add_argument(
+        "--speculative-tokens",
+        type=positive_int("--speculative-tokens", minimum=0),
+        metavar="N",
+        help="draft tokens a step the server's speculative decoding adds, 0 for none, for the decode ceiling "
+        "(default: the stack's --speculative-config, else what the server's counters show)",
+    )
 
 
 def _register_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -523,6 +533,7 @@ def _facts(args: argparse.Namespace) -> ServingFacts:
         accelerator_count=args.accelerator_count,
         price_per_hour=args.price_per_hour,
         model_params=args.model_params,
+        speculative_tokens=args.speculative_tokens,
     )
 
 
@@ -549,6 +560,8 @@ def bench_options(args: argparse.Namespace, output: Path) -> BenchOptions:
     """``verify bench``'s flags as ``BenchOptions`` (the target flags are resolved apart)."""
     workload = workload_options(args)
     _one_process_only(args, workload)
+    max_rate = _search_rule(args)
+    check_workload(workload, max_rate)
     return BenchOptions(
         output=output,
         workload=workload,
@@ -561,7 +574,7 @@ def bench_options(args: argparse.Namespace, output: Path) -> BenchOptions:
         allow_skipped=args.allow_skipped,
         gate=_gate(args),
         facts=_facts(args),
-        max_rate=_search_rule(args),
+        max_rate=max_rate,
     )
 
 
@@ -612,7 +625,7 @@ def show_bench_report(report: BenchReport, *, as_json: bool, console: Console) -
     if report.lost is not None:
         raise UsageError(report.lost)
     for problem in report.failures:
-        console.print(f"[red]failed[/] {problem}")
+        console.print(f"[red]failed[/] {markup_safe(problem)}")
     return report.exit_code
 
 
@@ -653,7 +666,7 @@ def _show_collected(report: CollectReport, console: Console) -> int:
         f"{', '.join(str(p) for p in report.reports)}"
     )
     for line in report.failures:
-        console.print(f"[red]failed[/] {line}")
+        console.print(f"[red]failed[/] {markup_safe(line)}")
     return report.exit_code
 
 
@@ -666,9 +679,11 @@ def run_collect_command(args: argparse.Namespace) -> int:
 
 def run_task_command(args: argparse.Namespace) -> int:
     """One task of the job: its share of every cell, written to <results>/<run id>/task-<index>.jsonl."""
+    workload = workload_options(args)
+    check_workload(workload)
     options = TaskOptions(
         run_id=args.run_id,
-        workload=workload_options(args),
+        workload=workload,
         timeouts=timeout_options(args),
         url=args.url,
         model=args.model,
@@ -719,5 +734,5 @@ def run_compare_command(args: argparse.Namespace) -> int:
     )
     if report.estimates:
         print("\nmeasured beside the estimate (docs/advisor.md):")
-        print("\n".join(f"  {line}" for line in report.estimates))
+        print("\n".join(f"  {escape_controls(line, keep_newlines=False)}" for line in report.estimates))
     return EXIT_OK

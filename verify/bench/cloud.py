@@ -276,7 +276,7 @@ async def run_task(
         shape = shapes[context]
         warmups = slot.share_of(plan.warmups_for(concurrency), concurrency)
         requests = slot.share_of(plan.requests_for(concurrency), concurrency)
-        prompts = [plan.request(prompt) for prompt in book.take(shape, warmups + requests)]
+        prompts = [plan.request(prompt, shape.measured) for prompt in book.take(shape, warmups + requests)]
         expected = min(concurrency, slot.count)
         name = f"{context}x{concurrency}"
 
@@ -312,11 +312,16 @@ async def run_task(
 
 
 def merged_records(
-    run: RunShares, *, accelerator: AcceleratorFacts | None = None, model_params: float | None = None
+    run: RunShares,
+    *,
+    accelerator: AcceleratorFacts | None = None,
+    model_params: float | None = None,
+    speculative_tokens: int | None = None,
 ) -> list[CellRecord]:
     """One cell line per cell from every task's shares: metrics from the pooled samples, trust from the
-    worst worker, the physical ceiling from ``accelerator`` and ``model_params`` (default: read from the
-    model's name), and the cell marked untrusted when a task's share, or part of it, is missing."""
+    worst worker, the physical ceiling from ``accelerator``, ``model_params`` (default: read from the
+    model's name) and ``speculative_tokens`` (None: not known, none allowed), and the cell marked untrusted
+    when a task's share, or part of it, is missing."""
     groups: dict[tuple[int, int], list[Located]] = defaultdict(list)
     for item in run.lines:
         groups[item.line.cell_key].append(item)
@@ -325,7 +330,7 @@ def merged_records(
         group = groups[key]
         _one_workload(group)
         first = group[0].line
-        records.append(_merged(first, [item.line for item in group], accelerator, model_params))
+        records.append(_merged(first, [item.line for item in group], accelerator, model_params, speculative_tokens))
     return records
 
 
@@ -340,7 +345,11 @@ def _one_workload(group: Sequence[Located]) -> None:
 
 
 def _merged(
-    first: ShareLine, lines: Sequence[ShareLine], accelerator: AcceleratorFacts | None, model_params: float | None
+    first: ShareLine,
+    lines: Sequence[ShareLine],
+    accelerator: AcceleratorFacts | None,
+    model_params: float | None,
+    speculative_tokens: int | None,
 ) -> CellRecord:
     cell, where, shape_fields = first.cell, first.endpoint, first.shape
     plan = SweepPlan(
@@ -362,6 +371,7 @@ def _merged(
         transport=where.transport,
         accelerator=accelerator or AcceleratorFacts(where.accelerator, None, None),
         model_params=model_params or params_from_model_name(cell.model),
+        speculative_tokens=speculative_tokens,
     )
     shape = PromptShape(
         shape_fields.requested,

@@ -12,6 +12,7 @@ Flags and rendering live in verify/bench/cli.py.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import shlex
 import subprocess
@@ -37,9 +38,9 @@ from verify.bench.sweep import Endpoint, plan_for
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, auth_headers, available_cpus, worker_pool
 from verify.client import make_client
+from verify.endpoint import TimeoutOptions, speculative_tokens
 from verify.pulumi_gateway import AutomationGateway, StackOutputsReader, missing_cli_message, pulumi_project_dir
 from verify.reach import http_timeout
-from verify.target import TimeoutOptions
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -159,7 +160,10 @@ def run_on_cloud_run(
     if copied.returncode != 0:
         raise UsageError(f"copying the tasks' files failed: {copied.stderr.strip()[-300:]}")
     billing = reading.outputs.billing if not given else None
-    collect = CollectOptions(output=output, gate=options.gate, facts=options.facts)
+    facts = options.facts
+    if facts.speculative_tokens is None:  # the job's tasks read no /metrics: the stack says what ran
+        facts = dataclasses.replace(facts, speculative_tokens=speculative_tokens(reading.outputs.vllm_args))
+    collect = CollectOptions(output=output, gate=options.gate, facts=facts)
     return merge_run(tasks_dir, collect, billing=billing)
 
 
@@ -196,7 +200,12 @@ def merge_run(directory: Path, options: CollectOptions, *, billing: object = Non
         run = read_shares(directory)
         recorded = run.lines[0].line.endpoint.accelerator
         facts = _facts(options.facts, recorded, billing)
-        records = merged_records(run, accelerator=facts, model_params=options.facts.model_params)
+        records = merged_records(
+            run,
+            accelerator=facts,
+            model_params=options.facts.model_params,
+            speculative_tokens=options.facts.speculative_tokens,
+        )
     except CollectError as exc:
         raise UsageError(str(exc)) from None
     for record in records:
@@ -271,11 +280,13 @@ async def _task(options: TaskOptions, *, url: str, model: str, slot: TaskSlot, w
     auth = GoogleIdTokenAuth(url) if url.startswith("https://") else None
     timeouts = options.timeouts
     async with make_client(url, auth, timeout=http_timeout(timeouts)) as client:
-        plan = plan_for(options.workload, model=model, timeouts=timeouts)
         try:
-            card = discovery.find_card(await discovery.served_models(client), model)
+            models = await discovery.served_models(client)
         except discovery.AnswerError as exc:
             raise UsageError(f"{url} cannot be benchmarked: {exc}") from None
+        card = discovery.find_card(models, model)
+        names = frozenset({model}) if card is None else discovery.answer_names(models, card)
+        plan = plan_for(options.workload, model=model, timeouts=timeouts, answer_names=names)
         endpoint = Endpoint(
             base_url=url,
             platform="cloud-run",

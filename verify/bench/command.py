@@ -23,6 +23,7 @@ from rich.console import Console
 from verify import UsageError, discovery
 from verify.auth import IdTokenFetcher, auth_advice
 from verify.bench import resume, server_metrics
+from verify.bench.bounds import check_workload
 from verify.bench.console import ProgressObserver
 from verify.bench.goodput import bounds_from
 from verify.bench.judgement import AcceleratorFacts, accelerator_facts, params_from_model_name
@@ -46,9 +47,10 @@ from verify.bench.sweep import (
 )
 from verify.bench.trust import gate_failures
 from verify.bench.workers import ClientSpec, worker_pool
+from verify.endpoint import Target
 from verify.reach import client_for
 from verify.responses import body_excerpt
-from verify.target import Target
+from verify.terminal import markup_safe
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -101,6 +103,8 @@ class _Discovered:
     model: str
     vllm_version: str | None
     max_model_len: int | None
+    # Every name the served model answers as (verify.discovery.answer_names).
+    answer_names: frozenset[str]
 
 
 def run_bench(
@@ -119,6 +123,7 @@ def run_bench(
     """
     output = options.output
     check_output(output)
+    check_workload(options.workload, options.max_rate)
     if options.workload.requests is not None:
         # An explicit count is the user's: refused when too few for the SLO (a default one is raised to it).
         thin = thin_gates(options.gate.slos, options.workload.requests, flag="--requests")
@@ -127,7 +132,7 @@ def run_bench(
     existing = _existing_records(output, resume=options.resume, console=console)
     facts = _facts(target, options)
     if facts.price_basis:
-        console.print(f"cost basis: {facts.price_basis}")
+        console.print(f"cost basis: {markup_safe(facts.price_basis)}")
     fd_warning = raise_fd_limit(max(options.workload.concurrency))
     if fd_warning:
         console.print(f"[yellow]warning[/] {fd_warning}")
@@ -259,7 +264,9 @@ async def _discover(client: httpx.AsyncClient, target: Target, options: BenchOpt
         version: str | None = await discovery.vllm_version(client)
     except discovery.AnswerError:
         version = None
-    return _Discovered(card.id, version, card.max_model_len or target.max_model_len)
+    return _Discovered(
+        card.id, version, card.max_model_len or target.max_model_len, discovery.answer_names(models, card)
+    )
 
 
 def _unusable(exc: discovery.AnswerError, target: Target, *, api_key_env: str | None) -> str:
@@ -301,7 +308,12 @@ async def _bench(
         found = await _discover(client, target, options)
         floor = requests_needed(options.gate.slos)
         plan = plan_for(
-            workload, model=found.model, timeouts=timeouts, bounds=bounds_from(options.gate.slos), min_requests=floor
+            workload,
+            model=found.model,
+            timeouts=timeouts,
+            bounds=bounds_from(options.gate.slos),
+            min_requests=floor,
+            answer_names=found.answer_names,
         )
         endpoint = Endpoint(
             base_url=target.base_url,
@@ -312,15 +324,21 @@ async def _bench(
             transport=options.transport.value,
             accelerator=facts,
             model_params=options.facts.model_params or params_from_model_name(found.model),
-            speculative_tokens=target.speculative_tokens,
+            speculative_tokens=(
+                options.facts.speculative_tokens
+                if options.facts.speculative_tokens is not None
+                else target.speculative_tokens
+            ),
         )
         found_differences = resume.differences(existing, plan, endpoint)
         if found_differences:
             raise UsageError(resume.refusal(output, found_differences))
         todo = [cell for cell in plan.cells() if plan.key(*cell) not in done_keys(existing)]
+        # The served name and version are the server's text: shown escaped, never as markup.
         console.print(
-            f"benchmarking {found.model} at {target.base_url} (vLLM {found.vllm_version or 'unknown'}): "
-            f"{len(todo)} cells to measure, {len(plan.cells()) - len(todo)} already in {output}"
+            f"benchmarking {markup_safe(found.model)} at {markup_safe(target.base_url)} "
+            f"(vLLM {markup_safe(found.vllm_version or 'unknown')}): "
+            f"{len(todo)} cells to measure, {len(plan.cells()) - len(todo)} already in {markup_safe(output)}"
         )
         raised = workload.requests is None and any(
             dataclasses.replace(plan, min_requests=0).requests_for(users) < floor for users in plan.concurrencies

@@ -12,13 +12,12 @@ from typing import Self
 
 from rich import box
 from rich.console import Console, Group, RenderableType
-from rich.markup import escape
 from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from verify.bench.caveats import other_warnings, too_few_samples, untrusted_reason, untrusted_summary
+from verify.bench.caveats import other_warnings, too_few_samples, trusted, untrusted_reason, untrusted_summary
 from verify.bench.compare import (
     LEGEND,
     CellComparison,
@@ -34,6 +33,7 @@ from verify.bench.results import CellRecord
 from verify.bench.trust import UNTRUSTED_ADVICE
 from verify.numbers import percent, readable
 from verify.streaming import StreamResult
+from verify.terminal import markup_safe
 
 
 class ProgressObserver:
@@ -91,19 +91,19 @@ UNBOUNDED = 100_000
 def _footnote(record: CellRecord) -> str:
     """What the reader must know about a cell's numbers, printed under the table (any width)."""
     if not record.measured:
-        return f"skipped: {escape(record.skip_reason or '')}"
+        return f"skipped: {markup_safe(record.skip_reason or '')}"
     notes = []
     reason = untrusted_reason(record)
     if reason is not None:
-        notes.append(f"[red]{escape(reason)}[/]")
+        notes.append(f"[red]{markup_safe(reason)}[/]")
     if record.failed:
         kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(record.errors.items()))
-        notes.append(f"{record.failed} failed ({kinds})")
+        notes.append(f"{record.failed} failed ({markup_safe(kinds)})")
     if record.platform_limited:
         notes.append("platform limit")
     if record.exceeds_ceiling:
         notes.append("[red]above physical ceiling[/]")
-    notes.extend(escape(warning) for warning in other_warnings(record))
+    notes.extend(markup_safe(warning) for warning in other_warnings(record))
     return "; ".join(notes)
 
 
@@ -160,7 +160,7 @@ def summary_table(records: Sequence[CellRecord], *, advice: str = UNTRUSTED_ADVI
         note = footnotes[id(record)]
         mark = ""
         if note:
-            lines.append(f"[bold]{len(lines) + 1}[/] {record.requested_context} x {shown}: {note}")
+            lines.append(f"[bold]{len(lines) + 1}[/] {record.short_label}: {note}")
             mark = f"[yellow]{len(lines)}[/]"
         if not record.measured:
             row += ["-"] * (len(headings) - len(row) - int(noted))
@@ -181,7 +181,7 @@ def summary_table(records: Sequence[CellRecord], *, advice: str = UNTRUSTED_ADVI
         table.add_row(*row)
     untrusted = untrusted_summary(ordered)
     if untrusted is not None:
-        lines.append(f"[yellow]{escape(untrusted)}[/]: {escape(open_loop_advice(ordered) or advice)}")
+        lines.append(f"[yellow]{markup_safe(untrusted)}[/]: {markup_safe(open_loop_advice(ordered) or advice)}")
     return Group(table, *(Text.from_markup(line) for line in lines))
 
 
@@ -201,7 +201,7 @@ def _values_table(rows: Sequence[CellComparison], title: str) -> Table:
     for heading in headings_of(rows):
         table.add_column(heading, justify="right", no_wrap=True)
     for row in rows:
-        cells = [f"[{_colour(d)}]{escape(d.render())}[/]" for d in row.deltas]
+        cells = [f"[{_colour(d)}]{markup_safe(d.render())}[/]" for d in row.deltas]
         table.add_row(_row_label(row), *_or_status(row, cells))
     return table
 
@@ -226,13 +226,21 @@ def _or_status(row: CellComparison, cells: list[str]) -> list[str]:
     return [status, *[""] * (len(cells) - 1)] if status else cells
 
 
+# What to do about cells over their physical ceiling: no rerun on a bigger client fixes a wrong claim.
+CEILING_ADVICE = "check the model, accelerator and speculative decoding the file records against what served it"
+
+
 def untrusted_advice(rows: Sequence[CellComparison]) -> str | None:
-    """The one line that says what to do about untrusted cells in a comparison (None when there are none)."""
+    """The one line that says what to do about untrusted cells in a comparison (None when there are none): the
+    client advice when a client was CPU-bound, the claim's when every untrusted cell is over its ceiling."""
     deltas = [delta for row in rows for delta in row.deltas]
+    untrusted = [r for row in rows for r in (row.a, row.b) if r is not None and r.measured and not trusted(r)]
+    over = bool(untrusted) and all("physical ceiling" in (untrusted_reason(r) or "") for r in untrusted)
+    advice = CEILING_ADVICE if over else UNTRUSTED_ADVICE
     if any(delta.verdict is Verdict.UNTRUSTED for delta in deltas):
-        return f"untrusted cells are not judged: --allow-untrusted shows their would-be verdicts; {UNTRUSTED_ADVICE}"
+        return f"untrusted cells are not judged: --allow-untrusted shows their would-be verdicts; {advice}"
     if any(delta.would_be for delta in deltas):
-        return f"verdicts marked * are on untrusted cells; for real ones, {UNTRUSTED_ADVICE}"
+        return f"verdicts marked * are on untrusted cells; for real ones, {advice}"
     return None
 
 
@@ -253,10 +261,10 @@ def comparison_view(
     else:
         legend = f"{LEGEND}."
     parts: list[RenderableType] = [
-        Text.from_markup(f"[yellow]workload differs[/] {escape(m.describe())}") for m in mismatches
+        Text.from_markup(f"[yellow]workload differs[/] {markup_safe(m.describe())}") for m in mismatches
     ]
     parts += [Text(tally(rows), style="bold"), table, Text(legend, style="dim")]
-    parts += [Text.from_markup(f"[yellow]⚠[/] {escape(note)}") for note in caveat_notes(rows)]
+    parts += [Text.from_markup(f"[yellow]⚠[/] {markup_safe(note)}") for note in caveat_notes(rows)]
     advice = untrusted_advice(rows)
     if advice is not None:
         parts.append(Text(advice, style="yellow"))

@@ -108,16 +108,27 @@ class Workload:
 class Cell:
     run: Run
     record: CellRecord
+    # The SLOs the cell's values miss, and those it cannot be judged on (a field the file does not record, a
+    # percentile from too few samples): either keeps it from being chosen, each said as what it is.
     failed_slos: tuple[str, ...]
     allow_untrusted: bool = False
+    not_judged: tuple[str, ...] = ()
+
+    @classmethod
+    def judged(cls, run: Run, record: CellRecord, gates: Sequence[Slo], *, allow_untrusted: bool = False) -> Cell:
+        found = violations(gates, [record])
+        missed = tuple(v.slo.describe() for v in found if v.judged)
+        unjudged = tuple(v.not_judged() for v in found if not v.judged)
+        return cls(run, record, missed, allow_untrusted, unjudged)
 
     @property
     def eligible(self) -> bool:
-        """May be chosen: measured, trusted (or untrusted cells allowed), meets every SLO, and priced."""
+        """May be chosen: measured, trusted (or untrusted cells allowed), judged on and meeting every SLO, priced."""
         return (
             self.record.measured
             and (trusted(self.record) or self.allow_untrusted)
             and not self.failed_slos
+            and not self.not_judged
             and self.record.cost_per_1m_output_tokens_usd is not None
             and self.run.price_problem is None
         )
@@ -128,8 +139,10 @@ class Cell:
             return f"skipped: {self.record.skip_reason or 'no reason recorded'}"
         if not trusted(self.record) and not self.allow_untrusted:
             return f"untrusted: {untrusted_reason(self.record)}"
-        if self.failed_slos:
-            return "misses " + "; ".join(self.failed_slos)
+        if self.failed_slos or self.not_judged:
+            missed = ["misses " + "; ".join(self.failed_slos)] if self.failed_slos else []
+            unjudged = ["not judged: " + "; ".join(self.not_judged)] if self.not_judged else []
+            return "; ".join(missed + unjudged)
         if self.record.cost_per_1m_output_tokens_usd is None:
             return "no price"
         if self.run.price_problem is not None:
@@ -173,9 +186,7 @@ def judge(runs: Sequence[Run], slos: Sequence[Slo], *, allow_untrusted: bool = F
             records = sorted((r for r in run.records if workload_of(r) == workload), key=lambda r: r.max_concurrency)
             if not records:
                 continue
-            cells = tuple(
-                Cell(run, r, tuple(v.slo.describe() for v in violations(gates, [r])), allow_untrusted) for r in records
-            )
+            cells = tuple(Cell.judged(run, r, gates, allow_untrusted=allow_untrusted) for r in records)
             eligible = [cell for cell in cells if cell.eligible]
             chosen = min(eligible, key=lambda c: c.record.cost_per_1m_output_tokens_usd or 0.0, default=None)
             per_run.append(RunVerdict(run, cells, chosen))
@@ -215,7 +226,7 @@ def _verdict(workload: Workload, per_run: list[RunVerdict], gates: Sequence[Slo]
     assert cheapest.chosen is not None
     record = cheapest.chosen.record
     reason = (
-        f"{cheapest.run.label} ({cheapest.run.accelerator}) at {record.max_concurrency} users meets {slo_text} "
+        f"{cheapest.run.label} ({cheapest.run.accelerator}) at {record.load} meets {slo_text} "
         f"for ${readable(record.cost_per_1m_output_tokens_usd)} per 1M output tokens"
     )
     return WorkloadVerdict(workload, tuple(with_break_even), cheapest, reason)

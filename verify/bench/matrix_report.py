@@ -13,6 +13,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from remote.text import escape_controls
 from verify.bench.caveats import trusted
 from verify.bench.chart import INK, PALETTE, _fitting, _font
 from verify.bench.matrix import HOURS_PER_MONTH, RunVerdict, WorkloadVerdict
@@ -71,7 +72,7 @@ def markdown(
         shown = " | ".join(_heading(field) for field in latencies)
         lines += [
             (
-                f"| run | accelerator | model | users | req/s | output tok/s | {shown} | $/1M req "
+                f"| run | accelerator | model | load | req/s | output tok/s | {shown} | $/1M req "
                 "| $/1M output tok | always on $/month | scaled to zero $/month | break-even active hours |"
             ),
             "| --- | --- | --- | ---: | ---: | ---: |"
@@ -85,7 +86,7 @@ def markdown(
             )
             if chosen is None:
                 lines.append(
-                    f"| {run.run.label} | {run.run.accelerator} | {run.run.model} | - | - | - | "
+                    f"| {run.run.label} | {_one_line(run.run.accelerator)} | {_one_line(run.run.model)} | - | - | - | "
                     + "- | " * len(latencies)
                     + f"- | - | {monthly} | - |"
                 )
@@ -93,7 +94,7 @@ def markdown(
             record = chosen.record
             lines.append(
                 # "?": an untrusted cell, chosen only because --allow-untrusted let it be judged.
-                f"| {run.run.label} | {run.run.accelerator} | {run.run.model} | {record.max_concurrency}"
+                f"| {run.run.label} | {_one_line(run.run.accelerator)} | {_one_line(run.run.model)} | {record.load}"
                 f"{'' if record.trusted else '?'} "
                 f"| {readable(record.request_throughput)} | {readable(record.output_throughput)} "
                 f"| {' | '.join(readable(getattr(record, field)) for field in latencies)} "
@@ -102,14 +103,20 @@ def markdown(
             )
         lines += ["", "Prices (per hour):", *(_price_line(run) for run in verdict.runs)]
         left_out = [
-            f"- {cell.run.label}, {cell.record.max_concurrency} users: {cell.mark}"
+            f"- {cell.run.label}, {cell.record.load}: {_one_line(cell.mark)}"
             for run in verdict.runs
             for cell in run.cells
             if cell.mark
         ]
         if left_out:
             lines += ["", "Left out of the verdict:", *left_out]
-    return "\n".join(lines) + "\n"
+    # Model names, accelerators and reasons come from the files (a served name is the server's text).
+    return escape_controls("\n".join(lines) + "\n")
+
+
+def _one_line(text: str) -> str:
+    """A value from a file inside one line of the table: its newlines and controls shown as escapes."""
+    return escape_controls(text, keep_newlines=False)
 
 
 def _price_line(verdict: RunVerdict) -> str:
@@ -209,7 +216,7 @@ def chart_png(verdicts: Sequence[WorkloadVerdict], path: Path) -> bool:
             cost = _cost(run)
             width = (right - left) * cost / top
             cheapest = verdict.cheapest is run
-            label = f"{run.run.label} ({run.run.accelerator}){'  <- cheapest' if cheapest else ''}"
+            label = f"{run.run.label} ({_one_line(run.run.accelerator)}){'  <- cheapest' if cheapest else ''}"
             draw.text((left - 10, y + ROW / 2), label, fill=INK, font=font, anchor="rm")
             draw.rectangle((left, y + 5, left + max(width, 1), y + ROW - 5), fill=colours[run.run.label])
             draw.text((left + width + 8, y + ROW / 2), f"${readable(cost)}", fill=INK, font=font, anchor="lm")

@@ -16,8 +16,8 @@ from verify.bench.load_generator import TransportKind
 from verify.bench.max_rate import SearchRule
 from verify.bench.scenarios import ScenarioOptions
 from verify.bench.slo import Slo
+from verify.endpoint import TimeoutOptions
 from verify.streaming import Api
-from verify.target import TimeoutOptions
 
 DEFAULT_CONCURRENCY = (1, 8, 32)
 DEFAULT_CONTEXT = (128, 1024)
@@ -62,6 +62,9 @@ class ServingFacts:
     accelerator_count: int = 1
     price_per_hour: float | None = None
     model_params: float | None = None
+    # Draft tokens a step the server's speculative decoding adds (0: none); None: the stack's, else the server's
+    # counters (verify/bench/ceilings.py allows speculation only where a record shows it).
+    speculative_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

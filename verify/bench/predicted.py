@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from serving.catalog import SupportStatus, find_checkpoint
+from serving.catalog import CatalogModel, SupportStatus, find_checkpoint
 from serving.latency import ModelCost, model_cost
 from serving.planner import GIB, KvLayout
 from serving.shapes import accelerator_facts
@@ -35,19 +35,19 @@ _PAIRS: tuple[tuple[str, str], ...] = (
 _SLO_PAIRS: dict[str, str] = {"p95_ttft_ms": "p95 TTFT ms"}
 
 
-def _variant(record: CellRecord, claim: Claim) -> tuple[str, str] | None:
+def _variant(record: CellRecord, claim: Claim, model: CatalogModel) -> tuple[str, str] | None:
     """(variant, how it was chosen): the checkpoint's own when the served name is one whose weights fit the
     claimed accelerators, else the variant that reads the fewest bytes a step among those that run there (a served
     name is chosen freely: the QAT checkpoint is often served as `gemma-4-12b-it`, the bf16 repo's name)."""
     found = find_checkpoint(record.model)
     if found is not None and found[1] is not None:
-        weights = sum(part.bytes for part in claim.model.variant(found[1]).weights.parts)
+        weights = sum(part.bytes for part in model.variant(found[1]).weights.parts)
         if weights < USABLE * claim.chips * accelerator_facts(claim.accelerator.value).memory_gib * GIB:
             return found[1], "the served checkpoint's"
     layout = KvLayout.TPU if accelerator_facts(claim.accelerator.value).family == "tpu" else KvLayout.VLLM_HYBRID
     costs: dict[str, ModelCost] = {
-        name: model_cost(claim.model, name, kv_cache_dtype="fp8", tensor_parallel=claim.chips, layout=layout)
-        for name, variant in claim.model.variants.items()
+        name: model_cost(model, name, kv_cache_dtype="fp8", tensor_parallel=claim.chips, layout=layout)
+        for name, variant in model.variants.items()
         if variant.support(claim.accelerator).status is not SupportStatus.NO
     }
     if not costs:
@@ -62,6 +62,7 @@ class CellEstimate:
 
     record: CellRecord
     claim: Claim
+    model: CatalogModel
     variant: str
     variant_basis: str
     estimate: Estimate
@@ -93,19 +94,18 @@ class CellEstimate:
 
 
 def estimate_cell(record: CellRecord, slo_keys: Sequence[str] = ()) -> CellEstimate | None:
-    """The estimate for a measured cell's claims; None when it claims no catalog model, accelerator and count,
-    or the accelerator has no peaks recorded."""
+    """The estimate for a measured cell's claims; None when it claims no catalog model (a size alone has no
+    architecture to estimate with), accelerator and count, or the accelerator has no peaks recorded."""
     claim = claim_of(record)
-    if claim is None or not record.measured:
+    if claim is None or claim.model is None or not record.measured:
         return None
-    chosen = _variant(record, claim)
+    model = claim.model
+    chosen = _variant(record, claim, model)
     if chosen is None:
         return None
     variant, how = chosen
     try:
-        replica = replica_of(
-            claim.model, variant, claim.accelerator.value, claim.chips, batch_cap=record.max_concurrency
-        )
+        replica = replica_of(model, variant, claim.accelerator.value, claim.chips, batch_cap=record.max_concurrency)
     except MissingPeakError:
         return None
     prompt = round(record.actual_context or record.requested_context)
@@ -113,7 +113,7 @@ def estimate_cell(record: CellRecord, slo_keys: Sequence[str] = ()) -> CellEstim
         at = estimate(replica, prompt_tokens=prompt, output_tokens=record.max_tokens, rate=record.request_rate)
     else:
         at = estimate(replica, prompt_tokens=prompt, output_tokens=record.max_tokens, users=record.max_concurrency)
-    return CellEstimate(record, claim, variant, how, at, tuple(slo_keys))
+    return CellEstimate(record, claim, model, variant, how, at, tuple(slo_keys))
 
 
 def estimate_lines(labelled: Sequence[tuple[str, CellRecord | None]], slo_keys: Sequence[str] = ()) -> list[str]:

@@ -118,6 +118,9 @@ class CellRecord(pydantic.BaseModel):
     # decoding; 0 off): what the ceilings assume. None: not known when the cell was measured.
     accelerator_count: int | None = None
     speculative_tokens: int | None = None
+    # The parameters a token multiplies that the cell claims (--model-params, or read from the served name): the
+    # model the ceilings judge when the name is no catalog id. None: not stated.
+    model_params: float | None = None
     # How late the client's own event loop woke up during the measured phase (see verify.bench.stall).
     client_max_stall_ms: float | None = None
     client_stalled_ms: float | None = None
@@ -177,6 +180,19 @@ class CellRecord(pydantic.BaseModel):
     @property
     def measured(self) -> bool:
         return self.status == "measured"
+
+    @property
+    def load(self) -> str:
+        """What loaded the cell, as every listing names it: ``8 users`` (closed loop) or ``20 req/s`` (open loop,
+        whose ``max_concurrency`` is only its in-flight cap, never its load)."""
+        if self.request_rate is not None:
+            return f"{self.request_rate:g} req/s"
+        return f"{self.max_concurrency} user{'' if self.max_concurrency == 1 else 's'}"
+
+    @property
+    def short_label(self) -> str:
+        """``128 x 8 users`` or ``128 x 20 req/s``: the cell in a list of cells."""
+        return f"{self.requested_context} x {self.load}"
 
 
 class ResultsFileError(ValueError):

@@ -25,14 +25,17 @@ from verify.streaming import StreamResult
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One measured request: when it was sent (system monotonic seconds) and how it went."""
+    """One measured request: when it was sent (system monotonic seconds), how it went, and which of the
+    phase's requests it answers (its index in them; None where nobody kept it), so an answer can be judged
+    against its own prompt (the needle's passcode) rather than any prompt's."""
 
     sent_at: float
     result: StreamResult
+    index: int | None = None
 
     def slim(self) -> Sample:
         """The sample without the generated text, which no metric reads (less to send between processes)."""
-        return Sample(self.sent_at, dataclasses.replace(self.result, text=""))
+        return Sample(self.sent_at, dataclasses.replace(self.result, text=""), self.index)
 
 
 @dataclass(frozen=True, slots=True)

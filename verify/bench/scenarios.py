@@ -23,16 +23,19 @@
   spread over the prompt (request i at the golden-ratio sequence's i-th point, so every depth from the first
   words to the last is visited), then asks for it. It stresses long-context retrieval at each context of the
   sweep and under the cell's load: the cell records ``needle_recall``, the share of completed answers that
-  contain a hidden passcode. The passcodes are distinct six-digit numbers drawn per run: an answer can only
-  hold one by reading it (a chance match is about one in a million per answer), so the check needs no
-  bookkeeping of which answer belongs to which prompt. A pass/fail needle at the stack's longest context is
-  the quality gate's (verify/health/quality.py); this one measures recall across the sweep.
+  hold their own prompt's passcode and no other of the cell's. The passcodes are distinct six-digit numbers
+  drawn per run, and each answer is judged against its own prompt's (``Sample.index``): a server answering
+  every prompt with the previous prompt's passcode (a cache keyed wrongly, a router mixing up streams)
+  recalls nothing, and one listing every passcode it has seen recalls nothing either. A pass/fail needle at
+  the stack's longest context is the quality gate's (verify/health/quality.py); this one measures recall
+  across the sweep.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import itertools
 import math
 import random
 import re
@@ -131,18 +134,26 @@ def with_needles(prompts: Sequence[str], codes: Sequence[str], *, keep_words: in
     return hidden
 
 
-def hidden_codes(requests: Sequence[StreamRequest]) -> frozenset[str]:
-    """The passcodes hidden in ``requests``' prompts."""
-    return frozenset(match.group(1) for request in requests if (match := _NEEDLE.search(request.prompt)))
+def hidden_codes(requests: Sequence[StreamRequest]) -> list[str | None]:
+    """The passcode hidden in each of ``requests``' prompts, in their order (None: a prompt without one)."""
+    return [match.group(1) if (match := _NEEDLE.search(request.prompt)) else None for request in requests]
 
 
-def needle_recall(results: Sequence[StreamResult], codes: frozenset[str]) -> float | None:
-    """The share of completed answers holding one of ``codes`` (None when none completed)."""
-    answered = [result for result in results if result.ok]
+def needle_recall(samples: Sequence[Sample], codes: Sequence[str | None]) -> float | None:
+    """The share of completed answers holding their own prompt's passcode (``codes[sample.index]``) and no
+    other of ``codes``; None when none completed. An answer whose prompt is not known counts as not found."""
+    answered = [sample for sample in samples if sample.result.ok]
     if not answered:
         return None
-    found = sum(1 for result in answered if any(code in result.text for code in codes))
-    return found / len(answered)
+    hidden = frozenset(code for code in codes if code is not None)
+
+    def recalled(sample: Sample) -> bool:
+        own = codes[sample.index] if sample.index is not None and 0 <= sample.index < len(codes) else None
+        if own is None or own not in sample.result.text:
+            return False
+        return not any(code in sample.result.text for code in hidden - {own})
+
+    return sum(1 for sample in answered if recalled(sample)) / len(answered)
 
 
 def with_prefixes(prompts: Sequence[str], prefixes: Sequence[str]) -> list[str]:
@@ -168,22 +179,27 @@ async def measure_chats(
     """``users`` users each run one chat at a time, turn after turn, every turn carrying the conversation so
     far (the earlier questions and the server's actual answers). A failed turn ends its chat: the next turn
     would carry an answer that never came."""
-    pending = iter(conversations)
+    # Each turn's index in the requests the chats were cut from (chats are consecutive runs of them).
+    firsts = list(itertools.accumulate((len(chat) for chat in conversations[:-1]), initial=0))
+    pending = iter(zip(firsts, conversations, strict=True))
     samples: list[Sample] = []
 
     async def user() -> None:
-        for conversation in pending:
+        for first, conversation in pending:
             history: tuple[tuple[str, str], ...] = ()
-            for turn in conversation:
-                request = replace(turn, history=history)
+            carried = 0  # the tokens the history adds: the previous turn's whole prompt and its answer
+            for number, turn in enumerate(conversation):
+                own = turn.expected_prompt_tokens
+                request = replace(turn, history=history, expected_prompt_tokens=None if own is None else own + carried)
                 sent_at = clock()
                 result = await measure_stream(client, request, timeouts=timeouts, deadline_s=deadline_s, clock=clock)
-                samples.append(Sample(sent_at, result))
+                samples.append(Sample(sent_at, result, first + number))
                 if on_result is not None:
                     on_result(result)
                 if not result.ok:
                     break
                 history = (*history, ("user", turn.prompt), ("assistant", result.text))
+                carried = (result.prompt_tokens or 0) + (result.output_tokens or 0)
 
     async with StallMonitor() as monitor:
         started = clock()

@@ -31,6 +31,20 @@ async def snapshot(client: httpx.AsyncClient, model: str) -> VllmMetrics | None:
         return None
 
 
+def draft_tokens_per_step(before: VllmMetrics | None, after: VllmMetrics | None) -> int | None:
+    """The draft tokens each speculative step proposed between two scrapes, as the server's own counters say
+    (``num_draft_tokens`` over ``num_drafts``: vLLM's ``num_speculative_tokens``); 0 when its metrics show no
+    speculative decoding (vLLM registers those families only with a speculative config) or no draft was made;
+    None when the metrics could not be read (not known)."""
+    if before is None or after is None or not after.is_vllm:
+        return None
+    during = after.since(before)
+    drafts, tokens = during.spec_decode_drafts, during.spec_decode_draft_tokens
+    if not after.spec_decode_enabled or not drafts or tokens is None:
+        return 0
+    return round(tokens / drafts)
+
+
 def summary_markdown(before: VllmMetrics | None, after: VllmMetrics | None) -> str | None:
     """The counters' change over the sweep and the gauges at its end, as a Markdown table."""
     if before is None or after is None:

@@ -122,19 +122,41 @@ def thin_gates(slos: Iterable[Slo], requests_per_cell: int, *, flag: str) -> str
 
 @dataclass(frozen=True, slots=True)
 class Violation:
+    """A cell the SLO cannot pass on: its value misses the bound, no request succeeded, or (``judged`` False) the
+    cell cannot be judged on it at all: the field is not recorded (a file written without it) or the percentile
+    came from fewer samples than it needs. A gate fails closed on every kind; a reader is told which."""
+
     slo: Slo
     cell: str
     value: float | None
     # The samples the SLO's percentile needed and the cell lacked (its requests that completed): not judged.
     thin: tuple[int, int] | None = None
+    # False: the cell's record holds no value for the SLO's field although requests succeeded.
+    recorded: bool = True
+
+    @property
+    def judged(self) -> bool:
+        """Whether the cell's value was held against the SLO (False: not recorded, or too few samples)."""
+        return self.thin is None and self.recorded
 
     def describe(self) -> str:
         return f"{self.cell}: {self.describe_value()}"
+
+    def not_judged(self) -> str:
+        """Why the SLO could not be judged on the cell, in a few words: ``p95_ttft_ms not recorded``,
+        ``p99_ttft_ms: too few samples (20 completed, a p99 needs 368)``."""
+        if not self.recorded:
+            return f"{self.slo.key} not recorded"
+        completed, needed = self.thin or (0, 0)
+        statistic = self.slo.key.partition("_")[0]
+        return f"{self.slo.key}: too few samples ({completed} completed, a {statistic} needs {needed})"
 
     def describe_value(self) -> str:
         """``p99_ttft_ms = 2,345 (SLO <= 2000)``, the cell left out."""
         shown = "no value (no request succeeded)" if self.value is None else readable(self.value)
         bound = ">=" if self.slo.is_lower_bound else "<="
+        if not self.recorded:
+            return f"{self.slo.key} not recorded in this cell, so not judged (SLO {bound} {self.slo.limit:g})"
         if self.thin is not None:
             completed, needed = self.thin
             return (
@@ -147,7 +169,7 @@ class Violation:
 def cell_label(record: CellRecord) -> str:
     """``context 128 x concurrency 8`` (closed loop) or ``context 128 x 20 req/s`` (open loop)."""
     if record.request_rate is not None:
-        return f"context {record.requested_context} x {record.request_rate:g} req/s"
+        return f"context {record.requested_context} x {record.load}"
     return f"context {record.requested_context} x concurrency {record.max_concurrency}"
 
 
@@ -164,6 +186,8 @@ def violations(slos: Iterable[Slo], records: Iterable[CellRecord]) -> list[Viola
             needed = None if no_sample or value is None else too_few_samples(record, slo.key)
             if needed is not None:
                 found.append(Violation(slo, cell_label(record), value, thin=(record.completed, needed)))
+            elif value is None and not no_sample:
+                found.append(Violation(slo, cell_label(record), None, recorded=False))
             elif value is None or no_sample or not slo.holds(float(value)):
                 found.append(Violation(slo, cell_label(record), None if no_sample else value))
     return found

@@ -14,6 +14,7 @@ server that answers with errors is measured: its failures are the result.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import itertools
 import time
@@ -56,6 +57,7 @@ from verify.bench.scenarios import (
 from verify.bench.stall import StallSummary, stall_warning
 from verify.bench.trust import Trust, combined, judge
 from verify.bench.workers import WorkerPool, auth_headers, measure_phase
+from verify.endpoint import TimeoutOptions
 from verify.numbers import readable
 from verify.reach import http_timeout
 from verify.streaming import (
@@ -66,7 +68,6 @@ from verify.streaming import (
     StreamResult,
     classify_transport_error,
 )
-from verify.target import TimeoutOptions
 
 MIN_REQUESTS_PER_CELL = 32
 REQUESTS_PER_USER = 4
@@ -80,8 +81,8 @@ _NOT_CONNECTED = frozenset({FailureKind.CONNECT_ERROR, FailureKind.CONNECT_TIMEO
 class EndpointLostError(Exception):
     """The endpoint stopped answering mid-sweep; the cell named was not measured and not recorded."""
 
-    def __init__(self, context: int, concurrency: int, cause: str) -> None:
-        self.cell = f"context {context} x concurrency {concurrency}"
+    def __init__(self, context: int, concurrency: int, cause: str, rate: float | None = None) -> None:
+        self.cell = Cell(context, concurrency, rate).label()
         self.cause = cause
         super().__init__(f"{self.cell}: {cause}")
 
@@ -125,6 +126,9 @@ class SweepPlan:
     # The fewest measured requests the gates' percentiles need (verify.bench.slo.requests_needed): a default
     # count is raised to it; an explicit ``requests`` is the user's (refused before the run when too few).
     min_requests: int = 0
+    # Every name the served model answers as (its aliases in /v1/models): a chunk naming any other is
+    # another model's answer (verify.streaming's wrong_model).
+    answer_names: frozenset[str] = frozenset()
 
     def requests_for(self, concurrency: int) -> int:
         if self.requests is not None:
@@ -149,8 +153,9 @@ class SweepPlan:
     def key(self, context: int, concurrency: int, rate: float | None = None) -> CellKey:
         return CellKey(self.model, self.api.value, context, concurrency, self.max_tokens, rate)
 
-    def request(self, prompt: str, max_tokens: int | None = None) -> StreamRequest:
-        """One request for ``prompt``; ``max_tokens`` (at most the plan's) for a drawn output length."""
+    def request(self, prompt: str, prompt_tokens: int, max_tokens: int | None = None) -> StreamRequest:
+        """One request for ``prompt``, which the server counted as ``prompt_tokens`` when it was built (usage
+        must say about as much); ``max_tokens`` (at most the plan's) for a drawn output length."""
         tokens = self.max_tokens if max_tokens is None else max_tokens
         return StreamRequest(
             model=self.model,
@@ -160,6 +165,8 @@ class SweepPlan:
             ignore_eos=self.ignore_eos,
             # vLLM stops at EOS unless told otherwise; min_tokens makes the output length exact.
             min_tokens=tokens if self.ignore_eos else None,
+            answer_names=self.answer_names | {self.model},
+            expected_prompt_tokens=prompt_tokens,
         )
 
 
@@ -170,6 +177,7 @@ def plan_for(
     timeouts: TimeoutOptions,
     bounds: tuple[RequestBound, ...] = (),
     min_requests: int = 0,
+    answer_names: frozenset[str] = frozenset(),
 ) -> SweepPlan:
     """The plan ``workload`` describes for ``model``, each request bounded by ``timeouts`` and judged for
     goodput against ``bounds``, each cell's default request count at least ``min_requests``."""
@@ -191,6 +199,7 @@ def plan_for(
         bounds=bounds,
         scenario=workload.scenario,
         min_requests=min_requests,
+        answer_names=answer_names,
     )
 
 
@@ -346,7 +355,13 @@ def measured_record(
     fields = _base_fields(plan, endpoint, context, concurrency, rate)
     fields.update(metrics.as_fields())
     fields.update(extra or {})
-    fields.update({"accelerator_count": endpoint.accelerator.chips, "speculative_tokens": endpoint.speculative_tokens})
+    fields.update(
+        {
+            "accelerator_count": endpoint.accelerator.chips,
+            "speculative_tokens": endpoint.speculative_tokens,
+            "model_params": endpoint.model_params,
+        }
+    )
     provisional = CellRecord.model_validate({**fields, "status": "measured"})
     decode = decode_ceiling_of(provisional)
     if decode is not None:
@@ -409,8 +424,9 @@ async def run_cell(
     label = cell.label()
     shares: list[PhaseShare]
     schedule: ScheduleSummary | None = None
-    # What the server's prefix cache did during the cell: the point of the non-default scenarios.
-    before = await server_metrics.snapshot(client, plan.model) if scenario.kind is not Scenario.RANDOM else None
+    # What the server's counters saw during the cell: the prefix cache (the point of the non-default scenarios)
+    # and, when the stack does not say, whether speculative decoding ran (what the decode ceiling may allow).
+    before = await server_metrics.snapshot(client, plan.model)
     # Multi-turn chats wait for their own answers and the needle reads every answer's text: both in this process.
     if pool is None or rate is not None or scenario.kind in (Scenario.MULTI_TURN, Scenario.NEEDLE):
         if warmups:
@@ -422,7 +438,7 @@ async def run_cell(
                 deadline_s=plan.deadline_s,
                 clock=clock,
             )
-            _stop_if_unreachable(warmed, context, concurrency)
+            _stop_if_unreachable(warmed, cell)
         observer.cell_started(label, requests)
         if scenario.kind is Scenario.MULTI_TURN:
             share = await measure_chats(
@@ -467,16 +483,18 @@ async def run_cell(
             on_measuring=lambda: observer.cell_started(label, requests),
             on_result=observer.request_finished,
         )
-    _stop_if_unreachable([sample.result for share in shares for sample in share.samples], context, concurrency)
+    _stop_if_unreachable([sample.result for share in shares for sample in share.samples], cell)
     metrics = union_metrics(shares)
     stalls = [share.stalls for share in shares]
     trust = judge(stalls, metrics.ttft.mean if metrics.completed else None)
     extra = sample_fields(plan, shares)
-    if before is not None:
-        after = await server_metrics.snapshot(client, plan.model)
+    after = None if before is None else await server_metrics.snapshot(client, plan.model)
+    if scenario.kind is not Scenario.RANDOM and before is not None:
         extra["prefix_cache_hit_rate"] = None if after is None else after.since(before).prefix_cache_hit_rate
+    if endpoint.speculative_tokens is None:
+        endpoint = dataclasses.replace(endpoint, speculative_tokens=server_metrics.draft_tokens_per_step(before, after))
     if scenario.kind is Scenario.NEEDLE:
-        answers = [sample.result for share in shares for sample in share.samples]
+        answers = [sample for share in shares for sample in share.samples]
         extra["needle_recall"] = needle_recall(answers, hidden_codes(measured_requests))
     if schedule is not None:
         extra.update(schedule.as_fields())
@@ -513,13 +531,17 @@ async def scenario_requests(
         # The unique part after the shared one, so the whole prompt is about `context` tokens.
         unique = await calibrated(counter, max(context - scenario.prefix_tokens, 1), concurrency, nonce=book.nonce)
         prefixes = await shared_prefixes(counter, scenario, nonce=book.nonce)
-        return [plan.request(prompt) for prompt in with_prefixes(book.take(unique, count), prefixes)]
+        tokens = unique.measured + scenario.prefix_tokens
+        return [plan.request(prompt, tokens) for prompt in with_prefixes(book.take(unique, count), prefixes)]
     if scenario.kind is Scenario.LENGTHS:
         buckets = prompt_buckets(context)
         shapes = {length: await calibrated(counter, length, concurrency, nonce=book.nonce) for length in buckets}
-        prompts = [book.take(shapes[bucket_of(length, buckets)], 1)[0] for length in drawn_lengths(context, count)]
+        drawn = [shapes[bucket_of(length, buckets)] for length in drawn_lengths(context, count)]
         outputs = drawn_lengths(plan.max_tokens, count, seed=LENGTH_SEED + 1)
-        return [plan.request(prompt, tokens) for prompt, tokens in zip(prompts, outputs, strict=True)]
+        return [
+            plan.request(book.take(bucket, 1)[0], bucket.measured, tokens)
+            for bucket, tokens in zip(drawn, outputs, strict=True)
+        ]
     if scenario.kind is Scenario.NEEDLE:
         try:
             overhead = await needle_overhead(counter, nonce=book.nonce)
@@ -529,8 +551,9 @@ async def scenario_requests(
         prompts = book.take(haystack, count)
         codes = needle_codes(count, seed=prompts[0] if prompts else book.nonce)
         keep = len(unique_prefix(book.nonce, 0).split(" "))
-        return [plan.request(prompt) for prompt in with_needles(prompts, codes, keep_words=keep)]
-    return [plan.request(prompt) for prompt in book.take(shape, count)]
+        tokens = haystack.measured + overhead
+        return [plan.request(prompt, tokens) for prompt in with_needles(prompts, codes, keep_words=keep)]
+    return [plan.request(prompt, shape.measured) for prompt in book.take(shape, count)]
 
 
 def sample_fields(plan: SweepPlan, shares: Sequence[PhaseShare]) -> dict[str, object]:
@@ -554,14 +577,15 @@ def sample_fields(plan: SweepPlan, shares: Sequence[PhaseShare]) -> dict[str, ob
     return fields
 
 
-def _stop_if_unreachable(results: Sequence[StreamResult], context: int, concurrency: int) -> None:
+def _stop_if_unreachable(results: Sequence[StreamResult], cell: Cell) -> None:
     """Raise ``EndpointLostError`` when no request reached the server (each one failed to connect)."""
     failures = [result.failure for result in results]
     if not failures or any(failure is None or failure.kind not in _NOT_CONNECTED for failure in failures):
         return
     last = failures[-1]
     assert last is not None  # every failure is set, per the test above
-    raise EndpointLostError(context, concurrency, f"every request failed to connect ({last.kind.value}: {last.detail})")
+    cause = f"every request failed to connect ({last.kind.value}: {last.detail})"
+    raise EndpointLostError(cell.context, cell.concurrency, cause, cell.rate)
 
 
 async def calibrated(counter: TokenCounter, context: int, concurrency: int, *, nonce: str) -> PromptShape:

@@ -116,11 +116,14 @@ def gate_failures(slos: Sequence[Slo], records: Sequence[CellRecord], *, allow_u
         if found:
             shown = "; ".join(violation.describe_value() for violation in found)
             also = " (its timing SLOs not judged: untrusted)" if skip_timing else ""
-            problems.append(f"SLO violated {cell_label(record)}: {shown}{also}")
+            # A value not recorded, or from too few samples, was not missed: the gate fails closed on it all the same.
+            judged = any(violation.judged for violation in found)
+            outcome = "SLO violated" if judged else "SLO not judged (the gate fails closed)"
+            problems.append(f"{outcome} {cell_label(record)}: {shown}{also}")
         elif skip_timing:
             not_judged.append(record)
     if not_judged:
-        named = ", ".join(f"{r.requested_context} x {r.max_concurrency}" for r in not_judged)
+        named = ", ".join(record.short_label for record in not_judged)
         plural = "s" if len(not_judged) > 1 else ""
         problems.append(
             f"SLO not judged on {len(not_judged)} untrusted cell{plural} ({named}): their latencies include the "

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import itertools
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -85,7 +87,7 @@ async def measure_phase(
     ``on_flush`` receives the new samples every ``interval_s`` seconds and at the end."""
     if start_at is not None:
         await asyncio.sleep(max(start_at - clock(), 0.0))
-    pending = iter(requests)
+    pending = iter(enumerate(requests))
     samples: list[Sample] = []
     flushed = 0
 
@@ -97,10 +99,10 @@ async def measure_phase(
 
     async def user() -> None:
         # One shared iterator: each user takes the next request when its previous one ends.
-        for request in pending:
+        for index, request in pending:
             sent_at = clock()
             result = await measure_stream(client, request, timeouts=timeouts, deadline_s=deadline_s, clock=clock)
-            samples.append(Sample(sent_at, result))
+            samples.append(Sample(sent_at, result, index))
             if on_result is not None:
                 on_result(result)
 
@@ -310,16 +312,21 @@ class WorkerPool:
             self._connections[index].send(("go", start_at))
         if on_measuring is not None:
             on_measuring()
-        return list(await asyncio.gather(*(self._collect(index, on_result) for index in active)))
+        # Each worker numbers its samples within its slice of the requests; the slices' starts make them the cell's.
+        firsts = list(itertools.accumulate(request_split[:-1], initial=0))
+        return list(await asyncio.gather(*(self._collect(index, on_result, firsts[index]) for index in active)))
 
-    async def _collect(self, index: int, on_result: OnResult | None) -> PhaseShare:
+    async def _collect(self, index: int, on_result: OnResult | None, first: int = 0) -> PhaseShare:
         samples: list[Sample] = []
         while True:
             message = await self._receive(index)
             if message[0] == "samples":
                 batch = message[1]
                 assert isinstance(batch, list)
-                samples.extend(batch)
+                samples.extend(
+                    dataclasses.replace(sample, index=None if sample.index is None else first + sample.index)
+                    for sample in batch
+                )
                 if on_result is not None:
                     for sample in batch:
                         on_result(sample.result)

@@ -11,6 +11,7 @@ import datetime
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from remote.text import escape_controls
 from verify.bench.results import CellRecord
 from verify.numbers import readable
 
@@ -26,7 +27,9 @@ def _spread(values: Iterable[int]) -> str:
 
 
 def _one(values: Iterable[str | None]) -> str:
-    distinct = sorted({value or "unknown" for value in values})
+    """The one value every cell records (or each of them): as one line, its controls shown as escapes (a served
+    name or version is the server's text, and a newline in it broke the chart's title)."""
+    distinct = sorted({escape_controls(value, keep_newlines=False) if value else "unknown" for value in values})
     return " / ".join(distinct) if distinct else "unknown"
 
 

@@ -30,6 +30,7 @@ import pydantic
 
 from verify import discovery, streaming
 from verify.auth import AuthError
+from verify.endpoint import Target
 from verify.health.diagnosis import (
     NOT_OPENAI,
     NOT_VLLM_METRICS,
@@ -56,7 +57,6 @@ from verify.health.report import (
 )
 from verify.prom import MetricsParseError, parse_metrics
 from verify.responses import ChatCompletion, ModelList, VersionInfo, body_excerpt
-from verify.target import Target
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]

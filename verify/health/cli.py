@@ -7,12 +7,12 @@ import argparse
 
 from verify import UsageError
 from verify.argtypes import non_negative_number, positive_int, positive_number
+from verify.endpoint import resolve_target
+from verify.endpoint.cli import add_target_arguments, target_options, timeout_options
 from verify.health.console import print_health, print_json, waiting_printer
 from verify.health.quality import QualityOptions
 from verify.health.report import DEFAULT_MAX_TOKENS, DEFAULT_WAIT_S, HealthOptions
 from verify.health.run import run_health
-from verify.target import resolve_target
-from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -122,7 +122,11 @@ def stream_cause(failure: streaming.StreamFailure, model: str, *, readiness_chec
         kinds.EMPTY_OUTPUT: empty_output_cause("stop", 0),
         kinds.MALFORMED_STREAM: (
             "the body is not vLLM's SSE stream (or lacks the usage chunk stream_options.include_usage asks "
-            "for): a proxy rewrote or buffered it, or the server is not vLLM"
+            "for, or its usage contradicts the stream): a proxy rewrote or buffered it, or the server is not vLLM"
+        ),
+        kinds.WRONG_MODEL: (
+            "another model answered: a router, gateway or proxy in front of vLLM sent the request to a model "
+            "other than the one named"
         ),
     }
     return causes.get(failure.kind, "the streamed request failed")

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import pydantic
 
 from verify.client import DEFAULT_READ_TIMEOUT_S
+from verify.endpoint import EndpointOptions
 from verify.health.quality import QualityOptions, QualityResult
 from verify.streaming import default_deadline_s
-from verify.target import EndpointOptions
 
 Fact = str | int | float | bool | None
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 
 from verify.auth import auth_advice
+from verify.endpoint import Target
 from verify.health.checks import run_checks
 from verify.health.report import CheckOptions, HealthOptions, HealthReport, ProgressCallback
 from verify.reach import Reach, endpoint_client
-from verify.target import Target
 
 
 def check_options(target: Target, options: HealthOptions) -> CheckOptions:

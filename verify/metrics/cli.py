@@ -8,11 +8,11 @@ from typing import TextIO
 
 from remote.text import escape_controls
 from verify.argtypes import positive_number
+from verify.endpoint import resolve_target
+from verify.endpoint.cli import add_target_arguments, target_options, timeout_options
 from verify.metrics.reading import MetricsReadError, MetricsReport
 from verify.metrics.run import MAX_WINDOW_S, MetricsOptions, run_metrics
 from verify.numbers import percent, readable
-from verify.target import resolve_target
-from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 EXIT_NOT_VLLM = 1
 EXIT_UNREACHABLE = 2

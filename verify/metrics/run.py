@@ -11,9 +11,9 @@ import asyncio
 
 import pydantic
 
+from verify.endpoint import EndpointOptions, Target
 from verify.metrics.reading import MetricsReport, Sleep, read_metrics
 from verify.reach import Reach, endpoint_client
-from verify.target import EndpointOptions, Target
 
 # A window longer than this is a monitoring job, not a command someone waits for.
 MAX_WINDOW_S = 3600.0

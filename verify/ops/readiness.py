@@ -13,9 +13,9 @@ import httpx
 from remote.tls import default_tls
 from verify.auth import AuthError, auth_for_target
 from verify.client import default_timeout, make_client
+from verify.endpoint import AuthKind, Target
 from verify.health import CheckOptions, check_readiness
 from verify.ops.status import Readiness
-from verify.target import AuthKind, Target
 
 
 def probe_readiness(endpoint: str, auth: str) -> Readiness:

@@ -14,12 +14,12 @@ from verify.argtypes import positive_int, positive_int_list, positive_number
 from verify.bench.cli import show_bench_report, slo_flag
 from verify.bench.command import BenchReport
 from verify.bench.slo import parse_slo, requests_needed, thin_gates
+from verify.endpoint.cli import add_target_arguments, target_options, timeout_options
 from verify.health.cli import add_quality_arguments, quality_options
 from verify.health.console import print_health, waiting_printer
 from verify.promote.cloud_run import DEFAULT_API_URL
 from verify.promote.gates import BenchGate
 from verify.promote.run import DEFAULT_WAIT_S, PromoteOptions, Seams, run_promote
-from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 DEFAULT_STEPS = "100"
 

@@ -26,12 +26,12 @@ from verify.adapters.run import PROBE_MAX_TOKENS, DeclaredAdapter, probe_adapter
 from verify.bench.command import BenchReport, run_bench
 from verify.bench.options import BenchOptions, Gate, ServingFacts, Workload
 from verify.bench.slo import Slo
+from verify.endpoint import AuthKind, Target, TargetOptions, TimeoutOptions, resolve_target
 from verify.health.quality import DEFAULT_MIN_AGREEMENT, QualityOptions, QualityResult, agreement
 from verify.health.report import CheckStatus, HealthOptions, HealthReport, ProgressCallback
 from verify.health.run import run_health
 from verify.promote.metric_gate import missing_metrics
 from verify.reach import client_for, endpoint_client
-from verify.target import AuthKind, Target, TargetOptions, TimeoutOptions, resolve_target
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -1,6 +1,6 @@
 """What a gated stack exports for `verify promote` (the contract in docs/architecture.md).
 
-Why a reader of its own: `verify.target` reads what every subcommand needs to reach an endpoint; promotion
+Why a reader of its own: `verify.endpoint` reads what every subcommand needs to reach an endpoint; promotion
 also needs the rollout's facts (which revision serves, which one is the candidate, the service to ask
 Cloud Run about), and a stack that lacks them must fail before anything is called or moved. The fields
 are the contract's (serving.outputs.CloudRunRolloutOutputs, which CloudRunOutputs includes), taken from the
@@ -16,7 +16,7 @@ import pydantic
 
 from serving.outputs import CloudRunRolloutOutputs, DeployedOutputs
 from verify import UsageError
-from verify.target import output_problems
+from verify.endpoint import output_problems
 
 # `projects/<project>/locations/<region>/services/<name>`: the Cloud Run Admin API v2 resource name,
 # and the id pulumi-gcp gives a cloudrunv2.Service.

@@ -17,9 +17,11 @@ from pathlib import Path
 import httpx
 
 from remote.google_client import TokenSource
+from remote.text import escape_controls
 from verify import UsageError
 from verify.adapters.run import DeclaredAdapter, declared_adapters
 from verify.bench.command import BenchReport
+from verify.endpoint import TargetOptions, TimeoutOptions, normalise_base_url, target_from_outputs, with_flag_overrides
 from verify.health.quality import QualityOptions, promised_by
 from verify.health.report import HealthReport, ProgressCallback
 from verify.promote.cloud_run import DEFAULT_API_URL, admin_api, get_service, google_tokens
@@ -38,7 +40,6 @@ from verify.pulumi_gateway import (
     missing_cli_message,
     pulumi_project_dir,
 )
-from verify.target import TargetOptions, TimeoutOptions, normalise_base_url, target_from_outputs, with_flag_overrides
 from verify.traffic import TrafficShifter
 from verify.url_guard import google_api_problem
 
@@ -70,8 +71,8 @@ class PromoteOptions:
 
 
 def say_on_stderr(line: str) -> None:
-    """The promotion's progress lines, as `verify promote` says them."""
-    print(f"verify promote: {line}", file=sys.stderr, flush=True)
+    """The promotion's progress lines, as `verify promote` says them (a line may quote a server: escaped)."""
+    print(f"verify promote: {escape_controls(line)}", file=sys.stderr, flush=True)
 
 
 def _quiet(_report: object) -> None:

@@ -17,11 +17,11 @@ from typing import TextIO
 from remote.text import escape_controls
 from verify import UsageError
 from verify.argtypes import non_negative_number, positive_int
+from verify.endpoint import resolve_target
+from verify.endpoint.cli import add_target_arguments, target_options, timeout_options
 from verify.numbers import readable
 from verify.query.run import DEFAULT_MAX_TOKENS, QueryOptions, QueryReport, ReasoningDisplay, run_query
 from verify.streaming import TextCallback
-from verify.target import resolve_target
-from verify.target.cli import add_target_arguments, target_options, timeout_options
 
 STDIN = "-"
 # The largest prompt read, in bytes: above the longest context of the catalog's models (262,144 tokens at a few

@@ -16,10 +16,10 @@ import pydantic
 
 from verify import UsageError, streaming
 from verify.discovery import AnswerError, find_card, served_models
+from verify.endpoint import EndpointOptions, Target
 from verify.health.diagnosis import stream_cause
 from verify.reach import Reach, endpoint_client
 from verify.streaming import FailureKind, StreamRequest, StreamResult, TextCallback
-from verify.target import EndpointOptions, Target
 
 DEFAULT_MAX_TOKENS = 512
 # Faster than this per single stream is no decode rate but a burst: the answer arrived at once (the server

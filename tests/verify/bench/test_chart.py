@@ -41,7 +41,7 @@ def test_chart_title_names_model_endpoint_date_and_workload() -> None:
     """Guards against a chart that, pasted into a ticket, cannot be told from last week's or another stack's."""
     headline, workload = titles(records())
     assert headline == (
-        "gemma-4-12b-it at https://gemma-l4.example.run.app (nvidia-l4, vLLM 0.32.0), 2026-11-22 10:00 UTC"
+        "gemma-4-e4b-it at https://gemma-l4.example.run.app (nvidia-l4, vLLM 0.32.0), 2026-11-22 10:00 UTC"
     )
     assert workload == (
         "chat API, 128 output tokens per request, 32-512 requests per cell; context 128, 8192, 16384 tokens x "

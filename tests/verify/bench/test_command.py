@@ -18,7 +18,7 @@ from verify.bench.command import BenchReport, run_bench
 from verify.bench.options import BenchOptions, Gate, Workload
 from verify.bench.results import load_results
 from verify.bench.slo import parse_slo
-from verify.target import AuthKind, Target
+from verify.endpoint import AuthKind, Target
 
 SMALL = Workload(concurrency=(1, 2), context=(16,), max_tokens=3, requests=3)
 

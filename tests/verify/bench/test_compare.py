@@ -79,7 +79,7 @@ def test_a_latency_change_inside_its_standard_error_is_noise() -> None:
 def test_without_a_recorded_spread_no_change_is_called_better_or_worse() -> None:
     """Guards against judging a change on a file that cannot say how noisy it was (hand-written or old)."""
     a = first_cell().model_copy(update={"std_e2el_ms": None, "std_tpot_ms": None})
-    b = a.model_copy(update={"request_throughput": 0.8, "mean_tpot_ms": 9.0})
+    b = a.model_copy(update={"request_throughput": 0.8, "mean_tpot_ms": 13.0})
     judged = verdicts([a], [b])
     assert judged["request_throughput"] is Verdict.UNKNOWN
     assert judged["mean_tpot_ms"] is Verdict.UNKNOWN
@@ -102,7 +102,7 @@ def test_untrusted_cells_are_not_judged_and_warned_cells_are_marked() -> None:
 def test_workloads_that_differ_are_found_and_the_request_shape_refused() -> None:
     """Guards against comparing a 2-token run with a 128-token one as if TPOT had dropped 99.8%."""
     a = first_cell()
-    short = a.model_copy(update={"max_tokens": 2, "mean_tpot_ms": 0.03, "model": "gemma-4-12b-it-qat"})
+    short = a.model_copy(update={"max_tokens": 2, "mean_tpot_ms": 0.03, "model": "gemma-4-e4b-it-qat"})
     found = {m.setting: m for m in workload_mismatches([a], [short])}
     assert found["output tokens per request"].refused
     assert found["output tokens per request"].describe().startswith("output tokens per request: A 128; B 2 (")
@@ -130,11 +130,11 @@ def test_cli_refuses_mismatched_workloads_unless_allowed(tmp_path: Path, capsys:
 def test_cli_warns_but_compares_a_different_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Guards against refusing the comparison a user runs on purpose: a QAT checkpoint under its own name."""
     a = write(tmp_path / "a.jsonl", [first_cell()])
-    b = write(tmp_path / "b.jsonl", [first_cell().model_copy(update={"model": "gemma-4-12b-it-qat"})])
+    b = write(tmp_path / "b.jsonl", [first_cell().model_copy(update={"model": "gemma-4-e4b-it-qat"})])
     markdown_file = tmp_path / "cmp.md"
     assert main(["compare", str(a), str(b), "--markdown", str(markdown_file)]) == 0
-    assert "model: A gemma-4-12b-it; B gemma-4-12b-it-qat" in capsys.readouterr().out
-    assert "- **workload differs**: model: A gemma-4-12b-it; B gemma-4-12b-it-qat" in markdown_file.read_text()
+    assert "model: A gemma-4-e4b-it; B gemma-4-e4b-it-qat" in capsys.readouterr().out
+    assert "- **workload differs**: model: A gemma-4-e4b-it; B gemma-4-e4b-it-qat" in markdown_file.read_text()
 
 
 def test_standard_errors_follow_the_documented_formulas() -> None:

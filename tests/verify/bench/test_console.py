@@ -36,7 +36,7 @@ def test_bench_summary_fits_80_columns_without_truncating_headers() -> None:
     assert len(rows) == 4  # one line per cell
     assert rows[1].split()[:10] == ["128", "128", "128", "20", "2,560", "300", "-", "45", "7,000", "87.5%"]
     assert rows[0].split()[6] == "n<72"  # a p95 of 32 requests is not shown as one
-    assert "1 128 x 128: 64 failed (http_429 64); platform limit" in "\n".join(lines)
+    assert "1 128 x 128 users: 64 failed (http_429 64); platform limit" in "\n".join(lines)
 
 
 def test_compare_fits_80_columns_and_shows_values_when_wide() -> None:
@@ -59,5 +59,5 @@ def test_untrusted_cell_says_why_once_under_the_summary() -> None:
     reason = "untrusted: the load generator ran out of CPU"
     cell = records("off")[0].model_copy(update={"trusted": False, "untrusted_reason": reason, "warnings": [reason]})
     text = "\n".join(shown(summary_table([cell]), 80))
-    assert f"1 128 x 1: {reason}" in text
+    assert f"1 128 x 1 user: {reason}" in text
     assert text.count("ran out of CPU") == 1

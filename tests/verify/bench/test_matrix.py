@@ -98,7 +98,7 @@ def test_the_command_over_three_files_prints_the_table_and_writes_csv_and_chart(
     assert code == 0
     assert "## chat, 1,024 prompt tokens -> 256 output tokens" in out
     assert "**Cheapest meeting the SLO:** tpu-v6e (tpu-v6e) at 64 users" in out
-    assert "| l4 | nvidia-l4 | gemma-4-12b-it | 32 | 6.1 |" in out
+    assert "| l4 | nvidia-l4 | gemma-4-12b-it | 32 users | 6.1 |" in out
     assert "break-even active hours" in out
     assert "n/a (bills while it exists)" in out
     assert "- rtx6000, 256 users: untrusted:" in out
@@ -161,3 +161,25 @@ def test_the_table_shows_the_slos_own_percentile(tmp_path: Path, capsys: pytest.
     assert "p99 TTFT ms" not in text
     assert cli.main(["compare", *map(str, FILES)]) == 0
     assert "| p99 TTFT ms | p99 E2EL ms |" in capsys.readouterr().out
+
+
+def test_a_percentile_the_file_lacks_or_cannot_support_is_not_judged_not_missed(tmp_path: Path) -> None:
+    """Red team: a file without a p95, and a cell with too few samples for it, were reported as "misses" the SLO
+    (a verdict on a number nobody measured). Each is said as what it is, and neither cell is chosen."""
+    slo = [parse_slo("p95_ttft_ms=2000")]
+    runs = _runs()
+    l4 = runs[0]
+    without = l4.records[1]  # 1,024 x 8: 400+ requests, and the file writes no p95
+    assert without.p95_ttft_ms is None
+    thin = l4.records[2].model_copy(
+        update={"p95_ttft_ms": 900.0, "too_few_samples": {"p95_ttft_ms": 72}, "completed": 40}
+    )
+    run = Run("edited", tmp_path / "edited.jsonl", (without, thin), price_note=l4.price_note)
+    (verdict,) = [v for v in judge([run], slo) if v.workload == SHORT]
+    marks = [cell.mark for cell in verdict.runs[0].cells]
+    assert marks == [
+        "not judged: p95_ttft_ms not recorded",
+        "not judged: p95_ttft_ms: too few samples (40 completed, a p95 needs 72)",
+    ]
+    assert not any("misses" in mark for mark in marks)
+    assert verdict.runs[0].chosen is None

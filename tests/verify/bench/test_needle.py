@@ -14,6 +14,7 @@ import pytest
 from tests.fake_vllm import FakeVllmConfig
 from tests.verify.bench.test_cli import running
 from verify.bench.results import load_results
+from verify.bench.samples import Sample
 from verify.bench.scenarios import NEEDLE_QUESTION, hidden_codes, needle_codes, needle_recall, with_needles
 from verify.cli import main
 from verify.streaming import FailureKind, StreamFailure, StreamRequest, StreamResult
@@ -50,23 +51,35 @@ def _result(text: str, *, ok: bool = True) -> StreamResult:
     )  # fmt: skip
 
 
-def test_recall_counts_completed_answers_holding_a_hidden_passcode() -> None:
-    """Guards against failed requests counted as misses (they are failures, already counted) and against a
-    recall computed from the wrong codes."""
-    requests = [StreamRequest("m", f"x The passcode is {code}. y", 8) for code in ("123456", "654321")]
+def test_recall_counts_completed_answers_holding_their_own_passcode() -> None:
+    """Guards against failed requests counted as misses (they are failures, already counted), against a recall
+    computed from the wrong codes, and against an answer credited for another prompt's passcode, or for listing
+    every passcode it has seen."""
+    requests = [StreamRequest("m", f"x The passcode is {code}. y", 8) for code in ("123456", "654321", "111111")]
     codes = hidden_codes(requests)
-    assert codes == {"123456", "654321"}
-    answers = [_result(" 123456"), _result(" 999999"), _result("", ok=False)]
-    assert needle_recall(answers, codes) == 0.5
-    assert needle_recall([_result("", ok=False)], codes) is None
+    assert codes == ["123456", "654321", "111111"]
+    answers = [
+        Sample(0.0, _result(" 123456"), 0),
+        Sample(0.1, _result(" 123456"), 1),  # the previous prompt's passcode
+        Sample(0.2, _result(" 111111 654321 123456"), 2),  # every passcode it has seen
+        Sample(0.3, _result("", ok=False), 2),
+    ]
+    assert needle_recall(answers, codes) == pytest.approx(1 / 3)
+    assert needle_recall([Sample(0.0, _result(" 123456"))], codes) == 0.0  # which prompt it answers is unknown
+    assert needle_recall([Sample(0.0, _result("", ok=False), 0)], codes) is None
 
 
-@pytest.mark.parametrize(("reads", "recall"), [(READS_THE_NEEDLE, 1.0), (None, 0.0)])
-def test_the_sweep_records_recall_per_cell(tmp_path: Path, reads: str | None, recall: float) -> None:
+@pytest.mark.parametrize(
+    ("reads", "lag", "recall"), [(READS_THE_NEEDLE, 0, 1.0), (None, 0, 0.0), (READS_THE_NEEDLE, 1, 0.0)]
+)
+def test_the_sweep_records_recall_per_cell(tmp_path: Path, reads: str | None, lag: int, recall: float) -> None:
     """Guards against a needle run that only times requests: a model that finds every passcode scores 100%,
-    one that ignores the prompt 0%, in the JSONL and the Markdown report."""
+    one that ignores the prompt 0%, in the JSONL and the Markdown report; and a server answering each prompt
+    with the previous prompt's passcode, which scored 92% when any hidden passcode counted, scores 0%."""
     output = tmp_path / "needle.jsonl"
-    config = FakeVllmConfig(count_prompt_words=True, chat_template_tokens=3, answer_from_prompt=reads)
+    config = FakeVllmConfig(
+        count_prompt_words=True, chat_template_tokens=3, answer_from_prompt=reads, answer_lags_by=lag
+    )
     with running(config) as server:
         code = main(
             ["bench", "--url", server.url, "--model", "tiny-gemma", "--scenario", "needle", "--context", "256,512",

@@ -128,6 +128,44 @@ async def test_a_starved_schedule_is_untrusted_and_says_the_cap_held_it() -> Non
     assert "in-flight cap of 2" in trust.reason
 
 
+class SlowSender:
+    """A clock that advances ``per_reading_s`` at every reading (the client's own cost of a send) besides the
+    time slept: a client that cannot send faster than a few thousand requests a second."""
+
+    def __init__(self, per_reading_s: float) -> None:
+        self.now = 0.0
+        self.per_reading_s = per_reading_s
+
+    def __call__(self) -> float:
+        self.now += self.per_reading_s
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+async def test_a_rate_far_above_what_was_sent_is_untrusted_though_no_send_was_late() -> None:
+    """Red team: asked 10^9 req/s, the client sent 2 x 10^5/s and the cell was trusted, because the whole
+    schedule was due within the 10 ms lateness tolerance. The achieved rate is judged against the one asked."""
+    async with (
+        FakeVllm(FakeVllmConfig()) as server,
+        httpx.AsyncClient(base_url=server.url, transport=aiohttp_transport()) as client,
+    ):
+        clock = SlowSender(per_reading_s=0.000_05)
+        _, schedule = await open_loop_phase(
+            client, _requests(20), Arrivals(1e9, ArrivalKind.CONSTANT), max_in_flight=32, clock=clock, sleep=clock.sleep
+        )
+    assert schedule.late == 0  # every send within the tolerance: lateness alone passed it
+    assert schedule.achieved_rate is not None
+    assert schedule.achieved_rate < 1e5
+    trust = schedule_trust(schedule)
+    assert not trust.trusted
+    assert trust.reason is not None
+    assert SCHEDULE_BEHIND in trust.reason
+    assert "of the 1e+09/s asked" in trust.reason
+
+
 async def test_open_loop_cells_are_written_one_per_rate_with_goodput_and_intervals(tmp_path: Path) -> None:
     """Guards against rate cells overwriting each other (one line per context x rate, read back intact) and
     against lines without the achieved rate, goodput or their intervals."""

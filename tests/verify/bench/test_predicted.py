@@ -19,7 +19,7 @@ def test_a_measured_cell_gets_the_estimate_for_its_claims() -> None:
     cell = physical_12b_on_l4()
     found = estimate_cell(cell)
     assert found is not None
-    assert found.claim.model.id == "gemma-4-12b-it"
+    assert found.model.id == "gemma-4-12b-it"
     values = found.values()
     measured, estimated = values["req/s"]
     assert measured == cell.request_throughput
@@ -38,7 +38,7 @@ def test_a_relabelled_cell_is_estimated_as_what_it_claims() -> None:
     claimed = estimate_cell(relabelled(physical_12b_on_l4()))
     assert honest is not None
     assert claimed is not None
-    assert claimed.claim.model.id == "gemma-4-31b-it"
+    assert claimed.model.id == "gemma-4-31b-it"
     assert claimed.estimate.at.tpot_s > honest.estimate.at.tpot_s * 1.5
 
 

@@ -79,7 +79,7 @@ def test_markdown_says_what_was_measured_where_and_when() -> None:
     """Guards against a report that, copied into a ticket, no longer says which deployment, day and workload
     its numbers belong to."""
     report = markdown_report(records(MTP_OFF))
-    assert report.startswith("# Benchmark report: gemma-4-12b-it at https://gemma-l4.example.run.app\n")
+    assert report.startswith("# Benchmark report: gemma-4-e4b-it at https://gemma-l4.example.run.app\n")
     assert "- date: 2026-11-22 10:00 UTC" in report
     assert "chat API, 128 output tokens per request, 32-512 requests per cell" in report
     assert "context 128, 8192, 16384 tokens x concurrency 1, 128" in report

@@ -23,7 +23,7 @@ from verify.bench.results import CellRecord
 from verify.bench.slo import parse_slo, requests_needed, thin_gates, violations
 from verify.bench.sweep import plan_for
 from verify.cli import main
-from verify.target import AuthKind, Target, TimeoutOptions
+from verify.endpoint import AuthKind, Target, TimeoutOptions
 
 
 @pytest.mark.parametrize(
@@ -134,3 +134,21 @@ def test_promote_refuses_a_thin_explicit_gate_and_raises_its_default() -> None:
     assert promote_options(default).bench_gate.requests == 72
     plain = parser.parse_args(["promote", "--stack", "l4"])
     assert promote_options(plain).bench_gate.requests == 16
+
+
+def test_a_percentile_a_cell_does_not_record_is_not_judged_and_still_fails_the_gate() -> None:
+    """Red team: a file without a p95 was reported as violating a p95 SLO, as if the value had been measured and
+    missed. It is "not recorded", and a gate cannot pass on it: it fails closed, saying which of the two it is."""
+    from verify.bench.trust import gate_failures
+
+    cell = _cell(400, 500.0)
+    assert cell.p95_ttft_ms is None
+    (found,) = violations([parse_slo("p95_ttft_ms=2000")], [cell])
+    assert not found.judged
+    assert found.not_judged() == "p95_ttft_ms not recorded"
+    (line,) = gate_failures([parse_slo("p95_ttft_ms=2000")], [cell], allow_untrusted=True)
+    assert line.startswith("SLO not judged (the gate fails closed) context 128 x concurrency 4: p95_ttft_ms not ")
+    gates = [parse_slo("p99_ttft_ms=2000"), parse_slo("success_rate=0")]
+    (thin,) = gate_failures(gates, [_cell(100, 500.0)], allow_untrusted=True)
+    assert thin.startswith("SLO not judged (the gate fails closed)")
+    assert "too few to judge" in thin

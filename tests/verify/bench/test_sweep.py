@@ -228,9 +228,11 @@ def test_default_requests_and_warmups() -> None:
 
 def test_forced_output_length_is_requested() -> None:
     """Guards against outputs that stop at EOS, making TPOT and throughput incomparable between cells."""
-    request = PLAN.request("p")
+    request = PLAN.request("p", 1)
     assert request.ignore_eos
     assert request.min_tokens == request.max_tokens == 5
+    assert request.expected_prompt_tokens == 1
+    assert request.answer_names == frozenset({PLAN.model})
 
 
 async def test_each_cell_records_its_price_and_what_it_is_the_price_of(tmp_path: Path) -> None:

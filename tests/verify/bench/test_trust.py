@@ -96,7 +96,7 @@ def test_an_slo_gate_fails_on_an_untrusted_cell_unless_allowed() -> None:
     records = [_measured(trusted=True, p99_ttft_ms=50.0), _measured(trusted=False, p99_ttft_ms=50.0, context=256)]
     (line,) = gate_failures([parse_slo("p99_ttft_ms=2000")], records, allow_untrusted=False)
     assert line == (
-        "SLO not judged on 1 untrusted cell (256 x 64): their latencies include the client's own delay; "
+        "SLO not judged on 1 untrusted cell (256 x 64 users): their latencies include the client's own delay; "
         "--allow-untrusted to gate on them anyway"
     )
     assert gate_failures([parse_slo("p99_ttft_ms=2000")], records, allow_untrusted=True) == []
@@ -116,7 +116,7 @@ def test_each_cell_gets_one_slo_outcome() -> None:
         "untrusted)"
     )
     not_judged = (
-        "SLO not judged on 1 untrusted cell (256 x 64): their latencies include the client's own delay; "
+        "SLO not judged on 1 untrusted cell (256 x 64 users): their latencies include the client's own delay; "
         "--allow-untrusted to gate on them anyway"
     )
     assert lines == [violated, not_judged]
@@ -135,7 +135,7 @@ def test_only_timing_slos_are_stopped_by_an_untrusted_cell() -> None:
     (line,) = gate_failures(
         [parse_slo("success_rate=0.99"), parse_slo("p99_ttft_ms=2000")], records, allow_untrusted=False
     )
-    assert line.startswith("SLO not judged on 1 untrusted cell (128 x 64)")
+    assert line.startswith("SLO not judged on 1 untrusted cell (128 x 64 users)")
 
 
 def test_skipped_cells_are_not_judged() -> None:

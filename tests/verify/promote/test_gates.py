@@ -8,10 +8,10 @@ from pathlib import Path
 from tests.fake_vllm import FakeVllmConfig
 from tests.verify.bench.test_cli import running
 from verify.bench.command import BenchReport
+from verify.endpoint import AuthKind, Target
 from verify.health import HealthReport
 from verify.promote.gates import BenchGate, CommandGates, GateName, GateResult
 from verify.promote.machine import run_gates
-from verify.target import AuthKind, Target
 
 
 def gates_for(tmp_path: Path) -> CommandGates:

@@ -31,6 +31,7 @@ from tests.verify.promote.fake_cloud_run import (
 )
 from verify import UsageError
 from verify.cli import build_parser
+from verify.endpoint import AuthKind, Target, TargetOptions
 from verify.health import HealthReport
 from verify.promote.cli import run_promote_command
 from verify.promote.gates import BenchGate, CommandGates, GateName
@@ -38,7 +39,6 @@ from verify.promote.machine import Verdict
 from verify.promote.metric_gate import required_metrics
 from verify.promote.run import PromoteOptions, Seams, run_promote
 from verify.pulumi_gateway import PulumiAutomationShifter
-from verify.target import AuthKind, Target, TargetOptions
 from verify.traffic import TrafficChange
 
 API_KEY = "candidate-test-key"

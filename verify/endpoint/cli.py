@@ -1,6 +1,6 @@
 """The target, authentication and timeout flags every endpoint subcommand shares, and their typed options.
 
-The argparse side of ``verify.target``: each subcommand adds these flags with ``add_target_arguments``
+The argparse side of ``verify.endpoint``: each subcommand adds these flags with ``add_target_arguments``
 (or ``add_timeout_arguments``) and turns what was parsed into ``TargetOptions`` / ``TimeoutOptions`` with
 ``target_options`` / ``timeout_options``; nothing past this module sees the parsed flags.
 """
@@ -11,13 +11,13 @@ import argparse
 
 from verify.argtypes import env_var_name, positive_number
 from verify.client import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S
-from verify.streaming import SLOWEST_HEALTHY_TOKEN_S
-from verify.target import (
+from verify.endpoint import (
     DEFAULT_API_KEY_ENV,
     AuthKind,
     TargetOptions,
     TimeoutOptions,
 )
+from verify.streaming import SLOWEST_HEALTHY_TOKEN_S
 
 AUTO = "auto"
 

@@ -10,9 +10,16 @@ import pytest
 from serving.outputs import DeployedOutputs
 from tests.fake_pulumi import FakeStackOutputs
 from verify import UsageError
+from verify.endpoint import (
+    AuthKind,
+    TargetOptions,
+    TimeoutOptions,
+    resolve_target,
+    target_from_outputs,
+    target_from_url,
+)
+from verify.endpoint.cli import add_target_arguments, target_options
 from verify.streaming import default_deadline_s
-from verify.target import AuthKind, TargetOptions, TimeoutOptions, resolve_target, target_from_outputs, target_from_url
-from verify.target.cli import add_target_arguments, target_options
 
 L4_OUTPUTS = {
     "endpoint": "https://gemma-l4-abc123-uc.a.run.app/",
