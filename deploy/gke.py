@@ -134,9 +134,10 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         model_load_seconds=gke.model_load_seconds,
         public_endpoint=gke.service.public_endpoint,
         allowed_source_ranges=gke.service.allowed_source_ranges,
+        client_ranges=gke.client_ranges,
         # Behind the gateway the pickers scrape each pod's /metrics on the vLLM port (the NetworkPolicy).
         admitted_peers=picker_peers(gateway),
-        # With adapters: the resolver's env, and the launcher that refuses vLLM's adapter admin routes.
+        # With adapters, the resolver's env; always, the launcher that starts vLLM behind the route guard.
         env={**gke.env, **settings.lora_env()},
         bucket_env=settings.adapter_bucket_env(),
         serving_command=settings.serving_command(),

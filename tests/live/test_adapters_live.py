@@ -40,14 +40,15 @@ from serving.adapter_routes_runtime import REFRESH_ENV, ROUTES_ENV
 from serving.adapter_versions import Route, RouteTable
 from serving.lora import (
     ADAPTERS_FOLDER,
-    LAUNCHER_SOURCE,
-    REFUSED_ROUTES,
+    ROUTES_MIDDLEWARE,
+    ROUTES_MODULE,
+    ROUTES_SOURCE,
     derive_lora_limits,
-    guard_args,
     resolver_env,
     routes_env,
 )
 from serving.lora_shapes import layer_shapes
+from serving.route_guard import GuardConfig, guard_args, launcher_source
 from tests.live.server import HERE, SERVED_NAME, VLLM_CLI, Home, RunningServer, ServerError, start, stop
 from verify.adapters.promote import PromoteRequest, PromoteSeams, promote_adapter
 from verify.adapters.routes import FileRouteStore
@@ -64,6 +65,9 @@ CPU_DTYPE = ("--dtype", "float32")
 REFRESH_S = 1.0
 PROMPT = "The quick brown fox"
 MAX_TOKENS = 12
+# Routes runtime LoRA updating adds (vllm/entrypoints/serve/lora/api_router.py, SageMaker's /adapters), and
+# SageMaker's way around the key: refused by the route guard, as every route outside its allowlist.
+ADMIN_ROUTES = ("/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/adapters", "/invocations")
 
 
 class LocalFolder:
@@ -180,7 +184,17 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     _import(live, LocalFolder(sources / "v1"), "v1")
     store.write(RouteTable({}, 0).with_route("support-bot", Route("v1")))
     limits = derive_lora_limits([8])
-    launcher = f"import sys; sys.path.insert(0, {str(VLLM_CLI.parent)!r}); import {VLLM_CLI.stem}\n{LAUNCHER_SOURCE}"
+    # A folder outside adapters/ holding a valid adapter: what a path-like `model` made the resolver load.
+    _build(home, root / "outside" / "evil", rank=8, base=str(home.model), seed=6)
+    source = launcher_source(((ROUTES_MODULE, ROUTES_SOURCE),))
+    launcher = f"import sys; sys.path.insert(0, {str(VLLM_CLI.parent)!r}); import {VLLM_CLI.stem}\n{source}"
+    resolver = resolver_env(str(root))
+    config = GuardConfig(
+        names=(SERVED_NAME, "support-bot"),
+        key="required",
+        adapters_dir=resolver["VLLM_LORA_RESOLVER_CACHE_DIR"],
+        versioned=True,
+    )
     env = {
         **resolver_env(str(root)),
         **routes_env([SERVED_NAME]),
@@ -190,7 +204,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     }
     try:
         server = start(
-            home, launcher=("-c", launcher), extra_args=(*CPU_DTYPE, *limits.serve_args(), *guard_args()), env=env
+            home,
+            launcher=("-c", launcher, config.to_json()),
+            extra_args=(*CPU_DTYPE, *limits.serve_args(), *guard_args(ROUTES_MIDDLEWARE)),
+            env=env,
         )
     except ServerError as exc:
         pytest.fail(f"the LoRA vLLM server could not start: {exc}")
@@ -221,7 +238,7 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLLM_API_KEY", API_KEY)
 
 
-@pytest.mark.parametrize("route", REFUSED_ROUTES)
+@pytest.mark.parametrize("route", ADMIN_ROUTES)
 def test_admin_routes_are_refused_even_with_the_key(live: Live, route: str) -> None:
     """With runtime LoRA updating on, vLLM adds load/unload routes (SageMaker's outside the API key): refused."""
     body = {"lora_name": "x", "lora_path": "/etc", "name": "x", "src": "/etc"}
@@ -232,8 +249,19 @@ def test_admin_routes_are_refused_even_with_the_key(live: Live, route: str) -> N
 
 def test_requests_without_the_key_are_still_refused(live: Live) -> None:
     """The launcher must not weaken vLLM's own API-key check."""
-    assert httpx.post(f"{live.server.base_url}/v1/models", json={}).status_code in {401, 405}
+    assert httpx.post(f"{live.server.base_url}/v1/models", json={}).status_code == 403  # GET is the route
     assert httpx.get(f"{live.server.base_url}/v1/models").status_code == 401
+
+
+@pytest.mark.parametrize("model", ["../outside/evil", "/etc", "support-bot@../../outside/evil", "undeclared"])
+def test_a_model_that_is_no_declared_name_loads_nothing(live: Live, model: str) -> None:
+    """`model: ../outside/evil` made the resolver load a folder outside adapters/ (and `adapters list` listed
+    it): the route guard refuses any name that is not the served model, a declared adapter or one of its
+    versions, before the route table or vLLM's resolver sees it."""
+    status, _, text = _ask(live, model)
+    assert status == 404, text
+    listed = httpx.get(f"{live.server.base_url}/v1/models", headers={"Authorization": f"Bearer {API_KEY}"}).json()
+    assert all("evil" not in str(entry) for entry in listed["data"])
 
 
 @pytest.mark.usefixtures("api_key")

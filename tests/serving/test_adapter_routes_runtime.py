@@ -21,7 +21,8 @@ from serving import adapter_routes_runtime as runtime
 from serving.adapter_routes_runtime import AdapterRoutes, RouteTable, decide, parse_table, read_table_text
 from serving.adapter_versions import Route
 from serving.adapter_versions import RouteTable as Table
-from serving.lora import LAUNCHER_SOURCE, ROUTES_MODULE, ROUTES_SOURCE
+from serving.lora import ROUTES_MODULE, ROUTES_SOURCE
+from serving.route_guard import launcher_source
 from tests.verify.threaded_server import serving_in_thread
 
 SERVED = frozenset({"tiny-gemma"})
@@ -199,8 +200,9 @@ def test_the_table_is_read_through_cloud_storages_api(fake_storage: dict[str, by
 
 def test_the_launcher_registers_the_module_from_its_own_source() -> None:
     """The container runs the pinned upstream image: the module travels in the launcher, standard library only."""
-    assert repr(ROUTES_SOURCE) in LAUNCHER_SOURCE
-    assert ROUTES_MODULE in LAUNCHER_SOURCE
+    source = launcher_source(((ROUTES_MODULE, ROUTES_SOURCE),))
+    assert repr(ROUTES_SOURCE) in source
+    assert ROUTES_MODULE in source
     tree = ast.parse(ROUTES_SOURCE)
     imported = {
         alias.name.split(".")[0]
