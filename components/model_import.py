@@ -38,7 +38,9 @@ from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.wire import gcp, wire
 from components.wire.command import LocalCommand
 from job_scripts import script_source
+from serving.adapter_versions import version_folder_problem
 from serving.gcp_names import COMMIT_ID, RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
+from serving.lora_shapes import LayerShapes
 from serving.naming import IMPORT_JOB_CONTAINER, IMPORT_RUN_SUFFIX, TypeToken
 
 WRITER_ROLE = "roles/storage.objectUser"
@@ -62,27 +64,44 @@ class ImportJobSpec:
 
 @dataclass(frozen=True)
 class AdapterExpectation:
-    """A LoRA adapter's declared facts, which the job checks its adapter_config.json against before it marks the
-    copy complete; and the served model's path, which it writes as the config's base so that vLLM's filesystem
-    resolver accepts the adapter (it compares base_model_name_or_path with the served model)."""
+    """One version of a LoRA adapter as declared, which the job checks the source's adapter_config.json and
+    safetensors headers against before it writes anything; the served model's path, which it writes as the
+    config's base so that vLLM's filesystem resolver accepts the adapter (it compares base_model_name_or_path
+    with the served model); and the model's adaptable modules per layer (None: not in the catalog)."""
 
     name: str
+    version: str
     bases: tuple[str, ...]
     rank: int
     target_modules: tuple[str, ...]
     served_model_path: str
+    shapes: LayerShapes | None = None
 
     def to_json(self) -> str:
         return json.dumps(
             {
                 "name": self.name,
+                "version": self.version,
                 "bases": list(self.bases),
                 "rank": self.rank,
                 "targetModules": list(self.target_modules),
                 "servedModelPath": self.served_model_path,
+                **(self.shapes.to_json() if self.shapes is not None else {}),
             },
             sort_keys=True,
+            separators=(",", ":"),
         )
+
+
+@dataclass(frozen=True)
+class ImportWriter:
+    """An identity shared by several imports that already holds their folder's grant (components/
+    import_identity.py): a job given one creates no account or grant of its own."""
+
+    email: pulumi.Output[str]
+    grants: tuple[pulumi.Resource, ...]
+    # Whether it may read the Hugging Face token secret (granted once, for every import that shares it).
+    reads_token: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,10 +127,16 @@ class ModelImportArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
     # Set for a LoRA adapter: the job checks and finalises its adapter_config.json (job_scripts/import_weights.py).
     adapter: AdapterExpectation | None = None
+    # Set to run as an identity shared with other imports (a stack's adapters) instead of one of its own.
+    writer: ImportWriter | None = None
 
     def __post_init__(self) -> None:
         problems: list[str] = []
-        if bucket_path_problem(self.prefix):
+        if self.adapter is not None and version_folder_problem(self.prefix):
+            problems.append(
+                f"ModelImportArgs.prefix {self.prefix!r}: an adapter version's folder, adapters/NAME@VERSION"
+            )
+        elif self.adapter is None and bucket_path_problem(self.prefix):
             problems.append(f"ModelImportArgs.prefix {self.prefix!r}: a relative path inside the bucket")
         if self.from_hub:
             if not COMMIT_ID.match(self.revision):
@@ -160,48 +185,15 @@ class ModelImport(pulumi.ComponentResource):
             raise ValueError(f"ModelImport name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
         super().__init__(TypeToken.MODEL_IMPORT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        identity = ServingIdentity(
-            name,
-            ServingIdentityArgs(
-                account_id=args.account_id,
-                display_name=args.display_name,
-                description=f"Copies {args.source_uri} into the model bucket under {args.prefix}/ and nothing else.",
-                former_parent=self,
-            ),
-            child,
-        )
-        member = identity.member
-        folder = gcp.ManagedFolder(
-            f"{name}-folder",
-            bucket=args.bucket_name,
-            name=f"{args.prefix}/",
-            # Deleting the folder leaves its objects in place; the bucket's own settings decide their fate.
-            force_destroy=True,
-            opts=child,
-        )
-        grants: list[pulumi.Resource] = [
-            gcp.ManagedFolderIamMember(
-                f"{name}-writer",
-                bucket=args.bucket_name,
-                managed_folder=folder.name,
-                role=WRITER_ROLE,
-                member=member,
-                opts=child,
-            )
-        ]
         envs = [wire(name=k, value=v) for k, v in args.job_env().items()]
         envs.append(wire(name="IMPORT_BUCKET", value=args.bucket_name))
-        if args.from_hub and args.hf_token is not None:
-            grants.append(
-                gcp.SecretIamMember(
-                    f"{name}-token-reader",
-                    project=args.project,
-                    secret_id=args.hf_token.secret_id,
-                    role=ACCESSOR_ROLE,
-                    member=member,
-                    opts=child,
-                )
-            )
+        if args.writer is not None:
+            email, grants = args.writer.email, list(args.writer.grants)
+            reads_token = args.writer.reads_token
+        else:
+            email, grants = self._own_writer(name, args, child)
+            reads_token = args.from_hub and args.hf_token is not None
+        if args.from_hub and args.hf_token is not None and reads_token:
             envs.append(
                 wire(
                     name="HF_TOKEN",
@@ -224,7 +216,7 @@ class ModelImport(pulumi.ComponentResource):
                 parallelism=1,
                 labels=dict(args.labels),
                 template=wire(
-                    service_account=identity.email,
+                    service_account=email,
                     timeout=f"{job_spec.timeout_minutes * 60}s",
                     # A retried task resumes where the failed one stopped (the job is idempotent).
                     max_retries=job_spec.max_retries,
@@ -266,7 +258,7 @@ class ModelImport(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[job, *grants]),
             )
         self.job_name = job.name
-        self.service_account_email = identity.email
+        self.service_account_email = email
         self.register_outputs(
             {
                 "job_name": self.job_name,
@@ -274,3 +266,49 @@ class ModelImport(pulumi.ComponentResource):
                 "run_command": self.run_command,
             }
         )
+
+    def _own_writer(
+        self, name: str, args: ModelImportArgs, child: pulumi.ResourceOptions
+    ) -> tuple[pulumi.Output[str], list[pulumi.Resource]]:
+        """The import's own account, its folder grant and (for a Hugging Face source) its token grant."""
+        identity = ServingIdentity(
+            name,
+            ServingIdentityArgs(
+                account_id=args.account_id,
+                display_name=args.display_name,
+                description=f"Copies {args.source_uri} into the model bucket under {args.prefix}/ and nothing else.",
+                former_parent=self,
+            ),
+            child,
+        )
+        member = identity.member
+        folder = gcp.ManagedFolder(
+            f"{name}-folder",
+            bucket=args.bucket_name,
+            name=f"{args.prefix}/",
+            # Deleting the folder leaves its objects in place; the bucket's own settings decide their fate.
+            force_destroy=True,
+            opts=child,
+        )
+        grants: list[pulumi.Resource] = [
+            gcp.ManagedFolderIamMember(
+                f"{name}-writer",
+                bucket=args.bucket_name,
+                managed_folder=folder.name,
+                role=WRITER_ROLE,
+                member=member,
+                opts=child,
+            )
+        ]
+        if args.from_hub and args.hf_token is not None:
+            grants.append(
+                gcp.SecretIamMember(
+                    f"{name}-token-reader",
+                    project=args.project,
+                    secret_id=args.hf_token.secret_id,
+                    role=ACCESSOR_ROLE,
+                    member=member,
+                    opts=child,
+                )
+            )
+        return identity.email, grants

@@ -164,6 +164,9 @@ class VllmGpuServiceArgs:
     compile_cache: CacheMount | None = None
     port: int = VLLM_PORT
     env: Mapping[str, str] = field(default_factory=dict)
+    # Env vars set to `gs://<the model bucket>/<object>`: an object the serving process reads through Cloud
+    # Storage's API, fresh, where the mount would cache it (the adapter route table, serving/adapter_versions.py).
+    bucket_env: Mapping[str, str] = field(default_factory=dict)
     # The container command; empty: the image's entrypoint (`vllm serve`). Set when adapters are served: the
     # launcher that installs the guard on vLLM's adapter admin routes (serving/lora.py).
     command: Sequence[str] = ()
@@ -411,8 +414,14 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 commands=list(args.command) or None,
                 args=list(args.serve_args),
                 envs=[
-                    wire(name=key, value=value)
-                    for key, value in sorted({**args.env, **_cache_env(args.compile_cache)}.items())
+                    *(
+                        wire(name=key, value=value)
+                        for key, value in sorted({**args.env, **_cache_env(args.compile_cache)}.items())
+                    ),
+                    *(
+                        wire(name=key, value=pulumi.Output.concat("gs://", args.bucket_name, "/", path))
+                        for key, path in sorted(args.bucket_env.items())
+                    ),
                 ],
                 ports=wire(container_port=port, name="http1"),
                 resources=wire(

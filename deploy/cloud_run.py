@@ -18,7 +18,7 @@ from deploy.images import image_supply
 from deploy.monitoring import sidecar_supply, watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
 from deploy.rollout_state import obeyed_traffic, rollout_for
-from deploy.weights import model_bucket, model_supply
+from deploy.weights import adapter_routes, model_bucket, model_supply
 from serving.compile_cache import GPU_CACHE_PREFIX, GPU_CONTAINER_CACHE_DIR
 from serving.outputs import CloudRunOutputs
 from serving.watch import CloudRunWatch
@@ -80,6 +80,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         previous_revision=service.previous_revision,
         candidate_percent=run.traffic.candidate_percent,
         model_bucket=bucket.name,
+        adapter_routes=adapter_routes(settings, bucket.name),
         service_account=identity.email,
         image=images.serving,
         import_jobs=weights.by_hand(),
@@ -122,6 +123,7 @@ def _service_shape(run: CloudRunSettings, settings: CloudRunStack) -> dict[str, 
         ),
         "port": run.port,
         "env": {**run.env, **settings.lora_env()},
+        "bucket_env": settings.adapter_bucket_env(),
         "command": tuple(settings.serving_command()),
         "invokers": run.invokers,
         "ingress": run.ingress,

@@ -21,7 +21,7 @@ from deploy.gke_routing import gateway_outputs, inference_gateway, metrics_adapt
 from deploy.images import image_supply
 from deploy.monitoring import watch_stack
 from deploy.outputs import ExportedOutputs, exported, settings_outputs
-from deploy.weights import model_bucket, model_supply
+from deploy.weights import adapter_routes, model_bucket, model_supply
 from serving.outputs import GkeOutputs
 from serving.watch import GkeWatch
 from stacks.gke import GkeSettings
@@ -134,10 +134,12 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         model_load_seconds=gke.model_load_seconds,
         public_endpoint=gke.service.public_endpoint,
         allowed_source_ranges=gke.service.allowed_source_ranges,
+        client_ranges=gke.client_ranges,
         # Behind the gateway the pickers scrape each pod's /metrics on the vLLM port (the NetworkPolicy).
         admitted_peers=picker_peers(gateway),
-        # With adapters: the resolver's env, and the launcher that refuses vLLM's adapter admin routes.
+        # With adapters, the resolver's env; always, the launcher that starts vLLM behind the route guard.
         env={**gke.env, **settings.lora_env()},
+        bucket_env=settings.adapter_bucket_env(),
         serving_command=settings.serving_command(),
         labels=context.labels,
     )
@@ -178,6 +180,7 @@ def deploy_gke(settings: GkeStack, context: StackContext) -> ExportedOutputs:
         endpoint=gateway.endpoint if gateway is not None else fleet.endpoint,
         api_key_secret=api_key.secret,
         model_bucket=bucket.name,
+        adapter_routes=adapter_routes(settings, bucket.name),
         service_account=identity.email,
         image=images.serving,
         import_jobs=weights.by_hand(),

@@ -55,6 +55,7 @@ def gateway_spec(settings: GkeStack, context: StackContext) -> GatewaySpec | Non
             pools=[PoolSpec(context.names.inference_pool(), selector)],
             labels=labels,
             lora_affinity=bool(settings.adapters),
+            proxy_range=_proxy_range(settings),
         )
     serving, candidate = gke.rollout.serving_track, gke.rollout.candidate_track
     pools = [
@@ -70,7 +71,16 @@ def gateway_spec(settings: GkeStack, context: StackContext) -> GatewaySpec | Non
         weights={pools[0].name: 100 - share, pools[1].name: share},
         labels=labels,
         lora_affinity=bool(settings.adapters),
+        proxy_range=_proxy_range(settings),
     )
+
+
+def _proxy_range(settings: GkeStack) -> str:
+    """The proxy-only subnet's range (the settings refuse a gateway without one they can name)."""
+    proxy_range = settings.gke.gateway.proxy_range
+    if proxy_range is None:  # pragma: no cover - GkeSettings refuses it
+        raise ValueError("gke.gateway: the proxy-only subnet's range is unknown")
+    return proxy_range
 
 
 def inference_gateway(

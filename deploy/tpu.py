@@ -68,6 +68,7 @@ def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
             ),
             image=images.serving,
             serve_args=serve_args,
+            serving_command=settings.serving_command(),
             tensor_parallel_size=settings.vllm.tensor_parallel_size,
             port=settings.port,
             weights=NodeWeights(

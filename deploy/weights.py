@@ -10,16 +10,29 @@ from dataclasses import dataclass, field
 
 import pulumi
 
+from components.import_identity import ImportIdentity, ImportIdentityArgs
 from components.managed_secret import ManagedSecret, ManagedSecretArgs
 from components.model_bucket import CacheFolder, ModelBucket, ModelBucketArgs
-from components.model_import import AdapterExpectation, ImportJobSpec, ModelImport, ModelImportArgs
+from components.model_import import (
+    AdapterExpectation,
+    ImportJobSpec,
+    ImportWriter,
+    ModelImport,
+    ModelImportArgs,
+)
 from deploy.context import StackContext
+from serving.adapter_versions import ROUTES_OBJECT
 from serving.compile_cache import CACHE_FOLDER
 from serving.lora import ADAPTERS_FOLDER
+from serving.lora_shapes import layer_shapes
 from stacks.adapters import AdapterSettings
+from stacks.catalog_checks import Served, served_checkpoint
 from stacks.secrets import HF_TOKEN_KEY, PlainSecretError, hf_token, set_secret_command
 from stacks.settings import StackSettings
 from stacks.weights import ModelImportSettings
+
+# The role of the one identity (and the name of its component) every adapter import of a stack runs as.
+ADAPTER_IMPORTS = "imp-adapters"
 
 
 class SecretConfigError(pulumi.RunError, ValueError):
@@ -120,6 +133,7 @@ def model_supply(
             ),
             opts,
         )
+    writer = adapter_writer(settings, context, bucket_name, supply.token, opts) if adapters else None
     for key, (path, source) in sources.items():
         adapter = adapters[key][1] if key in adapters else None
         target = supply.adapter_imports if adapter is not None else supply.imports
@@ -134,26 +148,63 @@ def model_supply(
                 revision=source.revision,
                 exclude=source.exclude,
                 image=job_image,
-                account_id=context.names.account_id(f"imp-{key}"),
+                account_id=context.names.account_id(ADAPTER_IMPORTS if adapter is not None else f"imp-{key}"),
                 display_name=context.names.display_name(f"weight import: {key}"),
                 job=_job_spec(settings.model_import),
                 hf_token=supply.token,
                 labels=labels,
                 adapter=adapter_expectation(adapter, settings) if adapter is not None else None,
+                writer=writer if adapter is not None else None,
             ),
             opts,
         )
     return supply
 
 
+def adapter_routes(settings: StackSettings, bucket_name: pulumi.Input[str]) -> pulumi.Output[str] | None:
+    """The `adapterRoutes` output: where the route table is (None without adapters)."""
+    if not settings.adapters:
+        return None
+    return pulumi.Output.concat("gs://", bucket_name, "/", ROUTES_OBJECT)
+
+
+def adapter_writer(
+    settings: StackSettings,
+    context: StackContext,
+    bucket_name: pulumi.Input[str],
+    token: ManagedSecret | None,
+    opts: pulumi.ResourceOptions,
+) -> ImportWriter:
+    """One identity for every adapter import of the stack, writing `adapters/` only (components/import_identity.py):
+    the stack's service accounts stay at a fixed count however many adapters it declares."""
+    hub = any(adapter.source.hugging_face is not None for adapter in settings.adapters)
+    identity = ImportIdentity(
+        context.names.import_job("adapters"),
+        ImportIdentityArgs(
+            project=context.project,
+            bucket_name=bucket_name,
+            folder=ADAPTERS_FOLDER,
+            account_id=context.names.account_id(ADAPTER_IMPORTS),
+            display_name=context.names.display_name("adapter imports"),
+            description=f"Copies the stack's adapter versions into the model bucket, under {ADAPTERS_FOLDER}/ only.",
+            hf_token=token if hub else None,
+        ),
+        opts,
+    )
+    return identity.writer
+
+
 def adapter_expectation(adapter: AdapterSettings, settings: StackSettings) -> AdapterExpectation:
-    """What the import job checks the adapter's adapter_config.json against, and the base path it rewrites."""
+    """What the import job checks the adapter's config and tensors against, and the base path it rewrites."""
+    served = served_checkpoint(settings.model)
     return AdapterExpectation(
         name=adapter.name,
+        version=adapter.version_label,
         bases=tuple(sorted(settings.adapter_bases())),
         rank=adapter.rank,
         target_modules=adapter.target_modules,
         served_model_path=f"{settings.model_root}/{settings.model.path}",
+        shapes=layer_shapes(served.model.text_config) if isinstance(served, Served) else None,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Literal, TypeVar
 import pydantic
 
 from serving.outputs import DeployedOutputs
+from verify.adapters.promote import PromotionsReport
 from verify.adapters.run import AdapterCheckReport, AdapterListing
 from verify.bench.compare import Verdict as DeltaVerdict
 from verify.bench.results import CellRecord
@@ -162,9 +163,10 @@ class AdaptersRun(CommandRun):
     SDK publishes an object schema only for a single model (a union of two was wrapped as `{"result": ...}`,
     which no reply matched, so every call failed its own output validation)."""
 
-    action: Literal["list", "check"]
+    action: Literal["list", "check", "promote"]
     listing: AdapterListing | None = None
     check: AdapterCheckReport | None = None
+    promotion: PromotionsReport | None = None
 
 
 class BenchRun(CommandRun):

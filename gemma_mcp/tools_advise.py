@@ -33,9 +33,13 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "'2048:256:0.9,16384:512:0.1'); the load as users (concurrent, closed loop) or rate "
             "(requests/s); slo as KEY=VALUE strings (p95_ttft_ms, p95_tpot_ms, goodput in req/s); optional "
             "platforms (cloud-run, tpu, gke), region, provisioning (on-demand, spot, flex-start), models, variants, "
-            "budget_usd_per_month and active_hours_per_month. Returns the ranked rows with predicted TTFT/TPOT, "
-            "$/1M input and output tokens, $/hour and $/month, each with its basis (measured or estimated by the "
-            "latency model of docs/advisor.md, with its stated error), and what was excluded by kind. Offline: "
+            "budget_usd_per_month and active_hours_per_month; reused_tokens (prompt tokens each request shares with "
+            "earlier ones: a system prompt, the conversation so far; default 0) and distinct_prefixes (how many "
+            "such prefixes are in play: 1 for one system prompt, the users for per-user histories); draft_tokens "
+            "(MTP draft lengths to weigh, 0 = off; default [0, 2, 4]). Returns the ranked rows with predicted "
+            "TTFT/TPOT, $/1M input and output tokens, $/hour and $/month, each with its basis (measured or "
+            "estimated by the latency model of docs/advisor.md, with its stated error), and what was excluded by "
+            "kind. Offline: "
             "about a second, free; `gemma-verify advise --write NAME` writes a chosen row as a stack file."
         ),
     )
@@ -54,6 +58,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         active_hours_per_month: float = 730.0,
         top: int = 10,
         lengths: str | None = None,
+        reused_tokens: int = 0,
+        distinct_prefixes: int = 1,
+        draft_tokens: list[int] | None = None,
     ) -> Annotated[CallToolResult, AdviseReport]:
         try:
             values: dict[str, object] = {
@@ -68,6 +75,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
                 "budget_usd_per_month": budget_usd_per_month,
                 "active_hours_per_month": active_hours_per_month,
                 "top": top,
+                "reused_tokens": reused_tokens,
+                "distinct_prefixes": distinct_prefixes,
+                "draft_tokens": tuple(sorted(set(draft_tokens))) if draft_tokens else (0, 2, 4),
             }
             if lengths is not None:
                 options = AdviseOptions.with_lengths(parse_lengths(lengths), **values)

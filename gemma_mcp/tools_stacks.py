@@ -98,9 +98,11 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "(docs/capacity-planning.md explains the numbers). Without a stack file: pass model (a catalog id such "
             "as gemma-4-31b-it), shape (one `make matrix` compares: a Cloud Run GPU such as l4, a TPU slice, or a GKE "
             "GPU machine type; serving/data/shapes.json) and optionally variant (bf16, "
-            "qat-w4a16-ct, qat-q4_0-unquantized, fp8, nvfp4...; default all) and the workload's context_tokens and "
-            "output_tokens: it answers as `make matrix` does (fits or why not, KV tokens, sequences, price per "
-            "hour, prefill/decode ceilings and cost per 1M output tokens at the ceiling). Offline: seconds, free."
+            "qat-w4a16-ct, qat-q4_0-unquantized, fp8, nvfp4...; default all) and the workload's context_tokens, "
+            "output_tokens and reused_tokens (prompt tokens each request shares with earlier ones, which the prefix "
+            "cache serves; default 0): it answers as `make matrix` does (fits or why not, KV tokens, sequences, "
+            "price per hour, prefill/decode ceilings and cost per 1M output tokens at the ceiling). Offline: "
+            "seconds, free."
         ),
     )
     async def fit(  # noqa: PLR0917 - MCP tools take their arguments by name; the signature is the schema
@@ -110,9 +112,10 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         shape: str | None = None,
         context_tokens: int = 8192,
         output_tokens: int = 1024,
+        reused_tokens: int = 0,
     ) -> Annotated[CallToolResult, Fit]:
         if stack is None:
-            return await _catalog_fit(ctx, model, variant, shape, context_tokens, output_tokens)
+            return await _catalog_fit(ctx, model, variant, shape, (context_tokens, output_tokens, reused_tokens))
         document = await _preview(ctx, require_stack(ctx.root, stack))
         capacity: dict[str, Any] = document.get("capacity") or {}
         errors = [str(item) for item in capacity.get("errors", [])]
@@ -171,13 +174,12 @@ async def _preview(ctx: ServerContext, stack: str) -> dict[str, Any]:
     return document
 
 
-async def _catalog_fit(  # noqa: PLR0917 - the tool's own parameters, passed on
+async def _catalog_fit(
     ctx: ServerContext,
     model: str | None,
     variant: str | None,
     shape: str | None,
-    context_tokens: int,
-    output_tokens: int,
+    tokens: tuple[int, int, int],
 ) -> CallToolResult:
     """`fit` without a stack: the catalog's answer for a model (and variant) on a shape (preview/matrix.py)."""
     if not model or not shape:
@@ -185,7 +187,9 @@ async def _catalog_fit(  # noqa: PLR0917 - the tool's own parameters, passed on
             "fit needs a stack, or a model (catalog id) and a shape (`make matrix --help` lists them: Cloud Run GPUs, "
             "TPU slices, GKE GPU machine types)"
         )
+    context_tokens, output_tokens, reused_tokens = tokens
     args = ["--model", model, "--shape", shape, "--context", str(context_tokens), "--output", str(output_tokens)]
+    args += ["--reused-tokens", str(reused_tokens)] if reused_tokens else []
     args += ["--variant", variant] if variant else []
     completed = await ctx.run_module("preview.matrix", [*args, "--format", "json"], timeout_s=PLAN_TIMEOUT_S)
     if completed.timed_out:

@@ -24,6 +24,7 @@ from policy.images import IMAGES_PINNED
 from policy.kubernetes import KUBERNETES_GUARDRAILS
 from policy.network import VLLM_PORT_NOT_PUBLIC
 from policy.plaintext_secrets import NO_PLAINTEXT_SECRETS
+from policy.route_guard import VLLM_BEHIND_ROUTE_GUARD
 from policy.storage_writes import SERVING_WRITES_ONLY_THE_CACHE
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
 
@@ -40,6 +41,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     GPU_MODEL_MOUNT_OWNER,
     IMAGES_PINNED,
     VLLM_PORT_NOT_PUBLIC,
+    VLLM_BEHIND_ROUTE_GUARD,
     TPU_QUEUED_RESOURCE_BOUNDED,
     NO_PLAINTEXT_SECRETS,
     *KUBERNETES_GUARDRAILS,

@@ -56,20 +56,27 @@ def _row(fit: Fit, measured: SpeedRecord | None = None) -> list[str]:
     ]
 
 
-def estimate_at(fit: Fit, record: SpeedRecord) -> Estimate | None:
+def estimate_at(fit: Fit, record: SpeedRecord, workload: Workload | None = None) -> Estimate | None:
     """The latency model's estimate for a fitting combination at a speed record's users and tokens: what the
-    measured figure is shown beside (the same replica `gemma-verify advise` ranks)."""
+    measured figure is shown beside (the same replica `gemma-verify advise` ranks), with the workload's reuse."""
     if not fit.fits or not fit.sequences:
         return None
+    workload = workload or Workload()
     replica = replica_of(
         catalog_model(fit.model),
         fit.variant,
         shape_named(fit.shape).accelerator.value,
         fit.tensor_parallel,
         batch_cap=fit.sequences,
+        speculative_tokens=record.speculative_tokens or 0,
     )
     return estimate(
-        replica, prompt_tokens=record.prompt_tokens, output_tokens=record.output_tokens, users=record.concurrency
+        replica,
+        prompt_tokens=record.prompt_tokens,
+        output_tokens=record.output_tokens,
+        users=record.concurrency,
+        reused_tokens=workload.reused_tokens,
+        distinct_prefixes=workload.distinct_prefixes,
     )
 
 
@@ -196,6 +203,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=int, default=Workload.output_tokens, help="output tokens per request")
     parser.add_argument("--kv-cache-dtype", default=Workload.kv_cache_dtype)
     parser.add_argument("--text-only", action="store_true", help="serve with --language-model-only (no towers)")
+    parser.add_argument(
+        "--reused-tokens",
+        type=int,
+        default=0,
+        help="prompt tokens each request shares with earlier ones (a system prompt, history): the prefix cache "
+        "serves them (default 0: unknown traffic)",
+    )
+    parser.add_argument(
+        "--distinct-prefixes",
+        type=int,
+        default=1,
+        help="how many different reused prefixes are in play at once (default 1: one shared system prompt)",
+    )
     parser.add_argument("--model", action="append", help="a catalog id (repeatable; default: all)")
     parser.add_argument("--variant", action="append", help="a variant name (repeatable; default: all)")
     parser.add_argument("--shape", action="append", help=f"one of {', '.join(s.name for s in SHAPES)} (repeatable)")
@@ -207,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             output_tokens=args.output,
             kv_cache_dtype=args.kv_cache_dtype,
             text_only=args.text_only,
+            reused_tokens=args.reused_tokens,
+            distinct_prefixes=args.distinct_prefixes,
         ),
         models=tuple(args.model or ()),
         variants=tuple(args.variant or ()),
@@ -240,6 +262,8 @@ def render(options: FitMatrixOptions) -> str:
             "kvCacheDtype": workload.kv_cache_dtype,
             "gpuMemoryUtilization": workload.gpu_memory_utilization,
             "textOnly": workload.text_only,
+            "reusedTokens": workload.reused_tokens,
+            "distinctPrefixes": workload.distinct_prefixes,
         },
         "rows": [
             {
@@ -292,6 +316,10 @@ def usage_problems(options: FitMatrixOptions) -> list[str]:
     problems += [f"--shape {s!r}: allowed: {', '.join(shapes)}" for s in options.shapes if s not in shapes]
     if options.workload.context_tokens < 1 or options.workload.output_tokens < 1:
         problems.append("--context and --output must be at least 1 token")
+    if not 0 <= options.workload.reused_tokens <= options.workload.context_tokens:
+        problems.append("--reused-tokens must be between 0 and --context")
+    if options.workload.distinct_prefixes < 1:
+        problems.append("--distinct-prefixes must be at least 1")
     return problems
 
 

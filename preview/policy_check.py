@@ -37,6 +37,7 @@ STACK_KEYS: dict[str, str] = {
     "gpu-service-model-mount-uid-gid": "cloudRun.mount.uid / cloudRun.mount.gid",
     "images-pinned": "image",
     "vllm-port-not-public": "tpu.publicEndpoint / tpu.allowedSourceRanges",
+    "vllm-behind-route-guard": "the program's launch line (vllm.extraArgs, cloudRun.env / gke.env)",
     "tpu-queued-resource-bounded": "tpu.provisioning.model (and tpu.placements[].model)",
     "no-plaintext-secrets": "hfToken / cloudRun.env",
     "gke-service-not-public": "gke.gateway",

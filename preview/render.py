@@ -186,7 +186,7 @@ def _entrypoint(container: dict[str, Any]) -> list[str]:
     """`vllm serve`, or the command the container states (a `python3 -c` launcher shown by name, not its source)."""
     commands = [str(part) for part in container.get("commands") or []]
     if len(commands) >= 3 and commands[:2] == ["python3", "-c"]:
-        return ["python3", "-c", "<launcher: vllm serve with the adapter-route guard, serving/lora.py>", *commands[3:]]
+        return ["python3", "-c", "<launcher: vLLM behind the route guard, serving/route_guard.py>", *commands[3:]]
     return commands or ["vllm", "serve"]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from preview.capture import Capture, CapturedResource
 from preview.render import clean
+from serving.route_guard import launcher_source
 
 QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
 FIREWALL = "gcp:compute/firewall:Firewall"
@@ -122,6 +123,7 @@ def describe_queued_resource(resource: CapturedResource, capture: Capture) -> li
 # The line components/tpu/startup_script.py writes after the values it renders; below it the script is
 # the same fixed code for every stack.
 END_OF_DATA = "# --- end of rendered data ---"
+LAUNCHER_SHOWN = "'<launcher: vLLM behind the route guard, serving/route_guard.py>'"
 
 
 def folded_script(script: str) -> list[str]:
@@ -130,7 +132,8 @@ def folded_script(script: str) -> list[str]:
     Why folded: the whole script is 200+ lines of which reviewers need the values; the JSON plan keeps it
     whole (resources[].inputs.requestBody.tpu.nodeSpec[].node.metadata["startup-script"]).
     """
-    lines = script.splitlines()
+    # The route guard's launcher is the same fixed code on every node (its config, the next word, differs).
+    lines = script.replace(shlex.quote(launcher_source()), LAUNCHER_SHOWN).splitlines()
     if END_OF_DATA not in lines:
         return lines
     end = lines.index(END_OF_DATA) + 1

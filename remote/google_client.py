@@ -39,6 +39,8 @@ ROOTS: dict[str, str] = {
     "run": "https://run.googleapis.com/v2",
     "logging": "https://logging.googleapis.com/v2",
     "storage": "https://storage.googleapis.com/storage/v1",
+    # Cloud Storage's media uploads (storage.v1.json: objects.insert's mediaUpload path).
+    "storage-upload": "https://storage.googleapis.com/upload/storage/v1",
     "container": "https://container.googleapis.com/v1",
 }
 
@@ -146,6 +148,32 @@ class GoogleApis:
         """Only for read-only methods that Google defines as POST (testIamPermissions, entries:list)."""
         return self.call("POST", api, path, body=body)
 
+    def media(
+        self, api: str, path: str, params: Mapping[str, Any] | None = None, *, first_bytes: int | None = None
+    ) -> bytes:
+        """An object's bytes (`alt=media`), or its first `first_bytes` (an HTTP Range): a file's header without
+        its body. Errors as `call`; a read only, never retried."""
+        url = f"{self._roots[api]}/{path.lstrip('/')}"
+        headers = {"Range": f"bytes=0-{first_bytes - 1}"} if first_bytes else {}
+        response = self._attempt("GET", url, api, {**(params or {}), "alt": "media"}, None, extra_headers=headers)
+        if response.status_code >= 400:
+            raise error_from_response(api, response)
+        return response.content
+
+    def upload(
+        self, api: str, path: str, params: Mapping[str, Any], content: bytes, content_type: str
+    ) -> dict[str, Any]:
+        """One simple media upload (`uploadType=media`); the caller's `params` carry its preconditions
+        (`ifGenerationMatch`), so a lost race is Google's 412, raised, never a silent overwrite."""
+        url = f"{self._roots[api]}/{path.lstrip('/')}"
+        query = {**params, "uploadType": "media"}
+        response = self._attempt(
+            "POST", url, api, query, None, extra_headers={"Content-Type": content_type}, content=content
+        )
+        if response.status_code >= 400:
+            raise error_from_response(api, response)
+        return json_object(response, f"{api} API")
+
     def pages(
         self, api: str, path: str, items: str, params: Mapping[str, Any] | None = None, *, max_pages: int = MAX_PAGES
     ) -> Iterator[dict[str, Any]]:
@@ -239,14 +267,16 @@ class GoogleApis:
         body: Mapping[str, Any] | None,
         *,
         transient: bool = False,
+        extra_headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
     ) -> httpx.Response:
         """One request; a dropped connection is CannotCheckError, or a transient failure when retrying."""
         token, quota_project = self._tokens()
-        headers = {"Authorization": f"Bearer {token}"}
+        headers = {**(extra_headers or {}), "Authorization": f"Bearer {token}"}
         if quota_project:
             headers["x-goog-user-project"] = quota_project
         try:
-            return self._read(method, url, params=params, body=body, headers=headers, api=api)
+            return self._read(method, url, params=params, body=body, headers=headers, api=api, content=content)
         except httpx.HTTPError as error:
             problem = f"{type(error).__name__}: {error}"
             if transient and isinstance(error, httpx.TransportError):
@@ -262,20 +292,22 @@ class GoogleApis:
         body: Mapping[str, Any] | None,
         headers: Mapping[str, str],
         api: str,
+        content: bytes | None = None,
     ) -> httpx.Response:
         """The whole answer, read chunk by chunk against the call's deadline and the body cap."""
         start = self._clock()
-        with self._client.stream(method, url, params=params, json=body, headers=headers) as response:
-            content = bytearray()
+        sent: dict[str, Any] = {"content": content} if content is not None else {"json": body}
+        with self._client.stream(method, url, params=params, headers=headers, **sent) as response:
+            answer = bytearray()
             for chunk in response.iter_bytes():
-                content += chunk
-                if len(content) > self._max_body_bytes:
+                answer += chunk
+                if len(answer) > self._max_body_bytes:
                     raise CannotCheckError(f"{api} API answered more than {self._max_body_bytes} bytes; not read")
                 if self._clock() - start > self._deadline_s:
                     raise CannotCheckError(f"{api} API did not finish answering within {self._deadline_s:g} s; gave up")
         # The chunks are decoded already: the rebuilt answer must not claim an encoding (or a length) again.
         kept = {k: v for k, v in response.headers.items() if k.lower() not in {"content-encoding", "content-length"}}
-        return httpx.Response(response.status_code, headers=kept, content=bytes(content), request=response.request)
+        return httpx.Response(response.status_code, headers=kept, content=bytes(answer), request=response.request)
 
 
 def _retry_after(response: httpx.Response) -> float | None:

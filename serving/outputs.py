@@ -59,6 +59,11 @@ class _SharedOutputs(BaseModel):
         description="per checkpoint (`target`, `drafter`), the command that runs its weight import by hand "
         "(empty unless the stack file names a `model.source`)"
     )
+    adapter_routes: str | None = Field(
+        default=None,
+        description="with adapters: the route table `gs://<bucket>/adapter-routes.json` that says which version "
+        "each adapter's name serves (written by `gemma-verify adapters promote`, read by every replica)",
+    )
 
 
 class BenchJobOutputs(BaseModel):
@@ -292,6 +297,7 @@ class DeployedOutputs(BaseModel):
     service_account: str | None = None
     vllm_args: list[str] | None = None
     import_jobs: dict[str, str] | None = None
+    adapter_routes: str | None = None  # verify adapters promote: where the route table is
     # Cloud Run's service, its rollout (CloudRunRolloutOutputs) and its load-generator job.
     service_name: str | None = None
     # As exported (a flat object, priced by serving/pricing.py, which checks its shape where it prices it).

@@ -221,6 +221,31 @@ def layer_kv_bytes_per_token(
     return _layer_bytes_per_token(layer, element, tp, layout)
 
 
+def prefix_hit_block(
+    architecture: Architecture,
+    kv_cache_dtype: str,
+    *,
+    tp: int = 1,
+    layout: KvLayout = KvLayout.VLLM_HYBRID,
+    block_size: int = 16,
+    model_dtype_bits: int = 16,
+) -> int:
+    """The prefix cache's granularity in tokens: a hit covers whole blocks of every KV cache group, so it
+    lands on multiples of the least common multiple of their block sizes (vllm/v1/core/kv_cache_coordinator.py:
+    "the scheduling granularity (LCM of all group block sizes)"). vLLM gives the layers with smaller pages
+    proportionally larger blocks (unify_kv_cache_spec_page_size), so a Gemma 4 12B on CUDA, whose sliding
+    layers cost 4x the bytes a token of its global layers do, hits in multiples of 64 tokens, not 16; on the
+    TPU layout every layer is counted at the largest page (one block size)."""
+    element = kv_element(kv_cache_dtype, model_dtype_bits=model_dtype_bits)
+    layers = [layer for layer in architecture.layers if not layer.kv_shared]
+    costs = [_layer_bytes_per_token(layer, element, tp, layout) for layer in layers]
+    if layout is KvLayout.TPU or not costs:
+        return block_size
+    largest = max(costs)
+    blocks = [block_size * (largest // cost) if largest % cost == 0 else block_size for cost in costs]
+    return math.lcm(*blocks)
+
+
 @dataclass(frozen=True)
 class _CacheLayer:
     kind: LayerKind

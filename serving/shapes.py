@@ -22,6 +22,7 @@ __all__ = [
     "AcceleratorFacts",
     "DeployedSize",
     "Fact",
+    "InterconnectFact",
     "MachineFamily",
     "Number",
     "PerPrecision",
@@ -98,8 +99,18 @@ class WeightFormat(_Data):
         return self.how in {"native", "weight-only"}
 
 
+class InterconnectFact(_Cited):
+    """How the chips of one machine or slice exchange activations in tensor parallel (PCIe, NVLink, ICI): the
+    bandwidth a chip sends at in one direction, and the fixed time of one small all-reduce."""
+
+    kind: str
+    bandwidth_gb_per_s: float = Field(gt=0)
+    latency_us: float = Field(ge=0)
+
+
 class AcceleratorFacts(_Data):
-    """One chip: memory, bandwidth, peak dense FLOP/s by precision, the weight formats it serves and how."""
+    """One chip: memory, bandwidth, peak dense FLOP/s by precision, the weight formats it serves and how, and
+    the interconnect its machines or slices link it to its neighbours with."""
 
     display_name: str
     family: Family
@@ -112,6 +123,7 @@ class AcceleratorFacts(_Data):
     driver: Text | None = None
     runtime_version: Text | None = None
     weight_formats: dict[str, WeightFormat]
+    interconnect: InterconnectFact | None = None
     # Why an entry is here without a shape (room for the next chip: its facts first, its shapes later).
     note: str = ""
 

@@ -55,6 +55,13 @@ class SpeedRecord(pydantic.BaseModel):
     mean_ttft_ms: float | None = None
     mean_tpot_ms: float | None = None
     p95_tpot_ms: float | None = None
+    # Speculative decoding: draft tokens a step (0: off), and vLLM's counters during the cell
+    # (`vllm:spec_decode_num_drafts`, `..._num_accepted_tokens`), which give the acceptance of these checkpoints.
+    speculative_tokens: int = pydantic.Field(default=0, ge=0)
+    spec_decode_drafts: float | None = pydantic.Field(default=None, ge=0)
+    spec_decode_accepted: float | None = pydantic.Field(default=None, ge=0)
+    # The share of prompt tokens the server's prefix cache served during the cell (its own counters).
+    prefix_cache_hit_rate: float | None = pydantic.Field(default=None, ge=0, le=1)
     measured_at: str
     source_file: str
     source_sha256: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")

@@ -68,6 +68,11 @@ def check_speculative_config(value: str, facts: VllmFacts | None = None) -> list
     return problems
 
 
+# Flags vLLM collects into a list, one value per occurrence (vLLM 0.32 vllm/entrypoints/openai/cli_args.py:
+# "Special case: Middleware needs to append action"); every other flag's last occurrence silently wins.
+APPENDED = frozenset({"middleware"})
+
+
 def check_serve_args(args: Sequence[str], facts: VllmFacts | None = None) -> list[str]:
     """Return every problem in a `vllm serve` argument list (empty when vLLM would accept it)."""
     facts = facts or vllm_facts()
@@ -91,7 +96,7 @@ def check_serve_args(args: Sequence[str], facts: VllmFacts | None = None) -> lis
             else:
                 problems.append(f"{flag} is not a flag of vLLM {facts.release}'s `vllm serve`")
             continue
-        if fact.dest in seen:
+        if fact.dest in seen and fact.dest not in APPENDED:
             problems.append(f"{flag} is given more than once")
         seen.add(fact.dest)
         if not fact.takes_value:

@@ -3,7 +3,9 @@
 Why in the repository: the latency model's efficiencies are fitted to them and its error is stated against
 them (benchmarks/writeup_figures.py, docs/advisor.md). They are targets with their own error, not truths:
 taken by hand, with a simple closed-loop client from outside the region, output lengths never stated; each
-figure carries the error we give it and whether it is fitted, held out, checked or cannot be predicted.
+figure carries the error we give it and whether it is predicted, compared with the planner or cannot be
+predicted, and each setup the facts of its serving the catalog does not hold (host, prefix reuse, MTP
+counters), each with the sentence that supports it.
 """
 
 from __future__ import annotations
@@ -25,18 +27,58 @@ class _Model(BaseModel):
 
 
 class Use(enum.StrEnum):
-    """What a figure is for: fitted to, held out of the fit, predicted and compared, compared with the
-    capacity planner, or printed with the reason it cannot be predicted."""
+    """What a figure is for: predicted and compared (and, unflagged, fitted to), compared with the capacity
+    planner, or printed with the reason it cannot be predicted."""
 
-    FIT = "fit"
-    HOLDOUT = "holdout"
     CHECK = "check"
     MEMORY = "memory"
     SKIP = "skip"
 
 
+class Host(_Model):
+    """The serving host's vCPUs (None: not stated), which tokenise every prompt, and why we believe it."""
+
+    vcpu: int | None = Field(default=None, ge=1)
+    why: str
+
+
+class SweepReuse(_Model):
+    """How much of each sweep prompt another request had sent before (the share of its tokens) and how many
+    distinct prompts circulated: what the prefix cache could serve, with the sentence that supports it."""
+
+    share: float = Field(ge=0, le=1)
+    distinct: int = Field(ge=1)
+    why: str
+
+
+class MtpCounters(_Model):
+    """vLLM's speculative-decoding counters for the setup's checkpoints (`vllm:spec_decode_num_drafts`,
+    `..._num_draft_tokens`, `..._num_accepted_tokens`), at the draft length they were measured with."""
+
+    drafts: int = Field(ge=1)
+    draft_tokens: int = Field(ge=1)
+    accepted: int = Field(ge=0)
+    draft_tokens_measured: int = Field(ge=1)
+    why: str
+
+
+class Client(_Model):
+    """Which measurement client took the setup's figures (each sat elsewhere: its own time outside the server)."""
+
+    name: str
+    why: str
+
+
+class Concurrency(_Model):
+    """The most requests the platform lets one instance hold at once."""
+
+    value: int = Field(ge=1)
+    why: str
+
+
 class Setup(_Model):
-    """What served a write-up's figures: model, variant (None: not in the catalog), accelerator and chips."""
+    """What served a write-up's figures: model, variant (None: not in the catalog), accelerator and chips, and
+    the facts the latency model needs beyond the catalog (host, prefix reuse, MTP counters, admission)."""
 
     writeup: str
     model: str
@@ -49,6 +91,11 @@ class Setup(_Model):
     batched_tokens: int | None
     max_model_len: int | None = None
     note: str
+    host: Host
+    client: Client
+    sweep_reuse: SweepReuse
+    mtp_counters: MtpCounters | None = None
+    max_concurrency: Concurrency | None = None
 
 
 class Workload(_Model):

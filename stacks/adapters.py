@@ -14,13 +14,20 @@ from typing import Self
 
 from pydantic import Field, field_validator, model_validator
 
-from serving.lora import LoraLimits, derive_lora_limits, rank_choices
+from serving.adapter_versions import default_version, is_version_label, versioned_name
+from serving.lora import MAX_GPU_SLOTS, LoraLimits, derive_lora_limits, rank_choices
 from stacks.base import SettingsModel
 from stacks.weights import WeightSource
 
-# An adapter's name is the `model` clients send and a folder of the bucket: no '/', no '..', no spaces,
-# and short enough for the import job's service-account id (`<stack>-imp-a-<name>`, 30 characters).
+# An adapter's name is the `model` clients send and, with its version, a folder of the bucket: no '/', no
+# '..', no '@' (the version separator), no spaces, and short enough for its import job's name.
 _ADAPTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,20}[a-z0-9]$")
+
+# Bounds, each with its reason. Adapters: each is an import job and a run in the plan, and more adapters than
+# the most GPU slots a stack asks vLLM for (serving/lora.py) would evict each other on every replica.
+MAX_ADAPTERS = MAX_GPU_SLOTS
+# Probes per adapter: each is two requests (adapter and base) at every check and promotion.
+MAX_PROBES = 8
 
 # The linear layers of a Gemma decoder layer that vLLM can carry LoRA weights for (PEFT's names), and PEFT's
 # shorthand for all of them. Embeddings, lm_head and the vision/audio towers are not adapted by vLLM 0.32.
@@ -41,13 +48,36 @@ class AdapterSettings(SettingsModel):
 
     name: str
     source: WeightSource
+    # This version's label (`support-bot@v4`, the folder adapters/support-bot@v4/); a new source needs a new
+    # one. Unset: derived from the source (serving/adapter_versions.py `default_version`).
+    version: str | None = None
     # The base it was trained on: a catalog model id (gemma-4-12b-it) or a Hugging Face repo id.
     base: str = Field(min_length=1, max_length=200)
     # `r` in its adapter_config.json.
     rank: int = Field(ge=1, le=512)
     # `target_modules` in its adapter_config.json (PEFT names), or all-linear.
     target_modules: tuple[str, ...] = (ALL_LINEAR,)
-    probes: tuple[AdapterProbe, ...] = ()
+    probes: tuple[AdapterProbe, ...] = Field(default=(), max_length=MAX_PROBES)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None and not is_version_label(value):
+            raise ValueError(
+                f"{value!r} is not a version label: 1-20 lowercase letters, digits, '.' and '-', starting and ending "
+                "with a letter or digit (it names the folder adapters/NAME@VERSION)"
+            )
+        return value
+
+    @property
+    def version_label(self) -> str:
+        """The version this entry imports: the declared one, else one derived from the source."""
+        return self.version or default_version(self.source.uri, self.source.revision)
+
+    @property
+    def versioned_name(self) -> str:
+        """The name this version answers under before and after promotion (`support-bot@v4`)."""
+        return versioned_name(self.name, self.version_label)
 
     @field_validator("name")
     @classmethod
@@ -101,14 +131,32 @@ class LoraSlots(SettingsModel):
         return self
 
 
-def adapter_problems(adapters: tuple[AdapterSettings, ...], slots: LoraSlots) -> list[str]:
-    """Duplicate names and adapters above a stated rank, each naming its key."""
+def adapter_problems(
+    adapters: tuple[AdapterSettings, ...], slots: LoraSlots, *, served_name: str, model_ids: frozenset[str]
+) -> list[str]:
+    """Too many adapters, duplicate names, names that clients could never reach or that pass for another
+    model, and adapters above a stated rank, each naming its key."""
     problems: list[str] = []
+    if len(adapters) > MAX_ADAPTERS:
+        problems.append(
+            f"adapters: {len(adapters)} declared, at most {MAX_ADAPTERS} a stack (each is an import job, and more "
+            "than the largest --max-loras would evict each other on every replica); split them across stacks"
+        )
     seen: dict[str, int] = {}
     for index, adapter in enumerate(adapters):
         if adapter.name in seen:
             problems.append(f"adapters[{index}].name: {adapter.name!r} is also adapters[{seen[adapter.name]}]'s name")
         seen.setdefault(adapter.name, index)
+        if adapter.name == served_name.lower():
+            problems.append(
+                f"adapters[{index}].name: {adapter.name!r} is the served model's name (model.servedName); requests "
+                "for it reach the base model, never the adapter"
+            )
+        elif adapter.name in model_ids:
+            problems.append(
+                f"adapters[{index}].name: {adapter.name!r} is a Gemma catalog model's id; an adapter answering under "
+                "it would pass for that model"
+            )
         if slots.max_rank is not None and adapter.rank > slots.max_rank:
             problems.append(
                 f"adapters[{index}].rank: {adapter.rank} is above lora.maxRank {slots.max_rank}; raise lora.maxRank "

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from serving.cloud_run_limits import MAX_CONCURRENCY
 from serving.container import MODEL_ROOT, VLLM_PORT
+from serving.route_guard import env_problem
 from stacks.base import SettingsModel
 
 # The startup window when modelLoadSeconds is unset and the checkpoint's size is unknown (no built-in
@@ -61,8 +62,9 @@ class ProbeSettings(SettingsModel):
 
 
 def plain_env(env: dict[str, str], *, key: str = "") -> dict[str, str]:
-    """Env values written in a stack file: valid names, and nothing named like a credential (a Cloud Run
-    revision's and a Kubernetes manifest's env are readable by anyone who may view them)."""
+    """The serving container's env as a stack file writes it: valid names, nothing named like a credential (a
+    Cloud Run revision's and a Kubernetes manifest's env are readable by anyone who may view them), and none of
+    the variables that change vLLM's routes, auth or adapter loading (serving/guard_runtime.py)."""
     where = f"{key}: " if key else ""
     for name in env:
         if not _ENV_NAME.match(name):
@@ -72,6 +74,9 @@ def plain_env(env: dict[str, str], *, key: str = "") -> dict[str, str]:
                 f"{where}{name!r} looks like a credential: plain env values are visible to every project viewer; "
                 "keep it in Secret Manager (docs/deploying.md, 'Secrets')"
             )
+        problem = env_problem(name, key or "env")
+        if problem:
+            raise ValueError(problem)
     return env
 
 
@@ -198,7 +203,7 @@ class CloudRunSettings(SettingsModel):
     @field_validator("env")
     @classmethod
     def _plain_env(cls, env: dict[str, str]) -> dict[str, str]:
-        return plain_env(env)
+        return plain_env(env, key="cloudRun.env")
 
     @model_validator(mode="after")
     def _traffic_needs_gated_rollout(self) -> Self:

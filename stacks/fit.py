@@ -96,13 +96,17 @@ def shape_named(name: str) -> Shape:
 
 @dataclass(frozen=True)
 class Workload:
-    """What the comparison is for: request context (prompt) and output tokens, and the engine settings."""
+    """What the comparison is for: request context (prompt) and output tokens, how many of each prompt's tokens
+    another request already sent (the prefix cache can serve them: 0 for unknown traffic), and the engine
+    settings."""
 
     context_tokens: int = 8192
     output_tokens: int = 1024
     kv_cache_dtype: str = "fp8"
     gpu_memory_utilization: float = 0.90
     text_only: bool = False
+    reused_tokens: int = 0
+    distinct_prefixes: int = 1
 
     @property
     def sequence_tokens(self) -> int:
@@ -110,8 +114,13 @@ class Workload:
 
     def describe(self) -> str:
         text = " text-only (--language-model-only)," if self.text_only else ""
+        reuse = (
+            f" {self.reused_tokens:,} of each prompt's tokens reused ({self.distinct_prefixes} distinct prefixes),"
+            if self.reused_tokens
+            else ""
+        )
         return (
-            f"requests of {self.context_tokens:,} context + {self.output_tokens:,} output tokens,{text} "
+            f"requests of {self.context_tokens:,} context + {self.output_tokens:,} output tokens,{reuse}{text} "
             f"kv-cache {self.kv_cache_dtype}, gpu-memory-utilization {self.gpu_memory_utilization}"
         )
 
@@ -355,8 +364,9 @@ def ceilings(
 ) -> tuple[float | None, float | None, int | None]:
     """(prefill tokens/s, decode tokens/s, decode batch): what peak FLOP/s and memory bandwidth allow at most, by
     the latency model's own formulas at every peak reached (serving/latency.py, docs/advisor.md): prefill the
-    prompt's FLOPs (attention within each window included), decode a step of B sequences reading the weights a
-    token multiplies once (a MoE the experts its B tokens touch) and each sequence's KV."""
+    prompt's FLOPs less what the prefix cache serves at best (attention within each window included), decode a
+    step of B sequences reading the weights a token multiplies once (a MoE the experts its B tokens touch) and each
+    sequence's KV."""
     if sequences < 1:
         return None, None, None
     chips = chips or shape.chips  # one replica's accelerators
@@ -367,7 +377,10 @@ def ceilings(
     layout = KvLayout.TPU if shape.accelerator in TPU_CHIPS else KvLayout.VLLM_HYBRID
     cost = model_cost(model, variant, kv_cache_dtype=workload.kv_cache_dtype, tensor_parallel=chips, layout=layout)
     batch = min(sequences, DECODE_BATCH_CAP)
-    prefill = prefill_ceiling_tokens_per_s(cost, hardware, workload.context_tokens)
+    # At best the prefix cache serves every reused token it can (whole hit blocks, never the last token).
+    reused = min(workload.reused_tokens, workload.context_tokens - 1)
+    cached = max(reused, 0) // cost.hit_block * cost.hit_block
+    prefill = prefill_ceiling_tokens_per_s(cost, hardware, workload.context_tokens, cached)
     decode = decode_ceiling_tokens_per_s(cost, hardware, batch, workload.context_tokens + workload.output_tokens / 2)
     return prefill, decode, batch
 

@@ -15,7 +15,7 @@ import ipaddress
 import re
 from typing import Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from policy.source_ranges import allowed_text, describe, too_wide
@@ -27,6 +27,10 @@ from stacks.cloud_run import GcsMountSettings, plain_env
 from stacks.gke_rollout import GkeRolloutSettings
 from stacks.tpu import Duration, _cidr
 
+# Every regional subnet of an auto-mode VPC (the `default` network) is inside this block
+# (cloud.google.com/vpc/docs/subnets#ip-ranges, "auto mode IPv4 ranges"): the internal Service's clients
+# there, and the nodes traffic may arrive from after the load balancer.
+AUTO_MODE_SUBNETS = ("10.128.0.0/9",)
 # A cluster's full name, or its bare name (then gke.cluster.location says where it is).
 _CLUSTER_PATH = re.compile(r"^projects/([^/]+)/locations/([a-z0-9-]+)/clusters/([a-z][-a-z0-9]{0,38}[a-z0-9])$")
 _CLUSTER_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
@@ -60,6 +64,17 @@ def _narrow_ranges(ranges: tuple[str, ...], key: str, door: str) -> tuple[str, .
             f"Allowed: {allowed_text()}"
         )
     return tuple(checked)
+
+
+def _private_v4(value: str, key: str, wanted: str) -> ipaddress.IPv4Network:
+    """A private IPv4 CIDR, or a ValueError naming the key and what is wanted."""
+    try:
+        network = ipaddress.ip_network(value, strict=True)
+    except ValueError as error:
+        raise ValueError(f"{key} {value!r}: {error}") from None
+    if not isinstance(network, ipaddress.IPv4Network) or not network.is_private:
+        raise ValueError(f"{key} {value!r}: {wanted}")
+    return network
 
 
 class ControlPlaneSettings(SettingsModel):
@@ -283,18 +298,20 @@ class ServiceSettings(SettingsModel):
     # one, reachable only from allowedSourceRanges (never 0.0.0.0/0 or ::/0, alone or together).
     public_endpoint: bool = False
     allowed_source_ranges: tuple[str, ...] = ()
+    # Who calls the pods through the internal Service (and a gated fleet's candidate Service): the VPC ranges
+    # of the clients, the only addresses besides the gateway's proxies, the endpoint pickers and Managed
+    # Prometheus that the pods' NetworkPolicy admits. Unset on the `default` network: its regional subnets
+    # (AUTO_MODE_SUBNETS); on another network a fleet reached through its internal Service must name them.
+    client_ranges: tuple[str, ...] = ()
     # Kept for stacks that set it: true asks for the inference gateway (gke.gateway), whose InferencePool
     # comes with its endpoint picker and Gateway (docs/gke.md).
     inference_pool: bool = False
 
-    @field_validator("allowed_source_ranges")
+    @field_validator("allowed_source_ranges", "client_ranges")
     @classmethod
-    def _no_open_ranges(cls, ranges: tuple[str, ...]) -> tuple[str, ...]:
-        return _narrow_ranges(
-            ranges,
-            "gke.service.allowedSourceRanges",
-            "vLLM's /metrics and /tokenize answer anyone who reaches the port",
-        )
+    def _no_open_ranges(cls, ranges: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        key = f"gke.service.{to_camel(info.field_name or '')}"
+        return _narrow_ranges(ranges, key, "the pods' NetworkPolicy admits these ranges to the vLLM port")
 
     @model_validator(mode="after")
     def _public_needs_ranges(self) -> Self:
@@ -322,24 +339,49 @@ class GatewaySettings(SettingsModel):
 
     routing: Literal["gateway", "service"] | None = None
     # The proxy-only subnet the internal load balancer's Envoy proxies take (one ACTIVE per VPC region, /23
-    # or wider; outside the auto-mode block 10.128.0.0/9). null: the VPC's region already has one.
+    # or wider; outside the auto-mode block 10.128.0.0/9). null: the VPC's region already has one, whose range
+    # existingProxySubnetRange names (the pods' NetworkPolicy admits the proxies from it).
     proxy_subnet_range: str | None = "192.168.254.0/23"
+    existing_proxy_subnet_range: str | None = None
     # The HPA adds a replica when the pool's mean KV-cache use passes this (besides the queue target).
     target_kv_cache_utilization: float = Field(default=0.8, gt=0, le=1)
+
+    @field_validator("existing_proxy_subnet_range")
+    @classmethod
+    def _existing_proxy_range(cls, value: str | None) -> str | None:
+        if value is not None:
+            _private_v4(
+                value,
+                "gke.gateway.existingProxySubnetRange",
+                "the private IPv4 range of the region's proxy-only subnet "
+                "(gcloud compute networks subnets list --filter=purpose=REGIONAL_MANAGED_PROXY)",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_proxy_range(self) -> Self:
+        if self.proxy_subnet_range is not None and self.existing_proxy_subnet_range is not None:
+            raise ValueError(
+                "gke.gateway.existingProxySubnetRange names a proxy-only subnet the VPC already has; the stack "
+                "creates one at gke.gateway.proxySubnetRange: set one of them (proxySubnetRange: null for an "
+                "existing one)"
+            )
+        return self
+
+    @property
+    def proxy_range(self) -> str | None:
+        """The proxy-only subnet's range, created or existing (None: an existing one the stack cannot name)."""
+        return self.proxy_subnet_range or self.existing_proxy_subnet_range
 
     @field_validator("proxy_subnet_range")
     @classmethod
     def _proxy_range(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        try:
-            network = ipaddress.ip_network(value, strict=True)
-        except ValueError as error:
-            raise ValueError(f"gke.gateway.proxySubnetRange {value!r}: {error}") from None
-        if network.version != 4 or network.prefixlen > 23 or not network.is_private:
-            raise ValueError(
-                f"gke.gateway.proxySubnetRange {value!r}: a private IPv4 range of /23 or wider (e.g. 192.168.254.0/23)"
-            )
+        key = "gke.gateway.proxySubnetRange"
+        network = _private_v4(value, key, "a private IPv4 range of /23 or wider (e.g. 192.168.254.0/23)")
+        if network.prefixlen > 23:
+            raise ValueError(f"{key} {value!r}: a private IPv4 range of /23 or wider (e.g. 192.168.254.0/23)")
         if network.overlaps(ipaddress.ip_network("10.128.0.0/9")):
             raise ValueError(
                 f"gke.gateway.proxySubnetRange {value!r} overlaps 10.128.0.0/9, which auto-mode VPCs (the "
@@ -428,6 +470,41 @@ class GkeSettings(SettingsModel):
                 "reached through its Service (gke.gateway.routing: service, or one replica at most), which cannot"
             )
         return self
+
+    @model_validator(mode="after")
+    def _clients_named(self) -> Self:
+        """The pods' NetworkPolicy admits named ranges only (no longer all of 10/8, 172.16/12, 192.168/16)."""
+        if self.uses_gateway and self.gateway.proxy_range is None:
+            raise ValueError(
+                "gke.gateway.existingProxySubnetRange: gke.gateway.proxySubnetRange is null (the region's proxy-only "
+                "subnet exists), so name its range: the pods' NetworkPolicy admits the gateway's proxies from it"
+            )
+        if not self.uses_gateway and not self.service.public_endpoint and not self.service_clients:
+            raise ValueError(
+                f"gke.service.clientRanges: the fleet is reached through its internal Service on network "
+                f"{self.cluster.network!r}, and its pods admit only the ranges named here (besides Managed "
+                "Prometheus); name your clients' subnets, or route through the inference gateway "
+                "(gke.gateway.routing: gateway)"
+            )
+        return self
+
+    @property
+    def service_clients(self) -> tuple[str, ...]:
+        """The internal Service's clients: gke.service.clientRanges, else the default network's subnets."""
+        if self.service.client_ranges:
+            return self.service.client_ranges
+        return AUTO_MODE_SUBNETS if self.cluster.network == "default" else ()
+
+    @property
+    def client_ranges(self) -> tuple[str, ...]:
+        """Who calls the pods: the gateway's proxies, the internal Service's clients, a public Service's ranges.
+        The NetworkPolicy admits exactly these (and the collectors); the route guard asks them for the key on
+        /metrics."""
+        proxies = (self.gateway.proxy_range,) if self.uses_gateway and self.gateway.proxy_range else ()
+        public = self.service.allowed_source_ranges if self.service.public_endpoint else ()
+        # A gateway fleet's internal Services (a gated fleet's candidate) admit only the ranges a stack names.
+        internal = self.service.client_ranges if self.uses_gateway else self.service_clients
+        return tuple(dict.fromkeys((*proxies, *internal, *public)))
 
     @property
     def uses_gateway(self) -> bool:

@@ -19,14 +19,26 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator, CloudRunGpu, TpuChip
+from serving.adapter_routes_runtime import ROUTES_ENV
+from serving.adapter_versions import ROUTES_OBJECT, version_folder
+from serving.catalog import catalog
 from serving.cloud_run_containers import split_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_problem
 from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_name_problem, bucket_path_problem
 from serving.images import DEFAULT_IMAGES
-from serving.lora import LoraLimits, adapters_dir, guard_args, launcher_command, resolver_env
+from serving.lora import (
+    ROUTES_MIDDLEWARE,
+    ROUTES_MODULE,
+    ROUTES_SOURCE,
+    LoraLimits,
+    adapters_dir,
+    resolver_env,
+    routes_env,
+)
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, idle_chips_problem
+from serving.route_guard import GuardConfig, guard_args, launcher_command
 from serving.vllm_args import with_tensor_parallel
 from stacks.adapters import AdapterSettings, LoraSlots, adapter_problems, lora_limits
 from stacks.apis import BASE_APIS, GKE_APIS, GKE_GATEWAY_APIS, TPU_APIS
@@ -55,6 +67,7 @@ from stacks.model_load import FuseLoad, ModelLoad, StreamLoad, load_block
 from stacks.monitoring import MonitoringSettings
 from stacks.placement_cost import worst_case_shape
 from stacks.registry import RegistrySettings
+from stacks.route_guard import answered_names
 from stacks.tpu import TpuSettings
 from stacks.vllm import SpeculativeDecoding, VllmSettings
 from stacks.weights import ModelImportSettings, WeightSource
@@ -245,7 +258,9 @@ class _StackSettings(SettingsModel):
                     "lora: sizes LoRA slots, but the stack declares no adapters; remove lora or add adapters"
                 )
             return self
-        problems = adapter_problems(self.adapters, self.lora)
+        problems = adapter_problems(
+            self.adapters, self.lora, served_name=self.model.served_name, model_ids=frozenset(catalog())
+        )
         accepted = self.adapter_bases()
         for index, adapter in enumerate(self.adapters):
             if adapter.base.lower() not in {name.lower() for name in accepted}:
@@ -283,21 +298,41 @@ class _StackSettings(SettingsModel):
         return lora_limits(self.adapters, self.lora)
 
     def lora_env(self) -> dict[str, str]:
-        """The serving container's env that loads adapters from the bucket by name (none without adapters)."""
-        return resolver_env(self.model_root) if self.adapters else {}
+        """The serving container's env that loads adapter versions from the bucket by name and lets the served
+        model's name pass the route table unchanged (none without adapters)."""
+        if not self.adapters:
+            return {}
+        return {**resolver_env(self.model_root), **routes_env([self.model.served_name])}
+
+    def adapter_bucket_env(self) -> dict[str, str]:
+        """Env set to `gs://<model bucket>/<object>` by the serving component: where the route table is."""
+        return {ROUTES_ENV: ROUTES_OBJECT} if self.adapters else {}
 
     @property
     def adapters_dir(self) -> str | None:
         return adapters_dir(self.model_root) if self.adapters else None
 
     def serving_command(self) -> list[str]:
-        """The container command: empty (the image's `vllm serve`), or the launcher that installs the guard
-        refusing the adapter load/unload routes when adapters are served (serving/lora.py)."""
-        return launcher_command() if self.adapters else []
+        """The container command before vLLM's arguments: the launcher that starts vLLM behind the route guard
+        (serving/route_guard.py), on every platform, with or without adapters (then with the adapter route
+        table's middleware registered too, inside the guard)."""
+        modules = ((ROUTES_MODULE, ROUTES_SOURCE),) if self.adapters else ()
+        return launcher_command(self.guard_config(), modules)
+
+    def guard_config(self) -> GuardConfig:
+        """What this server's route guard admits: its names, its key, its collectors (each platform says)."""
+        raise NotImplementedError
+
+    def answered_names(self) -> tuple[str, ...]:
+        """The `model` names the server answers (stacks/route_guard.py): the served name, the declared adapters."""
+        return answered_names(self.model.served_name, self.adapters)
 
     def adapter_sources(self) -> dict[str, tuple[str, AdapterSettings]]:
-        """Each adapter to import, by import role (`a-<name>`): its bucket folder and its settings."""
-        return {f"a-{adapter.name}": (f"adapters/{adapter.name}", adapter) for adapter in self.adapters}
+        """Each adapter to import, by import role (`a-<name>`): its version's bucket folder and its settings."""
+        return {
+            f"a-{adapter.name}": (version_folder(adapter.name, adapter.version_label), adapter)
+            for adapter in self.adapters
+        }
 
     @property
     def checkpoint_name(self) -> str:
@@ -349,8 +384,9 @@ class _StackSettings(SettingsModel):
         )
         limits = self.lora_limits
         if limits is not None:
-            args += [*limits.serve_args(), *guard_args()]
-        return args
+            args += limits.serve_args()
+        # The route table rewrites a public adapter name to its version inside the guard, which checks first.
+        return [*args, *guard_args(*([ROUTES_MIDDLEWARE] if self.adapters else []))]
 
 
 def _refuse_foreign_block(data: Any, key: str, message: str) -> None:  # noqa: ANN401 - raw stack data
@@ -462,6 +498,13 @@ class CloudRunStack(_StackSettings):
     @property
     def port(self) -> int:
         return self.cloud_run.port
+
+    def guard_config(self) -> GuardConfig:
+        """Cloud Run: IAM checks every caller at Google's front end and vLLM holds no key; the collector sidecar
+        scrapes over loopback."""
+        return GuardConfig(
+            names=self.answered_names(), key="none", adapters_dir=self.adapters_dir, versioned=bool(self.adapters)
+        )
 
     @property
     def model_root(self) -> str:
@@ -609,6 +652,11 @@ class TpuStack(_StackSettings):
     def port(self) -> int:
         return self.tpu.port
 
+    def guard_config(self) -> GuardConfig:
+        """TPU VM: the key from Secret Manager on every served route but /health; the collector beside vLLM
+        (host network) reads /metrics over loopback."""
+        return GuardConfig(names=self.answered_names(), key="required", scrapers="loopback")
+
     @property
     def model_root(self) -> str:
         # Where the node mounts the weights it copied from the bucket (Cloud Run's mount path is a setting).
@@ -738,6 +786,18 @@ class GkeStack(_StackSettings):
     @property
     def port(self) -> int:
         return self.gke.port
+
+    def guard_config(self) -> GuardConfig:
+        """GKE: the key on every served route but /health; /metrics without it only from outside the client
+        ranges, where the NetworkPolicy admits Managed Prometheus and the endpoint pickers alone."""
+        return GuardConfig(
+            names=self.answered_names(),
+            key="required",
+            scrapers="network",
+            clients=self.gke.client_ranges,
+            adapters_dir=self.adapters_dir,
+            versioned=bool(self.adapters),
+        )
 
     @property
     def model_root(self) -> str:

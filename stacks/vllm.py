@@ -41,7 +41,22 @@ MANAGED_DESTS: dict[str, str] = {
     "max_lora_rank": "lora.maxRank",
     "max_cpu_loras": "lora.cpuSlots",
     "lora_modules": "adapters",
-    "middleware": "adapters (the launcher's route guard)",
+    # The route guard (serving/guard_runtime.py) is vLLM's outermost middleware in its one API server process:
+    # another middleware, a gRPC or headless server, more API server processes (data parallel included) or a
+    # root path would put routes beside it or vLLM outside it.
+    "middleware": "(the route guard, always installed)",
+    "grpc": "(the route guard: vLLM serves HTTP only)",
+    "grpc_port": "(the route guard: vLLM serves HTTP only)",
+    "headless": "(the route guard: vLLM serves HTTP only)",
+    "api_server_count": "(the route guard: one API server process)",
+    "data_parallel_size": "(the route guard: one API server process; scale with replicas)",
+    "data_parallel_size_local": "(the route guard: one API server process; scale with replicas)",
+    "data_parallel_rank": "(the route guard: one API server process; scale with replicas)",
+    "data_parallel_start_rank": "(the route guard: one API server process; scale with replicas)",
+    "data_parallel_hybrid_lb": "(the route guard: one API server process; scale with replicas)",
+    "data_parallel_external_lb": "(the route guard: one API server process; scale with replicas)",
+    "data_parallel_multi_port_external_lb": "(the route guard: one API server process; scale with replicas)",
+    "root_path": "(the route guard matches exact paths)",
 }
 
 # Speculative methods that look their drafts up in the prompt and so need no draft model.

@@ -98,3 +98,16 @@ def test_every_latency_gate_is_judged_on_enough_requests() -> None:
             assert thin_gates([parse_slo(slo) for slo in slos], requests, flag=flag) is None, step["name"]
             checked += 1
     assert checked == 3
+
+
+def test_adapter_versions_are_gated_after_the_revision_and_with_flags_verify_accepts() -> None:
+    """Guards against a declared adapter version taking its public name with no gate (nothing else moves the
+    route table), or being gated on a candidate revision that is not the one serving."""
+    up_index = next(index for index, step in enumerate(steps()) if step.get("id") == "up")
+    revision_index, _ = step_named("verify promote")
+    index, adapters = step_named("verify adapters promote")
+    assert up_index < revision_index < index
+    assert "steps.up.outputs.adapterRoutes != ''" in adapters["if"]
+    argv = command_argv(adapters["run"], ".venv/bin/python -m verify adapters promote")
+    args = build_parser().parse_args(["adapters", "promote", *[arg.replace("$STACK", "l4") for arg in argv]])
+    assert (args.action, args.all, args.stack, args.rollback) == ("promote", True, "l4", False)

@@ -49,6 +49,8 @@ PUBLIC_READERS: dict[str, dict[str, str]] = {
     "verify": {
         "preview.stack_file": "reads a stack file as the engine would (the one stack-file reader)",
         "preview.closed_pipe": "ends a command quietly when its reader leaves the pipe (`| head`)",
+        "job_scripts.import_weights": "the import job's adapter rules (standard library only): `adapters check` "
+        "holds what a server loaded to the same definition of a loadable adapter",
     },
     "gemma_mcp": {
         "preview.stack_file": "reads a stack file as the engine would (the one stack-file reader)",

@@ -18,7 +18,8 @@ def test_text_plan_says_it_is_offline_and_shows_the_command() -> None:
     assert "OFFLINE PLAN" in result.stdout
     assert "not `pulumi preview`" in result.stdout
     assert "gcp:project is not set" in result.stdout
-    assert "vllm serve /mnt/models/gemma-4-12B-it-qat-w4a16-ct" in result.stdout
+    assert "python3 -c '<launcher: vLLM behind the route guard, serving/route_guard.py>'" in result.stdout
+    assert "serve /mnt/models/gemma-4-12B-it-qat-w4a16-ct" in result.stdout
     assert '\'{"method":"mtp","model":"/mnt/models/gemma-4-12B-it-assistant","num_speculative_tokens":3}\'' in (
         result.stdout
     )

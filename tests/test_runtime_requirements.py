@@ -24,6 +24,9 @@ ELSEWHERE = {
     # The import job's script runs inside the pinned vLLM image, which ships huggingface_hub and
     # google-cloud-storage; it imports them inside its adapters (job_scripts/import_weights.py).
     "job_scripts.",
+    # The route guard runs inside the pinned vLLM image, embedded in the launch line; it imports vLLM's CLI
+    # there (serving/guard_runtime.py, `launch`).
+    "serving.guard_runtime",
 }
 
 

@@ -72,7 +72,9 @@ def test_node_pulls_the_pinned_tpu_image_through_the_stack_mirror(rendered: Capt
     assert clean(rendered.outputs)["image"] == expected
     data = script(rendered).split(DATA_END_MARKER, 1)[0] + '\nprintf "%s\\0" "${DOCKER_RUN_ARGS[@]}"\n'
     argv = subprocess.run(["bash", "-c", data], capture_output=True, check=True, timeout=30).stdout.decode().split("\0")
-    assert argv[argv.index("serve") - 1] == expected
+    # `--entrypoint python3 <image> -c <launcher> <guard config> serve ...`: the image right after the entrypoint.
+    assert argv[argv.index("--entrypoint") + 2] == expected
+    assert argv[argv.index(expected) + 1 : argv.index(expected) + 2] == ["-c"]
     assert IMAGES_PINNED.violations(QUEUED, rendered.one(QUEUED).inputs) == []
 
 

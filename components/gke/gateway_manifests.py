@@ -27,10 +27,18 @@ from typing import Any
 
 import yaml
 
+from components.gke.manifests import GMP_COLLECTOR_LABELS, GMP_NAMESPACE, HEALTH_CHECK_RANGES
+from serving.route_guard import admitted_paths
+
 # The internal regional Application Load Balancer (needs a proxy-only subnet in the region).
 INTERNAL_GATEWAY_CLASS = "gke-l7-rilb"
 GATEWAY_PORT = 80
-PICKER_IMAGE = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
+# The v0.10.0 release's multi-arch index digest (amd64 sha256:9862ae38..., arm64 sha256:110a7225...), as
+# recorded by public pins of that release read on 2026-12-02; the tag is for people, the digest is the pin.
+PICKER_IMAGE = (
+    "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
+    "@sha256:2e516fa1310da7be59b82beb1445362139597d6d553ef04d546716abe3aaaa70"
+)
 PICKER_SUFFIX = "-epp"
 PICKER_UID = 65532
 EXT_PROC_PORT = 9002
@@ -75,6 +83,9 @@ class GatewaySpec:
     namespace: str
     port: int
     pools: Sequence[PoolSpec]
+    # The proxy-only subnet's range: where the load balancer's proxies (requests to the pods, ext-proc calls to
+    # the pickers) come from, so the pickers' NetworkPolicy admits it.
+    proxy_range: str
     # Percent of requests per pool name (sums to 100); one pool: all of it.
     weights: Mapping[str, int] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -118,7 +129,8 @@ def gateway(spec: GatewaySpec) -> dict[str, Any]:
 
 
 def http_route(spec: GatewaySpec) -> dict[str, Any]:
-    """Every path to the pools, split by weight (a gated fleet's stepped blue/green moves these weights)."""
+    """The paths the route guard admits (and no other: the load balancer answers 404 for the rest before a pod
+    sees them), to the pools, split by weight (a gated fleet's stepped blue/green moves these weights)."""
     weights = spec.weight_of
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
@@ -128,7 +140,7 @@ def http_route(spec: GatewaySpec) -> dict[str, Any]:
             "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": spec.gateway_name}],
             "rules": [
                 {
-                    "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                    "matches": [{"path": {"type": "Exact", "value": path}} for path in admitted_paths()],
                     "backendRefs": [
                         {
                             "group": "inference.networking.k8s.io",
@@ -370,6 +382,32 @@ def picker_monitoring(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
     }
 
 
+def picker_network_policy(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
+    """Default deny for the picker's pods: the load balancer's proxies (the proxy-only subnet) and Google's
+    health checkers reach its ext-proc and gRPC health ports, Managed Prometheus its metrics port; no other
+    pod of the cluster or address of the VPC reaches it (the picker decides where every request goes, and its
+    metrics are what the HPA scales on)."""
+    balancer = [{"ipBlock": {"cidr": cidr}} for cidr in (spec.proxy_range, *HEALTH_CHECK_RANGES)]
+    collectors = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GMP_NAMESPACE}},
+        "podSelector": {"matchLabels": dict(GMP_COLLECTOR_LABELS)},
+    }
+    grpc_ports = [{"protocol": "TCP", "port": port} for port in (EXT_PROC_PORT, GRPC_HEALTH_PORT)]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(spec, f"{pool.picker}-ingress"),
+        "spec": {
+            "podSelector": {"matchLabels": {"app": pool.picker}},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"from": balancer, "ports": grpc_ports},
+                {"from": [collectors], "ports": [{"protocol": "TCP", "port": PICKER_METRICS_PORT}]},
+            ],
+        },
+    }
+
+
 def _pool_policy(spec: GatewaySpec, pool: PoolSpec, kind: str, default: dict[str, Any]) -> dict[str, Any]:
     """A GKE policy (networking.gke.io/v1) attached to the pool's load-balancer backend."""
     return {
@@ -404,6 +442,7 @@ def pool_objects(spec: GatewaySpec, pool: PoolSpec) -> list[dict[str, Any]]:
         picker_role_binding(spec, pool),
         picker_config_map(spec, pool),
         picker_deployment(spec, pool),
+        picker_network_policy(spec, pool),
         picker_service(spec, pool),
         picker_monitoring(spec, pool),
         inference_pool(spec, pool),

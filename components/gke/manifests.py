@@ -27,9 +27,9 @@ API_KEY_FILE = "api-key"
 NO_KEY_EXIT = 78
 
 
-def launch_line(secrets_dir: str = SECRETS_DIR, *, own_command: bool = False) -> str:
-    """The shell line that hands the key file to vLLM, failing closed; then it runs `vllm serve "$@"`, or with
-    `own_command` the command the shell was handed (the LoRA launcher, serving/lora.py) with its arguments.
+def launch_line(secrets_dir: str = SECRETS_DIR) -> str:
+    """The shell line that hands the key file to vLLM, failing closed; then it runs the command it was handed
+    (the route guard's launcher, serving/route_guard.py) with its arguments.
 
     Why not `VLLM_API_KEY="$(cat file)"`: vLLM treats an empty VLLM_API_KEY as no key at all, so a missing,
     empty or blank file started a server that answers everyone. Here the pod exits instead (and the
@@ -46,13 +46,12 @@ def launch_line(secrets_dir: str = SECRETS_DIR, *, own_command: bool = False) ->
         f'VLLM_API_KEY="$(cat "{key_file}")" || {refuse}',
         f'[ -n "{blank_stripped}" ] || {refuse}',
         "export VLLM_API_KEY",
-        'exec "$@"' if own_command else 'exec vllm serve "$@"',
+        'exec "$@"',
     )
     return "; ".join(steps)
 
 
 LAUNCH = launch_line()
-LAUNCH_OWN_COMMAND = launch_line(own_command=True)
 # GKE's annotations: an internal passthrough load balancer; the GCS FUSE sidecar injected into the pod.
 INTERNAL_LB_ANNOTATION = "networking.gke.io/load-balancer-type"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
@@ -65,12 +64,11 @@ QUEUE_METRIC = "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
 PROBE_PERIOD_SECONDS = 10
 # Who may open the vLLM port (the NetworkPolicy): Managed Service for Prometheus's collectors (the HPA's
 # and the dashboards' metrics; GMP runs them in gmp-system, labelled app.kubernetes.io/name: collector),
-# the VPC's private ranges (an internal load balancer's clients, and the proxy-only subnet a GKE
-# Gateway's proxies come from are there), and Google's load balancer health checkers (container-native
-# backends are probed from these ranges; cloud.google.com/load-balancing/docs/health-check-concepts).
+# the fleet's named client ranges (the gateway's proxy-only subnet, the internal Service's clients), the
+# endpoint pickers (admitted_peers) and Google's load balancer health checkers (container-native backends
+# are probed from these ranges; cloud.google.com/load-balancing/docs/health-check-concepts).
 GMP_NAMESPACE = "gmp-system"
 GMP_COLLECTOR_LABELS = {"app.kubernetes.io/name": "collector"}
-PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
 HEALTH_CHECK_RANGES = ("35.191.0.0/16", "130.211.0.0/22")
 # The container's writable places when its root filesystem is read-only: HOME (vLLM's, torch's, Triton's
 # and FlashInfer's caches live under ~/.cache) and /tmp, both emptyDirs that go with the pod.
@@ -104,6 +102,9 @@ class FleetSpec:
     model_load_seconds: int
     public_endpoint: bool = False
     allowed_source_ranges: Sequence[str] = ()
+    # The CIDRs that call the pods (stacks/gke.py's client_ranges: the gateway's proxy-only subnet, the
+    # internal Service's clients, a public Service's ranges): what the NetworkPolicy admits besides the peers.
+    client_ranges: Sequence[str] = ()
     # The non-root user and group a GPU pod runs as: the owner the GCS FUSE mount gives the weights.
     run_as_user: int = 1001
     run_as_group: int = 1001
@@ -111,9 +112,12 @@ class FleetSpec:
     # for a gateway's endpoint picker (its pods by label) or a gateway in another namespace.
     admitted_peers: Sequence[Mapping[str, Any]] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    # Env vars set to `gs://<bucket>/<object>`: an object the pods read through Cloud Storage's API, fresh,
+    # where the mount would cache it (the adapter route table, serving/adapter_versions.py).
+    bucket_env: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
-    # What serves instead of the image's `vllm serve` (the LoRA launcher: `python3 -c <launcher> serve`),
-    # run by the key-checking shell with serve_args after it; empty: `vllm serve`.
+    # What runs vLLM: the route guard's launcher (`python3 -c <launcher> <config> serve`, serving/route_guard.py),
+    # run by the key-checking shell with serve_args after it.
     serving_command: Sequence[str] = ()
     # Accelerators each pod requests (vLLM's tensor parallel): the node's all by default; a divisor of them
     # packs node accelerators / accelerators_per_pod replicas onto each node.
@@ -126,6 +130,10 @@ class FleetSpec:
             raise ValueError("FleetSpec.serve_args: --api-key must not be an argument; the key comes from a file")
         if self.public_endpoint and not self.allowed_source_ranges:
             raise ValueError("FleetSpec.allowed_source_ranges: a public Service needs the CIDRs allowed to reach it")
+        if not self.serving_command:
+            raise ValueError(
+                "FleetSpec.serving_command: vLLM runs behind the route guard's launcher (serving/route_guard.py)"
+            )
         if not 1 <= self.min_replicas <= self.max_replicas:
             raise ValueError(f"FleetSpec replicas: need 1 <= min ({self.min_replicas}) <= max ({self.max_replicas})")
         if self.run_as_user < 1:
@@ -227,10 +235,8 @@ def _environment(spec: FleetSpec) -> dict[str, str]:
 
 
 def _command(spec: FleetSpec) -> list[str]:
-    """The shell that checks the API key file, then execs vLLM: `$0` is "vllm", then the serving command."""
-    if not spec.serving_command:
-        return ["/bin/sh", "-c", LAUNCH, "vllm"]
-    return ["/bin/sh", "-c", LAUNCH_OWN_COMMAND, "vllm", *spec.serving_command]
+    """The shell that checks the API key file, then execs the route guard's launcher: `$0` is "vllm"."""
+    return ["/bin/sh", "-c", LAUNCH, "vllm", *spec.serving_command]
 
 
 def deployment(spec: FleetSpec) -> dict[str, Any]:
@@ -244,7 +250,13 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
         "command": _command(spec),
         "args": list(spec.serve_args),
         "ports": [{"name": "http", "containerPort": spec.port}],
-        "env": [{"name": key, "value": value} for key, value in sorted(_environment(spec).items())],
+        "env": [
+            *({"name": key, "value": value} for key, value in sorted(_environment(spec).items())),
+            *(
+                {"name": key, "value": pulumi.Output.concat("gs://", spec.bucket, "/", path)}
+                for key, path in sorted(spec.bucket_env.items())
+            ),
+        ],
         "resources": {"requests": resources, "limits": resources},
         "volumeMounts": [
             {"name": "models", "mountPath": spec.mount_path, "readOnly": True},
@@ -394,14 +406,17 @@ def inference_pool(spec: FleetSpec, *, endpoint_picker: str, picker_port: int = 
 
 
 def network_policy(spec: FleetSpec) -> dict[str, Any]:
-    """Default deny for the vLLM pods: only the metrics scraper, the load balancer's and gateway's sources
-    and the named peers reach the vLLM port, and nothing reaches any other port.
+    """Default deny for the vLLM pods: only Managed Prometheus's collectors, the named client ranges (the
+    gateway's proxy-only subnet, the internal Service's clients), Google's health checkers and the named peers
+    (the endpoint pickers) reach the vLLM port, and nothing reaches any other port.
 
-    Why: vLLM's --api-key guards /v1/* only; /metrics, /tokenize and the engine's other routes answer any
-    pod of the cluster that can reach the port. Enforced by GKE Dataplane V2 (the created cluster turns it
-    on; an existing cluster must enforce NetworkPolicy, docs/gke.md).
+    Why: the route guard in each pod answers /metrics without the key to whoever is not a client (the
+    collectors and pickers scrape without one), so the network must admit no one else; and no pod of the
+    cluster, nor any address of the VPC, needs the port otherwise. Enforced by GKE Dataplane V2 (the created
+    cluster turns it on; an existing cluster must enforce NetworkPolicy, docs/gke.md).
     """
-    clients = [*PRIVATE_RANGES, *HEALTH_CHECK_RANGES, *(spec.allowed_source_ranges if spec.public_endpoint else ())]
+    public = spec.allowed_source_ranges if spec.public_endpoint else ()
+    clients = list(dict.fromkeys([*spec.client_ranges, *public, *HEALTH_CHECK_RANGES]))
     peers: list[Any] = [
         {
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GMP_NAMESPACE}},

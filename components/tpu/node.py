@@ -101,6 +101,8 @@ class TpuVllmNodeArgs:
     image: pulumi.Input[str]
     # The full `vllm serve` arguments (model path under weights.root first), from the stack's vLLM settings.
     serve_args: Sequence[str]
+    # What runs vLLM: the route guard's launcher (`python3 -c <launcher> <config> serve`, serving/route_guard.py).
+    serving_command: Sequence[str]
     weights: NodeWeights
     # The account the VM runs as, made before the node so the image mirror and the model bucket can grant
     # it read access first (the node's image reference comes from that mirror).
@@ -187,6 +189,7 @@ class TpuVllmNode(pulumi.ComponentResource):
             project=args.project,
             image=args.image if isinstance(args.image, str) else _UNRESOLVED_IMAGE,
             serve_args=with_tensor_parallel(args.serve_args, args.tensor_parallel_size),
+            serving_command=list(args.serving_command),
             model_dirs=list(args.weights.dirs),
             api_key_secret=secret_id,
             hf_token_secret=args.hf_token_secret,

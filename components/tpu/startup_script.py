@@ -18,7 +18,8 @@ What the script does at every boot (GCE runs `startup-script` metadata on each b
    lets docker authenticate to that host as the VM's service account (`gcloud auth configure-docker`,
    whose credential helper asks the metadata server for a token at each pull; where the helper is not on
    PATH, a `docker login` with a metadata-server token passed on stdin), then replaces the container and
-   starts the pinned `vllm/vllm-tpu` image with `--privileged --net=host --shm-size`, `--restart
+   starts the pinned `vllm/vllm-tpu` image, vLLM behind the route guard (serving/route_guard.py: the image's
+   `python3` runs the launcher, which starts vLLM's CLI), with `--privileged --net=host --shm-size`, `--restart
    unless-stopped` (Docker restarts it if it exits) and the gcplogs log driver (container output goes to
    Cloud Logging); vLLM takes the key from `VLLM_API_KEY`, which is exactly
    `--api-key` (vllm/entrypoints/serve/middleware/register.py) without putting the key on a command line;
@@ -105,9 +106,17 @@ class StartupScriptSpec:
     # not kept, and the script has no cache lines at all.
     compile_cache_prefix: str | None = None
     host_cache_dir: str = TPU_HOST_CACHE_DIR
+    # What runs vLLM in the container: the route guard's launcher, `python3 -c <launcher> <config> serve`
+    # (serving/route_guard.py); the serve arguments follow it. Its first word is the container's entrypoint.
+    serving_command: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         problems = [*self._arg_problems(), *self._path_problems()]
+        if len(self.serving_command) < 2 or self.serving_command[-1] != "serve":
+            problems.append(
+                "serving_command: vLLM runs behind the route guard's launcher (`python3 -c <launcher> <config> "
+                "serve`, serving/route_guard.py)"
+            )
         if not self.image or any(ch.isspace() for ch in self.image):
             problems.append(f"image {self.image!r}: a non-empty reference without whitespace")
         for name, value in self.env.items():
@@ -208,8 +217,9 @@ def docker_run_argv(spec: StartupScriptSpec) -> list[str]:
         ]
     for name, value in sorted(spec.env.items()):
         argv += ["--env", f"{name}={value}"]
-    # The image's own entrypoint is not relied upon: run `vllm serve` explicitly.
-    argv += ["--entrypoint", "vllm", spec.image, "serve", *spec.serve_args]
+    # The image's own entrypoint is not relied upon: run the route guard's launcher, then vLLM's arguments.
+    entrypoint, *command = spec.serving_command
+    argv += ["--entrypoint", entrypoint, spec.image, *command, *spec.serve_args]
     return argv
 
 
@@ -252,6 +262,8 @@ def render_startup_script(spec: StartupScriptSpec) -> str:
         _assign("COLLECTOR_CONTAINER", spec.collector.container_name if spec.collector else ""),
         _assign("COLLECTOR_CONFIG_FILE", COLLECTOR_CONFIG_FILE),
         _assign("COLLECTOR_CONFIG", spec.collector.config if spec.collector else ""),
+        # The launcher's Python source is one single-quoted word: its `$` and `\` are Python's, not the shell's.
+        "# shellcheck disable=SC1003,SC2016",
         _assign_array("DOCKER_RUN_ARGS", docker_run_argv(spec)),
     ]
     body = _BODY

@@ -215,6 +215,10 @@ class FakeSource:
         data = self.files.get(name)
         return data.decode() if data is not None else None
 
+    def read_range(self, name: str, file: SourceFile, start: int, length: int) -> bytes:
+        del file
+        return self.files[name][start : start + length]
+
 
 def hub(files: dict[str, bytes], revision: str = REV_A) -> FakeSource:
     return FakeSource(SOURCE, revision, files, {name: f"blob-{name}-{revision[:4]}" for name in files})
@@ -306,7 +310,18 @@ def test_job_script_is_self_contained() -> None:
         for line in source.splitlines()
         if line.startswith(("import ", "from ")) and not line.startswith("from __future__")
     ]
-    stdlib = {"fnmatch", "hashlib", "importlib", "json", "os", "sys", "time", "collections.abc", "concurrent.futures"}
+    stdlib = {
+        "fnmatch",
+        "hashlib",
+        "importlib",
+        "json",
+        "os",
+        "re",
+        "sys",
+        "time",
+        "collections.abc",
+        "concurrent.futures",
+    }
     stdlib |= {"dataclasses", "datetime", "typing"}
     assert set(top_level_imports) <= stdlib
 

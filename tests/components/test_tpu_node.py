@@ -24,11 +24,13 @@ from components.tpu.node import (
 from components.tpu.request_body import FlexStart, Spot
 from preview.capture import Capture, OfflineMocks, RecordingMonitor, run_registrations
 from preview.render import clean, plan_document
+from serving.route_guard import GuardConfig, guard_args, launcher_command
 
 Register = Callable[[Callable[[], object]], Capture]
 QUEUED = "pulumi-python:dynamic/tpu:QueuedResource"
 FIREWALL = "gcp:compute/firewall:Firewall"
-SERVE_ARGS = ["/mnt/models/gemma-4-12B-it", "--served-model-name", "gemma", "--port", "8000"]
+SERVE_ARGS = ["/mnt/models/gemma-4-12B-it", "--served-model-name", "gemma", "--port", "8000", *guard_args()]
+LAUNCHER = launcher_command(GuardConfig(names=("gemma",), key="required"))
 
 
 EDGE_FIELDS = {"public_endpoint", "allowed_source_ranges", "iap_ssh", "egress_nat", "network", "subnetwork"}
@@ -50,6 +52,7 @@ def node_args(**changes: object) -> TpuVllmNodeArgs:
         "queue": QueueTerms(**queue),  # type: ignore[arg-type]
         "image": "vllm/vllm-tpu:v0.32.0",
         "serve_args": SERVE_ARGS,
+        "serving_command": LAUNCHER,
         "weights": NodeWeights(bucket_name="test-project-gemma-models", dirs=["gemma-4-12B-it"]),
         "edge": NetworkEdge(**edge),  # type: ignore[arg-type]
         "labels": {"stack": "tpu-v6e"},

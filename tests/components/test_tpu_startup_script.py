@@ -21,6 +21,7 @@ from components.tpu.startup_script import (
     docker_run_argv,
     render_startup_script,
 )
+from serving.route_guard import GuardConfig, launcher_command
 
 SPECULATIVE = json.dumps(
     {"method": "mtp", "model": "/mnt/models/gemma-4-12B-it-assistant", "num_speculative_tokens": 3}
@@ -45,6 +46,7 @@ SPEC = StartupScriptSpec(
     api_key_secret="gemma-tpu-vllm-api-key",
     port=8000,
     env={"HF_HUB_OFFLINE": "1"},
+    serving_command=launcher_command(GuardConfig(names=("gemma-4-12b-it",), key="required")),
 )
 MIRROR_HOST = "us-east5-docker.pkg.dev"
 # The same node pulling through the stack's Docker Hub mirror (what the tpu-v6e stack renders).
@@ -118,9 +120,20 @@ def test_container_runs_the_way_tpus_need() -> None:
         "--volume /var/lib/gemma-vllm/models:/mnt/models:ro",
         "--env-file /run/gemma-vllm/vllm.env",
         "--env HF_HUB_OFFLINE=1",
-        "--entrypoint vllm vllm/vllm-tpu:v0.32.0 serve /mnt/models/gemma-4-12B-it",
+        "--entrypoint python3 vllm/vllm-tpu:v0.32.0 -c",
+        "serve /mnt/models/gemma-4-12B-it",
+        "--middleware" if "--middleware" in SPEC.serve_args else "serve",
     ):
         assert expected in text
+
+
+def test_vllm_starts_behind_the_route_guard_or_not_at_all() -> None:
+    """Started as the image's `vllm serve`, vLLM would answer /invocations and the rest without the key."""
+    argv = docker_run_argv(SPEC)
+    start = argv.index("--entrypoint")
+    assert argv[start : start + 7] == ["--entrypoint", *SPEC.serving_command[:1], SPEC.image, *SPEC.serving_command[1:]]
+    with pytest.raises(ValueError, match="route guard's launcher"):
+        replace(SPEC, serving_command=())
 
 
 @pytest.mark.parametrize(
@@ -255,7 +268,8 @@ def boot_twice(tmp_path: Path, spec: StartupScriptSpec, extra_stubs: dict[str, s
         result = subprocess.run([bash, str(script)], check=False, env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "vLLM is ready on port 8000" in result.stderr
-    return [line.split("\0")[:-1] for line in log.read_text().splitlines() if line]
+    # Each call ends with NUL and a newline; a word (the launcher's Python source) may hold newlines of its own.
+    return [record.split("\0") for record in log.read_text().split("\0\n") if record]
 
 
 def on_this_machine(spec: StartupScriptSpec, tmp_path: Path) -> StartupScriptSpec:

@@ -99,3 +99,12 @@ def test_the_probes_and_mount_reach_the_template(register: Callable[[Callable[[]
     assert container["startupProbe"]["initialDelaySeconds"] == 60
     assert container["volumeMounts"] == [{"name": "models", "mountPath": "/models"}]
     assert template["volumes"][0]["gcs"]["mountOptions"] == ["uid=2000", "gid=0", "implicit-dirs"]
+
+
+def test_bucket_env_names_an_object_of_the_model_bucket(register: Callable[[Callable[[], object]], Capture]) -> None:
+    """The route middleware reads the route table through Cloud Storage's API: it needs the bucket's name,
+    which only the bucket knows, joined to the object's path."""
+    capture = register(lambda: VllmGpuService("svc", args(bucket_env={"GEMMA_ADAPTER_ROUTES": "adapter-routes.json"})))
+    container = capture.one("gcp:cloudrunv2/service:Service").inputs["template"]["containers"][0]
+    env = {item["name"]: item["value"] for item in container["envs"]}
+    assert env["GEMMA_ADAPTER_ROUTES"] == "gs://weights/adapter-routes.json"

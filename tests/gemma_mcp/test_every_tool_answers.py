@@ -11,13 +11,14 @@ tool without an entry in CALLS fails the test until it gets one.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import jsonschema
 import pytest
 
 from gemma_mcp.results import AdaptersRun
+from gemma_mcp.runner import Completed
 from remote.google_client import GoogleApis
 from tests.fake_vllm import FakeVllm, FakeVllmConfig
 from tests.gemma_mcp.conftest import FakePulumi, connect, make_context, text_of
@@ -29,6 +30,7 @@ from tests.verify.ops.test_logs import ENTRIES, entry
 from tests.verify.ops.test_status import REVISIONS, SERVICES
 from tests.verify.test_memory_command import GPU_LINES
 from tests.verify.test_models_command import BUCKET, install_bucket, marker_body
+from verify.adapters.promote import PromotionReport, PromotionsReport
 
 # Each tool's valid minimal call; "{url}" stands for the fake vLLM server's address.
 CALLS: dict[str, dict[str, Any]] = {
@@ -127,3 +129,90 @@ def test_each_adapters_action_has_one_object_schema() -> None:
     schema = AdaptersRun.model_json_schema()
     assert schema["type"] == "object"
     assert {"action", "listing", "check", "exit_code"} <= set(schema["properties"])
+
+
+@dataclasses.dataclass
+class PromotingRunner:
+    """Stands in for `python -m verify adapters promote` (it needs a deployed stack's route table and Pulumi's
+    CLI): records the arguments and prints the report the command prints."""
+
+    calls: list[list[str]] = dataclasses.field(default_factory=list)
+
+    async def __call__(self, module: str, args: Sequence[str], *, timeout_s: float) -> Completed:
+        self.calls.append([module, *args])
+        report = PromotionReport(
+            adapter="support-bot", version="v4", previous="v3", routes="gs://b/adapter-routes.json", promoted=True
+        )
+        return Completed(exit_code=0, stdout=PromotionsReport(promotions=[report]).model_dump_json(), stderr="")
+
+
+async def test_every_adapters_action_answers_through_the_sdk() -> None:
+    """Guards against an action that only its name is tested for: list, check (its probes and tensor check
+    against a vLLM-shaped server) and promote (confirmed, on a server allowing changes) each answer with
+    structured content matching the tool's schema."""
+    config = FakeVllmConfig(pieces=(" Enterprise",), ttft_s=0.01)
+    runner = PromotingRunner()
+    async with FakeVllm(config) as server:
+        async with connect(make_context()) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            check = await client.call_tool(
+                "adapters",
+                {
+                    "action": "check",
+                    "name": "support-bot@v4",
+                    "url": server.url,
+                    "model": "tiny-gemma",
+                    "prompts": ["hi"],
+                },
+            )
+        assert _problems("adapters", check, tools["adapters"].output_schema) == {}
+        assert check.structured_content is not None
+        assert check.structured_content["action"] == "check"
+    async with connect(dataclasses.replace(make_context(allow_changes=True), run_module=runner)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        promoted = await client.call_tool(
+            "adapters",
+            {
+                "action": "promote",
+                "name": "support-bot",
+                "stack": "gemma4-12b-adapters-l4",
+                "confirm": "gemma4-12b-adapters-l4",
+            },
+        )
+    assert _problems("adapters", promoted, tools["adapters"].output_schema) == {}
+    assert promoted.structured_content is not None
+    assert promoted.structured_content["promotion"]["promotions"][0]["version"] == "v4"
+    assert runner.calls[0][:5] == ["verify", "adapters", "promote", "support-bot", "--stack"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ({"action": "check", "name": "-h", "url": "{url}"}, "not an adapter name"),
+        ({"action": "check", "name": "--all", "url": "{url}"}, "not an adapter name"),
+        ({"action": "promote", "name": "--rollback", "stack": "l4", "confirm": "l4"}, "not an adapter name"),
+        ({"action": "promote", "name": "support-bot", "stack": "l4", "confirm": "l4"}, "--allow-changes"),
+        ({"action": "check", "name": "support-bot", "url": "{url}", "version": "v2"}, "action='promote' only"),
+    ],
+)
+async def test_option_like_names_and_unallowed_promotions_are_refused(arguments: dict[str, Any], why: str) -> None:
+    """Guards against `name: "-h"` reaching argparse (or a name that is a flag), and a promotion from a server
+    that was not started to change anything."""
+    async with connect(make_context()) as client:
+        result = await client.call_tool("adapters", _with_url(arguments, "http://127.0.0.1:9"))
+    assert result.is_error
+    assert why in text_of(result)
+
+
+async def test_a_promotion_needs_the_stacks_name_confirmed_and_never_a_url() -> None:
+    """Moving an adapter's users to another version is a change: confirmed, on the stack's own route table."""
+    runner = PromotingRunner()
+    async with connect(dataclasses.replace(make_context(allow_changes=True), run_module=runner)) as client:
+        unconfirmed = await client.call_tool("adapters", {"action": "promote", "name": "support-bot", "stack": "l4"})
+        by_url = await client.call_tool(
+            "adapters", {"action": "promote", "name": "support-bot", "url": "http://127.0.0.1:9", "confirm": "l4"}
+        )
+    assert unconfirmed.is_error
+    assert "confirm='l4'" in text_of(unconfirmed)
+    assert by_url.is_error
+    assert runner.calls == []

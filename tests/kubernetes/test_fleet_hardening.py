@@ -8,7 +8,6 @@ objects against the pinned Kubernetes schema.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from typing import Any
 
@@ -34,7 +33,7 @@ def _of_kind(stack: str, kind: str, overrides: dict[str, str] | None = None) -> 
         for manifest in kubernetes_manifests(capture)
         if manifest.get("kind") == kind
         and manifest["metadata"]["name"].startswith(fleet_name)
-        and not manifest["metadata"]["name"].endswith("-epp")
+        and "-epp" not in manifest["metadata"]["name"]
     ]
 
 
@@ -86,8 +85,9 @@ def test_a_tpu_pod_keeps_the_image_user_and_says_why() -> None:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_only_the_scraper_and_the_load_balancers_sources_reach_vllm(stack: str) -> None:
-    """Default deny for the vLLM pods: one ingress rule, on the vLLM port only, from GMP's collectors,
-    private ranges and Google's health checkers; never a public range."""
+    """Default deny for the vLLM pods: one ingress rule, on the vLLM port only, from GMP's collectors, the
+    gateway's proxy-only subnet, the pickers and Google's health checkers; not the private ranges at large
+    (all of 10/8, 172.16/12 and 192.168/16 were admitted), never a public range."""
     (policy,) = _of_kind(stack, "NetworkPolicy")
     (deployment,) = _of_kind(stack, "Deployment")
     spec = policy["spec"]
@@ -101,9 +101,8 @@ def test_only_the_scraper_and_the_load_balancers_sources_reach_vllm(stack: str) 
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "collector"}},
     }
     assert scraper in rule["from"]
-    blocks = [ipaddress.ip_network(peer["ipBlock"]["cidr"]) for peer in rule["from"] if "ipBlock" in peer]
-    public = [block for block in blocks if block.is_global and str(block) not in manifests.HEALTH_CHECK_RANGES]
-    assert public == []
+    blocks = [peer["ipBlock"]["cidr"] for peer in rule["from"] if "ipBlock" in peer]
+    assert blocks == ["192.168.254.0/23", *manifests.HEALTH_CHECK_RANGES]
     assert list(check_network_policy_narrow("", policy, {})) == []
 
 
@@ -113,11 +112,7 @@ def test_a_public_service_admits_its_named_ranges_only() -> None:
     gke["service"] = {"publicEndpoint": True, "allowedSourceRanges": ["203.0.113.0/24"]}
     (policy,) = _of_kind("gke-l4x4", "NetworkPolicy", {"gemma-serving:gke": json.dumps(gke)})
     cidrs = [peer["ipBlock"]["cidr"] for peer in policy["spec"]["ingress"][0]["from"] if "ipBlock" in peer]
-    assert "203.0.113.0/24" in cidrs
-    assert [cidr for cidr in cidrs if cidr not in manifests.PRIVATE_RANGES] == [
-        *manifests.HEALTH_CHECK_RANGES,
-        "203.0.113.0/24",
-    ]
+    assert cidrs == ["192.168.254.0/23", "203.0.113.0/24", *manifests.HEALTH_CHECK_RANGES]
 
 
 def test_the_endpoint_picker_is_admitted_by_its_label_behind_the_gateway() -> None:

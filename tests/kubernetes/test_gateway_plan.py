@@ -59,7 +59,8 @@ def test_a_multi_replica_fleet_is_planned_behind_the_gateway(stack: str) -> None
     pool = _manifest(rendered, POOL)
     assert pool["spec"]["endpointPickerRef"]["name"] == f"gemma-{stack}-vllm-epp"
     picker = _manifest(rendered, DEPLOYMENT, f"gemma-{stack}-vllm-epp")
-    assert picker["spec"]["template"]["spec"]["containers"][0]["image"].endswith("endpoint-picker:v0.10.0")
+    image = picker["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image.startswith("ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0@sha256:")
     (subnet,) = rendered.of_type(SUBNET)
     assert (subnet.inputs["purpose"], subnet.inputs["role"]) == ("REGIONAL_MANAGED_PROXY", "ACTIVE")
     notes = manual_steps(rendered)
@@ -135,7 +136,8 @@ def test_a_gated_fleet_splits_requests_between_the_track_pools_by_weight() -> No
 
 def test_an_existing_proxy_subnet_is_named_in_the_notes() -> None:
     """proxySubnetRange null: the plan creates none and says the region must already have one."""
-    rendered = render_stack("gke-l4x4", _with_gke("gke-l4x4", gateway={"proxySubnetRange": None}))
+    existing = {"proxySubnetRange": None, "existingProxySubnetRange": "10.129.0.0/23"}
+    rendered = render_stack("gke-l4x4", _with_gke("gke-l4x4", gateway=existing))
     assert not rendered.of_type(SUBNET)
     assert any(note.startswith("gateway: gke.gateway.proxySubnetRange is null") for note in manual_steps(rendered))
 

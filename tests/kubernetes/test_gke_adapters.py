@@ -16,9 +16,10 @@ import pytest
 import yaml
 
 from components.gke.gateway_manifests import LORA_AFFINITY_SCORER, PROFILE_ANNOTATION
-from components.gke.manifests import LAUNCH_OWN_COMMAND
-from serving.lora import GUARD_MIDDLEWARE, RESOLVER_ENV, RUNTIME_UPDATING_ENV, launcher_command
+from components.gke.manifests import LAUNCH
+from serving.lora import RESOLVER_ENV, ROUTES_MIDDLEWARE, ROUTES_MODULE, RUNTIME_UPDATING_ENV
 from serving.naming import TypeToken
+from serving.route_guard import GUARD_MIDDLEWARE
 from serving.vllm_args import check_serve_args
 from stacks.loading import StackConfigError, load_stack
 from stacks.settings import GkeStack
@@ -49,11 +50,15 @@ def test_the_pods_run_the_launcher_behind_the_key_check_with_the_resolver() -> N
     vLLM's adapter load/unload routes, with the resolver pointed at the mounted adapters folder."""
     pod = _fleet()["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    assert container["command"] == ["/bin/sh", "-c", LAUNCH_OWN_COMMAND, "vllm", *launcher_command()]
+    settings = load_stack(stack_config(EXAMPLE).values, root=ROOT).settings
+    assert isinstance(settings, GkeStack)
+    assert container["command"] == ["/bin/sh", "-c", LAUNCH, "vllm", *settings.serving_command()]
+    assert ROUTES_MODULE in container["command"][6]  # the route table's module, registered by the launcher
     args = container["args"]
     assert check_serve_args(args) == []
     assert "--enable-lora" in args
-    assert args[args.index("--middleware") + 1] == GUARD_MIDDLEWARE
+    # The route table inside, the guard outermost (vLLM adds each --middleware as the new outermost layer).
+    assert [args[i + 1] for i, arg in enumerate(args) if arg == "--middleware"] == [ROUTES_MIDDLEWARE, GUARD_MIDDLEWARE]
     env = {item["name"]: item["value"] for item in container["env"]}
     assert env[RESOLVER_ENV] == "/mnt/models/adapters"
     assert env[RUNTIME_UPDATING_ENV] == "True"
@@ -72,15 +77,20 @@ def test_implicit_dirs_is_added_when_the_stack_file_leaves_it_out() -> None:
     assert options.count("implicit-dirs") == 1
 
 
-def test_adding_a_third_adapter_changes_no_pod_template() -> None:
-    """An adapter is a bucket folder: adding one must not roll the fleet (a model load on every replica)."""
+def test_a_third_adapter_changes_only_the_names_the_guard_admits() -> None:
+    """The guard refuses a `model` the stack does not declare, so a new adapter is a new pod template (rolled one
+    replica at a time, or onto a gated fleet's candidate first); nothing else of the pods may change with it."""
     two = _example_adapters()
     three = [*two, {**two[0], "name": "legal-review", "source": {"gcs": "gs://acme-gemma-adapters/legal/v1"}}]
-    templates = [
-        json.dumps(_fleet({ADAPTERS_KEY: json.dumps(adapters)})["spec"]["template"], sort_keys=True)
+    containers = [
+        _fleet({ADAPTERS_KEY: json.dumps(adapters)})["spec"]["template"]["spec"]["containers"][0]
         for adapters in (two, three)
     ]
-    assert templates[0] == templates[1]
+    config = [json.loads(container["command"][-2]) for container in containers]
+    assert config[1]["names"] == [*config[0]["names"], "legal-review"]
+    for container in containers:
+        container["command"][-2] = "<guard config>"
+    assert containers[0] == containers[1]
     rendered = render_stack(EXAMPLE, {ADAPTERS_KEY: json.dumps(three)})
     imports = {r.name for r in rendered.of_type("gemma:storage:ModelImport")}
     assert f"gemma-{EXAMPLE}-import-a-legal-review" in imports
@@ -119,8 +129,8 @@ def test_the_picker_scores_replicas_by_the_adapter_a_request_names() -> None:
     }
 
 
-def test_a_fleet_without_adapters_keeps_its_picker_and_pods_as_they_were() -> None:
-    """No adapters, no LoRA scorer, no profile annotation, and plain `vllm serve`: shipped plans unchanged."""
+def test_a_fleet_without_adapters_keeps_its_picker_and_serves_no_adapter() -> None:
+    """No adapters: no LoRA scorer, no profile annotation, no resolver, and the guard admits the served name only."""
     rendered = render_stack("gke-l4x4")
     config = next(wire_to_manifest(r.inputs) for r in rendered.of_type(CONFIG_MAP) if r.name.endswith("-epp"))
     assert LORA_AFFINITY_SCORER[0] not in config["data"]["default-plugins.yaml"]
@@ -129,7 +139,9 @@ def test_a_fleet_without_adapters_keeps_its_picker_and_pods_as_they_were() -> No
     fleet = next(
         wire_to_manifest(r.inputs) for r in rendered.of_type(DEPLOYMENT) if r.name == "gemma-gke-l4x4-vllm-deployment"
     )
-    assert fleet["spec"]["template"]["spec"]["containers"][0]["command"][-1] == "vllm"
+    container = fleet["spec"]["template"]["spec"]["containers"][0]
+    assert json.loads(container["command"][-2])["names"] == ["gemma-4-31b-it"]
+    assert RESOLVER_ENV not in {item["name"] for item in container["env"]}
 
 
 def test_every_object_of_the_adapter_fleet_validates() -> None:
@@ -155,3 +167,26 @@ def test_adapters_on_a_gke_tpu_fleet_are_refused_with_the_reason() -> None:
         load_stack(config, root=ROOT)
     assert "adapters: LoRA on vllm-tpu is not confirmed" in str(raised.value)
     assert "GKE GPU fleet" in str(raised.value)
+
+
+def test_autoscaling_counts_every_adapters_waiting_requests() -> None:
+    """Guards against a fleet whose adapters saturate without the HPA seeing it: it scales on waiting requests
+    with no filter on the model or adapter a request names. vLLM 0.32 counts a request held back by the LoRA
+    budget (every --max-loras slot busy with other adapters) in vllm:num_requests_waiting (reason
+    'deferred'; vllm/v1/metrics/loggers.py), and the picker's queue average is of that gauge."""
+    rendered = render_stack(EXAMPLE)
+    (hpa,) = [wire_to_manifest(r.inputs) for r in rendered.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")]
+    metrics = hpa["spec"]["metrics"]
+    queue = [m for m in metrics if "queue" in json.dumps(m) or "waiting" in json.dumps(m)]
+    assert queue, metrics
+    for metric in queue:
+        selector = json.dumps(metric.get("external", metric.get("pods", {})).get("metric", {}).get("selector", {}))
+        assert "model" not in selector
+        assert "lora" not in selector
+
+
+def test_the_pods_are_told_where_the_route_table_is() -> None:
+    """A pod without the table's address could serve public adapter names only as they were at its start."""
+    container = _fleet()["spec"]["template"]["spec"]["containers"][0]
+    names = {env["name"] for env in container["env"]}
+    assert {"GEMMA_ADAPTER_ROUTES", "GEMMA_SERVED_NAMES"} <= names

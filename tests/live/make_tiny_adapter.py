@@ -1,12 +1,13 @@
 """Build a tiny LoRA adapter for the live tests' tiny model with PEFT, in the vLLM environment.
 
 Usage (the vLLM environment's Python, which has torch, transformers and peft):
-    python make_tiny_adapter.py MODEL_DIR OUT_DIR --rank 8 [--seed 1] [--base NAME]
+    python make_tiny_adapter.py MODEL_DIR OUT_DIR --rank 8 [--seed 1] [--base NAME] [--cut-rows N]
 
 Why PEFT and random weights: the adapter must be exactly what fine-tuning tools write (adapter_config.json
 and adapter_model.safetensors in PEFT's layout), built offline. The weights are random and scaled up so the
 adapter's answers differ from the base's at temperature 0; `--base` writes another base_model_name_or_path
-(a mismatched adapter, which vLLM's resolver refuses).
+(a mismatched adapter, which vLLM's resolver refuses); `--cut-rows N` keeps only N rows of layer 0's
+q_proj lora_B (a wrong-shaped adapter: 96 rows for the tiny model's 128-wide projection).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def main() -> None:
     parser.add_argument("--rank", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--base", default=None, help="base_model_name_or_path to record (default: model_dir)")
+    parser.add_argument("--cut-rows", type=int, default=None, help="rows of layer 0's q_proj lora_B to keep")
     args = parser.parse_args()
     # Imported once the arguments are read, so `--help` answers without the vLLM environment's packages.
     import torch  # type: ignore[import-not-found]
@@ -46,6 +48,14 @@ def main() -> None:
             if "lora_" in name:
                 parameter.mul_(SCALE)
     adapted.save_pretrained(args.out_dir)
+    if args.cut_rows is not None:
+        from safetensors.torch import load_file, save_file  # type: ignore[import-not-found]
+
+        weights_path = args.out_dir / "adapter_model.safetensors"
+        tensors = load_file(str(weights_path))
+        key = next(k for k in tensors if "layers.0.self_attn.q_proj.lora_B" in k)
+        tensors[key] = tensors[key][: args.cut_rows].contiguous()
+        save_file(tensors, str(weights_path), metadata={"format": "pt"})
     config_path = args.out_dir / "adapter_config.json"
     written = json.loads(config_path.read_text())
     written["base_model_name_or_path"] = args.base or str(args.model_dir)

@@ -20,7 +20,13 @@ from policy.gateway import (
 )
 from tests.policy.kubernetes_cases import K8sCase
 
-SPEC = GatewaySpec(name="gemma-x-vllm", namespace="gemma", port=8000, pools=[PoolSpec("gemma-x-vllm", {"app": "x"})])
+SPEC = GatewaySpec(
+    name="gemma-x-vllm",
+    namespace="gemma",
+    port=8000,
+    pools=[PoolSpec("gemma-x-vllm", {"app": "x"})],
+    proxy_range="192.168.254.0/23",
+)
 POOL = SPEC.pools[0]
 
 

@@ -24,6 +24,7 @@ from policy.kubernetes import (
     K8S_SERVICE,
 )
 from serving.gke_machines import NODE_SHAPES
+from serving.route_guard import GuardConfig, guard_args, launcher_command
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 # (id, guardrail, resource type, build, expected phrase for a bad case)
@@ -35,7 +36,9 @@ def fleet(**changes: Any) -> FleetSpec:
         "name": "gemma-x-vllm",
         "namespace": "gemma",
         "image": "us-east5-docker.pkg.dev/p/gemma-x-dockerhub/vllm/vllm-tpu:v0.32.0",
-        "serve_args": ["/mnt/models/m", "--port", "8000"],
+        "serve_args": ["/mnt/models/m", "--port", "8000", *guard_args()],
+        "serving_command": launcher_command(GuardConfig(names=("m",), key="required", scrapers="network")),
+        "client_ranges": ["192.168.254.0/23"],
         "port": 8000,
         "shape": NODE_SHAPES["ct6e-standard-1t"],
         "cpu": 8.0,

@@ -11,6 +11,7 @@ from typing import Any
 from pulumi_policy import PolicyCustomTimeouts, PolicyResourceOptions, ResourceValidationArgs
 
 from policy.guardrail import Guardrail
+from serving.route_guard import GuardConfig, guard_args, launcher_command
 
 SECRET_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -30,7 +31,10 @@ SERVE_ARGS = [
     "8000",
     "--max-num-seqs",
     "64",
+    *guard_args(),
 ]
+# vLLM behind the route guard, as every stack starts it (serving/route_guard.py).
+LAUNCHER = launcher_command(GuardConfig(names=("gemma-4-12b-it",), key="none"))
 
 
 def secret(value: Any) -> dict[str, Any]:
@@ -59,6 +63,7 @@ def gpu_service() -> dict[str, Any]:
                     {
                         "name": "vllm",
                         "image": "vllm/vllm-openai:v0.32.0",
+                        "commands": list(LAUNCHER),
                         "args": list(SERVE_ARGS),
                         "envs": [{"name": "HF_HUB_OFFLINE", "value": "1"}],
                         "ports": {"containerPort": 8000.0, "name": "http1"},
@@ -103,7 +108,9 @@ def tpu_request(**provisioning: Any) -> dict[str, Any]:
                         "networkConfig": {"network": "default", "enableExternalIps": False},
                         "metadata": {
                             "startup-script": "#!/bin/bash\nIMAGE=vllm/vllm-tpu:v0.32.0\n"
-                            'docker run --env-file /run/gemma-vllm/vllm.env "$IMAGE" serve /mnt/models/m\n'
+                            'docker run --env-file /run/gemma-vllm/vllm.env --entrypoint python3 "$IMAGE" -c '
+                            "'import sys, types; ...; sys.exit(guard.launch(sys.argv[1:]))' '{...}' serve "
+                            "/mnt/models/m --middleware gemma_serving_guard.RouteGuard\n"
                         },
                         "labels": {"managed-by": "gemma-serving"},
                     },

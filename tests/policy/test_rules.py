@@ -57,6 +57,7 @@ from tests.policy.props import (
     tpu_request,
     validation_args,
 )
+from tests.policy.route_guard_cases import GUARD_BAD, GUARD_GOOD
 
 RUN_MEMBER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 RUN_BINDING = "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding"
@@ -792,8 +793,8 @@ BAD: list[Case] = [
 ]
 
 
-GOOD += [Case(*case) for case in K8S_GOOD + GATEWAY_GOOD]
-BAD += [Case(*case) for case in K8S_BAD + GATEWAY_BAD]
+GOOD += [Case(*case) for case in K8S_GOOD + GATEWAY_GOOD + GUARD_GOOD]
+BAD += [Case(*case) for case in K8S_BAD + GATEWAY_BAD + GUARD_BAD]
 GOOD += [Case(*case) for case in GKE_CLUSTER_GOOD]
 BAD += [Case(*case) for case in GKE_CLUSTER_BAD]
 

@@ -168,4 +168,4 @@ def test_a_speed_record_shows_beside_the_ceilings(tmp_path: Path, monkeypatch: p
     estimated = row["estimatedAtMeasured"]
     assert estimated["users"] == 8
     assert estimated["outputTokensPerS"] > 0
-    assert "error against measured figures" in estimated["error"]
+    assert "median |error|" in estimated["error"], "the error the fit showed on this family and kind of workload"

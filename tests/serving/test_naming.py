@@ -88,8 +88,9 @@ def test_every_type_token_is_a_component_of_some_plan() -> None:
     """A component whose token changed without the readers knowing would be missed in URN lookups."""
     types = {resource.type for stack in ("l4", "tpu-v6e", "gke-tpu-v6e") for resource in render_stack(stack).resources}
     tokens = {value for key, value in vars(TypeToken).items() if key.isupper()}
-    # The derived image and the bench job appear only with a `registry.build` / `bench` block.
-    assert tokens - types == {TypeToken.DERIVED_IMAGE, TypeToken.BENCH_JOB}
+    # The derived image, the bench job and the adapters' import identity appear only with a `registry.build`,
+    # `bench` or `adapters` block.
+    assert tokens - types == {TypeToken.DERIVED_IMAGE, TypeToken.BENCH_JOB, TypeToken.IMPORT_IDENTITY}
 
 
 def test_a_long_stack_name_still_gives_a_valid_account_id() -> None:

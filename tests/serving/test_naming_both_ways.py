@@ -303,7 +303,13 @@ def test_from_the_plan_containers_to_the_module(stack: str, overrides: dict[str,
 
 DERIVED = OPTIONAL["derived_image"][1]
 # The plans that between them register every component: each platform, and the optional blocks.
-TOKEN_PLANS: list[tuple[str, dict[str, str]]] = [("l4", BENCH), ("l4", DERIVED), ("tpu-v6e", {}), ("gke-tpu-v6e", {})]
+TOKEN_PLANS: list[tuple[str, dict[str, str]]] = [
+    ("l4", BENCH),
+    ("l4", DERIVED),
+    ("tpu-v6e", {}),
+    ("gke-tpu-v6e", {}),
+    ("gemma4-12b-adapters-l4", {}),
+]
 
 
 def _type_tokens() -> set[str]:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from serving.lora import GUARD_MIDDLEWARE, RESOLVER_ENV, derive_lora_limits, rank_choices
+from serving.lora import RESOLVER_ENV, derive_lora_limits, rank_choices
+from serving.route_guard import GUARD_MIDDLEWARE
 from serving.vllm_args import check_serve_args
 from stacks.loading import StackConfigError, load_stack
 from tests.conftest import ROOT, render_stack, stack_config
@@ -52,7 +53,7 @@ def test_example_serves_two_adapters_with_flags_vllm_parses() -> None:
     assert check_serve_args(args) == []
     assert args[args.index("--max-lora-rank") + 1] == "32"  # the larger rank (32), a choice of vLLM's
     assert args[args.index("--max-loras") + 1] == "4"
-    assert args[args.index("--middleware") + 1] == GUARD_MIDDLEWARE
+    assert [args[i + 1] for i, arg in enumerate(args) if arg == "--middleware"][-1] == GUARD_MIDDLEWARE
     assert settings.lora_env()[RESOLVER_ENV] == "/mnt/models/adapters"
 
 
@@ -110,18 +111,28 @@ def test_capacity_grows_in_powers_of_two_and_rounds_rank_to_vllm_choices() -> No
         derive_lora_limits([4096])
 
 
-def _serving_template(adapters: list[dict[str, Any]]) -> str:
+def _serving_template(adapters: list[dict[str, Any]]) -> dict[str, Any]:
     """The service's template as the engine would diff it (values only Google knows shown as one marker)."""
     capture = render_stack(EXAMPLE, {ADAPTERS_KEY: json.dumps(adapters)})
     service = capture.one("gcp:cloudrunv2/service:Service")
-    return json.dumps(service.inputs["template"], sort_keys=True, default=lambda _unknown: "<computed>")
+    template: dict[str, Any] = json.loads(
+        json.dumps(service.inputs["template"], sort_keys=True, default=lambda _unknown: "<computed>")
+    )
+    return template
 
 
-def test_adding_a_third_adapter_changes_no_serving_revision() -> None:
-    """An adapter is a bucket folder: adding one must not roll out a new revision (a cold start for everyone)."""
+def test_a_third_adapter_changes_only_the_names_the_guard_admits() -> None:
+    """The guard refuses a `model` the stack does not declare, so a new adapter is a new revision (on a gated
+    stack, the candidate at 0% until promoted); nothing else of the template may change with it (the LoRA
+    slots grow in powers of two)."""
     two = _example_adapters()
     three = [*two, _adapter("legal-review", rank=8)]
-    assert _serving_template(two) == _serving_template(three)
+    templates = [_serving_template(two), _serving_template(three)]
+    configs = [json.loads(template["containers"][0]["commands"][3]) for template in templates]
+    assert configs[1]["names"] == [*configs[0]["names"], "legal-review"]
+    for template in templates:
+        template["containers"][0]["commands"][3] = "<guard config>"
+    assert templates[0] == templates[1]
     capture = render_stack(EXAMPLE, {ADAPTERS_KEY: json.dumps(three)})
     imports = {r.name for r in capture.of_type("gemma:storage:ModelImport")}
     assert f"gemma-{EXAMPLE}-import-a-legal-review" in imports

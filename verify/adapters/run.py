@@ -13,12 +13,16 @@ import asyncio
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple, Protocol
 
 import httpx
 import pydantic
 
 from remote.text import escape_controls
+from serving.adapter_versions import split_versioned
+from serving.lora_shapes import LayerShapes
 from verify import UsageError
+from verify.adapters.tensors import AdapterFiles, LocalFiles, TensorCheck, check_tensors, shapes_of_local_model
 from verify.discovery import AnswerError, served_models
 from verify.endpoint import EndpointOptions, Target
 from verify.prom import MetricsParseError, samples_by_name
@@ -68,6 +72,8 @@ class AdapterListing(pydantic.BaseModel):
 
     base_url: str
     base_models: list[str]
+    # Each base model's folder on the server (/v1/models `root`): where a local check finds its config.json.
+    base_roots: dict[str, str] = pydantic.Field(default_factory=dict)
     loaded: list[LoadedAdapter]
     running: list[str]
     waiting: list[str]
@@ -95,12 +101,17 @@ class ProbeOutcome(pydantic.BaseModel):
 
 
 class AdapterCheckReport(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+    # extra="ignore": read back from `--json` inside a promotion's report, which carries the computed fields.
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
 
     adapter: str
     base: str
     probes: list[ProbeOutcome]
     problems: list[str]
+    # The version that answered (for a public name, the one the route table names now).
+    served_as: str | None = None
+    # The loaded adapter's config and tensors against the model (verify/adapters/tensors.py); None: not run.
+    tensors: TensorCheck | None = None
 
     @pydantic.computed_field  # type: ignore[prop-decorator]
     @property
@@ -133,11 +144,13 @@ async def read_listing(client: httpx.AsyncClient, base_url: str, declared: Seque
             f"GET {exc.path} failed ({exc.problem.value}): cannot list what the server has loaded"
         ) from None
     base = [card.id for card in models.data if card.parent is None]
+    roots = {card.id: card.root for card in models.data if card.parent is None and card.root}
     loaded = [LoadedAdapter(name=card.id, base=card.parent, path=card.root) for card in models.data if card.parent]
     running, waiting, slots, note = await _lora_metrics(client)
     return AdapterListing(
         base_url=base_url,
         base_models=base,
+        base_roots=roots,
         loaded=loaded,
         running=running,
         waiting=waiting,
@@ -171,6 +184,30 @@ def _slots(label: str) -> int | None:
     return int(label) if _SLOTS.fullmatch(label) else None
 
 
+class TensorLocator(Protocol):
+    """Where an answering adapter version's files are, and the model's shapes to hold them to."""
+
+    def locate(self, served_as: str, adapter_root: str | None, base_root: str | None) -> TensorPlace | None: ...
+
+
+class TensorPlace(NamedTuple):
+    files: AdapterFiles
+    shapes: LayerShapes | None
+    shapes_from: str | None
+    rank: int | None = None
+
+
+class LocalTensors:
+    """A server on this machine: the folders /v1/models lists as the adapter's and the model's roots."""
+
+    def locate(self, served_as: str, adapter_root: str | None, base_root: str | None) -> TensorPlace | None:
+        del served_as
+        if not adapter_root or not Path(adapter_root).is_dir():
+            return None
+        shapes, source = shapes_of_local_model(base_root)
+        return TensorPlace(LocalFiles(Path(adapter_root)), shapes, source)
+
+
 def check_adapter(
     target: Target,
     options: AdaptersOptions,
@@ -178,18 +215,46 @@ def check_adapter(
     *,
     base_model: str | None = None,
     reach: Reach | None = None,
+    tensors: TensorLocator | None = None,
 ) -> AdapterCheckReport:
-    """Send ``adapter``'s probes under its name and under the base model; report what differs."""
+    """Send ``adapter``'s probes under its name and under the base model, then hold the version that answered
+    to the model's shapes (``tensors``: where its files are; default: a server on this machine)."""
 
     async def checked() -> AdapterCheckReport:
         async with endpoint_client(target, options, reach) as client:
-            base = base_model or target.model or await _the_base(client)
-            return await probe_adapter(client, adapter, base=base, max_tokens=options.max_tokens)
+            base = base_model or target.model or await the_base(client)
+            report = await probe_adapter(client, adapter, base=base, max_tokens=options.max_tokens)
+            return await with_tensor_check(client, report, tensors or LocalTensors())
 
     return asyncio.run(checked())
 
 
-async def _the_base(client: httpx.AsyncClient) -> str:
+async def with_tensor_check(
+    client: httpx.AsyncClient, report: AdapterCheckReport, locator: TensorLocator
+) -> AdapterCheckReport:
+    """The report with the tensor check of the version that answered (as /v1/models lists it once loaded)."""
+    served_as = report.served_as
+    if served_as is None:
+        return report
+    listing = await read_listing(client, "", ())
+    adapter_root = next((card.path for card in listing.loaded if card.name == served_as), None)
+    base_root = listing.base_roots.get(report.base)
+    place = locator.locate(served_as, adapter_root, base_root)
+    if place is None:
+        note = f"the files of {served_as} are not reachable from here (give --stack, or run beside the server)"
+        checked = TensorCheck(where=adapter_root, files=[], tensors=0, shapes_from=None, problems=[], note=note)
+    else:
+        checked = check_tensors(
+            place.files, name=served_as, rank=place.rank, shapes=place.shapes, shapes_from=place.shapes_from
+        )
+    problems = [*report.problems, *(f"tensors: {problem}" for problem in checked.problems[:8])]
+    if len(checked.problems) > 8:
+        problems.append(f"tensors: and {len(checked.problems) - 8} more")
+    return report.model_copy(update={"tensors": checked, "problems": problems})
+
+
+async def the_base(client: httpx.AsyncClient) -> str:
+    """The one base model the server lists (UsageError when it lists several: name it with --model)."""
     listing = await read_listing(client, "", ())
     if len(listing.base_models) != 1:
         raise UsageError(f"the server lists base models {listing.base_models}; pass --model BASE")
@@ -207,7 +272,20 @@ async def probe_adapter(
             f"{adapter.name} answered every probe exactly as the base {base} did at temperature 0: the adapter "
             "changes nothing (zero weights, or served as the base)"
         )
-    return AdapterCheckReport(adapter=adapter.name, base=base, probes=outcomes, problems=problems)
+    answered = sorted({o.answered_as for o in outcomes if o.answered_as and answers_as(adapter.name, o.answered_as)})
+    served_as = answered[0] if len(answered) == 1 else None
+    if len(answered) > 1:
+        problems.append(f"{adapter.name} answered as {answered}: more than one version within one check")
+    return AdapterCheckReport(adapter=adapter.name, base=base, probes=outcomes, problems=problems, served_as=served_as)
+
+
+def answers_as(asked: str, answered: str | None) -> bool:
+    """Whether an answer came from what was asked: the same name, or for a public adapter name one of its
+    versions (the route table rewrites `support-bot` to `support-bot@v4`, and the answer says which)."""
+    if answered == asked:
+        return True
+    versioned = split_versioned(answered or "")
+    return versioned is not None and split_versioned(asked) is None and versioned[0] == asked
 
 
 async def _probe(client: httpx.AsyncClient, name: str, base: str, probe: Probe, max_tokens: int) -> ProbeOutcome:
@@ -224,7 +302,7 @@ async def _probe(client: httpx.AsyncClient, name: str, base: str, probe: Probe, 
         problems.append(
             f"{name} did not answer{status}: {escape_controls(mine.failure.detail or mine.failure.kind.value)}"
         )
-    elif mine.model != name:
+    elif not answers_as(name, mine.model):
         problems.append(f"asked for {name}, the answer came from {escape_controls(str(mine.model))}")
     if theirs.failure is not None:
         problems.append(f"the base {escape_controls(base)} did not answer, so nothing to compare with")

@@ -12,7 +12,15 @@ import pydantic
 
 from preview.stack_file import project_root
 from verify import UsageError
-from verify.advise.options import HOURS_PER_MONTH, PLATFORMS, PROVISIONING, AdviseOptions, parse_lengths, parse_slo
+from verify.advise.options import (
+    HOURS_PER_MONTH,
+    PLATFORMS,
+    PROVISIONING,
+    AdviseOptions,
+    parse_draft_tokens,
+    parse_lengths,
+    parse_slo,
+)
 from verify.advise.report import render
 from verify.advise.run import run_advise
 from verify.advise.write import PLACEHOLDER_REVISION, write_stack
@@ -33,6 +41,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--lengths",
         metavar="P:O:SHARE,...",
         help="a length distribution instead: prompt:output:share classes, e.g. 2048:256:0.7,8192:512:0.3",
+    )
+    parser.add_argument(
+        "--reused-tokens",
+        type=int,
+        default=0,
+        help="prompt tokens each request shares with earlier ones (a system prompt, the conversation so far): the "
+        "prefix cache serves them (default 0: unknown traffic, every prompt prefilled cold)",
+    )
+    parser.add_argument(
+        "--distinct-prefixes",
+        type=int,
+        default=1,
+        help="how many different reused prefixes are in play at once: 1 for one shared system prompt, the users "
+        "for per-user histories (their KV must stay cached for the hits; default 1)",
+    )
+    parser.add_argument(
+        "--draft-tokens",
+        default="0,2,4",
+        metavar="K,...",
+        help="MTP draft lengths to weigh where the catalog has a drafter, 0 = off (default 0,2,4)",
     )
     load = parser.add_mutually_exclusive_group(required=True)
     load.add_argument("--users", type=int, help="concurrent users, each sending its next request when answered")
@@ -64,6 +92,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--write", metavar="NAME", help="write Pulumi.NAME.yaml for the chosen row (rank 1 by default)")
     parser.add_argument("--pick", type=int, default=1, metavar="RANK", help="the row --write writes (default 1)")
     parser.add_argument("--revision", help="the 40-hex commit --write pins (default: the one a shipped stack pins)")
+    parser.add_argument(
+        "--drafter-revision", help="the 40-hex commit of the MTP drafter --write pins, for a row that drafts"
+    )
     parser.add_argument("--force", action="store_true", help="let --write replace an existing stack file")
     parser.set_defaults(handler=_advise)
 
@@ -89,6 +120,9 @@ def options_from(args: argparse.Namespace) -> AdviseOptions:
             "max_replicas": args.max_replicas,
             "kv_cache_dtype": args.kv_cache_dtype,
             "top": args.top,
+            "reused_tokens": args.reused_tokens,
+            "distinct_prefixes": args.distinct_prefixes,
+            "draft_tokens": parse_draft_tokens(str(args.draft_tokens)),
         }
         if args.lengths is not None:
             return AdviseOptions.with_lengths(parse_lengths(str(args.lengths)), **values)
@@ -109,7 +143,14 @@ def _advise(args: argparse.Namespace) -> int:
         chosen = [row for row in report.rows if row.rank == args.pick]
         if not chosen:
             raise UsageError(f"--pick {args.pick}: the answer has ranks 1 to {len(report.rows)}")
-        path = write_stack(project_root(), str(args.write), chosen[0], revision=args.revision, force=args.force)
+        path = write_stack(
+            project_root(),
+            str(args.write),
+            chosen[0],
+            revision=args.revision,
+            drafter_revision=args.drafter_revision,
+            force=args.force,
+        )
         if f"revision: '{PLACEHOLDER_REVISION}'" in path.read_text(encoding="utf-8"):
             print(
                 f"wrote {path.name}, with a PLACEHOLDER model.revision: no stack here or catalog entry pins "

@@ -12,6 +12,8 @@ HOURS_PER_MONTH = 730.0
 PLATFORMS = ("cloud-run", "tpu", "gke")
 PROVISIONING = ("on-demand", "spot", "flex-start")
 SLO_KEYS = ("p95_ttft_ms", "p95_tpot_ms", "goodput")
+# The longest MTP draft advise weighs: the upper end of upstream's recommended 4-8 (vllm-project/recipes Gemma 4).
+MAX_DRAFT_TOKENS = 8
 
 
 class _Model(pydantic.BaseModel):
@@ -95,6 +97,13 @@ class AdviseOptions(_Model):
     top: int = pydantic.Field(default=10, ge=1)
     # A length distribution; prompt_tokens and output_tokens are then its weighted means.
     lengths: tuple[LengthClass, ...] = ()
+    # Prefix reuse: how many of each prompt's tokens another request already sent (a shared system prompt, the
+    # conversation so far), and how many such prefixes are in play at once (their KV is what the cache must keep).
+    # 0 for unknown traffic: every prompt prefilled cold.
+    reused_tokens: int = pydantic.Field(default=0, ge=0)
+    distinct_prefixes: int = pydantic.Field(default=1, ge=1)
+    # MTP speculative decoding as candidates: the draft lengths to weigh where the catalog has a drafter (0: off).
+    draft_tokens: tuple[int, ...] = (0, 2, 4)
 
     @classmethod
     def with_lengths(cls, lengths: tuple[LengthClass, ...], **values: object) -> AdviseOptions:
@@ -126,6 +135,14 @@ class AdviseOptions(_Model):
         return max(c.prompt_tokens for c in self.lengths)
 
     def describe_workload(self) -> str:
+        reuse = (
+            f", {self.reused_tokens:,} of each prompt's tokens reused ({self.distinct_prefixes} distinct prefixes)"
+            if self.reused_tokens
+            else ""
+        )
+        return self._describe_lengths() + reuse
+
+    def _describe_lengths(self) -> str:
         if not self.lengths:
             return f"{self.prompt_tokens:,} prompt + {self.output_tokens:,} output tokens a request"
         total = sum(c.weight for c in self.lengths)
@@ -145,9 +162,27 @@ class AdviseOptions(_Model):
         wrong = [p for p in self.provisioning if p not in PROVISIONING]
         if wrong:
             raise ValueError(f"provisioning {wrong[0]!r}: allowed: {', '.join(PROVISIONING)}")
+        if self.reused_tokens > self.prompt_tokens:
+            raise ValueError(
+                f"--reused-tokens {self.reused_tokens}: at most the prompt's {self.prompt_tokens} tokens (a request "
+                "cannot reuse more than it sends)"
+            )
+        if not self.draft_tokens or any(not 0 <= k <= MAX_DRAFT_TOKENS for k in self.draft_tokens):
+            raise ValueError(f"--draft-tokens: each between 0 (MTP off) and {MAX_DRAFT_TOKENS}")
         return self
 
     def describe_load(self) -> str:
         if self.users is not None:
             return f"{self.users} concurrent users (closed loop)"
         return f"{self.rate:g} requests/s (Poisson arrivals)"
+
+
+def parse_draft_tokens(text: str) -> tuple[int, ...]:
+    """``--draft-tokens 0,2,4``: the MTP draft lengths to weigh (0 is MTP off); UsageError naming the flag."""
+    try:
+        found = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise UsageError(f"--draft-tokens {text!r}: expected comma-separated integers, e.g. 0,2,4") from None
+    if not found or any(not 0 <= k <= MAX_DRAFT_TOKENS for k in found):
+        raise UsageError(f"--draft-tokens {text!r}: each between 0 (MTP off) and {MAX_DRAFT_TOKENS}")
+    return found

@@ -60,6 +60,8 @@ class Row(_Model):
     caveats: tuple[str, ...] = ()
     # False: no public source shows this variant running on this accelerator (ranked after confirmed rows).
     support_confirmed: bool = True
+    # MTP speculative decoding: draft tokens a step the row was estimated with (0: off).
+    speculative_tokens: int = 0
 
 
 # Marks a row whose support is unconfirmed, in the table and in the note that explains it.
@@ -135,7 +137,7 @@ def render(report: AdviseReport) -> str:
         (
             str(row.rank),
             row.model + ("" if row.support_confirmed else f" {UNCONFIRMED_MARK}"),
-            row.variant,
+            row.variant + (f" +MTP-{row.speculative_tokens}" if row.speculative_tokens else ""),
             row.shape,
             f"{row.platform} {row.region}" + ("" if row.provisioning == "on-demand" else f" {row.provisioning}"),
             str(row.tensor_parallel),

@@ -19,11 +19,12 @@ from pathlib import Path
 
 from preview.stack_file import project_root
 from serving.catalog import CatalogModel, SupportStatus, catalog, catalog_model
-from serving.latency import AtLoad, Replica, Requests, at_rate, prefill_seconds, with_users
+from serving.latency import AtLoad, Replica, Requests, at_rate, decode_step, prefill_seconds, with_users
 from serving.pricing import HourlyPrice
-from serving.speed_facts import fitted_efficiency
+from serving.shapes import accelerator_facts
+from serving.speculation import Counters
 from serving.speed_records import SpeedRecord, load_speed_records, matching
-from stacks.estimate import basis_of, replica_of
+from stacks.estimate import basis_of, host_vcpus_of, replica_of, stated_error
 from stacks.fit import Fit, Shape, Workload, fit
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
@@ -53,10 +54,13 @@ class Candidate:
     replicas_per_unit: int = 1
     # Whether a public source shows this variant running on this accelerator (the catalog's support entry).
     support_confirmed: bool = True
+    # MTP draft tokens a step (0: off).
+    speculative_tokens: int = 0
 
     @property
     def label(self) -> str:
-        return f"{self.model.id} {self.variant} on {self.offer.name}"
+        mtp = f" +MTP-{self.speculative_tokens}" if self.speculative_tokens else ""
+        return f"{self.model.id} {self.variant}{mtp} on {self.offer.name}"
 
 
 def _refusal_kind(message: str) -> str:
@@ -94,8 +98,11 @@ def _catalog_fit(model_id: str, variant: str, shape: Shape, workload: Workload) 
     return fit(catalog_model(model_id), variant, shape, workload)
 
 
-def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
-    """Every model x variant x offer the constraints allow that fits, with its replica model."""
+def candidates(
+    options: AdviseOptions, excluded: _Excluded, records: list[SpeedRecord] | None = None
+) -> list[Candidate]:
+    """Every model x variant x offer the constraints allow that fits, with its replica model (MTP at the acceptance
+    a speed record of the checkpoints measured, where one did)."""
     found_offers, ruled_out = offers(
         platforms=options.platforms, region=options.region, provisioning=options.provisioning
     )
@@ -104,7 +111,11 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
     # The longest request decides max-model-len and how many fit the KV cache (the mean, how fast they go).
     longest_prompt, longest_output = options.longest
     workload = Workload(
-        context_tokens=longest_prompt, output_tokens=longest_output, kv_cache_dtype=options.kv_cache_dtype
+        context_tokens=longest_prompt,
+        output_tokens=longest_output,
+        kv_cache_dtype=options.kv_cache_dtype,
+        reused_tokens=min(options.reused_tokens, longest_prompt),
+        distinct_prefixes=options.distinct_prefixes,
     )
     found: list[Candidate] = []
     for model in catalog().values():
@@ -121,38 +132,99 @@ def candidates(options: AdviseOptions, excluded: _Excluded) -> list[Candidate]:
                 # A GKE node runs node GPUs / TP replicas side by side (the matrix's choice: the smallest TP that
                 # fits); elsewhere one replica takes the whole shape.
                 tensor_parallel = answer.tensor_parallel if offer.platform == "gke" else offer.chips
-                replica = replica_of(
-                    model,
-                    variant,
-                    offer.accelerator.value,
-                    tensor_parallel,
-                    batch_cap=answer.sequences,
-                    kv_cache_dtype=options.kv_cache_dtype,
-                )
                 support = model.variant(variant).support(offer.accelerator)
                 caveats = tuple(answer.warnings)
                 if support.status is SupportStatus.UNCONFIRMED and not any("unconfirmed" in w for w in caveats):
                     caveats = (f"support on {offer.accelerator.value} unconfirmed: {support.why}", *caveats)
-                found.append(
-                    Candidate(
+                for draft in _draft_lengths(model, variant, offer, options):
+                    replica = replica_of(
                         model,
                         variant,
-                        offer,
-                        replica,
-                        workload.sequence_tokens,
-                        caveats,
-                        tensor_parallel=tensor_parallel,
-                        replicas_per_unit=offer.chips // tensor_parallel,
-                        support_confirmed=support.status is not SupportStatus.UNCONFIRMED,
+                        offer.accelerator.value,
+                        tensor_parallel,
+                        batch_cap=answer.sequences,
+                        kv_cache_dtype=options.kv_cache_dtype,
+                        speculative_tokens=draft,
+                        counters=measured_counters(records or [], model.id, variant) if draft else None,
+                        host_vcpus=host_vcpus_of(offer.name),
+                        kv_sequences=float(answer.sequences),
                     )
-                )
+                    if draft and not _drafts_pay(replica, options):
+                        excluded.add("MTP would not speed up one stream's decode", f"{model.id} {variant} +MTP-{draft}")
+                        continue
+                    found.append(
+                        Candidate(
+                            model,
+                            variant,
+                            offer,
+                            replica,
+                            workload.sequence_tokens,
+                            caveats + (_mtp_caveat(replica) if draft else ()),
+                            tensor_parallel=tensor_parallel,
+                            replicas_per_unit=offer.chips // tensor_parallel,
+                            support_confirmed=support.status is not SupportStatus.UNCONFIRMED,
+                            speculative_tokens=draft,
+                        )
+                    )
     return found
+
+
+def _draft_lengths(model: CatalogModel, variant: str, offer: Offer, options: AdviseOptions) -> tuple[int, ...]:
+    """The MTP draft lengths to weigh: the options' where the catalog pairs the variant with a drafter, else off.
+    TPUs have no MTP path in the project's vllm-tpu (vllm-project/tpu-inference ships no Gemma 4 drafter)."""
+    drafter = model.drafters.get(model.variant(variant).drafter)
+    if drafter is None or accelerator_facts(offer.accelerator.value).family == "tpu":
+        return (0,)
+    return options.draft_tokens
+
+
+def measured_counters(records: list[SpeedRecord], model: str, variant: str) -> Counters | None:
+    """The speculative-decoding counters the project's speed records measured for these checkpoints, summed (the
+    acceptance is the checkpoints' and the traffic's, not the shape's); None where none did."""
+    found = [r for r in records if (r.model, r.variant) == (model, variant) and r.spec_decode_drafts]
+    if not found:
+        return None
+    drafts = sum(r.spec_decode_drafts or 0.0 for r in found)
+    accepted = sum(r.spec_decode_accepted or 0.0 for r in found)
+    length = max(found, key=lambda r: r.spec_decode_drafts or 0.0).speculative_tokens
+    return Counters(drafts, accepted, length, f"{len(found)} speed record(s), e.g. {found[0].cite()}")
+
+
+def _drafts_pay(replica: Replica, options: AdviseOptions) -> bool:
+    """Whether MTP makes one stream's decode faster at the workload's context: where it does not (a low acceptance,
+    a compute-bound step), it cannot at any batch, and a slower decode only throttles a closed loop's prompts."""
+    speculation = replica.speculation
+    if speculation is None:
+        return True
+    context = options.prompt_tokens + options.output_tokens / 2
+    model, hardware, efficiency = replica.model, replica.hardware, replica.efficiency
+    step, tokens = decode_step(model, hardware, efficiency, 1, context, speculation)
+    return step / tokens < decode_step(model, hardware, efficiency, 1, context)[0]
+
+
+def _mtp_caveat(replica: Replica) -> tuple[str, ...]:
+    speculation = replica.speculation
+    if speculation is None:
+        return ()
+    text = (
+        f"MTP-{speculation.draft_tokens} at {speculation.acceptance:.2f} acceptance a position "
+        f"({speculation.tokens_per_step():.2f} tokens a step), {speculation.source[:160]}: measure it "
+        "(`gemma-verify bench` records vllm:spec_decode_* counters) before relying on the gain"
+    )
+    return (text,)
+
+
+def _requests(options: AdviseOptions, prompt_tokens: int | None = None) -> Requests:
+    prompt = prompt_tokens or options.prompt_tokens
+    return Requests(
+        prompt, options.output_tokens, min(options.reused_tokens, prompt), max(options.distinct_prefixes, 1)
+    )
 
 
 def _state(candidate: Candidate, options: AdviseOptions, replicas: int) -> AtLoad:
     """The replica at its share of the load, for the mean request. With a length distribution the p95 TTFT
     is that of the p95 prompt: the waits at the mean, plus the longer prompt's own prefill."""
-    requests = Requests(options.prompt_tokens, options.output_tokens)
+    requests = _requests(options)
     if options.users is not None:
         state = with_users(candidate.replica, requests, options.users / replicas)
     else:
@@ -162,9 +234,21 @@ def _state(candidate: Candidate, options: AdviseOptions, replicas: int) -> AtLoa
     if state.saturated or tail <= options.prompt_tokens:
         return state
     replica = candidate.replica
-    longer = prefill_seconds(replica.model, replica.hardware, replica.efficiency, tail, chunk=replica.batched_tokens)
+    longer = prefill_seconds(
+        replica.model,
+        replica.hardware,
+        replica.efficiency,
+        tail,
+        chunk=replica.batched_tokens,
+        cached=replica.cached_tokens(_requests(options, tail), state.decode_batch),
+    )
     mean = prefill_seconds(
-        replica.model, replica.hardware, replica.efficiency, options.prompt_tokens, chunk=replica.batched_tokens
+        replica.model,
+        replica.hardware,
+        replica.efficiency,
+        options.prompt_tokens,
+        chunk=replica.batched_tokens,
+        cached=state.cached_tokens,
     )
     return dataclasses.replace(state, ttft_p95_s=state.ttft_p95_s + max(longer - mean, 0.0))
 
@@ -183,7 +267,7 @@ def _meets(state: AtLoad, options: AdviseOptions, replicas: int) -> bool:
 # A replica's state at a load depends only on what the replica is, not on where it is rented: the same chips of
 # the same accelerator serve the same way on Cloud Run, a TPU VM or a GKE node. Keyed so, one run computes each
 # state once (a v6e-1 slice and a ct6e-standard-1t node, on-demand and spot, share theirs).
-_StateKey = tuple[str, str, str, int, int, int, int]
+_StateKey = tuple[str, str, str, int, int, int, int, int]
 
 
 def _state_key(candidate: Candidate, replicas: int) -> _StateKey:
@@ -195,6 +279,7 @@ def _state_key(candidate: Candidate, replicas: int) -> _StateKey:
         candidate.tensor_parallel,
         replica.batch_cap,
         replica.batched_tokens,
+        candidate.speculative_tokens,
         replicas,
     )
 
@@ -276,12 +361,15 @@ def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOpti
         usd_per_million_output=per_second * (1 - share) / output_tps * 1e6 if output_tps else None,
         scales_to_zero=offer.scales_to_zero,
         latency_basis=Basis(
-            kind="estimated", source=basis_of(candidate.replica), error=fitted_efficiency().stated_error()
+            kind="estimated",
+            source=basis_of(candidate.replica),
+            error=stated_error(candidate.replica, options.prompt_tokens),
         ),
         price_basis=_price_basis(price, fixed, units),
         cost_split=COST_SPLIT,
         caveats=candidate.caveats,
         support_confirmed=candidate.support_confirmed,
+        speculative_tokens=candidate.speculative_tokens,
     )
 
 
@@ -294,7 +382,7 @@ def _with_measured(row: Row, records: list[SpeedRecord], options: AdviseOptions)
     found = [
         r
         for r in matching(records, row.model, row.variant, row.shape, options.prompt_tokens, options.output_tokens)
-        if r.concurrency == per_replica
+        if r.concurrency == per_replica and r.speculative_tokens == row.speculative_tokens
     ]
     if not found:
         return row
@@ -349,6 +437,22 @@ def _price_basis(price: HourlyPrice, fixed: HourlyPrice | None, units: int) -> B
     )
 
 
+def _best_draft_length(rows: list[Row]) -> list[Row]:
+    """One row per deployment: of its MTP candidates (off, and each draft length), the cheapest whose TPOT is no
+    worse than MTP off's; at the same cost MTP off, then the shorter draft (a drafter that saves no replica is not
+    worth its memory and its risk, and one that saves replicas only by slowing decode throttles the users)."""
+    groups: dict[tuple[str, ...], list[Row]] = {}
+    for row in rows:
+        key = (row.model, row.variant, row.shape, row.platform, row.region, row.provisioning, row.zone or "")
+        groups.setdefault(key, []).append(row)
+    chosen = []
+    for group in groups.values():
+        off = next((row for row in group if not row.speculative_tokens), None)
+        fair = [row for row in group if off is None or row.tpot_ms <= off.tpot_ms]
+        chosen.append(min(fair or group, key=lambda r: (r.usd_per_month, r.speculative_tokens)))
+    return chosen
+
+
 def run_advise(
     options: AdviseOptions, *, root: Path | None = None, clock: Callable[[], float] = time.perf_counter
 ) -> AdviseReport:
@@ -359,7 +463,7 @@ def run_advise(
     records = load_speed_records(project_root(root))
     rows: list[Row] = []
     states: dict[_StateKey, AtLoad] = {}
-    for candidate in candidates(options, excluded):
+    for candidate in candidates(options, excluded, records):
         found = fewest_replicas(candidate, options, states)
         if found is None:
             limit = min(candidate.offer.max_replicas, options.max_replicas)
@@ -380,6 +484,7 @@ def run_advise(
             excluded.add(f"over the budget of ${options.budget_usd_per_month:,.0f}/month", candidate.label)
             continue
         rows.append(row)
+    rows = _best_draft_length(rows)
     # Cheapest first among what is known to run; a combination no public source shows running comes after
     # every confirmed one, however cheap (the user deploys rank 1; it must not be a guess).
     rows.sort(key=lambda r: (not r.support_confirmed, r.usd_per_month, r.p95_ttft_ms))

@@ -45,7 +45,7 @@ def pinned_revision(root: Path, model: str, variant: str) -> tuple[str, str] | N
     return None
 
 
-def stack_document(row: Row, *, revision: str) -> dict[str, Any]:
+def stack_document(row: Row, *, revision: str, drafter_revision: str | None = None) -> dict[str, Any]:
     """The stack's config, as `Pulumi.<stack>.yaml` holds it."""
     tpu = accelerator_facts(row.accelerator).family == "tpu"
     vllm: dict[str, Any] = {
@@ -54,11 +54,16 @@ def stack_document(row: Row, *, revision: str) -> dict[str, Any]:
         "kvCacheDtype": "fp8_e5m2" if row.platform == "tpu" else "fp8",
         "gpuMemoryUtilization": 0.9,
     }
+    model: dict[str, Any] = {"id": row.model, "variant": row.variant, "revision": revision}
+    if row.speculative_tokens:
+        # The drafter the catalog pairs with the variant, at the draft length the row was estimated with.
+        vllm["speculative"] = {"method": "mtp", "numSpeculativeTokens": row.speculative_tokens}
+        model["drafterRevision"] = drafter_revision or recorded_drafter_revision(row)
     config: dict[str, Any] = {
         "gemma-serving:accelerator": row.accelerator,
         "gemma-serving:region": row.region,
         "gemma-serving:image": TPU_IMAGE if tpu else GPU_IMAGE,
-        "gemma-serving:model": {"id": row.model, "variant": row.variant, "revision": revision},
+        "gemma-serving:model": model,
         "gemma-serving:vllm": vllm,
     }
     if row.platform == "tpu":
@@ -89,8 +94,24 @@ def stack_document(row: Row, *, revision: str) -> dict[str, Any]:
     return {"config": config}
 
 
-def write_stack(root: Path, name: str, row: Row, *, revision: str | None = None, force: bool = False) -> Path:
-    """Write Pulumi.NAME.yaml in ``root`` for ``row``; UsageError on a bad name or an existing file."""
+def recorded_drafter_revision(row: Row) -> str:
+    """The commit the catalog records as pinned in public for the row's MTP drafter, else the placeholder."""
+    entry = catalog_model(row.model)
+    recorded = pins_of(entry.variant(row.variant).drafter)
+    return recorded[0].revision if recorded else PLACEHOLDER_REVISION
+
+
+def write_stack(
+    root: Path,
+    name: str,
+    row: Row,
+    *,
+    revision: str | None = None,
+    drafter_revision: str | None = None,
+    force: bool = False,
+) -> Path:
+    """Write Pulumi.NAME.yaml in ``root`` for ``row`` (with its MTP drafter pinned at ``drafter_revision`` when
+    the row drafts); UsageError on a bad name or an existing file."""
     if not name or any(c not in _NAME for c in name):
         raise UsageError(f"--write {name!r}: a stack name is lowercase letters, digits and '-'")
     path = root / f"Pulumi.{name}.yaml"
@@ -122,6 +143,11 @@ def write_stack(root: Path, name: str, row: Row, *, revision: str | None = None,
         f"# model.revision: {origin}.",
         "# gcp:project is not set here: `pulumi config set gcp:project <your-project-id>`.",
     ]
-    body = yaml.safe_dump(stack_document(row, revision=chosen), sort_keys=False)
+    if row.speculative_tokens:
+        header.append(
+            f"# MTP-{row.speculative_tokens}: model.drafterRevision pins the drafter "
+            + ("given with --drafter-revision." if drafter_revision else "the catalog records, or the placeholder.")
+        )
+    body = yaml.safe_dump(stack_document(row, revision=chosen, drafter_revision=drafter_revision), sort_keys=False)
     path.write_text("\n".join(header) + "\n" + body, encoding="utf-8")
     return path

@@ -158,6 +158,10 @@ class CellRecord(pydantic.BaseModel):
     # The workload's shape (verify.bench.scenarios) and what the server's prefix cache did during the cell.
     scenario: str | None = None
     prefix_cache_hit_rate: float | None = None
+    # The server's speculative-decoding counters during the cell (vllm:spec_decode_num_drafts and
+    # ..._num_accepted_tokens): the measured acceptance of the served checkpoints the latency model uses.
+    spec_decode_drafts: float | None = None
+    spec_decode_accepted_tokens: float | None = None
     # ``--scenario needle``: the share of completed answers that held the passcode hidden in their prompt.
     needle_recall: float | None = None
 

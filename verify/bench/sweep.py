@@ -493,6 +493,11 @@ async def run_cell(
         extra["prefix_cache_hit_rate"] = None if after is None else after.since(before).prefix_cache_hit_rate
     if endpoint.speculative_tokens is None:
         endpoint = dataclasses.replace(endpoint, speculative_tokens=server_metrics.draft_tokens_per_step(before, after))
+    during = None if before is None or after is None else after.since(before)
+    if during is not None and during.spec_decode_drafts:
+        # The server's own counters give the served checkpoints' acceptance (serving/speculation.py).
+        extra["spec_decode_drafts"] = during.spec_decode_drafts
+        extra["spec_decode_accepted_tokens"] = during.spec_decode_accepted_tokens
     if scenario.kind is Scenario.NEEDLE:
         answers = [sample for share in shares for sample in share.samples]
         extra["needle_recall"] = needle_recall(answers, hidden_codes(measured_requests))

@@ -175,7 +175,8 @@ def test_write_produces_a_stack_that_previews(answer: AdviseReport, project: Pat
         assert document["gemma-serving:vllm"]["maxNumSeqs"] == row.batch_cap
         ensure_event_loop()
         # A placeholder revision (no stack or catalog pin) is refused by the preview until the user pins one.
-        placeholder = document["gemma-serving:model"]["revision"] == PLACEHOLDER_REVISION
+        model = document["gemma-serving:model"]
+        placeholder = PLACEHOLDER_REVISION in (model["revision"], model.get("drafterRevision"))
         code = preview_main(["--stack", name, "--root", str(project), "--format", "json"])
         assert code == (1 if placeholder else 0)
 
@@ -189,7 +190,14 @@ def test_every_ranked_row_writes_a_stack_that_previews_once_its_revision_is_pinn
     assert all(not (row.platform == "tpu" and row.provisioning == "on-demand") for row in answer.rows)
     for row in answer.rows[:5]:
         name = f"pinned-{row.rank}"
-        write_stack(project, name, row, revision="5e1f0c2d9a7b4e83c6d0f1a2b9e8c7d6a5f4e3b2")
+        # A row that drafts with MTP pins its drafter too (--drafter-revision).
+        write_stack(
+            project,
+            name,
+            row,
+            revision="5e1f0c2d9a7b4e83c6d0f1a2b9e8c7d6a5f4e3b2",
+            drafter_revision="6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b",
+        )
         ensure_event_loop()
         assert preview_main(["--stack", name, "--root", str(project), "--format", "json"]) == 0, row.shape
 

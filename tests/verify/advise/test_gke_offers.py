@@ -23,7 +23,8 @@ GKE_QUESTION = AdviseOptions(
     prompt_tokens=8192,
     output_tokens=512,
     users=50,
-    slo=Slo(p95_ttft_ms=2000),
+    # 8K-token prompts cold on an L4 need seconds of prefill: a 4 s TTFT leaves G2 rows to rank beside A3 and ct6e.
+    slo=Slo(p95_ttft_ms=4000),
     platforms=("gke",),
     provisioning=("on-demand", "spot"),
     top=100,

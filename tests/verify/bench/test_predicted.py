@@ -56,7 +56,7 @@ def test_compare_prints_measured_beside_the_estimate_with_its_basis(
     assert "in A: req/s" in out
     assert "in B: req/s" in out
     assert "estimate basis: latency model, docs/advisor.md" in out
-    assert "error against measured figures" in out
+    assert "median |error|" in out, "the error the fit showed on this family and kind of workload"
     text = markdown.read_text(encoding="utf-8")
     assert "## Measured beside the estimate" in text
     report = run_compare(a, b, CompareOptions(allow_mismatch=True))
