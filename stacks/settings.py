@@ -26,7 +26,7 @@ from serving.cloud_run_containers import split_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_problem
 from serving.container import MODEL_ROOT
-from serving.gcp_names import bucket_name_problem, bucket_path_problem
+from serving.gcp_names import bucket_name_problem
 from serving.images import CUDA_IMAGE, DEFAULT_IMAGES
 from serving.lora import (
     ROUTES_MIDDLEWARE,
@@ -64,7 +64,8 @@ from stacks.load_plan import (
     loader_args,
     streamer_sizing,
 )
-from stacks.model_load import FuseLoad, ModelLoad, StreamLoad, load_block
+from stacks.model_load import FuseLoad, StreamLoad
+from stacks.model_settings import ModelSettings, bucket_path
 from stacks.monitoring import MonitoringSettings
 from stacks.placement_cost import worst_case_shape
 from stacks.registry import RegistrySettings
@@ -75,13 +76,6 @@ from stacks.weights import ModelImportSettings, WeightSource
 
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-
-
-def _bucket_path(value: str) -> str:
-    problem = bucket_path_problem(value)
-    if problem:
-        raise ValueError(problem)
-    return value
 
 
 def _rented_on(platform: Platform) -> tuple[str, ...]:
@@ -105,41 +99,6 @@ def _offered_on(platform: Platform, accelerator: Accelerator) -> Accelerator:
 
 # How messages name a TPU stack: by the accelerator values that make one (the TPU VM shapes' generations).
 _TPU_STACK = " or ".join(_rented_on("tpu-vm"))
-
-
-class ModelSettings(SettingsModel):
-    """Which checkpoint to serve and under what name clients ask for it.
-
-    Short form: `id`, `variant` and `revision` name a catalog checkpoint (serving/catalog), and
-    stacks/catalog_model.py fills `path`, `source` (and the drafter's) from it before validation.
-    Long form: `path` and `source` directly.
-    """
-
-    # The catalog model, its variant, and the pinned commit of the variant's repo (short form).
-    id: str | None = None
-    variant: str | None = None
-    revision: str | None = None
-    # The pinned commit of the MTP drafter the catalog pairs with the variant (with vllm.speculative).
-    drafter_revision: str | None = None
-    # Directory of the checkpoint inside the model bucket (mounted at cloudRun.mount.mountPath).
-    path: str
-    served_name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
-    # Where `path` comes from; the import job copies it into the bucket. Unset: you fill the bucket yourself.
-    source: WeightSource | None = None
-    # Where the speculative drafter (vllm.speculative.drafter, its own bucket path) comes from.
-    drafter_source: WeightSource | None = None
-    # How vLLM reads the weights, the drafter's too: `fuse` (the default) or `stream` (stacks/model_load.py).
-    load: ModelLoad = FuseLoad()
-
-    @field_validator("path")
-    @classmethod
-    def _inside_bucket(cls, value: str) -> str:
-        return _bucket_path(value)
-
-    @field_validator("load", mode="before")
-    @classmethod
-    def _load_shorthand(cls, value: Any) -> Any:  # noqa: ANN401 - raw stack data
-        return load_block(value)
 
 
 def _written_keys(model: type[SettingsModel]) -> frozenset[str]:
@@ -236,7 +195,7 @@ class _StackSettings(SettingsModel):
     def _drafter_inside_bucket(self) -> Self:
         if self.drafter_path is not None:
             try:
-                _bucket_path(self.drafter_path)
+                bucket_path(self.drafter_path)
             except ValueError as error:
                 raise ValueError(f"vllm.speculative.drafter: {error}") from None
         return self
