@@ -11,6 +11,7 @@ import sys
 import pydantic
 
 from preview.stack_file import project_root
+from serving.workload_choices import KV_CACHE_DTYPES
 from verify import UsageError
 from verify.advise.options import (
     HOURS_PER_MONTH,
@@ -104,7 +105,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"hours a month with traffic, for platforms that scale to zero (default {HOURS_PER_MONTH:g})",
     )
     parser.add_argument("--max-replicas", type=int, default=16, help="most replicas to consider (default 16)")
-    parser.add_argument("--kv-cache-dtype", default="fp8")
+    dtypes = ", ".join(KV_CACHE_DTYPES)
+    parser.add_argument("--kv-cache-dtype", default="fp8", help=f"the KV cache's element type: {dtypes} (default fp8)")
     parser.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     parser.add_argument("--write", metavar="NAME", help="write Pulumi.NAME.yaml for the chosen row (rank 1 by default)")
