@@ -27,6 +27,7 @@ from serving.tpu_offers import (
     V6E_ZONES,
 )
 from stacks.base import SettingsModel
+from stacks.bounds import MAX_DURATION_SECONDS
 
 # A flex-start node's run when the stack names none: a working session, then it ends by itself.
 DEFAULT_FLEX_START_RUN_SECONDS = 4 * 3600
@@ -55,6 +56,8 @@ def parse_duration(value: object) -> int:
         raise ValueError(f"{value!r} is not a duration; write a whole number with s, m, h or d (e.g. 4h, 90m)")
     if seconds <= 0:
         raise ValueError(f"{value!r}: a duration must be positive")
+    if seconds > MAX_DURATION_SECONDS:
+        raise ValueError(f"{value!r}: a duration is at most 365d ({MAX_DURATION_SECONDS} s)")
     return seconds
 
 
