@@ -45,3 +45,6 @@ MAX_NODES: Final = 1000
 MAX_REPLICAS: Final = MAX_NODES * MAX_ACCELERATORS_PER_NODE
 # Run:ai Model Streamer threads (default 16, serving/cold_start.py): one per vCPU of the largest host is plenty.
 MAX_STREAMER_CONCURRENCY: Final = MAX_VCPUS
+# A count of instances beyond any project's quota, so that only a typo meets it; Cloud Run's own per-service
+# limit (1000, serving/cloud_run_limits.py) is checked after it with its own message.
+MAX_INSTANCES: Final = 10**6

@@ -13,11 +13,11 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from serving.cloud_run_limits import GPU_STARTUP_PROBE_MAX_SECONDS, MAX_CONCURRENCY, MAX_INSTANCES_PER_SERVICE
+from serving.cloud_run_limits import GPU_STARTUP_PROBE_MAX_SECONDS, MAX_CONCURRENCY
 from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.route_guard import env_problem
 from stacks.base import SettingsModel
-from stacks.bounds import MAX_MEMORY_GIB, MAX_POSIX_ID, MAX_VCPUS
+from stacks.bounds import MAX_INSTANCES, MAX_MEMORY_GIB, MAX_POSIX_ID, MAX_VCPUS
 
 # The startup window when modelLoadSeconds is unset and the checkpoint's size is unknown (no built-in
 # profile, no capacity.weightBytes): the default this setting had before the window was derived.
@@ -158,8 +158,8 @@ class CloudRunSettings(SettingsModel):
     memory_gib: int = Field(ge=1, le=MAX_MEMORY_GIB)
     # Requests one instance admits at once; unset means vllm.maxNumSeqs, so Cloud Run never caps the batch.
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
-    min_instances: int = Field(default=0, ge=0, le=MAX_INSTANCES_PER_SERVICE)
-    max_instances: int = Field(default=1, ge=1, le=MAX_INSTANCES_PER_SERVICE)
+    min_instances: int = Field(default=0, ge=0, le=MAX_INSTANCES)
+    max_instances: int = Field(default=1, ge=1, le=MAX_INSTANCES)
     request_timeout_seconds: int = Field(default=MAX_REQUEST_TIMEOUT_SECONDS, ge=1, le=MAX_REQUEST_TIMEOUT_SECONDS)
     # The time a cold instance needs to load the model and answer /health; the startup probe covers it.
     # Unset: derived from the checkpoint's bytes and model.load's read throughput (serving/cold_start.py),

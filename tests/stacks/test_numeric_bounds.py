@@ -153,11 +153,21 @@ def test_the_largest_int64_budget_is_accepted() -> None:
         ),
         ("l4", "cloudRun", ["mount", "uid"], 2**40, "gemma-serving:cloudRun.mount.uid: Input should be less than"),
         ("l4", "cloudRun", ["maxInstances"], 10**12, "gemma-serving:cloudRun.maxInstances: Input should be less than"),
+        ("l4", "cloudRun", ["maxInstances"], 100_000, "is beyond Cloud Run's per-service maximum; allowed: 1-1000"),
         ("gke-l4x4", "gke", ["replicas", "scaleDownStabilization"], "2h", "less than or equal to 3600"),
         ("tpu-v6e", "tpu", ["validUntilDuration"], "100000d", "a duration is at most 365d"),
         ("l4", "vllm", ["maxNumBatchedTokens"], 10**15, "gemma-serving:vllm.maxNumBatchedTokens: Input should be less"),
     ],
-    ids=["inf-cpu", "nan-memory", "uid", "instances", "stabilization", "duration", "batched-tokens"],
+    ids=[
+        "inf-cpu",
+        "nan-memory",
+        "uid",
+        "instances",
+        "instances-platform",
+        "stabilization",
+        "duration",
+        "batched-tokens",
+    ],
 )
 def test_an_absurd_number_is_one_error_naming_its_key(
     stack: str, key: str, path: list[str], value: object, expected: str
