@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from serving import least_squares
-from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
 from serving.catalog import catalog_model
 from serving.latency import AtLoad, Replica, Requests, with_users
 from serving.least_squares import Parameter
@@ -50,12 +49,8 @@ from serving.writeup_figures import Figure, Setup, Use, WriteupFigures
 from stacks.capacity import (
     GPU_BLOCK_SIZE,
     GPU_RUNTIME_OVERHEAD_GIB_PER_GPU,
-    LARGE_GPU_BATCHED_TOKENS,
-    LARGE_GPU_MIN_GIB,
-    SMALL_GPU_BATCHED_TOKENS,
     TPU_BLOCK_SIZE,
     TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP,
-    TPU_V6E_BATCHED_TOKENS,
 )
 from stacks.estimate import LONG_PROMPT, batched_tokens, host_vcpus_of
 from stacks.fit import Workload, shape_named
@@ -164,35 +159,31 @@ class Prediction:
         return self.error is not None and self.figure.use is Use.CHECK and not self.figure.flagged
 
 
-def _layout(setup: Setup) -> KvLayout:
-    return KvLayout.TPU if setup.accelerator is Accelerator.TPU_V6E else KvLayout.VLLM_HYBRID
-
-
 def _family(setup: Setup) -> str:
-    return "tpu" if setup.accelerator is Accelerator.TPU_V6E else "gpu"
+    """The setup's accelerator family in the shapes table: what the layout, memory and defaults follow."""
+    return accelerator_facts(setup.accelerator).family
+
+
+def _layout(setup: Setup) -> KvLayout:
+    return KvLayout.TPU if _family(setup) == "tpu" else KvLayout.VLLM_HYBRID
 
 
 def _device_bytes(setup: Setup) -> int:
-    if setup.accelerator is Accelerator.TPU_V6E:
-        return round(TPU_CHIPS[setup.accelerator].hbm_gib_per_chip * GIB)
-    return round(CLOUD_RUN_GPUS[setup.accelerator].memory_gib * GIB)
+    return round(accelerator_facts(setup.accelerator).memory_gib * GIB)
 
 
 def _batched_tokens(setup: Setup) -> int:
     """The setup's --max-num-batched-tokens, or vLLM 0.32's default for the accelerator (stacks/capacity.py)."""
     if setup.batched_tokens is not None:
         return setup.batched_tokens
-    if setup.accelerator is Accelerator.TPU_V6E:
-        return TPU_V6E_BATCHED_TOKENS
-    large = CLOUD_RUN_GPUS[setup.accelerator].memory_gib >= LARGE_GPU_MIN_GIB
-    return LARGE_GPU_BATCHED_TOKENS if large else SMALL_GPU_BATCHED_TOKENS
+    return batched_tokens(setup.accelerator)
 
 
 def plan_inputs(setup: Setup, sequence_tokens: int) -> PlanInputs:
     """The capacity planner's inputs for a write-up setup serving sequences of ``sequence_tokens``."""
     assert setup.variant is not None
     model = catalog_model(setup.model)
-    tpu = setup.accelerator is Accelerator.TPU_V6E
+    tpu = _family(setup) == "tpu"
     overhead = (
         TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP * setup.chips if tpu else GPU_RUNTIME_OVERHEAD_GIB_PER_GPU * setup.chips
     )
