@@ -35,6 +35,7 @@ from serving.planner import (
     render_table,
 )
 from stacks.base import SettingsModel
+from stacks.bounds import MAX_CONTEXT_TOKENS, MAX_PARAMETERS, MAX_RUNTIME_OVERHEAD_GIB, MAX_WEIGHT_BYTES
 from stacks.calibration import calibrate
 from stacks.catalog_checks import Served, catalog_warnings, served_checkpoint
 
@@ -56,11 +57,12 @@ GPU_BLOCK_SIZE = 16
 TPU_BLOCK_SIZE = 256
 
 # vLLM 0.32's default --max-num-batched-tokens for the OpenAI server when a stack leaves it unset
-# (vllm/engine/arg_utils.py): GPUs under 70 GiB 2048, larger ones 8192; TPU v6e 1024.
+# (vllm/engine/arg_utils.py): GPUs under 70 GiB 2048, larger ones 8192; a TPU 1024 (read for the v6e; the
+# planner applies it to every TPU generation until the table states one's own).
 SMALL_GPU_BATCHED_TOKENS = 2048
 LARGE_GPU_BATCHED_TOKENS = 8192
 LARGE_GPU_MIN_GIB = 70
-TPU_V6E_BATCHED_TOKENS = 1024
+TPU_BATCHED_TOKENS = 1024
 # Async scheduling is on by default on CUDA in vLLM 0.32 and keeps two batches in flight.
 ASYNC_CONCURRENT_BATCHES = 2
 
@@ -77,17 +79,17 @@ class CapacitySettings(SettingsModel):
     # The same for the speculative drafter (unset: named like vllm.speculative.drafter).
     drafter_profile: str | None = None
     # The checkpoint's weight bytes, when `profile` is a config.json with no index or safetensors beside it.
-    weight_bytes: int | None = Field(default=None, ge=1)
+    weight_bytes: int | None = Field(default=None, ge=1, le=MAX_WEIGHT_BYTES)
     # Or the weights as a parameter count and the bits each is stored in (an estimate, shown as one).
-    parameters: int | None = Field(default=None, ge=1)
+    parameters: int | None = Field(default=None, ge=1, le=MAX_PARAMETERS)
     bits_per_parameter: float | None = Field(default=None, gt=0, le=32)
     # Replaces the assumed runtime overhead (GiB per accelerator).
-    runtime_overhead_gib: float | None = Field(default=None, ge=0)
+    runtime_overhead_gib: float | None = Field(default=None, ge=0, le=MAX_RUNTIME_OVERHEAD_GIB)
     # The stack's stated workload: tokens (prompt + output) of a typical request. The plan WARNS when
     # vllm.maxNumSeqs requests of this size cannot all hold their KV cache at once (vLLM then preempts
     # under ordinary traffic); full-length sequences that do not all fit are only an INFO. 512 is a chat
     # turn of a few hundred tokens of prompt and answer (docs/capacity-planning.md).
-    request_tokens: int = Field(default=DEFAULT_REQUEST_TOKENS, ge=1)
+    request_tokens: int = Field(default=DEFAULT_REQUEST_TOKENS, ge=1, le=MAX_CONTEXT_TOKENS)
 
     @model_validator(mode="after")
     def _one_weight_figure(self) -> Self:
