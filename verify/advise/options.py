@@ -7,6 +7,7 @@ from typing import Self
 import pydantic
 
 from serving.quality import quality_book
+from serving.workload_choices import context_problem, kv_cache_dtype_problem, model_problems, variant_problems
 from verify import UsageError
 
 HOURS_PER_MONTH = 730.0
@@ -35,6 +36,11 @@ class Slo(_Model):
             f"goodput >= {self.goodput:g} req/s" if self.goodput else "",
         ]
         return ", ".join(part for part in parts if part) or "no SLO (every row meets it)"
+
+
+# What advise assumes when no SLO is stated: a reply that starts within 10 s, the longest a chat or an API caller
+# commonly waits (a usable answer, not a target; the note says it was assumed).
+ASSUMED_SLO = Slo(p95_ttft_ms=10_000)
 
 
 def parse_slo(texts: list[str]) -> Slo:
@@ -111,6 +117,21 @@ class AdviseOptions(_Model):
     one_ranking: bool = False
 
     @property
+    def slo_assumed(self) -> bool:
+        """Whether the user stated no SLO: every load then gets ``ASSUMED_SLO`` (10^12 users once got one replica
+        at a predicted p95 TTFT of 23,000 years, "meeting" an SLO nobody stated)."""
+        return self.slo == Slo()
+
+    @property
+    def effective_slo(self) -> Slo:
+        return ASSUMED_SLO if self.slo_assumed else self.slo
+
+    def describe_slo(self) -> str:
+        if self.slo_assumed:
+            return f"none given, assumed {ASSUMED_SLO.describe()}"
+        return self.slo.describe()
+
+    @property
     def per_model(self) -> bool:
         """Whether the answer is the cheapest deployment of each model, best model first (the default: the user sees
         the price of quality), rather than one ranking cheapest first."""
@@ -184,6 +205,23 @@ class AdviseOptions(_Model):
             raise ValueError(f"min score {unknown_floor[0]!r}: allowed benchmarks: {', '.join(benchmarks)}")
         if not self.draft_tokens or any(not 0 <= k <= MAX_DRAFT_TOKENS for k in self.draft_tokens):
             raise ValueError(f"--draft-tokens: each between 0 (MTP off) and {MAX_DRAFT_TOKENS}")
+        return self
+
+    @pydantic.model_validator(mode="after")
+    def _known_choices(self) -> Self:
+        """A model, variant or KV-cache dtype the catalog and the planner do not know, or a request longer than any
+        model asked takes, is a usage error naming the flag (serving/workload_choices.py): it ranked nothing."""
+        prompt, output = self.longest
+        flag = "--lengths" if self.lengths else "--prompt-tokens"
+        problems = [
+            *model_problems(self.models),
+            *variant_problems(self.models, self.variants),
+            kv_cache_dtype_problem(self.kv_cache_dtype),
+            context_problem(prompt, output, self.models, flag=flag),
+        ]
+        found = [problem for problem in problems if problem]
+        if found:
+            raise ValueError("; ".join(found))
         return self
 
     def describe_load(self) -> str:
