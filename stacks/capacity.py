@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from pydantic import Field, model_validator
 
@@ -35,11 +35,14 @@ from serving.planner import (
     render_table,
 )
 from stacks.base import SettingsModel
+from stacks.bounds import MAX_CONTEXT_TOKENS, MAX_PARAMETERS, MAX_RUNTIME_OVERHEAD_GIB, MAX_WEIGHT_BYTES
 from stacks.calibration import calibrate
 from stacks.catalog_checks import Served, catalog_warnings, served_checkpoint
 
 if TYPE_CHECKING:
-    from stacks.settings import StackSettings
+    from serving.lora import LoraLimits
+    from stacks.adapters import AdapterSettings
+    from stacks.model_settings import ModelSettings
     from stacks.vllm import VllmSettings
 
 # Assumed memory the engine keeps besides weights and KV cache (activation peak at the batch size,
@@ -78,17 +81,17 @@ class CapacitySettings(SettingsModel):
     # The same for the speculative drafter (unset: named like vllm.speculative.drafter).
     drafter_profile: str | None = None
     # The checkpoint's weight bytes, when `profile` is a config.json with no index or safetensors beside it.
-    weight_bytes: int | None = Field(default=None, ge=1)
+    weight_bytes: int | None = Field(default=None, ge=1, le=MAX_WEIGHT_BYTES)
     # Or the weights as a parameter count and the bits each is stored in (an estimate, shown as one).
-    parameters: int | None = Field(default=None, ge=1)
+    parameters: int | None = Field(default=None, ge=1, le=MAX_PARAMETERS)
     bits_per_parameter: float | None = Field(default=None, gt=0, le=32)
     # Replaces the assumed runtime overhead (GiB per accelerator).
-    runtime_overhead_gib: float | None = Field(default=None, ge=0)
+    runtime_overhead_gib: float | None = Field(default=None, ge=0, le=MAX_RUNTIME_OVERHEAD_GIB)
     # The stack's stated workload: tokens (prompt + output) of a typical request. The plan WARNS when
     # vllm.maxNumSeqs requests of this size cannot all hold their KV cache at once (vLLM then preempts
     # under ordinary traffic); full-length sequences that do not all fit are only an INFO. 512 is a chat
     # turn of a few hundred tokens of prompt and answer (docs/capacity-planning.md).
-    request_tokens: int = Field(default=DEFAULT_REQUEST_TOKENS, ge=1)
+    request_tokens: int = Field(default=DEFAULT_REQUEST_TOKENS, ge=1, le=MAX_CONTEXT_TOKENS)
 
     @model_validator(mode="after")
     def _one_weight_figure(self) -> Self:
@@ -277,6 +280,26 @@ def gke_capacity(accelerator: Accelerator, vllm: VllmSettings, capacity: Capacit
 
 
 TEXT_ONLY_FLAG = "--language-model-only"
+
+
+class StackSettings(Protocol):
+    """The blocks of a stack (any variant) the planner reads: its accelerator, model, vLLM, capacity and
+    adapter settings. A protocol, not the settings union, so the planner the settings call does not import
+    them back (a circle)."""
+
+    @property
+    def accelerator(self) -> Accelerator: ...
+    @property
+    def model(self) -> ModelSettings: ...
+    @property
+    def vllm(self) -> VllmSettings: ...
+    @property
+    def capacity(self) -> CapacitySettings: ...
+    @property
+    def adapters(self) -> tuple[AdapterSettings, ...]: ...
+    @property
+    def lora_limits(self) -> LoraLimits | None: ...
+    def capacity_platform(self) -> PlatformCapacity: ...
 
 
 def _text_only(profile: ModelProfile, settings: StackSettings) -> ModelProfile:
