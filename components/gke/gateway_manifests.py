@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from components.gke.manifests import GMP_COLLECTOR_LABELS, GMP_NAMESPACE, HEALTH_CHECK_RANGES
+from serving.naming import GKE_APP_LABEL
 from serving.route_guard import admitted_paths
 
 # The internal regional Application Load Balancer (needs a proxy-only subnet in the region).
@@ -204,7 +205,7 @@ def picker_config(*, lora_affinity: bool = False) -> str:
 
 
 def _picker_labels(spec: GatewaySpec, pool: PoolSpec) -> dict[str, str]:
-    return {**spec.labels, "app": pool.picker}
+    return {**spec.labels, GKE_APP_LABEL: pool.picker}
 
 
 def picker_account(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
@@ -322,7 +323,7 @@ def picker_deployment(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "metadata": _metadata(spec, pool.picker, labels=labels),
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": {"app": pool.picker}},
+            "selector": {"matchLabels": {GKE_APP_LABEL: pool.picker}},
             "template": {
                 "metadata": _picker_template_metadata(spec, labels),
                 "spec": {
@@ -355,7 +356,7 @@ def picker_service(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "metadata": _metadata(spec, pool.picker),
         "spec": {
             "type": "ClusterIP",
-            "selector": {"app": pool.picker},
+            "selector": {GKE_APP_LABEL: pool.picker},
             "ports": [
                 {
                     "name": "grpc-ext-proc",
@@ -376,7 +377,7 @@ def picker_monitoring(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "kind": "PodMonitoring",
         "metadata": _metadata(spec, pool.picker),
         "spec": {
-            "selector": {"matchLabels": {"app": pool.picker}},
+            "selector": {"matchLabels": {GKE_APP_LABEL: pool.picker}},
             "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "10s"}],
         },
     }
@@ -398,7 +399,7 @@ def picker_network_policy(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "kind": "NetworkPolicy",
         "metadata": _metadata(spec, f"{pool.picker}-ingress"),
         "spec": {
-            "podSelector": {"matchLabels": {"app": pool.picker}},
+            "podSelector": {"matchLabels": {GKE_APP_LABEL: pool.picker}},
             "policyTypes": ["Ingress"],
             "ingress": [
                 {"from": balancer, "ports": grpc_ports},
