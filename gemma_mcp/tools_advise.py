@@ -18,6 +18,7 @@ from mcp_types import CallToolResult
 from gemma_mcp.context import ServerContext
 from gemma_mcp.tools_stacks import READ_ONLY, reply
 from verify import UsageError
+from verify.advise.adapter_fit import adapter_workload
 from verify.advise.options import AdviseOptions, parse_lengths, parse_slo
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
@@ -36,10 +37,12 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "budget_usd_per_month and active_hours_per_month; reused_tokens (prompt tokens each request shares with "
             "earlier ones: a system prompt, the conversation so far; default 0) and distinct_prefixes (how many "
             "such prefixes are in play: 1 for one system prompt, the users for per-user histories); draft_tokens "
-            "(MTP draft lengths to weigh, 0 = off; default [0, 2, 4]). Returns the ranked rows with predicted "
-            "TTFT/TPOT, $/1M input and output tokens, $/hour and $/month, each with its basis (measured or "
-            "estimated by the latency model of docs/advisor.md, with its stated error), and what was excluded by "
-            "kind. Offline: "
+            "(MTP draft lengths to weigh, 0 = off; default [0, 2, 4]); adapters (LoRA adapters every deployment must "
+            "serve: only rows whose stack serves them are ranked, their slots' memory in the plan), adapter_rank "
+            "(default 16) and adapter_share (the share of requests naming one, default 1). Returns the ranked "
+            "rows with predicted TTFT/TPOT, $/1M input and output tokens, $/hour and $/month, each with its "
+            "basis (measured or estimated by the latency model of docs/advisor.md, with its stated error), and "
+            "what was excluded by kind. Offline: "
             "about a second, free; `gemma-verify advise --write NAME` writes a chosen row as a stack file."
         ),
     )
@@ -61,6 +64,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         reused_tokens: int = 0,
         distinct_prefixes: int = 1,
         draft_tokens: list[int] | None = None,
+        adapters: int | None = None,
+        adapter_rank: int | None = None,
+        adapter_share: float | None = None,
     ) -> Annotated[CallToolResult, AdviseReport]:
         try:
             values: dict[str, object] = {
@@ -78,6 +84,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
                 "reused_tokens": reused_tokens,
                 "distinct_prefixes": distinct_prefixes,
                 "draft_tokens": tuple(sorted(set(draft_tokens))) if draft_tokens else (0, 2, 4),
+                "adapters": adapter_workload(adapters, adapter_rank, adapter_share),
             }
             if lengths is not None:
                 options = AdviseOptions.with_lengths(parse_lengths(lengths), **values)

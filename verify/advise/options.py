@@ -7,6 +7,7 @@ from typing import Self
 import pydantic
 
 from verify import UsageError
+from verify.advise.adapter_fit import AdapterWorkload
 
 HOURS_PER_MONTH = 730.0
 PLATFORMS = ("cloud-run", "tpu", "gke")
@@ -104,6 +105,8 @@ class AdviseOptions(_Model):
     distinct_prefixes: int = pydantic.Field(default=1, ge=1)
     # MTP speculative decoding as candidates: the draft lengths to weigh where the catalog has a drafter (0: off).
     draft_tokens: tuple[int, ...] = (0, 2, 4)
+    # LoRA adapters every deployment must serve (verify/advise/adapter_fit.py); None: the base model only.
+    adapters: AdapterWorkload | None = None
 
     @classmethod
     def with_lengths(cls, lengths: tuple[LengthClass, ...], **values: object) -> AdviseOptions:
@@ -140,7 +143,8 @@ class AdviseOptions(_Model):
             if self.reused_tokens
             else ""
         )
-        return self._describe_lengths() + reuse
+        adapters = f", {self.adapters.describe()}" if self.adapters is not None else ""
+        return self._describe_lengths() + reuse + adapters
 
     def _describe_lengths(self) -> str:
         if not self.lengths:
