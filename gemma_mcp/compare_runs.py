@@ -55,6 +55,7 @@ def _workload(verdict: WorkloadVerdict, active_hours: float) -> WorkloadComparis
                 run=run.run.label,
                 accelerator=run.run.accelerator,
                 chosen_concurrency=run.chosen.record.max_concurrency if run.chosen else None,
+                chosen_load=run.chosen.record.load if run.chosen else None,
                 cost_per_1m_output_tokens_usd=run.chosen.record.cost_per_1m_output_tokens_usd if run.chosen else None,
                 cost_per_1m_requests_usd=run.chosen.record.cost_per_1m_requests_usd if run.chosen else None,
                 always_on_monthly_usd=run.run.always_on_monthly_usd(),

@@ -208,6 +208,8 @@ class WorkloadRun(Result):
     run: str
     accelerator: str | None
     chosen_concurrency: int | None
+    # What loaded the chosen cell: "8 users", or "20 req/s" for an open loop (whose concurrency is only its cap).
+    chosen_load: str | None = None
     cost_per_1m_output_tokens_usd: float | None
     cost_per_1m_requests_usd: float | None
     always_on_monthly_usd: float | None

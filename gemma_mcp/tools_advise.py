@@ -19,7 +19,7 @@ from gemma_mcp.context import ServerContext
 from gemma_mcp.tools_stacks import READ_ONLY, reply
 from verify import UsageError
 from verify.advise.adapter_fit import adapter_workload
-from verify.advise.options import AdviseOptions, parse_lengths, parse_slo
+from verify.advise.options import AdviseOptions, parse_lengths, parse_min_scores, parse_slo
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
 
@@ -39,11 +39,13 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "such prefixes are in play: 1 for one system prompt, the users for per-user histories); draft_tokens "
             "(MTP draft lengths to weigh, 0 = off; default [0, 2, 4]); adapters (LoRA adapters every deployment must "
             "serve: only rows whose stack serves them are ranked, their slots' memory in the plan), adapter_rank "
-            "(default 16) and adapter_share (the share of requests naming one, default 1). Returns the ranked "
-            "rows with predicted TTFT/TPOT, $/1M input and output tokens, $/hour and $/month, each with its "
-            "basis (measured or estimated by the latency model of docs/advisor.md, with its stated error), and "
-            "what was excluded by kind. Offline: "
-            "about a second, free; `gemma-verify advise --write NAME` writes a chosen row as a stack file."
+            "(default 16) and adapter_share (the share of requests naming one, default 1). By default the answer "
+            "is the cheapest deployment of each model, best model first by its model card score, each row saying "
+            "what it gives up and saves against the next better model; min_scores ('mmlu_pro=80', ...), models or "
+            "one_ranking give one ranking, cheapest first. Returns the rows with predicted TTFT/TPOT, $/1M input "
+            "and output tokens, $/hour and $/month, each with its basis (measured or estimated by the latency "
+            "model of docs/advisor.md, with its stated error), and what was excluded by kind. Offline: about a "
+            "second, free; `gemma-verify advise --write NAME` writes a chosen row as a stack file."
         ),
     )
     async def advise(  # noqa: PLR0917 - MCP tools take their arguments by name; the signature is the schema
@@ -67,6 +69,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         adapters: int | None = None,
         adapter_rank: int | None = None,
         adapter_share: float | None = None,
+        min_scores: list[str] | None = None,
+        one_ranking: bool = False,
     ) -> Annotated[CallToolResult, AdviseReport]:
         try:
             values: dict[str, object] = {
@@ -85,6 +89,8 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
                 "distinct_prefixes": distinct_prefixes,
                 "draft_tokens": tuple(sorted(set(draft_tokens))) if draft_tokens else (0, 2, 4),
                 "adapters": adapter_workload(adapters, adapter_rank, adapter_share),
+                "min_scores": parse_min_scores(list(min_scores or [])),
+                "one_ranking": one_ranking,
             }
             if lengths is not None:
                 options = AdviseOptions.with_lengths(parse_lengths(lengths), **values)

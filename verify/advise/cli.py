@@ -20,6 +20,7 @@ from verify.advise.options import (
     AdviseOptions,
     parse_draft_tokens,
     parse_lengths,
+    parse_min_scores,
     parse_slo,
 )
 from verify.advise.report import render
@@ -96,7 +97,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=PROVISIONING,
         help="TPU provisioning models allowed (repeatable; default: on-demand)",
     )
-    parser.add_argument("--model", action="append", help="catalog ids to consider (repeatable; default: all)")
+    parser.add_argument(
+        "--model",
+        "--models",
+        action="append",
+        metavar="ID[,ID...]",
+        help="catalog ids to consider, one ranking across them (repeatable or comma-separated; default: all, the "
+        "cheapest deployment of each model, best model first)",
+    )
+    parser.add_argument(
+        "--min-score",
+        action="append",
+        default=[],
+        metavar="BENCHMARK=SCORE",
+        help="a quality floor on a model card benchmark (mmlu_pro, gpqa_diamond, aime_2026, livecodebench_v6, "
+        "codeforces_elo; serving/data/model-quality.json): one ranking of the models that meet it",
+    )
+    parser.add_argument("--one-ranking", action="store_true", help="one ranking across every model, cheapest first")
     parser.add_argument("--variant", action="append", help="variants to consider (repeatable; default: all)")
     parser.add_argument("--budget", type=float, metavar="USD", help="most it may cost a month")
     parser.add_argument(
@@ -133,7 +150,9 @@ def options_from(args: argparse.Namespace) -> AdviseOptions:
             "platforms": tuple(args.platform or ()),
             "region": args.region,
             "provisioning": tuple(args.provisioning or ("on-demand",)),
-            "models": tuple(args.model or ()),
+            "models": tuple(m.strip() for text in args.model or () for m in text.split(",") if m.strip()),
+            "min_scores": parse_min_scores(list(args.min_score)),
+            "one_ranking": bool(args.one_ranking),
             "variants": tuple(args.variant or ()),
             "budget_usd_per_month": args.budget,
             "active_hours_per_month": args.active_hours,

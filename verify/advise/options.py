@@ -6,6 +6,7 @@ from typing import Self
 
 import pydantic
 
+from serving.quality import quality_book
 from verify import UsageError
 from verify.advise.adapter_fit import AdapterWorkload
 
@@ -107,6 +108,16 @@ class AdviseOptions(_Model):
     draft_tokens: tuple[int, ...] = (0, 2, 4)
     # LoRA adapters every deployment must serve (verify/advise/adapter_fit.py); None: the base model only.
     adapters: AdapterWorkload | None = None
+    # Quality floors (benchmark key, least score: serving/data/model-quality.json) and a ranking across models
+    # asked for outright; either, or a list of models, turns the per-model answer into one ranking.
+    min_scores: tuple[tuple[str, float], ...] = ()
+    one_ranking: bool = False
+
+    @property
+    def per_model(self) -> bool:
+        """Whether the answer is the cheapest deployment of each model, best model first (the default: the user sees
+        the price of quality), rather than one ranking cheapest first."""
+        return not (self.one_ranking or self.models or self.min_scores)
 
     @classmethod
     def with_lengths(cls, lengths: tuple[LengthClass, ...], **values: object) -> AdviseOptions:
@@ -171,6 +182,10 @@ class AdviseOptions(_Model):
                 f"--reused-tokens {self.reused_tokens}: at most the prompt's {self.prompt_tokens} tokens (a request "
                 "cannot reuse more than it sends)"
             )
+        benchmarks = quality_book().benchmarks
+        unknown_floor = [key for key, _ in self.min_scores if key not in benchmarks]
+        if unknown_floor:
+            raise ValueError(f"min score {unknown_floor[0]!r}: allowed benchmarks: {', '.join(benchmarks)}")
         if not self.draft_tokens or any(not 0 <= k <= MAX_DRAFT_TOKENS for k in self.draft_tokens):
             raise ValueError(f"--draft-tokens: each between 0 (MTP off) and {MAX_DRAFT_TOKENS}")
         return self
@@ -179,6 +194,24 @@ class AdviseOptions(_Model):
         if self.users is not None:
             return f"{self.users} concurrent users (closed loop)"
         return f"{self.rate:g} requests/s (Poisson arrivals)"
+
+
+def parse_min_scores(texts: list[str]) -> tuple[tuple[str, float], ...]:
+    """``--min-score mmlu_pro=80`` (repeatable): UsageError naming the benchmarks the quality table has."""
+    benchmarks = quality_book().benchmarks
+    found: dict[str, float] = {}
+    for text in texts:
+        key, sep, raw = text.partition("=")
+        key = key.strip()
+        if not sep or key not in benchmarks:
+            raise UsageError(
+                f"--min-score {text!r}: expected BENCHMARK=SCORE with BENCHMARK one of {', '.join(benchmarks)}"
+            )
+        try:
+            found[key] = float(raw)
+        except ValueError:
+            raise UsageError(f"--min-score {text!r}: {raw!r} is not a number") from None
+    return tuple(found.items())
 
 
 def parse_draft_tokens(text: str) -> tuple[int, ...]:

@@ -62,6 +62,16 @@ class Row(_Model):
     support_confirmed: bool = True
     # MTP speculative decoding: draft tokens a step the row was estimated with (0: off).
     speculative_tokens: int = 0
+    # Quality (serving/data/model-quality.json): the primary benchmark's published score, as shown, its source,
+    # and what is published about the variant's loss against bf16.
+    quality_score: float | None = None
+    quality: str = ""
+    quality_source: str = ""
+    variant_loss: str | None = None
+    # Variants whose row was this one but for the name (the same speed and price).
+    same_as: tuple[str, ...] = ()
+    # What this row gives up and saves against the next better model above it.
+    versus: str | None = None
 
 
 # Marks a row whose support is unconfirmed, in the table and in the note that explains it.
@@ -77,6 +87,8 @@ class Exclusion(_Model):
 
 
 class AdviseReport(_Model):
+    # How the rows are chosen and ordered: the cheapest per model, best model first; or one ranking, cheapest first.
+    answer: str = "one ranking, cheapest first"
     workload: str
     load: str
     slo: str
@@ -110,6 +122,7 @@ def _beside(row: Row, field: str, shown: Callable[[float], str]) -> str:
 HEADER = (
     "#",
     "model",
+    "quality",
     "variant",
     "shape",
     "platform",
@@ -126,10 +139,25 @@ HEADER = (
 )
 
 
+def _quality_lines(rows: tuple[Row, ...]) -> list[str]:
+    """What each row gives up and saves against the next better model, then where the scores and each variant's
+    loss come from (once each)."""
+    lines = ["", "quality (the model card's scores; (?) read through a copy):"]
+    lines += [f"  #{row.rank} {row.model}: {row.versus}" for row in rows if row.versus]
+    for text in dict.fromkeys(f"{row.model}: {row.quality_source}" for row in rows):
+        lines.append(f"  scores of {text}")
+    for text in dict.fromkeys(
+        f"{variant}: {row.variant_loss}" for row in rows for variant in (row.variant,) if row.variant_loss
+    ):
+        lines.append(f"  loss against bf16 of {text}")
+    return lines
+
+
 def render(report: AdviseReport) -> str:
     """The ranked table, the bases, then one line per kind of exclusion."""
     lines = [
         f"workload: {report.workload}; load: {report.load}; SLO: {report.slo}",
+        f"answer: {report.answer}",
         f"$/month at {report.active_hours_per_month:g} active hours where the platform scales to zero, 730 otherwise",
         "",
     ]
@@ -137,7 +165,9 @@ def render(report: AdviseReport) -> str:
         (
             str(row.rank),
             row.model + ("" if row.support_confirmed else f" {UNCONFIRMED_MARK}"),
-            row.variant + (f" +MTP-{row.speculative_tokens}" if row.speculative_tokens else ""),
+            row.quality,
+            " = ".join((row.variant, *row.same_as))
+            + (f" +MTP-{row.speculative_tokens}" if row.speculative_tokens else ""),
             row.shape,
             f"{row.platform} {row.region}" + ("" if row.provisioning == "on-demand" else f" {row.provisioning}"),
             str(row.tensor_parallel),
@@ -167,6 +197,7 @@ def render(report: AdviseReport) -> str:
                     seen.add(key)
                     lines.append(f"  #{row.rank} {label}: {text}")
         lines.append(f"  $/1M tokens: {report.rows[0].cost_split}")
+        lines += _quality_lines(report.rows)
         cautious = [row for row in report.rows if row.caveats]
         if cautious:
             lines += ["", "caveats:"]

@@ -29,6 +29,7 @@ from stacks.fit import Fit, Shape, Workload, fit
 from verify.advise import adapter_fit
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
+from verify.advise.quality import below_floor, best_per_model, one_per_deployment, quality_fields, with_versus
 from verify.advise.report import UNCONFIRMED_MARK, AdviseReport, Basis, Exclusion, Row
 
 # The share of requests within the p95: goodput counts them.
@@ -124,6 +125,10 @@ def candidates(
     found: list[Candidate] = []
     for model in catalog().values():
         if options.models and model.id not in options.models:
+            continue
+        under = below_floor(model.id, options.min_scores)
+        if under is not None:
+            excluded.add("below the quality floor", f"{model.id}: {under}")
             continue
         for variant in model.variants:
             if options.variants and variant not in options.variants:
@@ -480,7 +485,9 @@ def run_advise(
         if isinstance(row, str):
             excluded.add("no recorded price", f"{candidate.label}: {row}")
             continue
-        row = _with_measured(row, records, options)
+        row = _with_measured(row, records, options).model_copy(
+            update=quality_fields(candidate.model.id, candidate.variant)
+        )
         if row.measured is not None and not _measured_meets(row.measured, options):
             excluded.add(
                 "measured: misses the SLO where the estimate met it", f"{candidate.label} ({row.latency_basis.source})"
@@ -490,10 +497,13 @@ def run_advise(
             excluded.add(f"over the budget of ${options.budget_usd_per_month:,.0f}/month", candidate.label)
             continue
         rows.append(row)
-    rows = _best_draft_length(rows)
+    rows = one_per_deployment(_best_draft_length(rows))
     # Cheapest first among what is known to run; a combination no public source shows running comes after
     # every confirmed one, however cheap (the user deploys rank 1; it must not be a guess).
     rows.sort(key=lambda r: (not r.support_confirmed, r.usd_per_month, r.p95_ttft_ms))
+    if options.per_model:
+        rows = best_per_model(rows)
+    rows = with_versus(rows)
     ranked = tuple(row.model_copy(update={"rank": index}) for index, row in enumerate(rows[: options.top], 1))
     notes = [
         (
@@ -512,6 +522,17 @@ def run_advise(
     if len(rows) > options.top:
         notes.append(f"{len(rows) - options.top} more deployments meet the SLO (--top to list them)")
     return AdviseReport(
+        answer=(
+            "the cheapest deployment of each model that meets the SLO, best model first (--min-score or --model "
+            "for one ranking)"
+            if options.per_model
+            else "one ranking, cheapest first"
+            + (
+                f", models with {', '.join(f'{k} >= {v:g}' for k, v in options.min_scores)}"
+                if options.min_scores
+                else ""
+            )
+        ),
         workload=f"{options.describe_workload()}, kv-cache {options.kv_cache_dtype}",
         load=options.describe_load(),
         slo=options.slo.describe(),

@@ -21,7 +21,8 @@ from verify.advise.run import run_advise
 from verify.advise.write import PLACEHOLDER_REVISION, write_stack
 from verify.cli import main as verify_main
 
-QUESTION = AdviseOptions(prompt_tokens=8192, output_tokens=512, users=50, slo=Slo(p95_ttft_ms=2000))
+# One ranking across models (the per-model answer is tests/verify/advise/test_quality.py's).
+QUESTION = AdviseOptions(prompt_tokens=8192, output_tokens=512, users=50, slo=Slo(p95_ttft_ms=2000), one_ranking=True)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,9 @@ def test_a_combination_no_source_shows_running_ranks_after_every_confirmed_one()
     which no public source shows vllm-tpu loading. Unconfirmed rows come after every confirmed one, however
     cheap, marked in the table and explained in a note and the caveats."""
     report = run_advise(
-        AdviseOptions(prompt_tokens=8192, output_tokens=512, users=50, slo=Slo(p95_ttft_ms=2000), top=200)
+        AdviseOptions(
+            prompt_tokens=8192, output_tokens=512, users=50, slo=Slo(p95_ttft_ms=2000), top=200, one_ranking=True
+        )
     )
     flags = [row.support_confirmed for row in report.rows]
     assert True in flags

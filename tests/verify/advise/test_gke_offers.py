@@ -28,6 +28,7 @@ GKE_QUESTION = AdviseOptions(
     platforms=("gke",),
     provisioning=("on-demand", "spot"),
     top=100,
+    one_ranking=True,
 )
 
 
