@@ -42,6 +42,11 @@ from stacks.latency_fit import (
     rounded_params,
 )
 
+LEAVE_ONE_OUT_TITLE = (
+    "leave one write-up out (each write-up predicted by a fit on the others; its clients at the time their own "
+    "single request measured, that request predicted at the typical client's):"
+)
+
 # --- report -------------------------------------------------------------------------------------------------
 
 
@@ -101,12 +106,12 @@ def render(data: WriteupFigures, predictions: list[Prediction], record: FittedEf
         f"  {e.quantity:<20} n={e.figures:<3} median {e.median:.0%}, worst {e.worst:.0%}"
         for e in errors_by(predictions, lambda p: f"{data.setup_of(p.figure).writeup} {p.figure.quantity}")
     ]
-    lines += ["", "leave one write-up out (each write-up predicted by a fit on the others):"]
+    lines += ["", LEAVE_ONE_OUT_TITLE]
     for writeup, params in held_out.params.items():
         fitted = ", ".join(f"{f} c {x.compute:.2f} b {x.bandwidth:.2f} s {x.step_ms:.1f}ms" for f, x in params.families)
         lines.append(
             f"  without {writeup}: {fitted}, clients "
-            + "/".join(f"{v * 1000:.0f}" for _, v in params.clients)
+            + ", ".join(f"{c} {v * 1000:.0f}" for c, v in params.clients)
             + f" ms, host "
             f"{params.host_us_per_token:.1f} us, output {params.sweep_output_tokens}"
         )

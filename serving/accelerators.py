@@ -16,19 +16,16 @@ from serving.shapes import AcceleratorFacts, accelerator_facts, rentable_acceler
 
 
 def _member(key: str) -> str:
-    """`nvidia-h100-80gb` -> `NVIDIA_H100_80GB`: the member name of a table key."""
+    """A table key as an enum member's name (upper case, `-` as `_`)."""
     return key.upper().replace("-", "_")
 
 
 if TYPE_CHECKING:
-    # What the type checker sees: the members code still names. At run time the members are the shapes table's
-    # accelerators that some shape rents (below), so a new chip is a data entry, not an edit here.
+    # What the type checker sees: a StrEnum with no member named, since no code may branch on one (it reads the
+    # shape's facts instead). At run time the members are the shapes table's accelerators that some shape rents
+    # (below), so a new chip is a data entry, not an edit here.
     class Accelerator(enum.StrEnum):
         """The accelerator a stack serves on; the value is what a stack file writes (a key of the shapes table)."""
-
-        NVIDIA_L4 = "nvidia-l4"
-        NVIDIA_RTX_PRO_6000 = "nvidia-rtx-pro-6000"
-        TPU_V6E = "tpu-v6e"
 
 else:
     Accelerator = enum.StrEnum("Accelerator", {_member(key): key for key in rentable_accelerators()}, module=__name__)

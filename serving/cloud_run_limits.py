@@ -12,35 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from serving.accelerators import Accelerator, CloudRunGpu
+from serving.accelerators import CloudRunGpu
+from serving.shapes import instance_maximum
 
 # Source: https://cloud.google.com/run/docs/about-concurrency (maximum concurrency per instance 1000).
 MAX_CONCURRENCY = 1000
 
-
-@dataclass(frozen=True)
-class InstanceMaximum:
-    """The largest instance Cloud Run gives a service with this GPU."""
-
-    cpu: int
-    memory_gib: int
-    source: str
-
-
-INSTANCE_MAXIMUM: dict[Accelerator, InstanceMaximum] = {
-    # Cloud Run's instance maxima, which the GPU page leaves in force for L4 (it sets only the 4 CPU /
-    # 16 GiB minimum): "The maximum amount of vCPU you can configure is 8 vCPU"
-    # (https://cloud.google.com/run/docs/configuring/services/cpu) and "The maximum amount of memory you
-    # can configure is 32 GiB" (https://cloud.google.com/run/docs/configuring/services/memory-limits), 2026-11.
-    Accelerator.NVIDIA_L4: InstanceMaximum(cpu=8, memory_gib=32, source="Cloud Run's 8 vCPU / 32 GiB instance maximum"),
-    # The RTX PRO 6000 minimum (20 CPU / 80 GiB) is above the general maximum, and no Cloud Run page read
-    # (2026-11) states this GPU's maximum. The bound used is the one-GPU host it runs on, Compute
-    # Engine's g4-standard-48 (48 vCPU, 180 GB = 167 GiB; https://cloud.google.com/compute/docs/gpus):
-    # an instance cannot be larger than its host. Tighten it when Google documents the real figure.
-    Accelerator.NVIDIA_RTX_PRO_6000: InstanceMaximum(
-        cpu=48, memory_gib=167, source="the one-GPU g4-standard-48 host (48 vCPU, 180 GB)"
-    ),
-}
 
 # The most instances one Cloud Run service (revision) may scale to: "Maximum number of container
 # instances: 1000" at the smallest instance size, lower for larger ones, raised only by a quota request
@@ -68,17 +45,17 @@ GPU_STARTUP_PROBE_MAX_SECONDS = 1800
 
 
 def _size_problems(gpu: CloudRunGpu, *, cpu: int, memory_gib: int, cpu_key: str, memory_key: str) -> list[str]:
-    ceiling = INSTANCE_MAXIMUM[gpu.accelerator]
+    ceiling = instance_maximum(gpu.accelerator.value)  # the shapes table's instanceMaximum, with its source
     problems = []
-    if cpu > ceiling.cpu:
+    if cpu > ceiling.vcpu:
         problems.append(
             f"{cpu_key}: {cpu} is above what a Cloud Run instance with an {gpu.display_name} may have; "
-            f"allowed: {gpu.min_cpu}-{ceiling.cpu} ({ceiling.source})"
+            f"allowed: {gpu.min_cpu}-{ceiling.vcpu} ({ceiling.basis})"
         )
     if memory_gib > ceiling.memory_gib:
         problems.append(
             f"{memory_key}: {memory_gib} is above what a Cloud Run instance with an {gpu.display_name} "
-            f"may have; allowed: {gpu.min_memory_gib}-{ceiling.memory_gib} ({ceiling.source})"
+            f"may have; allowed: {gpu.min_memory_gib}-{ceiling.memory_gib} ({ceiling.basis})"
         )
     return problems
 

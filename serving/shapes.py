@@ -22,20 +22,27 @@ __all__ = [
     "AcceleratorFacts",
     "DeployedSize",
     "Fact",
+    "InstanceMaximum",
     "InterconnectFact",
     "MachineFamily",
     "Number",
     "PerPrecision",
     "Places",
+    "Platform",
     "Shape",
     "ShapesTable",
     "Text",
     "WeightFormat",
     "accelerator_facts",
     "deployed_size",
+    "instance_maximum",
     "shape",
     "shapes",
     "shapes_table",
+    "short_name",
+    "tier_zones",
+    "tpu_slices",
+    "tpu_zones",
 ]
 
 GIB = 2**30
@@ -156,6 +163,15 @@ class DeployedSize(_Cited):
     memory_gib: int = Field(ge=1)
 
 
+class InstanceMaximum(_Cited):
+    """The largest Cloud Run instance Google gives a service with this GPU: what a stack may ask for at most.
+    ``basis`` is how a refusal words where the bound comes from."""
+
+    vcpu: int = Field(ge=1)
+    memory_gib: int = Field(ge=1)
+    basis: str
+
+
 class MachineFamily(_Data):
     """A GKE machine series (G2, G4, A3 High, ct6e): what its machine types share."""
 
@@ -188,6 +204,8 @@ class Shape(_Data):
     limits: Text | None = None
     # Cloud Run: the instance size a stack deploys (at or above the limits' minimum).
     deployed_size: DeployedSize | None = None
+    # Cloud Run: the largest instance a service with the GPU may have.
+    instance_maximum: InstanceMaximum | None = None
     where: Places | None = None
     flex_start_zones: Places | None = None
     provisioning: tuple[str, ...] = ()
@@ -215,8 +233,11 @@ class ShapesTable(_Data):
                 problems.append(f"shapes.{name}.family {entry.family!r} is not under machineFamilies")
             if entry.platform != "gke" and (entry.where is None or entry.price_key is None):
                 problems.append(f"shapes.{name}: a {entry.platform} shape needs where and priceKey")
-            if entry.platform == "cloud-run" and entry.deployed_size is None:
-                problems.append(f"shapes.{name}: a cloud-run shape needs deployedSize (the instance a stack deploys)")
+            if entry.platform == "cloud-run" and (entry.deployed_size is None or entry.instance_maximum is None):
+                problems.append(
+                    f"shapes.{name}: a cloud-run shape needs deployedSize (the instance a stack deploys) and "
+                    "instanceMaximum (the largest it may ask for)"
+                )
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -273,6 +294,14 @@ def deployed_size(accelerator: str) -> DeployedSize:
     raise KeyError(f"{accelerator!r}: no Cloud Run shape in serving/data/shapes.json offers it")
 
 
+def instance_maximum(accelerator: str) -> InstanceMaximum:
+    """The largest Cloud Run instance with ``accelerator``; KeyError when Cloud Run does not offer it."""
+    for entry in shapes(platform="cloud-run", accelerator=accelerator):
+        assert entry.instance_maximum is not None  # the table's validator requires it
+        return entry.instance_maximum
+    raise KeyError(f"{accelerator!r}: no Cloud Run shape in serving/data/shapes.json offers it")
+
+
 def machine_family(entry: Shape) -> MachineFamily:
     """The GKE machine series a machine type belongs to."""
     if entry.family is None or entry.platform != "gke":
@@ -296,26 +325,39 @@ def gke_zones(accelerator: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def tpu_slices(accelerator: str) -> dict[str, int]:
-    """The single-host slices of a TPU generation a queued resource can ask for, with their chips."""
+def tpu_slices(accelerator: str | None = None) -> dict[str, int]:
+    """The single-host slices of a TPU generation a queued resource can ask for, with their chips (None: of every
+    generation a TPU VM rents, for a check made before the stack's generation is known)."""
     return {entry.name: entry.accelerators for entry in shapes(platform="tpu-vm", accelerator=accelerator)}
 
 
-def tpu_zones(accelerator: str) -> tuple[str, ...]:
-    """Zones that offer a TPU generation (the union over its slices)."""
+def tpu_zones(accelerator: str | None = None) -> tuple[str, ...]:
+    """Zones that offer a TPU generation on a TPU VM (the union over its slices; None: over every generation)."""
     found: dict[str, None] = {}
     for entry in shapes(platform="tpu-vm", accelerator=accelerator):
         found.update(dict.fromkeys(zones_of(entry)))
     return tuple(found)
 
 
-def flex_start_zones(accelerator: str) -> tuple[str, ...]:
-    """Zones where Google publishes flex-start for a TPU generation's slices."""
+def flex_start_zones(accelerator: str | None = None) -> tuple[str, ...]:
+    """Zones where Google publishes flex-start for a TPU generation's slices (None: for any generation's)."""
     found: dict[str, None] = {}
     for entry in shapes(platform="tpu-vm", accelerator=accelerator):
         if entry.flex_start_zones is not None:
             found.update(dict.fromkeys(entry.flex_start_zones.value))
     return tuple(found)
+
+
+def tier_zones(accelerator: str, tier: str) -> tuple[str, ...]:
+    """Where a TPU VM of the generation can be asked for on a tier: flex-start only in its published zones,
+    spot and guaranteed wherever the generation is offered."""
+    return flex_start_zones(accelerator) if tier == "flex-start" else tpu_zones(accelerator)
+
+
+def short_name(accelerator: str) -> str:
+    """How messages name an accelerator: its display name without the marketing name (`TPU v6e (Trillium)` ->
+    `TPU v6e`)."""
+    return accelerator_facts(accelerator).display_name.split(" (", 1)[0]
 
 
 def quota_words(accelerator: str) -> tuple[str, ...]:

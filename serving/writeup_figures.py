@@ -63,10 +63,16 @@ class MtpCounters(_Model):
 
 
 class Client(_Model):
-    """Which measurement client took the setup's figures (each sat elsewhere: its own time outside the server)."""
+    """Which measurement client took the setup's figures (each sat elsewhere: its own time outside the server),
+    and the figures that measure that time: the write-up's own single request, whose TTFT for a short prompt is
+    the client's time, the host's and one prefill step (``measured_by``, with the sentence in ``measured_why``).
+    A client's time is a fact of where it sat, not of the hardware: a fit that never saw the write-up takes it
+    from these figures (stacks/latency_fit.leave_one_out), as a user measures a client before trusting it."""
 
     name: str
     why: str
+    measured_by: tuple[str, ...] = ()
+    measured_why: str = ""
 
 
 class Concurrency(_Model):
@@ -140,4 +146,8 @@ def writeup_figures() -> WriteupFigures:
     unknown = sorted({figure.setup for figure in data.figures} - set(data.setups))
     if unknown:
         raise ValueError(f"{FIGURES_FILE.name}: figures name setups it does not define: {', '.join(unknown)}")
+    ids = {figure.id for figure in data.figures}
+    missing = sorted({i for setup in data.setups.values() for i in setup.client.measured_by} - ids)
+    if missing:
+        raise ValueError(f"{FIGURES_FILE.name}: clients are measured by figures it does not have: {', '.join(missing)}")
     return data

@@ -56,11 +56,12 @@ GPU_BLOCK_SIZE = 16
 TPU_BLOCK_SIZE = 256
 
 # vLLM 0.32's default --max-num-batched-tokens for the OpenAI server when a stack leaves it unset
-# (vllm/engine/arg_utils.py): GPUs under 70 GiB 2048, larger ones 8192; TPU v6e 1024.
+# (vllm/engine/arg_utils.py): GPUs under 70 GiB 2048, larger ones 8192; a TPU 1024 (read for the v6e; the
+# planner applies it to every TPU generation until the table states one's own).
 SMALL_GPU_BATCHED_TOKENS = 2048
 LARGE_GPU_BATCHED_TOKENS = 8192
 LARGE_GPU_MIN_GIB = 70
-TPU_V6E_BATCHED_TOKENS = 1024
+TPU_BATCHED_TOKENS = 1024
 # Async scheduling is on by default on CUDA in vLLM 0.32 and keeps two batches in flight.
 ASYNC_CONCURRENT_BATCHES = 2
 

@@ -23,7 +23,7 @@ from stacks.capacity import (
     LARGE_GPU_BATCHED_TOKENS,
     LARGE_GPU_MIN_GIB,
     SMALL_GPU_BATCHED_TOKENS,
-    TPU_V6E_BATCHED_TOKENS,
+    TPU_BATCHED_TOKENS,
 )
 
 # vLLM 0.32's --max-num-seqs default: the batch cap when the KV cache holds more.
@@ -45,7 +45,7 @@ def batched_tokens(accelerator: str) -> int:
     """vLLM 0.32's default --max-num-batched-tokens for the accelerator (stacks/capacity.py)."""
     facts = accelerator_facts(accelerator)
     if facts.family == "tpu":
-        return TPU_V6E_BATCHED_TOKENS
+        return TPU_BATCHED_TOKENS
     return LARGE_GPU_BATCHED_TOKENS if facts.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
 
 

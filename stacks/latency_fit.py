@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from serving import least_squares
-from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
 from serving.catalog import catalog_model
 from serving.latency import AtLoad, Replica, Requests, with_users
 from serving.least_squares import Parameter
@@ -50,12 +49,8 @@ from serving.writeup_figures import Figure, Setup, Use, WriteupFigures
 from stacks.capacity import (
     GPU_BLOCK_SIZE,
     GPU_RUNTIME_OVERHEAD_GIB_PER_GPU,
-    LARGE_GPU_BATCHED_TOKENS,
-    LARGE_GPU_MIN_GIB,
-    SMALL_GPU_BATCHED_TOKENS,
     TPU_BLOCK_SIZE,
     TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP,
-    TPU_V6E_BATCHED_TOKENS,
 )
 from stacks.estimate import LONG_PROMPT, batched_tokens, host_vcpus_of
 from stacks.fit import Workload, shape_named
@@ -113,6 +108,9 @@ class Params:
         """The write-up's client time; a write-up the fit never saw gets the typical one."""
         return dict(self.clients).get(writeup, self.client_s)
 
+    def with_client(self, name: str, seconds: float) -> Params:
+        return replace(self, clients=tuple(sorted((dict(self.clients) | {name: seconds}).items())))
+
     def with_family(self, name: str, **changes: float) -> Params:
         updated = tuple(
             (family, factors.model_copy(update=changes) if family == name else factors)
@@ -161,35 +159,31 @@ class Prediction:
         return self.error is not None and self.figure.use is Use.CHECK and not self.figure.flagged
 
 
-def _layout(setup: Setup) -> KvLayout:
-    return KvLayout.TPU if setup.accelerator is Accelerator.TPU_V6E else KvLayout.VLLM_HYBRID
-
-
 def _family(setup: Setup) -> str:
-    return "tpu" if setup.accelerator is Accelerator.TPU_V6E else "gpu"
+    """The setup's accelerator family in the shapes table: what the layout, memory and defaults follow."""
+    return accelerator_facts(setup.accelerator).family
+
+
+def _layout(setup: Setup) -> KvLayout:
+    return KvLayout.TPU if _family(setup) == "tpu" else KvLayout.VLLM_HYBRID
 
 
 def _device_bytes(setup: Setup) -> int:
-    if setup.accelerator is Accelerator.TPU_V6E:
-        return round(TPU_CHIPS[setup.accelerator].hbm_gib_per_chip * GIB)
-    return round(CLOUD_RUN_GPUS[setup.accelerator].memory_gib * GIB)
+    return round(accelerator_facts(setup.accelerator).memory_gib * GIB)
 
 
 def _batched_tokens(setup: Setup) -> int:
     """The setup's --max-num-batched-tokens, or vLLM 0.32's default for the accelerator (stacks/capacity.py)."""
     if setup.batched_tokens is not None:
         return setup.batched_tokens
-    if setup.accelerator is Accelerator.TPU_V6E:
-        return TPU_V6E_BATCHED_TOKENS
-    large = CLOUD_RUN_GPUS[setup.accelerator].memory_gib >= LARGE_GPU_MIN_GIB
-    return LARGE_GPU_BATCHED_TOKENS if large else SMALL_GPU_BATCHED_TOKENS
+    return batched_tokens(setup.accelerator)
 
 
 def plan_inputs(setup: Setup, sequence_tokens: int) -> PlanInputs:
     """The capacity planner's inputs for a write-up setup serving sequences of ``sequence_tokens``."""
     assert setup.variant is not None
     model = catalog_model(setup.model)
-    tpu = setup.accelerator is Accelerator.TPU_V6E
+    tpu = _family(setup) == "tpu"
     overhead = (
         TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP * setup.chips if tpu else GPU_RUNTIME_OVERHEAD_GIB_PER_GPU * setup.chips
     )
@@ -487,6 +481,30 @@ def fit(targets: Sequence[Target], start: Params | None = None) -> Params:
         if tokens == params.sweep_output_tokens:
             break
         params = replace(params, sweep_output_tokens=tokens)
+    return typical_for_unmeasured(targets, params)
+
+
+# How far a client's time is moved to see whether any target depends on it.
+CLIENT_PROBE_S = 0.05
+
+
+def typical_for_unmeasured(targets: Sequence[Target], params: Params) -> Params:
+    """A client none of ``targets`` measures (its only figures are loads above the batch cap, where a closed
+    loop's rate no longer depends on the time outside the server) is not fitted by them: it keeps the start
+    value, 0.1 s, which is nobody's. It gets the typical client's time instead, the median of the measured ones."""
+    base = loss(targets, params)
+    unmeasured = [
+        client
+        for client, seconds in params.clients
+        if client in CLIENT_WRITEUPS
+        and abs(loss(targets, params.with_client(client, seconds + CLIENT_PROBE_S)) - base) <= 1e-9 * max(base, 1.0)
+    ]
+    measured = [s for c, s in params.clients if c in CLIENT_WRITEUPS and c not in unmeasured]
+    if not unmeasured or not measured:
+        return params
+    typical = statistics.median(measured)
+    for client in unmeasured:
+        params = params.with_client(client, typical)
     return params
 
 
@@ -537,9 +555,45 @@ def leave_one_out(data: WriteupFigures, extra: Sequence[Target] = ()) -> LeaveOn
     for left_out in writeups:
         others = [w for w in writeups if w != left_out]
         params = fit([*figure_targets(data, fit_figures(data, others)), *extra])
-        found[left_out] = params
-        predictions += [predict(data, f, params) for f in data.figures if data.setup_of(f).writeup == left_out]
+        mine = [f for f in data.figures if data.setup_of(f).writeup == left_out]
+        measuring = {i for f in mine for i in data.setup_of(f).client.measured_by}
+        measured = measure_clients(data, left_out, params)
+        found[left_out] = measured
+        # The figures that measure the client are predicted as a new client's would be (the typical time); the
+        # rest with the client's time they measured.
+        predictions += [predict(data, f, params if f.id in measuring else measured) for f in mine]
     return LeaveOneOut(found, predictions)
+
+
+def measure_clients(data: WriteupFigures, writeup: str, params: Params) -> Params:
+    """``params`` with each of the write-up's clients at the time its own single request measured (the
+    ``measured_by`` figures, whose TTFT is the client's time, the host's and one prefill step): the time that
+    makes the model's prediction of them match, found by bisection (a prediction grows with the client's time).
+    A client with no such figure keeps the time ``params`` gives it."""
+    clients = {s.client.name: s.client.measured_by for s in data.setups.values() if s.writeup == writeup}
+    figures = {f.id: f for f in data.figures}
+    low_s, high_s = BOUNDS["client_s"]
+    for client, ids in sorted(clients.items()):
+        chosen = [figures[i] for i in ids if figures[i].value]
+        if not chosen:
+            continue
+
+        def gap(
+            seconds: float, name: str = client, measuring: Sequence[Figure] = chosen, base: Params = params
+        ) -> float:
+            trial = base.with_client(name, seconds)
+            logs = [math.log((predict(data, f, trial).predicted or 1e-9) / float(f.value or 1.0)) for f in measuring]
+            return sum(logs) / len(logs)
+
+        low, high = low_s, high_s
+        if gap(low) >= 0 or gap(high) <= 0:
+            params = params.with_client(client, low if gap(low) >= 0 else high)
+            continue
+        for _ in range(30):
+            middle = (low + high) / 2
+            low, high = (middle, high) if gap(middle) < 0 else (low, middle)
+        params = params.with_client(client, (low + high) / 2)
+    return params
 
 
 def kind_errors(

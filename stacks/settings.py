@@ -14,7 +14,7 @@ platform it is looking at; `deploy()` dispatches on the variant once.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
@@ -27,7 +27,7 @@ from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, re
 from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_problem
 from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_name_problem, bucket_path_problem
-from serving.images import DEFAULT_IMAGES
+from serving.images import CUDA_IMAGE, DEFAULT_IMAGES
 from serving.lora import (
     ROUTES_MIDDLEWARE,
     ROUTES_MODULE,
@@ -39,6 +39,7 @@ from serving.lora import (
 )
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, idle_chips_problem
 from serving.route_guard import GuardConfig, guard_args, launcher_command
+from serving.shapes import Platform, shapes, tpu_slices
 from serving.vllm_args import with_tensor_parallel
 from stacks.adapters import AdapterSettings, LoraSlots, adapter_problems, lora_limits
 from stacks.apis import BASE_APIS, GKE_APIS, GKE_GATEWAY_APIS, TPU_APIS
@@ -68,7 +69,7 @@ from stacks.monitoring import MonitoringSettings
 from stacks.placement_cost import worst_case_shape
 from stacks.registry import RegistrySettings
 from stacks.route_guard import answered_names
-from stacks.tpu import TpuSettings
+from stacks.tpu import TpuSettings, tpu_zone
 from stacks.vllm import SpeculativeDecoding, VllmSettings
 from stacks.weights import ModelImportSettings, WeightSource
 
@@ -83,8 +84,27 @@ def _bucket_path(value: str) -> str:
     return value
 
 
-# How messages name a TPU stack: by the accelerator values that make one (the shapes table's TPU generations).
-_TPU_STACK = " or ".join(accelerator.value for accelerator in TPU_CHIPS)
+def _rented_on(platform: Platform) -> tuple[str, ...]:
+    """The accelerators some shape of ``platform`` rents, in the table's order: what a variant accepts."""
+    rented = {entry.accelerator for entry in shapes(platform=platform)}
+    return tuple(accelerator.value for accelerator in Accelerator if accelerator.value in rented)
+
+
+def _offered_on(platform: Platform, accelerator: Accelerator) -> Accelerator:
+    """The variant's accelerator, refused (as pydantic words a Literal's choices) when its platform rents none."""
+    allowed = _rented_on(platform)
+    if accelerator.value not in allowed:
+        names = [f"'{name}'" for name in allowed]
+        raise ValueError(
+            f"Input should be {' or '.join(names)}"
+            if len(names) < 3
+            else f"Input should be {', '.join(names[:-1])} or {names[-1]}"
+        )
+    return accelerator
+
+
+# How messages name a TPU stack: by the accelerator values that make one (the TPU VM shapes' generations).
+_TPU_STACK = " or ".join(_rented_on("tpu-vm"))
 
 
 class ModelSettings(SettingsModel):
@@ -411,10 +431,16 @@ class CloudRunStack(_StackSettings):
     PLATFORM: ClassVar[str] = "cloud-run"
     IMAGE_BUILD: ClassVar[ImageBuild] = CUDA_BUILD
 
-    accelerator: Literal[Accelerator.NVIDIA_L4, Accelerator.NVIDIA_RTX_PRO_6000]
+    # An accelerator a Cloud Run shape of the table rents.
+    accelerator: Accelerator
     cloud_run: CloudRunSettings
     # The optional load-generator job beside the service (stacks/bench.py); absent: none.
     bench: BenchSettings | None = None
+
+    @field_validator("accelerator")
+    @classmethod
+    def _a_cloud_run_gpu(cls, accelerator: Accelerator) -> Accelerator:
+        return _offered_on("cloud-run", accelerator)
 
     @model_validator(mode="before")
     @classmethod
@@ -574,9 +600,15 @@ class TpuStack(_StackSettings):
     PLATFORM: ClassVar[str] = "tpu"
     IMAGE_BUILD: ClassVar[ImageBuild] = TPU_BUILD
 
-    accelerator: Literal[Accelerator.TPU_V6E]
+    # An accelerator a TPU VM shape of the table rents.
+    accelerator: Accelerator
     # Zone, tier and network edge of the queued-resource node.
     tpu: TpuSettings
+
+    @field_validator("accelerator")
+    @classmethod
+    def _a_tpu_vm_generation(cls, accelerator: Accelerator) -> Accelerator:
+        return _offered_on("tpu-vm", accelerator)
 
     @model_validator(mode="before")
     @classmethod
@@ -595,6 +627,15 @@ class TpuStack(_StackSettings):
 
     @model_validator(mode="after")
     def _fits_the_node(self) -> Self:
+        generation = self.accelerator.value
+        slices = tpu_slices(generation)
+        if self.tpu.accelerator_type not in slices:
+            raise ValueError(
+                f"tpu.acceleratorType {self.tpu.accelerator_type!r} is not a slice of {generation}; allowed: "
+                f"{', '.join(slices)} (name the slice: the default is the smallest of the table's first TPU generation)"
+            )
+        for index, placement in enumerate(self.tpu.placement_list):
+            tpu_zone(f"tpu.placements[{index}].zone" if self.tpu.placements else "tpu.zone", placement.zone, generation)
         if self.region != self.tpu.region:
             raise ValueError(
                 f"region: {self.region!r} must be the region of tpu.zone {self.tpu.zone!r} ({self.tpu.region}), "
@@ -638,7 +679,7 @@ class TpuStack(_StackSettings):
     @property
     def import_image(self) -> str:
         """The import job's base image: the TPU image has no CUDA clients' twin, so the CUDA vLLM image."""
-        return self.model_import.image or DEFAULT_IMAGES[Accelerator.NVIDIA_L4]
+        return self.model_import.image or CUDA_IMAGE
 
     @property
     def apis(self) -> tuple[str, ...]:
@@ -771,7 +812,7 @@ class GkeStack(_StackSettings):
     @property
     def import_image(self) -> str:
         """The import job's base image: the CUDA vLLM image carries the clients (the TPU one has no twin)."""
-        return self.model_import.image or DEFAULT_IMAGES[Accelerator.NVIDIA_L4]
+        return self.model_import.image or CUDA_IMAGE
 
     @property
     def apis(self) -> tuple[str, ...]:
@@ -844,8 +885,8 @@ def _platform_tag(data: Any) -> str | None:  # noqa: ANN401 - raw stack data or 
         return None
     accelerator = data["accelerator"]
     by_accelerator = {
-        **dict.fromkeys(CLOUD_RUN_GPUS, CloudRunStack.PLATFORM),
-        **dict.fromkeys(TPU_CHIPS, TpuStack.PLATFORM),
+        **dict.fromkeys(_rented_on("cloud-run"), CloudRunStack.PLATFORM),
+        **dict.fromkeys(_rented_on("tpu-vm"), TpuStack.PLATFORM),
     }
     return GkeStack.PLATFORM if "gke" in data else by_accelerator.get(accelerator, str(accelerator))
 

@@ -1,6 +1,6 @@
-"""Settings of a TPU v6e stack: where to queue for a node, on what terms, and who may reach it.
+"""Settings of a TPU VM stack: where to queue for a node, on what terms, and who may reach it.
 
-Why a model of its own: TPU v6e chips come through queued resources, zone by zone and tier by
+Why a model of its own: TPU chips come through queued resources, zone by zone and tier by
 tier, and the hand-made deployment got each of these wrong at least once (a zone without v6e, vLLM on a
 public IP with no firewall, a flex-start request with no end). Everything here is checked before the
 first request is queued, with a message naming the key and what is allowed.
@@ -19,13 +19,8 @@ from policy.source_ranges import allowed_text, describe, too_wide
 from serving.container import VLLM_PORT
 from serving.durations import duration_seconds
 from serving.gcp_names import SECRET_ID, VPC_NAME, region_of
-from serving.tpu_offers import (
-    FLEX_START_MAX_RUN_SECONDS,
-    FLEX_START_MIN_RUN_SECONDS,
-    FLEX_START_V6E_ZONES,
-    V6E_CHIPS,
-    V6E_ZONES,
-)
+from serving.shapes import flex_start_zones, shape, short_name, tpu_slices, tpu_zones
+from serving.tpu_offers import FLEX_START_MAX_RUN_SECONDS, FLEX_START_MIN_RUN_SECONDS
 from stacks.base import SettingsModel
 
 # A flex-start node's run when the stack names none: a working session, then it ends by itself.
@@ -118,10 +113,21 @@ class TpuProvisioning(SettingsModel):
         return self.max_run_duration if self.max_run_duration is not None else DEFAULT_FLEX_START_RUN_SECONDS
 
 
-def _v6e_zone(key: str, zone: str) -> str:
-    if zone not in V6E_ZONES:
+def _generations(accelerator: str | None) -> str:
+    """How a message names the TPU generation(s) a zone or slice is checked against."""
+    if accelerator is not None:
+        return short_name(accelerator)
+    generations = dict.fromkeys(shape(name).accelerator for name in tpu_slices())
+    return " or ".join(short_name(generation) for generation in generations)
+
+
+def tpu_zone(key: str, zone: str, accelerator: str | None = None) -> str:
+    """The zone, refused when no TPU VM of the generation (None: of any generation the table rents) is there.
+    A block is checked before it knows the stack's generation; the stack checks the pair (stacks/settings.py)."""
+    allowed = tpu_zones(accelerator)
+    if zone not in allowed:
         raise ValueError(
-            f"{key} {zone!r} has no TPU v6e; allowed: {', '.join(V6E_ZONES)} "
+            f"{key} {zone!r} has no {_generations(accelerator)}; allowed: {', '.join(allowed)} "
             "(source: https://cloud.google.com/tpu/docs/regions-zones)"
         )
     return zone
@@ -139,8 +145,8 @@ class TpuPlacement(SettingsModel):
 
     @field_validator("zone")
     @classmethod
-    def _v6e_zone(cls, zone: str) -> str:
-        return _v6e_zone("tpu.placements[].zone", zone)
+    def _tpu_zone(cls, zone: str) -> str:
+        return tpu_zone("tpu.placements[].zone", zone)
 
     @field_validator("provisioning", mode="before")
     @classmethod
@@ -194,8 +200,9 @@ class TpuSettings(SettingsModel):
     """Everything a TPU stack says about its node (the `tpu:` block of the stack settings)."""
 
     zone: str
-    # One of the TPU generation's single-host slices (serving/data/shapes.json): the smallest by default.
-    accelerator_type: str = min(V6E_CHIPS, key=lambda name: V6E_CHIPS[name])
+    # One of the TPU generation's single-host slices (serving/data/shapes.json): by default the smallest slice
+    # of the table's first TPU VM generation (a stack of another generation names its slice; stacks/settings.py).
+    accelerator_type: str = min(tpu_slices(), key=lambda name: tpu_slices()[name])
     provisioning: TpuProvisioning = TpuProvisioning()
     # Where else to ask, in order (the first is tpu.zone with tpu.provisioning): `pulumi up` moves to the next
     # when a request is refused, fails or waits past tpu.activeDeadline (docs/tpu.md).
@@ -222,15 +229,16 @@ class TpuSettings(SettingsModel):
 
     @field_validator("zone")
     @classmethod
-    def _v6e_zone(cls, zone: str) -> str:
-        return _v6e_zone("tpu.zone", zone)
+    def _tpu_zone(cls, zone: str) -> str:
+        return tpu_zone("tpu.zone", zone)
 
     @field_validator("accelerator_type")
     @classmethod
     def _a_slice(cls, value: str) -> str:
         """The slices of the shapes table, named as pydantic names a Literal's choices (the message users knew)."""
-        if value not in V6E_CHIPS:
-            names = [f"'{name}'" for name in V6E_CHIPS]
+        slices = tpu_slices()
+        if value not in slices:
+            names = [f"'{name}'" for name in slices]
             raise ValueError(f"Input should be {', '.join(names[:-1])} or {names[-1]}")
         return value
 
@@ -320,23 +328,26 @@ class TpuSettings(SettingsModel):
         return self.placements or (TpuPlacement(zone=self.zone, provisioning=self.provisioning),)
 
     def placement_warnings(self) -> list[str]:
-        """Flex-start outside Google's published zones: tried (preflight checks it live), never refused."""
+        """Flex-start outside Google's published zones for the slice's generation: tried (preflight checks it
+        live), never refused."""
+        accelerator = shape(self.accelerator_type).accelerator
+        published = flex_start_zones(accelerator)
         warnings = []
         for index, placement in enumerate(self.placement_list):
             flex_start = placement.provisioning.model is ProvisioningModel.FLEX_START
-            if flex_start and placement.zone not in FLEX_START_V6E_ZONES:
+            if flex_start and placement.zone not in published:
                 where = f"tpu.placements[{index}]" if self.placements else "tpu.zone"
                 warnings.append(
-                    f"{where}: flex-start in {placement.zone} is not in Google's published flex-start zones for v6e "
-                    f"({', '.join(FLEX_START_V6E_ZONES)}, serving/tpu_offers.py); it is tried anyway: run "
-                    "`gemma-verify preflight` to check its quota live, and if Google refuses it `pulumi up` moves to "
-                    "the next placement (or fails with Google's reason when there is none)"
+                    f"{where}: flex-start in {placement.zone} is not in Google's published flex-start zones for "
+                    f"{short_name(accelerator)} ({', '.join(published)}, serving/data/shapes.json); it is tried "
+                    "anyway: run `gemma-verify preflight` to check its quota live, and if Google refuses it "
+                    "`pulumi up` moves to the next placement (or fails with Google's reason when there is none)"
                 )
         return warnings
 
     @property
     def chips(self) -> int:
-        return V6E_CHIPS[self.accelerator_type]
+        return shape(self.accelerator_type).accelerators
 
     @property
     def region(self) -> str:

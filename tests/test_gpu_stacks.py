@@ -18,7 +18,7 @@ from stacks.settings import CloudRunStack
 from tests.cloud_run_instance import instance_size, vllm_container
 from tests.conftest import render_stack, stack_config
 
-GPU_STACKS = {"l4": Accelerator.NVIDIA_L4, "rtx6000": Accelerator.NVIDIA_RTX_PRO_6000}
+GPU_STACKS = {"l4": Accelerator("nvidia-l4"), "rtx6000": Accelerator("nvidia-rtx-pro-6000")}
 SERVICE = "gcp:cloudrunv2/service:Service"
 
 

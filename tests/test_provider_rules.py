@@ -28,8 +28,8 @@ from tests.test_settings import config_with, problems_of
 pytestmark = pytest.mark.xdist_group("pulumi-gcp-args-classes")
 STACKS = available_stacks(ROOT)
 SERVICE = "gcp:cloudrunv2/service:Service"
-L4 = CLOUD_RUN_GPUS[Accelerator.NVIDIA_L4]
-RTX = CLOUD_RUN_GPUS[Accelerator.NVIDIA_RTX_PRO_6000]
+L4 = CLOUD_RUN_GPUS[Accelerator("nvidia-l4")]
+RTX = CLOUD_RUN_GPUS[Accelerator("nvidia-rtx-pro-6000")]
 
 
 def json_plan(stack: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, V
 from preview.capture import Capture
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 
-L4 = CLOUD_RUN_GPUS[Accelerator.NVIDIA_L4]
+L4 = CLOUD_RUN_GPUS[Accelerator("nvidia-l4")]
 
 
 def args(**changes: object) -> VllmGpuServiceArgs:

@@ -125,7 +125,7 @@ def test_recipe_facts_kept_as_data() -> None:
     assert catalog_model("gemma-4-31b-it").drafters["google/gemma-4-31B-it-assistant"].recommended == "4-8"
     fp8 = catalog_model("gemma-4-26b-a4b-it").variants["fp8"]
     assert fp8.vllm_args == ("--kv-cache-dtype", "fp8")
-    assert fp8.env_by_accelerator[Accelerator.NVIDIA_RTX_PRO_6000] == {"VLLM_USE_V2_MODEL_RUNNER": "1"}
+    assert fp8.env_by_accelerator[Accelerator("nvidia-rtx-pro-6000")] == {"VLLM_USE_V2_MODEL_RUNNER": "1"}
     assert "qat-w4a16-ct" not in catalog_model("gemma-4-26b-a4b-it").variants  # no W4A16 of the MoE upstream
 
 
@@ -133,14 +133,14 @@ def test_precision_support() -> None:
     """NVFP4 runs weight-only on the L4 (Marlin, capability >= 7.5), natively on Blackwell; vllm-tpu loads
     neither W4A16 nor NVFP4. The L4 used to be refused NVFP4 although write-up E served the 31B on two L4s."""
     nvfp4 = catalog_model("gemma-4-31b-it").variants["nvfp4"]
-    assert nvfp4.support(Accelerator.NVIDIA_L4).status is SupportStatus.YES
-    assert "weight-only" in nvfp4.support(Accelerator.NVIDIA_L4).why
+    assert nvfp4.support(Accelerator("nvidia-l4")).status is SupportStatus.YES
+    assert "weight-only" in nvfp4.support(Accelerator("nvidia-l4")).why
     assert any(conflict.startswith("footprint:") and "22 GB" in conflict for conflict in nvfp4.conflicts)
-    assert nvfp4.support(Accelerator.NVIDIA_RTX_PRO_6000).status is SupportStatus.YES
-    assert nvfp4.support(Accelerator.TPU_V6E).status is SupportStatus.NO
+    assert nvfp4.support(Accelerator("nvidia-rtx-pro-6000")).status is SupportStatus.YES
+    assert nvfp4.support(Accelerator("tpu-v6e")).status is SupportStatus.NO
     for model in catalog().values():
         if "qat-w4a16-ct" in model.variants:
-            assert model.variants["qat-w4a16-ct"].support(Accelerator.TPU_V6E).status is SupportStatus.NO
+            assert model.variants["qat-w4a16-ct"].support(Accelerator("tpu-v6e")).status is SupportStatus.NO
 
 
 def test_find_checkpoint_by_repo_or_bucket_path() -> None:
@@ -161,7 +161,7 @@ def test_v6e4_from_first_principles_is_within_five_percent_of_the_log() -> None:
     from serving.accelerators import TPU_CHIPS
     from serving.planner import GIB, KvLayout, PlanInputs, plan_capacity
 
-    chip = TPU_CHIPS[Accelerator.TPU_V6E]
+    chip = TPU_CHIPS[Accelerator("tpu-v6e")]
     assert chip.hbm_gib_per_chip * 4 == pytest.approx(124.98)
     plan = plan_capacity(
         PlanInputs(

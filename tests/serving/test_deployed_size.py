@@ -16,7 +16,7 @@ from tests.conftest import ROOT
 
 
 @pytest.mark.parametrize(
-    ("stack", "accelerator"), [("l4", Accelerator.NVIDIA_L4), ("rtx6000", Accelerator.NVIDIA_RTX_PRO_6000)]
+    ("stack", "accelerator"), [("l4", Accelerator("nvidia-l4")), ("rtx6000", Accelerator("nvidia-rtx-pro-6000"))]
 )
 def test_the_shipped_stacks_deploy_the_priced_size(stack: str, accelerator: Accelerator) -> None:
     """The matrix said $1.05/h for an L4 (4 vCPU / 16 GiB) while the shipped stack costs $1.42/h (8 / 32): a user
@@ -30,7 +30,7 @@ def test_the_shipped_stacks_deploy_the_priced_size(stack: str, accelerator: Acce
 
 def test_the_matrix_prices_the_l4_as_the_shipped_stack() -> None:
     """The matrix's L4 row costs what `make preview STACK=l4` prints per instance ($1.42/h in a Tier 1 region)."""
-    shape = next(shape for shape in SHAPES if shape.accelerator is Accelerator.NVIDIA_L4)
+    shape = next(shape for shape in SHAPES if shape.accelerator is Accelerator("nvidia-l4"))
     row = fit(catalog_model("gemma-4-12b-it"), "qat-w4a16-ct", shape, Workload())
     assert row.usd_per_hour == pytest.approx(1.4209, abs=1e-3)
     assert "8 vCPU, 32 GiB" in row.price_basis

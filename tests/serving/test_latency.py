@@ -29,7 +29,7 @@ from serving.latency import (
 from serving.speculation import speculation_for
 from serving.speed_facts import fitted_efficiency, hardware_for
 
-L4 = hardware_for(Accelerator.NVIDIA_L4)
+L4 = hardware_for(Accelerator("nvidia-l4"))
 EFFICIENCY = Efficiency(compute=0.4, bandwidth=0.6, client_s=0.1)
 
 
@@ -136,7 +136,7 @@ def test_the_peak_efficiency_is_the_physical_ceiling() -> None:
 def _rtx_12b(variant: str = "bf16", *, draft_tokens: int = 0, cap: int = 256) -> Replica:
     model = catalog_model("gemma-4-12b-it")
     cost = model_cost(model, variant, kv_cache_dtype="fp8")
-    hardware = hardware_for(Accelerator.NVIDIA_RTX_PRO_6000, host_vcpus=20)
+    hardware = hardware_for(Accelerator("nvidia-rtx-pro-6000"), host_vcpus=20)
     speculation = speculation_for(model, variant, draft_tokens) if draft_tokens else None
     return Replica(cost, hardware, fitted_efficiency().efficiency(hardware), batch_cap=cap, speculation=speculation)
 
@@ -207,7 +207,7 @@ def test_tensor_parallel_pays_two_allreduces_a_layer_over_its_interconnect() -> 
     """Sharding a 12B that fits one chip adds 2 x layers all-reduces a step: over the L4s' PCIe they cost what
     NVLink does not, so TP 2 is slower than the bandwidth alone says and replicas can win."""
     cost = model_cost(catalog_model("gemma-4-12b-it"), "qat-w4a16-ct", kv_cache_dtype="fp8", tensor_parallel=2)
-    l4, h100 = hardware_for(Accelerator.NVIDIA_L4, 2), hardware_for("nvidia-h100-80gb", 2)
+    l4, h100 = hardware_for(Accelerator("nvidia-l4"), 2), hardware_for("nvidia-h100-80gb", 2)
     assert l4.interconnect is not None
     assert h100.interconnect is not None
     assert "PCIe" in l4.interconnect.kind
@@ -265,7 +265,7 @@ def test_no_prediction_exceeds_the_physical_ceiling() -> None:
 def test_the_host_tokenises_every_prompt_cached_or_not() -> None:
     """A prompt the cache serves still costs the host its tokenisation: 16K-token prompts on a 4-vCPU Cloud Run
     L4 top out at vCPUs / (tokens x time a token), as write-up B's 16K cells did, not at the GPU's rate."""
-    replica = dataclasses.replace(_twelve_b_qat(), hardware=hardware_for(Accelerator.NVIDIA_L4, host_vcpus=4))
+    replica = dataclasses.replace(_twelve_b_qat(), hardware=hardware_for(Accelerator("nvidia-l4"), host_vcpus=4))
     requests = Requests(16384, 3, reused_tokens=16384)
     host = replica.host_seconds(requests)
     assert host == pytest.approx(16384 * replica.efficiency.host_s_per_token)

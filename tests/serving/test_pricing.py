@@ -55,7 +55,7 @@ def test_l4_is_priced_at_the_8_cpu_32_gib_the_stack_runs_not_the_minimum() -> No
     assert (shape.cpu, shape.memory_gib, shape.gpu_zonal_redundancy) == (8, 32, False)
     price = hourly_price(shape).usd_per_hour
     assert price == pytest.approx((L4_GPU + 8 * VCPU + 32 * GIB) * HOUR)  # $1.42
-    minimum = hourly_price(minimum_shape(Accelerator.NVIDIA_L4)).usd_per_hour
+    minimum = hourly_price(minimum_shape(Accelerator("nvidia-l4"))).usd_per_hour
     assert minimum == pytest.approx((L4_GPU + 4 * VCPU + 16 * GIB) * HOUR)  # $1.05
     assert price is not None
     assert minimum is not None
@@ -107,7 +107,7 @@ def test_a_rate_that_is_not_in_the_book_is_reported_missing_not_guessed() -> Non
     assert price.missing is not None
     assert "no spot v6e rate recorded for asia-northeast1" in price.missing
     tier2 = CloudRunShape(
-        accelerator=Accelerator.NVIDIA_L4, region="asia-southeast1", cpu=8, memory_gib=32, gpu_zonal_redundancy=False
+        accelerator=Accelerator("nvidia-l4"), region="asia-southeast1", cpu=8, memory_gib=32, gpu_zonal_redundancy=False
     )
     assert "no Cloud Run rates recorded for asia-southeast1" in (hourly_price(tier2).missing or "")
 

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from preview.stack_file import project_root
+from serving.catalog import find_checkpoint
 from serving.pricing import CloudRunShape, GkeShape, TpuShape
 from serving.speed_records import SpeedRecord, save_speed_records, speed_args
 from stacks.catalog_checks import Served, served_checkpoint
 from stacks.fit import SHAPES
 from verify import UsageError
+from verify.advise.records import physical_problem
 from verify.advise.refit import render as render_refit
 from verify.advise.refit import run_refit
 from verify.bench.caveats import untrusted_reason
@@ -68,24 +70,35 @@ def calibrate(results: Path, stack: str, *, root: Path | None = None) -> Calibra
                 "speculative_tokens": cell.speculative_tokens if cell.speculative_tokens is not None else speculative,
             }
         )
-        reason = untrusted_reason(claimed)
+        reason = untrusted_reason(claimed) or _not_the_stacks_model(cell.model, served, settings.model.served_name)
         if reason is not None:
             answer.refused.append(f"{cell.short_label}: {reason}")
             continue
-        answer.records.append(
-            _record(
-                claimed,
-                served,
-                shape_label(billing),
-                settings.accelerator.value,
-                billing.chips_per_unit,
-                args,
-                shown,
-                digest,
-            )
-        )
+        shape, chips = shape_label(billing), billing.chips_per_unit
+        record = _record(claimed, served, shape, settings.accelerator.value, chips, args, shown, digest)
+        # The stack's model is what the record claims: its ceilings are the ones that bind (a tiny test model's
+        # cell would otherwise pass as the 12B's at several times the 12B's bandwidth ceiling).
+        impossible = physical_problem(record)
+        if impossible is not None:
+            answer.refused.append(f"{cell.short_label}: {impossible}")
+            continue
+        answer.records.append(record)
     answer.written = save_speed_records(project, answer.records)
     return answer
+
+
+def _not_the_stacks_model(name: str, served: Served, served_name: str | None) -> str | None:
+    """Why a cell's served model name is not the stack's model, or None where it is (the stack's served name, or a
+    name or repo id the catalog resolves to the stack's model)."""
+    if name in {served_name, served.model.id}:
+        return None
+    found = find_checkpoint(name)
+    if found is not None and found[0].id == served.model.id:
+        return None
+    return (
+        f"its served model {name!r} is not the stack's model {served.model.id} (served as {served_name!r}): a "
+        "record of another model's run would calibrate this one with its speed"
+    )
 
 
 def _record(  # noqa: PLR0917 - one cell and what the stack says about it

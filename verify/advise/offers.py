@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
 from serving.gcp_names import region_of
 from serving.pricing import CloudRunShape, GkeShape, HourlyPrice, TpuShape, deployed_cloud_run_shape
-from serving.shapes import accelerator_facts, machine_family
+from serving.shapes import accelerator_facts, machine_family, tier_zones
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
-from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
 from stacks.fit import SHAPES, Shape
 from stacks.gke import ClusterSettings
 
@@ -137,7 +136,7 @@ def _tpu(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
     if provisioning == "on-demand":
         return TPU_VM_ON_DEMAND
     where = region or DEFAULT_TPU_REGION
-    zones = FLEX_START_V6E_ZONES if provisioning == "flex-start" else V6E_ZONES
+    zones = tier_zones(shape.accelerator.value, provisioning)
     zone = next((z for z in zones if region_of(z) == where), None)
     if zone is None:
         generation = shape.accelerator.value.removeprefix("tpu-")  # the shapes table's key names the generation

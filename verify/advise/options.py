@@ -38,6 +38,11 @@ class Slo(_Model):
         return ", ".join(part for part in parts if part) or "no SLO (every row meets it)"
 
 
+# What advise assumes when no SLO is stated: a reply that starts within 10 s, the longest a chat or an API caller
+# commonly waits (a usable answer, not a target; the note says it was assumed).
+ASSUMED_SLO = Slo(p95_ttft_ms=10_000)
+
+
 def parse_slo(texts: list[str]) -> Slo:
     """``--slo p95_ttft_ms=2000`` (repeatable); UsageError naming the allowed keys."""
     values: dict[str, float] = {}
@@ -112,6 +117,21 @@ class AdviseOptions(_Model):
     # asked for outright; either, or a list of models, turns the per-model answer into one ranking.
     min_scores: tuple[tuple[str, float], ...] = ()
     one_ranking: bool = False
+
+    @property
+    def slo_assumed(self) -> bool:
+        """Whether the user stated no SLO: every load then gets ``ASSUMED_SLO`` (10^12 users once got one replica
+        at a predicted p95 TTFT of 23,000 years, "meeting" an SLO nobody stated)."""
+        return self.slo == Slo()
+
+    @property
+    def effective_slo(self) -> Slo:
+        return ASSUMED_SLO if self.slo_assumed else self.slo
+
+    def describe_slo(self) -> str:
+        if self.slo_assumed:
+            return f"none given, assumed {ASSUMED_SLO.describe()}"
+        return self.slo.describe()
 
     @property
     def per_model(self) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 from preview.stack_file import project_root
 from serving import speed_facts
 from serving.speed_facts import FittedEfficiency, Provenance, RecordSource
-from serving.speed_records import SPEED_DIR, SpeedRecord, load_speed_records
+from serving.speed_records import SPEED_DIR, SpeedRecord
 from serving.writeup_figures import writeup_figures
 from stacks.latency_fit import (
     LeaveOneOut,
@@ -35,6 +35,7 @@ from stacks.latency_fit import (
     record_targets,
     rounded_params,
 )
+from verify.advise.records import trusted_records
 
 COMMAND = "gemma-verify calibrate --refit"
 # A prediction that moved by more than this (|error| before vs after, in points) is named in the report.
@@ -95,7 +96,8 @@ def run_refit(
     """Fit the factors to the write-up figures (``priors``) and the project's speed records, and (``write``) store
     them in serving/data/latency-efficiency.json with their provenance."""
     project = project_root(root)
-    records = load_speed_records(project)
+    # Only records traceable to their unchanged results file and physically possible (verify/advise/records.py).
+    records = trusted_records(project).records
     data = writeup_figures()
     before = Params.of(speed_facts.fitted_efficiency())
     figures = figure_targets(data, fit_figures(data)) if priors else []

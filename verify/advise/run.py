@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,18 +22,21 @@ from serving.latency import AtLoad, Replica, Requests, at_rate, decode_step, pre
 from serving.pricing import HourlyPrice
 from serving.shapes import accelerator_facts
 from serving.speculation import Counters
-from serving.speed_records import SpeedRecord, load_speed_records, matching
+from serving.speed_records import SpeedRecord
 from stacks.estimate import basis_of, host_vcpus_of, replica_of, stated_error
 from stacks.fit import Fit, Shape, Workload, fit
 from verify.advise import adapter_fit
+from verify.advise.measured import Cell, Verdict, measured_replica_counts, verdict
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
 from verify.advise.quality import below_floor, best_per_model, one_per_deployment, quality_fields, with_versus
+from verify.advise.records import trusted_records
 from verify.advise.report import UNCONFIRMED_MARK, AdviseReport, Basis, Exclusion, Row
 
 # The share of requests within the p95: goodput counts them.
 WITHIN_P95 = 0.95
 EXAMPLES = 3
+REFUSED_SHOWN = 5
 COST_SPLIT = (
     "the hour's cost split by engine time: prefill's share of compute to input tokens, the rest to output "
     "tokens, each over its tokens/s at this load"
@@ -265,7 +267,7 @@ def _state(candidate: Candidate, options: AdviseOptions, replicas: int) -> AtLoa
 
 
 def _meets(state: AtLoad, options: AdviseOptions, replicas: int) -> bool:
-    slo = options.slo
+    slo = options.effective_slo
     if state.saturated:
         return False
     if slo.p95_ttft_ms is not None and state.ttft_p95_s * 1000 > slo.p95_ttft_ms:
@@ -384,45 +386,75 @@ def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOpti
     )
 
 
-def _with_measured(row: Row, records: list[SpeedRecord], options: AdviseOptions) -> Row:
-    """The row with a speed record's figures where one was measured on its model, variant and shape at this
-    workload and at its per-replica load (users mode: the same concurrency); the estimate stays beside them."""
-    if options.users is None:
-        return row
-    per_replica = math.ceil(options.users / row.replicas)
-    found = [
-        r
-        for r in matching(records, row.model, row.variant, row.shape, options.prompt_tokens, options.output_tokens)
-        if r.concurrency == per_replica and r.speculative_tokens == row.speculative_tokens
-    ]
-    if not found:
-        return row
-    newest = max(found, key=lambda r: r.measured_at)
-    measured = {
-        key: value
-        for key, value in {
-            "p95_ttft_ms": newest.p95_ttft_ms,
-            "mean_ttft_ms": newest.mean_ttft_ms,
-            "tpot_ms": newest.mean_tpot_ms,
-            "requests_per_s": newest.request_throughput * row.replicas,
-        }.items()
-        if value is not None
-    }
+def _measured_row(row: Row, found: Verdict) -> Row:
+    """The row with the record's figures, the estimate beside them, and the record named as its latency basis."""
+    record = found.record
     estimate = f"estimate beside it: p95 TTFT {row.p95_ttft_ms:,.0f} ms, TPOT {row.tpot_ms:,.1f} ms"
+    tpot = "p95" if record.p95_tpot_ms is not None else "mean"
     basis = Basis(
         kind="measured",
-        source=f"speed record of {newest.concurrency} users, vLLM {newest.vllm_version or '?'}: "
-        f"{newest.cite()}; {estimate}",
+        source=f"speed record of {record.concurrency} users ({found.how}; {tpot} TPOT), vLLM "
+        f"{record.vllm_version or '?'}: {record.cite()}; {estimate}",
     )
-    return row.model_copy(update={"measured": measured, "latency_basis": basis})
+    return row.model_copy(update={"measured": found.figures, "latency_basis": basis})
 
 
-def _measured_meets(measured: dict[str, float], options: AdviseOptions) -> bool:
-    slo = options.slo
-    ttft, tpot = measured.get("p95_ttft_ms"), measured.get("tpot_ms")
-    if slo.p95_ttft_ms is not None and ttft is not None and ttft > slo.p95_ttft_ms:
-        return False
-    return not (slo.p95_tpot_ms is not None and tpot is not None and tpot > slo.p95_tpot_ms)
+def _cell(candidate: Candidate, options: AdviseOptions) -> Cell:
+    replica = candidate.replica
+    return Cell(
+        model=candidate.model.id,
+        variant=candidate.variant,
+        shape=candidate.offer.name,
+        tensor_parallel=candidate.tensor_parallel,
+        max_num_seqs=replica.batch_cap,
+        batched_tokens=replica.batched_tokens,
+        speculative_tokens=candidate.speculative_tokens,
+        kv_cache_dtype=options.kv_cache_dtype,
+    )
+
+
+@dataclass(frozen=True)
+class _Decided:
+    """The replica count a candidate is ranked at, its estimated state there, and the record that decided it."""
+
+    replicas: int
+    state: AtLoad
+    measured: Verdict | None
+
+
+def decide(
+    candidate: Candidate,
+    options: AdviseOptions,
+    records: list[SpeedRecord],
+    states: dict[_StateKey, AtLoad],
+) -> tuple[_Decided | None, list[Verdict]]:
+    """The fewest replicas at which the SLO holds, a record deciding wherever one answers (both ways) and the
+    estimate elsewhere; and the records that said it misses (for the exclusion's reason)."""
+    limit = min(candidate.offer.max_replicas, options.max_replicas)
+    estimated = fewest_replicas(candidate, options, states)
+    cell = _cell(candidate, options)
+    counts = measured_replica_counts(records, cell, options, limit)
+    tried = set(counts) | {c + 1 for c in counts if c < limit}
+    if estimated is not None:
+        tried.add(estimated[0])
+    misses: list[Verdict] = []
+    for replicas in sorted(tried):
+        found = verdict(records, cell, options, replicas) if counts else None
+        if found is not None:
+            if found.meets:
+                return _Decided(replicas, _state_at(candidate, options, replicas, states), found), misses
+            misses.append(found)
+            continue
+        if estimated is not None and replicas >= estimated[0]:
+            return _Decided(replicas, _state_at(candidate, options, replicas, states), None), misses
+    return None, misses
+
+
+def _state_at(candidate: Candidate, options: AdviseOptions, replicas: int, states: dict[_StateKey, AtLoad]) -> AtLoad:
+    key = _state_key(candidate, replicas)
+    if key not in states:
+        states[key] = _state(candidate, options, replicas)
+    return states[key]
 
 
 def _price_basis(price: HourlyPrice, fixed: HourlyPrice | None, units: int) -> Basis:
@@ -471,28 +503,28 @@ def run_advise(
     project (``root``'s calibration/speed/) replace an estimate where one matches the row's workload and load."""
     started = clock()
     excluded = _Excluded()
-    records = load_speed_records(project_root(root))
+    trusted = trusted_records(project_root(root))
+    records = trusted.records
     rows: list[Row] = []
     states: dict[_StateKey, AtLoad] = {}
     for candidate in candidates(options, excluded, records):
-        found = fewest_replicas(candidate, options, states)
-        if found is None:
-            limit = min(candidate.offer.max_replicas, options.max_replicas)
-            excluded.add(f"misses the SLO at up to its replica limit ({limit} for its platform)", candidate.label)
+        decided, misses = decide(candidate, options, records, states)
+        if decided is None:
+            if misses:
+                excluded.add(
+                    "measured: misses the SLO", f"{candidate.label} ({misses[0].record.cite()}, {misses[0].how})"
+                )
+            else:
+                limit = min(candidate.offer.max_replicas, options.max_replicas)
+                excluded.add(f"misses the SLO at up to its replica limit ({limit} for its platform)", candidate.label)
             continue
-        replicas, state = found
-        row = _row(candidate, replicas, state, options)
+        row = _row(candidate, decided.replicas, decided.state, options)
         if isinstance(row, str):
             excluded.add("no recorded price", f"{candidate.label}: {row}")
             continue
-        row = _with_measured(row, records, options).model_copy(
-            update=quality_fields(candidate.model.id, candidate.variant)
-        )
-        if row.measured is not None and not _measured_meets(row.measured, options):
-            excluded.add(
-                "measured: misses the SLO where the estimate met it", f"{candidate.label} ({row.latency_basis.source})"
-            )
-            continue
+        if decided.measured is not None:
+            row = _measured_row(row, decided.measured)
+        row = row.model_copy(update=quality_fields(candidate.model.id, candidate.variant))
         if options.budget_usd_per_month is not None and row.usd_per_month > options.budget_usd_per_month:
             excluded.add(f"over the budget of ${options.budget_usd_per_month:,.0f}/month", candidate.label)
             continue
@@ -512,13 +544,20 @@ def run_advise(
         ),
         "the time outside the engine (client, network) is included in TTFT, as a client outside the region sees it",
     ]
+    if options.slo_assumed:
+        notes.append(
+            f"no SLO was given: assumed {options.effective_slo.describe()} so that no row its own prediction calls "
+            "unusable is ranked (--slo to state yours)"
+        )
+    notes += [f"speed record refused, not used: {line}" for line in trusted.refused[:REFUSED_SHOWN]]
+    if len(trusted.refused) > REFUSED_SHOWN:
+        notes.append(f"{len(trusted.refused) - REFUSED_SHOWN} more speed records refused")
     if any(not row.support_confirmed for row in ranked):
         notes.append(
             f"{UNCONFIRMED_MARK} support unconfirmed (no public source shows it running; see caveats): ranked after "
             "every confirmed deployment"
         )
-    if options.adapters is not None:
-        notes.append(adapter_fit.note(options.adapters))
+    notes += adapter_fit.notes(options.adapters)
     if len(rows) > options.top:
         notes.append(f"{len(rows) - options.top} more deployments meet the SLO (--top to list them)")
     return AdviseReport(
@@ -535,7 +574,7 @@ def run_advise(
         ),
         workload=f"{options.describe_workload()}, kv-cache {options.kv_cache_dtype}",
         load=options.describe_load(),
-        slo=options.slo.describe(),
+        slo=options.describe_slo(),
         active_hours_per_month=options.active_hours_per_month,
         rows=ranked,
         excluded=excluded.summary(),

@@ -113,14 +113,16 @@ def claim_of(record: CellRecord) -> Claim | None:
         return None
     chips = record.accelerator_count
     if chips is None:
-        if accelerator is Accelerator.TPU_V6E or record.platform == "gke":
+        if accelerator_facts(accelerator).family == "tpu" or record.platform == "gke":
             return None
         chips = 1
     return Claim(model, None if model is not None else params, accelerator, chips, record.platform)
 
 
-def _layout(accelerator: Accelerator) -> KvLayout:
-    return KvLayout.TPU if accelerator is Accelerator.TPU_V6E else KvLayout.VLLM_HYBRID
+def kv_layout(accelerator: str) -> KvLayout:
+    """How vLLM lays out the KV cache on the accelerator: by its family in the shapes table, so every TPU
+    generation gets the TPU layout (a name check once gave any TPU but one the GPU layout)."""
+    return KvLayout.TPU if accelerator_facts(accelerator).family == "tpu" else KvLayout.VLLM_HYBRID
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ def _catalog_candidates(
     runs = [name for name, v in model.variants.items() if v.support(accelerator).status is not SupportStatus.NO]
     if not runs:
         return _Candidates((), f"no variant of {model_id} runs on {accelerator.value}")
-    layout = _layout(accelerator)
+    layout = kv_layout(accelerator)
     costs = {name: model_cost(model, name, kv_cache_dtype="fp8", tensor_parallel=chips, layout=layout) for name in runs}
     shapes = [shape for shape in SHAPES if shape.accelerator is accelerator and shape.chips == chips]
     shapes.sort(key=lambda shape: shape.platform != _SHAPE_PLATFORM.get(platform or "", ""))

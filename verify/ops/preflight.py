@@ -330,8 +330,8 @@ def _gib(value: str) -> float:
 
 def gke_quota_metric(machine_type: str, provisioning: str) -> str:
     """The Compute Engine quota metric a GKE GPU node pool draws on: its machine series' metric for the
-    provisioning model, from the shapes table (G2: nvidia_l4_gpus / preemptible_nvidia_l4_gpus; A3 High:
-    the H100 ones). Spot and flex-start draw on the preemptible quota."""
+    provisioning model, from the shapes table (each series names its GPU's on-demand and preemptible metrics).
+    Spot and flex-start draw on the preemptible quota."""
     family = machine_family(shape(machine_type))
     return family.quota.get(provisioning) or family.quota["spot"]
 

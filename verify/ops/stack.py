@@ -22,7 +22,7 @@ import pydantic
 
 from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, project_root, read_stack_config
 from serving.naming import TPU_SERVING_CONTAINER, TPU_STARTUP_LOG_PREFIX, StackNames, stack_labels
-from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
+from serving.shapes import tier_zones
 from stacks.apis import required_apis
 from stacks.gke import GkeSettings
 from stacks.loading import StackConfigError, settings_from_config
@@ -150,7 +150,8 @@ class TpuOpsStack(_OpsStackBase):
     active_deadline_seconds: int
     # A flex-start node's longest run (tpu.provisioning.maxRunDuration or its default); None otherwise.
     flex_start_run_seconds: int | None = None
-    # Zones where this provisioning model can get v6e at all (flex-start: only some), for "try another zone".
+    # Zones where this provisioning model can get the slice's generation at all (flex-start: only some), for
+    # "try another zone".
     candidate_zones: tuple[str, ...]
     # Where `pulumi up` asks, in order: the first is `zone` with `provisioning`.
     placements: tuple[OpsPlacement, ...] = ()
@@ -328,7 +329,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 flex_start_run_seconds=(
                     tpu.provisioning.flex_start_run_seconds if model is ProvisioningModel.FLEX_START else None
                 ),
-                candidate_zones=FLEX_START_V6E_ZONES if model is ProvisioningModel.FLEX_START else V6E_ZONES,
+                candidate_zones=tier_zones(settings.accelerator.value, model.value),
                 placements=tuple(
                     OpsPlacement(
                         zone=placement.zone,

@@ -32,8 +32,7 @@ import pydantic
 from remote.google_client import GoogleApis
 from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
 from serving.gcp_names import region_of
-from serving.shapes import quota_words, shape
-from serving.tpu_offers import FLEX_START_V6E_ZONES, V6E_ZONES
+from serving.shapes import flex_start_zones, quota_words, shape, tier_zones, tpu_zones
 from verify.ops import deploy_requirements
 from verify.ops.answers import AcceleratorType, RuntimeVersion
 from verify.ops.findings import Finding, Verdict
@@ -57,9 +56,14 @@ def quota_kind(tier: str) -> QuotaKind:
     return "on-demand" if tier == "guaranteed" else "preemptible"
 
 
-def listed_zones(tier: str) -> tuple[str, ...]:
-    """Where Google's pages (serving/tpu_offers.py) say the tier offers v6e."""
-    return FLEX_START_V6E_ZONES if tier == "flex-start" else V6E_ZONES
+def listed_zones(stack: TpuOpsStack, tier: str) -> tuple[str, ...]:
+    """Where Google's pages (the shapes table) say the tier offers the stack's slice's generation."""
+    return tier_zones(_accelerator(stack), tier)
+
+
+def _accelerator(stack: TpuOpsStack) -> str:
+    """The slice's TPU generation, as the shapes table keys it."""
+    return shape(stack.accelerator_type).accelerator
 
 
 class ZoneTier(pydantic.BaseModel):
@@ -161,12 +165,13 @@ def _zones(stack: TpuOpsStack, facts: _Facts) -> list[str]:
     """The stack's placements, the table's v6e zones, then any zone the project's v6e quota names in a known
     region, at most MAX_ZONES (the rest are recorded in ``facts.zones_left_out``)."""
     zones = list(dict.fromkeys(placement.zone for placement in stack.placement_list))
-    regions = {region_of(zone) for zone in [*zones, *V6E_ZONES, *FLEX_START_V6E_ZONES]}
+    listed = tpu_zones(_accelerator(stack))
+    regions = {region_of(zone) for zone in [*zones, *listed, *flex_start_zones(_accelerator(stack))]}
     declared: list[str] = []
     for info in [*(facts.infos or {}).get("preemptible", []), *(facts.infos or {}).get("on-demand", [])]:
         for dimensions in info.dimensions_infos:
             declared += [dimensions.dimensions.get("zone", ""), *dimensions.applicable_locations]
-    for zone in dict.fromkeys([*V6E_ZONES, *declared]):
+    for zone in dict.fromkeys([*listed, *declared]):
         if not _ZONE.match(zone) or zone in zones:
             continue
         if region_of(zone) in regions and len(zones) < MAX_ZONES:
@@ -298,7 +303,7 @@ def _row(stack: TpuOpsStack, facts: _Facts, zone: str, tier: str, placement: int
     kind = quota_kind(tier)
     quota = _quota(facts, kind, zone)
     offers, runtime = facts.offers.get(zone), facts.runtimes.get(zone)
-    listed = zone in listed_zones(tier)
+    listed = zone in listed_zones(stack, tier)
     known = quota.free is not None and offers is not None and runtime is not None
     grantable = bool(offers and runtime and (quota.free or 0) >= stack.chips) if known else None
     where = f"{zone} {tier}"
@@ -412,7 +417,7 @@ def _findings_of(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement, sev
     return [
         *_quota_findings(stack, facts, placement, several),
         *_zone_findings(stack, facts, placement),
-        *_flex_start_note(placement, _generation(stack)),
+        *_flex_start_note(stack, placement),
     ]
 
 
@@ -486,7 +491,9 @@ def _zone_findings(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement) -
     if facts.tpu_error is not None:
         return [_unchecked("tpu-zone", zone, facts.tpu_error, stack.project)]
     here = bool(facts.offers.get(zone))
-    others = [other for other in listed_zones(placement.provisioning) if other != zone and facts.offers.get(other)]
+    others = [
+        other for other in listed_zones(stack, placement.provisioning) if other != zone and facts.offers.get(other)
+    ]
     elsewhere = f"; also offered in {', '.join(others)}" if others else "; no other candidate zone offers it"
     findings = [
         Finding(
@@ -515,15 +522,16 @@ def _zone_findings(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement) -
     return findings
 
 
-def _flex_start_note(placement: OpsPlacement, generation: str) -> list[Finding]:
-    if placement.provisioning != "flex-start" or placement.zone in FLEX_START_V6E_ZONES:
+def _flex_start_note(stack: TpuOpsStack, placement: OpsPlacement) -> list[Finding]:
+    published = listed_zones(stack, "flex-start")
+    if placement.provisioning != "flex-start" or placement.zone in published:
         return []
     return [
         Finding(
             area="tpu-zone",
             item=f"flex-start in {placement.zone}",
             verdict=Verdict.INFO,
-            detail=f"not in Google's published flex-start zones for {generation} ({', '.join(FLEX_START_V6E_ZONES)}, "
+            detail=f"not in Google's published flex-start zones for {_generation(stack)} ({', '.join(published)}, "
             "serving/tpu_offers.py): its quota and offer are checked live above; Google may still refuse the "
             "request, and then `pulumi up` moves to the next placement",
         )

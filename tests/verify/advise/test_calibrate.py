@@ -75,6 +75,9 @@ def test_advise_prefers_a_measured_figure_and_shows_the_estimate(project: Path) 
     assert estimated
     assert estimated[0].latency_basis.kind == "estimated"
     per_replica = -(-4 // estimated[0].replicas)
+    source = project / "results" / "l4.jsonl"
+    source.parent.mkdir()
+    source.write_text("{}\n", encoding="utf-8")
     record = SpeedRecord(
         model="gemma-4-12b-it",
         variant="qat-w4a16-ct",
@@ -82,7 +85,7 @@ def test_advise_prefers_a_measured_figure_and_shows_the_estimate(project: Path) 
         accelerator="nvidia-l4",
         chips=1,
         vllm_version="0.32.0",
-        serving_args={"--max-num-seqs": "64"},
+        serving_args={"--max-num-seqs": "64", "--kv-cache-dtype": "fp8"},
         prompt_tokens=512,
         output_tokens=256,
         concurrency=per_replica,
@@ -92,7 +95,7 @@ def test_advise_prefers_a_measured_figure_and_shows_the_estimate(project: Path) 
         mean_tpot_ms=49.0,
         measured_at="2026-11-26T12:00:00+00:00",
         source_file="results/l4.jsonl",
-        source_sha256="a" * 64,
+        source_sha256=hashlib.sha256(source.read_bytes()).hexdigest(),
     )
     save_speed_records(project, [record])
     (row,) = [row for row in run_advise(options, root=project).rows if row.shape == "l4"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -98,7 +99,11 @@ def test_refit_writes_its_provenance_where_every_estimate_reads_it(
 ) -> None:
     """The refit's result is the file every estimate reads, with what it was fitted to (the records' files and
     their SHA-256), and the report names what moved."""
-    save_speed_records(tmp_path, _synthetic())
+    source = tmp_path / "results" / "synthetic.jsonl"
+    source.parent.mkdir()
+    source.write_text("{}\n", encoding="utf-8")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    save_speed_records(tmp_path, [r.model_copy(update={"source_sha256": digest}) for r in _synthetic()])
     (tmp_path / "Pulumi.yaml").write_text("name: gemma-serving\nruntime: python\n", encoding="utf-8")
     target = tmp_path / "latency-efficiency.json"
     target.write_text(speed_facts.EFFICIENCY_FILE.read_text(encoding="utf-8"), encoding="utf-8")

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from serving.planner import KvLayout
+from serving.shapes import shapes_table
+from tests.serving.planted_shapes import PLANTED_TPU, plant
 from verify.bench.caveats import trusted, untrusted_reason
-from verify.bench.ceilings import ceiling_problem, decode_ceiling_of
+from verify.bench.ceilings import ceiling_problem, decode_ceiling_of, kv_layout
 from verify.bench.compare import Verdict, compare, tally
 from verify.bench.judgement import accelerator_facts
 from verify.bench.matrix import Cell, Run
@@ -278,3 +281,12 @@ def test_bench_records_the_speculation_it_is_told(tmp_path: Path) -> None:
     ceiling = decode_ceiling_of(record)
     assert ceiling is not None
     assert "up to 5 tokens a step" in ceiling.basis
+
+
+def test_every_tpu_generation_gets_the_tpu_kv_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TPU generation other than today's must be judged with the TPU's KV layout: a check on one generation's
+    name gave any other TPU the GPU layout, a wrong ceiling for every cell it served."""
+    plant(monkeypatch)
+    assert kv_layout(PLANTED_TPU) is KvLayout.TPU
+    gpu = next(key for key, facts in shapes_table().accelerators.items() if facts.family == "gpu")
+    assert kv_layout(gpu) is KvLayout.VLLM_HYBRID
