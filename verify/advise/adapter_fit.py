@@ -81,13 +81,14 @@ def notes(adapters: AdapterWorkload | None) -> list[str]:
     leaves to the user."""
     if adapters is None:
         return []
-    return [
+    text = (
         f"{adapters.describe()}: only rows whose stack serves them are ranked (TPU stacks and `model.load: stream` "
         "serve none, docs/adapters.md), each with the LoRA slots' memory in its capacity plan; the latency "
         "estimate does not model LoRA's own kernels or an adapter's first load on a replica (measure with "
         "`gemma-verify bench` against an adapter's name); a stack written with --write declares no adapters: add "
         "them under gemma-serving:adapters"
-    ]
+    )
+    return [text]
 
 
 def adapter_workload(count: int | None, rank: int | None, share: float | None) -> AdapterWorkload | None:
