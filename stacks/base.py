@@ -23,4 +23,6 @@ class SettingsModel(BaseModel):
         populate_by_name=True,
         validate_default=True,
         str_strip_whitespace=True,
+        # inf and NaN are never a setting: `.inf` made alerts that cannot fire and budgets that overflow.
+        allow_inf_nan=False,
     )

@@ -35,6 +35,7 @@ from serving.planner import (
     render_table,
 )
 from stacks.base import SettingsModel
+from stacks.bounds import MAX_CONTEXT_TOKENS, MAX_PARAMETERS, MAX_RUNTIME_OVERHEAD_GIB, MAX_WEIGHT_BYTES
 from stacks.calibration import calibrate
 from stacks.catalog_checks import Served, catalog_warnings, served_checkpoint
 
@@ -78,17 +79,17 @@ class CapacitySettings(SettingsModel):
     # The same for the speculative drafter (unset: named like vllm.speculative.drafter).
     drafter_profile: str | None = None
     # The checkpoint's weight bytes, when `profile` is a config.json with no index or safetensors beside it.
-    weight_bytes: int | None = Field(default=None, ge=1)
+    weight_bytes: int | None = Field(default=None, ge=1, le=MAX_WEIGHT_BYTES)
     # Or the weights as a parameter count and the bits each is stored in (an estimate, shown as one).
-    parameters: int | None = Field(default=None, ge=1)
+    parameters: int | None = Field(default=None, ge=1, le=MAX_PARAMETERS)
     bits_per_parameter: float | None = Field(default=None, gt=0, le=32)
     # Replaces the assumed runtime overhead (GiB per accelerator).
-    runtime_overhead_gib: float | None = Field(default=None, ge=0)
+    runtime_overhead_gib: float | None = Field(default=None, ge=0, le=MAX_RUNTIME_OVERHEAD_GIB)
     # The stack's stated workload: tokens (prompt + output) of a typical request. The plan WARNS when
     # vllm.maxNumSeqs requests of this size cannot all hold their KV cache at once (vLLM then preempts
     # under ordinary traffic); full-length sequences that do not all fit are only an INFO. 512 is a chat
     # turn of a few hundred tokens of prompt and answer (docs/capacity-planning.md).
-    request_tokens: int = Field(default=DEFAULT_REQUEST_TOKENS, ge=1)
+    request_tokens: int = Field(default=DEFAULT_REQUEST_TOKENS, ge=1, le=MAX_CONTEXT_TOKENS)
 
     @model_validator(mode="after")
     def _one_weight_figure(self) -> Self:

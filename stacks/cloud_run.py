@@ -13,10 +13,11 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from serving.cloud_run_limits import MAX_CONCURRENCY
+from serving.cloud_run_limits import GPU_STARTUP_PROBE_MAX_SECONDS, MAX_CONCURRENCY
 from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.route_guard import env_problem
 from stacks.base import SettingsModel
+from stacks.bounds import MAX_INSTANCES, MAX_MEMORY_GIB, MAX_POSIX_ID, MAX_VCPUS
 
 # The startup window when modelLoadSeconds is unset and the checkpoint's size is unknown (no built-in
 # profile, no capacity.weightBytes): the default this setting had before the window was derived.
@@ -45,7 +46,7 @@ class ProbeSettings(SettingsModel):
     period_seconds: int = Field(default=10, ge=1, le=PROBE_MAX_SECONDS)
     timeout_seconds: int = Field(default=5, ge=1, le=PROBE_MAX_SECONDS)
     # Unset for the startup probe: derived from the model load (cloudRun.modelLoadSeconds or the estimate).
-    failure_threshold: int | None = Field(default=None, ge=1)
+    failure_threshold: int | None = Field(default=None, ge=1, le=GPU_STARTUP_PROBE_MAX_SECONDS)
 
     @model_validator(mode="after")
     def _timeout_within_period(self) -> Self:
@@ -86,8 +87,8 @@ class GcsMountSettings(SettingsModel):
     mount_path: str = MODEL_ROOT
     # The hand-made deployments' container user; upstream's vllm-openai image runs as root by default and
     # its optional non-root user is uid 2000 gid 0, so both stay configurable.
-    uid: int = Field(default=1001, ge=0)
-    gid: int = Field(default=1001, ge=0)
+    uid: int = Field(default=1001, ge=0, le=MAX_POSIX_ID)
+    gid: int = Field(default=1001, ge=0, le=MAX_POSIX_ID)
     # Further gcsfuse flags without leading dashes, e.g. implicit-dirs, metadata-cache-ttl-secs=-1.
     extra_options: tuple[str, ...] = ()
 
@@ -153,12 +154,12 @@ class TrafficSettings(SettingsModel):
 class CloudRunSettings(SettingsModel):
     """The Cloud Run service that hosts one vLLM server per GPU instance."""
 
-    cpu: int = Field(ge=1)
-    memory_gib: int = Field(ge=1)
+    cpu: int = Field(ge=1, le=MAX_VCPUS)
+    memory_gib: int = Field(ge=1, le=MAX_MEMORY_GIB)
     # Requests one instance admits at once; unset means vllm.maxNumSeqs, so Cloud Run never caps the batch.
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
-    min_instances: int = Field(default=0, ge=0)
-    max_instances: int = Field(default=1, ge=1)
+    min_instances: int = Field(default=0, ge=0, le=MAX_INSTANCES)
+    max_instances: int = Field(default=1, ge=1, le=MAX_INSTANCES)
     request_timeout_seconds: int = Field(default=MAX_REQUEST_TIMEOUT_SECONDS, ge=1, le=MAX_REQUEST_TIMEOUT_SECONDS)
     # The time a cold instance needs to load the model and answer /health; the startup probe covers it.
     # Unset: derived from the checkpoint's bytes and model.load's read throughput (serving/cold_start.py),

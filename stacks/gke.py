@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import re
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -23,8 +23,18 @@ from serving.container import VLLM_PORT
 from serving.gcp_names import VPC_NAME, is_system_namespace, region_of
 from serving.gke_machines import NODE_SHAPES, SUPPORTED_KUBERNETES_VERSIONS, NodeShape
 from stacks.base import SettingsModel
+from stacks.bounds import (
+    MAX_ACCELERATORS_PER_NODE,
+    MAX_MEMORY_GIB,
+    MAX_NODES,
+    MAX_NUM_SEQS,
+    MAX_REPLICAS,
+    MAX_STABILIZATION_SECONDS,
+    MAX_VCPUS,
+)
 from stacks.cloud_run import GcsMountSettings, plain_env
 from stacks.gke_rollout import GkeRolloutSettings
+from stacks.system_machine import system_machine_problem
 from stacks.tpu import Duration, _cidr
 
 # Every regional subnet of an auto-mode VPC (the `default` network) is inside this block
@@ -155,6 +165,14 @@ class ClusterSettings(SettingsModel):
             )
         return value
 
+    @field_validator("system_machine_type")
+    @classmethod
+    def _cpu_machine_type(cls, value: str) -> str:
+        problem = system_machine_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("kubernetes_version")
     @classmethod
     def _pinned_version(cls, value: str) -> str:
@@ -214,15 +232,15 @@ class NodePoolSettings(SettingsModel):
 
     machine_type: str
     # Accelerators per node; unset means the machine type's (G2 and ct6e types have a fixed count).
-    accelerator_count: int | None = Field(default=None, ge=1)
+    accelerator_count: int | None = Field(default=None, ge=1, le=MAX_ACCELERATORS_PER_NODE)
     # Zones of the stack's region that offer the accelerator; the autoscaler picks among them.
     zones: tuple[str, ...] = Field(min_length=1)
     provisioning: NodeProvisioning = NodeProvisioning.SPOT
     # flex-start only: the longest a node is kept (Google's limit is 7 days).
     max_run_duration: Duration | None = None
     # The cluster autoscaler's bounds, over all zones. 0 lets an idle fleet cost nothing for accelerators.
-    min_nodes: int = Field(default=0, ge=0)
-    max_nodes: int = Field(ge=1, le=1000)
+    min_nodes: int = Field(default=0, ge=0, le=MAX_NODES)
+    max_nodes: int = Field(ge=1, le=MAX_NODES)
     disk_size_gb: int = Field(default=200, ge=50, le=65536)
 
     @field_validator("machine_type")
@@ -275,14 +293,14 @@ class ReplicaSettings(SettingsModel):
     # The HPA's bounds. On the pinned versions (1.34, 1.35) the HPA cannot go below 1 (scale-to-zero is Beta
     # from Kubernetes 1.37, docs/gke.md); `parked: true` sets the Deployment to 0 replicas instead, and the
     # nodes follow to 0.
-    min: int = Field(default=1, ge=1)
-    max: int = Field(ge=1)
+    min: int = Field(default=1, ge=1, le=MAX_REPLICAS)
+    max: int = Field(ge=1, le=MAX_REPLICAS)
     parked: bool = False
     # The HPA's target: vLLM's queue (`vllm:num_requests_waiting`) averaged per pod. GKE's inference
     # autoscaling guidance scales on the queue for throughput and cost.
-    target_waiting_per_pod: int = Field(default=5, ge=1)
+    target_waiting_per_pod: int = Field(default=5, ge=1, le=MAX_NUM_SEQS)
     # How long the queue must stay low before a replica (and its node) is removed.
-    scale_down_stabilization: Duration = 600
+    scale_down_stabilization: Annotated[Duration, Field(le=MAX_STABILIZATION_SECONDS)] = 600
 
     @model_validator(mode="after")
     def _bounds(self) -> Self:
@@ -405,8 +423,8 @@ class GkeSettings(SettingsModel):
     namespace: str = "gemma"
     port: int = Field(default=VLLM_PORT, ge=1024, le=65535)
     # The vLLM container's requests (= limits). Unset: 80% of what the node can allocate.
-    cpu: float | None = Field(default=None, gt=0)
-    memory_gib: float | None = Field(default=None, gt=0)
+    cpu: float | None = Field(default=None, gt=0, le=MAX_VCPUS)
+    memory_gib: float | None = Field(default=None, gt=0, le=MAX_MEMORY_GIB)
     # How long loading the weights (and compiling, on TPU) may take: the startup probe's window.
     model_load_seconds: Duration = 1800
     env: dict[str, str] = Field(default_factory=dict)

@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from serving.cold_start import LoadMode
 from stacks.base import SettingsModel
+from stacks.bounds import MAX_MEMORY_GIB, MAX_STREAMER_CONCURRENCY
 
 # A VPC network or subnetwork: its name (RFC 1035, at most 63 characters) or its
 # projects/<p>/(global/networks|regions/<r>/subnetworks)/<name> path
@@ -35,7 +36,7 @@ class FuseLoad(SettingsModel):
     # cached bytes count against cloudRun.memoryGib, so the cache needs fileCacheGib of room.
     parallel_downloads: bool = False
     # The file cache's size in GiB (gcsfuse file-cache-max-size-mb); needed with parallelDownloads.
-    file_cache_gib: int | None = Field(default=None, ge=1)
+    file_cache_gib: int | None = Field(default=None, ge=1, le=MAX_MEMORY_GIB)
 
     @model_validator(mode="after")
     def _cache_for_parallel(self) -> FuseLoad:
@@ -69,8 +70,8 @@ class StreamLoad(SettingsModel):
     subnet: str = "default"
     # Run:ai Model Streamer threads and CPU staging buffer; unset: sized from cloudRun.cpu and memoryGib
     # (serving/cold_start.py size_streamer).
-    concurrency: int | None = Field(default=None, ge=1)
-    memory_limit_gib: int | None = Field(default=None, ge=1)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_STREAMER_CONCURRENCY)
+    memory_limit_gib: int | None = Field(default=None, ge=1, le=MAX_MEMORY_GIB)
 
     @field_validator("network", "subnet")
     @classmethod

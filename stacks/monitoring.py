@@ -19,11 +19,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from serving.alert_rules import TPOT_HISTOGRAM, TTFT_HISTOGRAM, AlertThresholds
 from serving.vllm_metrics import recorded_metrics
 from stacks.base import SettingsModel
+from stacks.bounds import MAX_BUDGET_UNITS
 
 _DEFAULTS = AlertThresholds()
 # Formats from the Cloud Billing and Monitoring APIs (billingAccounts/{id}: 0X0X0X-0X0X0X-0X0X0X;
@@ -125,10 +126,25 @@ class BudgetSettings(SettingsModel):
     """A monthly Cloud Billing budget over the stack's labelled resources; off without a billing account."""
 
     billing_account: str | None = Field(default=None, pattern=_BILLING_ACCOUNT)
-    # Whole units of the billing account's currency per calendar month.
-    amount: int | None = Field(default=None, gt=0)
+    # Whole units of the billing account's currency per calendar month (the API's Money.units, an int64).
+    amount: int | None = Field(default=None, gt=0, le=MAX_BUDGET_UNITS)
     # Fractions of the amount at which the budget notifies (Cloud Billing allows above 1, e.g. 1.2).
     thresholds: tuple[float, ...] = (0.5, 0.9, 1.0)
+
+    @field_validator("amount", mode="before")
+    @classmethod
+    def _int64_units(cls, value: object) -> object:
+        """`amount: 1e30` previewed and would fail at `pulumi up`: the Budget API holds an int64 of units."""
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and not -MAX_BUDGET_UNITS <= value <= MAX_BUDGET_UNITS
+        ):
+            raise ValueError(
+                f"{value!r} is more than the Budget API holds (Money.units, an int64); allowed: a whole number "
+                f"of currency units from 1 to {MAX_BUDGET_UNITS}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _usable(self) -> Self:

@@ -22,6 +22,7 @@ from serving.gcp_names import SECRET_ID, VPC_NAME, region_of
 from serving.shapes import flex_start_zones, shape, short_name, tpu_slices, tpu_zones
 from serving.tpu_offers import FLEX_START_MAX_RUN_SECONDS, FLEX_START_MIN_RUN_SECONDS
 from stacks.base import SettingsModel
+from stacks.bounds import MAX_DURATION_SECONDS
 
 # A flex-start node's run when the stack names none: a working session, then it ends by itself.
 DEFAULT_FLEX_START_RUN_SECONDS = 4 * 3600
@@ -50,6 +51,8 @@ def parse_duration(value: object) -> int:
         raise ValueError(f"{value!r} is not a duration; write a whole number with s, m, h or d (e.g. 4h, 90m)")
     if seconds <= 0:
         raise ValueError(f"{value!r}: a duration must be positive")
+    if seconds > MAX_DURATION_SECONDS:
+        raise ValueError(f"{value!r}: a duration is at most 365d ({MAX_DURATION_SECONDS} s)")
     return seconds
 
 

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, JsonValue, model_validator
 from serving.vllm_args import check_serve_args, normalise_flags
 from serving.vllm_facts import vllm_facts
 from stacks.base import SettingsModel
+from stacks.bounds import MAX_BATCHED_TOKENS, MAX_CONTEXT_TOKENS, MAX_NUM_SEQS
 
 # Arguments the program renders itself; a stack must set them through their typed settings instead. By vLLM's
 # `dest`, so every spelling vLLM accepts is caught: `--kv-cache-dtype`, `--kv_cache_dtype`, `=value` forms and
@@ -125,13 +126,13 @@ class SpeculativeDecoding(SettingsModel):
 class VllmSettings(SettingsModel):
     """The engine settings of `vllm serve` that a stack chooses."""
 
-    max_model_len: int = Field(ge=128, le=1_048_576)
-    max_num_seqs: int = Field(ge=1, le=4096)
+    max_model_len: int = Field(ge=128, le=MAX_CONTEXT_TOKENS)
+    max_num_seqs: int = Field(ge=1, le=MAX_NUM_SEQS)
     gpu_memory_utilization: float = Field(default=0.90, gt=0.0, le=1.0)
     dtype: ModelDtype = "auto"
     quantization: QuantizationMethod | None = None
     kv_cache_dtype: KvCacheDtype = "auto"
-    max_num_batched_tokens: int | None = Field(default=None, ge=128)
+    max_num_batched_tokens: int | None = Field(default=None, ge=128, le=MAX_BATCHED_TOKENS)
     enable_chunked_prefill: bool | None = None
     enable_prefix_caching: bool | None = None
     async_scheduling: bool = False

@@ -8,9 +8,11 @@ never checked only after it already serves, and the flags it passes are ones ver
 from __future__ import annotations
 
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from verify.cli import build_parser
@@ -58,6 +60,8 @@ def test_the_workflows_promote_flags_are_ones_verify_accepts() -> None:
     values = {"$STACK": "l4", "$MATRIX_STACK": "l4", "$SLO_SUCCESS_RATE": "0.99", "$SLO_P90_TTFT_MS": "10000"}
     concrete = []
     for arg in argv:
+        if arg == "${quality[@]}":  # the quality flags, when the args promise parsers (the next tests run them)
+            continue
         expanded = arg
         for variable, value in values.items():
             expanded = expanded.replace(variable, value)
@@ -111,3 +115,52 @@ def test_adapter_versions_are_gated_after_the_revision_and_with_flags_verify_acc
     argv = command_argv(adapters["run"], ".venv/bin/python -m verify adapters promote")
     args = build_parser().parse_args(["adapters", "promote", *[arg.replace("$STACK", "l4") for arg in argv]])
     assert (args.action, args.all, args.stack, args.rollback) == ("promote", True, "l4", False)
+
+
+QUALITY_STEPS = (
+    "verify promote (Cloud Run, gated)",
+    "verify health and bench (Cloud Run, direct)",
+    "verify health and bench (TPU)",
+)
+
+
+def _run_step(step: dict[str, Any], tmp_path: Path, env: dict[str, str]) -> list[list[str]]:
+    """The step's script under bash with a stand-in `.venv/bin/python` (and gcloud) that records each argv."""
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    log = tmp_path / "argv.jsonl"
+    recorder = f"#!/bin/sh\nprintf '%s\\0' \"$@\" >> {log}; printf '\\n' >> {log}\n"
+    for name in ("python", "gcloud"):
+        (bin_dir / name).write_text(recorder)
+        (bin_dir / name).chmod(0o755)
+    variables = {key: str(value) for key, value in step.get("env", {}).items() if "${{" not in str(value)}
+    variables |= {"PATH": f"{bin_dir}:/usr/bin:/bin", "STACK": "l4", "MATRIX_STACK": "l4", **env}
+    for key in ("SLO_SUCCESS_RATE", "SLO_P90_TTFT_MS"):
+        variables.setdefault(key, "0.99" if key == "SLO_SUCCESS_RATE" else "10000")
+    subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=variables, check=True)
+    lines = [line for line in log.read_text().split("\n") if line]
+    return [line.split("\0")[:-1] for line in lines]
+
+
+@pytest.mark.parametrize("name", QUALITY_STEPS)
+@pytest.mark.parametrize(
+    ("tool", "reasoning"), [("true", "false"), ("false", "true"), ("true", "true"), ("false", "false")]
+)
+def test_the_quality_gate_runs_where_the_stacks_args_promise_a_parser(
+    tmp_path: Path, name: str, tool: str, reasoning: str
+) -> None:
+    """The deploy workflow promoted a stack whose args promise tool calls and reasoning without the quality gate
+    (issue 46), so a parser that mangled every answer passed. Where the server's vllmArgs name a tool-call or
+    reasoning parser, the gate runs (with what each promises); without them, not; verify accepts the flags."""
+    _, step = step_named(name)
+    for variable, flag in (("TOOL_CALL_PARSER", "--tool-call-parser"), ("REASONING_PARSER", "--reasoning-parser")):
+        assert step["env"][variable] == f"${{{{ contains(steps.up.outputs.vllmArgs, '{flag}') }}}}"
+    calls = _run_step(step, tmp_path, {"TOOL_CALL_PARSER": tool, "REASONING_PARSER": reasoning})
+    checks = [argv[2:] for argv in calls if argv[:2] == ["-m", "verify"] and argv[2] in {"promote", "health"}]
+    (argv,) = checks
+    promised = "true" in (tool, reasoning)
+    assert ("--quality" in argv) is promised
+    if argv[0] == "health":
+        assert ("--expect-tool-calls" in argv) is (tool == "true")
+        assert ("--expect-reasoning" in argv) is (reasoning == "true")
+    build_parser().parse_args(argv)

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from preview.capture import Capture
 from preview.notes import manual_steps
 from preview.supply_plan import RUN
 from serving.naming import TypeToken
-from tests.conftest import render_stack, stack_config
+from stacks.catalog_checks import Served, served_checkpoint
+from stacks.loading import settings_from_config
+from tests.conftest import ROOT, render_stack, stack_config
 
 DRAFTER_REVISION = "46d4c6f13f0ac0ad827b915669b8df9b81c64c51"
 
@@ -64,3 +68,28 @@ def test_a_fleet_without_a_source_says_the_bucket_must_be_filled() -> None:
     rendered = render_stack("gke-l4x4", {"gemma-serving:model": json.dumps(model)})
     assert not rendered.of_type(RUN)
     assert any(note.startswith("weights: no weight source is set") for note in manual_steps(rendered))
+
+
+EVERY_STACK = sorted(
+    path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    for path in [*ROOT.glob("Pulumi.*.yaml"), *ROOT.glob("examples/Pulumi.*.yaml")]
+    if path.name != "Pulumi.yaml"
+)
+
+
+@pytest.mark.parametrize("stack", EVERY_STACK)
+def test_every_stack_that_names_a_catalog_checkpoint_imports_it(stack: str) -> None:
+    """`gke-h100` named the catalog's 31B and imported nothing: the fleet rolled out onto an empty bucket path
+    (issue 46). A stack serving a catalog checkpoint imports it, unless the catalog knows no commit of that
+    repo to pin (then the stack file says the bucket is filled by hand, and the plan's note says so too)."""
+    settings = settings_from_config(stack_config(stack).values)
+    served = served_checkpoint(settings.model)
+    if not isinstance(served, Served):
+        return
+    if "target" in settings.weight_sources():
+        return
+    assert served.variant.pins == (), f"{stack}: the catalog pins {served.variant.repo}; import it (model.source)"
+    text = (ROOT / "examples" / f"Pulumi.{stack}.yaml").read_text()
+    assert "No commit of" in text, stack
+    assert "copy the checkpoint" in text, stack
+    assert any(note.startswith("weights: no weight source is set") for note in manual_steps(render_stack(stack)))

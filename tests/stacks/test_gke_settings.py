@@ -249,3 +249,36 @@ def test_a_gated_fleet_names_the_other_track_as_the_candidate() -> None:
     assert _load(GPU, rollout__gated=True).gke.rollout.candidate_track == "green"
     assert _load(GPU, rollout__gated=True, rollout__servingTrack="green").gke.rollout.candidate_track == "blue"
     assert "gke.rollout.servingTrack" in _problems(GPU, rollout__gated=True, rollout__servingTrack="red")
+
+
+@pytest.mark.parametrize(
+    "machine_type",
+    ["e2-micro; rm -rf /", "e2-standard-4 --metadata=x", "g2-standard-4", "E2-STANDARD-4", "e2-standard-"],
+)
+def test_a_system_machine_type_that_is_not_a_cpu_machine_type_is_refused(machine_type: str) -> None:
+    """`gke.cluster.systemMachineType: "e2-micro; rm -rf /"` previewed and reached the node pool unchecked; a GPU
+    machine type would put an accelerator under kube-dns. Refused naming the key and the allowed forms."""
+    values = dict(stack_config("gke-l4x4").values)
+    gke = json.loads(values["gemma-serving:gke"])
+    gke.setdefault("cluster", {})["systemMachineType"] = machine_type
+    values["gemma-serving:gke"] = json.dumps(gke)
+    with pytest.raises(StackConfigError) as raised:
+        settings_from_config(values)
+    (problem,) = raised.value.problems
+    assert problem.startswith(f"gemma-serving:gke.cluster.systemMachineType: {machine_type!r} is not a predefined")
+    assert "family one of e2, n1, n2" in problem
+    assert "or e2-micro, e2-small, e2-medium (e.g. e2-standard-4, the default)" in problem
+
+
+@pytest.mark.parametrize(
+    "machine_type", ["e2-standard-4", "e2-medium", "n2-highmem-8", "c3-standard-4-lssd", "t2d-standard-1"]
+)
+def test_a_cpu_machine_type_for_the_system_pool_is_accepted(machine_type: str) -> None:
+    """The check refuses names, not real CPU machine types of the families Compute Engine offers."""
+    values = dict(stack_config("gke-l4x4").values)
+    gke = json.loads(values["gemma-serving:gke"])
+    gke.setdefault("cluster", {})["systemMachineType"] = machine_type
+    values["gemma-serving:gke"] = json.dumps(gke)
+    settings = settings_from_config(values)
+    assert isinstance(settings, GkeStack)
+    assert settings.gke.cluster.system_machine_type == machine_type

@@ -11,6 +11,7 @@ import sys
 import pydantic
 
 from preview.stack_file import project_root
+from serving.workload_choices import KV_CACHE_DTYPES
 from verify import UsageError
 from verify.advise.adapter_fit import DEFAULT_RANK, adapter_workload
 from verify.advise.options import (
@@ -23,9 +24,10 @@ from verify.advise.options import (
     parse_min_scores,
     parse_slo,
 )
-from verify.advise.report import render
+from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
-from verify.advise.write import PLACEHOLDER_REVISION, write_stack
+from verify.advise.write import write_stack
+from verify.advise.write_safety import NOTHING_WRITTEN, request_problems, written_message
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -123,7 +125,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"hours a month with traffic, for platforms that scale to zero (default {HOURS_PER_MONTH:g})",
     )
     parser.add_argument("--max-replicas", type=int, default=16, help="most replicas to consider (default 16)")
-    parser.add_argument("--kv-cache-dtype", default="fp8")
+    dtypes = ", ".join(KV_CACHE_DTYPES)
+    parser.add_argument("--kv-cache-dtype", default="fp8", help=f"the KV cache's element type: {dtypes} (default fp8)")
     parser.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     parser.add_argument("--write", metavar="NAME", help="write Pulumi.NAME.yaml for the chosen row (rank 1 by default)")
@@ -174,31 +177,38 @@ def options_from(args: argparse.Namespace) -> AdviseOptions:
 
 def _advise(args: argparse.Namespace) -> int:
     options = options_from(args)
+    if args.write is not None:
+        # Refused before the advice is computed: nothing about a row changes these.
+        problems = request_problems(
+            project_root(), str(args.write), force=args.force, revision=args.revision, drafter=args.drafter_revision
+        )
+        if problems:
+            raise UsageError("; ".join(problems) + f"; {NOTHING_WRITTEN}")
     report = run_advise(options)
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
         sys.stdout.write(render(report))
-    if args.write and report.rows:
-        chosen = [row for row in report.rows if row.rank == args.pick]
-        if not chosen:
-            raise UsageError(f"--pick {args.pick}: the answer has ranks 1 to {len(report.rows)}")
-        path = write_stack(
-            project_root(),
-            str(args.write),
-            chosen[0],
-            revision=args.revision,
-            drafter_revision=args.drafter_revision,
-            force=args.force,
-        )
-        if f"revision: '{PLACEHOLDER_REVISION}'" in path.read_text(encoding="utf-8"):
-            print(
-                f"wrote {path.name}, with a PLACEHOLDER model.revision: no stack here or catalog entry pins "
-                f"{chosen[0].model} {chosen[0].variant}. Pin the commit you reviewed on the Hub (rerun with "
-                f"--revision <40-hex> --force, or edit the file); `make preview STACK={args.write}` refuses the "
-                "placeholder until then",
-                file=sys.stderr,
-            )
-        else:
-            print(f"wrote {path.name}: `make preview STACK={args.write}` plans it", file=sys.stderr)
+    if args.write is not None:
+        _write(args, report)
     return report.exit_code
+
+
+def _write(args: argparse.Namespace, report: AdviseReport) -> None:
+    """``--write NAME``: the picked row as a stack file, or a line saying why nothing was written."""
+    name = str(args.write)
+    if not report.rows:
+        print(f"--write {name}: {NOTHING_WRITTEN}: no deployment meets the SLO at this load", file=sys.stderr)
+        return
+    chosen = [row for row in report.rows if row.rank == args.pick]
+    if not chosen:
+        raise UsageError(f"--pick {args.pick}: the answer has ranks 1 to {len(report.rows)}; {NOTHING_WRITTEN}")
+    path = write_stack(
+        project_root(),
+        name,
+        chosen[0],
+        revision=args.revision,
+        drafter_revision=args.drafter_revision,
+        force=args.force,
+    )
+    print(written_message(path, name), file=sys.stderr)

@@ -7,6 +7,7 @@ from typing import Self
 import pydantic
 
 from serving.quality import quality_book
+from serving.workload_choices import context_problem, kv_cache_dtype_problem, model_problems, variant_problems
 from verify import UsageError
 from verify.advise.adapter_fit import AdapterWorkload
 
@@ -208,6 +209,23 @@ class AdviseOptions(_Model):
             raise ValueError(f"min score {unknown_floor[0]!r}: allowed benchmarks: {', '.join(benchmarks)}")
         if not self.draft_tokens or any(not 0 <= k <= MAX_DRAFT_TOKENS for k in self.draft_tokens):
             raise ValueError(f"--draft-tokens: each between 0 (MTP off) and {MAX_DRAFT_TOKENS}")
+        return self
+
+    @pydantic.model_validator(mode="after")
+    def _known_choices(self) -> Self:
+        """A model, variant or KV-cache dtype the catalog and the planner do not know, or a request longer than any
+        model asked takes, is a usage error naming the flag (serving/workload_choices.py): it ranked nothing."""
+        prompt, output = self.longest
+        flag = "--lengths" if self.lengths else "--prompt-tokens"
+        problems = [
+            *model_problems(self.models),
+            *variant_problems(self.models, self.variants),
+            kv_cache_dtype_problem(self.kv_cache_dtype),
+            context_problem(prompt, output, self.models, flag=flag),
+        ]
+        found = [problem for problem in problems if problem]
+        if found:
+            raise ValueError("; ".join(found))
         return self
 
     def describe_load(self) -> str:
