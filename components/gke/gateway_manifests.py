@@ -56,9 +56,10 @@ SCORERS: tuple[tuple[str, int], ...] = (
 # loraaffinity): 1.0 where the request's `model` (the adapter) is running, 0.8 where a GPU slot is free to load
 # it, 0.6 where it is waiting, 0 where the slots are full. It reads vLLM's `vllm:lora_requests_info` gauge
 # (labels running_lora_adapters, waiting_lora_adapters, max_lora), which the core-metrics-extractor's vLLM
-# defaults already scrape. The weight is ours (the chart ships no LoRA profile): as much as queue depth, less
-# than the prefix cache, since every replica can load every adapter from the bucket and affinity only saves
-# a load into a warm slot.
+# defaults already scrape; each replica's route middleware lists a routed version there under its public name,
+# the `model` the picker sees (serving/adapter_routes_runtime.py). The weight is ours (the chart ships no LoRA
+# profile): as much as queue depth, less than the prefix cache, since every replica can load every adapter from
+# the bucket and affinity only saves a load into a warm slot.
 LORA_AFFINITY_SCORER: tuple[str, int] = ("lora-affinity-scorer", 2)
 # How long one request may take through the load balancer (the chart's GCPBackendPolicy default).
 BACKEND_TIMEOUT_SECONDS = 300

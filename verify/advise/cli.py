@@ -13,12 +13,14 @@ import pydantic
 from preview.stack_file import project_root
 from serving.workload_choices import KV_CACHE_DTYPES
 from verify import UsageError
+from verify.advise.adapter_fit import DEFAULT_RANK, adapter_workload
 from verify.advise.options import (
     HOURS_PER_MONTH,
     PLATFORMS,
     PROVISIONING,
     AdviseOptions,
     parse_draft_tokens,
+    parse_hours,
     parse_lengths,
     parse_min_scores,
     parse_slo,
@@ -65,9 +67,42 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="K,...",
         help="MTP draft lengths to weigh where the catalog has a drafter, 0 = off (default 0,2,4)",
     )
+    parser.add_argument(
+        "--adapters",
+        type=int,
+        metavar="N",
+        help="LoRA adapters every deployment must serve: rank only rows whose stack serves them (GPU stacks with the "
+        "bucket mounted; docs/adapters.md), with their slots' memory in the capacity plan",
+    )
+    parser.add_argument(
+        "--adapter-rank",
+        type=int,
+        metavar="R",
+        help=f"the adapters' (largest) LoRA rank, `r` in adapter_config.json (default {DEFAULT_RANK})",
+    )
+    parser.add_argument(
+        "--adapter-share",
+        type=float,
+        metavar="F",
+        help="the share of requests that name an adapter, 0 < F <= 1 (default 1)",
+    )
     load = parser.add_mutually_exclusive_group(required=True)
     load.add_argument("--users", type=int, help="concurrent users, each sending its next request when answered")
     load.add_argument("--rate", type=float, help="requests per second (Poisson arrivals)")
+    load.add_argument(
+        "--batch",
+        type=int,
+        metavar="REQUESTS",
+        help="a batch job of this many requests (with --within): rows ranked by the cost to finish it in time, "
+        "priced for the hours the job runs; spot and flex-start allowed unless --provisioning says otherwise",
+    )
+    parser.add_argument("--within", metavar="HOURS", help="with --batch: the hours it must finish in (6 or 6h)")
+    parser.add_argument(
+        "--runs-per-month",
+        type=float,
+        default=30.0,
+        help="with --batch: how often the job runs a month (default 30: nightly; 4.3 weekly, 1 once)",
+    )
     parser.add_argument(
         "--slo", action="append", default=[], metavar="KEY=VALUE", help="p95_ttft_ms, p95_tpot_ms or goodput (req/s)"
     )
@@ -121,6 +156,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def options_from(args: argparse.Namespace) -> AdviseOptions:
     """The flags as options; UsageError naming the flag on bad input."""
+    if (args.batch is None) != (args.within is None):
+        raise UsageError("--batch REQUESTS and --within HOURS go together")
     if args.lengths is not None and (args.prompt_tokens is not None or args.output_tokens is not None):
         raise UsageError("--lengths replaces --prompt-tokens and --output-tokens: give one or the other")
     if args.lengths is None and (args.prompt_tokens is None or args.output_tokens is None):
@@ -132,7 +169,10 @@ def options_from(args: argparse.Namespace) -> AdviseOptions:
             "slo": parse_slo(list(args.slo)),
             "platforms": tuple(args.platform or ()),
             "region": args.region,
-            "provisioning": tuple(args.provisioning or ("on-demand",)),
+            "provisioning": tuple(args.provisioning or (PROVISIONING if args.batch is not None else ("on-demand",))),
+            "batch_requests": args.batch,
+            "within_hours": parse_hours(args.within) if args.within is not None else None,
+            "runs_per_month": args.runs_per_month,
             "models": tuple(m.strip() for text in args.model or () for m in text.split(",") if m.strip()),
             "min_scores": parse_min_scores(list(args.min_score)),
             "one_ranking": bool(args.one_ranking),
@@ -145,6 +185,7 @@ def options_from(args: argparse.Namespace) -> AdviseOptions:
             "reused_tokens": args.reused_tokens,
             "distinct_prefixes": args.distinct_prefixes,
             "draft_tokens": parse_draft_tokens(str(args.draft_tokens)),
+            "adapters": adapter_workload(args.adapters, args.adapter_rank, args.adapter_share),
         }
         if args.lengths is not None:
             return AdviseOptions.with_lengths(parse_lengths(str(args.lengths)), **values)

@@ -9,6 +9,7 @@ nothing deploys a revision nobody reviewed.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,11 @@ def stack_document(row: Row, *, revision: str, drafter_revision: str | None = No
     }
     if row.platform == "tpu":
         tier = {"on-demand": "guaranteed"}.get(row.provisioning, row.provisioning)
-        config["gemma-serving:tpu"] = {"zone": row.zone, "acceleratorType": row.shape, "provisioning": {"model": tier}}
+        provisioning: dict[str, Any] = {"model": tier}
+        if row.batch_run_hours is not None and row.provisioning == "flex-start":
+            # A batch row's run, with a quarter of slack (a flex-start node is deleted at its maxRunDuration).
+            provisioning["maxRunDuration"] = f"{max(math.ceil(row.batch_run_hours * 1.25 * 60), 30)}m"
+        config["gemma-serving:tpu"] = {"zone": row.zone, "acceleratorType": row.shape, "provisioning": provisioning}
     elif row.platform == "gke":
         # The fleet the row was priced as: its nodes around the clock, node GPUs / TP replicas on each.
         vllm["tensorParallelSize"] = row.tensor_parallel
