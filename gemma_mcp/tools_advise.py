@@ -8,6 +8,7 @@ each number with its basis, and one line per kind of exclusion. Writing a stack 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Annotated
 
 import pydantic
@@ -17,11 +18,19 @@ from mcp_types import CallToolResult
 
 from gemma_mcp.context import ServerContext
 from gemma_mcp.tools_stacks import READ_ONLY, reply
+from preview.stack_file import project_root
 from verify import UsageError
 from verify.advise.adapter_fit import adapter_workload
 from verify.advise.options import PROVISIONING, AdviseOptions, parse_lengths, parse_min_scores, parse_slo
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
+from verify.advise.workload import load_workload, workload_options
+
+
+def _in_project(path: str) -> Path:
+    """A workload file's path as given, or relative to the project (where a team keeps its workloads)."""
+    given = Path(path)
+    return given if given.is_absolute() else project_root() / given
 
 
 def register(server: MCPServer, ctx: ServerContext) -> None:
@@ -42,7 +51,11 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "up and saves against the next better model; min_scores ('mmlu_pro=80', ...), models or one_ranking "
             "give one ranking, cheapest first. A batch job instead of users or rate: batch_requests within "
             "within_hours, runs_per_month (default 30): rows priced for the hours the job runs, spot and flex-start "
-            "allowed unless provisioning says otherwise. Returns the rows with predicted TTFT/TPOT, $/1M input and "
+            "allowed unless provisioning says otherwise. think_time_s: seconds users read an answer before the next "
+            "request. workload_file: a YAML workload (verify/advise/workload.py: request kinds and shares, "
+            "system_prompt_tokens, sessions, users with think_time_s, rate or batch, slo, adapters) instead of the "
+            "workload arguments, as `gemma-verify advise --workload FILE`. Returns the rows with predicted "
+            "TTFT/TPOT, $/1M input and "
             "output tokens, $/hour and $/month, each with its basis (measured or estimated by the latency model of "
             "docs/advisor.md, with its stated error), and what was excluded by kind. Offline: about a second, "
             "free; `gemma-verify advise --write NAME` writes a chosen row as a stack file. LoRA adapters every "
@@ -77,8 +90,28 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         batch_requests: int | None = None,
         within_hours: float | None = None,
         runs_per_month: float = 30.0,
+        think_time_s: float = 0.0,
+        workload_file: str | None = None,
     ) -> Annotated[CallToolResult, AdviseReport]:
         try:
+            if workload_file is not None:
+                workload = load_workload(_in_project(workload_file))
+                tiers = PROVISIONING if workload.batch is not None else ("on-demand",)
+                constraints: dict[str, object] = {
+                    "platforms": tuple(platforms or ()),
+                    "region": region,
+                    "provisioning": tuple(provisioning or tiers),
+                    "models": tuple(models or ()),
+                    "variants": tuple(variants or ()),
+                    "budget_usd_per_month": budget_usd_per_month,
+                    "active_hours_per_month": active_hours_per_month,
+                    "top": top,
+                    "draft_tokens": tuple(sorted(set(draft_tokens))) if draft_tokens else (0, 2, 4),
+                    "min_scores": parse_min_scores(list(min_scores or [])),
+                    "one_ranking": one_ranking,
+                }
+                report = await asyncio.to_thread(run_advise, workload_options(workload, **constraints))
+                return reply(ctx, render(report), report)
             values: dict[str, object] = {
                 "users": users,
                 "rate": rate,
@@ -100,6 +133,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
                 "adapters": adapter_workload(adapters, adapter_rank, adapter_share),
                 "min_scores": parse_min_scores(list(min_scores or [])),
                 "one_ranking": one_ranking,
+                "think_time_s": think_time_s,
             }
             if lengths is not None:
                 options = AdviseOptions.with_lengths(parse_lengths(lengths), **values)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import pydantic
 
@@ -27,6 +28,7 @@ from verify.advise.options import (
 )
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
+from verify.advise.workload import load_workload, workload_options
 from verify.advise.write import write_stack
 from verify.advise.write_safety import NOTHING_WRITTEN, request_problems, written_message
 
@@ -86,7 +88,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="F",
         help="the share of requests that name an adapter, 0 < F <= 1 (default 1)",
     )
-    load = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument(
+        "--workload",
+        type=Path,
+        metavar="FILE",
+        help="the traffic from a YAML file instead of the workload flags: request kinds and shares, a shared system "
+        "prompt, sessions, users with think time, a rate or a batch, the SLO, adapters (verify/advise/workload.py)",
+    )
+    parser.add_argument(
+        "--think-time",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --users: seconds each user reads an answer before the next request (default 0: always in flight)",
+    )
+    load = parser.add_mutually_exclusive_group()
     load.add_argument("--users", type=int, help="concurrent users, each sending its next request when answered")
     load.add_argument("--rate", type=float, help="requests per second (Poisson arrivals)")
     load.add_argument(
@@ -154,8 +170,53 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=_advise)
 
 
+# The flags a workload file replaces (dest: the default that means "not given").
+_WORKLOAD_FLAGS: dict[str, object] = {
+    "prompt_tokens": None,
+    "output_tokens": None,
+    "lengths": None,
+    "users": None,
+    "rate": None,
+    "batch": None,
+    "within": None,
+    "slo": [],
+    "reused_tokens": 0,
+    "distinct_prefixes": 1,
+    "think_time": 0.0,
+    "adapters": None,
+}
+
+
+def _constraints(args: argparse.Namespace, batch: bool) -> dict[str, object]:
+    """What the flags say besides the workload: where and what may serve it, and how the answer is shown."""
+    return {
+        "platforms": tuple(args.platform or ()),
+        "region": args.region,
+        "provisioning": tuple(args.provisioning or (PROVISIONING if batch else ("on-demand",))),
+        "models": tuple(m.strip() for text in args.model or () for m in text.split(",") if m.strip()),
+        "min_scores": parse_min_scores(list(args.min_score)),
+        "one_ranking": bool(args.one_ranking),
+        "variants": tuple(args.variant or ()),
+        "budget_usd_per_month": args.budget,
+        "active_hours_per_month": args.active_hours,
+        "max_replicas": args.max_replicas,
+        "kv_cache_dtype": args.kv_cache_dtype,
+        "top": args.top,
+        "draft_tokens": parse_draft_tokens(str(args.draft_tokens)),
+    }
+
+
 def options_from(args: argparse.Namespace) -> AdviseOptions:
-    """The flags as options; UsageError naming the flag on bad input."""
+    """The flags (or the workload file and the constraint flags) as options; UsageError naming the flag."""
+    if args.workload is not None:
+        given = [name for name, unset in _WORKLOAD_FLAGS.items() if getattr(args, name, unset) != unset]
+        if given:
+            flags = ", ".join("--" + name.replace("_", "-") for name in given)
+            raise UsageError(f"--workload FILE states the workload: give no {flags} with it")
+        workload = load_workload(Path(args.workload))
+        return workload_options(workload, **_constraints(args, workload.batch is not None))
+    if args.users is None and args.rate is None and args.batch is None:
+        raise UsageError("state the load: --users N, --rate R or --batch REQUESTS (or --workload FILE)")
     if (args.batch is None) != (args.within is None):
         raise UsageError("--batch REQUESTS and --within HOURS go together")
     if args.lengths is not None and (args.prompt_tokens is not None or args.output_tokens is not None):
@@ -167,25 +228,14 @@ def options_from(args: argparse.Namespace) -> AdviseOptions:
             "users": args.users,
             "rate": args.rate,
             "slo": parse_slo(list(args.slo)),
-            "platforms": tuple(args.platform or ()),
-            "region": args.region,
-            "provisioning": tuple(args.provisioning or (PROVISIONING if args.batch is not None else ("on-demand",))),
             "batch_requests": args.batch,
             "within_hours": parse_hours(args.within) if args.within is not None else None,
             "runs_per_month": args.runs_per_month,
-            "models": tuple(m.strip() for text in args.model or () for m in text.split(",") if m.strip()),
-            "min_scores": parse_min_scores(list(args.min_score)),
-            "one_ranking": bool(args.one_ranking),
-            "variants": tuple(args.variant or ()),
-            "budget_usd_per_month": args.budget,
-            "active_hours_per_month": args.active_hours,
-            "max_replicas": args.max_replicas,
-            "kv_cache_dtype": args.kv_cache_dtype,
-            "top": args.top,
             "reused_tokens": args.reused_tokens,
             "distinct_prefixes": args.distinct_prefixes,
-            "draft_tokens": parse_draft_tokens(str(args.draft_tokens)),
+            "think_time_s": args.think_time,
             "adapters": adapter_workload(args.adapters, args.adapter_rank, args.adapter_share),
+            **_constraints(args, args.batch is not None),
         }
         if args.lengths is not None:
             return AdviseOptions.with_lengths(parse_lengths(str(args.lengths)), **values)

@@ -114,6 +114,8 @@ class AdviseOptions(_Model):
     draft_tokens: tuple[int, ...] = (0, 2, 4)
     # LoRA adapters every deployment must serve (verify/advise/adapter_fit.py); None: the base model only.
     adapters: AdapterWorkload | None = None
+    # Closed-loop users read each answer this long before their next request (verify/advise/think_time.py).
+    think_time_s: float = pydantic.Field(default=0.0, ge=0)
     # Quality floors (benchmark key, least score: serving/data/model-quality.json) and a ranking across models
     # asked for outright; either, or a list of models, turns the per-model answer into one ranking.
     min_scores: tuple[tuple[str, float], ...] = ()
@@ -261,6 +263,8 @@ class AdviseOptions(_Model):
                 f"a batch of {self.batch_requests:,} requests within {self.within_hours:g} h "
                 f"({self.rate:.3g} requests/s at least), {self.runs_per_month:g} runs a month"
             )
+        if self.users is not None and self.think_time_s:
+            return f"{self.users} users (closed loop, {self.think_time_s:g} s think time between requests)"
         if self.users is not None:
             return f"{self.users} concurrent users (closed loop)"
         return f"{self.rate:g} requests/s (Poisson arrivals)"

@@ -35,6 +35,7 @@ from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
 from verify.advise.quality import below_floor, best_per_model, one_per_deployment, quality_fields, with_versus
 from verify.advise.records import trusted_records
 from verify.advise.report import UNCONFIRMED_MARK, AdviseReport, Basis, Exclusion, Row
+from verify.advise.think_time import with_think_time
 
 # The share of requests within the p95: goodput counts them.
 WITHIN_P95 = 0.95
@@ -241,7 +242,9 @@ def _state(candidate: Candidate, options: AdviseOptions, replicas: int) -> AtLoa
     """The replica at its share of the load, for the mean request. With a length distribution the p95 TTFT
     is that of the p95 prompt: the waits at the mean, plus the longer prompt's own prefill."""
     requests = _requests(options)
-    if options.users is not None:
+    if options.users is not None and options.think_time_s > 0:
+        state = with_think_time(candidate.replica, requests, options.users / replicas, options.think_time_s)
+    elif options.users is not None:
         state = with_users(candidate.replica, requests, options.users / replicas)
     else:
         assert options.rate is not None
