@@ -27,6 +27,7 @@ from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, re
 from serving.cold_start import ColdStartEstimate, StreamerSizing, tpu_stream_problem
 from serving.container import MODEL_ROOT
 from serving.gcp_names import bucket_name_problem, bucket_path_problem
+from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE, DEFAULT_IMAGES
 from serving.lora import (
     ROUTES_MIDDLEWARE,
@@ -372,8 +373,9 @@ class _StackSettings(SettingsModel):
 
     @property
     def image_ref(self) -> str:
-        """The vLLM image the stack serves: its pinned `image`, or the accelerator's default."""
-        return self.image or DEFAULT_IMAGES[self.accelerator]
+        """The vLLM image the stack serves: its pinned `image`, or the accelerator's default, by the digest
+        serving/data/image-digests.json records for that tag where it records one."""
+        return pinned_reference(self.image or DEFAULT_IMAGES[self.accelerator])
 
     @property
     def drafter_path(self) -> str | None:
@@ -679,7 +681,7 @@ class TpuStack(_StackSettings):
     @property
     def import_image(self) -> str:
         """The import job's base image: the TPU image has no CUDA clients' twin, so the CUDA vLLM image."""
-        return self.model_import.image or CUDA_IMAGE
+        return self.model_import.image or pinned_reference(CUDA_IMAGE)
 
     @property
     def apis(self) -> tuple[str, ...]:
@@ -812,7 +814,7 @@ class GkeStack(_StackSettings):
     @property
     def import_image(self) -> str:
         """The import job's base image: the CUDA vLLM image carries the clients (the TPU one has no twin)."""
-        return self.model_import.image or CUDA_IMAGE
+        return self.model_import.image or pinned_reference(CUDA_IMAGE)
 
     @property
     def apis(self) -> tuple[str, ...]:
