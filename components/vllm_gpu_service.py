@@ -33,7 +33,7 @@ from components.weight_access import (
     model_volumes,
     vpc_access,
 )
-from components.wire import gcp, wire
+from components.wire import cloud_run, gcp, wire
 from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
@@ -408,46 +408,48 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
         or None,
         vpc_access=vpc_access(args.streamed),
         containers=[
-            wire(
+            cloud_run.container(
                 name=GPU_SERVING_CONTAINER,
                 image=args.image,
                 commands=list(args.command) or None,
                 args=list(args.serve_args),
                 envs=[
                     *(
-                        wire(name=key, value=value)
+                        cloud_run.env(name=key, value=value)
                         for key, value in sorted({**args.env, **_cache_env(args.compile_cache)}.items())
                     ),
                     *(
-                        wire(name=key, value=pulumi.Output.concat("gs://", args.bucket_name, "/", path))
+                        cloud_run.env(name=key, value=pulumi.Output.concat("gs://", args.bucket_name, "/", path))
                         for key, path in sorted(args.bucket_env.items())
                     ),
                 ],
-                ports=wire(container_port=port, name="http1"),
-                resources=wire(
+                ports=cloud_run.ports(container_port=port, name="http1"),
+                resources=cloud_run.resources(
                     limits=vllm_limits(args.gpu, args.cpu, args.memory_gib, args.metrics_sidecar),
                     cpu_idle=False,
                     startup_cpu_boost=True,
                 ),
-                startup_probe=wire(
-                    http_get=wire(path="/health", port=port),
+                startup_probe=cloud_run.startup_probe(
+                    http_get=cloud_run.startup_http_get(path="/health", port=port),
                     initial_delay_seconds=args.startup_probe.initial_delay_seconds,
                     period_seconds=args.startup_probe.period_seconds,
                     timeout_seconds=args.startup_probe.timeout_seconds,
                     failure_threshold=args.startup_probe.failure_threshold,
                 ),
-                liveness_probe=wire(
-                    http_get=wire(path="/health", port=port),
+                liveness_probe=cloud_run.liveness_probe(
+                    http_get=cloud_run.liveness_http_get(path="/health", port=port),
                     initial_delay_seconds=args.liveness_probe.initial_delay_seconds,
                     period_seconds=args.liveness_probe.period_seconds,
                     timeout_seconds=args.liveness_probe.timeout_seconds,
                     failure_threshold=args.liveness_probe.failure_threshold,
                 ),
-                volume_mounts=[
-                    *(model_volume_mounts(args.mount.mount_path, args.streamed) or []),
-                    *cache_volume_mounts(args.compile_cache),
-                ]
-                or None,
+                volume_mounts=cloud_run.volume_mounts(
+                    [
+                        *(model_volume_mounts(args.mount.mount_path, args.streamed) or []),
+                        *cache_volume_mounts(args.compile_cache),
+                    ]
+                    or None
+                ),
             ),
             *sidecar_containers(
                 args.metrics_sidecar,

@@ -18,7 +18,7 @@ from mcp_types import CallToolResult
 from gemma_mcp.context import ServerContext
 from gemma_mcp.tools_stacks import READ_ONLY, reply
 from verify import UsageError
-from verify.advise.options import AdviseOptions, parse_lengths, parse_min_scores, parse_slo
+from verify.advise.options import PROVISIONING, AdviseOptions, parse_lengths, parse_min_scores, parse_slo
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
 
@@ -39,8 +39,10 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "(MTP draft lengths to weigh, 0 = off; default [0, 2, 4]). By default the answer is the cheapest "
             "deployment of each model, best model first by its model card score, each row saying what it gives "
             "up and saves against the next better model; min_scores ('mmlu_pro=80', ...), models or one_ranking "
-            "give one ranking, cheapest first. Returns the rows with predicted TTFT/TPOT, $/1M input and output "
-            "tokens, $/hour and $/month, each with its basis (measured or estimated by the latency model of "
+            "give one ranking, cheapest first. A batch job instead of users or rate: batch_requests within "
+            "within_hours, runs_per_month (default 30): rows priced for the hours the job runs, spot and flex-start "
+            "allowed unless provisioning says otherwise. Returns the rows with predicted TTFT/TPOT, $/1M input and "
+            "output tokens, $/hour and $/month, each with its basis (measured or estimated by the latency model of "
             "docs/advisor.md, with its stated error), and what was excluded by kind. Offline: about a second, "
             "free; `gemma-verify advise --write NAME` writes a chosen row as a stack file."
         ),
@@ -65,6 +67,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         draft_tokens: list[int] | None = None,
         min_scores: list[str] | None = None,
         one_ranking: bool = False,
+        batch_requests: int | None = None,
+        within_hours: float | None = None,
+        runs_per_month: float = 30.0,
     ) -> Annotated[CallToolResult, AdviseReport]:
         try:
             values: dict[str, object] = {
@@ -73,7 +78,10 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
                 "slo": parse_slo(list(slo or [])),
                 "platforms": tuple(platforms or ()),
                 "region": region,
-                "provisioning": tuple(provisioning or ("on-demand",)),
+                "provisioning": tuple(provisioning or (PROVISIONING if batch_requests is not None else ("on-demand",))),
+                "batch_requests": batch_requests,
+                "within_hours": within_hours,
+                "runs_per_month": runs_per_month,
                 "models": tuple(models or ()),
                 "variants": tuple(variants or ()),
                 "budget_usd_per_month": budget_usd_per_month,

@@ -13,6 +13,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from gemma_mcp.context import ServerContext
 from gemma_mcp.results import Fit, Outputs, Plan, PlannedResource, StackList, json_data
 from gemma_mcp.stack_files import require_stack, stack_names, summarise
+from serving.workload_choices import context_problem, model_problems, variant_problems
 
 PLAN_TIMEOUT_S = 180.0
 # Keys of the preview's JSON document that are not resources, outputs or notes: extra plan sections.
@@ -188,6 +189,14 @@ async def _catalog_fit(
             "TPU slices, GKE GPU machine types)"
         )
     context_tokens, output_tokens, reused_tokens = tokens
+    # A typo is a tool error naming the argument and what is allowed, never "does not fit" (serving/workload_choices).
+    problems = [
+        *model_problems([model], flag="model"),
+        *variant_problems([model], [variant] if variant else [], flag="variant"),
+        context_problem(context_tokens, output_tokens, [model], flag="context_tokens"),
+    ]
+    if refused := [problem for problem in problems if problem]:
+        raise ToolError("; ".join(refused))
     args = ["--model", model, "--shape", shape, "--context", str(context_tokens), "--output", str(output_tokens)]
     args += ["--reused-tokens", str(reused_tokens)] if reused_tokens else []
     args += ["--variant", variant] if variant else []

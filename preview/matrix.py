@@ -7,7 +7,8 @@ tokens/s, and the cost per 1M output tokens at that decode ceiling. Ceilings are
 FLOP/s and memory bandwidth, never measurements (`verify bench` measures). `--format json` prints one
 object per combination. Offline: no credentials, no network.
 
-Exit codes: 0 printed; 2 usage errors (an unknown model, variant or shape).
+Exit codes: 0 printed; 2 usage errors (an unknown model, shape or KV-cache dtype, a variant of none of the models
+asked, a request longer than any model asked takes).
 """
 
 from __future__ import annotations
@@ -19,9 +20,16 @@ from dataclasses import dataclass, field
 
 from preview.closed_pipe import run_until_reader_leaves
 from preview.stack_file import StackFileError, project_root
-from serving.catalog import catalog, catalog_model
+from serving.catalog import catalog_model
 from serving.pricing import usd
 from serving.speed_records import SpeedRecord, load_speed_records, matching
+from serving.workload_choices import (
+    KV_CACHE_DTYPES,
+    context_problem,
+    kv_cache_dtype_problem,
+    model_problems,
+    variant_problems,
+)
 from stacks.estimate import Estimate, estimate, replica_of
 from stacks.fit import SHAPES, Fit, Workload, fit_matrix, shape_named
 
@@ -201,7 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m preview.matrix", description=__doc__)
     parser.add_argument("--context", type=int, default=Workload.context_tokens, help="prompt tokens per request")
     parser.add_argument("--output", type=int, default=Workload.output_tokens, help="output tokens per request")
-    parser.add_argument("--kv-cache-dtype", default=Workload.kv_cache_dtype)
+    parser.add_argument(
+        "--kv-cache-dtype",
+        default=Workload.kv_cache_dtype,
+        help=f"the KV cache's element type: {', '.join(KV_CACHE_DTYPES)} (default {Workload.kv_cache_dtype})",
+    )
     parser.add_argument("--text-only", action="store_true", help="serve with --language-model-only (no towers)")
     parser.add_argument(
         "--reused-tokens",
@@ -307,18 +319,22 @@ def _speed_records() -> list[SpeedRecord]:
 
 
 def usage_problems(options: FitMatrixOptions) -> list[str]:
-    """Each filter naming nothing the catalog has, and a workload of no tokens, as one line each."""
-    models = catalog()
-    problems = [f"--model {m!r}: allowed: {', '.join(models)}" for m in options.models if m not in models]
-    variants = sorted({variant for model in models.values() for variant in model.variants})
-    problems += [f"--variant {v!r}: allowed: {', '.join(variants)}" for v in options.variants if v not in variants]
+    """Each filter naming nothing the catalog has (a variant of none of the models asked included), a KV-cache dtype
+    the planner does not size, and a workload of no tokens or longer than any model asked takes, one line each."""
+    workload = options.workload
+    problems = model_problems(options.models)
+    problems += variant_problems(options.models, options.variants)
     shapes = [shape.name for shape in SHAPES]
     problems += [f"--shape {s!r}: allowed: {', '.join(shapes)}" for s in options.shapes if s not in shapes]
-    if options.workload.context_tokens < 1 or options.workload.output_tokens < 1:
+    if (dtype := kv_cache_dtype_problem(workload.kv_cache_dtype)) is not None:
+        problems.append(dtype)
+    if workload.context_tokens < 1 or workload.output_tokens < 1:
         problems.append("--context and --output must be at least 1 token")
-    if not 0 <= options.workload.reused_tokens <= options.workload.context_tokens:
+    elif length := context_problem(workload.context_tokens, workload.output_tokens, options.models, flag="--context"):
+        problems.append(length)
+    if not 0 <= workload.reused_tokens <= workload.context_tokens:
         problems.append("--reused-tokens must be between 0 and --context")
-    if options.workload.distinct_prefixes < 1:
+    if workload.distinct_prefixes < 1:
         problems.append("--distinct-prefixes must be at least 1")
     return problems
 

@@ -6,11 +6,6 @@ and verify never imports the Pulumi program's modules; a plain fact in `stacks/`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from stacks.settings import StackSettings
-
 # APIs every stack uses: Cloud Storage (weights), IAM (service accounts), Artifact Registry (images),
 # Secret Manager (tokens, keys), Cloud Run (GPU services and the import job).
 BASE_APIS = (
@@ -27,8 +22,3 @@ GKE_APIS = ("compute.googleapis.com", "container.googleapis.com", "monitoring.go
 # Behind the inference gateway: the load balancer calls the endpoint picker as a Service Extension (GKE's
 # "Deploy GKE Inference Gateway" page: enable the Compute Engine and Network Services APIs).
 GKE_GATEWAY_APIS = ("networkservices.googleapis.com",)
-
-
-def required_apis(settings: StackSettings) -> tuple[str, ...]:
-    """The APIs a stack enables: each settings variant names its own (a TPU node adds compute and tpu)."""
-    return settings.apis

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from pydantic import Field, model_validator
 
@@ -40,7 +40,9 @@ from stacks.calibration import calibrate
 from stacks.catalog_checks import Served, catalog_warnings, served_checkpoint
 
 if TYPE_CHECKING:
-    from stacks.settings import StackSettings
+    from serving.lora import LoraLimits
+    from stacks.adapters import AdapterSettings
+    from stacks.model_settings import ModelSettings
     from stacks.vllm import VllmSettings
 
 # Assumed memory the engine keeps besides weights and KV cache (activation peak at the batch size,
@@ -278,6 +280,26 @@ def gke_capacity(accelerator: Accelerator, vllm: VllmSettings, capacity: Capacit
 
 
 TEXT_ONLY_FLAG = "--language-model-only"
+
+
+class StackSettings(Protocol):
+    """The blocks of a stack (any variant) the planner reads: its accelerator, model, vLLM, capacity and
+    adapter settings. A protocol, not the settings union, so the planner the settings call does not import
+    them back (a circle)."""
+
+    @property
+    def accelerator(self) -> Accelerator: ...
+    @property
+    def model(self) -> ModelSettings: ...
+    @property
+    def vllm(self) -> VllmSettings: ...
+    @property
+    def capacity(self) -> CapacitySettings: ...
+    @property
+    def adapters(self) -> tuple[AdapterSettings, ...]: ...
+    @property
+    def lora_limits(self) -> LoraLimits | None: ...
+    def capacity_platform(self) -> PlatformCapacity: ...
 
 
 def _text_only(profile: ModelProfile, settings: StackSettings) -> ModelProfile:

@@ -17,7 +17,7 @@ from serving.catalog import CatalogModel, Drafter, SupportStatus, Variant, catal
 from serving.shapes import accelerator_facts, tpu_slices
 
 if TYPE_CHECKING:
-    from stacks.settings import ModelSettings
+    from stacks.model_settings import ModelSettings
     from stacks.vllm import VllmSettings
 
 # dtypes a variant may run in besides its own: `auto` reads it from the checkpoint; an unquantized bf16

@@ -5,7 +5,7 @@ the hand-made deployments learnt one failed rollout at a time (a G2 machine has 
 replica that does not use all of them wastes the node, a zone without the accelerator never schedules,
 an HPA allowed more replicas than the pool has nodes leaves pods pending forever). The block is checked
 here against the machine table (serving/gke_machines.py), and against the rest of the stack (vLLM's
-tensor parallel, the model's weights, the region) by `GkeStack` in stacks/settings.py.
+tensor parallel, the model's weights, the region) by `GkeStack` in stacks/gke_stack.py.
 """
 
 from __future__ import annotations

@@ -7,14 +7,41 @@ the `gke` block alone cannot see; each message names the key to change and what 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from serving.gke_machines import ACCELERATOR_ZONES, NODE_SHAPES, shapes_for
 from serving.model_profiles import builtin_profile, builtin_profile_names, find_builtin_profile
 from serving.planner import GIB
 
 if TYPE_CHECKING:
-    from stacks.settings import GkeStack
+    from serving.accelerators import Accelerator
+    from stacks.capacity import CapacitySettings
+    from stacks.gke import GkeSettings
+    from stacks.model_settings import ModelSettings
+    from stacks.vllm import VllmSettings
+
+
+class GkeStack(Protocol):
+    """The blocks of a GKE stack these rules read (the settings' GkeStack): a protocol, so the rules the
+    settings call do not import the settings back (a circle)."""
+
+    @property
+    def accelerator(self) -> Accelerator: ...
+    @property
+    def region(self) -> str: ...
+    @property
+    def model(self) -> ModelSettings: ...
+    @property
+    def vllm(self) -> VllmSettings: ...
+    @property
+    def capacity(self) -> CapacitySettings: ...
+    @property
+    def gke(self) -> GkeSettings: ...
+    @property
+    def replicas_per_node(self) -> int: ...
+    @property
+    def pod_memory_gib(self) -> float: ...
+
 
 # Loading a checkpoint passes through host memory (safetensors are read, then copied to the accelerators;
 # on TPU the weights are staged in CPU RAM before sharding). The pod must hold the whole checkpoint at once.

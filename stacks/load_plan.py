@@ -3,7 +3,7 @@
 Why apart from the settings: the load mode touches the model path (a mount or gs://), vLLM's loader
 flags, the instance's memory (the streamer's buffer, gcsfuse's file cache), the network (Direct VPC egress)
 and the startup probe (derived from the checkpoint's bytes). Each rule is here once, read by
-`CloudRunStack` (stacks/settings.py) and the TPU refusal; the numbers are serving/cold_start.py's.
+`CloudRunStack` (stacks/cloud_run_stack.py) and the TPU refusal; the numbers are serving/cold_start.py's.
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def _generations(accelerator: str | None) -> str:
 
 def tpu_zone(key: str, zone: str, accelerator: str | None = None) -> str:
     """The zone, refused when no TPU VM of the generation (None: of any generation the table rents) is there.
-    A block is checked before it knows the stack's generation; the stack checks the pair (stacks/settings.py)."""
+    A block is checked before it knows the stack's generation; the stack checks the pair (stacks/tpu_stack.py)."""
     allowed = tpu_zones(accelerator)
     if zone not in allowed:
         raise ValueError(
@@ -204,7 +204,7 @@ class TpuSettings(SettingsModel):
 
     zone: str
     # One of the TPU generation's single-host slices (serving/data/shapes.json): by default the smallest slice
-    # of the table's first TPU VM generation (a stack of another generation names its slice; stacks/settings.py).
+    # of the table's first TPU VM generation (a stack of another generation names its slice; stacks/tpu_stack.py).
     accelerator_type: str = min(tpu_slices(), key=lambda name: tpu_slices()[name])
     provisioning: TpuProvisioning = TpuProvisioning()
     # Where else to ask, in order (the first is tpu.zone with tpu.provisioning): `pulumi up` moves to the next

@@ -191,14 +191,14 @@ _OUTPUT_CONTRACT = [
     "serving.outputs.TpuOutputs",
 ]
 NOT_BUILT = {
-    "l4": ["stacks.settings.GkeStack", "stacks.settings.TpuStack", *_OUTPUT_CONTRACT],
-    "tpu-v6e": ["stacks.settings.GkeStack", *_OUTPUT_CONTRACT],
+    "l4": ["stacks.gke_stack.GkeStack", "stacks.tpu_stack.TpuStack", *_OUTPUT_CONTRACT],
+    "tpu-v6e": ["stacks.gke_stack.GkeStack", *_OUTPUT_CONTRACT],
     "gke-l4-adapters": _OUTPUT_CONTRACT,
 }
 OWN_SETTINGS = {
-    "l4": "stacks.settings.CloudRunStack",
-    "tpu-v6e": "stacks.settings.TpuStack",
-    "gke-l4-adapters": "stacks.settings.GkeStack",
+    "l4": "stacks.cloud_run_stack.CloudRunStack",
+    "tpu-v6e": "stacks.tpu_stack.TpuStack",
+    "gke-l4-adapters": "stacks.gke_stack.GkeStack",
 }
 
 

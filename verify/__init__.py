@@ -1,7 +1,10 @@
-"""verify: post-deploy checks for any vLLM OpenAI-compatible endpoint (`gemma-verify ...`).
+"""verify: everything that reads a stack, before and after it is deployed (`gemma-verify ...`).
 
-The package never imports the Pulumi program: it reads what a stack exported (or a URL the user
-gives) and talks HTTP, so the same checks run against Cloud Run, a TPU VM or a local server.
+Checks and benchmarks of any vLLM OpenAI-compatible endpoint (health, bench, compare, memory), the
+Google-side reads around `pulumi up` (preflight, status, logs), and the advisor. The package never imports
+the Pulumi program (deploy/, components/): it reads stack files through the settings, what a stack exported
+(or a URL the user gives), and talks HTTP, so the same checks run against Cloud Run, a TPU VM, a GKE fleet
+or a local server.
 """
 
 from __future__ import annotations

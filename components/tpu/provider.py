@@ -43,6 +43,7 @@ from components.tpu.placements import (
 )
 from components.tpu.request_body import fingerprint, fingerprint_label, with_fingerprint_label
 from components.tpu.rest import DEFAULT_BASE_URL, TokenProvider, TpuApiError, TpuRestClient, google_token_provider
+from serving.tpu_states import ACTIVE, ENDED, FAILED, NODE_GONE
 
 Report = Callable[[str], None]
 Clock = Callable[[], float]
@@ -65,13 +66,6 @@ OBSERVED_KEYS = (
     "placementModel",
     "attempts",
 )
-
-ACTIVE = "ACTIVE"
-FAILED = "FAILED"
-# States after which a request will never become ACTIVE again without being re-queued.
-ENDED = frozenset({"SUSPENDING", "SUSPENDED", "DELETING"})
-# Node states of an ACTIVE request whose node will not serve again (a spot preemption, a stopped node).
-NODE_GONE = frozenset({"PREEMPTED", "TERMINATED", "STOPPED", "DELETING"})
 
 
 class QueuedResourceError(Exception):

@@ -11,6 +11,7 @@ import sys
 import pydantic
 
 from preview.stack_file import project_root
+from serving.workload_choices import KV_CACHE_DTYPES
 from verify import UsageError
 from verify.advise.options import (
     HOURS_PER_MONTH,
@@ -18,13 +19,15 @@ from verify.advise.options import (
     PROVISIONING,
     AdviseOptions,
     parse_draft_tokens,
+    parse_hours,
     parse_lengths,
     parse_min_scores,
     parse_slo,
 )
-from verify.advise.report import render
+from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
-from verify.advise.write import PLACEHOLDER_REVISION, write_stack
+from verify.advise.write import write_stack
+from verify.advise.write_safety import NOTHING_WRITTEN, request_problems, written_message
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,6 +69,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     load = parser.add_mutually_exclusive_group(required=True)
     load.add_argument("--users", type=int, help="concurrent users, each sending its next request when answered")
     load.add_argument("--rate", type=float, help="requests per second (Poisson arrivals)")
+    load.add_argument(
+        "--batch",
+        type=int,
+        metavar="REQUESTS",
+        help="a batch job of this many requests (with --within): rows ranked by the cost to finish it in time, "
+        "priced for the hours the job runs; spot and flex-start allowed unless --provisioning says otherwise",
+    )
+    parser.add_argument("--within", metavar="HOURS", help="with --batch: the hours it must finish in (6 or 6h)")
+    parser.add_argument(
+        "--runs-per-month",
+        type=float,
+        default=30.0,
+        help="with --batch: how often the job runs a month (default 30: nightly; 4.3 weekly, 1 once)",
+    )
     parser.add_argument(
         "--slo", action="append", default=[], metavar="KEY=VALUE", help="p95_ttft_ms, p95_tpot_ms or goodput (req/s)"
     )
@@ -103,7 +120,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"hours a month with traffic, for platforms that scale to zero (default {HOURS_PER_MONTH:g})",
     )
     parser.add_argument("--max-replicas", type=int, default=16, help="most replicas to consider (default 16)")
-    parser.add_argument("--kv-cache-dtype", default="fp8")
+    dtypes = ", ".join(KV_CACHE_DTYPES)
+    parser.add_argument("--kv-cache-dtype", default="fp8", help=f"the KV cache's element type: {dtypes} (default fp8)")
     parser.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     parser.add_argument("--write", metavar="NAME", help="write Pulumi.NAME.yaml for the chosen row (rank 1 by default)")
@@ -118,6 +136,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def options_from(args: argparse.Namespace) -> AdviseOptions:
     """The flags as options; UsageError naming the flag on bad input."""
+    if (args.batch is None) != (args.within is None):
+        raise UsageError("--batch REQUESTS and --within HOURS go together")
     if args.lengths is not None and (args.prompt_tokens is not None or args.output_tokens is not None):
         raise UsageError("--lengths replaces --prompt-tokens and --output-tokens: give one or the other")
     if args.lengths is None and (args.prompt_tokens is None or args.output_tokens is None):
@@ -129,7 +149,10 @@ def options_from(args: argparse.Namespace) -> AdviseOptions:
             "slo": parse_slo(list(args.slo)),
             "platforms": tuple(args.platform or ()),
             "region": args.region,
-            "provisioning": tuple(args.provisioning or ("on-demand",)),
+            "provisioning": tuple(args.provisioning or (PROVISIONING if args.batch is not None else ("on-demand",))),
+            "batch_requests": args.batch,
+            "within_hours": parse_hours(args.within) if args.within is not None else None,
+            "runs_per_month": args.runs_per_month,
             "models": tuple(m.strip() for text in args.model or () for m in text.split(",") if m.strip()),
             "min_scores": parse_min_scores(list(args.min_score)),
             "one_ranking": bool(args.one_ranking),
@@ -153,31 +176,38 @@ def options_from(args: argparse.Namespace) -> AdviseOptions:
 
 def _advise(args: argparse.Namespace) -> int:
     options = options_from(args)
+    if args.write is not None:
+        # Refused before the advice is computed: nothing about a row changes these.
+        problems = request_problems(
+            project_root(), str(args.write), force=args.force, revision=args.revision, drafter=args.drafter_revision
+        )
+        if problems:
+            raise UsageError("; ".join(problems) + f"; {NOTHING_WRITTEN}")
     report = run_advise(options)
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
         sys.stdout.write(render(report))
-    if args.write and report.rows:
-        chosen = [row for row in report.rows if row.rank == args.pick]
-        if not chosen:
-            raise UsageError(f"--pick {args.pick}: the answer has ranks 1 to {len(report.rows)}")
-        path = write_stack(
-            project_root(),
-            str(args.write),
-            chosen[0],
-            revision=args.revision,
-            drafter_revision=args.drafter_revision,
-            force=args.force,
-        )
-        if f"revision: '{PLACEHOLDER_REVISION}'" in path.read_text(encoding="utf-8"):
-            print(
-                f"wrote {path.name}, with a PLACEHOLDER model.revision: no stack here or catalog entry pins "
-                f"{chosen[0].model} {chosen[0].variant}. Pin the commit you reviewed on the Hub (rerun with "
-                f"--revision <40-hex> --force, or edit the file); `make preview STACK={args.write}` refuses the "
-                "placeholder until then",
-                file=sys.stderr,
-            )
-        else:
-            print(f"wrote {path.name}: `make preview STACK={args.write}` plans it", file=sys.stderr)
+    if args.write is not None:
+        _write(args, report)
     return report.exit_code
+
+
+def _write(args: argparse.Namespace, report: AdviseReport) -> None:
+    """``--write NAME``: the picked row as a stack file, or a line saying why nothing was written."""
+    name = str(args.write)
+    if not report.rows:
+        print(f"--write {name}: {NOTHING_WRITTEN}: no deployment meets the SLO at this load", file=sys.stderr)
+        return
+    chosen = [row for row in report.rows if row.rank == args.pick]
+    if not chosen:
+        raise UsageError(f"--pick {args.pick}: the answer has ranks 1 to {len(report.rows)}; {NOTHING_WRITTEN}")
+    path = write_stack(
+        project_root(),
+        name,
+        chosen[0],
+        revision=args.revision,
+        drafter_revision=args.drafter_revision,
+        force=args.force,
+    )
+    print(written_message(path, name), file=sys.stderr)

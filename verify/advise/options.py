@@ -7,6 +7,7 @@ from typing import Self
 import pydantic
 
 from serving.quality import quality_book
+from serving.workload_choices import context_problem, kv_cache_dtype_problem, model_problems, variant_problems
 from verify import UsageError
 
 HOURS_PER_MONTH = 730.0
@@ -114,18 +115,45 @@ class AdviseOptions(_Model):
     # asked for outright; either, or a list of models, turns the per-model answer into one ranking.
     min_scores: tuple[tuple[str, float], ...] = ()
     one_ranking: bool = False
+    # A batch job: this many requests to finish within this many hours, this many runs a month (30: nightly).
+    # The load is then the rate that finishes in time, and each row is priced for the hours its job runs.
+    batch_requests: int | None = pydantic.Field(default=None, ge=1)
+    within_hours: float | None = pydantic.Field(default=None, gt=0)
+    runs_per_month: float = pydantic.Field(default=30.0, gt=0, le=HOURS_PER_MONTH)
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _batch_rate(cls, data: object) -> object:
+        """A batch's load is the rate that finishes it in time (the rows then find the fewest replicas for it)."""
+        if not isinstance(data, dict) or data.get("batch_requests") is None:
+            return data
+        if data.get("users") is not None or data.get("rate") is not None:
+            raise ValueError("--batch states the load: give no --users or --rate with it")
+        hours = data.get("within_hours")
+        if not isinstance(hours, int | float) or hours <= 0:
+            raise ValueError("--batch needs --within HOURS (a positive number): the time the job must finish in")
+        requests = data["batch_requests"]
+        if not isinstance(requests, int) or requests < 1:
+            raise ValueError("--batch REQUESTS: a positive whole number")
+        return {**data, "rate": requests / (hours * 3600)}
+
+    @property
+    def is_batch(self) -> bool:
+        return self.batch_requests is not None
 
     @property
     def slo_assumed(self) -> bool:
         """Whether the user stated no SLO: every load then gets ``ASSUMED_SLO`` (10^12 users once got one replica
         at a predicted p95 TTFT of 23,000 years, "meeting" an SLO nobody stated)."""
-        return self.slo == Slo()
+        return self.slo == Slo() and not self.is_batch
 
     @property
     def effective_slo(self) -> Slo:
         return ASSUMED_SLO if self.slo_assumed else self.slo
 
     def describe_slo(self) -> str:
+        if self.is_batch and self.slo == Slo():
+            return "no latency SLO: each row must finish the batch in time"
         if self.slo_assumed:
             return f"none given, assumed {ASSUMED_SLO.describe()}"
         return self.slo.describe()
@@ -206,7 +234,29 @@ class AdviseOptions(_Model):
             raise ValueError(f"--draft-tokens: each between 0 (MTP off) and {MAX_DRAFT_TOKENS}")
         return self
 
+    @pydantic.model_validator(mode="after")
+    def _known_choices(self) -> Self:
+        """A model, variant or KV-cache dtype the catalog and the planner do not know, or a request longer than any
+        model asked takes, is a usage error naming the flag (serving/workload_choices.py): it ranked nothing."""
+        prompt, output = self.longest
+        flag = "--lengths" if self.lengths else "--prompt-tokens"
+        problems = [
+            *model_problems(self.models),
+            *variant_problems(self.models, self.variants),
+            kv_cache_dtype_problem(self.kv_cache_dtype),
+            context_problem(prompt, output, self.models, flag=flag),
+        ]
+        found = [problem for problem in problems if problem]
+        if found:
+            raise ValueError("; ".join(found))
+        return self
+
     def describe_load(self) -> str:
+        if self.batch_requests is not None:
+            return (
+                f"a batch of {self.batch_requests:,} requests within {self.within_hours:g} h "
+                f"({self.rate:.3g} requests/s at least), {self.runs_per_month:g} runs a month"
+            )
         if self.users is not None:
             return f"{self.users} concurrent users (closed loop)"
         return f"{self.rate:g} requests/s (Poisson arrivals)"
@@ -228,6 +278,17 @@ def parse_min_scores(texts: list[str]) -> tuple[tuple[str, float], ...]:
         except ValueError:
             raise UsageError(f"--min-score {text!r}: {raw!r} is not a number") from None
     return tuple(found.items())
+
+
+def parse_hours(text: str) -> float:
+    """``--within 6`` or ``6h``: hours, positive; UsageError naming the flag."""
+    try:
+        hours = float(text.strip().removesuffix("h"))
+    except ValueError:
+        raise UsageError(f"--within {text!r}: expected hours, e.g. 6 or 6h") from None
+    if not hours > 0:
+        raise UsageError(f"--within {text!r}: the hours must be positive")
+    return hours
 
 
 def parse_draft_tokens(text: str) -> tuple[int, ...]:

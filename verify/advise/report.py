@@ -72,6 +72,9 @@ class Row(_Model):
     same_as: tuple[str, ...] = ()
     # What this row gives up and saves against the next better model above it.
     versus: str | None = None
+    # A batch job: the hours one run bills, and what one run costs (usd_per_month: the month's runs).
+    batch_run_hours: float | None = None
+    usd_per_run: float | None = None
 
 
 # Marks a row whose support is unconfirmed, in the table and in the note that explains it.
@@ -155,10 +158,14 @@ def _quality_lines(rows: tuple[Row, ...]) -> list[str]:
 
 def render(report: AdviseReport) -> str:
     """The ranked table, the bases, then one line per kind of exclusion."""
+    batch = any(row.batch_run_hours is not None for row in report.rows)
     lines = [
         f"workload: {report.workload}; load: {report.load}; SLO: {report.slo}",
         f"answer: {report.answer}",
-        f"$/month at {report.active_hours_per_month:g} active hours where the platform scales to zero, 730 otherwise",
+        "$/month: each row's runs a month at the hours one run bills (its start included)"
+        if batch
+        else f"$/month at {report.active_hours_per_month:g} active hours where the platform scales to zero, 730 "
+        "otherwise",
         "",
     ]
     rows = [HEADER] + [
@@ -178,7 +185,12 @@ def render(report: AdviseReport) -> str:
             _beside(row, "requests_per_s", lambda value: f"{value:,.2f}"),
             _money(row.usd_per_million_input),
             _money(row.usd_per_million_output),
-            usd(row.usd_per_hour),
+            usd(row.usd_per_hour)
+            + (
+                ""
+                if row.batch_run_hours is None
+                else f" x {row.batch_run_hours:.2f} h = {usd(row.usd_per_run or 0)}/run"
+            ),
             usd(row.usd_per_month),
             "measured, est beside" if row.measured else "estimated",
         )

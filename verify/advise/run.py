@@ -25,6 +25,8 @@ from serving.speculation import Counters
 from serving.speed_records import SpeedRecord
 from stacks.estimate import basis_of, host_vcpus_of, replica_of, stated_error
 from stacks.fit import Fit, Shape, Workload, fit
+from verify.advise.batch import BatchRun, plan_run, start_seconds
+from verify.advise.batch import caveat as batch_caveat
 from verify.advise.measured import Cell, Verdict, measured_replica_counts, verdict
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
@@ -325,8 +327,11 @@ def fewest_replicas(
     return best
 
 
-def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOptions) -> Row | str:
-    """The ranked row, or why it has none (no price recorded)."""
+def _row(
+    candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOptions, run: BatchRun | None = None
+) -> Row | str:
+    """The ranked row, or why it has none (no price recorded). A batch ``run`` bills its units for the hours it
+    runs, each run of the month; a created GKE cluster's fee and system node bill all month."""
     offer = candidate.offer
     price, fixed = offer.price(), offer.fixed_price()
     if price.usd_per_hour is None:
@@ -334,8 +339,13 @@ def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOpti
     if fixed is not None and fixed.usd_per_hour is None:
         return f"no price for the cluster: {fixed.missing}"
     units = offer.units(replicas, candidate.replicas_per_unit)
-    per_hour = price.usd_per_hour * units + (fixed.usd_per_hour if fixed is not None and fixed.usd_per_hour else 0.0)
+    units_per_hour = price.usd_per_hour * units
+    fixed_per_hour = fixed.usd_per_hour if fixed is not None and fixed.usd_per_hour else 0.0
+    per_hour = units_per_hour + fixed_per_hour
     hours = options.active_hours_per_month if offer.scales_to_zero else HOURS_PER_MONTH
+    per_month = per_hour * hours
+    if run is not None:
+        per_month = units_per_hour * run.run_hours * options.runs_per_month + fixed_per_hour * HOURS_PER_MONTH
     rate = state.request_rate * replicas
     input_tps, output_tps = rate * options.prompt_tokens, rate * options.output_tokens
     per_second = per_hour / 3600
@@ -363,7 +373,9 @@ def _row(candidate: Candidate, replicas: int, state: AtLoad, options: AdviseOpti
         output_tokens_per_s=output_tps,
         prefill_share=share,
         usd_per_hour=per_hour,
-        usd_per_month=per_hour * hours,
+        usd_per_month=per_month,
+        batch_run_hours=None if run is None else run.run_hours,
+        usd_per_run=None if run is None else units_per_hour * run.run_hours,
         usd_per_million_input=per_second * share / input_tps * 1e6 if input_tps else None,
         usd_per_million_output=per_second * (1 - share) / output_tps * 1e6 if output_tps else None,
         scales_to_zero=offer.scales_to_zero,
@@ -391,6 +403,22 @@ def _measured_row(row: Row, found: Verdict) -> Row:
         f"{record.vllm_version or '?'}: {record.cite()}; {estimate}",
     )
     return row.model_copy(update={"measured": found.figures, "latency_basis": basis})
+
+
+def _batch_run(candidate: Candidate, options: AdviseOptions, at_least: int) -> BatchRun | str:
+    assert options.batch_requests is not None
+    assert options.within_hours is not None
+    offer = candidate.offer
+    return plan_run(
+        candidate.replica,
+        _requests(options),
+        batch=options.batch_requests,
+        within_hours=options.within_hours,
+        start_s=start_seconds(candidate.model, candidate.variant, offer.accelerator.value),
+        at_least=at_least,
+        limit=min(offer.max_replicas * candidate.replicas_per_unit, options.max_replicas),
+        flex_start_tpu=offer.provisioning == "flex-start" and offer.platform == "tpu",
+    )
 
 
 def _cell(candidate: Candidate, options: AdviseOptions) -> Cell:
@@ -490,6 +518,48 @@ def _best_draft_length(rows: list[Row]) -> list[Row]:
     return chosen
 
 
+def _ranked_row(
+    candidate: Candidate,
+    options: AdviseOptions,
+    records: list[SpeedRecord],
+    states: dict[_StateKey, AtLoad],
+    excluded: _Excluded,
+) -> Row | None:
+    """The candidate's row at the fewest replicas that meet the SLO (a record deciding where one answers; a batch
+    at the replicas that finish it in time), or None with its exclusion counted."""
+    decided, misses = decide(candidate, options, records, states)
+    if decided is None:
+        if misses:
+            excluded.add("measured: misses the SLO", f"{candidate.label} ({misses[0].record.cite()}, {misses[0].how})")
+        else:
+            limit = min(candidate.offer.max_replicas, options.max_replicas)
+            excluded.add(f"misses the SLO at up to its replica limit ({limit} for its platform)", candidate.label)
+        return None
+    run: BatchRun | None = None
+    replicas, state = decided.replicas, decided.state
+    if options.batch_requests is not None:
+        planned = _batch_run(candidate, options, replicas)
+        if isinstance(planned, str):
+            excluded.add("cannot finish the batch in time", f"{candidate.label}: {planned}")
+            return None
+        run, replicas = planned, planned.replicas
+        state = _state_at(candidate, options, replicas, states)
+    row = _row(candidate, replicas, state, options, run)
+    if isinstance(row, str):
+        excluded.add("no recorded price", f"{candidate.label}: {row}")
+        return None
+    if run is not None and options.batch_requests is not None:
+        notes_of_run = (run.describe(options.batch_requests), *batch_caveat(candidate.offer.provisioning))
+        row = row.model_copy(update={"caveats": (*row.caveats, *notes_of_run)})
+    if decided.measured is not None:
+        row = _measured_row(row, decided.measured)
+    row = row.model_copy(update=quality_fields(candidate.model.id, candidate.variant))
+    if options.budget_usd_per_month is not None and row.usd_per_month > options.budget_usd_per_month:
+        excluded.add(f"over the budget of ${options.budget_usd_per_month:,.0f}/month", candidate.label)
+        return None
+    return row
+
+
 def run_advise(
     options: AdviseOptions, *, root: Path | None = None, clock: Callable[[], float] = time.perf_counter
 ) -> AdviseReport:
@@ -502,27 +572,9 @@ def run_advise(
     rows: list[Row] = []
     states: dict[_StateKey, AtLoad] = {}
     for candidate in candidates(options, excluded, records):
-        decided, misses = decide(candidate, options, records, states)
-        if decided is None:
-            if misses:
-                excluded.add(
-                    "measured: misses the SLO", f"{candidate.label} ({misses[0].record.cite()}, {misses[0].how})"
-                )
-            else:
-                limit = min(candidate.offer.max_replicas, options.max_replicas)
-                excluded.add(f"misses the SLO at up to its replica limit ({limit} for its platform)", candidate.label)
-            continue
-        row = _row(candidate, decided.replicas, decided.state, options)
-        if isinstance(row, str):
-            excluded.add("no recorded price", f"{candidate.label}: {row}")
-            continue
-        if decided.measured is not None:
-            row = _measured_row(row, decided.measured)
-        row = row.model_copy(update=quality_fields(candidate.model.id, candidate.variant))
-        if options.budget_usd_per_month is not None and row.usd_per_month > options.budget_usd_per_month:
-            excluded.add(f"over the budget of ${options.budget_usd_per_month:,.0f}/month", candidate.label)
-            continue
-        rows.append(row)
+        row = _ranked_row(candidate, options, records, states, excluded)
+        if row is not None:
+            rows.append(row)
     rows = one_per_deployment(_best_draft_length(rows))
     # Cheapest first among what is known to run; a combination no public source shows running comes after
     # every confirmed one, however cheap (the user deploys rank 1; it must not be a guess).

@@ -9,6 +9,7 @@ nothing deploys a revision nobody reviewed.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,19 @@ from serving.catalog import catalog_model, pins_of
 from serving.shapes import accelerator_facts, deployed_size
 from verify import UsageError
 from verify.advise.report import Row
+from verify.advise.write_safety import (
+    NOTHING_WRITTEN,
+    PLACEHOLDER_REVISION,
+    request_problems,
+    row_problems,
+    settings_problems,
+    write_new,
+)
 
-PLACEHOLDER_REVISION = "0" * 40
+__all__ = ["PLACEHOLDER_REVISION", "stack_document", "write_stack"]
+
 GPU_IMAGE = "vllm/vllm-openai:v0.32.0"
 TPU_IMAGE = "vllm/vllm-tpu:v0.32.0"
-_NAME = "abcdefghijklmnopqrstuvwxyz0123456789-"
 
 
 def pinned_revision(root: Path, model: str, variant: str) -> tuple[str, str] | None:
@@ -68,7 +77,11 @@ def stack_document(row: Row, *, revision: str, drafter_revision: str | None = No
     }
     if row.platform == "tpu":
         tier = {"on-demand": "guaranteed"}.get(row.provisioning, row.provisioning)
-        config["gemma-serving:tpu"] = {"zone": row.zone, "acceleratorType": row.shape, "provisioning": {"model": tier}}
+        provisioning: dict[str, Any] = {"model": tier}
+        if row.batch_run_hours is not None and row.provisioning == "flex-start":
+            # A batch row's run, with a quarter of slack (a flex-start node is deleted at its maxRunDuration).
+            provisioning["maxRunDuration"] = f"{max(math.ceil(row.batch_run_hours * 1.25 * 60), 30)}m"
+        config["gemma-serving:tpu"] = {"zone": row.zone, "acceleratorType": row.shape, "provisioning": provisioning}
     elif row.platform == "gke":
         # The fleet the row was priced as: its nodes around the clock, node GPUs / TP replicas on each.
         vllm["tensorParallelSize"] = row.tensor_parallel
@@ -111,12 +124,13 @@ def write_stack(
     force: bool = False,
 ) -> Path:
     """Write Pulumi.NAME.yaml in ``root`` for ``row`` (with its MTP drafter pinned at ``drafter_revision`` when
-    the row drafts); UsageError on a bad name or an existing file."""
-    if not name or any(c not in _NAME for c in name):
-        raise UsageError(f"--write {name!r}: a stack name is lowercase letters, digits and '-'")
+    the row drafts). UsageError, with nothing written, for a name or revision the preview refuses, a file that is
+    not a new one of its own (verify/advise/write_safety.py), or settings the preview's loader refuses."""
+    problems = request_problems(root, name, force=force, revision=revision, drafter=drafter_revision)
+    problems += row_problems(row, revision=revision, drafter=drafter_revision)
+    if problems:
+        raise UsageError("; ".join(problems) + f"; {NOTHING_WRITTEN}")
     path = root / f"Pulumi.{name}.yaml"
-    if path.exists() and not force:
-        raise UsageError(f"--write {name!r}: {path.name} exists; pick another name or pass --force")
     pinned = pinned_revision(root, row.model, row.variant)
     recorded = pins_of(catalog_model(row.model).variant(row.variant).repo)
     chosen = revision or (pinned[0] if pinned else recorded[0].revision if recorded else PLACEHOLDER_REVISION)
@@ -149,5 +163,11 @@ def write_stack(
             + ("given with --drafter-revision." if drafter_revision else "the catalog records, or the placeholder.")
         )
     body = yaml.safe_dump(stack_document(row, revision=chosen, drafter_revision=drafter_revision), sort_keys=False)
-    path.write_text("\n".join(header) + "\n" + body, encoding="utf-8")
+    text = "\n".join(header) + "\n" + body
+    refused = settings_problems(root, name, text)
+    if refused:
+        raise UsageError(
+            f"--write {name!r}: the preview would refuse {path.name}: " + "; ".join(refused) + f"; {NOTHING_WRITTEN}"
+        )
+    write_new(path, text, force=force)
     return path

@@ -23,7 +23,6 @@ import pydantic
 from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, project_root, read_stack_config
 from serving.naming import TPU_SERVING_CONTAINER, TPU_STARTUP_LOG_PREFIX, StackNames, stack_labels
 from serving.shapes import tier_zones
-from stacks.apis import required_apis
 from stacks.gke import GkeSettings
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import CloudRunStack, GkeStack, TpuStack
@@ -293,7 +292,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
         project=str(values["gcp:project"]),
         region=settings.region,
         accelerator=settings.accelerator.value,
-        apis=required_apis(settings),
+        apis=settings.apis,
     ).model_dump()
     # The platform was decided when the file was read: one ops variant per settings variant.
     match settings:

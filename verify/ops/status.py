@@ -25,6 +25,7 @@ import pydantic
 from remote.google_client import GoogleApis
 from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
 from serving.naming import CANDIDATE_TAG
+from serving.tpu_states import ENDED, FAILED, WAITING
 from verify.ops.answers import (
     QueuedResourceState,
     RunCondition,
@@ -366,8 +367,8 @@ def _short(name: str | None) -> str | None:
 
 # --- TPU -------------------------------------------------------------------------------------------------
 
-_WAITING = {"CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING"}
-_ENDED = {"FAILED", "SUSPENDING", "SUSPENDED", "DELETING"}
+# A request that will not become ACTIVE: it failed, or ended (serving/tpu_states.py).
+_GONE = {FAILED, *ENDED}
 _NODE_STARTING = {"CREATING", "STARTING", "RESTARTING", "REPAIRING", "REIMAGING", "UNHIDING"}
 
 
@@ -414,7 +415,7 @@ def _tpu_request_status(stack: TpuOpsStack, apis: GoogleApis, now: Now, found: F
         placement=placement_status(stack, index, placement, queued, deadline_left),
     )
     where = f" ({status.placement.text()})" if status.placement else ""
-    if state in _WAITING:
+    if state in WAITING:
         reason = _waiting_reason(state, stack)
         left = _left_text(deadline_left)
         return _report(
@@ -424,7 +425,7 @@ def _tpu_request_status(stack: TpuOpsStack, apis: GoogleApis, now: Now, found: F
             fix=None if state != "WAITING_FOR_RESOURCES" else _other_zone_fix(stack),
             tpu=status.model_copy(update={"reason": reason}),
         )
-    if state in _ENDED:
+    if state in _GONE:
         suspended = state in {"SUSPENDING", "SUSPENDED"}
         reason = (
             suspended_reason(state_block, stack.provisioning == "flex-start")

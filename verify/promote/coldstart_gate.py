@@ -4,11 +4,16 @@ Why: a scale-to-zero stack's first user waits for a whole cold start, so a revis
 (a bigger checkpoint, a lost compile cache, a slower load mode) is a regression users meet. The budget is
 `cloudRun.maxColdStartSeconds`; the measurement is `verify status`'s (verify/ops/coldstart.py); each
 measurement is appended to a per-stack history (JSON lines), so the refusal can say what got slower.
+
+A promote killed while appending leaves a torn last line; the history is only context for the refusal's words,
+so a line that is not a whole record is skipped and said (it raised JSONDecodeError and stopped the gate), and
+the next record starts on a line of its own rather than being glued to the torn one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +34,8 @@ class ColdStartGate:
     measure: Callable[[str], ColdStart | None]
     history: Path | None = None
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    # Where the gate says what it skipped in the history (promote's own output).
+    say: Callable[[str], None] = lambda _line: None
 
     def __call__(self, revision: str) -> str | None:
         """Why the candidate is refused, or None when its cold start fits the budget."""
@@ -45,14 +52,17 @@ class ColdStartGate:
                 f"the cold start of {revision} cannot be trusted as measured ({untrusted}); "
                 "cloudRun.maxColdStartSeconds needs a whole start of this revision (`gemma-verify status` shows it)"
             )
-        previous = last_record(self.history)
+        previous, skipped = read_history(self.history)
+        for line in skipped:
+            self.say(f"cold-start history: {line}")
         self._record(revision, measured)
         total, slowest = measured.total_s, measured.slowest
         if total <= self.budget_s:
             return None
         before = ""
         if previous is not None:
-            was = (previous.get("phases") or {}).get(slowest.name)
+            phases = previous.get("phases")
+            was = phases.get(slowest.name) if isinstance(phases, dict) else None
             if isinstance(was, int | float):
                 before = f"; it took {was:.0f} s for {previous.get('revision')}"
         return (
@@ -72,8 +82,10 @@ class ColdStartGate:
             "weightBytes": measured.weight_bytes,
             "budgetSeconds": self.budget_s,
         }
+        # After a torn last line, a line of its own: glued to it, the new record would be torn too.
+        lead = "" if _ends_a_line(self.history) else "\n"
         with self.history.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+            handle.write(lead + json.dumps(record) + "\n")
 
 
 def history_path(project_dir: Path, stack: str) -> Path:
@@ -81,17 +93,43 @@ def history_path(project_dir: Path, stack: str) -> Path:
     return project_dir / HISTORY_DIR / f"{stack}.jsonl"
 
 
-def last_record(history: Path | None) -> dict[str, Any] | None:
+def _ends_a_line(path: Path) -> bool:
+    """Whether ``path`` is missing, empty or ends with a newline (a whole last line)."""
+    if not path.exists():
+        return True
+    with path.open("rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return True
+        handle.seek(size - 1)
+        return handle.read(1) == b"\n"
+
+
+def read_history(history: Path | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """The newest whole record of ``history`` (None when there is none), and a line for each newer line skipped
+    because it is not one: torn by a killed promote, or not a JSON object."""
     if history is None or not history.exists():
-        return None
-    lines = [line for line in history.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not lines:
-        return None
-    record = json.loads(lines[-1])
-    return record if isinstance(record, dict) else None
+        return None, []
+    text = history.read_bytes().decode("utf-8", errors="replace")
+    skipped: list[str] = []
+    numbered = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    for number, line in reversed(numbered):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            return record, skipped
+        skipped.append(
+            f"{history.name}:{number} is not a whole record (a promote stopped while writing it?); skipped, "
+            "and the gate compares with the line before it"
+        )
+    return None, skipped
 
 
-def gate_for_stack(stack: str, service_resource: str, project_dir: Path) -> ColdStartGate | None:
+def gate_for_stack(
+    stack: str, service_resource: str, project_dir: Path, *, say: Callable[[str], None] | None = None
+) -> ColdStartGate | None:
     """The gate the stack file asks for (cloudRun.maxColdStartSeconds), measuring through Cloud Logging; else None."""
     from verify.ops.google import apis_from_environment  # noqa: PLC0415 - only when a budget is set
     from verify.ops.stack import CloudRunOpsStack, load_ops_stack  # noqa: PLC0415 - as above
@@ -106,4 +144,7 @@ def gate_for_stack(stack: str, service_resource: str, project_dir: Path) -> Cold
         with apis_from_environment() as apis:
             return cold_start_of(ops, apis, revision)
 
-    return ColdStartGate(budget_s=ops.max_cold_start_seconds, measure=measure, history=history_path(project_dir, stack))
+    history = history_path(project_dir, stack)
+    return ColdStartGate(
+        budget_s=ops.max_cold_start_seconds, measure=measure, history=history, say=say or (lambda _line: None)
+    )

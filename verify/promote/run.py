@@ -147,7 +147,8 @@ def run_promote(target: TargetOptions, options: PromoteOptions, seams: Seams | N
             say=seams.say,
             steps=options.steps,
             wait_s=options.wait_s,
-            cold_start=seams.cold_start or gate_for_stack(stack, outputs.cloud_run_service, _project_dir(options)),
+            cold_start=seams.cold_start
+            or gate_for_stack(stack, outputs.cloud_run_service, _project_dir(options), say=seams.say),
         )
         code = promotion.rollback() if options.rollback else promotion.promote()
     return PromoteResult(promotion.outcome.report(stack, code), tuple(promotion.outcome.gates))

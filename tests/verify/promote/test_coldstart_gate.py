@@ -85,3 +85,45 @@ def test_the_budget_comes_from_the_stack_file() -> None:
     assert gate.budget_s == 300
     assert gate.history == history_path(ROOT, "l4-stream")
     assert gate_for_stack("l4", SERVICE, ROOT) is None
+
+
+def test_a_torn_last_line_is_skipped_said_and_not_glued_to(tmp_path: Path) -> None:
+    """Red team: a promote killed while appending left half a record as the history's last line, and the next
+    promote's gate raised JSONDecodeError instead of judging the candidate. The torn line is skipped (the record
+    before it is what the refusal compares with), said on promote's output, and the new record gets its own line."""
+    history = tmp_path / "l4.jsonl"
+    ColdStartGate(
+        budget_s=1000,
+        measure=lambda _r: real_start("vllm-0.32.0-cpu-runai-streamer.log", "gemma-l4-vllm-older"),
+        history=history,
+    )("gemma-l4-vllm-older")
+    whole = history.read_text(encoding="utf-8")
+    history.write_text(whole + whole[: len(whole) // 2], encoding="utf-8")  # killed halfway through a line
+    said: list[str] = []
+    refused = ColdStartGate(budget_s=60, measure=lambda _r: real_start(), history=history, say=said.append)(CANDIDATE)
+    assert refused is not None
+    assert "it took 20 s for gemma-l4-vllm-older" in refused  # judged, against the last whole record
+    (line,) = said
+    assert line.startswith("cold-start history: l4.jsonl:2 is not a whole record (a promote stopped while writing")
+    lines = history.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3
+    assert json.loads(lines[-1])["revision"] == CANDIDATE
+
+
+def test_a_history_of_nothing_but_torn_or_foreign_lines_compares_with_nothing(tmp_path: Path) -> None:
+    """A history holding only a torn line, a JSON list and bytes that are not UTF-8 still lets the gate judge."""
+    history = tmp_path / "l4.jsonl"
+    history.write_bytes(b'{"revision": "gemma-l4-vllm-0\n[1, 2]\n\xff\xfe{"phases": \n')
+    said: list[str] = []
+    refused = ColdStartGate(budget_s=60, measure=lambda _r: real_start(), history=history, say=said.append)(CANDIDATE)
+    assert refused is not None
+    assert "took 70 s to start" in refused
+    assert "it took" not in refused
+    assert [line.split(" is not")[0] for line in said] == [
+        "cold-start history: l4.jsonl:3",
+        "cold-start history: l4.jsonl:2",
+        "cold-start history: l4.jsonl:1",
+    ]
+    wired = gate_for_stack("l4-stream", SERVICE, ROOT, say=said.append)  # promote's own output, as run.py passes
+    assert wired is not None
+    assert wired.say == said.append
