@@ -18,6 +18,7 @@ from mcp_types import CallToolResult
 from gemma_mcp.context import ServerContext
 from gemma_mcp.tools_stacks import READ_ONLY, reply
 from verify import UsageError
+from verify.advise.adapter_fit import adapter_workload
 from verify.advise.options import PROVISIONING, AdviseOptions, parse_lengths, parse_min_scores, parse_slo
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
@@ -44,7 +45,10 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             "allowed unless provisioning says otherwise. Returns the rows with predicted TTFT/TPOT, $/1M input and "
             "output tokens, $/hour and $/month, each with its basis (measured or estimated by the latency model of "
             "docs/advisor.md, with its stated error), and what was excluded by kind. Offline: about a second, "
-            "free; `gemma-verify advise --write NAME` writes a chosen row as a stack file."
+            "free; `gemma-verify advise --write NAME` writes a chosen row as a stack file. LoRA adapters every "
+            "deployment must serve: adapters (a count), adapter_rank (default 16), adapter_share (the share of "
+            "requests naming one, default 1): only rows whose stack serves them are ranked, their slots' memory "
+            "in the plan."
         ),
     )
     async def advise(  # noqa: PLR0917 - MCP tools take their arguments by name; the signature is the schema
@@ -65,6 +69,9 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         reused_tokens: int = 0,
         distinct_prefixes: int = 1,
         draft_tokens: list[int] | None = None,
+        adapters: int | None = None,
+        adapter_rank: int | None = None,
+        adapter_share: float | None = None,
         min_scores: list[str] | None = None,
         one_ranking: bool = False,
         batch_requests: int | None = None,
@@ -90,6 +97,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
                 "reused_tokens": reused_tokens,
                 "distinct_prefixes": distinct_prefixes,
                 "draft_tokens": tuple(sorted(set(draft_tokens))) if draft_tokens else (0, 2, 4),
+                "adapters": adapter_workload(adapters, adapter_rank, adapter_share),
                 "min_scores": parse_min_scores(list(min_scores or [])),
                 "one_ranking": one_ranking,
             }

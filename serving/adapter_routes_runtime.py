@@ -14,6 +14,15 @@ version being checked before promotion, or one draining after it); vLLM's filesy
 folder only once its `adapter_config.json` exists, which the import job writes after every weight. Any
 other name is refused here with 404, before vLLM's resolver could join it to a path.
 
+The same middleware names public adapters in the LoRA gauge a GKE fleet's endpoint picker scores by: vLLM's
+`vllm:lora_requests_info` lists the versions it runs (`running_lora_adapters="support-bot@v3"`), while the
+picker sees a request's public `model` before any replica rewrites it, so llm-d's `lora-affinity-scorer` (which
+looks the request's model up in that list) would never find `support-bot` running anywhere. On `GET /metrics`
+each routed version is reported under its public name (`support-bot@v3` -> `support-bot` while the table
+routes it; a version not routed, draining or being checked, keeps its versioned name), one entry per adapter
+vLLM holds, so the scorer's count of used slots stays right. The answer is asked uncompressed and rewritten
+whole (a few kB).
+
 Standard library only: the launcher (serving/lora.py) embeds this file's text and registers it as a module
 in the API-server process of the pinned upstream image. Environment: ROUTES_ENV (`gs://bucket/object`, or
 `file:///path` for a local server), SERVED_NAMES_ENV (JSON list), REFRESH_ENV (seconds). On Google Cloud
@@ -47,6 +56,13 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 # The route table's own bound: far above a stack's adapter bound (stacks/adapters.py), below a memory risk.
 MAX_TABLE_BYTES = 1024 * 1024
 SCHEMA = 1
+# The gauge the endpoint picker reads (llm-d-router pkg/epp/framework/plugins/datalayer/extractor/metrics,
+# labels running_lora_adapters and waiting_lora_adapters: comma-separated names).
+METRICS_PATH = "/metrics"
+LORA_INFO_SAMPLE = "vllm:lora_requests_info{"
+_ADAPTER_LIST_LABEL = re.compile(r'\b(running_lora_adapters|waiting_lora_adapters)="([^"\\]*)"')
+# A /metrics answer larger than this passes unchanged rather than being held in memory.
+MAX_METRICS_BYTES = 8 * 1024 * 1024
 
 ADAPTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,20}[a-z0-9]$")
 VERSION_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9.-]{0,18}[a-z0-9])?$")
@@ -109,6 +125,22 @@ def decide(model: object, served: frozenset[str], routes: Mapping[str, str] | No
             f"NAME), or it is not an adapter of this stack; a version answers as NAME{SEPARATOR}VERSION"
         )
     return 404, f"model {model[:80]!r} is not served here"
+
+
+def public_names_in_metrics(text: str, routes: Mapping[str, str]) -> str:
+    """The exposition with each routed version in `vllm:lora_requests_info`'s adapter lists named by its public
+    name (`support-bot@v3` -> `support-bot` while the table routes support-bot to v3); every other line as is."""
+    public = {f"{name}{SEPARATOR}{version}": name for name, version in routes.items()}
+
+    def renamed(match: re.Match[str]) -> str:
+        names = [public.get(part.strip(), part.strip()) for part in match.group(2).split(",") if part.strip()]
+        return f'{match.group(1)}="{",".join(dict.fromkeys(names))}"'
+
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith(LORA_INFO_SAMPLE):
+            lines[index] = _ADAPTER_LIST_LABEL.sub(renamed, line)
+    return "\n".join(lines)
 
 
 def _log(message: str) -> None:
@@ -222,6 +254,17 @@ class AdapterRoutes:
         self.served = served if served is not None else frozenset(json.loads(os.environ.get(SERVED_NAMES_ENV, "[]")))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        routes = self.table.routes
+        if (
+            scope.get("type") == "http"
+            and scope.get("method") == "GET"
+            and scope.get("path") == METRICS_PATH
+            and routes
+        ):
+            # Asked uncompressed (a gzip answer could not be rewritten), then held and renamed.
+            headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"accept-encoding"]
+            await self.app({**scope, "headers": headers}, receive, _renaming_metrics(send, routes))
+            return
         if scope.get("type") != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
@@ -255,6 +298,42 @@ class AdapterRoutes:
                 headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
                 scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
         await self.app(scope, _replay([body], receive), send)
+
+
+def _renaming_metrics(send: Send, routes: Mapping[str, str]) -> Send:
+    """A send() that holds vLLM's /metrics answer and sends it with public adapter names; an answer that is
+    encoded, not a 200 or above the bound passes as it came."""
+    held: list[Message] = []
+    size = 0
+
+    async def renaming(message: Message) -> None:
+        nonlocal size
+        if message.get("type") == "http.response.start":
+            names = {bytes(k).lower() for k, _ in message.get("headers", [])}
+            if message.get("status") == 200 and b"content-encoding" not in names:
+                held.append(message)
+                return
+        elif message.get("type") == "http.response.body" and held:
+            held.append(message)
+            size += len(message.get("body", b""))
+            if size > MAX_METRICS_BYTES:
+                for early in held:
+                    await send(early)
+                held.clear()
+                return
+            if message.get("more_body", False):
+                return
+            start, bodies = held[0], held[1:]
+            held.clear()
+            text = b"".join(bytes(m.get("body", b"")) for m in bodies).decode("utf-8", "replace")
+            body = public_names_in_metrics(text, routes).encode()
+            kept = [(k, v) for k, v in start.get("headers", []) if bytes(k).lower() != b"content-length"]
+            await send({**start, "headers": [*kept, (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
+        await send(message)
+
+    return renaming
 
 
 def _replay(bodies: list[bytes], receive: Receive, *, first: Message | None = None) -> Receive:

@@ -107,6 +107,10 @@ class Workload:
     text_only: bool = False
     reused_tokens: int = 0
     distinct_prefixes: int = 1
+    # LoRA adapters the deployment serves, by rank (empty: none). Each is declared in the synthetic stack, so the
+    # loader's refusals (a platform that serves none, a rank vLLM is not started for) and the capacity plan's LoRA
+    # reservation are the answer's, as they would be a stack's (docs/adapters.md).
+    adapter_ranks: tuple[int, ...] = ()
 
     @property
     def sequence_tokens(self) -> int:
@@ -119,9 +123,11 @@ class Workload:
             if self.reused_tokens
             else ""
         )
+        ranks = ", ".join(map(str, sorted(set(self.adapter_ranks))))
+        adapters = f" {len(self.adapter_ranks)} LoRA adapter(s) of rank {ranks}," if self.adapter_ranks else ""
         return (
-            f"requests of {self.context_tokens:,} context + {self.output_tokens:,} output tokens,{reuse}{text} "
-            f"kv-cache {self.kv_cache_dtype}, gpu-memory-utilization {self.gpu_memory_utilization}"
+            f"requests of {self.context_tokens:,} context + {self.output_tokens:,} output tokens,{reuse}{text}"
+            f"{adapters} kv-cache {self.kv_cache_dtype}, gpu-memory-utilization {self.gpu_memory_utilization}"
         )
 
 
@@ -195,6 +201,8 @@ def stack_config(
         "model": {"id": model, "variant": variant, "revision": _ANY_COMMIT},
         "vllm": vllm,
     }
+    if workload.adapter_ranks:
+        config["adapters"] = _synthetic_adapters(model, workload.adapter_ranks)
     billed = _billing(shape)
     if isinstance(billed, TpuShape):
         config["region"] = billed.region
@@ -220,6 +228,24 @@ def stack_config(
     return {
         f"gemma-serving:{key}": value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
     }
+
+
+# Where the synthetic stacks' adapters come from: a name only the loader reads (nothing is imported).
+_ADAPTER_BUCKET = "gs://fit-adapters"
+
+
+def _synthetic_adapters(model: str, ranks: tuple[int, ...]) -> list[dict[str, object]]:
+    """The `adapters:` a stack serving adapters of these ranks on this model declares: trained on the model,
+    adapting every linear layer (what vLLM reserves slots for anyway, serving/lora.py), one version each."""
+    return [
+        {
+            "name": f"adapter-{index}",
+            "source": {"gcs": f"{_ADAPTER_BUCKET}/adapter-{index}"},
+            "base": model,
+            "rank": rank,
+        }
+        for index, rank in enumerate(ranks, 1)
+    ]
 
 
 def _tensor_parallel_sizes(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> list[int | None]:

@@ -30,6 +30,7 @@ import yaml
 from components.gke.manifests import GMP_COLLECTOR_LABELS, GMP_NAMESPACE, HEALTH_CHECK_RANGES
 from serving.image_digests import pinned_reference
 from serving.images import PICKER_TAG
+from serving.naming import GKE_APP_LABEL
 from serving.route_guard import admitted_paths
 
 # The internal regional Application Load Balancer (needs a proxy-only subnet in the region).
@@ -54,9 +55,10 @@ SCORERS: tuple[tuple[str, int], ...] = (
 # loraaffinity): 1.0 where the request's `model` (the adapter) is running, 0.8 where a GPU slot is free to load
 # it, 0.6 where it is waiting, 0 where the slots are full. It reads vLLM's `vllm:lora_requests_info` gauge
 # (labels running_lora_adapters, waiting_lora_adapters, max_lora), which the core-metrics-extractor's vLLM
-# defaults already scrape. The weight is ours (the chart ships no LoRA profile): as much as queue depth, less
-# than the prefix cache, since every replica can load every adapter from the bucket and affinity only saves
-# a load into a warm slot.
+# defaults already scrape; each replica's route middleware lists a routed version there under its public name,
+# the `model` the picker sees (serving/adapter_routes_runtime.py). The weight is ours (the chart ships no LoRA
+# profile): as much as queue depth, less than the prefix cache, since every replica can load every adapter from
+# the bucket and affinity only saves a load into a warm slot.
 LORA_AFFINITY_SCORER: tuple[str, int] = ("lora-affinity-scorer", 2)
 # How long one request may take through the load balancer (the chart's GCPBackendPolicy default).
 BACKEND_TIMEOUT_SECONDS = 300
@@ -203,7 +205,7 @@ def picker_config(*, lora_affinity: bool = False) -> str:
 
 
 def _picker_labels(spec: GatewaySpec, pool: PoolSpec) -> dict[str, str]:
-    return {**spec.labels, "app": pool.picker}
+    return {**spec.labels, GKE_APP_LABEL: pool.picker}
 
 
 def picker_account(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
@@ -321,7 +323,7 @@ def picker_deployment(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "metadata": _metadata(spec, pool.picker, labels=labels),
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": {"app": pool.picker}},
+            "selector": {"matchLabels": {GKE_APP_LABEL: pool.picker}},
             "template": {
                 "metadata": _picker_template_metadata(spec, labels),
                 "spec": {
@@ -354,7 +356,7 @@ def picker_service(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "metadata": _metadata(spec, pool.picker),
         "spec": {
             "type": "ClusterIP",
-            "selector": {"app": pool.picker},
+            "selector": {GKE_APP_LABEL: pool.picker},
             "ports": [
                 {
                     "name": "grpc-ext-proc",
@@ -375,7 +377,7 @@ def picker_monitoring(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "kind": "PodMonitoring",
         "metadata": _metadata(spec, pool.picker),
         "spec": {
-            "selector": {"matchLabels": {"app": pool.picker}},
+            "selector": {"matchLabels": {GKE_APP_LABEL: pool.picker}},
             "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "10s"}],
         },
     }
@@ -397,7 +399,7 @@ def picker_network_policy(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "kind": "NetworkPolicy",
         "metadata": _metadata(spec, f"{pool.picker}-ingress"),
         "spec": {
-            "podSelector": {"matchLabels": {"app": pool.picker}},
+            "podSelector": {"matchLabels": {GKE_APP_LABEL: pool.picker}},
             "policyTypes": ["Ingress"],
             "ingress": [
                 {"from": balancer, "ports": grpc_ports},

@@ -223,3 +223,84 @@ def test_the_launcher_registers_the_module_from_its_own_source() -> None:
         "pathlib",
         "typing",
     }
+
+
+# What vLLM 0.32 exports (the gauge's shape, seen on the live server: tests/live/test_gke_adapter_pod_live.py).
+LORA_METRICS = (
+    "# HELP vllm:lora_requests_info Running stats on lora requests.\n"
+    "# TYPE vllm:lora_requests_info gauge\n"
+    'vllm:lora_requests_info{max_lora="4",running_lora_adapters="support-bot@v2,support-bot@v1",'
+    'waiting_lora_adapters="sql-writer@v1,support-bot@v2"} 1.7e+09\n'
+    'vllm:num_requests_running{model_name="support-bot@v2"} 2.0\n'
+)
+
+
+def test_the_picker_sees_routed_versions_under_their_public_names() -> None:
+    """llm-d's lora-affinity-scorer looks the request's `model` (the public name: the picker routes before any
+    replica rewrites it) up in running_lora_adapters; vLLM lists versions, so no replica ever had affinity for
+    `support-bot`. The routed version is listed under its public name; a draining version keeps its own; every
+    other line is untouched."""
+    renamed = runtime.public_names_in_metrics(LORA_METRICS, ROUTES)
+    assert 'running_lora_adapters="support-bot,support-bot@v1"' in renamed
+    assert 'waiting_lora_adapters="sql-writer@v1,support-bot"' in renamed
+    assert 'max_lora="4"' in renamed
+    assert 'vllm:num_requests_running{model_name="support-bot@v2"} 2.0' in renamed
+    assert runtime.public_names_in_metrics(LORA_METRICS, {}) == LORA_METRICS
+
+
+class MetricsApp:
+    """vLLM's /metrics behind the middleware: answers in two body messages, gzip when asked (as prometheus_client
+    does), and records the headers it was asked with."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.status = status
+        self.asked: list[dict[bytes, bytes]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers", []))
+        self.asked.append(headers)
+        encoded = b"gzip" in headers.get(b"accept-encoding", b"")
+        body = LORA_METRICS.encode()
+        start_headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"text/plain")]
+        if encoded:
+            start_headers.append((b"content-encoding", b"gzip"))
+        await send({"type": "http.response.start", "status": self.status, "headers": start_headers})
+        await send({"type": "http.response.body", "body": body[:40], "more_body": True})
+        await send({"type": "http.response.body", "body": body[40:], "more_body": False})
+
+
+def _get_metrics(app: AdapterRoutes) -> tuple[int, dict[bytes, bytes], bytes]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
+
+    scope = {"type": "http", "method": "GET", "path": "/metrics", "headers": [(b"accept-encoding", b"gzip")]}
+    asyncio.run(app(scope, receive, send))
+    return int(sent[0]["status"]), dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
+
+
+def test_metrics_are_asked_plain_and_sent_renamed_with_their_length() -> None:
+    """The Go picker asks gzip; a gzip answer could not be renamed, so the middleware asks vLLM uncompressed and
+    sends one body whose content-length is its own."""
+    metrics = MetricsApp()
+    table = RouteTable("file:///unused", 10.0, read=lambda _l: None)
+    table.routes = ROUTES
+    status, headers, body = _get_metrics(AdapterRoutes(metrics, table=table, served=SERVED))
+    assert status == 200
+    assert b"accept-encoding" not in metrics.asked[0]
+    assert b'running_lora_adapters="support-bot,support-bot@v1"' in body
+    assert headers[b"content-length"] == str(len(body)).encode()
+
+
+def test_metrics_pass_as_they_came_without_a_table_or_a_200() -> None:
+    """Before the first table a replica renames nothing (it routes nothing); an error answer is not touched."""
+    table = RouteTable("file:///unused", 10.0, read=lambda _l: None)
+    status, _, body = _get_metrics(AdapterRoutes(MetricsApp(), table=table, served=SERVED))
+    assert (status, body) == (200, LORA_METRICS.encode())
+    table.routes = ROUTES
+    status, _, body = _get_metrics(AdapterRoutes(MetricsApp(status=500), table=table, served=SERVED))
+    assert (status, body) == (500, LORA_METRICS.encode())

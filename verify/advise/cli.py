@@ -13,6 +13,7 @@ import pydantic
 from preview.stack_file import project_root
 from serving.workload_choices import KV_CACHE_DTYPES
 from verify import UsageError
+from verify.advise.adapter_fit import DEFAULT_RANK, adapter_workload
 from verify.advise.options import (
     HOURS_PER_MONTH,
     PLATFORMS,
@@ -65,6 +66,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="0,2,4",
         metavar="K,...",
         help="MTP draft lengths to weigh where the catalog has a drafter, 0 = off (default 0,2,4)",
+    )
+    parser.add_argument(
+        "--adapters",
+        type=int,
+        metavar="N",
+        help="LoRA adapters every deployment must serve: rank only rows whose stack serves them (GPU stacks with the "
+        "bucket mounted; docs/adapters.md), with their slots' memory in the capacity plan",
+    )
+    parser.add_argument(
+        "--adapter-rank",
+        type=int,
+        metavar="R",
+        help=f"the adapters' (largest) LoRA rank, `r` in adapter_config.json (default {DEFAULT_RANK})",
+    )
+    parser.add_argument(
+        "--adapter-share",
+        type=float,
+        metavar="F",
+        help="the share of requests that name an adapter, 0 < F <= 1 (default 1)",
     )
     load = parser.add_mutually_exclusive_group(required=True)
     load.add_argument("--users", type=int, help="concurrent users, each sending its next request when answered")
@@ -165,6 +185,7 @@ def options_from(args: argparse.Namespace) -> AdviseOptions:
             "reused_tokens": args.reused_tokens,
             "distinct_prefixes": args.distinct_prefixes,
             "draft_tokens": parse_draft_tokens(str(args.draft_tokens)),
+            "adapters": adapter_workload(args.adapters, args.adapter_rank, args.adapter_share),
         }
         if args.lengths is not None:
             return AdviseOptions.with_lengths(parse_lengths(str(args.lengths)), **values)

@@ -9,6 +9,7 @@ import pydantic
 from serving.quality import quality_book
 from serving.workload_choices import context_problem, kv_cache_dtype_problem, model_problems, variant_problems
 from verify import UsageError
+from verify.advise.adapter_fit import AdapterWorkload
 
 HOURS_PER_MONTH = 730.0
 PLATFORMS = ("cloud-run", "tpu", "gke")
@@ -111,6 +112,8 @@ class AdviseOptions(_Model):
     distinct_prefixes: int = pydantic.Field(default=1, ge=1)
     # MTP speculative decoding as candidates: the draft lengths to weigh where the catalog has a drafter (0: off).
     draft_tokens: tuple[int, ...] = (0, 2, 4)
+    # LoRA adapters every deployment must serve (verify/advise/adapter_fit.py); None: the base model only.
+    adapters: AdapterWorkload | None = None
     # Quality floors (benchmark key, least score: serving/data/model-quality.json) and a ranking across models
     # asked for outright; either, or a list of models, turns the per-model answer into one ranking.
     min_scores: tuple[tuple[str, float], ...] = ()
@@ -199,7 +202,8 @@ class AdviseOptions(_Model):
             if self.reused_tokens
             else ""
         )
-        return self._describe_lengths() + reuse
+        adapters = f", {self.adapters.describe()}" if self.adapters is not None else ""
+        return self._describe_lengths() + reuse + adapters
 
     def _describe_lengths(self) -> str:
         if not self.lengths:

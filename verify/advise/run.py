@@ -25,6 +25,7 @@ from serving.speculation import Counters
 from serving.speed_records import SpeedRecord
 from stacks.estimate import basis_of, host_vcpus_of, replica_of, stated_error
 from stacks.fit import Fit, Shape, Workload, fit
+from verify.advise import adapter_fit
 from verify.advise.batch import BatchRun, plan_run, start_seconds
 from verify.advise.batch import caveat as batch_caveat
 from verify.advise.measured import Cell, Verdict, measured_replica_counts, verdict
@@ -70,6 +71,8 @@ class Candidate:
 
 def _refusal_kind(message: str) -> str:
     """The few words a refusal is counted under (one line per kind)."""
+    if "adapters" in message:
+        return adapter_fit.CANNOT_SERVE
     if "cannot run on" in message:
         return "the variant does not run on the accelerator"
     if "weights need" in message or "weights alone" in message:
@@ -121,6 +124,7 @@ def candidates(
         kv_cache_dtype=options.kv_cache_dtype,
         reused_tokens=min(options.reused_tokens, longest_prompt),
         distinct_prefixes=options.distinct_prefixes,
+        adapter_ranks=options.adapters.ranks if options.adapters is not None else (),
     )
     found: list[Candidate] = []
     for model in catalog().values():
@@ -145,6 +149,8 @@ def candidates(
                 caveats = tuple(answer.warnings)
                 if support.status is SupportStatus.UNCONFIRMED and not any("unconfirmed" in w for w in caveats):
                     caveats = (f"support on {offer.accelerator.value} unconfirmed: {support.why}", *caveats)
+                if options.adapters is not None:
+                    caveats = (*caveats, adapter_fit.caveat(options.adapters, model))
                 for draft in _draft_lengths(model, variant, offer, options):
                     replica = replica_of(
                         model,
@@ -603,6 +609,7 @@ def run_advise(
             f"{UNCONFIRMED_MARK} support unconfirmed (no public source shows it running; see caveats): ranked after "
             "every confirmed deployment"
         )
+    notes += adapter_fit.notes(options.adapters)
     if len(rows) > options.top:
         notes.append(f"{len(rows) - options.top} more deployments meet the SLO (--top to list them)")
     return AdviseReport(
