@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from serving.catalog import catalog_model
@@ -130,6 +131,8 @@ def render(data: WriteupFigures, predictions: list[Prediction], record: FittedEf
         + ("" if e.leave_one_out is None else f", left out {e.leave_one_out:.0%}")
         for e in record.errors_by_kind
     ]
+    lines += ["", "by term of the model (the counted figures each term is part of; fitted / left out):"]
+    lines += term_errors(data, predictions, held_out.predictions)
     counted = [p for p in predictions if p.counted]
     skipped = sum(1 for p in predictions if p.predicted is None)
     flagged = sum(1 for p in predictions if p.predicted is not None and p.figure.flagged)
@@ -138,6 +141,34 @@ def render(data: WriteupFigures, predictions: list[Prediction], record: FittedEf
         f"flagged), {skipped} not (no workload or no catalog variant: the note says why)"
     )
     return "\n".join(lines) + "\n"
+
+
+# Which figures each term of the model is part of (docs/advisor.md states each term's error from these lines).
+TERMS: tuple[tuple[str, Callable[[Setup, Prediction], bool]], ...] = (
+    ("prefix reuse (cached prompt tokens)", lambda setup, p: "prompt tokens cached" in p.note),
+    ("cold prompts (no hit)", lambda setup, p: "prompt tokens cached" not in p.note),
+    ("speculative decoding (MTP)", lambda setup, p: setup.mtp_tokens > 0),
+    ("tensor parallel (all-reduces)", lambda setup, p: setup.chips > 1),
+    ("MoE experts", lambda setup, p: catalog_model(setup.model).kind == "moe"),
+    ("host-bound (tokenising)", lambda setup, p: "host CPUs" in p.note),
+)
+
+
+def term_errors(data: WriteupFigures, predictions: list[Prediction], held_out: list[Prediction]) -> list[str]:
+    """Median |error| of the counted figures each term of the model is part of, fitted and left out (a term
+    is judged on the fitted prediction's state: its cache hits, the host's load)."""
+    loo = {p.figure.id: p for p in held_out}
+    lines = []
+    for term, applies in TERMS:
+        mine = [p for p in predictions if p.counted and applies(data.setup_of(p.figure), p)]
+        fitted = [abs(p.error or 0.0) for p in mine]
+        left_out = [abs(loo[p.figure.id].error or 0.0) for p in mine if p.figure.id in loo and loo[p.figure.id].counted]
+        if not fitted:
+            lines.append(f"  {term:<38} no counted figure checks it")
+            continue
+        tail = f", left out {statistics.median(left_out):.0%}" if left_out else ""
+        lines.append(f"  {term:<38} n={len(fitted):<3} median {statistics.median(fitted):.0%}{tail}")
+    return lines
 
 
 def conclusions(data: WriteupFigures, params: Params) -> str:

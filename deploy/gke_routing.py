@@ -18,6 +18,7 @@ from components.gke.gateway_manifests import GatewaySpec, PoolSpec
 from components.gke.metrics_adapter import MetricsAdapter, MetricsAdapterArgs
 from components.gke.tracks import TRACK_LABEL
 from deploy.context import StackContext
+from serving.naming import GKE_APP_LABEL
 from stacks.settings import GkeStack
 
 
@@ -45,7 +46,7 @@ def gateway_spec(settings: GkeStack, context: StackContext) -> GatewaySpec | Non
     if not gke.uses_gateway:
         return None
     name = context.names.serving
-    selector = {"app": name}
+    selector = {GKE_APP_LABEL: name}
     labels = dict(context.labels)
     if not gke.rollout.gated:
         return GatewaySpec(
@@ -111,7 +112,7 @@ def picker_peers(gateway: InferenceGateway | None) -> list[dict[str, Any]]:
     """The NetworkPolicy peers the fleet admits besides its own list: each pool's endpoint picker pods."""
     if gateway is None:
         return []
-    return [{"podSelector": {"matchLabels": {"app": picker}}} for picker in gateway.pickers_by_name]
+    return [{"podSelector": {"matchLabels": {GKE_APP_LABEL: picker}}} for picker in gateway.pickers_by_name]
 
 
 def gateway_outputs(gateway: InferenceGateway | None) -> dict[str, Any]:

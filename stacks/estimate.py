@@ -108,7 +108,8 @@ def basis_of(replica: Replica) -> str:
         else f"; MTP-{speculation.draft_tokens} at {speculation.acceptance:.2f} acceptance a position "
         f"({speculation.tokens_per_step():.2f} tokens a step; {speculation.source[:80]})"
     )
-    flops, bandwidth = hardware.peak_flops / hardware.chips / 1e12, hardware.bandwidth / hardware.chips / 1e9
+    # Hardware's peaks are per chip already (the model multiplies them by the chips).
+    flops, bandwidth = hardware.peak_flops / 1e12, hardware.bandwidth / 1e9
     chip = f"{flops:,.0f} TFLOP/s bf16 and {bandwidth:,.0f}"
     factors = (
         f"{hardware.family.upper()} compute x{efficiency.compute:.3f}, bandwidth x{efficiency.bandwidth:.3f}, "

@@ -28,17 +28,17 @@ from typing import Any
 import yaml
 
 from components.gke.manifests import GMP_COLLECTOR_LABELS, GMP_NAMESPACE, HEALTH_CHECK_RANGES
+from serving.image_digests import pinned_reference
+from serving.images import PICKER_TAG
+from serving.naming import GKE_APP_LABEL
 from serving.route_guard import admitted_paths
 
 # The internal regional Application Load Balancer (needs a proxy-only subnet in the region).
 INTERNAL_GATEWAY_CLASS = "gke-l7-rilb"
 GATEWAY_PORT = 80
-# The v0.10.0 release's multi-arch index digest (amd64 sha256:9862ae38..., arm64 sha256:110a7225...), as
-# recorded by public pins of that release read on 2026-12-02; the tag is for people, the digest is the pin.
-PICKER_IMAGE = (
-    "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
-    "@sha256:2e516fa1310da7be59b82beb1445362139597d6d553ef04d546716abe3aaaa70"
-)
+# The v0.10.0 release, pulled by its multi-arch index digest (serving/data/image-digests.json: the digest,
+# its platform digests and where they were read, unconfirmed at the registry); the tag is for people.
+PICKER_IMAGE = pinned_reference(PICKER_TAG)
 PICKER_SUFFIX = "-epp"
 PICKER_UID = 65532
 EXT_PROC_PORT = 9002
@@ -205,7 +205,7 @@ def picker_config(*, lora_affinity: bool = False) -> str:
 
 
 def _picker_labels(spec: GatewaySpec, pool: PoolSpec) -> dict[str, str]:
-    return {**spec.labels, "app": pool.picker}
+    return {**spec.labels, GKE_APP_LABEL: pool.picker}
 
 
 def picker_account(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
@@ -323,7 +323,7 @@ def picker_deployment(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "metadata": _metadata(spec, pool.picker, labels=labels),
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": {"app": pool.picker}},
+            "selector": {"matchLabels": {GKE_APP_LABEL: pool.picker}},
             "template": {
                 "metadata": _picker_template_metadata(spec, labels),
                 "spec": {
@@ -356,7 +356,7 @@ def picker_service(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "metadata": _metadata(spec, pool.picker),
         "spec": {
             "type": "ClusterIP",
-            "selector": {"app": pool.picker},
+            "selector": {GKE_APP_LABEL: pool.picker},
             "ports": [
                 {
                     "name": "grpc-ext-proc",
@@ -377,7 +377,7 @@ def picker_monitoring(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "kind": "PodMonitoring",
         "metadata": _metadata(spec, pool.picker),
         "spec": {
-            "selector": {"matchLabels": {"app": pool.picker}},
+            "selector": {"matchLabels": {GKE_APP_LABEL: pool.picker}},
             "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "10s"}],
         },
     }
@@ -399,7 +399,7 @@ def picker_network_policy(spec: GatewaySpec, pool: PoolSpec) -> dict[str, Any]:
         "kind": "NetworkPolicy",
         "metadata": _metadata(spec, f"{pool.picker}-ingress"),
         "spec": {
-            "podSelector": {"matchLabels": {"app": pool.picker}},
+            "podSelector": {"matchLabels": {GKE_APP_LABEL: pool.picker}},
             "policyTypes": ["Ingress"],
             "ingress": [
                 {"from": balancer, "ports": grpc_ports},

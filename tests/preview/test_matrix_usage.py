@@ -79,3 +79,14 @@ async def test_the_fit_tool_answers_a_typo_as_a_tool_error() -> None:
     assert "allowed: gemma-4-12b-it: bf16" in text_of(variant)
     assert context.is_error
     assert "context_tokens 1000000000000" in text_of(context)
+
+
+async def test_the_advise_tool_answers_a_typo_as_a_tool_error() -> None:
+    """The MCP `advise` tool builds the same options as the command: the 12B's "nvfp4" ranked nothing; now an
+    error naming the variant and the 12B's own variants."""
+    question = {"prompt_tokens": 1024, "output_tokens": 256, "users": 4}
+    async with connect() as client:
+        result = await client.call_tool("advise", {**question, "models": ["gemma-4-12b-it"], "variants": ["nvfp4"]})
+    assert result.is_error
+    assert "--variant 'nvfp4'" in text_of(result)
+    assert "allowed: gemma-4-12b-it: bf16" in text_of(result)

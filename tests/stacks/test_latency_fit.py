@@ -1,11 +1,13 @@
-"""The fit's handling of measurement clients (stacks/latency_fit.py): their time is a fact of where each sat."""
+"""The latency fit and the estimate it feeds (stacks/latency_fit.py, stacks/estimate.py): clients and stated peaks."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 
+from serving.catalog import catalog_model
 from serving.writeup_figures import writeup_figures
+from stacks.estimate import basis_of, replica_of
 from stacks.latency_fit import Params, Target, measure_clients, predict, typical_for_unmeasured
 
 
@@ -42,3 +44,10 @@ def test_a_left_out_write_up_keeps_the_client_time_its_own_single_request_measur
     assert math.isclose(predicted, b14.value or 0.0, rel_tol=1e-3)
     assert 0.0 < measured.client("B") < float(b14.value or 0.0)
     assert measured.client("A") == 0.14, "another write-up's client is not touched"
+
+
+def test_an_estimates_basis_states_each_chips_own_peaks() -> None:
+    """The basis of a v6e-4 row said '230 TFLOP/s bf16 and 410 GB/s a chip': the per-chip peaks divided by the
+    chips once more. A reviewer checking the estimate must read the datasheet's 918 TFLOP/s and 1,640 GB/s."""
+    replica = replica_of(catalog_model("gemma-4-12b-it"), "bf16", "tpu-v6e", 4, batch_cap=8)
+    assert "4 x TPU v6e (Trillium): 918 TFLOP/s bf16 and 1,640 GB/s a chip" in basis_of(replica)

@@ -72,6 +72,8 @@ class Row(_Model):
     same_as: tuple[str, ...] = ()
     # What this row gives up and saves against the next better model above it.
     versus: str | None = None
+    # Scale to zero: the share of requests that meet a cold start at the workload's idle gaps.
+    cold_start_share: float | None = None
     # A batch job: the hours one run bills, and what one run costs (usd_per_month: the month's runs).
     batch_run_hours: float | None = None
     usd_per_run: float | None = None

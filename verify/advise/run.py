@@ -28,6 +28,7 @@ from stacks.fit import Fit, Shape, Workload, fit
 from verify.advise import adapter_fit
 from verify.advise.batch import BatchRun, plan_run, start_seconds
 from verify.advise.batch import caveat as batch_caveat
+from verify.advise.keep_running import cold_starts, restart_gap, spot_risk
 from verify.advise.measured import Cell, Verdict, measured_replica_counts, verdict
 from verify.advise.offers import Offer, offers
 from verify.advise.options import HOURS_PER_MONTH, AdviseOptions
@@ -411,6 +412,29 @@ def _measured_row(row: Row, found: Verdict) -> Row:
     return row.model_copy(update={"measured": found.figures, "latency_basis": basis})
 
 
+def _kept_running(candidate: Candidate, row: Row, options: AdviseOptions) -> Row | str:
+    """The steady row with what its capacity means (verify/advise/keep_running.py): a flex-start row's restart gap,
+    a spot row's risk and fallback, a scale-to-zero row's cold starts at the workload's idle gaps (in its p95 TTFT
+    where more than 5 % of requests meet one); or why the cold start puts it over the SLO."""
+    offer = candidate.offer
+    caveats = [
+        c for c in (restart_gap(offer.provisioning, offer.platform), spot_risk(offer.provisioning, offer.platform)) if c
+    ]
+    update: dict[str, object] = {}
+    if offer.scales_to_zero:
+        cold_s = start_seconds(candidate.model, candidate.variant, offer.accelerator.value)
+        effect = cold_starts(row.requests_per_s, options.active_hours_per_month, cold_s)
+        caveats.append(effect.describe())
+        if effect.in_p95:
+            p95 = row.p95_ttft_ms + cold_s * 1000
+            slo = options.effective_slo.p95_ttft_ms
+            if slo is not None and p95 > slo:
+                return f"p95 TTFT {p95:,.0f} ms with the cold start ({effect.share:.0%} of requests meet one)"
+            update["p95_ttft_ms"] = p95
+        update["cold_start_share"] = effect.share
+    return row.model_copy(update={**update, "caveats": (*row.caveats, *caveats)})
+
+
 def _batch_run(candidate: Candidate, options: AdviseOptions, at_least: int) -> BatchRun | str:
     assert options.batch_requests is not None
     assert options.within_hours is not None
@@ -559,6 +583,12 @@ def _ranked_row(
         row = row.model_copy(update={"caveats": (*row.caveats, *notes_of_run)})
     if decided.measured is not None:
         row = _measured_row(row, decided.measured)
+    if run is None:
+        kept = _kept_running(candidate, row, options)
+        if isinstance(kept, str):
+            excluded.add("scale to zero: the cold start at idle gaps misses the SLO", f"{candidate.label}: {kept}")
+            return None
+        row = kept
     row = row.model_copy(update=quality_fields(candidate.model.id, candidate.variant))
     if options.budget_usd_per_month is not None and row.usd_per_month > options.budget_usd_per_month:
         excluded.add(f"over the budget of ${options.budget_usd_per_month:,.0f}/month", candidate.label)
