@@ -15,6 +15,7 @@ from pathlib import Path
 from preview.capture import run_program
 from preview.cold_start_plan import cold_start_document, cold_start_lines, cold_start_notes
 from preview.costs import cost_document, cost_section
+from preview.image_notes import image_notes
 from preview.notes import manual_steps
 from preview.policy_check import DISABLED, PolicyConfigError, PolicyReport, enforcement_levels, judge_plan
 from preview.render import plan_document, text_plan
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     capacity = stack.capacity
     policy = judge_plan(capture.resources, levels)
-    notes = [*config.notes, *manual_steps(capture), *cold_start_notes(settings)]
+    notes = [*config.notes, *manual_steps(capture), *cold_start_notes(settings), *image_notes(settings)]
     if args.format == "json":
         document = plan_document(capture, stack=args.stack, project=config.project, notes=notes)
         document["cost"] = cost_document(capture)

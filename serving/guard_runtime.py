@@ -77,6 +77,10 @@ REFUSED_ENV: dict[str, str] = {
     "VLLM_SKIP_MODEL_NAME_VALIDATION": "serves any `model` name as the base model",
     "VLLM_ENABLE_COHERE_API": "mounts the /cohere routes",
     "VLLM_ENABLE_RESPONSES_API_STORE": "keeps responses server-side for later retrieval by id",
+    "VLLM_USE_MODELSCOPE": "downloads a LoRA path that is not a local folder from ModelScope "
+    "(vllm/lora/utils.py get_adapter_absolute_path)",
+    "VLLM_DEBUG_LOG_API_SERVER_RESPONSE": "adds a middleware that logs every response body, prompts' answers "
+    "included (vllm/entrypoints/serve/middleware/register.py)",
     "VLLM_USE_RUST_FRONTEND": "replaces vLLM's Python HTTP server, and so the route guard, with vllm-rs",
     "VLLM_RUST_FRONTEND_PATH": "names the HTTP server binary that replaces the Python one",
     "VLLM_USE_RUST_BENCH": "starts vllm-rs in place of the Python HTTP server",

@@ -15,6 +15,11 @@ TPU_IMAGE = "vllm/vllm-tpu:v0.32.0"
 DEFAULT_IMAGES: dict[Accelerator, str] = {
     accelerator: TPU_IMAGE if accelerator in TPU_CHIPS else CUDA_IMAGE for accelerator in Accelerator
 }
+# The GKE fleet's other images, by release tag (serving/data/image-digests.json says which digest each is
+# pulled by): the inference gateway's endpoint picker (llm-d-router v0.10.0), and the Custom Metrics Stackdriver
+# Adapter the vendored manifest names (components/gke/vendor/SOURCE.md; a test keeps the two equal).
+PICKER_TAG = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
+METRICS_ADAPTER_TAG = "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.9-gke.0"
 # Docker Hub's own hostnames; images without a registry host come from Docker Hub too.
 _DOCKER_HUB_HOSTS = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
 

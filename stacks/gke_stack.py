@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Self
 from pydantic import model_validator
 
 from serving.accelerators import TPU_CHIPS, Accelerator
+from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE
 from serving.pricing import GkeShape
 from serving.route_guard import GuardConfig
@@ -115,7 +116,7 @@ class GkeStack(StackBase):
     @property
     def import_image(self) -> str:
         """The import job's base image: the CUDA vLLM image carries the clients (the TPU one has no twin)."""
-        return self.model_import.image or CUDA_IMAGE
+        return self.model_import.image or pinned_reference(CUDA_IMAGE)
 
     @property
     def apis(self) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from serving.adapter_routes_runtime import ROUTES_ENV
 from serving.adapter_versions import ROUTES_OBJECT, version_folder
 from serving.catalog import catalog
 from serving.gcp_names import bucket_name_problem
+from serving.image_digests import pinned_reference
 from serving.images import DEFAULT_IMAGES
 from serving.lora import (
     ROUTES_MIDDLEWARE,
@@ -303,8 +304,9 @@ class StackBase(SettingsModel):
 
     @property
     def image_ref(self) -> str:
-        """The vLLM image the stack serves: its pinned `image`, or the accelerator's default."""
-        return self.image or DEFAULT_IMAGES[self.accelerator]
+        """The vLLM image the stack serves: its pinned `image`, or the accelerator's default, by the digest
+        serving/data/image-digests.json records for that tag where it records one."""
+        return pinned_reference(self.image or DEFAULT_IMAGES[self.accelerator])
 
     @property
     def drafter_path(self) -> str | None:

@@ -14,6 +14,7 @@ from pydantic import field_validator, model_validator
 from serving.accelerators import TPU_CHIPS, Accelerator, TpuChip
 from serving.cold_start import tpu_stream_problem
 from serving.container import MODEL_ROOT
+from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE
 from serving.pricing import TpuShape, idle_chips_problem
 from serving.route_guard import GuardConfig
@@ -113,7 +114,7 @@ class TpuStack(StackBase):
     @property
     def import_image(self) -> str:
         """The import job's base image: the TPU image has no CUDA clients' twin, so the CUDA vLLM image."""
-        return self.model_import.image or CUDA_IMAGE
+        return self.model_import.image or pinned_reference(CUDA_IMAGE)
 
     @property
     def apis(self) -> tuple[str, ...]:

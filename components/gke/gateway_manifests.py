@@ -28,18 +28,17 @@ from typing import Any
 import yaml
 
 from components.gke.manifests import GMP_COLLECTOR_LABELS, GMP_NAMESPACE, HEALTH_CHECK_RANGES
+from serving.image_digests import pinned_reference
+from serving.images import PICKER_TAG
 from serving.naming import GKE_APP_LABEL
 from serving.route_guard import admitted_paths
 
 # The internal regional Application Load Balancer (needs a proxy-only subnet in the region).
 INTERNAL_GATEWAY_CLASS = "gke-l7-rilb"
 GATEWAY_PORT = 80
-# The v0.10.0 release's multi-arch index digest (amd64 sha256:9862ae38..., arm64 sha256:110a7225...), as
-# recorded by public pins of that release read on 2026-12-02; the tag is for people, the digest is the pin.
-PICKER_IMAGE = (
-    "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
-    "@sha256:2e516fa1310da7be59b82beb1445362139597d6d553ef04d546716abe3aaaa70"
-)
+# The v0.10.0 release, pulled by its multi-arch index digest (serving/data/image-digests.json: the digest,
+# its platform digests and where they were read, unconfirmed at the registry); the tag is for people.
+PICKER_IMAGE = pinned_reference(PICKER_TAG)
 PICKER_SUFFIX = "-epp"
 PICKER_UID = 65532
 EXT_PROC_PORT = 9002

@@ -31,6 +31,7 @@ from components.gke import objects
 from components.gke.manifests import WORKLOAD_IDENTITY_ANNOTATION
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
 from components.wire import gcp
+from serving.image_digests import pinned_reference
 from serving.naming import TypeToken
 
 MANIFEST = Path(__file__).resolve().parent / "vendor" / "custom-metrics-stackdriver-adapter.yaml"
@@ -102,6 +103,8 @@ def hardened(manifest: dict[str, Any]) -> dict[str, Any]:
         containers.append(
             {
                 **container,
+                # By digest where serving/data/image-digests.json records the vendored tag's (none yet: the tag).
+                "image": pinned_reference(container["image"]),
                 "command": [*container["command"], f"--secure-port={SECURE_PORT}", f"--cert-dir={CERT_DIR}"],
                 "securityContext": {
                     "allowPrivilegeEscalation": False,
