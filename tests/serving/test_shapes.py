@@ -108,6 +108,8 @@ def test_the_how_to_add_note_names_every_field_the_table_requires() -> None:
     """The note at the top of shapes.json is what a contributor follows to add a shape: a field the table's
     validator requires but the note leaves out would make its promise ("no Python") fail at the first preview."""
     about = shapes_table().about
-    required = ("platform", "accelerator", "deployedSize", "instanceMaximum", "where", "priceKey", "family")
-    required += ("machineFamilies", "runtimeVersion", "pricing.json", "examples/Pulumi.")
+    required = (
+        *("platform", "accelerator", "deployedSize", "instanceMaximum", "where", "priceKey", "family"),
+        *("machineFamilies", "runtimeVersion", "pricing.json", "examples/Pulumi."),
+    )
     assert [field for field in required if field not in about] == []
