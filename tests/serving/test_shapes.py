@@ -102,3 +102,14 @@ def test_unknown_names_list_what_there_is() -> None:
         shape("g2-standard-25")
     with pytest.raises(KeyError, match="nvidia-l4"):
         accelerator_facts("nvidia-l5")
+
+
+def test_the_how_to_add_note_names_every_field_the_table_requires() -> None:
+    """The note at the top of shapes.json is what a contributor follows to add a shape: a field the table's
+    validator requires but the note leaves out would make its promise ("no Python") fail at the first preview."""
+    about = shapes_table().about
+    required = (
+        *("platform", "accelerator", "deployedSize", "instanceMaximum", "where", "priceKey", "family"),
+        *("machineFamilies", "runtimeVersion", "pricing.json", "examples/Pulumi."),
+    )
+    assert [field for field in required if field not in about] == []
