@@ -30,9 +30,9 @@ def test_typed_views_carry_the_tables_figures() -> None:
 
 def test_the_accelerators_are_the_tables() -> None:
     """A chip added to serving/data/shapes.json with a shape is an accelerator a stack can name without a code
-    edit; one without a shape yet (B200, TPU v7) waits as facts, named by nothing."""
+    edit; one without a shape yet (TPU v7) waits as facts, named by nothing."""
     rented = {entry.accelerator for entry in shapes_table().shapes.values()}
     assert {accelerator.value for accelerator in Accelerator} == rented
     waiting = set(shapes_table().accelerators) - rented
-    assert {"nvidia-b200", "tpu-v7"} <= waiting
+    assert {"tpu-v7"} <= waiting
     assert all(shapes_table().accelerators[key].note for key in waiting)

@@ -174,11 +174,24 @@ def test_text_and_json_plans_show_the_cost() -> None:
     assert document["cost"]["perUnit"]["sources"][0].startswith("https://cloud.google.com/products/dws/pricing")
 
 
+# Accelerators whose smallest shape no public source prices yet (serving/data/pricing.json records no rate for
+# a3-ultragpu-8g or a4-highgpu-8g: Google's pages were not readable offline and no copy gave a Spot rate). The
+# plan and the advisor say "no price" for them; recording a rate removes the name here.
+UNPRICED = {"nvidia-h200-141gb", "nvidia-b200"}
+
+
 def test_every_accelerator_has_its_own_minimum_shape() -> None:
-    """A new accelerator must not be priced as another platform's shape (a GPU as a TPU node, or the reverse)."""
+    """A new accelerator must not be priced as another platform's shape (a GPU as a TPU node, or the reverse),
+    and only the listed ones may lack a price (the plan would show a stack's cost as unknown)."""
+    assert {accelerator.value for accelerator in Accelerator} >= UNPRICED
     for accelerator in Accelerator:
         shape = minimum_shape(accelerator)
-        assert hourly_price(shape).usd_per_hour is not None
+        price = hourly_price(shape)
+        if accelerator.value in UNPRICED:
+            assert price.usd_per_hour is None
+            assert price.missing is not None
+        else:
+            assert price.usd_per_hour is not None
         if accelerator in CLOUD_RUN_GPUS:
             assert isinstance(shape, CloudRunShape)
             assert shape.accelerator == accelerator
