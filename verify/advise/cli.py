@@ -6,6 +6,7 @@ Exit codes: 0 at least one deployment meets the SLO (and ``--write`` wrote it); 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -167,7 +168,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--drafter-revision", help="the 40-hex commit of the MTP drafter --write pins, for a row that drafts"
     )
     parser.add_argument("--force", action="store_true", help="let --write replace an existing stack file")
-    parser.set_defaults(handler=_advise)
+    parser.add_argument(
+        "--peak-factor",
+        type=float,
+        default=2.0,
+        help="the peak as a multiple of the stated load: --write's autoscaler may grow to its replicas (default 2)",
+    )
+    parser.set_defaults(handler=_advise, advise_parser=parser)
 
 
 # The flags a workload file replaces (dest: the default that means "not given").
@@ -203,6 +210,7 @@ def _constraints(args: argparse.Namespace, batch: bool) -> dict[str, object]:
         "kv_cache_dtype": args.kv_cache_dtype,
         "top": args.top,
         "draft_tokens": parse_draft_tokens(str(args.draft_tokens)),
+        "peak_factor": args.peak_factor,
     }
 
 
@@ -264,6 +272,28 @@ def _advise(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+def command_line(args: argparse.Namespace) -> str:
+    """The advise command as the user gave it (every flag that differs from its default), for the written stack's
+    header: the stack says what answer it carries and how to ask again."""
+    parser: argparse.ArgumentParser = args.advise_parser
+    words = ["gemma-verify", "advise"]
+    for action in parser._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value == action.default or value is None:
+            continue
+        flag = action.option_strings[-1] if action.option_strings[-1].startswith("--") else action.option_strings[0]
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, list):
+            for item in value:
+                words += [flag, str(item)]
+        else:
+            words += [flag, str(value)]
+    return shlex.join(words)
+
+
 def _write(args: argparse.Namespace, report: AdviseReport) -> None:
     """``--write NAME``: the picked row as a stack file, or a line saying why nothing was written."""
     name = str(args.write)
@@ -280,5 +310,6 @@ def _write(args: argparse.Namespace, report: AdviseReport) -> None:
         revision=args.revision,
         drafter_revision=args.drafter_revision,
         force=args.force,
+        command=command_line(args),
     )
     print(written_message(path, name), file=sys.stderr)

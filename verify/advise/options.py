@@ -114,6 +114,8 @@ class AdviseOptions(_Model):
     draft_tokens: tuple[int, ...] = (0, 2, 4)
     # LoRA adapters every deployment must serve (verify/advise/adapter_fit.py); None: the base model only.
     adapters: AdapterWorkload | None = None
+    # The peak the written stack's autoscaler allows for, as a multiple of the stated load (its max replicas).
+    peak_factor: float = pydantic.Field(default=2.0, ge=1, le=100)
     # Closed-loop users read each answer this long before their next request (verify/advise/think_time.py).
     think_time_s: float = pydantic.Field(default=0.0, ge=0)
     # Quality floors (benchmark key, least score: serving/data/model-quality.json) and a ranking across models

@@ -74,6 +74,11 @@ class Row(_Model):
     versus: str | None = None
     # Scale to zero: the share of requests that meet a cold start at the workload's idle gaps.
     cold_start_share: float | None = None
+    # What the written stack carries: the workload's tokens a request (capacity.requestTokens), the replicas a
+    # billed unit holds, and the replicas the peak needs (the autoscaler's max; the row is priced at its min).
+    request_tokens: int = 0
+    replicas_per_unit: int = 1
+    peak_replicas: int | None = None
     # A batch job: the hours one run bills, and what one run costs (usd_per_month: the month's runs).
     batch_run_hours: float | None = None
     usd_per_run: float | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -384,6 +385,11 @@ def _row(
         prefill_share=share,
         usd_per_hour=per_hour,
         usd_per_month=per_month,
+        request_tokens=options.prompt_tokens + options.output_tokens,
+        replicas_per_unit=candidate.replicas_per_unit,
+        peak_replicas=max(
+            replicas, min(math.ceil(replicas * options.peak_factor), offer.max_replicas * candidate.replicas_per_unit)
+        ),
         batch_run_hours=None if run is None else run.run_hours,
         usd_per_run=None if run is None else units_per_hour * run.run_hours,
         usd_per_million_input=per_second * share / input_tps * 1e6 if input_tps else None,

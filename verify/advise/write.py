@@ -83,17 +83,19 @@ def stack_document(row: Row, *, revision: str, drafter_revision: str | None = No
             provisioning["maxRunDuration"] = f"{max(math.ceil(row.batch_run_hours * 1.25 * 60), 30)}m"
         config["gemma-serving:tpu"] = {"zone": row.zone, "acceleratorType": row.shape, "provisioning": provisioning}
     elif row.platform == "gke":
-        # The fleet the row was priced as: its nodes around the clock, node GPUs / TP replicas on each.
+        # The fleet the row was priced as at its floor (the replicas that meet the SLO at the stated load, around
+        # the clock), node GPUs / TP replicas on each; the autoscaler may grow to the peak's replicas.
         vllm["tensorParallelSize"] = row.tensor_parallel
+        peak = max(row.peak_replicas or row.replicas, row.replicas)
         config["gemma-serving:gke"] = {
             "nodePool": {
                 "machineType": row.shape,
                 "zones": [row.zone],
                 "provisioning": row.provisioning,
                 "minNodes": row.billed_units,
-                "maxNodes": row.billed_units,
+                "maxNodes": max(row.billed_units, math.ceil(peak / max(row.replicas_per_unit, 1))),
             },
-            "replicas": {"min": row.replicas, "max": row.replicas},
+            "replicas": {"min": row.replicas, "max": peak},
         }
     else:
         size = deployed_size(row.accelerator)  # the instance the row was priced at
@@ -101,10 +103,34 @@ def stack_document(row: Row, *, revision: str, drafter_revision: str | None = No
             "cpu": size.vcpu,
             "memoryGib": size.memory_gib,
             "minInstances": 0,
-            "maxInstances": row.replicas,
+            "maxInstances": max(row.peak_replicas or row.replicas, row.replicas),
             "gpuZonalRedundancyDisabled": True,
         }
+    if row.request_tokens:
+        # The workload the row was ranked for: the preview's capacity block judges it, not a 512-token default.
+        config["gemma-serving:capacity"] = {"requestTokens": min(row.request_tokens, row.max_model_len)}
     return {"config": config}
+
+
+def _answer_lines(row: Row) -> list[str]:
+    """What the stack's autoscaling and cold-start choices are, as the header says them."""
+    lines = []
+    peak = max(row.peak_replicas or row.replicas, row.replicas)
+    if row.platform != "tpu" and peak > row.replicas:
+        lines.append(
+            f"#   autoscaling: {row.replicas} replica(s) meet the SLO at the stated load (priced at that floor); up to "
+            f"{peak} for the peak (advise --peak-factor)"
+        )
+    if row.platform == "cloud-run":
+        share = row.cold_start_share
+        cold = f": {share:.1%} of requests meet a cold start at the workload's idle gaps" if share is not None else ""
+        lines.append(
+            f"#   minInstances 0 (scale to zero, as priced){cold}; set minInstances: {row.replicas} to keep them warm "
+            "(billed every hour)"
+        )
+    if row.batch_run_hours is not None:
+        lines.append(f"#   batch: {row.batch_run_hours:.2f} h a run, ${row.usd_per_run or 0:,.2f} a run")
+    return lines
 
 
 def recorded_drafter_revision(row: Row) -> str:
@@ -122,6 +148,7 @@ def write_stack(
     revision: str | None = None,
     drafter_revision: str | None = None,
     force: bool = False,
+    command: str | None = None,
 ) -> Path:
     """Write Pulumi.NAME.yaml in ``root`` for ``row`` (with its MTP drafter pinned at ``drafter_revision`` when
     the row drafts). UsageError, with nothing written, for a name or revision the preview refuses, a file that is
@@ -146,7 +173,7 @@ def write_stack(
             "40-hex commit you reviewed on the Hub: the preview refuses this one until you do"
         )
     header = [
-        f"# Written by `gemma-verify advise --write {name}`: rank {row.rank} of its answer.",
+        f"# Written by `{command or f'gemma-verify advise --write {name}'}`: rank {row.rank} of its answer.",
         f"# {row.model} {row.variant} on {row.shape} ({row.platform} {row.region}), {row.replicas} replica(s)"
         + (f" on {row.billed_units} node(s), tensor parallel {row.tensor_parallel}:" if row.platform == "gke" else ":"),
         (
@@ -154,6 +181,7 @@ def write_stack(
             f"{row.requests_per_s:,.2f} req/s ({row.latency_basis.kind}; docs/advisor.md)"
         ),
         f"#   ${row.usd_per_hour:,.2f}/h, ${row.usd_per_month:,.0f}/month",
+        *_answer_lines(row),
         f"# model.revision: {origin}.",
         "# gcp:project is not set here: `pulumi config set gcp:project <your-project-id>`.",
     ]

@@ -106,7 +106,11 @@ def test_write_a_gke_row_produces_a_fleet_stack_that_previews_at_the_rows_price(
     config = yaml.safe_load(path.read_text(encoding="utf-8"))["config"]
     pool = config["gemma-serving:gke"]["nodePool"]
     assert pool["machineType"] == row.shape
-    assert pool["maxNodes"] == row.billed_units
+    # The floor the row was priced at; the autoscaler may grow to the peak's replicas.
+    assert pool["minNodes"] == row.billed_units
+    assert row.peak_replicas is not None
+    assert pool["maxNodes"] == -(-row.peak_replicas // row.replicas_per_unit)
+    assert config["gemma-serving:gke"]["replicas"] == {"min": row.replicas, "max": row.peak_replicas}
     assert config["gemma-serving:vllm"]["tensorParallelSize"] == row.tensor_parallel
     ensure_event_loop()
     assert preview_main(["--stack", name, "--root", str(project), "--format", "json"]) == 0
@@ -115,4 +119,4 @@ def test_write_a_gke_row_produces_a_fleet_stack_that_previews_at_the_rows_price(
     assert unit is not None
     assert fixed is not None
     assert fixed.usd_per_hour is not None
-    assert unit * billing.full_scale_units + fixed.usd_per_hour == pytest.approx(row.usd_per_hour)
+    assert unit * billing.kept_running_units + fixed.usd_per_hour == pytest.approx(row.usd_per_hour)
