@@ -149,6 +149,13 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> argparse._Argumen
     )
     load.add_argument("--api", choices=[api.value for api in Api], default=Api.CHAT.value, help="default chat")
     load.add_argument(
+        "--workload",
+        type=Path,
+        metavar="FILE",
+        help="replay an advise workload file (verify/advise/workload.py): a cell per request kind at its prompt "
+        "(system prompt and mean history included), the mean output, its users or rate; think time not replayed",
+    )
+    load.add_argument(
         "--ignore-eos",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -496,6 +503,8 @@ def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 def workload_options(args: argparse.Namespace) -> Workload:
     """The workload flags (``add_workload_arguments``, and ``add_open_loop_arguments`` where given) as a
     ``Workload``."""
+    if getattr(args, "workload", None) is not None:
+        _from_workload_file(args)
     rates: tuple[float, ...] = getattr(args, "request_rate", None) or ()
     if getattr(args, "find_max_rate", False):
         rates = (args.rate_start,)  # an open-loop plan; the search chooses each probe's rate
@@ -521,6 +530,41 @@ def workload_options(args: argparse.Namespace) -> Workload:
         api=Api(args.api),
         ignore_eos=args.ignore_eos,
     )
+
+
+def _as_tuple(value: object) -> object:
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _from_workload_file(args: argparse.Namespace) -> None:
+    """``--workload FILE``: the advise workload's request kinds, output and load as the sweep's flags (a flag of
+    those given too is a usage error: two workloads)."""
+    from verify.advise.workload import LONGEST_WEIGHT, load_workload  # noqa: PLC0415 - only for --workload
+
+    given = [
+        flag
+        for flag, dest, default in (
+            ("--context", "context", DEFAULT_CONTEXT),
+            ("--concurrency", "concurrency", DEFAULT_CONCURRENCY),
+            ("--max-tokens", "max_tokens", DEFAULT_MAX_TOKENS),
+        )
+        if _as_tuple(getattr(args, dest)) != _as_tuple(default)
+    ]
+    if given or getattr(args, "request_rate", None):
+        flags = ", ".join(given) or "--request-rate"
+        raise UsageError(f"--workload FILE states the workload: give no {flags} with it")
+    workload = load_workload(Path(args.workload))
+    values = workload.options_values()
+    kinds = [(p, o, w) for p, o, w in values["lengths"] if w > LONGEST_WEIGHT * 10]  # type: ignore[attr-defined]
+    total = sum(w for _, _, w in kinds)
+    args.context = sorted({p for p, _, _ in kinds})
+    args.max_tokens = max(1, round(sum(o * w for _, o, w in kinds) / total))
+    if workload.users is not None:
+        args.concurrency = [workload.users]
+    elif workload.rate is not None:
+        args.request_rate = [workload.rate]
+    else:
+        raise UsageError("--workload: a batch file has no users or rate to replay; bench its rate with --request-rate")
 
 
 def _gate(args: argparse.Namespace) -> Gate:

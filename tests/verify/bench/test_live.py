@@ -99,3 +99,24 @@ def test_needle_cells_ask_the_real_server_and_record_recall(live_server: Running
     assert 0.0 <= record.needle_recall <= 1.0
     assert record.actual_context is not None
     assert abs(record.actual_context - 256) <= 4
+
+
+def test_bench_replays_an_advise_workload_file(live_server: RunningServer, tmp_path: Path) -> None:
+    """`bench --workload FILE` replays the description advise ranked: a cell per request kind at its prompt (system
+    prompt and history included), the mean output, its users, against the real server."""
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "requests:\n  - {prompt_tokens: 40, output_tokens: 6, share: 0.5}\n  - {prompt_tokens: 80, output_tokens: 10, "
+        "share: 0.5}\nsystem_prompt_tokens: 24\nusers: 2\nthink_time_s: 1\n",
+        encoding="utf-8",
+    )
+    output = tmp_path / "replay.jsonl"
+    argv = ["bench", *target_args(live_server), "--workload", str(workload), "--requests", "4", "--warmup", "1"]
+    argv += ["--no-progress", "--output", str(output)]
+    assert main(argv) == 0
+    records = load_results(output).records
+    assert sorted(record.actual_context or 0 for record in records) == [64, 104]
+    for record in records:
+        assert record.success_rate == 1.0, record.error_examples
+        assert record.max_concurrency == 2
+        assert record.total_output_tokens == 8 * record.completed
