@@ -66,10 +66,20 @@ class TpuChip:
     accelerator: Accelerator
     display_name: str
     hbm_gib_per_chip: float
-    runtime_version: str
+    # The TPU VM runtime image; None for a TPU sold through GKE only (a node pool boots GKE's own image). The
+    # table's validator requires it of every TPU a TPU VM shape rents.
+    runtime_version: str | None
     # Per chip, as for GpuChip: peak dense bf16 FLOP/s (prices: serving/pricing.py, by provisioning model).
     peak_dense_bf16_flops: float | None = None
     memory_bandwidth: float | None = None
+
+    @property
+    def tpu_vm_runtime(self) -> str:
+        """The runtime a TPU VM of this chip boots; a TPU with none is sold through GKE only, so a TPU VM
+        stack naming it is refused here rather than sent to the queued-resource API without a runtime."""
+        if self.runtime_version is None:
+            raise ValueError(f"{self.display_name} has no TPU VM runtime: it is served on GKE only")
+        return self.runtime_version
 
 
 def _gpu(accelerator: Accelerator, facts: AcceleratorFacts) -> GpuChip:
@@ -101,12 +111,11 @@ def _cloud_run(accelerator: Accelerator) -> CloudRunGpu | None:
 
 
 def _tpu(accelerator: Accelerator, facts: AcceleratorFacts) -> TpuChip:
-    assert facts.runtime_version is not None, f"{accelerator}: a TPU entry needs runtimeVersion"
     return TpuChip(
         accelerator=accelerator,
         display_name=facts.display_name,
         hbm_gib_per_chip=facts.memory_gib,
-        runtime_version=facts.runtime_version.value,
+        runtime_version=None if facts.runtime_version is None else facts.runtime_version.value,
         peak_dense_bf16_flops=facts.peak_dense_bf16_flops,
         memory_bandwidth=facts.memory_bandwidth,
     )

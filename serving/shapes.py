@@ -238,6 +238,14 @@ class ShapesTable(_Data):
                     f"shapes.{name}: a cloud-run shape needs deployedSize (the instance a stack deploys) and "
                     "instanceMaximum (the largest it may ask for)"
                 )
+        # A TPU VM boots a runtime image (runtimeVersion); a GKE node pool does not, so a TPU Google sells through
+        # GKE only has none to give.
+        on_tpu_vm = {entry.accelerator for entry in self.shapes.values() if entry.platform == "tpu-vm"}
+        problems.extend(
+            f"accelerators.{key}: a TPU rented as a TPU VM needs runtimeVersion"
+            for key in sorted(on_tpu_vm & set(self.accelerators))
+            if self.accelerators[key].runtime_version is None
+        )
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -109,7 +109,7 @@ class TpuVllmNodeArgs:
     identity: ServingIdentity
     accelerator_type: str = _SMALLEST
     # The TPU VM image: the default slice's chip's own (serving.accelerators); the settings pass the stack's.
-    runtime_version: str = TPU_CHIPS[Accelerator(shape(_SMALLEST).accelerator)].runtime_version
+    runtime_version: str = TPU_CHIPS[Accelerator(shape(_SMALLEST).accelerator)].tpu_vm_runtime
     tensor_parallel_size: int = 1
     port: int = VLLM_PORT
     edge: NetworkEdge = NetworkEdge()

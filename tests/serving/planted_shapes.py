@@ -12,6 +12,7 @@ from serving.shapes import Places, ShapesTable, shapes_table
 PLANTED_TPU = "tpu-v99"
 PLANTED_SLICE = "v99-1"
 PLANTED_ZONE = "europe-west99-a"
+PLANTED_GKE_TYPE = "ct99-standard-1t"
 
 
 def planted_table() -> ShapesTable:
@@ -48,3 +49,24 @@ def plant(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every reader of serving/shapes.py sees the planted table until the test ends."""
     table = planted_table()
     monkeypatch.setattr(serving.shapes, "shapes_table", lambda: table)
+
+
+def gke_only_tpu_table() -> ShapesTable:
+    """Today's table plus one TPU generation with no TPU VM runtime (runtimeVersion dropped), rented only as a
+    GKE machine type (a copy of the first GKE TPU machine type under a new name): how Google sells a TPU through
+    GKE alone."""
+    table = shapes_table()
+    tpu_key, tpu = next((key, facts) for key, facts in table.accelerators.items() if facts.family == "tpu")
+    gke_type = next(
+        entry for entry in table.shapes.values() if entry.platform == "gke" and entry.accelerator == tpu_key
+    )
+    planted_type = gke_type.model_copy(update={"name": PLANTED_GKE_TYPE, "accelerator": PLANTED_TPU})
+    return table.model_copy(
+        update={
+            "accelerators": {
+                **table.accelerators,
+                PLANTED_TPU: tpu.model_copy(update={"display_name": "TPU v99", "runtime_version": None}),
+            },
+            "shapes": {**table.shapes, PLANTED_GKE_TYPE: planted_type},
+        }
+    )
