@@ -53,17 +53,22 @@ class Shape:
 
 
 def _matrix_shapes() -> tuple[Shape, ...]:
-    """Every shape of the table whose accelerator a stack can name, less repeats: GKE's TPU machine types are
-    the TPU slices over again, and of the GKE machine types with the same GPUs only one is compared: the
-    smallest whose pod memory can stage any checkpoint those GPUs hold (the rest differ in host CPU and memory,
-    which the plan checks but the matrix does not rank)."""
+    """Every shape of the table whose accelerator a stack can name, less repeats: a GKE TPU machine type with a
+    TPU VM slice of the same chips is that slice over again (one sold through GKE only is kept), and of the GKE
+    machine types with the same GPUs only one is compared: the smallest whose pod memory can stage any checkpoint
+    those GPUs hold (the rest differ in host CPU and memory, which the plan checks but the matrix does not rank)."""
     found: list[Shape] = []
     chosen: dict[tuple[str, int], str] = {}
     names = {accelerator.value for accelerator in Accelerator}
+    slices = {(entry.accelerator, entry.accelerators) for entry in table_shapes(platform="tpu-vm")}
     for entry in table_shapes(platform="gke"):
-        if entry.accelerator not in names or accelerator_facts(entry.accelerator).family == "tpu":
+        if entry.accelerator not in names:
             continue
         key = (entry.accelerator, entry.accelerators)
+        if accelerator_facts(entry.accelerator).family == "tpu":
+            if key not in slices:  # a TPU sold through GKE only: its machine type is the one way to rent it
+                chosen[key] = entry.name
+            continue
         node = NODE_SHAPES[entry.name]
         holds = (
             node.allocatable_memory_gib * 0.8 >= entry.accelerators * accelerator_facts(entry.accelerator).memory_gib

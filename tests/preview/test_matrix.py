@@ -169,3 +169,15 @@ def test_a_speed_record_shows_beside_the_ceilings(tmp_path: Path, monkeypatch: p
     assert estimated["users"] == 8
     assert estimated["outputTokensPerS"] > 0
     assert "median |error|" in estimated["error"], "the error the fit showed on this family and kind of workload"
+
+
+def test_a_gke_tpu_machine_type_is_ranked_only_where_no_tpu_vm_slice_repeats_it() -> None:
+    """A TPU sold through GKE only has no TPU VM slice to stand for it: dropping its machine type as a repeat
+    left `make matrix` without a row for the chip at all."""
+    from serving.shapes import accelerator_facts, shapes
+
+    slices = {(entry.accelerator, entry.accelerators) for entry in shapes(platform="tpu-vm")}
+    ranked = {shape.name for shape in SHAPES}
+    for entry in shapes(platform="gke"):
+        if accelerator_facts(entry.accelerator).family == "tpu":
+            assert (entry.name in ranked) is ((entry.accelerator, entry.accelerators) not in slices), entry.name
