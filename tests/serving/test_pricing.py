@@ -22,6 +22,7 @@ from serving.pricing import (
     price_book,
     stack_cost,
 )
+from serving.shapes import shapes
 from tests.cloud_run_instance import instance_size
 from tests.conftest import render_stack
 from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
@@ -196,9 +197,9 @@ def test_every_accelerator_has_its_own_minimum_shape() -> None:
             assert isinstance(shape, CloudRunShape)
             assert shape.accelerator == accelerator
             assert shape.chips_per_unit == 1
-        elif accelerator in TPU_CHIPS:
+        elif accelerator in TPU_CHIPS and shapes(platform="tpu-vm", accelerator=accelerator.value):
             assert isinstance(shape, TpuShape)
             assert shape.chips_per_unit == shape.chips
-        else:
+        else:  # a GPU, or a TPU sold through GKE only: a GKE node
             assert isinstance(shape, GkeShape)
             assert shape.accelerator == accelerator
