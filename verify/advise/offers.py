@@ -77,12 +77,16 @@ def _platform(shape: Shape) -> str:
 
 def advised_shapes() -> tuple[Shape, ...]:
     """The matrix's shapes, and GKE's TPU node pools (ct6e-standard-*), which the matrix leaves out as the TPU
-    slices over again but which deploy differently: a fleet of nodes with replicas, not one VM."""
+    slices over again but which deploy differently: a fleet of nodes with replicas, not one VM (a pool the
+    matrix already ranks, having no slice, is not offered twice)."""
     names = {accelerator.value for accelerator in Accelerator}
+    ranked = {shape.name for shape in SHAPES}
     tpu_pools = tuple(
         Shape(entry.name, Accelerator(entry.accelerator), "gke", entry.accelerators)
         for entry in table_shapes(platform="gke")
-        if entry.accelerator in names and accelerator_facts(entry.accelerator).family == "tpu"
+        if entry.accelerator in names
+        and accelerator_facts(entry.accelerator).family == "tpu"
+        and entry.name not in ranked
     )
     return (*SHAPES, *tpu_pools)
 

@@ -43,7 +43,8 @@ def test_every_gke_accelerator_count_of_the_shapes_table_is_offered() -> None:
     offered = {(shape.accelerator.value, shape.chips) for shape in advised_shapes() if shape.platform == "gke"}
     table = {(entry.accelerator, entry.accelerators) for entry in shapes(platform="gke")}
     assert offered == table
-    names = {shape.name for shape in advised_shapes()}
+    names = [shape.name for shape in advised_shapes()]
+    assert len(names) == len(set(names)), "a shape offered twice is ranked twice"
     assert {"ct6e-standard-1t", "ct6e-standard-4t", "ct6e-standard-8t", "a3-highgpu-1g", "g2-standard-48"} <= names
 
 
