@@ -84,7 +84,7 @@ def _record(project: Path, **changes: object) -> SpeedRecord:
     # A cell of 400 requests, its 95% intervals 5 % either side of its p95s, unless the test says otherwise.
     merged.setdefault("completed", 400)
     if "ci" not in merged:
-        p95s = {k: merged[k] for k in ("p95_ttft_ms", "p95_tpot_ms") if isinstance(merged.get(k), float)}
+        p95s = {k: v for k in ("p95_ttft_ms", "p95_tpot_ms") if isinstance(v := merged.get(k), float)}
         merged["ci"] = {k: [0.95 * v, 1.05 * v] for k, v in p95s.items()}
     record = SpeedRecord.model_validate(merged)
     save_speed_records(project, [record])
