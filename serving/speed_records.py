@@ -62,6 +62,11 @@ class SpeedRecord(pydantic.BaseModel):
     spec_decode_accepted: float | None = pydantic.Field(default=None, ge=0)
     # The share of prompt tokens the server's prefix cache served during the cell (its own counters).
     prefix_cache_hit_rate: float | None = pydantic.Field(default=None, ge=0, le=1)
+    # The requests the cell completed (the samples its per-request percentiles come from) and the cell's 95%
+    # intervals on its percentiles (verify/bench/confidence.py, ms): a percentile SLO is decided by a record only
+    # where its interval lies on one side of the SLO. A record written before either was kept has neither.
+    completed: int | None = pydantic.Field(default=None, ge=0)
+    ci: dict[str, list[float]] = pydantic.Field(default_factory=dict)
     measured_at: str
     source_file: str
     source_sha256: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")

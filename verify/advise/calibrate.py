@@ -101,6 +101,10 @@ def _not_the_stacks_model(name: str, served: Served, served_name: str | None) ->
     )
 
 
+# The percentiles a record keeps the cell's interval for: those it keeps the value of.
+RECORDED_INTERVALS = ("p95_ttft_ms", "p95_tpot_ms")
+
+
 def _record(  # noqa: PLR0917 - one cell and what the stack says about it
     cell: CellRecord,
     served: Served,
@@ -133,6 +137,8 @@ def _record(  # noqa: PLR0917 - one cell and what the stack says about it
         spec_decode_drafts=cell.spec_decode_drafts,
         spec_decode_accepted=cell.spec_decode_accepted_tokens,
         prefix_cache_hit_rate=cell.prefix_cache_hit_rate,
+        completed=cell.completed,
+        ci={name: cell.ci[name] for name in RECORDED_INTERVALS if name in cell.ci},
         measured_at=cell.timestamp,
         source_file=source,
         source_sha256=digest,

@@ -16,6 +16,7 @@ from preview.stack_file import project_root
 from serving.workload_choices import KV_CACHE_DTYPES
 from verify import UsageError
 from verify.advise.adapter_fit import DEFAULT_RANK, adapter_workload
+from verify.advise.capacity import load_capacity, with_capacity
 from verify.advise.options import (
     HOURS_PER_MONTH,
     PLATFORMS,
@@ -174,6 +175,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=2.0,
         help="the peak as a multiple of the stated load: --write's autoscaler may grow to its replicas (default 2)",
     )
+    parser.add_argument(
+        "--capacity",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="a saved `gemma-verify preflight --stack NAME --json` of a TPU stack: rows in a zone and tier it says "
+        "cannot be granted say so (no Google call; repeatable)",
+    )
     parser.set_defaults(handler=_advise, advise_parser=parser)
 
 
@@ -262,7 +272,8 @@ def _advise(args: argparse.Namespace) -> int:
         )
         if problems:
             raise UsageError("; ".join(problems) + f"; {NOTHING_WRITTEN}")
-    report = run_advise(options)
+    capacity = [(Path(path), load_capacity(Path(path))) for path in args.capacity]
+    report = with_capacity(run_advise(options), capacity)
     if args.json:
         print(report.model_dump_json(indent=2))
     else:

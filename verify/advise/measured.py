@@ -5,7 +5,8 @@ estimate excluded (a probe once sent a user to a $2,379/month option where a mea
 do) and exclude a row the estimate admitted. It must be the very deployment: the same model, variant and shape,
 the vLLM release the project deploys, and every serving argument that changes speed (MTP and its draft tokens, the
 KV cache dtype, max-num-seqs where the load reaches it, the token budget per step, tensor parallelism). A
-percentile SLO is judged on the record's percentile, never on its mean; a record that lacks the figure an SLO
+percentile SLO is judged on the record's percentile, never on its mean, and only where the cell's 95% interval on
+it lies on one side of the SLO (a record with no sample count never decides one); a record that lacks the figure an SLO
 names does not judge that SLO. Records answer a rate load too: a closed loop of ``c`` users that sustained ``X``
 requests/s at its latencies answers a per-replica rate at most ``X`` (at the smallest such ``c``).
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from serving.speed_records import SpeedRecord, matching
 from serving.vllm_facts import vllm_facts
 from verify.advise.options import AdviseOptions
+from verify.bench.confidence import PERCENTILE_STATS, min_samples
 
 # The serving arguments a record states and the row's value each must equal (absent: vLLM's default).
 _DEFAULT_KV_CACHE_DTYPE = "auto"
@@ -84,27 +86,52 @@ def _figures(record: SpeedRecord, replicas: int) -> dict[str, float]:
     }
 
 
-def judged(record: SpeedRecord, options: AdviseOptions, replicas: int) -> bool | None:
-    """Whether the record meets the SLO at ``replicas`` (True/False), or None where it lacks a figure an SLO names
-    (a p95 TPOT SLO is never judged on a mean TPOT)."""
+def percentile_decision(record: SpeedRecord, field: str, slo_ms: float) -> bool | str:
+    """Whether the record's ``field`` (a p95 in ms) meets ``slo_ms``, decided on the cell's 95% interval
+    (verify/bench/confidence.py): its upper bound at or under the SLO meets it, its lower bound over it misses;
+    otherwise (or with no count, or too few samples for an interval to exist) why the record does not decide.
+
+    Why: a p95 from 20 requests is about the 19th-slowest of 20; one just under the SLO says little about the
+    deployment's real p95, and admitting a row on it sends a user to a deployment that misses the SLO."""
+    value = getattr(record, field)
+    if value is None:
+        return f"not decided: the record has no {field}"
+    if record.completed is None:
+        return f"not decided: the record carries no sample count (p95 {value:,.0f} ms), so no interval"
+    needed = min_samples(PERCENTILE_STATS["p95"])
+    interval = record.ci.get(field)
+    if interval is None or len(interval) != 2:
+        short = f", fewer than the {needed} a p95 interval needs" if record.completed < needed else ", no interval"
+        return f"not decided ({record.completed} samples{short}; p95 {value:,.0f} ms)"
+    low, high = interval
+    if high <= slo_ms:
+        return True
+    if low > slo_ms:
+        return False
+    return f"not decided ({record.completed} samples, interval {low:,.0f}-{high:,.0f} ms against {slo_ms:,.0f} ms)"
+
+
+def judged(record: SpeedRecord, options: AdviseOptions, replicas: int) -> bool | str:
+    """Whether the record meets the SLO at ``replicas`` (True/False), or why it does not decide: it lacks a figure
+    an SLO names (a p95 TPOT SLO is never judged on a mean TPOT), or its interval straddles a percentile SLO."""
     slo = options.effective_slo
     checks: list[bool] = []
-    if slo.p95_ttft_ms is not None:
-        if record.p95_ttft_ms is None:
-            return None
-        checks.append(record.p95_ttft_ms <= slo.p95_ttft_ms)
-    if slo.p95_tpot_ms is not None:
-        if record.p95_tpot_ms is None:
-            return None
-        checks.append(record.p95_tpot_ms <= slo.p95_tpot_ms)
+    for field, limit in (("p95_ttft_ms", slo.p95_ttft_ms), ("p95_tpot_ms", slo.p95_tpot_ms)):
+        if limit is None:
+            continue
+        decision = percentile_decision(record, field, limit)
+        if isinstance(decision, str):
+            return f"{field.removesuffix('_ms').replace('_', ' ')} {decision}"
+        checks.append(decision)
     if slo.goodput is not None:
         checks.append(0.95 * record.request_throughput * replicas >= slo.goodput)
     return all(checks)
 
 
-def verdict(records: list[SpeedRecord], cell: Cell, options: AdviseOptions, replicas: int) -> Verdict | None:
+def verdict(records: list[SpeedRecord], cell: Cell, options: AdviseOptions, replicas: int) -> Verdict | str | None:
     """The newest matching record's verdict at ``replicas`` (users: at the per-replica users; rate: the smallest
-    closed loop that sustained the per-replica rate), or None where no record answers."""
+    closed loop that sustained the per-replica rate); why the newest matching record did not decide (the estimate
+    stands); or None where no record matches."""
     workload = matching(records, cell.model, cell.variant, cell.shape, options.prompt_tokens, options.output_tokens)
     if options.users is not None:
         load = math.ceil(options.users / replicas)
@@ -117,11 +144,15 @@ def verdict(records: list[SpeedRecord], cell: Cell, options: AdviseOptions, repl
         least = min((r.concurrency for r in sustained), default=None)
         found = [r for r in sustained if r.concurrency == least]
         how = f"{rate:.3g} req/s a replica, answered by a closed loop of {least} users that sustained more"
+    undecided: str | None = None
     for record in sorted(found, key=lambda r: r.measured_at, reverse=True):
         meets = judged(record, options, replicas)
-        if meets is not None:
+        if isinstance(meets, bool):
             return Verdict(meets, record, _figures(record, replicas), how)
-    return None
+        undecided = undecided or (
+            f"speed record at {replicas} replica(s) ({how}): {meets}; the estimate stands ({record.cite()})"
+        )
+    return undecided
 
 
 def measured_replica_counts(records: list[SpeedRecord], cell: Cell, options: AdviseOptions, limit: int) -> list[int]:

@@ -481,6 +481,8 @@ class _Decided:
     replicas: int
     state: AtLoad
     measured: Verdict | None
+    # Records that matched but could not decide (a percentile interval straddling the SLO, no sample count).
+    undecided: tuple[str, ...] = ()
 
 
 def decide(
@@ -499,15 +501,20 @@ def decide(
     if estimated is not None:
         tried.add(estimated[0])
     misses: list[Verdict] = []
+    undecided: list[str] = []
     for replicas in sorted(tried):
         found = verdict(records, cell, options, replicas) if counts else None
-        if found is not None:
+        if isinstance(found, str):
+            undecided.append(found)
+        elif found is not None:
             if found.meets:
-                return _Decided(replicas, _state_at(candidate, options, replicas, states), found), misses
+                state = _state_at(candidate, options, replicas, states)
+                return _Decided(replicas, state, found, tuple(undecided)), misses
             misses.append(found)
             continue
         if estimated is not None and replicas >= estimated[0]:
-            return _Decided(replicas, _state_at(candidate, options, replicas, states), None), misses
+            state = _state_at(candidate, options, replicas, states)
+            return _Decided(replicas, state, None, tuple(undecided)), misses
     return None, misses
 
 
@@ -592,6 +599,8 @@ def _ranked_row(
         row = row.model_copy(update={"caveats": (*row.caveats, *notes_of_run)})
     if decided.measured is not None:
         row = _measured_row(row, decided.measured)
+    if decided.undecided:
+        row = row.model_copy(update={"caveats": (*row.caveats, *decided.undecided)})
     if run is None:
         kept = _kept_running(candidate, row, options)
         if isinstance(kept, str):

@@ -29,7 +29,9 @@ def test_trusted_cells_become_records_keyed_by_what_changes_speed(project: Path)
     """A record must say what served the cell (model, variant, shape, vLLM, speed flags) and where its numbers
     come from (the file and its hash), or a figure can neither be matched nor traced."""
     results = project / "l4.jsonl"
-    append_record(results, physical_12b_on_l4())
+    intervals = {"p95_ttft_ms": [900.0, 1100.0], "p95_tpot_ms": [47.0, 52.0], "p99_ttft_ms": [1000.0, 1500.0]}
+    cell = physical_12b_on_l4().model_copy(update={"ci": intervals})
+    append_record(results, cell)
     answer = calibrate(results, "l4", root=project)
     assert not answer.refused
     (record,) = load_speed_records(project)
@@ -44,6 +46,8 @@ def test_trusted_cells_become_records_keyed_by_what_changes_speed(project: Path)
     assert record.vllm_version == "0.32.0"
     assert record.source_sha256 == hashlib.sha256(results.read_bytes()).hexdigest()
     assert record.source_file == "l4.jsonl"
+    assert record.completed == cell.completed, "a record without its count can never decide a percentile SLO"
+    assert record.ci == {"p95_ttft_ms": [900.0, 1100.0], "p95_tpot_ms": [47.0, 52.0]}
     calibrate(results, "l4", root=project)
     assert len(load_speed_records(project)) == 1, "calibrating the same file twice writes each record once"
 
@@ -93,6 +97,8 @@ def test_advise_prefers_a_measured_figure_and_shows_the_estimate(project: Path) 
         output_throughput=77.0,
         p95_ttft_ms=640.0,
         mean_tpot_ms=49.0,
+        completed=400,
+        ci={"p95_ttft_ms": [600.0, 700.0]},
         measured_at="2026-11-26T12:00:00+00:00",
         source_file="results/l4.jsonl",
         source_sha256=hashlib.sha256(source.read_bytes()).hexdigest(),

@@ -80,7 +80,13 @@ def _record(project: Path, **changes: object) -> SpeedRecord:
         "source_file": "results/l4.jsonl",
         "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
     }
-    record = SpeedRecord.model_validate({**values, **changes})
+    merged = {**values, **changes}
+    # A cell of 400 requests, its 95% intervals 5 % either side of its p95s, unless the test says otherwise.
+    merged.setdefault("completed", 400)
+    if "ci" not in merged:
+        p95s = {k: v for k in ("p95_ttft_ms", "p95_tpot_ms") if isinstance(v := merged.get(k), float)}
+        merged["ci"] = {k: [0.95 * v, 1.05 * v] for k, v in p95s.items()}
+    record = SpeedRecord.model_validate(merged)
     save_speed_records(project, [record])
     return record
 
@@ -178,6 +184,40 @@ def test_an_unreadable_record_file_is_an_error_naming_file_and_line(project: Pat
     (folder / "broken.jsonl").write_text("\n{not json\n", encoding="utf-8")
     with pytest.raises(UsageError, match=r"broken\.jsonl:2"):
         run_advise(BASE, root=project)
+
+
+def test_a_20_sample_p95_just_under_the_slo_does_not_admit_a_row(project: Path, estimate: Row) -> None:
+    """A p95 from 20 requests is about their 19th-slowest: one just under the SLO brought back a row the estimate
+    excluded, sending the user to a deployment whose real p95 may well miss. 20 samples are fewer than the 72 a
+    p95 interval needs, so the record does not decide and the estimate's exclusion stands."""
+    slo = Slo(p95_ttft_ms=estimate.p95_ttft_ms * 0.5)
+    _record(project, p95_ttft_ms=estimate.p95_ttft_ms * 0.49, completed=20, ci={})
+    assert _l4(run_advise(BASE.model_copy(update={"slo": slo}), root=project)) is None
+
+
+def test_an_interval_straddling_the_slo_leaves_the_estimate_and_says_so(project: Path, estimate: Row) -> None:
+    """A record whose p95 is over the SLO but whose interval reaches under it excluded a row on noise: it does not
+    decide, the estimate's row stays, and the row says why ("not decided", the samples and the interval)."""
+    slo = Slo(p95_ttft_ms=estimate.p95_ttft_ms * 2)
+    p95 = estimate.p95_ttft_ms * 2.1
+    _record(project, p95_ttft_ms=p95, completed=100, ci={"p95_ttft_ms": [p95 * 0.8, p95 * 1.2]})
+    row = _l4(run_advise(BASE.model_copy(update={"slo": slo}), root=project))
+    assert row is not None
+    assert row.latency_basis.kind == "estimated"
+    (note,) = [c for c in row.caveats if "not decided" in c]
+    assert "100 samples, interval" in note
+    assert "the estimate stands" in note
+
+
+def test_a_record_without_a_sample_count_cannot_decide_a_percentile(project: Path, estimate: Row) -> None:
+    """Records written before they kept a count carry no interval: such a record's p95 over the SLO excluded a row,
+    however few requests it came from. It does not decide a percentile SLO, and the row says so."""
+    slo = Slo(p95_ttft_ms=estimate.p95_ttft_ms * 2)
+    _record(project, p95_ttft_ms=estimate.p95_ttft_ms * 3, completed=None, ci={})
+    row = _l4(run_advise(BASE.model_copy(update={"slo": slo}), root=project))
+    assert row is not None
+    assert row.latency_basis.kind == "estimated"
+    assert any("carries no sample count" in c for c in row.caveats)
 
 
 def test_calibrate_refuses_another_models_run_as_the_stacks(project: Path) -> None:
