@@ -45,7 +45,7 @@ def test_every_gke_accelerator_count_of_the_shapes_table_is_offered() -> None:
     assert offered == table
     names = [shape.name for shape in advised_shapes()]
     assert len(names) == len(set(names)), "a shape offered twice is ranked twice"
-    assert {"ct6e-standard-1t", "ct6e-standard-4t", "ct6e-standard-8t", "a3-highgpu-1g", "g2-standard-48"} <= names
+    assert {"ct6e-standard-1t", "ct6e-standard-4t", "ct6e-standard-8t", "a3-highgpu-1g", "g2-standard-48"} <= set(names)
 
 
 def test_a_provisioning_model_the_machine_series_lacks_is_ruled_out_with_the_reason() -> None:
