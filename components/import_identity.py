@@ -16,10 +16,9 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.managed_secret import ACCESSOR_ROLE, ManagedSecret
-from components.model_import import WRITER_ROLE, ImportWriter
+from components.managed_secret import ManagedSecret
+from components.model_import import ImportWriter, folder_writer_grants
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
-from components.wire import gcp
 from serving.gcp_names import bucket_path_problem
 from serving.naming import TypeToken
 
@@ -59,29 +58,14 @@ class ImportIdentity(pulumi.ComponentResource):
             ),
             child,
         )
-        folder = gcp.ManagedFolder(
-            f"{name}-folder", bucket=args.bucket_name, name=f"{args.folder}/", force_destroy=True, opts=child
+        grants = folder_writer_grants(
+            name,
+            bucket_name=args.bucket_name,
+            folder=args.folder,
+            member=identity.member,
+            hf_token=args.hf_token,
+            project=args.project,
+            child=child,
         )
-        grants: list[pulumi.Resource] = [
-            gcp.ManagedFolderIamMember(
-                f"{name}-writer",
-                bucket=args.bucket_name,
-                managed_folder=folder.name,
-                role=WRITER_ROLE,
-                member=identity.member,
-                opts=child,
-            )
-        ]
-        if args.hf_token is not None:
-            grants.append(
-                gcp.SecretIamMember(
-                    f"{name}-token-reader",
-                    project=args.project,
-                    secret_id=args.hf_token.secret_id,
-                    role=ACCESSOR_ROLE,
-                    member=identity.member,
-                    opts=child,
-                )
-            )
         self.writer = ImportWriter(email=identity.email, grants=tuple(grants), reads_token=args.hf_token is not None)
         self.register_outputs({"email": identity.email})

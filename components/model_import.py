@@ -46,6 +46,53 @@ from serving.naming import IMPORT_JOB_CONTAINER, IMPORT_RUN_SUFFIX, TypeToken
 WRITER_ROLE = "roles/storage.objectUser"
 
 
+def folder_writer_grants(
+    name: str,
+    *,
+    bucket_name: pulumi.Input[str],
+    folder: str,
+    member: pulumi.Input[str],
+    hf_token: ManagedSecret | None,
+    project: str,
+    child: pulumi.ResourceOptions,
+) -> list[pulumi.Resource]:
+    """The managed folder `<folder>/`, the writer's grant on it and, given a token, its read grant.
+
+    Why one function: an import's own account (ModelImport) and the account a stack's adapters share
+    (ImportIdentity) must hold exactly the same boundary; two copies of these grants would drift apart.
+    """
+    managed_folder = gcp.ManagedFolder(
+        f"{name}-folder",
+        bucket=bucket_name,
+        name=f"{folder}/",
+        # Deleting the folder leaves its objects in place; the bucket's own settings decide their fate.
+        force_destroy=True,
+        opts=child,
+    )
+    grants: list[pulumi.Resource] = [
+        gcp.ManagedFolderIamMember(
+            f"{name}-writer",
+            bucket=bucket_name,
+            managed_folder=managed_folder.name,
+            role=WRITER_ROLE,
+            member=member,
+            opts=child,
+        )
+    ]
+    if hf_token is not None:
+        grants.append(
+            gcp.SecretIamMember(
+                f"{name}-token-reader",
+                project=project,
+                secret_id=hf_token.secret_id,
+                role=ACCESSOR_ROLE,
+                member=member,
+                opts=child,
+            )
+        )
+    return grants
+
+
 @dataclass(frozen=True)
 class ImportJobSpec:
     """How the job runs: its parallelism, resources and limits, and whether `pulumi up` runs it."""
@@ -281,34 +328,14 @@ class ModelImport(pulumi.ComponentResource):
             ),
             child,
         )
-        member = identity.member
-        folder = gcp.ManagedFolder(
-            f"{name}-folder",
-            bucket=args.bucket_name,
-            name=f"{args.prefix}/",
-            # Deleting the folder leaves its objects in place; the bucket's own settings decide their fate.
-            force_destroy=True,
-            opts=child,
+        reads_token = args.from_hub and args.hf_token is not None
+        grants = folder_writer_grants(
+            name,
+            bucket_name=args.bucket_name,
+            folder=args.prefix,
+            member=identity.member,
+            hf_token=args.hf_token if reads_token else None,
+            project=args.project,
+            child=child,
         )
-        grants: list[pulumi.Resource] = [
-            gcp.ManagedFolderIamMember(
-                f"{name}-writer",
-                bucket=args.bucket_name,
-                managed_folder=folder.name,
-                role=WRITER_ROLE,
-                member=member,
-                opts=child,
-            )
-        ]
-        if args.from_hub and args.hf_token is not None:
-            grants.append(
-                gcp.SecretIamMember(
-                    f"{name}-token-reader",
-                    project=args.project,
-                    secret_id=args.hf_token.secret_id,
-                    role=ACCESSOR_ROLE,
-                    member=member,
-                    opts=child,
-                )
-            )
         return identity.email, grants
