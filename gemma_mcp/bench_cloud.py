@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp.server.mcpserver.exceptions import ToolError
-
+from gemma_mcp.change_gate import confirmed_stack_change
 from gemma_mcp.context import ServerContext
-from gemma_mcp.stack_files import require_stack
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,17 +43,14 @@ CLOUD_RUN_JOB = BenchCaps(
 
 def cloud_run_job_stack(ctx: ServerContext, stack: str | None, url: str | None, confirm: str | None) -> str:
     """The stack whose job runs the sweep, once the server allows changes and the call confirmed it."""
-    if not ctx.allow_changes:
-        raise ToolError(
-            "on_cloud_run starts the stack's load-generator job, which costs money and loads the service: it "
-            "is offered only when the server was started with --allow-changes"
-        )
-    if stack is None or url is not None:
-        raise ToolError("on_cloud_run needs stack (the job is part of the stack), not url")
-    name = require_stack(ctx.root, stack)
-    if confirm != name:
-        raise ToolError(
-            f"refused: on_cloud_run runs stack {name!r}'s load-generator job against its service (billed, and "
-            f"it loads the service); call again with confirm={name!r} once the user has agreed"
-        )
-    return name
+    return confirmed_stack_change(
+        ctx,
+        stack,
+        url,
+        confirm,
+        action="on_cloud_run",
+        what_it_changes="starts the stack's load-generator job, which costs money and loads the service",
+        why_a_stack="the job is part of the stack",
+        refusal="on_cloud_run runs stack {name}'s load-generator job against its service (billed, and it loads "
+        "the service)",
+    )

@@ -16,9 +16,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 
+from gemma_mcp.change_gate import confirmed_stack_change
 from gemma_mcp.context import ServerContext
 from gemma_mcp.results import AdaptersRun, report_reader
-from gemma_mcp.stack_files import require_stack
 from gemma_mcp.tools_stacks import reply
 from gemma_mcp.tools_verify import TALKS_TO_ENDPOINT, _report, _target_args
 from serving.adapter_routes_runtime import ADAPTER_NAME, is_version_label, split_versioned
@@ -52,19 +52,16 @@ def _checked_name(action: str, name: str | None) -> None:
 
 def _promote_args(ctx: ServerContext, stack: str | None, url: str | None, confirm: str | None) -> list[str]:
     """The target of a promotion: a stack the caller confirmed, on a server that allows changes."""
-    if not ctx.allow_changes:
-        raise ToolError(
-            "action='promote' writes the stack's adapter route table (it moves users to another adapter version): "
-            "it is offered only when the server was started with --allow-changes"
-        )
-    if stack is None or url is not None:
-        raise ToolError("action='promote' needs stack (the route table is the stack's), not url")
-    name = require_stack(ctx.root, stack)
-    if confirm != name:
-        raise ToolError(
-            f"refused: promote routes an adapter of stack {name!r} to a new version; call again with "
-            f"confirm={name!r} once the user has agreed"
-        )
+    name = confirmed_stack_change(
+        ctx,
+        stack,
+        url,
+        confirm,
+        action="action='promote'",
+        what_it_changes="writes the stack's adapter route table (it moves users to another adapter version)",
+        why_a_stack="the route table is the stack's",
+        refusal="promote routes an adapter of stack {name} to a new version",
+    )
     return ["--stack", name]
 
 
