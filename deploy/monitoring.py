@@ -80,7 +80,7 @@ def watch_stack(
             if budget.billing_account
             else None,
             intro=(
-                f"vLLM serving `{settings.model.served_name}` on {settings.accelerator.value} ({watched.name}). "
+                f"vLLM serving `{settings.model.served_name}` on {settings.accelerator} ({watched.name}). "
                 f'vLLM metrics: Managed Service for Prometheus, `namespace="{watched.name}"`. What each alert means '
                 "and the first command to run: docs/operations.md."
             ),

@@ -39,7 +39,7 @@ def settings_outputs(settings: StackSettings) -> dict[str, Any]:
     """The outputs every platform takes straight from the settings (the limits vLLM starts with, its args)."""
     return {
         "served_model_name": settings.model.served_name,
-        "accelerator": settings.accelerator.value,
+        "accelerator": settings.accelerator,
         "region": settings.region,
         "max_model_len": settings.vllm.max_model_len,
         "max_num_seqs": settings.vllm.max_num_seqs,

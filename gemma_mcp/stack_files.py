@@ -39,7 +39,7 @@ def summarise(root: Path, stack: str) -> StackSummary:
     return StackSummary(
         name=stack,
         valid=True,
-        accelerator=settings.accelerator.value,
+        accelerator=settings.accelerator,
         platform=settings.PLATFORM,
         region=settings.region,
         zone=settings.zone,

@@ -73,7 +73,7 @@ def estimate_at(fit: Fit, record: SpeedRecord, workload: Workload | None = None)
     replica = replica_of(
         catalog_model(fit.model),
         fit.variant,
-        shape_named(fit.shape).accelerator.value,
+        shape_named(fit.shape).accelerator,
         fit.tensor_parallel,
         batch_cap=fit.sequences,
         speculative_tokens=record.speculative_tokens or 0,

@@ -173,7 +173,7 @@ def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
     zones = ", ".join(inputs.get("nodeLocations") or [])
     tier = "flex-start" if config.get("flexStart") else "spot" if config.get("spot") else "on-demand"
     shape = NODE_SHAPES.get(str(machine))
-    what = f"{shape.accelerators} x {shape.accelerator.value}" if shape else "its accelerators"
+    what = f"{shape.accelerators} x {shape.accelerator}" if shape else "its accelerators"
     kind = "preemptible" if tier != "on-demand" else "on-demand"
     quota = (
         f"quota: up to {nodes} {machine} node(s) ({what} each) in {zones}: the project needs {kind} quota for "

@@ -1,37 +1,15 @@
-"""The accelerators a stack can name, and each one's facts as the settings and the planner use them.
+"""Typed views of the shapes table's chips, kept while readers move to serving.shapes.ResolvedShape.
 
-Why a module apart from the table: the stack schema keys its union on `Accelerator` (a stack file writes
-its value), and many modules want a chip's memory, bandwidth and FLOP/s without the table's sources. The
-facts themselves live once, with their sources, in serving/data/shapes.json (read by serving/shapes.py);
-this module only turns them into the typed views below, so a corrected figure is one edit there.
+Why still here: Cloud Run, TPU and GPU readers took these views before a shape was resolved once; each view is
+deleted as its readers carry the resolved shape instead. `Accelerator`, the validated name, lives in
+serving/shapes.py.
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
 
-from serving.shapes import AcceleratorFacts, accelerator_facts, rentable_accelerators, shapes
-
-
-def _member(key: str) -> str:
-    """A table key as an enum member's name (upper case, `-` as `_`)."""
-    return key.upper().replace("-", "_")
-
-
-if TYPE_CHECKING:
-    # What the type checker sees: a StrEnum with no member named, since no code may branch on one (it reads the
-    # shape's facts instead). At run time the members are the shapes table's accelerators that some shape rents
-    # (below), so a new chip is a data entry, not an edit here.
-    class Accelerator(enum.StrEnum):
-        """The accelerator a stack serves on; the value is what a stack file writes (a key of the shapes table)."""
-
-else:
-    Accelerator = enum.StrEnum("Accelerator", {_member(key): key for key in rentable_accelerators()}, module=__name__)
-    Accelerator.__doc__ = (
-        "The accelerator a stack serves on; the value is what a stack file writes (a key of the shapes table)."
-    )
+from serving.shapes import Accelerator, AcceleratorFacts, accelerator_facts, shapes
 
 
 @dataclass(frozen=True)
@@ -93,14 +71,14 @@ def _gpu(accelerator: Accelerator, facts: AcceleratorFacts) -> GpuChip:
 
 
 def _cloud_run(accelerator: Accelerator) -> CloudRunGpu | None:
-    found = shapes(platform="cloud-run", accelerator=accelerator.value)
+    found = shapes(platform="cloud-run", accelerator=accelerator)
     if not found:
         return None
     (entry,) = found  # Cloud Run attaches one GPU of a kind: one shape per accelerator
     assert entry.where is not None  # the table requires it of every Cloud Run shape
     assert entry.host_vcpu is not None
     assert entry.host_memory_gib is not None
-    chip = _gpu(accelerator, accelerator_facts(accelerator.value))
+    chip = _gpu(accelerator, accelerator_facts(accelerator))
     return CloudRunGpu(
         **{field.name: getattr(chip, field.name) for field in fields(GpuChip)},
         node_selector=entry.node_selector["accelerator"],
@@ -123,17 +101,17 @@ def _tpu(accelerator: Accelerator, facts: AcceleratorFacts) -> TpuChip:
 
 # Cloud Run GPUs, TPU generations and every GPU (Cloud Run's or a GKE machine's), from the shapes table.
 CLOUD_RUN_GPUS: dict[Accelerator, CloudRunGpu] = {
-    accelerator: gpu for accelerator in Accelerator if (gpu := _cloud_run(accelerator)) is not None
+    accelerator: gpu for accelerator in Accelerator.every() if (gpu := _cloud_run(accelerator)) is not None
 }
 TPU_CHIPS: dict[Accelerator, TpuChip] = {
     accelerator: _tpu(accelerator, facts)
-    for accelerator in Accelerator
-    if (facts := accelerator_facts(accelerator.value)).family == "tpu"
+    for accelerator in Accelerator.every()
+    if (facts := accelerator_facts(accelerator)).family == "tpu"
 }
 GPU_CHIPS: dict[Accelerator, GpuChip] = {
     accelerator: CLOUD_RUN_GPUS.get(accelerator) or _gpu(accelerator, facts)
-    for accelerator in Accelerator
-    if (facts := accelerator_facts(accelerator.value)).family == "gpu"
+    for accelerator in Accelerator.every()
+    if (facts := accelerator_facts(accelerator)).family == "gpu"
 }
 
 

@@ -45,7 +45,7 @@ GPU_STARTUP_PROBE_MAX_SECONDS = 1800
 
 
 def _size_problems(gpu: CloudRunGpu, *, cpu: int, memory_gib: int, cpu_key: str, memory_key: str) -> list[str]:
-    ceiling = instance_maximum(gpu.accelerator.value)  # the shapes table's instanceMaximum, with its source
+    ceiling = instance_maximum(gpu.accelerator)  # the shapes table's instanceMaximum, with its source
     problems = []
     if cpu > ceiling.vcpu:
         problems.append(

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from serving.accelerators import Accelerator
-from serving.shapes import Shape, gke_zones, machine_family, shapes
+from serving.shapes import Accelerator, Shape, gke_zones, machine_family, shapes
 
 # The node label and pod resource GKE uses per accelerator family.
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -101,13 +100,13 @@ def _node_shape(entry: Shape) -> NodeShape:
 NODE_SHAPES: dict[str, NodeShape] = {
     entry.name: _node_shape(entry)
     for entry in shapes(platform="gke")
-    if entry.accelerator in {accelerator.value for accelerator in Accelerator}
+    if entry.accelerator in set(Accelerator.every())
 }
 
 # Where GKE can place each accelerator: the union of its machine series' zones (serving/data/shapes.json,
 # each list with its source; `verify preflight` asks Compute Engine for the real list before a rollout).
 ACCELERATOR_ZONES: dict[Accelerator, tuple[str, ...]] = {
-    accelerator: zones for accelerator in Accelerator if (zones := gke_zones(accelerator.value))
+    accelerator: zones for accelerator in Accelerator.every() if (zones := gke_zones(accelerator))
 }
 
 # The Kubernetes minor versions whose OpenAPI schema the tests validate every manifest against (the

@@ -19,8 +19,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
-from serving.shapes import accelerator_facts, deployed_size, machine_family
+from serving.accelerators import CLOUD_RUN_GPUS
+from serving.shapes import Accelerator, accelerator_facts, deployed_size, machine_family
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
 
@@ -265,7 +265,7 @@ def minimum_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeSha
 def deployed_cloud_run_shape(accelerator: Accelerator, region: str | None) -> CloudRunShape:
     """A Cloud Run instance with ``accelerator`` at the size a stack deploys it (the shapes table's deployedSize,
     no zonal redundancy): the one price `make matrix`, `gemma-verify advise` and the shipped stacks' plans share."""
-    size = deployed_size(accelerator.value)
+    size = deployed_size(accelerator)
     return CloudRunShape(
         accelerator=accelerator,
         region=region,
@@ -289,7 +289,7 @@ def _smallest_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeS
             gpu_zonal_redundancy=False,
         )
     for platform in ("tpu-vm", "gke"):
-        found = sorted(table_shapes(platform=platform, accelerator=accelerator.value), key=lambda e: e.accelerators)
+        found = sorted(table_shapes(platform=platform, accelerator=accelerator), key=lambda e: e.accelerators)
         if found and platform == "tpu-vm":
             return TpuShape(
                 accelerator_type=found[0].name,
@@ -315,7 +315,7 @@ def _smallest_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeS
 # One entry per accelerator (a test checks every Accelerator has one), so a new one cannot fall into
 # another platform's shape.
 _MINIMUM_SHAPES: dict[Accelerator, CloudRunShape | TpuShape | GkeShape] = {
-    accelerator: _smallest_shape(accelerator) for accelerator in Accelerator
+    accelerator: _smallest_shape(accelerator) for accelerator in Accelerator.every()
 }
 
 
@@ -427,7 +427,7 @@ def _cloud_run_instance(shape: CloudRunShape) -> HourlyPrice:
             (),
             (),
             basis,
-            missing=f"no Cloud Run GPU rate recorded for {shape.accelerator.value} {redundancy} zonal redundancy",
+            missing=f"no Cloud Run GPU rate recorded for {shape.accelerator} {redundancy} zonal redundancy",
         )
     cpu, memory = rates.cpu_per_vcpu_second, rates.memory_per_gib_second
     # The price book has both (tests/serving/test_pricing.py checks it).

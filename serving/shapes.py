@@ -11,14 +11,17 @@ shape's name (tests/serving/test_shape_names.py). Adding a shape: the note at th
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError, core_schema
 
 __all__ = [
+    "Accelerator",
     "AcceleratorFacts",
     "DeployedSize",
     "Fact",
@@ -29,6 +32,7 @@ __all__ = [
     "PerPrecision",
     "Places",
     "Platform",
+    "ResolvedShape",
     "Shape",
     "ShapesTable",
     "Text",
@@ -36,10 +40,13 @@ __all__ = [
     "accelerator_facts",
     "deployed_size",
     "instance_maximum",
+    "resolved",
+    "resolved_shapes",
     "shape",
     "shapes",
     "shapes_table",
     "short_name",
+    "the_cloud_run_shape",
     "tier_zones",
     "tpu_slices",
     "tpu_zones",
@@ -376,3 +383,232 @@ def quota_words(accelerator: str) -> tuple[str, ...]:
         if entry.platform == "gke":
             words.update(dict.fromkeys(machine_family(entry).quota_match))
     return tuple(words)
+
+
+def _choices(names: tuple[str, ...]) -> str:
+    """Names as pydantic words a choice among literals: `'a', 'b' or 'c'`."""
+    quoted = [f"'{name}'" for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+class Accelerator(str):
+    """An accelerator a stack can name: a key of the shapes table that some shape rents, checked when made.
+
+    Why a checked name, not an enum: the accelerators are data (a new chip is a table entry), and no code may
+    branch on a named one; it reads the chip's or the shape's facts instead. One instance per name, so equal
+    names are also the same object; a stack file's `accelerator` validates through here.
+    """
+
+    __slots__ = ()
+    _made: ClassVar[dict[str, Accelerator]] = {}
+
+    def __new__(cls, name: str) -> Accelerator:
+        made = cls._made.get(name)
+        if made is not None:
+            return made
+        allowed = rentable_accelerators()
+        if name not in allowed:
+            raise ValueError(f"{name!r} is not an accelerator a shape rents; allowed: {', '.join(allowed)}")
+        made = cls._made[name] = super().__new__(cls, name)
+        return made
+
+    @classmethod
+    def every(cls) -> tuple[Accelerator, ...]:
+        """Every accelerator a stack can name, in the table's order."""
+        return tuple(cls(name) for name in rentable_accelerators())
+
+    @classmethod
+    def choices(cls) -> str:
+        """The names as a refusal lists them (`'a', 'b' or 'c'`)."""
+        return _choices(rentable_accelerators())
+
+    @classmethod
+    def _validated(cls, value: str) -> Accelerator:
+        if value not in rentable_accelerators():
+            raise PydanticCustomError("enum", "Input should be {expected}", {"expected": cls.choices()})
+        return cls(value)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:  # noqa: ANN401 - pydantic's hook signature
+        """A stack file writes a plain string; it is checked against the table and serialised back as one."""
+        return core_schema.no_info_after_validator_function(
+            cls._validated, core_schema.str_schema(), serialization=core_schema.to_string_ser_schema()
+        )
+
+
+@dataclass(frozen=True)
+class ResolvedShape:
+    """One shape resolved once: the table's entry, its chip and (GKE) its machine series, read as one object.
+
+    Why one object: a stack rents exactly one shape, and every layer (settings, rules, components, the planner,
+    pricing, preflight, the advisor) asks the same few facts of it; each used to keep its own view of the table
+    (a Cloud Run GPU, a TPU chip, a node shape, a matrix shape). Readers carry this and branch on its facts
+    (family, interconnect, limits), never on a named accelerator.
+    """
+
+    entry: Shape
+    chip: AcceleratorFacts
+    series: MachineFamily | None = None
+
+    # What it is.
+    @property
+    def name(self) -> str:
+        """The shape's key: a Cloud Run GPU (`l4`), a TPU slice (`v6e-4`) or a GKE machine type."""
+        return self.entry.name
+
+    @property
+    def platform(self) -> Platform:
+        return self.entry.platform
+
+    @property
+    def accelerator(self) -> Accelerator:
+        return Accelerator(self.entry.accelerator)
+
+    @property
+    def family(self) -> Family:
+        """gpu or tpu: what the planner, the KV layout and the image follow."""
+        return self.chip.family
+
+    @property
+    def is_tpu(self) -> bool:
+        return self.chip.family == "tpu"
+
+    @property
+    def display_name(self) -> str:
+        return self.chip.display_name
+
+    @property
+    def short_name(self) -> str:
+        """The chip's display name without its marketing name (`TPU v6e (Trillium)` -> `TPU v6e`)."""
+        return self.chip.display_name.split(" (", 1)[0]
+
+    # The chips.
+    @property
+    def chips(self) -> int:
+        """Accelerators per instance, node or slice."""
+        return self.entry.accelerators
+
+    @property
+    def memory_gib(self) -> float:
+        """Memory per chip the planner counts, GiB."""
+        return self.chip.memory_gib
+
+    @property
+    def memory_bandwidth(self) -> float:
+        """Bytes per second per chip."""
+        return self.chip.memory_bandwidth
+
+    @property
+    def peak_dense_bf16_flops(self) -> float | None:
+        return self.chip.peak_dense_bf16_flops
+
+    @property
+    def interconnect(self) -> InterconnectFact | None:
+        return self.chip.interconnect
+
+    # The host.
+    @property
+    def host_vcpu(self) -> int:
+        """vCPU of the machine type, or Cloud Run's minimum for the GPU (the table states it for both)."""
+        if self.entry.host_vcpu is None:
+            raise KeyError(f"{self.name}: serving/data/shapes.json states no host vCPU for it")
+        return self.entry.host_vcpu
+
+    @property
+    def host_memory_gib(self) -> float:
+        """Memory of the machine type, or Cloud Run's minimum for the GPU, GiB."""
+        if self.entry.host_memory_gib is None:
+            raise KeyError(f"{self.name}: serving/data/shapes.json states no host memory for it")
+        return self.entry.host_memory_gib
+
+    @property
+    def host_confirmed(self) -> bool:
+        """False where a GKE series' host figures were not confirmed at Google's table."""
+        return True if self.series is None else self.series.host_source.confirmed
+
+    # Where and on what terms.
+    @property
+    def zones(self) -> tuple[str, ...]:
+        """Zones (TPU slices, GKE machine types) or regions (Cloud Run) where Google offers the shape."""
+        return zones_of(self.entry)
+
+    @property
+    def topology(self) -> str | None:
+        """A TPU slice's topology (`2x2`); None for a GPU."""
+        return self.entry.topology
+
+    @property
+    def runtime_version(self) -> str | None:
+        """The TPU VM runtime image; None for a GPU or a TPU sold through GKE only."""
+        return None if self.chip.runtime_version is None else self.chip.runtime_version.value
+
+    @property
+    def tpu_vm_runtime(self) -> str:
+        """The runtime a TPU VM of this chip boots; a chip with none is refused here rather than sent to the
+        queued-resource API without one."""
+        if self.runtime_version is None:
+            raise ValueError(f"{self.display_name} has no TPU VM runtime: it is served on GKE only")
+        return self.runtime_version
+
+    @property
+    def provisioning(self) -> tuple[str, ...]:
+        """Provisioning models the shape can be rented on (a GKE shape: its series')."""
+        return self.series.provisioning if self.series is not None else self.entry.provisioning
+
+    @property
+    def price_key(self) -> str | None:
+        return self.series.price_key if self.series is not None else self.entry.price_key
+
+    # GKE: the labels its nodes carry.
+    @property
+    def gke_accelerator(self) -> str:
+        """GKE's accelerator label value on the node (nvidia-l4, tpu-v6e-slice)."""
+        if self.series is None:
+            raise KeyError(f"{self.name} is not a GKE machine type")
+        return self.series.gke_accelerator
+
+    # Cloud Run: the instance.
+    @property
+    def cloud_run_selector(self) -> str:
+        """Cloud Run's `template.node_selector.accelerator` value."""
+        if "accelerator" not in self.entry.node_selector:
+            raise KeyError(f"{self.name} is not a Cloud Run GPU")
+        return self.entry.node_selector["accelerator"]
+
+    @property
+    def deployed_size(self) -> DeployedSize:
+        """The Cloud Run instance a stack deploys the GPU at."""
+        if self.entry.deployed_size is None:
+            raise KeyError(f"{self.name} is not a Cloud Run GPU")
+        return self.entry.deployed_size
+
+    @property
+    def instance_maximum(self) -> InstanceMaximum:
+        """The largest Cloud Run instance a service with the GPU may have."""
+        if self.entry.instance_maximum is None:
+            raise KeyError(f"{self.name} is not a Cloud Run GPU")
+        return self.entry.instance_maximum
+
+
+@cache
+def resolved(name: str) -> ResolvedShape:
+    """One shape by name, resolved with its chip and machine series; the error lists the shapes there are."""
+    entry = shape(name)
+    series = machine_family(entry) if entry.platform == "gke" else None
+    return ResolvedShape(entry=entry, chip=accelerator_facts(entry.accelerator), series=series)
+
+
+def resolved_shapes(*, platform: Platform | None = None, accelerator: str | None = None) -> list[ResolvedShape]:
+    """Every shape, or those of one platform and/or accelerator, resolved, in the table's order."""
+    return [resolved(entry.name) for entry in shapes(platform=platform, accelerator=accelerator)]
+
+
+def the_cloud_run_shape(accelerator: str) -> ResolvedShape:
+    """The Cloud Run shape of a GPU (Cloud Run attaches one GPU of a kind: one shape per accelerator)."""
+    found = resolved_shapes(platform="cloud-run", accelerator=accelerator)
+    if not found:
+        offered = ", ".join(entry.accelerator for entry in shapes(platform="cloud-run"))
+        raise KeyError(
+            f"{accelerator!r}: Cloud Run offers no shape of it in serving/data/shapes.json; allowed: {offered}"
+        )
+    return found[0]

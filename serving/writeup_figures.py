@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from serving.accelerators import Accelerator
+from serving.shapes import Accelerator
 
 FIGURES_FILE = Path(__file__).resolve().parent / "data" / "writeup-figures.json"
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 from pydantic import Field, model_validator
 
-from serving.accelerators import Accelerator, GpuChip, TpuChip, facts_of
+from serving.accelerators import GpuChip, TpuChip, facts_of
 from serving.input_files import inside
 from serving.lora import lora_buffer_bytes
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
@@ -34,6 +34,7 @@ from serving.planner import (
     plan_capacity,
     render_table,
 )
+from serving.shapes import Accelerator
 from stacks.base import SettingsModel
 from stacks.bounds import MAX_CONTEXT_TOKENS, MAX_PARAMETERS, MAX_RUNTIME_OVERHEAD_GIB, MAX_WEIGHT_BYTES
 from stacks.calibration import calibrate
@@ -350,7 +351,7 @@ def plan_inputs(settings: StackSettings, *, root: Path) -> tuple[PlanInputs, tup
         inputs,
         assumptions,
         root=root,
-        accelerator=settings.accelerator.value,
+        accelerator=settings.accelerator,
         checkpoint=settings.model.path,
         overhead_given=capacity.runtime_overhead_gib is not None,
     )

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from serving.accelerators import Accelerator, facts_of
+from serving.accelerators import facts_of
 from serving.catalog import CatalogModel, Drafter, SupportStatus, Variant, catalog_model, find_checkpoint
-from serving.shapes import accelerator_facts, tpu_slices
+from serving.shapes import Accelerator, accelerator_facts, tpu_slices
 
 if TYPE_CHECKING:
     from stacks.model_settings import ModelSettings
@@ -90,10 +90,10 @@ def catalog_problems(model: ModelSettings, vllm: VllmSettings, *, accelerator: A
             f"{served.key}: {name} ({variant.precision} weights) cannot run on {label}: {support.why}; variants of "
             f"{served.model.id} that can: {', '.join(can) or 'none'}"
         )
-    slices = tpu_slices(accelerator.value)  # empty unless the accelerator is a TPU generation
+    slices = tpu_slices(accelerator)  # empty unless the accelerator is a TPU generation
     if slices and chips < served.model.tpu.min_chips:
         enough = [name for name, count in slices.items() if count >= served.model.tpu.min_chips]
-        generation = accelerator.value.removeprefix("tpu-")
+        generation = accelerator.removeprefix("tpu-")
         problems.append(
             f"tpu.acceleratorType: {served.model.id} needs at least {served.model.tpu.min_chips} {generation} chips "
             f"({served.model.tpu.source}); this slice has {chips}: use {' or '.join(enough)}"
@@ -151,7 +151,7 @@ def catalog_warnings(model: ModelSettings, *, accelerator: Accelerator) -> list[
         notices.append(
             f"{name} on {label} is unconfirmed: {support.why} (serving/catalog/models/{served.model.id}.json)"
         )
-    served_as = accelerator_facts(accelerator.value).weight_format(served.variant.precision.value)
+    served_as = accelerator_facts(accelerator).weight_format(served.variant.precision.value)
     if served_as is not None and served_as.how == "weight-only" and not served_as.confirmed:
         notices.append(
             f"{name} on {label}: {served.variant.precision.value} weights served weight-only ({served_as.kernel}); "

@@ -10,12 +10,13 @@ from typing import Any, ClassVar, Self
 
 from pydantic import field_validator, model_validator
 
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator, CloudRunGpu
+from serving.accelerators import CLOUD_RUN_GPUS, CloudRunGpu
 from serving.cloud_run_containers import split_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.cold_start import ColdStartEstimate, StreamerSizing
 from serving.pricing import CloudRunShape
 from serving.route_guard import GuardConfig
+from serving.shapes import Accelerator
 from stacks.apis import BASE_APIS
 from stacks.bench import BenchSettings
 from stacks.capacity import PlatformCapacity, cloud_run_capacity

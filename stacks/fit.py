@@ -19,14 +19,14 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from serving.accelerators import TPU_CHIPS, Accelerator
+from serving.accelerators import TPU_CHIPS
 from serving.catalog import CatalogModel, catalog
 from serving.gcp_names import region_of
 from serving.gke_machines import NODE_SHAPES
 from serving.latency import decode_ceiling_tokens_per_s, model_cost, prefill_ceiling_tokens_per_s
 from serving.planner import GIB, KvLayout
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, deployed_cloud_run_shape
-from serving.shapes import Platform, accelerator_facts, machine_family
+from serving.shapes import Accelerator, Platform, accelerator_facts, machine_family
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
 from serving.speed_facts import MissingPeakError, hardware_for
@@ -59,7 +59,7 @@ def _matrix_shapes() -> tuple[Shape, ...]:
     those GPUs hold (the rest differ in host CPU and memory, which the plan checks but the matrix does not rank)."""
     found: list[Shape] = []
     chosen: dict[tuple[str, int], str] = {}
-    names = {accelerator.value for accelerator in Accelerator}
+    names = set(Accelerator.every())
     slices = {(entry.accelerator, entry.accelerators) for entry in table_shapes(platform="tpu-vm")}
     for entry in table_shapes(platform="gke"):
         if entry.accelerator not in names:
@@ -86,7 +86,7 @@ def _holds(machine_type: str) -> bool:
     """Whether the machine's pod memory (80% of allocatable) can stage its GPUs' worth of weights."""
     node = NODE_SHAPES[machine_type]
     pod_gib = int(node.allocatable_memory_gib * 0.8)  # what stacks/gke.py gives the pod by default
-    return pod_gib >= node.accelerators * accelerator_facts(node.accelerator.value).memory_gib
+    return pod_gib >= node.accelerators * accelerator_facts(node.accelerator).memory_gib
 
 
 SHAPES: tuple[Shape, ...] = _matrix_shapes()
@@ -261,7 +261,7 @@ def _tensor_parallel_sizes(model: CatalogModel, variant: str, shape: Shape, work
     weights = sum(part.bytes for part in model.variant(variant).weights.parts)
     if workload.text_only and model.towers is not None:
         weights -= model.towers.weight_bytes
-    per_gpu = accelerator_facts(shape.accelerator.value).memory_gib * GIB * workload.gpu_memory_utilization
+    per_gpu = accelerator_facts(shape.accelerator).memory_gib * GIB * workload.gpu_memory_utilization
     divisors = [size for size in range(1, shape.chips + 1) if shape.chips % size == 0]
     return [*(size for size in divisors if weights < size * per_gpu)] or [shape.chips]
 

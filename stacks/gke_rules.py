@@ -14,7 +14,7 @@ from serving.model_profiles import builtin_profile, builtin_profile_names, find_
 from serving.planner import GIB
 
 if TYPE_CHECKING:
-    from serving.accelerators import Accelerator
+    from serving.shapes import Accelerator
     from stacks.capacity import CapacitySettings
     from stacks.gke import GkeSettings
     from stacks.model_settings import ModelSettings
@@ -55,8 +55,8 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
     problems: list[str] = []
     if shape.accelerator is not stack.accelerator:
         problems.append(
-            f"gke.nodePool.machineType {shape.machine_type} carries {shape.accelerator.value}, but accelerator is "
-            f"{stack.accelerator.value}; allowed: {', '.join(shapes_for(stack.accelerator))}"
+            f"gke.nodePool.machineType {shape.machine_type} carries {shape.accelerator}, but accelerator is "
+            f"{stack.accelerator}; allowed: {', '.join(shapes_for(stack.accelerator))}"
         )
         return problems
     tensor_parallel = stack.vllm.tensor_parallel_size
@@ -111,7 +111,7 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
         )
     offered = ACCELERATOR_ZONES[stack.accelerator]
     problems += [
-        f"gke.nodePool.zones: {zone} does not offer {stack.accelerator.value}; allowed: {', '.join(offered)} "
+        f"gke.nodePool.zones: {zone} does not offer {stack.accelerator}; allowed: {', '.join(offered)} "
         "(serving/gke_machines.py)"
         for zone in pool.zones
         if zone not in offered

@@ -11,11 +11,12 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from serving.accelerators import TPU_CHIPS, Accelerator
+from serving.accelerators import TPU_CHIPS
 from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE
 from serving.pricing import GkeShape
 from serving.route_guard import GuardConfig
+from serving.shapes import Accelerator
 from serving.vllm_args import with_tensor_parallel
 from stacks.apis import BASE_APIS, GKE_APIS, GKE_GATEWAY_APIS
 from stacks.capacity import PlatformCapacity, gke_capacity

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from serving.accelerators import Accelerator
+from serving.shapes import Accelerator
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def image_family_problem(image: str, accelerator: Accelerator, needs: ImageBuild
     for build in _BUILDS:
         if build != needs and repository in build.repositories:
             return (
-                f"{key}: {image!r} is vLLM's {build.described_as} build; a {accelerator.value} stack needs the "
+                f"{key}: {image!r} is vLLM's {build.described_as} build; a {accelerator} stack needs the "
                 f"{needs.name} build ({needs.suggestion}, the default when image is unset)"
             )
     return None

@@ -199,7 +199,7 @@ def plan_inputs(setup: Setup, sequence_tokens: int) -> PlanInputs:
         layout=_layout(setup),
         block_size=TPU_BLOCK_SIZE if tpu else GPU_BLOCK_SIZE,
         workload_tokens=min(sequence_tokens, setup.max_model_len or sequence_tokens),
-        accelerator_label=setup.accelerator.value,
+        accelerator_label=setup.accelerator,
     )
 
 

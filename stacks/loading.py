@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from serving.accelerators import Accelerator
 from serving.input_files import MAX_NESTING, TOO_MANY_DIGITS, InputFileError, json_nesting
+from serving.shapes import Accelerator
 from stacks.capacity import StackCapacity, assess_stack, capacity_problems
 from stacks.config_keys import config_key_problems
 from stacks.credentials import credential_problems
@@ -145,8 +145,7 @@ def _accelerator_problem(value: object) -> str:
     """What is wrong with an `accelerator` that picks no platform, and the values that do."""
     if value is None:
         return "required but not set"
-    names = [repr(accelerator.value) for accelerator in Accelerator]
-    return f"Input should be {', '.join(names[:-1])} or {names[-1]}"
+    return f"Input should be {Accelerator.choices()}"
 
 
 def format_errors(error: ValidationError, project: str, variant: type[BaseModel]) -> list[str]:

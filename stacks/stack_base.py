@@ -13,7 +13,6 @@ from typing import Any, ClassVar, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from serving.accelerators import Accelerator
 from serving.adapter_routes_runtime import ROUTES_ENV
 from serving.adapter_versions import ROUTES_OBJECT, version_folder
 from serving.catalog import catalog
@@ -30,7 +29,7 @@ from serving.lora import (
     routes_env,
 )
 from serving.route_guard import GuardConfig, guard_args, launcher_command
-from serving.shapes import Platform, shapes
+from serving.shapes import Accelerator, Platform, shapes
 from stacks.adapters import AdapterSettings, LoraSlots, adapter_problems, lora_limits
 from stacks.base import SettingsModel
 from stacks.capacity import CapacitySettings
@@ -54,13 +53,13 @@ _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 def rented_on(platform: Platform) -> tuple[str, ...]:
     """The accelerators some shape of ``platform`` rents, in the table's order: what a variant accepts."""
     rented = {entry.accelerator for entry in shapes(platform=platform)}
-    return tuple(accelerator.value for accelerator in Accelerator if accelerator.value in rented)
+    return tuple(accelerator for accelerator in Accelerator.every() if accelerator in rented)
 
 
 def offered_on(platform: Platform, accelerator: Accelerator) -> Accelerator:
     """The variant's accelerator, refused (as pydantic words a Literal's choices) when its platform rents none."""
     allowed = rented_on(platform)
-    if accelerator.value not in allowed:
+    if accelerator not in allowed:
         names = [f"'{name}'" for name in allowed]
         raise ValueError(
             f"Input should be {' or '.join(names)}"

@@ -11,14 +11,14 @@ from typing import Any, ClassVar, Self
 
 from pydantic import field_validator, model_validator
 
-from serving.accelerators import TPU_CHIPS, Accelerator, TpuChip
+from serving.accelerators import TPU_CHIPS, TpuChip
 from serving.cold_start import tpu_stream_problem
 from serving.container import MODEL_ROOT
 from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE
 from serving.pricing import TpuShape, idle_chips_problem
 from serving.route_guard import GuardConfig
-from serving.shapes import tpu_slices
+from serving.shapes import Accelerator, tpu_slices
 from serving.vllm_args import with_tensor_parallel
 from stacks.apis import BASE_APIS, TPU_APIS
 from stacks.capacity import PlatformCapacity, tpu_capacity
@@ -62,7 +62,7 @@ class TpuStack(StackBase):
 
     @model_validator(mode="after")
     def _fits_the_node(self) -> Self:
-        generation = self.accelerator.value
+        generation = self.accelerator
         slices = tpu_slices(generation)
         if self.tpu.accelerator_type not in slices:
             raise ValueError(

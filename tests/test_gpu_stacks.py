@@ -11,7 +11,8 @@ import pytest
 from policy.image_pins import image_pin_problem
 from preview.capture import Capture, CapturedResource
 from preview.render import clean
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS
+from serving.shapes import Accelerator
 from serving.vllm_args import check_serve_args
 from stacks.loading import settings_from_config
 from stacks.settings import CloudRunStack
@@ -173,7 +174,7 @@ def test_outputs_verify_needs(rendered: tuple[str, Capture]) -> None:
     outputs = capture.outputs
     assert outputs["authKind"] == "google-id-token"
     assert outputs["platform"] == "cloud-run"
-    assert outputs["accelerator"] == GPU_STACKS[stack].value
+    assert outputs["accelerator"] == GPU_STACKS[stack]
     assert outputs["servedModelName"] == "gemma-4-12b-it"
     assert {"endpoint", "maxModelLen", "maxNumSeqs", "maxInstances"} <= set(outputs)
 

@@ -15,8 +15,9 @@ import pytest
 
 from preview.render import plan_document
 from preview.stack_file import available_stacks
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS
 from serving.cloud_run_containers import CONTAINER_CPU_VALUES, ContainerSize, split_instance, split_problem
+from serving.shapes import Accelerator
 from stacks.loading import settings_from_config
 from tests.conftest import ROOT, render_stack
 from tests.provider_rules import args_class_by_name, class_rules, docstring_cpu_values, plan_findings

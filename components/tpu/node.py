@@ -30,12 +30,12 @@ from components.tpu.startup_script import BUCKET_METADATA_KEY, NodeCollector, St
 from components.wire import gcp, wire
 from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
-from serving.accelerators import TPU_CHIPS, Accelerator
+from serving.accelerators import TPU_CHIPS
 from serving.collectors import METRIC_WRITER_ROLE
 from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.gcp_names import region_of
 from serving.naming import TypeToken
-from serving.shapes import shape, shapes
+from serving.shapes import Accelerator, shape, shapes
 from serving.vllm_args import with_tensor_parallel
 
 # Stands in for an image reference that is still a Pulumi output while the script's other values are

@@ -19,11 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from serving.accelerators import Accelerator
 from serving.model_profiles.architecture import architecture_from_config
 from serving.model_profiles.files import ProfileFile, Weights
 from serving.planner import Architecture
-from serving.shapes import accelerator_facts
+from serving.shapes import Accelerator, accelerator_facts
 
 __all__ = [
     "CatalogModel",
@@ -185,13 +184,13 @@ class Variant(_Data):
         recorded = self.runs_on.get(accelerator)
         if recorded is not None:
             return recorded
-        served = accelerator_facts(accelerator.value).weight_format(self.precision.value)
+        served = accelerator_facts(accelerator).weight_format(self.precision.value)
         if served is None:
             return Support(status=SupportStatus.UNCONFIRMED, why="not recorded")
         how = f"{self.precision.value} weights {served.how}" + (f" ({served.kernel})" if served.kernel else "")
         return Support(
             status=_SUPPORT_BY_HOW[served.how],
-            why=f"{how} on {accelerator.value}: {served.source} (serving/data/shapes.json)",
+            why=f"{how} on {accelerator}: {served.source} (serving/data/shapes.json)",
         )
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
 from preview.capture import Capture
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS
+from serving.shapes import Accelerator
 
 L4 = CLOUD_RUN_GPUS[Accelerator("nvidia-l4")]
 

@@ -125,7 +125,7 @@ def test_nvfp4_on_an_l4_is_planned_weight_only_with_its_speed_unconfirmed() -> N
 
 def test_the_matrix_covers_every_gpu_count_and_tpu_slice() -> None:
     """Done-when: H100 nodes, 2/4/8 x L4 nodes and the v6e slices are compared, tensor parallel chosen per row."""
-    counts = {(shape.accelerator.value, shape.chips) for shape in SHAPES}
+    counts = {(shape.accelerator, shape.chips) for shape in SHAPES}
     for chips in (1, 2, 4, 8):
         assert ("nvidia-l4", chips) in counts
         assert ("nvidia-h100-80gb", chips) in counts

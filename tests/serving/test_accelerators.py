@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from serving.accelerators import CLOUD_RUN_GPUS, GPU_CHIPS, TPU_CHIPS, Accelerator, facts_of
-from serving.shapes import accelerator_facts, shapes_table
+from serving.accelerators import CLOUD_RUN_GPUS, GPU_CHIPS, TPU_CHIPS, facts_of
+from serving.shapes import Accelerator, accelerator_facts, shapes_table
 
 
 def test_every_accelerator_has_one_table_entry() -> None:
     """An accelerator in both tables (or neither) would give verify bench and the planner two answers."""
     assert set(GPU_CHIPS).isdisjoint(TPU_CHIPS)
-    assert set(GPU_CHIPS) | set(TPU_CHIPS) == set(Accelerator)
+    assert set(GPU_CHIPS) | set(TPU_CHIPS) == set(Accelerator.every())
     assert set(CLOUD_RUN_GPUS) <= set(GPU_CHIPS)
-    for accelerator in Accelerator:
+    for accelerator in Accelerator.every():
         assert facts_of(accelerator).accelerator is accelerator
 
 
 def test_typed_views_carry_the_tables_figures() -> None:
     """A figure corrected in serving/data/shapes.json must reach the planner and the bench unchanged."""
     for accelerator, gpu in GPU_CHIPS.items():
-        facts = accelerator_facts(accelerator.value)
+        facts = accelerator_facts(accelerator)
         assert gpu.memory_gib == facts.memory_gb.value * 10**9 / 2**30
         assert gpu.memory_bandwidth == facts.bandwidth_gb_per_s.value * 1e9
         assert gpu.peak_dense_bf16_flops == facts.peak_dense_tflops.value["bf16"] * 1e12
     for accelerator, chip in TPU_CHIPS.items():
-        facts = accelerator_facts(accelerator.value)
+        facts = accelerator_facts(accelerator)
         assert chip.hbm_gib_per_chip == facts.memory_gib
         assert chip.runtime_version == (None if facts.runtime_version is None else facts.runtime_version.value)
 
@@ -32,6 +32,6 @@ def test_the_accelerators_are_the_tables() -> None:
     """A chip added to serving/data/shapes.json with a shape is an accelerator a stack can name without a code
     edit; one without a shape yet waits as facts, named by nothing, with a note that says why."""
     rented = {entry.accelerator for entry in shapes_table().shapes.values()}
-    assert {accelerator.value for accelerator in Accelerator} == rented
+    assert set(Accelerator.every()) == rented
     waiting = set(shapes_table().accelerators) - rented
     assert all(shapes_table().accelerators[key].note for key in waiting)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from serving.accelerators import Accelerator
 from serving.catalog import SupportStatus, catalog, catalog_model, find_checkpoint
 from serving.model_profiles import builtin_profile
 from serving.model_profiles.architecture import architecture_from_config
 from serving.model_profiles.parameters import dense_parameter_counts
 from serving.planner import LayerKind
+from serving.shapes import Accelerator
 
 MODELS = ("gemma-4-e2b-it", "gemma-4-e4b-it", "gemma-4-12b-it", "gemma-4-26b-a4b-it", "gemma-4-31b-it")
 
@@ -30,8 +30,8 @@ def test_every_fact_says_where_it_comes_from(model_id: str) -> None:
         assert variant.source.strip()
         assert variant.weights.source.strip()
         # What the catalog does not record for an accelerator comes from the shapes table's weight formats.
-        assert set(variant.runs_on) <= set(Accelerator)
-        for accelerator in Accelerator:
+        assert set(variant.runs_on) <= set(Accelerator.every())
+        for accelerator in Accelerator.every():
             support = variant.support(accelerator)
             assert support.status is SupportStatus.YES or support.why.strip()
         assert variant.drafter in model.drafters

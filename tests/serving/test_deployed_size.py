@@ -8,9 +8,8 @@ import json
 import pytest
 
 from preview.stack_file import read_stack_config
-from serving.accelerators import Accelerator
 from serving.catalog import catalog_model
-from serving.shapes import deployed_size
+from serving.shapes import Accelerator, deployed_size
 from stacks.fit import SHAPES, Workload, fit
 from tests.conftest import ROOT
 
@@ -22,9 +21,9 @@ def test_the_shipped_stacks_deploy_the_priced_size(stack: str, accelerator: Acce
     """The matrix said $1.05/h for an L4 (4 vCPU / 16 GiB) while the shipped stack costs $1.42/h (8 / 32): a user
     comparing the two could not tell which to believe. Both now price the shipped stack's instance."""
     values = read_stack_config(ROOT, stack).values
-    assert values["gemma-serving:accelerator"] == accelerator.value
+    assert values["gemma-serving:accelerator"] == accelerator
     size = json.loads(values["gemma-serving:cloudRun"])
-    deployed = deployed_size(accelerator.value)
+    deployed = deployed_size(accelerator)
     assert (size["cpu"], size["memoryGib"]) == (deployed.vcpu, deployed.memory_gib)
 
 

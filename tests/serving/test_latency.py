@@ -8,7 +8,6 @@ import math
 
 import pytest
 
-from serving.accelerators import Accelerator
 from serving.catalog import catalog_model
 from serving.latency import (
     PEAK,
@@ -26,6 +25,7 @@ from serving.latency import (
     saturation_rate,
     with_users,
 )
+from serving.shapes import Accelerator
 from serving.speculation import speculation_for
 from serving.speed_facts import fitted_efficiency, hardware_for
 

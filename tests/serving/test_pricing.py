@@ -11,7 +11,7 @@ import pytest
 from preview.capture import Capture
 from preview.costs import capture_cost
 from preview.render import clean
-from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
 from serving.pricing import (
     CloudRunShape,
     GkeShape,
@@ -22,7 +22,7 @@ from serving.pricing import (
     price_book,
     stack_cost,
 )
-from serving.shapes import shapes
+from serving.shapes import Accelerator, shapes
 from tests.cloud_run_instance import instance_size
 from tests.conftest import render_stack
 from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
@@ -135,7 +135,7 @@ def test_the_billing_output_is_the_shape_the_service_registers(stack: str) -> No
     template = _service(capture)["template"]
     # The instance Cloud Run bills is its containers together (vLLM's and the metrics sidecar's).
     assert (shape.cpu, shape.memory_gib) == instance_size(template)
-    assert shape.accelerator.value == template["nodeSelector"]["accelerator"]
+    assert shape.accelerator == template["nodeSelector"]["accelerator"]
     assert shape.gpu_zonal_redundancy is not template["gpuZonalRedundancyDisabled"]
     assert (shape.min_instances, shape.max_instances) == (
         template["scaling"]["minInstanceCount"],
@@ -184,11 +184,11 @@ UNPRICED = {"nvidia-h200-141gb", "nvidia-b200", "tpu-v7"}
 def test_every_accelerator_has_its_own_minimum_shape() -> None:
     """A new accelerator must not be priced as another platform's shape (a GPU as a TPU node, or the reverse),
     and only the listed ones may lack a price (the plan would show a stack's cost as unknown)."""
-    assert {accelerator.value for accelerator in Accelerator} >= UNPRICED
-    for accelerator in Accelerator:
+    assert set(Accelerator.every()) >= UNPRICED
+    for accelerator in Accelerator.every():
         shape = minimum_shape(accelerator)
         price = hourly_price(shape)
-        if accelerator.value in UNPRICED:
+        if accelerator in UNPRICED:
             assert price.usd_per_hour is None
             assert price.missing is not None
         else:
@@ -197,7 +197,7 @@ def test_every_accelerator_has_its_own_minimum_shape() -> None:
             assert isinstance(shape, CloudRunShape)
             assert shape.accelerator == accelerator
             assert shape.chips_per_unit == 1
-        elif accelerator in TPU_CHIPS and shapes(platform="tpu-vm", accelerator=accelerator.value):
+        elif accelerator in TPU_CHIPS and shapes(platform="tpu-vm", accelerator=accelerator):
             assert isinstance(shape, TpuShape)
             assert shape.chips_per_unit == shape.chips
         else:  # a GPU, or a TPU sold through GKE only: a GKE node

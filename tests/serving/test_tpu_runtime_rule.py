@@ -6,8 +6,8 @@ from typing import cast
 
 import pytest
 
-from serving.accelerators import Accelerator, TpuChip
-from serving.shapes import ShapesTable
+from serving.accelerators import TpuChip
+from serving.shapes import Accelerator, ShapesTable
 from tests.serving.planted_shapes import PLANTED_GKE_TYPE, PLANTED_TPU, gke_only_tpu_table
 
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from serving.accelerators import Accelerator
+from serving.shapes import Accelerator
 from stacks.apis import BASE_APIS, TPU_APIS
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.monitoring import MONITORING_API
@@ -38,7 +38,7 @@ def test_unknown_accelerator_lists_the_allowed_ones() -> None:
     """A typo in `accelerator` names the key and the values (the shapes table's accelerators), not the union's
     tag machinery."""
     message = problems("l4", {"accelerator": "nvidia-t4"})
-    allowed = [f"'{accelerator.value}'" for accelerator in Accelerator]
+    allowed = [f"'{accelerator}'" for accelerator in Accelerator.every()]
     assert allowed[:2] == ["'nvidia-l4'", "'nvidia-rtx-pro-6000'"]
     assert message == f"gemma-serving:accelerator: Input should be {', '.join(allowed[:-1])} or {allowed[-1]}"
 

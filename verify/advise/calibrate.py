@@ -65,7 +65,7 @@ def calibrate(results: Path, stack: str, *, root: Path | None = None) -> Calibra
             continue
         claimed = cell.model_copy(
             update={
-                "accelerator": cell.accelerator or settings.accelerator.value,
+                "accelerator": cell.accelerator or settings.accelerator,
                 "accelerator_count": cell.accelerator_count or billing.chips_per_unit,
                 "speculative_tokens": cell.speculative_tokens if cell.speculative_tokens is not None else speculative,
             }
@@ -75,7 +75,7 @@ def calibrate(results: Path, stack: str, *, root: Path | None = None) -> Calibra
             answer.refused.append(f"{cell.short_label}: {reason}")
             continue
         shape, chips = shape_label(billing), billing.chips_per_unit
-        record = _record(claimed, served, shape, settings.accelerator.value, chips, args, shown, digest)
+        record = _record(claimed, served, shape, settings.accelerator, chips, args, shown, digest)
         # The stack's model is what the record claims: its ceilings are the ones that bind (a tiny test model's
         # cell would otherwise pass as the 12B's at several times the 12B's bandwidth ceiling).
         impossible = physical_problem(record)

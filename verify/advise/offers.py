@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS
 from serving.gcp_names import region_of
 from serving.pricing import CloudRunShape, GkeShape, HourlyPrice, TpuShape, deployed_cloud_run_shape
-from serving.shapes import accelerator_facts, machine_family, tier_zones
+from serving.shapes import Accelerator, accelerator_facts, machine_family, tier_zones
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
 from stacks.fit import SHAPES, Shape
@@ -79,7 +79,7 @@ def advised_shapes() -> tuple[Shape, ...]:
     """The matrix's shapes, and GKE's TPU node pools (ct6e-standard-*), which the matrix leaves out as the TPU
     slices over again but which deploy differently: a fleet of nodes with replicas, not one VM (a pool the
     matrix already ranks, having no slice, is not offered twice)."""
-    names = {accelerator.value for accelerator in Accelerator}
+    names = set(Accelerator.every())
     ranked = {shape.name for shape in SHAPES}
     tpu_pools = tuple(
         Shape(entry.name, Accelerator(entry.accelerator), "gke", entry.accelerators)
@@ -140,10 +140,10 @@ def _tpu(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
     if provisioning == "on-demand":
         return TPU_VM_ON_DEMAND
     where = region or DEFAULT_TPU_REGION
-    zones = tier_zones(shape.accelerator.value, provisioning)
+    zones = tier_zones(shape.accelerator, provisioning)
     zone = next((z for z in zones if region_of(z) == where), None)
     if zone is None:
-        generation = shape.accelerator.value.removeprefix("tpu-")  # the shapes table's key names the generation
+        generation = shape.accelerator.removeprefix("tpu-")  # the shapes table's key names the generation
         return f"no {provisioning} TPU {generation} zone in {where} (zones: {', '.join(zones)})"
     tier = TPU_TIERS[provisioning]
     billing = TpuShape(
@@ -158,7 +158,7 @@ def _tpu(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
 def _gke(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
     """One node of the machine type in a new cluster (the fee and one system node, as `--write` deploys it)."""
     family = machine_family(table_shape(shape.name))
-    tpu = accelerator_facts(shape.accelerator.value).family == "tpu"
+    tpu = accelerator_facts(shape.accelerator).family == "tpu"
     where = region or (DEFAULT_TPU_REGION if tpu else DEFAULT_GKE_GPU_REGION)
     if provisioning not in family.provisioning:
         note = f" ({family.provisioning_note.value})" if family.provisioning_note is not None else ""

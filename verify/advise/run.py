@@ -151,14 +151,14 @@ def candidates(
                 support = model.variant(variant).support(offer.accelerator)
                 caveats = tuple(answer.warnings)
                 if support.status is SupportStatus.UNCONFIRMED and not any("unconfirmed" in w for w in caveats):
-                    caveats = (f"support on {offer.accelerator.value} unconfirmed: {support.why}", *caveats)
+                    caveats = (f"support on {offer.accelerator} unconfirmed: {support.why}", *caveats)
                 if options.adapters is not None:
                     caveats = (*caveats, adapter_fit.caveat(options.adapters, model))
                 for draft in _draft_lengths(model, variant, offer, options):
                     replica = replica_of(
                         model,
                         variant,
-                        offer.accelerator.value,
+                        offer.accelerator,
                         tensor_parallel,
                         batch_cap=answer.sequences,
                         kv_cache_dtype=options.kv_cache_dtype,
@@ -191,7 +191,7 @@ def _draft_lengths(model: CatalogModel, variant: str, offer: Offer, options: Adv
     """The MTP draft lengths to weigh: the options' where the catalog pairs the variant with a drafter, else off.
     TPUs have no MTP path in the project's vllm-tpu (vllm-project/tpu-inference ships no Gemma 4 drafter)."""
     drafter = model.drafters.get(model.variant(variant).drafter)
-    if drafter is None or accelerator_facts(offer.accelerator.value).family == "tpu":
+    if drafter is None or accelerator_facts(offer.accelerator).family == "tpu":
         return (0,)
     return options.draft_tokens
 
@@ -295,7 +295,7 @@ def _state_key(candidate: Candidate, replicas: int) -> _StateKey:
     return (
         candidate.model.id,
         candidate.variant,
-        candidate.offer.accelerator.value,
+        candidate.offer.accelerator,
         candidate.tensor_parallel,
         replica.batch_cap,
         replica.batched_tokens,
@@ -366,7 +366,7 @@ def _row(
         model=candidate.model.id,
         variant=candidate.variant,
         shape=offer.name,
-        accelerator=offer.accelerator.value,
+        accelerator=offer.accelerator,
         platform=offer.platform,
         region=offer.region,
         provisioning=offer.provisioning,
@@ -431,7 +431,7 @@ def _kept_running(candidate: Candidate, row: Row, options: AdviseOptions) -> Row
     ]
     update: dict[str, object] = {}
     if offer.scales_to_zero:
-        cold_s = start_seconds(candidate.model, candidate.variant, offer.accelerator.value)
+        cold_s = start_seconds(candidate.model, candidate.variant, offer.accelerator)
         effect = cold_starts(row.requests_per_s, options.active_hours_per_month, cold_s)
         caveats.append(effect.describe())
         if effect.in_p95:
@@ -453,7 +453,7 @@ def _batch_run(candidate: Candidate, options: AdviseOptions, at_least: int) -> B
         _requests(options),
         batch=options.batch_requests,
         within_hours=options.within_hours,
-        start_s=start_seconds(candidate.model, candidate.variant, offer.accelerator.value),
+        start_s=start_seconds(candidate.model, candidate.variant, offer.accelerator),
         at_least=at_least,
         limit=min(offer.max_replicas * candidate.replicas_per_unit, options.max_replicas),
         flex_start_tpu=offer.provisioning == "flex-start" and offer.platform == "tpu",

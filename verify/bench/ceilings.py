@@ -31,11 +31,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from serving.accelerators import Accelerator
 from serving.catalog import CatalogModel, SupportStatus, catalog, find_checkpoint
 from serving.latency import ModelCost, decode_ceiling_tokens_per_s, model_cost
 from serving.planner import GB, GIB, KvLayout
-from serving.shapes import accelerator_facts
+from serving.shapes import Accelerator, accelerator_facts
 from serving.speed_facts import MissingPeakError, hardware_for
 from verify.bench.record_checks import CEILING_MARGIN as MARGIN
 from verify.bench.results import CellRecord
@@ -68,7 +67,7 @@ class Claim:
     platform: str | None = None
 
     def describe(self) -> str:
-        return f"{self.what()} on {self.chips} x {self.accelerator.value}"
+        return f"{self.what()} on {self.chips} x {self.accelerator}"
 
     def what(self) -> str:
         if self.model is not None:
@@ -152,7 +151,7 @@ def _catalog_candidates(
     model = catalog()[model_id]
     runs = [name for name, v in model.variants.items() if v.support(accelerator).status is not SupportStatus.NO]
     if not runs:
-        return _Candidates((), f"no variant of {model_id} runs on {accelerator.value}")
+        return _Candidates((), f"no variant of {model_id} runs on {accelerator}")
     layout = kv_layout(accelerator)
     costs = {name: model_cost(model, name, kv_cache_dtype="fp8", tensor_parallel=chips, layout=layout) for name in runs}
     shapes = [shape for shape in SHAPES if shape.accelerator is accelerator and shape.chips == chips]
@@ -174,19 +173,19 @@ def _catalog_candidates(
         return _Candidates(found)
     lightest = min(runs, key=lambda name: costs[name].step_weight_bytes(1))
     why = fits[lightest].why_not or "the planner refused it"
-    return _Candidates((), f"no variant of {model_id} fits {chips} x {accelerator.value} ({lightest}: {why})")
+    return _Candidates((), f"no variant of {model_id} fits {chips} x {accelerator} ({lightest}: {why})")
 
 
 def _sized_candidates(params: float, accelerator: Accelerator, chips: int) -> _Candidates:
     """A model the catalog lacks, of ``params`` parameters: dense, 4 bits a weight, no KV read (generous)."""
     weights = params * LIGHTEST_BYTES_PER_PARAM
-    memory = chips * accelerator_facts(accelerator.value).memory_gib * GIB
+    memory = chips * accelerator_facts(accelerator).memory_gib * GIB
     what = f"{params / 1e9:g}B parameters at 4 bits"
     if weights > memory:
         return _Candidates(
             (),
             f"{what} are {weights / GB:.1f} GB of weights, more than the {memory / GB:.1f} GB of "
-            f"{chips} x {accelerator.value}",
+            f"{chips} x {accelerator}",
         )
     return _Candidates((_Candidate(ModelCost(what, params, weights), None),))
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator, facts_of
+from serving.accelerators import CLOUD_RUN_GPUS, facts_of
 from serving.pricing import deployed_cloud_run_shape, hourly_price, minimum_shape, parse_billing
+from serving.shapes import Accelerator
 from verify.streaming import FailureKind
 
 SECONDS_PER_HOUR = 3600.0
@@ -57,7 +58,7 @@ def accelerator_facts(
         try:
             kind = Accelerator(accelerator)
         except ValueError:
-            allowed = ", ".join(a.value for a in Accelerator)
+            allowed = ", ".join(a for a in Accelerator.every())
             raise ValueError(f"--accelerator {accelerator!r} is not one of: {allowed}") from None
     shape = None
     if billing is not None:

@@ -42,9 +42,9 @@ def _variant(record: CellRecord, claim: Claim, model: CatalogModel) -> tuple[str
     found = find_checkpoint(record.model)
     if found is not None and found[1] is not None:
         weights = sum(part.bytes for part in model.variant(found[1]).weights.parts)
-        if weights < USABLE * claim.chips * accelerator_facts(claim.accelerator.value).memory_gib * GIB:
+        if weights < USABLE * claim.chips * accelerator_facts(claim.accelerator).memory_gib * GIB:
             return found[1], "the served checkpoint's"
-    layout = KvLayout.TPU if accelerator_facts(claim.accelerator.value).family == "tpu" else KvLayout.VLLM_HYBRID
+    layout = KvLayout.TPU if accelerator_facts(claim.accelerator).family == "tpu" else KvLayout.VLLM_HYBRID
     costs: dict[str, ModelCost] = {
         name: model_cost(model, name, kv_cache_dtype="fp8", tensor_parallel=claim.chips, layout=layout)
         for name, variant in model.variants.items()
@@ -105,7 +105,7 @@ def estimate_cell(record: CellRecord, slo_keys: Sequence[str] = ()) -> CellEstim
         return None
     variant, how = chosen
     try:
-        replica = replica_of(model, variant, claim.accelerator.value, claim.chips, batch_cap=record.max_concurrency)
+        replica = replica_of(model, variant, claim.accelerator, claim.chips, batch_cap=record.max_concurrency)
     except MissingPeakError:
         return None
     prompt = round(record.actual_context or record.requested_context)

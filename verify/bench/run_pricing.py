@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from serving.accelerators import CLOUD_RUN_GPUS, Accelerator
+from serving.accelerators import CLOUD_RUN_GPUS
 from serving.pricing import TpuShape, hourly_price, minimum_shape, usd
+from serving.shapes import Accelerator
 from verify import UsageError
 from verify.bench.judgement import cost
 from verify.bench.results import CellRecord

@@ -160,7 +160,7 @@ def memory_layout(
     rows, note = planned_rows(loaded, measured)
     return MemoryLayout(
         stack=stack.name,
-        accelerator=settings.accelerator.value,
+        accelerator=settings.accelerator,
         checkpoint=settings.model.path,
         source=source,
         first_line_at=first,

@@ -291,7 +291,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
         name=stack,
         project=str(values["gcp:project"]),
         region=settings.region,
-        accelerator=settings.accelerator.value,
+        accelerator=settings.accelerator,
         apis=settings.apis,
     ).model_dump()
     # The platform was decided when the file was read: one ops variant per settings variant.
@@ -328,7 +328,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 flex_start_run_seconds=(
                     tpu.provisioning.flex_start_run_seconds if model is ProvisioningModel.FLEX_START else None
                 ),
-                candidate_zones=tier_zones(settings.accelerator.value, model.value),
+                candidate_zones=tier_zones(settings.accelerator, model.value),
                 placements=tuple(
                     OpsPlacement(
                         zone=placement.zone,

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from preview.__main__ import main as preview_main
-from serving.accelerators import Accelerator
 from serving.catalog import catalog_model
 from serving.latency import model_cost, prefill_seconds
+from serving.shapes import Accelerator
 from serving.speed_facts import fitted_efficiency, hardware_for
 from tests.conftest import ROOT, ensure_event_loop
 from verify.advise.options import AdviseOptions, Slo, parse_lengths

@@ -40,7 +40,7 @@ def gke_answer() -> AdviseReport:
 def test_every_gke_accelerator_count_of_the_shapes_table_is_offered() -> None:
     """The advisor once skipped GKE altogether: H100 nodes, 2- and 4-GPU L4 nodes and TPU node pools never
     appeared. Every (accelerator, GPUs a node) the shapes table has for GKE is a shape advise considers."""
-    offered = {(shape.accelerator.value, shape.chips) for shape in advised_shapes() if shape.platform == "gke"}
+    offered = {(shape.accelerator, shape.chips) for shape in advised_shapes() if shape.platform == "gke"}
     table = {(entry.accelerator, entry.accelerators) for entry in shapes(platform="gke")}
     assert offered == table
     names = [shape.name for shape in advised_shapes()]

@@ -46,7 +46,7 @@ def test_the_advisors_hourly_price_is_the_shipped_stacks(stack: str) -> None:
     offer = _advised(billing)
     planned = billing.hourly_price()
     accelerator = getattr(billing, "accelerator", None)
-    if accelerator is not None and accelerator.value in UNPRICED:
+    if accelerator is not None and accelerator in UNPRICED:
         # No rate recorded yet: both say so, with the same reason, rather than one of them guessing.
         assert planned.usd_per_hour is None
         assert offer.price().usd_per_hour is None
@@ -56,7 +56,7 @@ def test_the_advisors_hourly_price_is_the_shipped_stacks(stack: str) -> None:
     assert offer.price().usd_per_hour == pytest.approx(planned.usd_per_hour)
     assert offer.price().sources == planned.sources
     if isinstance(billing, CloudRunShape):
-        size = deployed_size(billing.accelerator.value)
+        size = deployed_size(billing.accelerator)
         assert (billing.cpu, billing.memory_gib) == (size.vcpu, size.memory_gib), "a shipped stack deploys the size"
     if isinstance(billing, GkeShape) and billing.cluster_created:
         # The advisor's cluster is the one `advise --write` deploys: one zone, so one system node.

@@ -91,7 +91,7 @@ def test_accelerator_facts_come_from_the_stacks_table() -> None:
     price is the accelerator as the shipped stacks deploy it (one price per shape: the L4 run was priced at the
     4-CPU minimum, $1.05/h, while the l4 stack bills $1.42/h), and the basis says so."""
     l4 = CLOUD_RUN_GPUS[next(iter(CLOUD_RUN_GPUS))]
-    facts = accelerator_facts(l4.accelerator.value)
+    facts = accelerator_facts(l4.accelerator)
     assert facts.peak_flops == l4.peak_dense_bf16_flops
     deployed = hourly_price(deployed_cloud_run_shape(l4.accelerator, None)).usd_per_hour
     assert deployed is not None
@@ -102,7 +102,7 @@ def test_accelerator_facts_come_from_the_stacks_table() -> None:
     assert facts.price_basis is not None
     assert "no stack: as the shipped stacks deploy it" in facts.price_basis
     tpu = next(iter(TPU_CHIPS.values()))
-    four_nodes = accelerator_facts(tpu.accelerator.value, count=4)
+    four_nodes = accelerator_facts(tpu.accelerator, count=4)
     assert tpu.peak_dense_bf16_flops is not None
     assert four_nodes.peak_flops == pytest.approx(4 * tpu.peak_dense_bf16_flops)
     assert accelerator_facts("nvidia-l4", price_override=2.0).price_per_hour_usd == 2.0
