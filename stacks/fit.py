@@ -24,12 +24,13 @@ from serving.catalog import CatalogModel, catalog
 from serving.gcp_names import region_of
 from serving.gke_machines import NODE_SHAPES
 from serving.latency import decode_ceiling_tokens_per_s, model_cost, prefill_ceiling_tokens_per_s
-from serving.planner import GIB, KvLayout
+from serving.planner import KvLayout
 from serving.pricing import CloudRunShape, GkeShape, TpuShape, deployed_cloud_run_shape
 from serving.shapes import Accelerator, Platform, accelerator_facts, machine_family
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
 from serving.speed_facts import MissingPeakError, hardware_for
+from serving.units import GIB
 from stacks.capacity import TEXT_ONLY_FLAG, StackCapacity
 from stacks.loading import StackConfigError, load_stack
 from stacks.settings import StackSettings
