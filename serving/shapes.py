@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, model_v
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError, core_schema
 
+from serving.units import GIB
+
 __all__ = [
     "Accelerator",
     "AcceleratorFacts",
@@ -52,7 +54,6 @@ __all__ = [
     "tpu_zones",
 ]
 
-GIB = 2**30
 Platform = Literal["cloud-run", "tpu-vm", "gke"]
 Family = Literal["gpu", "tpu"]
 # How an accelerator serves a weight format: on its own tensor cores, dequantised to bf16 per matmul

@@ -22,10 +22,11 @@ from typing import Literal
 from serving.catalog import CatalogModel, catalog
 from serving.gcp_names import region_of
 from serving.latency import decode_ceiling_tokens_per_s, model_cost, prefill_ceiling_tokens_per_s
-from serving.planner import GIB, KvLayout
+from serving.planner import KvLayout
 from serving.pricing import Billing, GkeBilling, TpuBilling, deployed_cloud_run_shape
 from serving.shapes import ResolvedShape, resolved_shapes
 from serving.speed_facts import MissingPeakError, hardware_for
+from serving.units import GIB
 from stacks.capacity import TEXT_ONLY_FLAG, StackCapacity
 from stacks.loading import StackConfigError, load_stack
 from stacks.settings import StackSettings

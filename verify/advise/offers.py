@@ -19,8 +19,9 @@ from stacks.fit import SHAPES
 from stacks.gke import ClusterSettings
 
 DEFAULT_CLOUD_RUN_REGION = "us-central1"
+# Without --region, a TPU or GKE shape goes to these regions where it is offered there (the answers advise gave
+# before shapes offered elsewhere existed), else to the region of its own first zone (default_region).
 DEFAULT_TPU_REGION = "us-east5"
-# GKE GPU machine series are all offered in us-central1; GKE's TPU node pools default like the TPU VMs.
 DEFAULT_GKE_GPU_REGION = "us-central1"
 # The price book's tier names for each provisioning model a user may allow.
 TPU_TIERS = {"on-demand": "guaranteed", "spot": "spot", "flex-start": "flex-start"}
@@ -126,11 +127,20 @@ TPU_VM_ON_DEMAND = (
 )
 
 
+def default_region(zones: tuple[str, ...], preferred: str) -> str:
+    """Where a shape is offered when the user names no region: ``preferred`` if one of its zones is there, else
+    the region of its first zone. A fixed default hid every shape Google offers only elsewhere (TPU7x in
+    us-central1 against the TPU default us-east5, the H200 in us-south1): advise ruled it out for a region the
+    user never chose."""
+    regions = [region_of(zone) for zone in zones]
+    return preferred if preferred in regions or not regions else regions[0]
+
+
 def _tpu(shape: ResolvedShape, region: str | None, provisioning: str) -> Offer | str:
     if provisioning == "on-demand":
         return TPU_VM_ON_DEMAND
-    where = region or DEFAULT_TPU_REGION
     zones = tier_zones(shape.accelerator, provisioning)
+    where = region or default_region(zones, DEFAULT_TPU_REGION)
     zone = next((z for z in zones if region_of(z) == where), None)
     if zone is None:
         generation = shape.accelerator.removeprefix("tpu-")  # the shapes table's key names the generation
@@ -147,7 +157,7 @@ def _tpu(shape: ResolvedShape, region: str | None, provisioning: str) -> Offer |
 
 def _gke(shape: ResolvedShape, region: str | None, provisioning: str) -> Offer | str:
     """One node of the machine type in a new cluster (the fee and one system node, as `--write` deploys it)."""
-    where = region or (DEFAULT_TPU_REGION if shape.is_tpu else DEFAULT_GKE_GPU_REGION)
+    where = region or default_region(shape.zones, DEFAULT_TPU_REGION if shape.is_tpu else DEFAULT_GKE_GPU_REGION)
     if provisioning not in shape.provisioning:
         note = f" ({shape.provisioning_note})" if shape.provisioning_note is not None else ""
         return f"GKE offers {shape.name} {' or '.join(shape.provisioning)} only{note}"
