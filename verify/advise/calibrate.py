@@ -18,10 +18,8 @@ from pathlib import Path
 
 from preview.stack_file import project_root
 from serving.catalog import find_checkpoint
-from serving.pricing import CloudRunShape, GkeShape, TpuShape
 from serving.speed_records import SpeedRecord, save_speed_records, speed_args
 from stacks.catalog_checks import Served, served_checkpoint
-from stacks.fit import SHAPES
 from verify import UsageError
 from verify.advise.records import physical_problem
 from verify.advise.refit import render as render_refit
@@ -29,15 +27,6 @@ from verify.advise.refit import run_refit
 from verify.bench.caveats import untrusted_reason
 from verify.bench.results import CellRecord, load_results
 from verify.stack_settings import load_stack_file
-
-
-def shape_label(billing: CloudRunShape | TpuShape | GkeShape) -> str:
-    """The shape's name as `advise` and the matrix name it: the Cloud Run GPU's, the TPU slice, the GKE machine."""
-    if isinstance(billing, TpuShape):
-        return billing.accelerator_type
-    if isinstance(billing, GkeShape):
-        return billing.machine_type
-    return next(shape.name for shape in SHAPES if shape.accelerator is billing.accelerator)
 
 
 @dataclass
@@ -74,7 +63,7 @@ def calibrate(results: Path, stack: str, *, root: Path | None = None) -> Calibra
         if reason is not None:
             answer.refused.append(f"{cell.short_label}: {reason}")
             continue
-        shape, chips = shape_label(billing), billing.chips_per_unit
+        shape, chips = billing.shape.name, billing.chips_per_unit
         record = _record(claimed, served, shape, settings.accelerator, chips, args, shown, digest)
         # The stack's model is what the record claims: its ceilings are the ones that bind (a tiny test model's
         # cell would otherwise pass as the 12B's at several times the 12B's bandwidth ceiling).

@@ -125,7 +125,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--slo", action="append", default=[], metavar="KEY=VALUE", help="p95_ttft_ms, p95_tpot_ms or goodput (req/s)"
     )
     parser.add_argument("--platform", action="append", choices=PLATFORMS, help="allowed platforms (default: all)")
-    parser.add_argument("--region", help="the region to deploy in (default: us-central1, us-east5 for TPU)")
+    parser.add_argument(
+        "--region",
+        help="the region to deploy in (default: us-central1, us-east5 for TPU; a shape offered in neither: the region "
+        "of its first zone)",
+    )
     parser.add_argument(
         "--provisioning",
         action="append",

@@ -20,12 +20,12 @@ from collections.abc import Callable
 import pydantic
 
 from remote.google_client import GoogleApis
+from serving.units import GIB
 from stacks.loading import LoadedStack
 from verify.memory.startup import SEARCH_TERMS, StartupMemory, parse_startup
 from verify.ops.logs import _entries, _LogEntry, _source, _text
 from verify.ops.stack import CloudRunOpsStack, OpsStack, TpuOpsStack
 
-GIB = 1 << 30
 MAX_LINES = 200
 
 
