@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any, Unpack
 
 import pulumi
-from pulumi_gcp import _utilities as gcp_sdk
+from pulumi_gcp import _utilities as gcp_sdk  # the SDK's own resource defaults: it has no public API for them
 
 from components.wire import WireResource, wire
 
