@@ -75,7 +75,7 @@ class DerivedImage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DerivedImageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # Only a stack that builds an image loads the Docker provider SDK (a plan of one that does not never
-        # pays for it: tests/test_plan_imports.py).
+        # pays for it: tests/preview/test_plan_imports.py).
         import pulumi_docker as docker  # noqa: PLC0415 - see above
 
         super().__init__(TypeToken.DERIVED_IMAGE, name, None, opts)

@@ -12,7 +12,7 @@ import re
 
 PRIVATE_KEY_KIND = "a private key"
 
-# (what it is, its shape). Each shape is linear in the length of the text it searches (tests/test_redact.py).
+# (what it is, its shape). Each shape is linear in the length of the text it searches (tests/verify/test_redact.py).
 # Sources: each issuer's token format documentation, read 2026-11.
 CREDENTIAL_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # https://huggingface.co/docs/hub/security-tokens: user access tokens start with hf_.

@@ -278,7 +278,7 @@ class DeployedOutputs(BaseModel):
 
     A reader checks the outputs it needs (``problem`` is "Field required" for one that is absent) or takes a
     contract model from the reading (``as_model``), whose validation names each missing or bad output.
-    Each field is one a platform model declares, with the same name (tests/test_stack_outputs.py).
+    Each field is one a platform model declares, with the same name (tests/deploy/test_stack_outputs.py).
     """
 
     model_config = _SharedOutputs.model_config

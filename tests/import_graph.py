@@ -4,7 +4,7 @@ Why static: the import-order test used to import every module alone in a fresh i
 grew with the square of the module count (each module re-imported with everything it pulls in, 13-16 s
 of CPU at 300 modules). What that test guarded against is a cycle among the imports a module runs when it
 is loaded; those are in its source, so a graph of them finds every such cycle in a fraction of a second,
-and the same graph checks the layers (tests/test_layers.py).
+and the same graph checks the layers (tests/repo/test_layers.py).
 
 Two kinds of edge, because they fail differently:
 - load-time: an import at module level (inside `try`/`if` too, never under `if TYPE_CHECKING:`): it runs

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from preview.stack_file import available_stacks
+from tests.deploy.test_stack_outputs import stack_output_json
 from tests.gemma_mcp.conftest import ROOT, FakePulumi, connect, make_context, text_of
 from tests.preview_cli import SHARES_SHIPPED_PLANS
-from tests.test_stack_outputs import stack_output_json
 
 READ_ONLY_TOOLS = {
     "stacks",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 
 from tests.conftest import ROOT
+from tests.repo.test_imports import PACKAGES
 from tests.syntax_trees import READS_SYNTAX_TREES, nodes
-from tests.test_imports import PACKAGES
 
 pytestmark = READS_SYNTAX_TREES
 

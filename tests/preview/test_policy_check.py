@@ -16,8 +16,8 @@ import pytest
 from policy.rules import GUARDRAILS
 from preview.__main__ import main as preview_main
 from preview.policy_check import STACK_KEYS, PolicyConfigError, enforcement_levels
+from tests.deploy.test_credentials import stack_root
 from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
-from tests.test_credentials import stack_root
 
 GUARANTEED = {"tpu.provisioning": {"model": "guaranteed"}}
 

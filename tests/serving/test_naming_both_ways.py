@@ -48,7 +48,7 @@ IN_PLAN: dict[str, frozenset[str]] = {
     | {"base", "gke_accelerators", "gke_api_key", "gke_api_key_secret", "gke_cluster", "gke_cluster_component"}
     | {"gke_nodes", "gke_gateway", "gke_metrics_adapter", "gke_inference_gateway"},
 }
-# Names only a stack file with an optional block gets, and the block (tests/test_bench_image_build.py and
+# Names only a stack file with an optional block gets, and the block (tests/deploy/test_bench_image_build.py and
 # tests/components/test_image_mirror.py render them).
 OPTIONAL: dict[str, tuple[str, dict[str, str]]] = {
     "bench_job": ("l4", {"gemma-serving:bench": json.dumps({"tasks": 2, "cpuPerTask": 4})}),
@@ -64,7 +64,7 @@ OPTIONAL: dict[str, tuple[str, dict[str, str]]] = {
     ),
 }
 # Not a deployed thing's own name: the prefix the others start with, and the secret only a stack with an
-# `hfToken` gets (tests/test_secrets.py renders it).
+# `hfToken` gets (tests/deploy/test_secrets.py renders it).
 NOT_CHECKED_HERE = frozenset({"import_job_prefix", "hf_token_secret"})
 
 

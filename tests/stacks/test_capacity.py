@@ -17,7 +17,7 @@ from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import StackSettings
 from tests.conftest import ROOT, render_stack
 from tests.preview_cli import SHARES_SHIPPED_PLANS, run_preview, shipped_plan
-from tests.test_settings import long_form
+from tests.stacks.test_settings import long_form
 
 PREFIX = "gemma-serving:"
 

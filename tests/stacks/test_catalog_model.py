@@ -7,7 +7,7 @@ import pytest
 from stacks.capacity import assess_stack
 from stacks.loading import settings_from_config
 from stacks.settings import TpuStack
-from tests.test_settings import config_with, problems_of
+from tests.stacks.test_settings import config_with, problems_of
 
 # A commit-shaped id that no catalog repo pins (a placeholder-looking one is refused: stacks/revisions.py).
 REV = "9f3c2a71b4e85d06c1a7f29e3b58d4c60e17a2b9"

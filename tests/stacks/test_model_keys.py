@@ -15,7 +15,7 @@ import pytest
 
 from stacks.loading import settings_from_config
 from stacks.revisions import is_placeholder, revision_problem
-from tests.test_settings import config_with, problems_of
+from tests.stacks.test_settings import config_with, problems_of
 
 P = "gemma-serving:"
 # rtx6000 pins google/gemma-4-12B-it-qat-w4a16-ct and its drafter at these (the catalog records both).

@@ -2,7 +2,7 @@
 
 Why: the settings import the rules they run, and four of them (apis, capacity, catalog checks, the GKE
 rules) imported the settings back for their types: a circle that load-time import checks do not see
-(tests/test_imports.py), but that ties every rule to the whole hub, so no rule can be read, tested or moved
+(tests/repo/test_imports.py), but that ties every rule to the whole hub, so no rule can be read, tested or moved
 without it. Each rule now takes the blocks it reads (stacks/model_settings.py) or a protocol of them.
 """
 

@@ -18,8 +18,8 @@ from deploy.weights import SecretConfigError
 from preview.capture import run_program
 from stacks.loading import settings_from_config
 from tests.conftest import ROOT, stack_config
-from tests.test_secrets import TOKEN, render
-from tests.test_settings import config_with, problems_of
+from tests.deploy.test_secrets import TOKEN, render
+from tests.stacks.test_settings import config_with, problems_of
 
 P = "gemma-serving:"
 

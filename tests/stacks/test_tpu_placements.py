@@ -8,8 +8,8 @@ import pytest
 
 from stacks.loading import settings_from_config
 from stacks.settings import TpuStack
-from tests.test_settings import problems_of
-from tests.test_tpu_settings import tpu_config
+from tests.stacks.test_settings import problems_of
+from tests.stacks.test_tpu_settings import tpu_config
 
 FLEX = {"zone": "us-east5-a", "provisioning": {"model": "flex-start", "maxRunDuration": "4h"}}
 SPOT_EU = {"zone": "europe-west4-a", "provisioning": "spot"}

@@ -18,7 +18,7 @@ from serving.compile_cache import (
 )
 from stacks.loading import settings_from_config
 from tests.conftest import render_stack
-from tests.test_settings import config_with, problems_of
+from tests.stacks.test_settings import config_with, problems_of
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 BUCKET = "gcp:storage/bucket:Bucket"

@@ -14,7 +14,7 @@ import pytest
 
 from stacks.loading import settings_from_config
 from tests.conftest import stack_config
-from tests.test_settings import config_with, long_form, problems_of
+from tests.stacks.test_settings import config_with, long_form, problems_of
 
 # A commit-shaped id that no catalog repo pins, so it may stand for any repo's commit here.
 REV = "5b8e0f2c7a1d94e36b0c8f5a2d7e41c93a6b0d18"

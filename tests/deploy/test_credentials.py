@@ -21,7 +21,7 @@ from preview.capture import run_program
 from preview.render import plan_document, text_plan
 from stacks.credentials import credential_problems
 from tests.conftest import ROOT, stack_config
-from tests.test_settings import config_with, long_form, problems_of
+from tests.stacks.test_settings import config_with, long_form, problems_of
 
 TOKEN = "hf_LeakCanaryTokenForCredentialTests0123456"
 STORE_IT = (

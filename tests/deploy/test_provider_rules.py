@@ -21,7 +21,7 @@ from serving.shapes import Accelerator
 from stacks.loading import settings_from_config
 from tests.conftest import ROOT, render_stack
 from tests.provider_rules import args_class_by_name, class_rules, docstring_cpu_values, plan_findings
-from tests.test_settings import config_with, problems_of
+from tests.stacks.test_settings import config_with, problems_of
 
 # One xdist group for the whole module: the oracle reads its rules from pulumi_gcp's generated Args classes,
 # and importing their packages (compute alone is some 300 modules) costs about 2 s of CPU in each worker

@@ -21,8 +21,8 @@ from stacks.loading import settings_from_config
 from stacks.settings import TpuStack
 from tests.components.test_tpu_node import node_args
 from tests.components.test_vllm_gpu_service import args as service_args
-from tests.test_credentials import stack_root
-from tests.test_settings import config_with, problems_of
+from tests.deploy.test_credentials import stack_root
+from tests.stacks.test_settings import config_with, problems_of
 
 P = "gemma-serving:"
 

@@ -26,7 +26,7 @@ from stacks.loading import settings_from_config
 from stacks.settings import CloudRunStack
 from tests.components.test_vllm_gpu_service import args as service_args
 from tests.conftest import ROOT, render_stack
-from tests.test_settings import config_with, problems_of
+from tests.stacks.test_settings import config_with, problems_of
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 STREAM_BLOCK = {"mode": "stream", "network": "default", "subnet": "default"}

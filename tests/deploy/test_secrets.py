@@ -19,7 +19,7 @@ from preview.render import SECRET_MASK, clean, plan_document, text_plan
 from preview.sections import standard_sections
 from stacks.loading import settings_from_config
 from tests.conftest import ROOT, stack_config
-from tests.test_settings import long_form
+from tests.stacks.test_settings import long_form
 
 TOKEN = "hf_DistinctiveFakeTokenForLeakTests0123456789"
 TOKEN_KEY = "gemma-serving:hfToken"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from verify.cli import build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Files that run as programs but are test fixtures a test starts (fake servers, children), not commands.
 FIXTURES = ("tests/gemma_mcp/", "tests/verify/")
@@ -76,7 +76,7 @@ def program_files() -> list[str]:
         if any(part.startswith(".") for part in path.relative_to(ROOT).parts):
             continue  # .venv, .ci's own checkouts, caches
         relative = path.relative_to(ROOT).as_posix()
-        if relative.startswith(FIXTURES) or relative.startswith("tests/test_"):
+        if relative.startswith(FIXTURES) or (relative.startswith("tests/") and path.name.startswith("test_")):
             continue
         if '__name__ == "__main__"' in path.read_text(encoding="utf-8"):
             found.append(relative)

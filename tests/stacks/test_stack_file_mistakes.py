@@ -17,7 +17,7 @@ import pytest
 from preview.__main__ import main as preview_main
 from stacks.loading import settings_from_config
 from tests.conftest import ROOT
-from tests.test_settings import config_with, problems_of
+from tests.stacks.test_settings import config_with, problems_of
 
 P = "gemma-serving:"
 

@@ -9,7 +9,7 @@ import pytest
 from stacks.loading import settings_from_config
 from stacks.settings import TpuStack
 from stacks.tpu import TpuSettings, parse_duration
-from tests.test_settings import config_with, problems_of
+from tests.stacks.test_settings import config_with, problems_of
 
 
 def tpu_config(**changes: Any) -> dict[str, str]:

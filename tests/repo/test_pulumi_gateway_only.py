@@ -12,8 +12,8 @@ import ast
 from collections.abc import Iterable
 
 from tests.conftest import ROOT
+from tests.repo.test_imports import PACKAGES
 from tests.syntax_trees import READS_SYNTAX_TREES, nodes
-from tests.test_imports import PACKAGES
 
 pytestmark = READS_SYNTAX_TREES
 

@@ -28,7 +28,7 @@ from preview.supply_plan import supply_section
 from preview.tpu_plan import script_value, startup_scripts, tpu_section
 from serving.vllm_args import check_serve_args
 from tests.conftest import ROOT, render_stack, stack_config
-from tests.test_settings import long_form
+from tests.stacks.test_settings import long_form
 
 QUEUED = "pulumi-python:dynamic/tpu:QueuedResource"
 FIREWALL = "gcp:compute/firewall:Firewall"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # A worker's end as the plugin sees it: handlers registered before and after pytest's configure, then its
 # unconfigure hook; each handler appends a line to the file named by argv[1].

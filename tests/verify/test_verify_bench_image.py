@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.syntax_trees import parsed
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "images" / "verify-bench" / "Dockerfile"
 # Import name -> distribution name in requirements.txt, where they differ.
 DISTRIBUTIONS = {

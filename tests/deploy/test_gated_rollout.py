@@ -16,7 +16,7 @@ from preview.capture import OFFLINE_STACK_STATE, Capture
 from preview.render import COMPUTED, clean, text_plan
 from serving.rollout_keys import PROMOTION_RUN_ENV
 from tests.conftest import render_stack, stack_config
-from tests.test_settings import config_with, problems_of
+from tests.stacks.test_settings import config_with, problems_of
 
 GPU_STACKS = ("l4", "rtx6000")
 SERVICE = "gcp:cloudrunv2/service:Service"

@@ -17,7 +17,7 @@ import yaml
 
 from verify.cli import build_parser
 
-WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "deploy.yml"
+WORKFLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "deploy.yml"
 
 
 def steps() -> list[dict[str, Any]]:

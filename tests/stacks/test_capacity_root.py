@@ -21,7 +21,7 @@ from preview.__main__ import main as preview_main
 from preview.stack_file import read_stack_config
 from serving.model_profiles import builtin_profile_files
 from tests.conftest import ROOT
-from tests.test_settings import long_form
+from tests.stacks.test_settings import long_form
 from verify.ops.stack import load_ops_stack
 from verify.stack_settings import load_stack_file
 
