@@ -589,6 +589,13 @@ class ResolvedShape:
             raise KeyError(f"{self.name} is not a Cloud Run GPU")
         return self.entry.instance_maximum
 
+    # tpugke lane
+    @property
+    def flex_start_zones(self) -> tuple[str, ...]:
+        """Zones where Google publishes flex-start for a TPU VM slice; empty where it publishes none (a GPU, a
+        GKE machine type: its series' provisioning says whether flex-start is sold)."""
+        return () if self.entry.flex_start_zones is None else self.entry.flex_start_zones.value
+
 
 @cache
 def resolved(name: str) -> ResolvedShape:

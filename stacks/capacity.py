@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 from pydantic import Field, model_validator
 
-from serving.accelerators import GpuChip, TpuChip, facts_of
+from serving.accelerators import GPU_CHIPS, GpuChip
 from serving.input_files import inside
 from serving.lora import lora_buffer_bytes
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
@@ -34,7 +34,7 @@ from serving.planner import (
     plan_capacity,
     render_table,
 )
-from serving.shapes import Accelerator
+from serving.shapes import Accelerator, ResolvedShape
 from stacks.base import SettingsModel
 from stacks.bounds import MAX_CONTEXT_TOKENS, MAX_PARAMETERS, MAX_RUNTIME_OVERHEAD_GIB, MAX_WEIGHT_BYTES
 from stacks.calibration import calibrate
@@ -257,13 +257,14 @@ def cloud_run_capacity(gpu: GpuChip, vllm: VllmSettings, capacity: CapacitySetti
     )
 
 
-def tpu_capacity(chip: TpuChip, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
-    """TPU chips: every layer keeps every token, blocks of 256, overhead per chip of the slice."""
+def tpu_capacity(shape: ResolvedShape, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """TPU chips (a TPU VM slice or a GKE TPU machine type): every layer keeps every token, blocks of 256,
+    overhead per chip of the slice."""
     override = capacity.runtime_overhead_gib
     per_chip = TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP if override is None else override
     return PlatformCapacity(
-        memory_gib=chip.hbm_gib_per_chip,
-        accelerator_label=chip.display_name,
+        memory_gib=shape.memory_gib,
+        accelerator_label=shape.display_name,
         layout=KvLayout.TPU,
         block_size=TPU_BLOCK_SIZE,
         overhead_gib=per_chip * vllm.tensor_parallel_size,
@@ -272,12 +273,12 @@ def tpu_capacity(chip: TpuChip, vllm: VllmSettings, capacity: CapacitySettings) 
     )
 
 
-def gke_capacity(accelerator: Accelerator, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
-    """A GKE node's accelerators: vLLM there does what it does on the same chip elsewhere."""
-    facts = facts_of(accelerator)
-    if isinstance(facts, TpuChip):
-        return tpu_capacity(facts, vllm, capacity)
-    return cloud_run_capacity(facts, vllm, capacity)
+def gke_capacity(shape: ResolvedShape, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """A GKE node's accelerators (its machine type, resolved): vLLM there does what it does on the same chip
+    elsewhere."""
+    if shape.is_tpu:
+        return tpu_capacity(shape, vllm, capacity)
+    return cloud_run_capacity(GPU_CHIPS[shape.accelerator], vllm, capacity)
 
 
 TEXT_ONLY_FLAG = "--language-model-only"

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components.wire import gcp, wire
-from serving.gke_machines import NodeShape
 from serving.naming import TypeToken
+from serving.shapes import ResolvedShape
 
 # What GKE nodes need, and no more: "Kubernetes Engine Default Node Service Account", the role GKE's
 # "Configure GKE node service accounts" page names as the minimum for a custom node account (logs,
@@ -42,7 +42,7 @@ class AcceleratorNodePoolArgs:
     cluster: pulumi.Input[str]
     location: str
     pool_name: str
-    shape: NodeShape
+    shape: ResolvedShape
     zones: Sequence[str]
     tier: Tier
     min_nodes: int
@@ -74,7 +74,7 @@ class AcceleratorNodePool(pulumi.ComponentResource):
             accelerators = [
                 wire(
                     type=shape.gke_accelerator,
-                    count=shape.accelerators,
+                    count=shape.chips,
                     gpu_driver_installation_config=wire(gpu_driver_version="LATEST"),
                 )
             ]
@@ -95,7 +95,7 @@ class AcceleratorNodePool(pulumi.ComponentResource):
             ),
             management=wire(auto_repair=True, auto_upgrade=True),
             node_config=wire(
-                machine_type=shape.machine_type,
+                machine_type=shape.name,
                 disk_size_gb=args.disk_size_gb,
                 guest_accelerators=accelerators,
                 spot=args.tier is Tier.SPOT,

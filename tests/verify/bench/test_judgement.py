@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
+from serving.accelerators import CLOUD_RUN_GPUS
 from serving.pricing import deployed_cloud_run_shape, hourly_price, minimum_shape
+from serving.shapes import resolved_shapes
 from verify.bench.judgement import (
     accelerator_facts,
     ceiling_request_throughput,
@@ -101,7 +102,7 @@ def test_accelerator_facts_come_from_the_stacks_table() -> None:
     assert deployed > minimum
     assert facts.price_basis is not None
     assert "no stack: as the shipped stacks deploy it" in facts.price_basis
-    tpu = next(iter(TPU_CHIPS.values()))
+    tpu = next(shape for shape in resolved_shapes() if shape.is_tpu)
     four_nodes = accelerator_facts(tpu.accelerator, count=4)
     assert tpu.peak_dense_bf16_flops is not None
     assert four_nodes.peak_flops == pytest.approx(4 * tpu.peak_dense_bf16_flops)
