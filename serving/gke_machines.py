@@ -42,18 +42,10 @@ def node_labels(shape: ResolvedShape) -> dict[str, str]:
     return {GPU_ACCELERATOR_LABEL: shape.gke_accelerator}
 
 
-# What the kubelet and system daemons keep: GKE reserves a share of memory per node (the allocatable formula:
-# 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB;
-# https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes) plus 100 MiB for eviction.
 def allocatable_memory_gib(shape: ResolvedShape) -> float:
-    """Memory a pod can request on one of the machine type's nodes, GiB."""
-    memory, reserved = shape.host_memory_gib, 0.0
-    for size, share in ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06)):
-        step = min(memory, size)
-        reserved += step * share
-        memory -= step
-    reserved += max(memory, 0) * 0.02
-    return shape.host_memory_gib - reserved - 0.1
+    """Memory a pod can request on one of the machine type's nodes, GiB (GKE's formula: the shape's own
+    `allocatable_memory_gib`)."""
+    return shape.allocatable_memory_gib
 
 
 def allocatable_vcpu(shape: ResolvedShape) -> float:

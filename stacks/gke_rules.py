@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from serving.gke_machines import allocatable_memory_gib, allocatable_vcpu
 from serving.model_profiles import builtin_profile, builtin_profile_names, find_builtin_profile
-from serving.planner import GIB
 from serving.shapes import ResolvedShape, resolved_shapes
+from serving.units import GIB
 
 if TYPE_CHECKING:
     from serving.shapes import Accelerator

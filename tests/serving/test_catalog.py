@@ -158,8 +158,9 @@ def test_find_checkpoint_by_repo_or_bucket_path() -> None:
 def test_v6e4_from_first_principles_is_within_five_percent_of_the_log() -> None:
     """Calibration 3 without the log's KV budget: the planner used to say 221,265 tokens (9 % low) because it
     took the datasheet's 32 GB per chip; with the 124.98 GiB the log reports for 4 chips it is within 5 %."""
-    from serving.planner import GIB, KvLayout, PlanInputs, plan_capacity
+    from serving.planner import KvLayout, PlanInputs, plan_capacity
     from serving.shapes import resolved
+    from serving.units import GIB
 
     chip = resolved("v6e-4")
     assert chip.memory_gib * chip.chips == pytest.approx(124.98)
