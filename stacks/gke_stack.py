@@ -16,7 +16,7 @@ from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE
 from serving.pricing import GkeShape
 from serving.route_guard import GuardConfig
-from serving.shapes import Accelerator
+from serving.shapes import Accelerator, resolved
 from serving.vllm_args import with_tensor_parallel
 from stacks.apis import BASE_APIS, GKE_APIS, GKE_GATEWAY_APIS
 from stacks.capacity import PlatformCapacity, gke_capacity
@@ -155,7 +155,7 @@ class GkeStack(StackBase):
         return with_tensor_parallel(args, self.vllm.tensor_parallel_size)
 
     def capacity_platform(self) -> PlatformCapacity:
-        return gke_capacity(self.accelerator, self.vllm, self.capacity)
+        return gke_capacity(resolved(self.gke.node_pool.machine_type), self.vllm, self.capacity)
 
     def quota_warnings(self) -> list[str]:
         """Accelerator quota shows in the plan's notes (per node pool) and in `verify preflight`."""

@@ -11,7 +11,7 @@ import pytest
 from preview.capture import Capture
 from preview.costs import capture_cost
 from preview.render import clean
-from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
+from serving.accelerators import TPU_CHIPS
 from serving.pricing import (
     CloudRunShape,
     GkeShape,
@@ -22,7 +22,7 @@ from serving.pricing import (
     price_book,
     stack_cost,
 )
-from serving.shapes import Accelerator, shapes
+from serving.shapes import Accelerator, resolved_shapes, shapes
 from tests.cloud_run_instance import instance_size
 from tests.conftest import render_stack
 from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
@@ -193,7 +193,7 @@ def test_every_accelerator_has_its_own_minimum_shape() -> None:
             assert price.missing is not None
         else:
             assert price.usd_per_hour is not None
-        if accelerator in CLOUD_RUN_GPUS:
+        if resolved_shapes(platform="cloud-run", accelerator=accelerator):
             assert isinstance(shape, CloudRunShape)
             assert shape.accelerator == accelerator
             assert shape.chips_per_unit == 1

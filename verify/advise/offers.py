@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from serving.accelerators import CLOUD_RUN_GPUS
 from serving.gcp_names import region_of
 from serving.pricing import CloudRunShape, GkeShape, HourlyPrice, TpuShape, deployed_cloud_run_shape
-from serving.shapes import Accelerator, accelerator_facts, machine_family, tier_zones
+from serving.shapes import Accelerator, accelerator_facts, machine_family, the_cloud_run_shape, tier_zones
 from serving.shapes import shape as table_shape
 from serving.shapes import shapes as table_shapes
 from stacks.fit import SHAPES, Shape
@@ -118,10 +117,10 @@ def offers(
 
 
 def _cloud_run(shape: Shape, region: str | None) -> Offer | str:
-    gpu = CLOUD_RUN_GPUS[shape.accelerator]
+    gpu = the_cloud_run_shape(shape.accelerator)
     where = region or DEFAULT_CLOUD_RUN_REGION
-    if where not in gpu.regions:
-        return f"Cloud Run offers no {gpu.display_name} in {where} (offered in {', '.join(gpu.regions)})"
+    if where not in gpu.zones:
+        return f"Cloud Run offers no {gpu.display_name} in {where} (offered in {', '.join(gpu.zones)})"
     # The instance a stack deploys with the GPU (the shapes table's deployedSize): what the matrix prices too.
     billing = deployed_cloud_run_shape(shape.accelerator, where)
     return Offer(shape, "cloud-run", where, "on-demand", billing, scales_to_zero=True, max_replicas=1000)
