@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
-from components.wire import gcp, wire
+from components.wire import gcp, storage, wire
 from policy.image_pins import image_pin_problem
 from serving.cloud_run_jobs import JobKeys, job_problems
 from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
@@ -155,9 +155,9 @@ class BenchJob(pulumi.ComponentResource):
             public_access_prevention="enforced",
             force_destroy=True,  # raw samples only; the merged reports live wherever collect writes them
             lifecycle_rules=[
-                wire(
-                    action=wire(type="Delete"),
-                    condition=wire(age=args.keep_days),
+                storage.lifecycle_rule(
+                    action=storage.lifecycle_action(type="Delete"),
+                    condition=storage.lifecycle_condition(age=args.keep_days),
                 )
             ],
             labels=dict(args.labels),

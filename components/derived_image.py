@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 import pulumi
 import pulumi_gcp
 
-from components.wire import gcp, wire
+from components.wire import artifactregistry, gcp
 from policy.image_pins import image_pin_problem
 from serving.gcp_names import RFC1035_ID
 from serving.images import registry_host
@@ -88,7 +88,7 @@ class DerivedImage(pulumi.ComponentResource):
             format="DOCKER",
             mode="STANDARD_REPOSITORY",
             description=args.description,
-            docker_config=wire(immutable_tags=args.immutable_tags),
+            docker_config=artifactregistry.docker_config(immutable_tags=args.immutable_tags),
             labels=dict(args.labels),
             opts=child,
         )

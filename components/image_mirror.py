@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from components.wire import gcp, wire
+from components.wire import artifactregistry, gcp
 from serving.gcp_names import BINDING_KEY, RFC1035_ID
 from serving.images import docker_hub_path, registry_host
 from serving.naming import TypeToken
@@ -71,15 +71,17 @@ class ImageMirror(pulumi.ComponentResource):
             format="DOCKER",
             mode="REMOTE_REPOSITORY",
             description=f"Docker Hub, cached in {args.region} for gemma-serving",
-            remote_repository_config=wire(
+            remote_repository_config=artifactregistry.remote_repository_config(
                 description="Docker Hub",
-                docker_repository=wire(public_repository="DOCKER_HUB"),
+                docker_repository=artifactregistry.docker_repository(public_repository="DOCKER_HUB"),
             ),
             cleanup_policies=[
-                wire(
+                artifactregistry.cleanup_policy(
                     id="drop-untagged",
                     action="DELETE",
-                    condition=wire(tag_state="UNTAGGED", older_than=f"{args.keep_untagged_days * 86400}s"),
+                    condition=artifactregistry.cleanup_condition(
+                        tag_state="UNTAGGED", older_than=f"{args.keep_untagged_days * 86400}s"
+                    ),
                 )
             ],
             labels=dict(args.labels),

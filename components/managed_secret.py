@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from components.wire import gcp, wire
+from components.wire import gcp, secretmanager
 from serving.gcp_names import SECRET_ID
 from serving.naming import TypeToken
 
@@ -62,7 +62,9 @@ class ManagedSecret(pulumi.ComponentResource):
         secret = gcp.Secret(
             f"{name}-secret",
             secret_id=args.secret_id,
-            replication=wire(user_managed=wire(replicas=[wire(location=args.location)])),
+            replication=secretmanager.replication(
+                user_managed=secretmanager.user_managed(replicas=[secretmanager.replica(location=args.location)])
+            ),
             labels=dict(args.labels),
             # The id is fixed, so a replacement (a new location) must delete the old secret first.
             opts=pulumi.ResourceOptions(

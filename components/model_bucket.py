@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pulumi
 
-from components.wire import gcp, wire
+from components.wire import gcp, storage
 from serving.compile_cache import CACHE_WRITER_ROLE
 from serving.gcp_names import BINDING_KEY, bucket_path_problem
 from serving.naming import TypeToken
+
+if TYPE_CHECKING:
+    from pulumi_gcp.storage._inputs import BucketLifecycleRuleArgsDict
 
 
 @dataclass(frozen=True)
@@ -127,13 +130,13 @@ class ModelBucket(pulumi.ComponentResource):
         self.register_outputs({"name": self.name, "url": self.url})
 
 
-def _cache_expiry(cache: CacheFolder | None) -> list[dict[str, Any]] | None:
+def _cache_expiry(cache: CacheFolder | None) -> list[BucketLifecycleRuleArgsDict] | None:
     """Delete the cache's objects `max_age_days` after they were written; nothing else expires."""
     if cache is None:
         return None
     return [
-        wire(
-            action=wire(type="Delete"),
-            condition=wire(age=cache.max_age_days, matches_prefixes=[cache.folder]),
+        storage.lifecycle_rule(
+            action=storage.lifecycle_action(type="Delete"),
+            condition=storage.lifecycle_condition(age=cache.max_age_days, matches_prefixes=[cache.folder]),
         )
     ]

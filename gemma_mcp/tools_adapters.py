@@ -20,7 +20,7 @@ from gemma_mcp.change_gate import confirmed_stack_change
 from gemma_mcp.context import ServerContext
 from gemma_mcp.results import AdaptersRun, report_reader
 from gemma_mcp.tools_stacks import reply
-from gemma_mcp.tools_verify import TALKS_TO_ENDPOINT, _report, _target_args
+from gemma_mcp.verify_calls import TALKS_TO_ENDPOINT, command_run, target_args
 from serving.adapter_routes_runtime import ADAPTER_NAME, is_version_label, split_versioned
 from verify.adapters.promote import PromotionsReport
 from verify.adapters.run import AdapterCheckReport, AdapterListing
@@ -113,7 +113,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         if action == "promote":
             target = [*_promote_args(ctx, stack, url, confirm), *(["--model", model] if model else [])]
         else:
-            target = await _target_args(ctx, stack, url, model)
+            target = await target_args(ctx, stack, url, model)
         args = [
             "adapters",
             action,
@@ -131,13 +131,13 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         completed = await ctx.run_module("verify", args, timeout_s=timeout)
         command = ["python", "-m", "verify", *args]
         if action == "list":
-            listed = _report(
+            listed = command_run(
                 ctx, command, completed, AdaptersRun, report_reader(AdapterListing), into="listing", action=action
             )
             loaded = ", ".join(a.name for a in listed.listing.loaded) if listed.listing else "unknown"
             return reply(ctx, f"adapters: loaded {loaded or 'none'}", listed)
         if action == "promote":
-            promoted = _report(
+            promoted = command_run(
                 ctx, command, completed, AdaptersRun, report_reader(PromotionsReport), into="promotion", action=action
             )
             outcomes = promoted.promotion.promotions if promoted.promotion else []
@@ -154,7 +154,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
                 for p in outcomes
             )
             return reply(ctx, f"adapters promote {name}: {said or promoted.message or 'no report'}", promoted)
-        checked = _report(
+        checked = command_run(
             ctx, command, completed, AdaptersRun, report_reader(AdapterCheckReport), into="check", action=action
         )
         verdict = "PASS" if checked.passed else f"FAIL (exit {checked.exit_code})"

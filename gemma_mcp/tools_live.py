@@ -16,7 +16,7 @@ from mcp_types import CallToolResult
 from gemma_mcp.context import ServerContext
 from gemma_mcp.results import MetricsRun, QueryRun, report_reader
 from gemma_mcp.tools_stacks import reply
-from gemma_mcp.tools_verify import TALKS_TO_ENDPOINT, _report, _target_args
+from gemma_mcp.verify_calls import TALKS_TO_ENDPOINT, command_run, target_args
 from verify.metrics.reading import MetricsReport
 from verify.query.run import QueryReport
 
@@ -64,7 +64,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             raise ToolError(f"reasoning: {reasoning!r} is not one of 'show', 'hide'")
         args = [
             "query",
-            *await _target_args(ctx, stack, url, model),
+            *await target_args(ctx, stack, url, model),
             "--max-tokens",
             str(max_tokens),
             "--deadline",
@@ -79,7 +79,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         completed = await ctx.run_module("verify", args, timeout_s=deadline_s + SLACK_S)
         # The prompt is the user's text: the recorded command names it by length, not in full.
         shown = [*args[:-1], f"<prompt: {len(prompt)} characters>"]
-        found = _report(ctx, ["python", "-m", "verify", *shown], completed, QueryRun, report_reader(QueryReport))
+        found = command_run(ctx, ["python", "-m", "verify", *shown], completed, QueryRun, report_reader(QueryReport))
         return reply(ctx, _query_summary(found), found)
 
     @server.tool(
@@ -105,12 +105,12 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             raise ToolError(f"window_s: {window_s} is outside 0..{MAX_WINDOW_S:.0f} seconds")
         args = [
             "metrics",
-            *await _target_args(ctx, stack, url, model),
+            *await target_args(ctx, stack, url, model),
             *(["--window", f"{window_s:g}"] if window_s is not None else []),
             "--json",
         ]
         completed = await ctx.run_module("verify", args, timeout_s=(window_s or 0.0) + SLACK_S)
-        found = _report(ctx, ["python", "-m", "verify", *args], completed, MetricsRun, report_reader(MetricsReport))
+        found = command_run(ctx, ["python", "-m", "verify", *args], completed, MetricsRun, report_reader(MetricsReport))
         return reply(ctx, _metrics_summary(found), found)
 
 

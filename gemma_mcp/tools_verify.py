@@ -6,12 +6,10 @@ gets exactly what a person gets from the CLI, and each is bounded in time and lo
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import pydantic
 from mcp.server.mcpserver import MCPServer
@@ -24,17 +22,14 @@ from gemma_mcp.context import ServerContext
 from gemma_mcp.files import OutsideError, inside
 from gemma_mcp.results import (
     BenchRun,
-    CommandRun,
     ComparedCell,
     Comparison,
     DeltaResult,
     HealthRun,
     report_reader,
 )
-from gemma_mcp.runner import Completed
-from gemma_mcp.stack_files import require_stack, stack_names
 from gemma_mcp.tools_stacks import reply
-from gemma_mcp.urls import check_url
+from gemma_mcp.verify_calls import TALKS_TO_ENDPOINT, command_run, target_args
 from verify.bench import compare as comparing
 from verify.bench.caveats import untrusted_reason, untrusted_summary
 from verify.bench.matrix import DEFAULT_ACTIVE_HOURS
@@ -54,77 +49,12 @@ MAX_BENCH_WALL_S = LOCAL.max_wall_s
 DEFAULT_BENCH_WALL_S = 300.0
 # Time a health run may take beyond its readiness wait (the chat checks, the metrics scrape).
 HEALTH_SLACK_S = 300.0
-EXIT_USAGE = 2
 # A command-line flag in a message (`--allow-untrusted`): meaningless to an agent calling a tool.
 _CLI_FLAG = re.compile(r"(?<![\w-])--[a-z]")
 
-TALKS_TO_ENDPOINT = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
-
-async def _target_args(ctx: ServerContext, stack: str | None, url: str | None, model: str | None) -> list[str]:
-    if (stack is None) == (url is None):
-        raise ToolError("give exactly one of stack (a deployed stack's name) or url (an endpoint's base URL)")
-    if stack is not None:
-        return ["--stack", require_stack(ctx.root, stack), *(["--model", model] if model else [])]
-    assert url is not None
-    checked = await asyncio.to_thread(
-        check_url, url, stack_endpoints=lambda: stack_endpoints(ctx), allow_any=ctx.allow_any_url
-    )
-    # Vetted above (loopback, a stack's endpoint, or --allow-any-url): verify's own guard need not re-refuse a
-    # private stack endpoint; it still refuses the metadata server whatever the flag.
-    return ["--url", checked, "--allow-private-url", *(["--model", model] if model else [])]
-
-
-def stack_endpoints(ctx: ServerContext) -> list[str]:
-    """The URLs this project's deployed stacks export (endpoint, candidateUrl); stacks not readable are skipped."""
-    found: list[str] = []
-    for name in stack_names(ctx.root):
-        try:
-            outputs = ctx.pulumi.outputs(name).outputs
-        except (ToolError, KeyError):
-            continue
-        # The outputs whose values are URLs of the stack's server (serving/outputs.py).
-        found += [url for url in (outputs.endpoint, outputs.candidate_url) if url]
-    return found
-
-
-_Run = TypeVar("_Run", bound=CommandRun)
 # `verify bench --json` prints the new cells' records, one JSON list.
 _CELLS: pydantic.TypeAdapter[list[CellRecord]] = pydantic.TypeAdapter(list[CellRecord])
-
-
-def _report(
-    ctx: ServerContext,
-    command: list[str],
-    completed: Completed,
-    run: type[_Run],
-    read: Callable[[str], object],
-    *,
-    into: str = "report",
-    **fields: object,
-) -> _Run:
-    """The run as ``run`` (each tool's own type, with its other ``fields``), its report read by ``read`` from
-    the JSON `--json` printed (the command's own report model) into the field ``into``; none when it printed
-    none or not that shape."""
-    try:
-        document = read(completed.stdout) if completed.stdout.strip() else None
-    except ValueError:  # not JSON, or not the report's shape (pydantic.ValidationError is a ValueError)
-        document = None
-    if document is None and not completed.timed_out and completed.exit_code == EXIT_USAGE:
-        # A usage error: the CLI's own one-line message is the answer.
-        raise ToolError(completed.stderr_tail(ctx.redactor) or "verify refused the arguments")
-    tail = completed.stderr_tail(ctx.redactor)
-    return run.model_validate(
-        {
-            "command": command,
-            "exit_code": completed.exit_code,
-            "passed": completed.exit_code == 0 and not completed.timed_out,
-            "timed_out": completed.timed_out,
-            into: document,
-            "message": tail.splitlines()[-1] if tail else None,
-            **fields,
-        }
-    )
 
 
 def _check_each(name: str, values: list[int], *, cap: int) -> None:
@@ -162,14 +92,14 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
             raise ToolError(f"max_tokens: {max_tokens} is outside 1..{MAX_OUTPUT_TOKENS}")
         args = [
             "health",
-            *await _target_args(ctx, stack, url, model),
+            *await target_args(ctx, stack, url, model),
             "--wait",
             f"{wait_s:g}",
             *(["--max-tokens", str(max_tokens)] if max_tokens is not None else []),
             "--json",
         ]
         completed = await ctx.run_module("verify", args, timeout_s=wait_s + HEALTH_SLACK_S)
-        found = _report(ctx, ["python", "-m", "verify", *args], completed, HealthRun, report_reader(HealthReport))
+        found = command_run(ctx, ["python", "-m", "verify", *args], completed, HealthRun, report_reader(HealthReport))
         return reply(ctx, _health_summary(found), found)
 
     @server.tool(
@@ -231,7 +161,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         results = ctx.bench_dir / f"bench-{stamp}.jsonl"
         args = [
             "bench",
-            *await _target_args(ctx, stack, url, model),
+            *await target_args(ctx, stack, url, model),
             "--concurrency",
             ",".join(map(str, users)),
             "--context",
@@ -249,7 +179,7 @@ def register(server: MCPServer, ctx: ServerContext) -> None:
         ]
         with ctx.load_slot.hold("a bench run"):
             completed = await ctx.run_module("verify", args, timeout_s=wall_time_s)
-        run = _report(
+        run = command_run(
             ctx,
             ["python", "-m", "verify", *args],
             completed,

@@ -25,7 +25,7 @@ from typing import Any
 from policy.credentials import credential_kind
 from policy.guardrail import Guardrail
 from policy.image_pins import PINNED_HELP, image_pin_problem
-from policy.plaintext_secrets import _SECRET_NAME, _literal
+from policy.plaintext_secrets import SECRET_NAME, is_literal
 from policy.props import field, has_key, mappings, strings, walk_strings
 from policy.source_ranges import describe, too_wide
 from policy.vllm_args import flag_values, tokens
@@ -125,10 +125,10 @@ def check_no_credentials(resource_type: str, props: Mapping[str, Any], _config: 
         for where, container in _containers(resource_type, props):
             for env in mappings(field(container, "env")):
                 name = field(env, "name")
-                if isinstance(name, str) and _SECRET_NAME.search(name) and has_key(env, "value"):
+                if isinstance(name, str) and SECRET_NAME.search(name) and has_key(env, "value"):
                     yield f"{where}: env {name} has a plain value; mount it from Secret Manager"
             argv = tokens([*strings(field(container, "command")), *strings(field(container, "args"))])
-            if any(_literal(value) for value in flag_values(argv, "--api-key")):
+            if any(is_literal(value) for value in flag_values(argv, "--api-key")):
                 yield f"{where}: --api-key is given on the command line; read it from a Secret Manager file"
     for where, text in walk_strings(props):
         kind = credential_kind(text)

@@ -22,10 +22,10 @@ from policy.vllm_args import flag_values, tokens
 
 # Env var names that hold credentials: a whole word TOKEN, SECRET, PASSWORD, API_KEY... (so that
 # TOKENIZERS_PARALLELISM or HF_HUB_OFFLINE are not mistaken for one).
-_SECRET_NAME = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY)(_|$)", re.IGNORECASE)
+SECRET_NAME = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY)(_|$)", re.IGNORECASE)
 
 
-def _literal(value: str) -> bool:
+def is_literal(value: str) -> bool:
     """A value typed out, rather than a shell expansion or file reference that fetches it at run time."""
     stripped = value.strip().strip("'\"")
     return bool(stripped) and not stripped.startswith(("$", "@", "/"))
@@ -38,13 +38,13 @@ def _container_problems(resource_type: str, props: Mapping[str, Any]) -> Iterato
         for env in mappings(field(container, "envs")):
             name = field(env, "name")
             # A plain `value` is plain text whatever it holds, so it need not be known to be refused.
-            if isinstance(name, str) and _SECRET_NAME.search(name) and has_key(env, "value"):
+            if isinstance(name, str) and SECRET_NAME.search(name) and has_key(env, "value"):
                 yield (
                     f"{where}: env {name} has a plain value; reference a Secret Manager secret "
                     "(valueSource.secretKeyRef) instead"
                 )
         argv = tokens([*strings(field(container, "commands")), *strings(field(container, "args"))])
-        if any(_literal(value) for value in flag_values(argv, "--api-key")):
+        if any(is_literal(value) for value in flag_values(argv, "--api-key")):
             yield (
                 f"{where}: --api-key is given on the command line; pass it as the VLLM_API_KEY env var from a "
                 "Secret Manager secret"
@@ -58,7 +58,7 @@ def _queued_resource_problems(resource_type: str, props: Mapping[str, Any]) -> I
     for index, spec in enumerate(node_specs(body)):
         metadata = field(spec, "node", "metadata")
         script = field(metadata, "startup-script")
-        if isinstance(script, str) and any(_literal(v) for v in flag_values(tokens([script]), "--api-key")):
+        if isinstance(script, str) and any(is_literal(v) for v in flag_values(tokens([script]), "--api-key")):
             yield (
                 f"node {index}: the startup script passes --api-key a literal key; read it from Secret Manager "
                 "on the VM instead"
@@ -70,7 +70,7 @@ def _queued_resource_problems(resource_type: str, props: Mapping[str, Any]) -> I
 def _secret_named_keys(metadata: Any) -> list[str]:  # noqa: ANN401 - untyped by nature: a policy/API property value of any shape
     if not isinstance(metadata, Mapping):
         return []
-    return [str(key) for key in metadata if _SECRET_NAME.search(str(key).replace("-", "_"))]
+    return [str(key) for key in metadata if SECRET_NAME.search(str(key).replace("-", "_"))]
 
 
 def check_no_plaintext_secrets(

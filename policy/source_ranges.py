@@ -118,6 +118,21 @@ def _collapse(networks: Sequence[Network]) -> list[Network]:
     return [*v4, *v6]
 
 
+def checked_cidr(value: str) -> str:
+    """One source range as a stack file names it, normalised (`203.0.113.0/24`); a ValueError that says why when
+    it is not a CIDR range (host bits set included) or is a /0."""
+    try:
+        network = ipaddress.ip_network(value, strict=True)
+    except ValueError as error:
+        raise ValueError(f"{value!r} is not a CIDR range such as 203.0.113.0/24 ({error})") from None
+    if network.prefixlen == 0:
+        raise ValueError(
+            f"{value!r} would open the vLLM port to the whole internet; vLLM's --api-key guards only /v1/*, "
+            "so /metrics, /tokenize and the engine itself would be exposed. Name the networks that call it."
+        )
+    return str(network)
+
+
 def too_wide(ranges: Sequence[str]) -> list[Exposure]:
     """The IP versions in which `ranges` together let in more public space than MAX_PUBLIC_PREFIX allows."""
     return [item for item in exposure(ranges) if item.too_wide]

@@ -14,7 +14,7 @@ from preview.capture import Capture
 from preview.render import clean
 from preview.tpu_plan import QUEUED_RESOURCE
 from serving.gcp_names import region_of
-from serving.pricing import StackCost, TpuShape, parse_billing, stack_cost, usd
+from serving.pricing import StackCost, TpuBilling, parse_billing, stack_cost, usd
 
 
 def capture_cost(capture: Capture) -> StackCost | None:
@@ -27,7 +27,7 @@ def capture_cost(capture: Capture) -> StackCost | None:
 
 def placement_costs(capture: Capture, cost: StackCost) -> list[tuple[str, StackCost]]:
     """Each placement of a TPU request and what the node bills there (empty without tpu.placements)."""
-    if not isinstance(cost.shape, TpuShape):
+    if not isinstance(cost.shape, TpuBilling):
         return []
     priced: list[tuple[str, StackCost]] = []
     for resource in capture.of_type(QUEUED_RESOURCE):

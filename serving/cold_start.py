@@ -14,8 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
-GIB = 1024**3
-MB = 1000**2
+from serving.units import GIB, MB
 
 
 class LoadMode(enum.StrEnum):

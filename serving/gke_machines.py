@@ -98,9 +98,7 @@ def _node_shape(entry: Shape) -> NodeShape:
 
 # Every GKE machine type of the shapes table whose accelerator a stack can name.
 NODE_SHAPES: dict[str, NodeShape] = {
-    entry.name: _node_shape(entry)
-    for entry in shapes(platform="gke")
-    if entry.accelerator in set(Accelerator.every())
+    entry.name: _node_shape(entry) for entry in shapes(platform="gke") if entry.accelerator in set(Accelerator.every())
 }
 
 # Where GKE can place each accelerator: the union of its machine series' zones (serving/data/shapes.json,

@@ -6,7 +6,8 @@ a FIFO (an open that waits for a writer forever), a 3 GB file (MemoryError) or a
 arrays (RecursionError in `json`); each ended in a hang or a traceback. Here each ends in one `InputFileError`
 that names the file and what is allowed, and the callers word it with their key or flag.
 
-Standard library only: the settings, the preview, the program under `pulumi up` and verify all read through it.
+Standard library only (and `serving.units`, plain constants): the settings, the preview, the program under
+`pulumi up` and verify all read through it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-KIB = 1024
-MIB = 1024 * KIB
+from serving.units import KIB, MIB
+
 # A stack file, Pulumi.yaml or a policy config is a few KiB (the largest shipped stack file is under 5 KiB);
 # 1 MiB leaves room for long comments and still reads in a moment.
 CONFIG_FILE_MAX_BYTES = 1 * MIB

@@ -16,7 +16,7 @@ from typing import Annotated, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from serving.pricing import CloudRunShape, GkeShape, TpuShape
+from serving.pricing import CloudRunBilling, GkeBilling, TpuBilling
 
 
 class _SharedOutputs(BaseModel):
@@ -88,7 +88,7 @@ class _CloudRunServiceOutputs(_SharedOutputs):
     """A Cloud Run GPU stack's service, its size and billing (the rollout's outputs are CloudRunRolloutOutputs)."""
 
     service_name: str = Field(description="the Cloud Run service's name")
-    billing: CloudRunShape = Field(
+    billing: CloudRunBilling = Field(
         description="what one instance bills, priced by `serving/pricing.py` for the plan and `gemma-verify bench`: "
         "`{kind: cloud-run, accelerator, region, cpu, memoryGib, gpuZonalRedundancy, minInstances, maxInstances}`"
     )
@@ -171,7 +171,7 @@ class TpuOutputs(_SharedOutputs):
         description="the zone the node was granted in: the stack's zone, or with `tpu.placements` the placement "
         "Google granted (docs/tpu.md)"
     )
-    billing: TpuShape = Field(
+    billing: TpuBilling = Field(
         description="what the node bills, priced by `serving/pricing.py` for the plan and `gemma-verify bench`: "
         "`{kind: tpu, acceleratorType, chips, provisioningModel, region, maxRunSeconds}`"
     )
@@ -196,7 +196,7 @@ class GkeOutputs(_SharedOutputs):
         description="the Secret Manager secret that holds vLLM's API key (`projects/<p>/secrets/<id>`), mounted "
         "into each pod by the Secret Manager CSI add-on"
     )
-    billing: GkeShape = Field(
+    billing: GkeBilling = Field(
         description="what the fleet bills, priced by `serving/pricing.py`: `{kind: gke, machineType, accelerator, "
         "acceleratorsPerNode, provisioningModel, region, minNodes, maxNodes, clusterCreated, systemMachineType, "
         "systemNodes}`"

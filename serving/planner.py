@@ -34,8 +34,7 @@ import enum
 import math
 from dataclasses import dataclass
 
-GIB = 1 << 30
-GB = 10**9
+from serving.units import GB, GIB
 
 
 class LayerKind(enum.StrEnum):

@@ -14,14 +14,12 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from serving.shapes import Accelerator, accelerator_facts, deployed_size, machine_family, resolved_shapes
-from serving.shapes import shape as table_shape
-from serving.shapes import shapes as table_shapes
+from serving.shapes import Accelerator, Platform, ResolvedShape, resolved, resolved_shapes, the_cloud_run_shape
 
 PRICE_BOOK = Path(__file__).resolve().parent / "data" / "pricing.json"
 SECONDS_PER_HOUR = 3600
@@ -110,10 +108,33 @@ def price_book() -> PriceBook:
     return PriceBook.model_validate(json.loads(PRICE_BOOK.read_text()))
 
 
-# --- the billed shape of a stack (its `billing` output) ----------------------------------------------
+# --- the bill of a stack (its `billing` output) ----------------------------------------------------
+# Each bill names the shape it bills (`shape`, resolved from the shapes table) beside its own terms (region,
+# instances or nodes, provisioning model). The facts it repeats from the table (accelerator, chips) stay in its
+# serialised form, the stack's `billing` output, which readers of a deployed stack parse; so each is checked
+# against the table when the bill is made, and pricing reads the table's facts through `shape`.
 
 
-class CloudRunShape(_Model):
+def _in_table(bill: str, field: str, name: str, platform: Platform) -> ResolvedShape:
+    """The shape a bill's ``field`` names, on the bill's platform; ValueError naming the field otherwise."""
+    try:
+        shape = resolved(name)
+    except KeyError as error:
+        raise ValueError(f"{bill}.{field} {name!r}: {error.args[0]}") from None
+    if shape.platform != platform:
+        raise ValueError(f"{bill}.{field} {name!r} is a {shape.platform} shape, not a {platform} one")
+    return shape
+
+
+def _agrees(bill: str, field: str, value: object, shape: ResolvedShape, fact: object) -> None:
+    """A repeated fact of the bill equals the table's, or the bill prices a shape that is not rented."""
+    if value != fact:
+        raise ValueError(
+            f"{bill}.{field} {value!r} disagrees with serving/data/shapes.json, where {shape.name} has {fact!r}"
+        )
+
+
+class CloudRunBilling(_Model):
     """One Cloud Run instance as it is billed: GPU, CPU and memory for its whole life (instance-based)."""
 
     kind: Literal["cloud-run"] = "cloud-run"
@@ -125,11 +146,24 @@ class CloudRunShape(_Model):
     min_instances: int = 0
     max_instances: int = 1
 
-    # Each shape answers for its own platform, so pricing and the bench's judgement never ask which it is.
+    @model_validator(mode="after")
+    def _named_shape(self) -> Self:
+        try:
+            the_cloud_run_shape(self.accelerator)
+        except KeyError as error:
+            raise ValueError(f"CloudRunBilling.accelerator {self.accelerator!r}: {error.args[0]}") from None
+        return self
+
+    @property
+    def shape(self) -> ResolvedShape:
+        """The Cloud Run GPU the instance attaches (one shape per GPU)."""
+        return the_cloud_run_shape(self.accelerator)
+
+    # Each bill answers for its own platform, so pricing and the bench's judgement never ask which it is.
     @property
     def chips_per_unit(self) -> int:
-        """Accelerator chips in one billed unit: Cloud Run attaches one GPU per instance."""
-        return 1
+        """Accelerator chips in one billed unit: the GPUs Cloud Run attaches to an instance."""
+        return self.shape.chips
 
     @property
     def kept_running_units(self) -> int:
@@ -156,7 +190,7 @@ class CloudRunShape(_Model):
         return _cloud_run_cost_lines(self, cost)
 
 
-class TpuShape(_Model):
+class TpuBilling(_Model):
     """One TPU node as it is billed: chips x the chip-hour rate of its provisioning model and region."""
 
     kind: Literal["tpu"] = "tpu"
@@ -166,10 +200,21 @@ class TpuShape(_Model):
     region: str | None
     max_run_seconds: int | None = None
 
+    @model_validator(mode="after")
+    def _named_shape(self) -> Self:
+        shape = _in_table("TpuBilling", "accelerator_type", self.accelerator_type, "tpu-vm")
+        _agrees("TpuBilling", "chips", self.chips, shape, shape.chips)
+        return self
+
+    @property
+    def shape(self) -> ResolvedShape:
+        """The TPU slice the node is."""
+        return resolved(self.accelerator_type)
+
     @property
     def chips_per_unit(self) -> int:
         """Accelerator chips in one billed unit: the node's chips."""
-        return self.chips
+        return self.shape.chips
 
     @property
     def kept_running_units(self) -> int:
@@ -196,7 +241,7 @@ class TpuShape(_Model):
         return _tpu_cost_lines(self, cost)
 
 
-class GkeShape(_Model):
+class GkeBilling(_Model):
     """A GKE fleet as it is billed: nodes of one machine type (min..max), plus what the cluster costs."""
 
     kind: Literal["gke"] = "gke"
@@ -213,10 +258,22 @@ class GkeShape(_Model):
     # The system pool has one node per zone of the accelerator pool (the cluster's node locations).
     system_nodes: int = 1
 
+    @model_validator(mode="after")
+    def _named_shape(self) -> Self:
+        shape = _in_table("GkeBilling", "machine_type", self.machine_type, "gke")
+        _agrees("GkeBilling", "accelerator", self.accelerator, shape, shape.accelerator)
+        _agrees("GkeBilling", "accelerators_per_node", self.accelerators_per_node, shape, shape.chips)
+        return self
+
+    @property
+    def shape(self) -> ResolvedShape:
+        """The machine type of the fleet's accelerator nodes."""
+        return resolved(self.machine_type)
+
     @property
     def chips_per_unit(self) -> int:
         """Accelerators in one billed unit: a node's."""
-        return self.accelerators_per_node
+        return self.shape.chips
 
     @property
     def kept_running_units(self) -> int:
@@ -243,29 +300,36 @@ class GkeShape(_Model):
         return _gke_cost_lines(self, cost)
 
 
-BillingShape = Annotated[CloudRunShape | TpuShape | GkeShape, Field(discriminator="kind")]
+# A stack's bill, whichever its platform (`kind` says which, in the `billing` output).
+Billing = Annotated[CloudRunBilling | TpuBilling | GkeBilling, Field(discriminator="kind")]
+
+# The bills' former names, for stacks/tpu_stack.py and stacks/gke_stack.py only, which another change has open:
+# removed once they read the new names (nothing else may use these).
+TpuShape = TpuBilling
+GkeShape = GkeBilling
 
 
-class _Billing(BaseModel):
-    shape: BillingShape
+class _Parsed(BaseModel):
+    bill: Billing
 
 
-def parse_billing(value: object) -> CloudRunShape | TpuShape | GkeShape:
-    """A stack's `billing` output (camelCase JSON) as a shape; ValueError when it is not one."""
-    return _Billing.model_validate({"shape": value}).shape
+def parse_billing(value: object) -> Billing:
+    """A stack's `billing` output (camelCase JSON) as a bill; ValueError when it is not one, or when the facts it
+    repeats from the shapes table disagree with the table."""
+    return _Parsed.model_validate({"bill": value}).bill
 
 
-def minimum_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeShape:
+def minimum_shape(accelerator: Accelerator) -> Billing:
     """What `verify bench --url ... --accelerator X` prices without a stack: the smallest instance
     Cloud Run allows with that GPU (no zonal redundancy), or one on-demand v6e chip."""
     return _MINIMUM_SHAPES[accelerator]
 
 
-def deployed_cloud_run_shape(accelerator: Accelerator, region: str | None) -> CloudRunShape:
+def deployed_cloud_run_shape(accelerator: Accelerator, region: str | None) -> CloudRunBilling:
     """A Cloud Run instance with ``accelerator`` at the size a stack deploys it (the shapes table's deployedSize,
     no zonal redundancy): the one price `make matrix`, `gemma-verify advise` and the shipped stacks' plans share."""
-    size = deployed_size(accelerator)
-    return CloudRunShape(
+    size = the_cloud_run_shape(accelerator).deployed_size
+    return CloudRunBilling(
         accelerator=accelerator,
         region=region,
         cpu=size.vcpu,
@@ -274,14 +338,14 @@ def deployed_cloud_run_shape(accelerator: Accelerator, region: str | None) -> Cl
     )
 
 
-def _smallest_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeShape:
+def _smallest_shape(accelerator: Accelerator) -> Billing:
     """The smallest way to rent one accelerator, from the shapes table: a Cloud Run instance, else the
     smallest TPU slice (on-demand), else the smallest GKE machine type carrying it (on-demand where its
     series offers it, else the first provisioning model it does)."""
     cloud_run = resolved_shapes(platform="cloud-run", accelerator=accelerator)
     if cloud_run:  # Cloud Run attaches one GPU of a kind: one shape at most
         gpu = cloud_run[0]
-        return CloudRunShape(
+        return CloudRunBilling(
             accelerator=accelerator,
             region=None,
             cpu=gpu.host_vcpu,
@@ -289,20 +353,20 @@ def _smallest_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeS
             gpu_zonal_redundancy=False,
         )
     for platform in ("tpu-vm", "gke"):
-        found = sorted(table_shapes(platform=platform, accelerator=accelerator), key=lambda e: e.accelerators)
+        found = sorted(resolved_shapes(platform=platform, accelerator=accelerator), key=lambda shape: shape.chips)
         if found and platform == "tpu-vm":
-            return TpuShape(
+            return TpuBilling(
                 accelerator_type=found[0].name,
-                chips=found[0].accelerators,
+                chips=found[0].chips,
                 provisioning_model="guaranteed",
                 region=None,
             )
         if found:
-            offered = machine_family(found[0]).provisioning  # a3-highgpu-1g, for one, is spot/flex-start only
-            return GkeShape(
+            offered = found[0].provisioning  # a3-highgpu-1g, for one, is spot/flex-start only
+            return GkeBilling(
                 machine_type=found[0].name,
                 accelerator=accelerator,
-                accelerators_per_node=found[0].accelerators,
+                accelerators_per_node=found[0].chips,
                 provisioning_model="on-demand" if "on-demand" in offered else offered[0],  # type: ignore[arg-type]
                 region=None,
                 min_nodes=1,
@@ -314,12 +378,12 @@ def _smallest_shape(accelerator: Accelerator) -> CloudRunShape | TpuShape | GkeS
 
 # One entry per accelerator (a test checks every Accelerator has one), so a new one cannot fall into
 # another platform's shape.
-_MINIMUM_SHAPES: dict[Accelerator, CloudRunShape | TpuShape | GkeShape] = {
+_MINIMUM_SHAPES: dict[Accelerator, Billing] = {
     accelerator: _smallest_shape(accelerator) for accelerator in Accelerator.every()
 }
 
 
-def idle_chips_problem(shape: TpuShape, used: int) -> str:
+def idle_chips_problem(shape: TpuBilling, used: int) -> str:
     """Why a TPU node whose vLLM uses `used` of its chips is refused: one vLLM server shards over
     --tensor-parallel-size chips and leaves the others idle, billed all the same (priced here)."""
     idle = shape.chips - used
@@ -395,12 +459,12 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def hourly_price(shape: CloudRunShape | TpuShape | GkeShape) -> HourlyPrice:
+def hourly_price(shape: Billing) -> HourlyPrice:
     """One instance or node of ``shape`` for one hour, at list price."""
     return shape.hourly_price()
 
 
-def _cloud_run_instance(shape: CloudRunShape) -> HourlyPrice:
+def _cloud_run_instance(shape: CloudRunBilling) -> HourlyPrice:
     rates = price_book().cloud_run
     redundancy = "with" if shape.gpu_zonal_redundancy else "without"
     where = shape.region or "a Tier 1 region (no region given)"
@@ -444,25 +508,25 @@ def _cloud_run_instance(shape: CloudRunShape) -> HourlyPrice:
     return HourlyPrice(sum(part.usd_per_hour for part in parts), parts, sources, basis)
 
 
-def _tpu_node(shape: TpuShape) -> HourlyPrice:
-    tpu = table_shape(shape.accelerator_type)  # the slice names its TPU generation in the shapes table
-    label = tpu.accelerator.removeprefix("tpu-")  # the generation as Google's quota and SKU names write it
-    rates = price_book().tpu_per_chip_hour.get(tpu.accelerator)
+def _tpu_node(bill: TpuBilling) -> HourlyPrice:
+    generation = bill.shape.accelerator  # the slice names its TPU generation in the shapes table
+    label = generation.removeprefix("tpu-")  # the generation as Google's quota and SKU names write it
+    rates = price_book().tpu_per_chip_hour.get(generation)
     if rates is None:
         return HourlyPrice(
             None,
             (),
             (),
-            f"TPU {shape.accelerator_type} ({shape.chips} chip(s)), {shape.provisioning_model}",
+            f"TPU {bill.accelerator_type} ({bill.chips} chip(s)), {bill.provisioning_model}",
             missing=f"no chip-hour rates recorded for {label} (serving/data/pricing.json tpuPerChipHour)",
         )
     regional = {"flex-start": rates.flex_start, "spot": rates.spot, "guaranteed": rates.guaranteed}[
-        shape.provisioning_model
+        bill.provisioning_model
     ]
-    region = shape.region
+    region = bill.region
     if region is None:  # no stack: the cheapest recorded region, said so in the basis
         region = min(regional.by_region, key=lambda name: regional.by_region[name])
-    basis = f"TPU {shape.accelerator_type} ({shape.chips} chip(s)), {shape.provisioning_model}, {region}"
+    basis = f"TPU {bill.accelerator_type} ({bill.chips} chip(s)), {bill.provisioning_model}, {region}"
     rate = regional.in_region(region)
     if rate.usd is None:
         recorded = ", ".join(sorted(regional.by_region)) or "none"
@@ -471,10 +535,10 @@ def _tpu_node(shape: TpuShape) -> HourlyPrice:
             (),
             (rate.cite(),),
             basis,
-            missing=f"no {shape.provisioning_model} {label} rate recorded for {region} (recorded: {recorded}); "
+            missing=f"no {bill.provisioning_model} {label} rate recorded for {region} (recorded: {recorded}); "
             "see serving/data/pricing.json",
         )
-    part = PricePart(f"{shape.chips} chip x {usd(rate.usd)}/chip-hour", rate.usd * shape.chips)
+    part = PricePart(f"{bill.chips} chip x {usd(rate.usd)}/chip-hour", rate.usd * bill.chips)
     return HourlyPrice(part.usd_per_hour, (part,), (rate.cite(),), basis)
 
 
@@ -482,7 +546,7 @@ def _tpu_node(shape: TpuShape) -> HourlyPrice:
 class StackCost:
     """What a stack costs per hour: what it keeps running, one instance, and everything at full scale."""
 
-    shape: CloudRunShape | TpuShape | GkeShape
+    shape: Billing
     unit: HourlyPrice
 
     def _times(self, instances: int) -> float | None:
@@ -543,11 +607,11 @@ class StackCost:
         }
 
 
-def stack_cost(shape: CloudRunShape | TpuShape | GkeShape) -> StackCost:
+def stack_cost(shape: Billing) -> StackCost:
     return StackCost(shape=shape, unit=hourly_price(shape))
 
 
-def _cloud_run_cost_lines(shape: CloudRunShape, cost: StackCost) -> list[str]:
+def _cloud_run_cost_lines(shape: CloudRunBilling, cost: StackCost) -> list[str]:
     unit, kept, full = cost.unit, cost.kept_running_usd_per_hour, cost.full_scale_usd_per_hour
     lines = [f"  per instance:  {unit.describe()}"]
     if kept is not None and full is not None:
@@ -563,7 +627,7 @@ def _cloud_run_cost_lines(shape: CloudRunShape, cost: StackCost) -> list[str]:
     return lines
 
 
-def _tpu_cost_lines(shape: TpuShape, cost: StackCost) -> list[str]:
+def _tpu_cost_lines(shape: TpuBilling, cost: StackCost) -> list[str]:
     kept = cost.kept_running_usd_per_hour
     lines = [f"  per node:      {cost.unit.describe()}"]
     if kept is not None:
@@ -583,28 +647,28 @@ def _tpu_cost_lines(shape: TpuShape, cost: StackCost) -> list[str]:
 _GKE_TPU_TIERS = {"on-demand": "guaranteed", "spot": "spot", "flex-start": "flex-start"}
 
 
-def _gke_node(shape: GkeShape) -> HourlyPrice:
+def _gke_node(bill: GkeBilling) -> HourlyPrice:
     """One accelerator node: a TPU node at its generation's chip-hour rates (the host is included), another
     machine at its recorded rate; which one is the shapes table's price key, not the machine's name."""
-    region = shape.region or "us-central1"
-    tier = _GKE_TPU_TIERS[shape.provisioning_model]
-    machine = table_shape(shape.machine_type)
+    region = bill.region or "us-central1"
+    tier = _GKE_TPU_TIERS[bill.provisioning_model]
+    machine = bill.shape
     slices = [
-        entry.name
-        for entry in table_shapes(platform="tpu-vm", accelerator=machine.accelerator)
-        if entry.accelerators == shape.accelerators_per_node
+        shape.name
+        for shape in resolved_shapes(platform="tpu-vm", accelerator=machine.accelerator)
+        if shape.chips == machine.chips
     ]
-    if accelerator_facts(machine.accelerator).family == "tpu" and slices:
-        chips = TpuShape(
+    if machine.is_tpu and slices:
+        chips = TpuBilling(
             accelerator_type=slices[0],
-            chips=shape.accelerators_per_node,
-            provisioning_model=tier,  # type: ignore[arg-type]  # the three tiers map onto TpuShape's
+            chips=machine.chips,
+            provisioning_model=tier,  # type: ignore[arg-type]  # the three tiers map onto TpuBilling's
             region=region,
         )
         price = _tpu_node(chips)
-        basis = f"GKE node {shape.machine_type} ({price.basis}); {price_book().gke.tpu_note}"
+        basis = f"GKE node {bill.machine_type} ({price.basis}); {price_book().gke.tpu_note}"
         return HourlyPrice(price.usd_per_hour, price.parts, price.sources, basis, price.missing)
-    return _machine(shape.machine_type, shape.provisioning_model, region)
+    return _machine(bill.machine_type, bill.provisioning_model, region)
 
 
 def _machine(machine_type: str, provisioning_model: str, region: str) -> HourlyPrice:
@@ -623,7 +687,7 @@ def _machine(machine_type: str, provisioning_model: str, region: str) -> HourlyP
     return HourlyPrice(rate.usd, (PricePart(label, rate.usd),), (rate.cite(),), basis)
 
 
-def gke_fixed_price(shape: GkeShape) -> HourlyPrice | None:
+def gke_fixed_price(shape: GkeBilling) -> HourlyPrice | None:
     """What a created cluster costs whatever the fleet does: its management fee and its system nodes."""
     if not shape.cluster_created:
         return None
@@ -644,7 +708,7 @@ def gke_fixed_price(shape: GkeShape) -> HourlyPrice | None:
     return HourlyPrice(total, tuple(parts), tuple(dict.fromkeys(sources)), "the cluster itself", missing)
 
 
-def _gke_cost_lines(shape: GkeShape, cost: StackCost) -> list[str]:
+def _gke_cost_lines(shape: GkeBilling, cost: StackCost) -> list[str]:
     lines = [f"  per node:      {cost.unit.describe()}"]
     fixed = gke_fixed_price(shape)
     if fixed is not None:

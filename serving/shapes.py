@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, model_v
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError, core_schema
 
+from serving.units import GIB
+
 __all__ = [
     "Accelerator",
     "AcceleratorFacts",
@@ -52,7 +54,6 @@ __all__ = [
     "tpu_zones",
 ]
 
-GIB = 2**30
 Platform = Literal["cloud-run", "tpu-vm", "gke"]
 Family = Literal["gpu", "tpu"]
 # How an accelerator serves a weight format: on its own tensor cores, dequantised to bf16 per matmul
@@ -588,6 +589,35 @@ class ResolvedShape:
         if self.entry.instance_maximum is None:
             raise KeyError(f"{self.name} is not a Cloud Run GPU")
         return self.entry.instance_maximum
+
+    # fitbill lane
+    @property
+    def allocatable_memory_gib(self) -> float:
+        """GKE: the memory of one node a pod can request. GKE keeps a share for the kubelet and system daemons
+        (25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB;
+        https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes) and 100 MiB for eviction."""
+        if self.series is None:
+            raise KeyError(f"{self.name} is not a GKE machine type")
+        memory = total = self.host_memory_gib
+        reserved = 0.0
+        for size, share in ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06)):
+            step = min(memory, size)
+            reserved += step * share
+            memory -= step
+        reserved += max(memory, 0) * 0.02
+        return total - reserved - 0.1
+
+    @property
+    def provisioning_note(self) -> str | None:
+        """GKE: why the series is rented on only the provisioning models it is (a table note), if it says."""
+        if self.series is None or self.series.provisioning_note is None:
+            return None
+        return self.series.provisioning_note.value
+
+    def __hash__(self) -> int:
+        """A shape is its name (``resolved`` makes one per name), so it keys caches and sets; the table's entries
+        hold dicts and cannot be hashed field by field."""
+        return hash(self.name)
 
 
 @cache

@@ -21,9 +21,9 @@ import pydantic
 
 from serving.input_files import CONFIG_FILE_MAX_BYTES, InputFileError, read_text_file
 from serving.planner import PlanInputs
+from serving.units import GIB
 
 CALIBRATION_DIR = "calibration"
-GIB = 1 << 30
 
 
 class CalibrationRecord(pydantic.BaseModel):

@@ -22,8 +22,6 @@ from serving.model_profiles import ConfigError, builtin_profile, builtin_profile
 from serving.model_profiles import profile_from_config_file as _profile_from_config_file
 from serving.planner import (
     DOCS,
-    GB,
-    GIB,
     CapacityPlan,
     KvLayout,
     ModelProfile,
@@ -35,6 +33,7 @@ from serving.planner import (
     render_table,
 )
 from serving.shapes import Accelerator, ResolvedShape
+from serving.units import GB, GIB
 from stacks.base import SettingsModel
 from stacks.bounds import MAX_CONTEXT_TOKENS, MAX_PARAMETERS, MAX_RUNTIME_OVERHEAD_GIB, MAX_WEIGHT_BYTES
 from stacks.calibration import calibrate

@@ -13,7 +13,7 @@ from pydantic import field_validator, model_validator
 from serving.cloud_run_containers import split_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.cold_start import ColdStartEstimate, StreamerSizing
-from serving.pricing import CloudRunShape
+from serving.pricing import CloudRunBilling
 from serving.route_guard import GuardConfig
 from serving.shapes import Accelerator, ResolvedShape, resolved_shapes, the_cloud_run_shape
 from stacks.apis import BASE_APIS
@@ -192,10 +192,10 @@ class CloudRunStack(StackBase):
         warning = quota_warning(self.shape, self.cloud_run)
         return [warning] if warning else []
 
-    def billing_shape(self) -> CloudRunShape:
+    def billing_shape(self) -> CloudRunBilling:
         """What one instance bills (GPU, CPU, memory, zonal redundancy) and how many run: the `billing` output."""
         run = self.cloud_run
-        return CloudRunShape(
+        return CloudRunBilling(
             accelerator=self.accelerator,
             region=self.region,
             cpu=run.cpu,

@@ -19,17 +19,14 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from serving.accelerators import TPU_CHIPS
 from serving.catalog import CatalogModel, catalog
 from serving.gcp_names import region_of
-from serving.gke_machines import NODE_SHAPES
 from serving.latency import decode_ceiling_tokens_per_s, model_cost, prefill_ceiling_tokens_per_s
-from serving.planner import GIB, KvLayout
-from serving.pricing import CloudRunShape, GkeShape, TpuShape, deployed_cloud_run_shape
-from serving.shapes import Accelerator, Platform, accelerator_facts, machine_family
-from serving.shapes import shape as table_shape
-from serving.shapes import shapes as table_shapes
+from serving.planner import KvLayout
+from serving.pricing import Billing, GkeBilling, TpuBilling, deployed_cloud_run_shape
+from serving.shapes import ResolvedShape, resolved_shapes
 from serving.speed_facts import MissingPeakError, hardware_for
+from serving.units import GIB
 from stacks.capacity import TEXT_ONLY_FLAG, StackCapacity
 from stacks.loading import StackConfigError, load_stack
 from stacks.settings import StackSettings
@@ -41,58 +38,35 @@ _ANY_COMMIT = "5e1f0c2d9a7b4e83c6d0f1a2b9e8c7d6a5f4e3b2"
 DECODE_BATCH_CAP = 256
 
 
-@dataclass(frozen=True)
-class Shape:
-    """A shape the matrix compares: a Cloud Run GPU, a TPU slice, or a GKE GPU machine type (serving/shapes.py)."""
-
-    name: str
-    accelerator: Accelerator
-    platform: Platform
-    # Accelerators of the shape: one Cloud Run GPU, a slice's chips, a machine type's GPUs.
-    chips: int
-
-
-def _matrix_shapes() -> tuple[Shape, ...]:
-    """Every shape of the table whose accelerator a stack can name, less repeats: a GKE TPU machine type with a
-    TPU VM slice of the same chips is that slice over again (one sold through GKE only is kept), and of the GKE
-    machine types with the same GPUs only one is compared: the smallest whose pod memory can stage any checkpoint
-    those GPUs hold (the rest differ in host CPU and memory, which the plan checks but the matrix does not rank)."""
-    found: list[Shape] = []
-    chosen: dict[tuple[str, int], str] = {}
-    names = set(Accelerator.every())
-    slices = {(entry.accelerator, entry.accelerators) for entry in table_shapes(platform="tpu-vm")}
-    for entry in table_shapes(platform="gke"):
-        if entry.accelerator not in names:
-            continue
-        key = (entry.accelerator, entry.accelerators)
-        if accelerator_facts(entry.accelerator).family == "tpu":
+def _matrix_shapes() -> tuple[ResolvedShape, ...]:
+    """Every shape of the table, less repeats: a GKE TPU machine type with a TPU VM slice of the same chips is
+    that slice over again (one sold through GKE only is kept), and of the GKE machine types with the same GPUs
+    only one is compared: the smallest whose pod memory can stage any checkpoint those GPUs hold (the rest differ
+    in host CPU and memory, which the plan checks but the matrix does not rank)."""
+    chosen: dict[tuple[str, int], ResolvedShape] = {}
+    slices = {(shape.accelerator, shape.chips) for shape in resolved_shapes(platform="tpu-vm")}
+    for shape in resolved_shapes(platform="gke"):
+        key = (shape.accelerator, shape.chips)
+        if shape.is_tpu:
             if key not in slices:  # a TPU sold through GKE only: its machine type is the one way to rent it
-                chosen[key] = entry.name
+                chosen[key] = shape
             continue
-        node = NODE_SHAPES[entry.name]
-        holds = (
-            node.allocatable_memory_gib * 0.8 >= entry.accelerators * accelerator_facts(entry.accelerator).memory_gib
-        )
-        if key not in chosen or (holds and not _holds(chosen[key])):
-            chosen[key] = entry.name
-    for entry in table_shapes():
-        if entry.accelerator not in names or (entry.platform == "gke" and entry.name not in chosen.values()):
-            continue
-        found.append(Shape(entry.name, Accelerator(entry.accelerator), entry.platform, entry.accelerators))
-    return tuple(found)
+        if key not in chosen or (_holds(shape) and not _holds(chosen[key])):
+            chosen[key] = shape
+    kept = set(chosen.values())
+    return tuple(shape for shape in resolved_shapes() if shape.platform != "gke" or shape in kept)
 
 
-def _holds(machine_type: str) -> bool:
+def _holds(machine: ResolvedShape) -> bool:
     """Whether the machine's pod memory (80% of allocatable) can stage its GPUs' worth of weights."""
-    node = NODE_SHAPES[machine_type]
-    pod_gib = int(node.allocatable_memory_gib * 0.8)  # what stacks/gke.py gives the pod by default
-    return pod_gib >= node.accelerators * accelerator_facts(node.accelerator).memory_gib
+    pod_gib = int(machine.allocatable_memory_gib * 0.8)  # what stacks/gke.py gives the pod by default
+    return pod_gib >= machine.chips * machine.memory_gib
 
 
-SHAPES: tuple[Shape, ...] = _matrix_shapes()
+SHAPES: tuple[ResolvedShape, ...] = _matrix_shapes()
 
 
-def shape_named(name: str) -> Shape:
+def shape_named(name: str) -> ResolvedShape:
     for shape in SHAPES:
         if shape.name == name:
             return shape
@@ -190,7 +164,7 @@ class Fit:
 
 
 def stack_config(
-    model: str, variant: str, shape: Shape, workload: Workload, *, tensor_parallel: int | None = None
+    model: str, variant: str, shape: ResolvedShape, workload: Workload, *, tensor_parallel: int | None = None
 ) -> dict[str, str]:
     """The smallest stack serving this combination, as the flat Pulumi config a stack file would give."""
     vllm: dict[str, object] = {
@@ -209,10 +183,10 @@ def stack_config(
     if workload.adapter_ranks:
         config["adapters"] = _synthetic_adapters(model, workload.adapter_ranks)
     billed = _billing(shape)
-    if isinstance(billed, TpuShape):
+    if isinstance(billed, TpuBilling):
         config["region"] = billed.region
         config["tpu"] = {"zone": _TPU_ZONE, "acceleratorType": shape.name, "provisioning": {"model": "spot"}}
-    elif isinstance(billed, GkeShape):
+    elif isinstance(billed, GkeBilling):
         vllm["tensorParallelSize"] = tensor_parallel or shape.chips
         config["region"] = billed.region
         config["gke"] = {
@@ -253,7 +227,9 @@ def _synthetic_adapters(model: str, ranks: tuple[int, ...]) -> list[dict[str, ob
     ]
 
 
-def _tensor_parallel_sizes(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> list[int | None]:
+def _tensor_parallel_sizes(
+    model: CatalogModel, variant: str, shape: ResolvedShape, workload: Workload
+) -> list[int | None]:
     """What to try on a GKE machine type, smallest first (the most replicas per node): the divisors of its GPUs
     whose share of memory could hold the weights at all. Other shapes: their own (None)."""
     if shape.platform != "gke":
@@ -261,12 +237,12 @@ def _tensor_parallel_sizes(model: CatalogModel, variant: str, shape: Shape, work
     weights = sum(part.bytes for part in model.variant(variant).weights.parts)
     if workload.text_only and model.towers is not None:
         weights -= model.towers.weight_bytes
-    per_gpu = accelerator_facts(shape.accelerator).memory_gib * GIB * workload.gpu_memory_utilization
+    per_gpu = shape.memory_gib * GIB * workload.gpu_memory_utilization
     divisors = [size for size in range(1, shape.chips + 1) if shape.chips % size == 0]
     return [*(size for size in divisors if weights < size * per_gpu)] or [shape.chips]
 
 
-def fit(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> Fit:
+def fit(model: CatalogModel, variant: str, shape: ResolvedShape, workload: Workload) -> Fit:
     """The answer for one combination (a refusal is an answer: fits False, why_not the loader's message). On a
     GKE machine type the smallest tensor-parallel size that fits is chosen (node GPUs / TP replicas per node)."""
     reason = ""
@@ -284,7 +260,7 @@ def fit(model: CatalogModel, variant: str, shape: Shape, workload: Workload) -> 
 def _fitted(  # noqa: PLR0917 - the combination, its workload and the loaded stack
     model: CatalogModel,
     variant: str,
-    shape: Shape,
+    shape: ResolvedShape,
     workload: Workload,
     settings: StackSettings,
     capacity: StackCapacity,
@@ -324,7 +300,7 @@ def _fitted(  # noqa: PLR0917 - the combination, its workload and the loaded sta
     )
 
 
-def _refused(model: CatalogModel, variant: str, shape: Shape, reason: str) -> Fit:
+def _refused(model: CatalogModel, variant: str, shape: ResolvedShape, reason: str) -> Fit:
     return Fit(
         model=model.id,
         variant=variant,
@@ -352,24 +328,24 @@ _TPU_ZONE = "us-east5-a"
 _GPU_REGION = "us-central1"
 
 
-def _gke_zone(shape: Shape) -> str:
-    zones = machine_family(table_shape(shape.name)).where.value
+def _gke_zone(shape: ResolvedShape) -> str:
+    zones = shape.zones
     return next((zone for zone in zones if region_of(zone) == _GPU_REGION), zones[0])
 
 
 @functools.cache
-def _billing(shape: Shape) -> CloudRunShape | TpuShape | GkeShape:
+def _billing(shape: ResolvedShape) -> Billing:
     """What the shape bills: a TPU slice at spot rates in us-east5, the Cloud Run instance a stack deploys with
     that GPU (the shapes table's deployedSize, the shipped stacks' size) in us-central1 (the price `make
     preview` prints for such a stack, and `gemma-verify advise` uses), or one GKE node of the machine type
     there, on demand where its series offers it (else the first provisioning model it does)."""
     if shape.platform == "tpu-vm":
-        return TpuShape(
+        return TpuBilling(
             accelerator_type=shape.name, chips=shape.chips, provisioning_model="spot", region=region_of(_TPU_ZONE)
         )
     if shape.platform == "gke":
-        offered = machine_family(table_shape(shape.name)).provisioning
-        return GkeShape(
+        offered = shape.provisioning
+        return GkeBilling(
             machine_type=shape.name,
             accelerator=shape.accelerator,
             accelerators_per_node=shape.chips,
@@ -382,16 +358,22 @@ def _billing(shape: Shape) -> CloudRunShape | TpuShape | GkeShape:
     return deployed_cloud_run_shape(shape.accelerator, _GPU_REGION)
 
 
-def _price(shape: Shape) -> float | None:
+def _price(shape: ResolvedShape) -> float | None:
     return _billing(shape).hourly_price().usd_per_hour
 
 
-def _price_basis(shape: Shape) -> str:
+def _price_basis(shape: ResolvedShape) -> str:
     return _billing(shape).hourly_price().basis
 
 
 def ceilings(
-    model: CatalogModel, variant: str, shape: Shape, workload: Workload, sequences: int, *, chips: int | None = None
+    model: CatalogModel,
+    variant: str,
+    shape: ResolvedShape,
+    workload: Workload,
+    sequences: int,
+    *,
+    chips: int | None = None,
 ) -> tuple[float | None, float | None, int | None]:
     """(prefill tokens/s, decode tokens/s, decode batch): what peak FLOP/s and memory bandwidth allow at most, by
     the latency model's own formulas at every peak reached (serving/latency.py, docs/advisor.md): prefill the
@@ -405,7 +387,7 @@ def ceilings(
         hardware = hardware_for(shape.accelerator, chips)
     except MissingPeakError:
         return None, None, None
-    layout = KvLayout.TPU if shape.accelerator in TPU_CHIPS else KvLayout.VLLM_HYBRID
+    layout = KvLayout.TPU if shape.family == "tpu" else KvLayout.VLLM_HYBRID
     cost = model_cost(model, variant, kv_cache_dtype=workload.kv_cache_dtype, tensor_parallel=chips, layout=layout)
     batch = min(sequences, DECODE_BATCH_CAP)
     # At best the prefix cache serves every reused token it can (whole hit blocks, never the last token).

@@ -18,7 +18,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from policy.source_ranges import allowed_text, describe, too_wide
+from policy.source_ranges import allowed_text, checked_cidr, describe, too_wide
 from serving.container import VLLM_PORT
 from serving.gcp_names import VPC_NAME, is_system_namespace, region_of
 from serving.gke_machines import NODE_SHAPES, SUPPORTED_KUBERNETES_VERSIONS, NodeShape
@@ -35,7 +35,7 @@ from stacks.bounds import (
 from stacks.cloud_run import GcsMountSettings, plain_env
 from stacks.gke_rollout import GkeRolloutSettings
 from stacks.system_machine import system_machine_problem
-from stacks.tpu import Duration, _cidr
+from stacks.tpu import Duration
 
 # Every regional subnet of an auto-mode VPC (the `default` network) is inside this block
 # (cloud.google.com/vpc/docs/subnets#ip-ranges, "auto mode IPv4 ranges"): the internal Service's clients
@@ -64,7 +64,7 @@ def _narrow_ranges(ranges: tuple[str, ...], key: str, door: str) -> tuple[str, .
     checked: list[str] = []
     for value in ranges:
         try:
-            checked.append(_cidr(value))
+            checked.append(checked_cidr(value))
         except ValueError as error:
             raise ValueError(f"{key}: {error}") from None
     wide = too_wide(checked)

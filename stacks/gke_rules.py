@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from serving.gke_machines import ACCELERATOR_ZONES, NODE_SHAPES, shapes_for
 from serving.model_profiles import builtin_profile, builtin_profile_names, find_builtin_profile
-from serving.planner import GIB
+from serving.units import GIB
 
 if TYPE_CHECKING:
     from serving.shapes import Accelerator

@@ -32,7 +32,7 @@ from serving.catalog import catalog_model
 from serving.latency import AtLoad, Replica, Requests, with_users
 from serving.least_squares import Parameter
 from serving.model_cost import model_cost
-from serving.planner import GB, GIB, CapacityPlan, KvLayout, PlanInputs, plan_capacity
+from serving.planner import CapacityPlan, KvLayout, PlanInputs, plan_capacity
 from serving.shapes import accelerator_facts
 from serving.speculation import Counters, speculation_for
 from serving.speed_facts import (
@@ -45,6 +45,7 @@ from serving.speed_facts import (
     hardware_for,
 )
 from serving.speed_records import SpeedRecord
+from serving.units import GB, GIB
 from serving.writeup_figures import Figure, Setup, Use, WriteupFigures
 from stacks.capacity import (
     GPU_BLOCK_SIZE,

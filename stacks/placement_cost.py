@@ -9,13 +9,13 @@ is reported missing, never guessed).
 from __future__ import annotations
 
 from serving.gcp_names import region_of
-from serving.pricing import TpuShape, hourly_price
+from serving.pricing import TpuBilling, hourly_price
 from stacks.tpu import TpuPlacement, TpuSettings
 
 
-def placement_shape(tpu: TpuSettings, placement: TpuPlacement) -> TpuShape:
+def placement_shape(tpu: TpuSettings, placement: TpuPlacement) -> TpuBilling:
     """What the node bills in one placement: its slice at that tier's rate in that zone's region."""
-    return TpuShape(
+    return TpuBilling(
         accelerator_type=tpu.accelerator_type,
         chips=tpu.chips,
         provisioning_model=placement.provisioning.model.value,
@@ -24,11 +24,11 @@ def placement_shape(tpu: TpuSettings, placement: TpuPlacement) -> TpuShape:
     )
 
 
-def worst_case_shape(tpu: TpuSettings) -> TpuShape:
+def worst_case_shape(tpu: TpuSettings) -> TpuBilling:
     """The dearest placement's shape (an unpriced one first; the first listed among equals)."""
     shapes = [placement_shape(tpu, placement) for placement in tpu.placement_list]
 
-    def cost(shape: TpuShape) -> tuple[bool, float, int]:
+    def cost(shape: TpuBilling) -> tuple[bool, float, int]:
         usd = hourly_price(shape).usd_per_hour
         return (usd is None, usd or 0.0, shape.max_run_seconds or 0)
 

@@ -9,13 +9,12 @@ first request is queued, with a message naming the key and what is allowed.
 from __future__ import annotations
 
 import enum
-import ipaddress
 import re
 from typing import Annotated, Any, Self
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from policy.source_ranges import allowed_text, describe, too_wide
+from policy.source_ranges import allowed_text, checked_cidr, describe, too_wide
 from serving.container import VLLM_PORT
 from serving.durations import duration_seconds
 from serving.gcp_names import SECRET_ID, VPC_NAME, region_of
@@ -186,19 +185,6 @@ def _check_placements(tpu: TpuSettings) -> None:
             )
 
 
-def _cidr(value: str) -> str:
-    try:
-        network = ipaddress.ip_network(value, strict=True)
-    except ValueError as error:
-        raise ValueError(f"{value!r} is not a CIDR range such as 203.0.113.0/24 ({error})") from None
-    if network.prefixlen == 0:
-        raise ValueError(
-            f"{value!r} would open the vLLM port to the whole internet; vLLM's --api-key guards only /v1/*, "
-            "so /metrics, /tokenize and the engine itself would be exposed. Name the networks that call it."
-        )
-    return str(network)
-
-
 class TpuSettings(SettingsModel):
     """Everything a TPU stack says about its node (the `tpu:` block of the stack settings)."""
 
@@ -274,7 +260,7 @@ class TpuSettings(SettingsModel):
         checked: list[str] = []
         for value in ranges:
             try:
-                checked.append(_cidr(value))
+                checked.append(checked_cidr(value))
             except ValueError as error:
                 problems.append(str(error))
         if problems:

@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.gke.node_pool import CLOUD_PLATFORM_SCOPE, SHIELDED
-from components.wire import gcp, wire
+from components.wire import compute, gcp, wire
 from policy.source_ranges import describe, too_wide
 from serving.naming import TypeToken
 
@@ -261,6 +261,6 @@ def _cloud_nat(name: str, project: str, spec: CreatedCluster, child: pulumi.Reso
         router=router.name,
         nat_ip_allocate_option="AUTO_ONLY",
         source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
-        log_config=wire(enable=True, filter="ERRORS_ONLY"),
+        log_config=compute.router_nat_log_config(enable=True, filter="ERRORS_ONLY"),
         opts=child,
     )

@@ -16,7 +16,7 @@ import pulumi
 
 from components.managed_secret import ACCESSOR_ROLE
 from components.monitoring.sidecar import MetricsSidecar
-from components.wire import gcp, wire
+from components.wire import gcp, secretmanager
 from serving.collectors import METRIC_WRITER_ROLE, RUN_GMP_SIDECAR_IMAGE
 from serving.gcp_names import SECRET_ID
 from serving.naming import TypeToken
@@ -57,7 +57,9 @@ class SidecarCollection(pulumi.ComponentResource):
             f"{name}-config",
             project=args.project,
             secret_id=args.secret_id,
-            replication=wire(user_managed=wire(replicas=[wire(location=args.location)])),
+            replication=secretmanager.replication(
+                user_managed=secretmanager.user_managed(replicas=[secretmanager.replica(location=args.location)])
+            ),
             labels=dict(args.labels),
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )

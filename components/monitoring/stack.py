@@ -17,7 +17,7 @@ from typing import Literal
 import pulumi
 
 from components.monitoring.dashboard import dashboard_json
-from components.wire import gcp, wire
+from components.wire import billing, gcp, monitoring
 from serving.alert_rules import AlertRule
 from serving.dashboard_panels import Section
 from serving.naming import StackNames, TypeToken
@@ -100,9 +100,9 @@ class StackWatch(pulumi.ComponentResource):
                 combiner="OR",
                 severity=rule.severity,
                 conditions=[
-                    wire(
+                    monitoring.alert_condition(
                         display_name=rule.title,
-                        condition_prometheus_query_language=wire(
+                        condition_prometheus_query_language=monitoring.prometheus_query_language(
                             query=rule.promql,
                             duration=f"{rule.for_seconds}s",
                             evaluation_interval=EVALUATION_INTERVAL,
@@ -111,7 +111,7 @@ class StackWatch(pulumi.ComponentResource):
                         ),
                     )
                 ],
-                documentation=wire(
+                documentation=monitoring.documentation(
                     subject=f"gemma-serving {args.stack}: {rule.title}",
                     content=f"{rule.meaning}\n\nFirst command: `{rule.first_command}` (docs/operations.md, "
                     f'"{rule.key}").',
@@ -155,11 +155,14 @@ class StackWatch(pulumi.ComponentResource):
             f"{name}-budget",
             billing_account=budget.billing_account,
             display_name=StackNames(args.stack).display_name(),
-            budget_filter=wire(labels={key: value}, calendar_period="MONTH"),
-            amount=wire(specified_amount=wire(units=str(budget.amount))),
+            budget_filter=billing.budget_filter(labels={key: value}, calendar_period="MONTH"),
+            amount=billing.budget_amount(specified_amount=billing.specified_amount(units=str(budget.amount))),
             threshold_rules=[
-                wire(threshold_percent=fraction, spend_basis="CURRENT_SPEND") for fraction in budget.thresholds
+                billing.threshold_rule(threshold_percent=fraction, spend_basis="CURRENT_SPEND")
+                for fraction in budget.thresholds
             ],
-            all_updates_rule=wire(monitoring_notification_channels=list(channels)) if channels else None,
+            all_updates_rule=billing.all_updates_rule(monitoring_notification_channels=list(channels))
+            if channels
+            else None,
             opts=child,
         )

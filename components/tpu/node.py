@@ -27,7 +27,7 @@ from components.serving_identity import ServingIdentity
 from components.tpu.queued_resource import QueuedResource, QueuedResourceArgs
 from components.tpu.request_body import Placement, Provisioning, tier_name
 from components.tpu.startup_script import BUCKET_METADATA_KEY, NodeCollector, StartupScriptSpec, render_startup_script
-from components.wire import gcp, wire
+from components.wire import compute, gcp
 from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
 from serving.accelerators import TPU_CHIPS
@@ -335,7 +335,7 @@ class TpuVllmNode(pulumi.ComponentResource):
                     network=network.network,
                     description=f"vLLM port of TPU node {name}, from named ranges only",
                     direction="INGRESS",
-                    allows=[wire(protocol="tcp", ports=[str(args.port)])],
+                    allows=[compute.firewall_allow(protocol="tcp", ports=[str(args.port)])],
                     source_ranges=list(network.allowed_source_ranges),
                     target_tags=[tag],
                     opts=child,
@@ -349,7 +349,7 @@ class TpuVllmNode(pulumi.ComponentResource):
                     network=network.network,
                     description=f"SSH to TPU node {name} through IAP TCP forwarding only",
                     direction="INGRESS",
-                    allows=[wire(protocol="tcp", ports=["22"])],
+                    allows=[compute.firewall_allow(protocol="tcp", ports=["22"])],
                     source_ranges=[IAP_SOURCE_RANGE],
                     target_tags=[tag],
                     opts=child,
@@ -370,7 +370,7 @@ class TpuVllmNode(pulumi.ComponentResource):
                         router=router.name,
                         nat_ip_allocate_option="AUTO_ONLY",
                         source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
-                        log_config=wire(enable=True, filter="ERRORS_ONLY"),
+                        log_config=compute.router_nat_log_config(enable=True, filter="ERRORS_ONLY"),
                         opts=child,
                     )
                 )

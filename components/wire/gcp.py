@@ -10,12 +10,15 @@ registration of the generated class (~1.7 % of a plan's instructions).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import pulumi
-from pulumi_gcp import _utilities as gcp_sdk
+from pulumi_gcp import _utilities as gcp_sdk  # the SDK's own resource defaults: it has no public API for them
 
 from components.wire import WireResource, wire
+
+if TYPE_CHECKING:
+    from components.wire import gcp_inputs
 
 # The labels pulumi-gcp computes from the provider's default labels, secret in every labelled resource.
 _LABELS = ("effectiveLabels", "pulumiLabels")
@@ -80,6 +83,15 @@ class CloudRunServiceIamMember(GcpResource):
 
     TYPE = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.CloudRunServiceIamMemberInputs],
+        ) -> None: ...
+
 
 class CloudRunJob(GcpResource):
     """`gcp.cloudrunv2.Job`."""
@@ -100,6 +112,15 @@ class Bucket(GcpResource):
     SECRET_OUTPUTS = _LABELS
     COMPUTED = ("name",)
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.BucketInputs],
+        ) -> None: ...
+
     @property
     def name(self) -> pulumi.Output[str]:
         return self.text("name")
@@ -110,12 +131,30 @@ class BucketIamMember(GcpResource):
 
     TYPE = "gcp:storage/bucketIAMMember:BucketIAMMember"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.BucketIamMemberInputs],
+        ) -> None: ...
+
 
 class ManagedFolder(GcpResource):
     """`gcp.storage.ManagedFolder`."""
 
     TYPE = "gcp:storage/managedFolder:ManagedFolder"
     COMPUTED = ("name",)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.ManagedFolderInputs],
+        ) -> None: ...
 
     @property
     def name(self) -> pulumi.Output[str]:
@@ -127,6 +166,15 @@ class ManagedFolderIamMember(GcpResource):
 
     TYPE = "gcp:storage/managedFolderIamMember:ManagedFolderIamMember"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.ManagedFolderIamMemberInputs],
+        ) -> None: ...
+
 
 class BucketObject(GcpResource):
     """`gcp.storage.BucketObject`."""
@@ -135,6 +183,15 @@ class BucketObject(GcpResource):
     SECRET_INPUTS = ("content", "customerEncryption")
     SECRET_OUTPUTS = ("content", "customerEncryption")
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.BucketObjectInputs],
+        ) -> None: ...
+
 
 class Secret(GcpResource):
     """`gcp.secretmanager.Secret`."""
@@ -142,6 +199,15 @@ class Secret(GcpResource):
     TYPE = "gcp:secretmanager/secret:Secret"
     SECRET_OUTPUTS = _LABELS
     COMPUTED = ("name",)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.SecretInputs],
+        ) -> None: ...
 
     @property
     def name(self) -> pulumi.Output[str]:
@@ -161,6 +227,15 @@ class SecretVersion(GcpResource):
     SECRET_OUTPUTS = ("secretData", "secretDataWo")
     COMPUTED = ("name", "version")
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.SecretVersionInputs],
+        ) -> None: ...
+
     @property
     def name(self) -> pulumi.Output[str]:
         return self.text("name")
@@ -175,17 +250,44 @@ class SecretIamMember(GcpResource):
 
     TYPE = "gcp:secretmanager/secretIamMember:SecretIamMember"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.SecretIamMemberInputs],
+        ) -> None: ...
+
 
 class ProjectService(GcpResource):
     """`gcp.projects.Service`: one API enabled on the project."""
 
     TYPE = "gcp:projects/service:Service"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.ProjectServiceInputs],
+        ) -> None: ...
+
 
 class ProjectIamMember(GcpResource):
     """`gcp.projects.IAMMember`."""
 
     TYPE = "gcp:projects/iAMMember:IAMMember"
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.ProjectIamMemberInputs],
+        ) -> None: ...
 
 
 class ServiceAccount(GcpResource):
@@ -194,6 +296,15 @@ class ServiceAccount(GcpResource):
     TYPE = "gcp:serviceaccount/account:Account"
     ALIASES = ("gcp:serviceAccount/account:Account",)
     COMPUTED = ("email", "member", "name")
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.ServiceAccountInputs],
+        ) -> None: ...
 
     @property
     def email(self) -> pulumi.Output[str]:
@@ -211,12 +322,30 @@ class ServiceAccountIamMember(GcpResource):
     TYPE = "gcp:serviceaccount/iAMMember:IAMMember"
     ALIASES = ("gcp:serviceAccount/iAMMember:IAMMember",)
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.ServiceAccountIamMemberInputs],
+        ) -> None: ...
+
 
 class Repository(GcpResource):
     """`gcp.artifactregistry.Repository`."""
 
     TYPE = "gcp:artifactregistry/repository:Repository"
     SECRET_OUTPUTS = _LABELS
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.RepositoryInputs],
+        ) -> None: ...
 
     @property
     def repository_id(self) -> pulumi.Output[str]:
@@ -228,11 +357,29 @@ class RepositoryIamMember(GcpResource):
 
     TYPE = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.RepositoryIamMemberInputs],
+        ) -> None: ...
+
 
 class Dashboard(GcpResource):
     """`gcp.monitoring.Dashboard`."""
 
     TYPE = "gcp:monitoring/dashboard:Dashboard"
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.DashboardInputs],
+        ) -> None: ...
 
 
 class AlertPolicy(GcpResource):
@@ -240,12 +387,30 @@ class AlertPolicy(GcpResource):
 
     TYPE = "gcp:monitoring/alertPolicy:AlertPolicy"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.AlertPolicyInputs],
+        ) -> None: ...
+
 
 class NotificationChannel(GcpResource):
     """`gcp.monitoring.NotificationChannel`."""
 
     TYPE = "gcp:monitoring/notificationChannel:NotificationChannel"
     COMPUTED = ("name",)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.NotificationChannelInputs],
+        ) -> None: ...
 
     @property
     def name(self) -> pulumi.Output[str]:
@@ -258,11 +423,29 @@ class Budget(GcpResource):
 
     TYPE = "gcp:billing/budget:Budget"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.BudgetInputs],
+        ) -> None: ...
+
 
 class Firewall(GcpResource):
     """`gcp.compute.Firewall`."""
 
     TYPE = "gcp:compute/firewall:Firewall"
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.FirewallInputs],
+        ) -> None: ...
 
 
 class Router(GcpResource):
@@ -270,6 +453,15 @@ class Router(GcpResource):
 
     TYPE = "gcp:compute/router:Router"
     COMPUTED = ("name",)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.RouterInputs],
+        ) -> None: ...
 
     @property
     def name(self) -> pulumi.Output[str]:
@@ -281,11 +473,29 @@ class RouterNat(GcpResource):
 
     TYPE = "gcp:compute/routerNat:RouterNat"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.RouterNatInputs],
+        ) -> None: ...
+
 
 class Subnetwork(GcpResource):
     """`gcp.compute.Subnetwork`."""
 
     TYPE = "gcp:compute/subnetwork:Subnetwork"
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.SubnetworkInputs],
+        ) -> None: ...
 
 
 class Address(GcpResource):
@@ -294,6 +504,15 @@ class Address(GcpResource):
     TYPE = "gcp:compute/address:Address"
     SECRET_OUTPUTS = _LABELS
     COMPUTED = ("name", "address")
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.AddressInputs],
+        ) -> None: ...
 
     @property
     def name(self) -> pulumi.Output[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import pulumi
-from pulumi_kubernetes import _utilities as k8s_sdk
+from pulumi_kubernetes import _utilities as k8s_sdk  # the SDK's own resource defaults: it has no public API for them
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,8 @@ def test_v6e4_from_first_principles_is_within_five_percent_of_the_log() -> None:
     """Calibration 3 without the log's KV budget: the planner used to say 221,265 tokens (9 % low) because it
     took the datasheet's 32 GB per chip; with the 124.98 GiB the log reports for 4 chips it is within 5 %."""
     from serving.accelerators import TPU_CHIPS
-    from serving.planner import GIB, KvLayout, PlanInputs, plan_capacity
+    from serving.planner import KvLayout, PlanInputs, plan_capacity
+    from serving.units import GIB
 
     chip = TPU_CHIPS[Accelerator("tpu-v6e")]
     assert chip.hbm_gib_per_chip * 4 == pytest.approx(124.98)

@@ -17,7 +17,8 @@ from serving.model_profiles import (
 )
 from serving.model_profiles.architecture import architecture_from_config
 from serving.model_profiles.parameters import dense_parameter_counts
-from serving.planner import GB, LayerKind
+from serving.planner import LayerKind
+from serving.units import GB
 
 SAFETENSORS_HEADER_LIMIT = 64 * 1024
 

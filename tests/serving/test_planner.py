@@ -10,8 +10,6 @@ import pytest
 
 from serving.model_profiles import builtin_profile
 from serving.planner import (
-    GB,
-    GIB,
     Architecture,
     AttentionLayer,
     KvLayout,
@@ -23,6 +21,7 @@ from serving.planner import (
     plan_capacity,
     render_table,
 )
+from serving.units import GB, GIB
 
 # vLLM's KV block on CPU (vllm/platforms/cpu.py sets 128 unless --block-size is given).
 CPU_BLOCK = 128

@@ -13,9 +13,9 @@ from preview.costs import capture_cost
 from preview.render import clean
 from serving.accelerators import TPU_CHIPS
 from serving.pricing import (
-    CloudRunShape,
-    GkeShape,
-    TpuShape,
+    CloudRunBilling,
+    GkeBilling,
+    TpuBilling,
     hourly_price,
     minimum_shape,
     parse_billing,
@@ -52,7 +52,7 @@ def test_every_rate_names_its_source_and_the_day_it_was_read() -> None:
 def test_l4_is_priced_at_the_8_cpu_32_gib_the_stack_runs_not_the_minimum() -> None:
     """The old price took the L4's minimum 4 CPU / 16 GiB while the stack runs 8 / 32: about 26% too cheap."""
     shape = load("l4").billing_shape()
-    assert isinstance(shape, CloudRunShape)
+    assert isinstance(shape, CloudRunBilling)
     assert (shape.cpu, shape.memory_gib, shape.gpu_zonal_redundancy) == (8, 32, False)
     price = hourly_price(shape).usd_per_hour
     assert price == pytest.approx((L4_GPU + 8 * VCPU + 32 * GIB) * HOUR)  # $1.42
@@ -73,7 +73,7 @@ def test_rtx_pro_6000_has_a_price() -> None:
 def test_zonal_redundancy_is_priced_differently() -> None:
     """Turning GPU zonal redundancy on costs more per GPU-second; the plan must show that, not the cheap rate."""
     shape = load("l4", cloudRun={"gpuZonalRedundancyDisabled": False}).billing_shape()
-    assert isinstance(shape, CloudRunShape)
+    assert isinstance(shape, CloudRunBilling)
     assert shape.gpu_zonal_redundancy
     assert hourly_price(shape).usd_per_hour == pytest.approx((0.0002909 + 8 * VCPU + 32 * GIB) * HOUR)
 
@@ -89,7 +89,7 @@ def test_zonal_redundancy_is_priced_differently() -> None:
 def test_tpu_is_priced_by_its_provisioning_model(provisioning: dict[str, str], per_chip_hour: float) -> None:
     """A flex-start node was priced at the on-demand rate (twice its real price)."""
     shape = load("tpu-v6e", tpu={"provisioning": provisioning}).billing_shape()
-    assert isinstance(shape, TpuShape)
+    assert isinstance(shape, TpuBilling)
     assert hourly_price(shape).usd_per_hour == pytest.approx(per_chip_hour)
 
 
@@ -102,12 +102,12 @@ def test_a_flex_start_run_costs_at_most_its_run_limit() -> None:
 
 def test_a_rate_that_is_not_in_the_book_is_reported_missing_not_guessed() -> None:
     """No spot rate was found for asia-northeast1: the plan says so instead of inventing one."""
-    shape = TpuShape(accelerator_type="v6e-1", chips=1, provisioning_model="spot", region="asia-northeast1")
+    shape = TpuBilling(accelerator_type="v6e-1", chips=1, provisioning_model="spot", region="asia-northeast1")
     price = hourly_price(shape)
     assert price.usd_per_hour is None
     assert price.missing is not None
     assert "no spot v6e rate recorded for asia-northeast1" in price.missing
-    tier2 = CloudRunShape(
+    tier2 = CloudRunBilling(
         accelerator=Accelerator("nvidia-l4"), region="asia-southeast1", cpu=8, memory_gib=32, gpu_zonal_redundancy=False
     )
     assert "no Cloud Run rates recorded for asia-southeast1" in (hourly_price(tier2).missing or "")
@@ -131,7 +131,7 @@ def test_the_billing_output_is_the_shape_the_service_registers(stack: str) -> No
     """The plan and verify price the `billing` output: it must match the deployed service exactly."""
     capture = render_stack(stack)
     shape = parse_billing(clean(capture.outputs)["billing"])
-    assert isinstance(shape, CloudRunShape)
+    assert isinstance(shape, CloudRunBilling)
     template = _service(capture)["template"]
     # The instance Cloud Run bills is its containers together (vLLM's and the metrics sidecar's).
     assert (shape.cpu, shape.memory_gib) == instance_size(template)
@@ -150,7 +150,7 @@ def test_the_tpu_billing_output_is_the_node_the_request_asks_for() -> None:
     """The TPU price follows the queued resource's accelerator type and tier, not a default."""
     capture = render_stack("tpu-v6e")
     shape = parse_billing(clean(capture.outputs)["billing"])
-    assert isinstance(shape, TpuShape)
+    assert isinstance(shape, TpuBilling)
     body = clean(capture.one("pulumi-python:dynamic/tpu:QueuedResource").inputs)["requestBody"]
     assert body["tpu"]["nodeSpec"][0]["node"]["acceleratorType"] == shape.accelerator_type
     assert body["provisioningModel"] == "FLEX_START"
@@ -194,12 +194,12 @@ def test_every_accelerator_has_its_own_minimum_shape() -> None:
         else:
             assert price.usd_per_hour is not None
         if resolved_shapes(platform="cloud-run", accelerator=accelerator):
-            assert isinstance(shape, CloudRunShape)
+            assert isinstance(shape, CloudRunBilling)
             assert shape.accelerator == accelerator
             assert shape.chips_per_unit == 1
         elif accelerator in TPU_CHIPS and shapes(platform="tpu-vm", accelerator=accelerator):
-            assert isinstance(shape, TpuShape)
+            assert isinstance(shape, TpuBilling)
             assert shape.chips_per_unit == shape.chips
         else:  # a GPU, or a TPU sold through GKE only: a GKE node
-            assert isinstance(shape, GkeShape)
+            assert isinstance(shape, GkeBilling)
             assert shape.accelerator == accelerator

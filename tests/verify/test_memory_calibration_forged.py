@@ -23,7 +23,7 @@ from verify import UsageError
 from verify.memory.layout import MemoryLayout, memory_layout, source_problem
 from verify.memory.run import save_calibration
 from verify.memory.startup import parse_startup
-from verify.ops.logs import _LogEntry
+from verify.ops.logs import LogEntry
 from verify.ops.stack import GkeOpsStack
 from verify.stack_settings import load_stack_file
 
@@ -122,8 +122,8 @@ def test_gke_lines_must_come_from_the_stacks_cluster_and_namespace() -> None:
     stack = ops_stack("gke-l4x4")
     assert isinstance(stack, GkeOpsStack)
 
-    def container(cluster: str) -> _LogEntry:
-        return _LogEntry.model_validate(
+    def container(cluster: str) -> LogEntry:
+        return LogEntry.model_validate(
             {
                 "textPayload": GPU_LINES[1],
                 "resource": {

@@ -16,7 +16,7 @@ import pydantic
 
 from serving.catalog import CatalogModel
 from serving.lora import MAX_GPU_SLOTS, LoraLimits, derive_lora_limits, lora_buffer_bytes, rank_choices
-from serving.planner import GIB
+from serving.units import GIB
 from verify import UsageError
 
 # A stack's own bound (stacks/adapters.py MAX_ADAPTERS): more adapters than the most GPU slots vLLM is asked for

@@ -12,16 +12,15 @@ import math
 from dataclasses import dataclass
 
 from serving.gcp_names import region_of
-from serving.pricing import CloudRunShape, GkeShape, HourlyPrice, TpuShape, deployed_cloud_run_shape
-from serving.shapes import Accelerator, accelerator_facts, machine_family, the_cloud_run_shape, tier_zones
-from serving.shapes import shape as table_shape
-from serving.shapes import shapes as table_shapes
-from stacks.fit import SHAPES, Shape
+from serving.pricing import Billing, GkeBilling, HourlyPrice, TpuBilling, deployed_cloud_run_shape
+from serving.shapes import Accelerator, ResolvedShape, resolved_shapes, the_cloud_run_shape, tier_zones
+from stacks.fit import SHAPES
 from stacks.gke import ClusterSettings
 
 DEFAULT_CLOUD_RUN_REGION = "us-central1"
+# Without --region, a TPU or GKE shape goes to these regions where it is offered there (the answers advise gave
+# before shapes offered elsewhere existed), else to the region of its own first zone (default_region).
 DEFAULT_TPU_REGION = "us-east5"
-# GKE GPU machine series are all offered in us-central1; GKE's TPU node pools default like the TPU VMs.
 DEFAULT_GKE_GPU_REGION = "us-central1"
 # The price book's tier names for each provisioning model a user may allow.
 TPU_TIERS = {"on-demand": "guaranteed", "spot": "spot", "flex-start": "flex-start"}
@@ -33,12 +32,12 @@ GKE_MAX_NODES = 1000
 class Offer:
     """One shape on one platform in one region, on one provisioning model, as a stack would deploy it."""
 
-    shape: Shape
+    shape: ResolvedShape
     platform: str
     region: str
     provisioning: str
     # One billed unit: a Cloud Run instance, a TPU node, or one GKE node of the machine type.
-    billing: CloudRunShape | TpuShape | GkeShape
+    billing: Billing
     # Cloud Run scales to zero and out to many instances; a TPU stack is one node that bills while it exists; a
     # GKE fleet keeps at least one replica (the HPA's floor on the pinned Kubernetes versions).
     scales_to_zero: bool
@@ -70,23 +69,15 @@ class Offer:
         return math.ceil(replicas / replicas_per_unit)
 
 
-def _platform(shape: Shape) -> str:
+def _platform(shape: ResolvedShape) -> str:
     return "tpu" if shape.platform == "tpu-vm" else shape.platform
 
 
-def advised_shapes() -> tuple[Shape, ...]:
+def advised_shapes() -> tuple[ResolvedShape, ...]:
     """The matrix's shapes, and GKE's TPU node pools (ct6e-standard-*), which the matrix leaves out as the TPU
     slices over again but which deploy differently: a fleet of nodes with replicas, not one VM (a pool the
     matrix already ranks, having no slice, is not offered twice)."""
-    names = set(Accelerator.every())
-    ranked = {shape.name for shape in SHAPES}
-    tpu_pools = tuple(
-        Shape(entry.name, Accelerator(entry.accelerator), "gke", entry.accelerators)
-        for entry in table_shapes(platform="gke")
-        if entry.accelerator in names
-        and accelerator_facts(entry.accelerator).family == "tpu"
-        and entry.name not in ranked
-    )
+    tpu_pools = tuple(shape for shape in resolved_shapes(platform="gke") if shape.is_tpu and shape not in SHAPES)
     return (*SHAPES, *tpu_pools)
 
 
@@ -116,7 +107,7 @@ def offers(
     return found, ruled_out
 
 
-def _cloud_run(shape: Shape, region: str | None) -> Offer | str:
+def _cloud_run(shape: ResolvedShape, region: str | None) -> Offer | str:
     gpu = the_cloud_run_shape(shape.accelerator)
     where = region or DEFAULT_CLOUD_RUN_REGION
     if where not in gpu.zones:
@@ -135,41 +126,48 @@ TPU_VM_ON_DEMAND = (
 )
 
 
-def _tpu(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
+def default_region(zones: tuple[str, ...], preferred: str) -> str:
+    """Where a shape is offered when the user names no region: ``preferred`` if one of its zones is there, else
+    the region of its first zone. A fixed default hid every shape Google offers only elsewhere (TPU7x in
+    us-central1 against the TPU default us-east5, the H200 in us-south1): advise ruled it out for a region the
+    user never chose."""
+    regions = [region_of(zone) for zone in zones]
+    return preferred if preferred in regions or not regions else regions[0]
+
+
+def _tpu(shape: ResolvedShape, region: str | None, provisioning: str) -> Offer | str:
     if provisioning == "on-demand":
         return TPU_VM_ON_DEMAND
-    where = region or DEFAULT_TPU_REGION
     zones = tier_zones(shape.accelerator, provisioning)
+    where = region or default_region(zones, DEFAULT_TPU_REGION)
     zone = next((z for z in zones if region_of(z) == where), None)
     if zone is None:
         generation = shape.accelerator.removeprefix("tpu-")  # the shapes table's key names the generation
         return f"no {provisioning} TPU {generation} zone in {where} (zones: {', '.join(zones)})"
     tier = TPU_TIERS[provisioning]
-    billing = TpuShape(
+    billing = TpuBilling(
         accelerator_type=shape.name,
         chips=shape.chips,
-        provisioning_model=tier,  # type: ignore[arg-type]  # TPU_TIERS maps onto TpuShape's tiers
+        provisioning_model=tier,  # type: ignore[arg-type]  # TPU_TIERS maps onto TpuBilling's tiers
         region=where,
     )
     return Offer(shape, "tpu", where, provisioning, billing, scales_to_zero=False, max_replicas=1, zone=zone)
 
 
-def _gke(shape: Shape, region: str | None, provisioning: str) -> Offer | str:
+def _gke(shape: ResolvedShape, region: str | None, provisioning: str) -> Offer | str:
     """One node of the machine type in a new cluster (the fee and one system node, as `--write` deploys it)."""
-    family = machine_family(table_shape(shape.name))
-    tpu = accelerator_facts(shape.accelerator).family == "tpu"
-    where = region or (DEFAULT_TPU_REGION if tpu else DEFAULT_GKE_GPU_REGION)
-    if provisioning not in family.provisioning:
-        note = f" ({family.provisioning_note.value})" if family.provisioning_note is not None else ""
-        return f"GKE offers {shape.name} {' or '.join(family.provisioning)} only{note}"
-    zone = next((z for z in family.where.value if region_of(z) == where), None)
+    where = region or default_region(shape.zones, DEFAULT_TPU_REGION if shape.is_tpu else DEFAULT_GKE_GPU_REGION)
+    if provisioning not in shape.provisioning:
+        note = f" ({shape.provisioning_note})" if shape.provisioning_note is not None else ""
+        return f"GKE offers {shape.name} {' or '.join(shape.provisioning)} only{note}"
+    zone = next((z for z in shape.zones if region_of(z) == where), None)
     if zone is None:
-        return f"no zone of {where} offers {shape.name} (zones: {', '.join(family.where.value)})"
-    billing = GkeShape(
+        return f"no zone of {where} offers {shape.name} (zones: {', '.join(shape.zones)})"
+    billing = GkeBilling(
         machine_type=shape.name,
         accelerator=shape.accelerator,
         accelerators_per_node=shape.chips,
-        provisioning_model=provisioning,  # type: ignore[arg-type]  # one of PROVISIONING, GkeShape's own three
+        provisioning_model=provisioning,  # type: ignore[arg-type]  # one of PROVISIONING, GkeBilling's own three
         region=where,
         min_nodes=1,
         max_nodes=1,

@@ -21,11 +21,11 @@ from preview.stack_file import project_root
 from serving.catalog import CatalogModel, SupportStatus, catalog, catalog_model
 from serving.latency import AtLoad, Replica, Requests, at_rate, decode_step, prefill_seconds, with_users
 from serving.pricing import HourlyPrice
-from serving.shapes import accelerator_facts
+from serving.shapes import ResolvedShape, accelerator_facts
 from serving.speculation import Counters
 from serving.speed_records import SpeedRecord
 from stacks.estimate import basis_of, host_vcpus_of, replica_of, stated_error
-from stacks.fit import Fit, Shape, Workload, fit
+from stacks.fit import Fit, Workload, fit
 from verify.advise import adapter_fit
 from verify.advise.batch import BatchRun, plan_run, start_seconds
 from verify.advise.batch import caveat as batch_caveat
@@ -102,7 +102,7 @@ class _Excluded:
 
 
 @functools.lru_cache(maxsize=4096)
-def _catalog_fit(model_id: str, variant: str, shape: Shape, workload: Workload) -> Fit:
+def _catalog_fit(model_id: str, variant: str, shape: ResolvedShape, workload: Workload) -> Fit:
     """``fit`` of a catalog model, cached: its answer depends only on these frozen inputs and the package's
     read-only data (catalog, shapes, prices), and loading its stack is most of an advise run's time, asked again
     by every run in a long-lived caller (the MCP server) and by each constraint a user tries."""

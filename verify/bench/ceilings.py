@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 from serving.catalog import CatalogModel, SupportStatus, catalog, find_checkpoint
 from serving.latency import ModelCost, decode_ceiling_tokens_per_s, model_cost
-from serving.planner import GB, GIB, KvLayout
+from serving.planner import KvLayout
 from serving.shapes import Accelerator, accelerator_facts
 from serving.speed_facts import MissingPeakError, hardware_for
+from serving.units import GB, GIB
 from verify.bench.record_checks import CEILING_MARGIN as MARGIN
 from verify.bench.results import CellRecord
 

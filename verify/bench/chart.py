@@ -116,17 +116,18 @@ def y_ticks(top: float) -> list[float]:
     return [step * i for i in range(count + 1)]
 
 
-def _font(size: int) -> Font:
+def chart_font(size: int) -> Font:
+    """The charts' font at `size` pixels (the bench charts and the matrix's verdict chart share it)."""
     # Pillow's bundled scalable font (Pillow >= 10.1 with FreeType, which every Pillow wheel has).
     return ImageFont.load_default(size=size)
 
 
-def _fitting(draw: ImageDraw.ImageDraw, text: str, size: int) -> Font:
+def fitting_font(draw: ImageDraw.ImageDraw, text: str, size: int) -> Font:
     """The font at ``size``, or smaller until ``text`` fits the width (long URLs, many concurrencies)."""
-    font = _font(size)
+    font = chart_font(size)
     while size > 9 and draw.textlength(text, font=font) > WIDTH - 20:
         size -= 1
-        font = _font(size)
+        font = chart_font(size)
     return font
 
 
@@ -260,12 +261,12 @@ def chart_png(records: Sequence[CellRecord], path: Path) -> bool:
     measured = [record for record in records if record.measured]
     if not measured:
         return False
-    fonts: dict[str, Font] = {"panel": _font(16), "tick": _font(14)}
+    fonts: dict[str, Font] = {"panel": chart_font(16), "tick": chart_font(14)}
     image = Image.new("RGB", (WIDTH, HEIGHT), BACKGROUND)
     draw = ImageDraw.Draw(image)
     headline, subtitle = titles(records)
-    draw.text((WIDTH / 2, 14), headline, fill=INK, font=_fitting(draw, headline, 20), anchor="mt")
-    draw.text((WIDTH / 2, 44), subtitle, fill=INK, font=_fitting(draw, subtitle, 15), anchor="mt")
+    draw.text((WIDTH / 2, 14), headline, fill=INK, font=fitting_font(draw, headline, 20), anchor="mt")
+    draw.text((WIDTH / 2, 44), subtitle, fill=INK, font=fitting_font(draw, subtitle, 15), anchor="mt")
     contexts = sorted({r.requested_context for r in measured})
     colours = {context: PALETTE[i % len(PALETTE)] for i, context in enumerate(contexts)}
     half = WIDTH // 2

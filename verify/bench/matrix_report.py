@@ -15,7 +15,7 @@ from PIL import Image, ImageDraw
 
 from remote.text import escape_controls
 from verify.bench.caveats import trusted
-from verify.bench.chart import INK, PALETTE, _fitting, _font
+from verify.bench.chart import INK, PALETTE, chart_font, fitting_font
 from verify.bench.matrix import HOURS_PER_MONTH, RunVerdict, WorkloadVerdict
 from verify.bench.slo import Slo
 from verify.numbers import plain, readable
@@ -207,12 +207,12 @@ def chart_png(verdicts: Sequence[WorkloadVerdict], path: Path) -> bool:
     image = Image.new("RGB", (WIDTH, height), "white")
     draw = ImageDraw.Draw(image)
     title = "Cost per 1M output tokens of each run's chosen cell (meets the SLO, trusted), per workload"
-    draw.text((WIDTH / 2, 16), title, fill=INK, font=_fitting(draw, title, 18), anchor="mt")
+    draw.text((WIDTH / 2, 16), title, fill=INK, font=fitting_font(draw, title, 18), anchor="mt")
     top = max(_cost(run) for _, runs in groups for run in runs) or 1.0
-    font, left, right = _font(14), 420, WIDTH - 140
+    font, left, right = chart_font(14), 420, WIDTH - 140
     y = 60
     for verdict, runs in groups:
-        draw.text((20, y + ROW / 2), verdict.workload.describe(), fill=INK, font=_font(15), anchor="lm")
+        draw.text((20, y + ROW / 2), verdict.workload.describe(), fill=INK, font=chart_font(15), anchor="lm")
         y += ROW
         for run in runs:
             cost = _cost(run)

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from serving.catalog import CatalogModel, SupportStatus, find_checkpoint
 from serving.latency import ModelCost, model_cost
-from serving.planner import GIB, KvLayout
+from serving.planner import KvLayout
 from serving.shapes import accelerator_facts
 from serving.speed_facts import MissingPeakError
+from serving.units import GIB
 from stacks.estimate import Estimate, estimate, replica_of
 from verify.bench.ceilings import Claim, claim_of
 from verify.bench.results import CellRecord

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from serving.pricing import TpuShape, hourly_price, minimum_shape, usd
+from serving.pricing import TpuBilling, hourly_price, minimum_shape, usd
 from serving.shapes import Accelerator, resolved_shapes
 from verify import UsageError
 from verify.bench.judgement import cost
@@ -38,7 +38,7 @@ def table_floor(accelerator: str | None, platform: str | None) -> float | None:
     except ValueError:
         return None
     smallest = minimum_shape(kind)
-    if isinstance(smallest, TpuShape):  # its smallest slice, at each tier (the table's, not a spelled name)
+    if isinstance(smallest, TpuBilling):  # its smallest slice, at each tier (the table's, not a spelled name)
         prices = [
             hourly_price(smallest.model_copy(update={"provisioning_model": tier, "region": None})).usd_per_hour
             for tier in TPU_TIERS

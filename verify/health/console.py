@@ -32,7 +32,7 @@ PROGRESS_EVERY_S = 30.0
 
 
 def print_health(report: HealthReport, console: Console | None = None) -> None:
-    out = console if console is not None else _stdout_console()
+    out = console if console is not None else stdout_console()
     target = report.target
     model = target.model or "not given"
     if target.model_discovered:
@@ -66,7 +66,7 @@ def print_health(report: HealthReport, console: Console | None = None) -> None:
     out.print(_verdict(report))
 
 
-def _stdout_console() -> Console:
+def stdout_console() -> Console:
     """The terminal's width on a terminal; 120 columns in CI logs and pipes (rich would use 80)."""
     console = Console()
     if not console.is_terminal and "COLUMNS" not in os.environ:

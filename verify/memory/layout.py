@@ -20,12 +20,12 @@ from collections.abc import Callable
 import pydantic
 
 from remote.google_client import GoogleApis
+from serving.units import GIB
 from stacks.loading import LoadedStack
 from verify.memory.startup import SEARCH_TERMS, StartupMemory, parse_startup
-from verify.ops.logs import _entries, _LogEntry, _source, _text
+from verify.ops.logs import LogEntry, entry_source, entry_text, newest_entries
 from verify.ops.stack import CloudRunOpsStack, OpsStack, TpuOpsStack
 
-GIB = 1 << 30
 MAX_LINES = 200
 
 
@@ -80,16 +80,16 @@ def read_startup(
 ) -> tuple[StartupMemory, str | None, str | None, str | None]:
     """The newest start-up's memory lines, the source they came from, the time of the first, and why the
     source may not be the stack's own (None when it is)."""
-    entries: list[_LogEntry] = _entries(apis, stack.project, memory_query(stack, since), MAX_LINES)
+    entries: list[LogEntry] = newest_entries(apis, stack.project, memory_query(stack, since), MAX_LINES)
     if not entries:
         return StartupMemory(), None, None, None
-    newest = _source(entries[0])
-    own = [entry for entry in reversed(entries) if _source(entry) == newest]  # oldest first
-    measured = parse_startup(_text(entry) for entry in own)
+    newest = entry_source(entries[0])
+    own = [entry for entry in reversed(entries) if entry_source(entry) == newest]  # oldest first
+    measured = parse_startup(entry_text(entry) for entry in own)
     return measured, newest, own[0].timestamp or None, source_problem(stack, own, newest)
 
 
-def source_problem(stack: OpsStack, entries: list[_LogEntry], source: str) -> str | None:
+def source_problem(stack: OpsStack, entries: list[LogEntry], source: str) -> str | None:
     """Why ``entries`` may not be the stack's own server start-up; None when they are (see the module)."""
     if isinstance(stack, CloudRunOpsStack):
         foreign = [e for e in entries if e.resource.labels.get("revision_name") != source]

@@ -23,6 +23,7 @@ import pydantic
 from preview.stack_file import project_root
 from remote.google_client import GoogleApis
 from remote.google_errors import CannotCheckError, GoogleApiError
+from serving.units import GIB
 from stacks.calibration import CalibrationRecord, record_path, save_record
 from stacks.capacity import stated_weight_bytes
 from stacks.loading import LoadedStack
@@ -31,7 +32,6 @@ from verify.memory.layout import MemoryLayout, memory_layout
 from verify.ops.google import apis_from_environment
 from verify.ops.stack import OpsStack
 
-GIB = 1 << 30
 DEFAULT_SINCE_S = 7 * 24 * 3600
 # How far measured weights may be from the catalog's stated footprint: vLLM's "Model loading took" counts
 # what it allocated (the 12B QAT: 10.43 GiB logged, 10.52 stated), so 0.6x-1.6x leaves room for a profile's

@@ -25,6 +25,7 @@ from datetime import datetime
 
 import pydantic
 
+from serving.units import GIB
 from verify.ops.google import parse_rfc3339
 from verify.ops.signatures import (
     CACHE_LOAD_FAILED,
@@ -37,8 +38,6 @@ from verify.ops.signatures import (
     TORCH_COMPILE,
     milestone,
 )
-
-GIB = 1024**3
 
 
 class Phase(pydantic.BaseModel):

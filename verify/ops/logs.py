@@ -109,7 +109,7 @@ class _Resource(pydantic.BaseModel):
     labels: dict[str, GoogleText] = pydantic.Field(default_factory=dict)
 
 
-class _LogEntry(pydantic.BaseModel):
+class LogEntry(pydantic.BaseModel):
     """`LogEntry` (logging v2 discovery document), the fields a line is made of; any other shape is refused."""
 
     model_config = pydantic.ConfigDict(extra="ignore", populate_by_name=True)
@@ -128,7 +128,7 @@ class _EntriesPage(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="ignore", populate_by_name=True)
 
-    entries: list[_LogEntry] = pydantic.Field(default_factory=list)
+    entries: list[LogEntry] = pydantic.Field(default_factory=list)
     next_page_token: str | None = pydantic.Field(default=None, alias="nextPageToken")
 
 
@@ -153,7 +153,7 @@ def run_logs(
         "filter": query,
     }
     try:
-        entries = _entries(apis, stack.project, query, limit)
+        entries = newest_entries(apis, stack.project, query, limit)
     except GoogleApiError as error:
         return LogsReport(**base, lines=[], diagnoses=[], problem=str(error), fix=_read_fix(error, stack.project))
     except CannotCheckError as error:
@@ -186,9 +186,9 @@ def _read_fix(error: GoogleApiError, project: str) -> str:
     return error.advice(project)
 
 
-def _entries(apis: GoogleApis, project: str, query: str, limit: int) -> list[_LogEntry]:
+def newest_entries(apis: GoogleApis, project: str, query: str, limit: int) -> list[LogEntry]:
     """The newest `limit` entries, reading at most MAX_PAGES pages (empty pages with a token count too)."""
-    entries: list[_LogEntry] = []
+    entries: list[LogEntry] = []
     body: dict[str, Any] = {
         "resourceNames": [f"projects/{project}"],
         "filter": query,
@@ -213,20 +213,20 @@ def page_lines(answer: dict[str, Any], redactor: Redactor | None = None) -> list
     return [_line(entry, safe) for entry in parse_answer(_EntriesPage, answer, "logging").entries]
 
 
-def _line(entry: _LogEntry, redactor: Redactor) -> LogLine:
-    text = _text(entry)
+def _line(entry: LogEntry, redactor: Redactor) -> LogLine:
+    text = entry_text(entry)
     signature = match(text)
     return LogLine(
         timestamp=entry.timestamp,
         severity=entry.severity,
-        source=_source(entry),
+        source=entry_source(entry),
         text=redactor.text(text),
         signature=signature.id if signature else None,
         log=entry.log_name.rsplit("/", 1)[-1],
     )
 
 
-def _text(entry: _LogEntry) -> str:
+def entry_text(entry: LogEntry) -> str:
     """The entry's message as Google gave it (scrubbed, escaped and cut by the caller)."""
     if entry.text_payload is not None:
         return entry.text_payload.rstrip("\n")
@@ -243,7 +243,8 @@ def _text(entry: _LogEntry) -> str:
     return ""
 
 
-def _source(entry: _LogEntry) -> str:
+def entry_source(entry: LogEntry) -> str:
+    """What wrote the entry: the Cloud Run revision or job, the container (GKE), or the TPU VM instance."""
     labels = entry.resource.labels
     for key in ("revision_name", "job_name"):
         if labels.get(key):

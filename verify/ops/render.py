@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from serving.naming import CANDIDATE_TAG
-from verify.health.console import _stdout_console  # the 120-column console verify health prints with
+from verify.health.console import stdout_console  # the 120-column console verify health prints with
 from verify.ops.coldstart_render import cold_start_section
 from verify.ops.findings import Verdict
 from verify.ops.gke_status import GkeStatus, PodLine
@@ -47,7 +47,7 @@ def print_json(report: pydantic.BaseModel, stream: TextIO | None = None) -> None
 
 
 def print_preflight(report: PreflightReport, console: Console | None = None) -> None:
-    out = console if console is not None else _stdout_console()
+    out = console if console is not None else stdout_console()
     where = f"{report.region}" + (f" / {report.zone}" if report.zone else "")
     out.print(
         Text.assemble(
@@ -112,7 +112,7 @@ def _number(value: float | None) -> str:
 
 
 def print_status(report: StatusReport, console: Console | None = None) -> None:
-    out = console if console is not None else _stdout_console()
+    out = console if console is not None else stdout_console()
     out.print(
         Text.assemble(
             ("verify status ", "bold"),
@@ -214,7 +214,7 @@ def status_change_printer(stream: TextIO | None = None) -> Console:
 
 
 def print_logs(report: LogsReport, console: Console | None = None) -> None:
-    out = console if console is not None else _stdout_console()
+    out = console if console is not None else stdout_console()
     out.print(Text.assemble(("verify logs ", "bold"), f"{report.stack} ({report.platform}), last {report.since}"))
     if report.problem is not None:
         out.print(cell(f"could not read the logs: {report.problem}", style="bold yellow"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from preview.stack_file import available_stacks, read_stack_config
-from serving.pricing import CloudRunShape, GkeShape, TpuShape
+from serving.pricing import Billing, CloudRunBilling, GkeBilling, TpuBilling
 from serving.shapes import deployed_size
 from stacks.loading import load_stack
 from tests.conftest import ROOT
@@ -17,23 +17,20 @@ STACKS = available_stacks(ROOT)
 TIER_TO_PROVISIONING = {"guaranteed": "on-demand", "spot": "spot", "flex-start": "flex-start"}
 
 
-def _advised(billing: CloudRunShape | TpuShape | GkeShape) -> Offer:
-    """The advisor's offer for the shape, region and provisioning model a stack bills."""
+def _advised(billing: Billing) -> Offer:
+    """The advisor's offer for the shape a stack bills (the bill names it), in its region, on its provisioning."""
     match billing:
-        case CloudRunShape():
-            platform, name, provisioning = "cloud-run", None, "on-demand"
-        case TpuShape():
-            platform, name = "tpu", billing.accelerator_type
+        case CloudRunBilling():
+            provisioning = "on-demand"
+        case TpuBilling():
             provisioning = TIER_TO_PROVISIONING[billing.provisioning_model]
-        case GkeShape():
-            platform, name, provisioning = "gke", billing.machine_type, billing.provisioning_model
+        case GkeBilling():
+            provisioning = billing.provisioning_model
+    shape = billing.shape
+    platform = "tpu" if shape.platform == "tpu-vm" else shape.platform
     found, ruled_out = offers(platforms=(platform,), region=billing.region, provisioning=(provisioning,))
-    matches = [
-        offer
-        for offer in found
-        if (offer.name == name if name else offer.accelerator == getattr(billing, "accelerator", None))
-    ]
-    assert matches, f"advise offers no {name or platform} {provisioning} in {billing.region}: {ruled_out}"
+    matches = [offer for offer in found if offer.shape is shape]
+    assert matches, f"advise offers no {shape.name} {provisioning} in {billing.region}: {ruled_out}"
     return matches[0]
 
 
@@ -45,8 +42,7 @@ def test_the_advisors_hourly_price_is_the_shipped_stacks(stack: str) -> None:
     billing = load_stack(read_stack_config(ROOT, stack).values, root=ROOT).settings.billing_shape()
     offer = _advised(billing)
     planned = billing.hourly_price()
-    accelerator = getattr(billing, "accelerator", None)
-    if accelerator is not None and accelerator in UNPRICED:
+    if billing.shape.accelerator in UNPRICED:
         # No rate recorded yet: both say so, with the same reason, rather than one of them guessing.
         assert planned.usd_per_hour is None
         assert offer.price().usd_per_hour is None
@@ -55,10 +51,10 @@ def test_the_advisors_hourly_price_is_the_shipped_stacks(stack: str) -> None:
     assert planned.usd_per_hour is not None, planned.missing
     assert offer.price().usd_per_hour == pytest.approx(planned.usd_per_hour)
     assert offer.price().sources == planned.sources
-    if isinstance(billing, CloudRunShape):
+    if isinstance(billing, CloudRunBilling):
         size = deployed_size(billing.accelerator)
         assert (billing.cpu, billing.memory_gib) == (size.vcpu, size.memory_gib), "a shipped stack deploys the size"
-    if isinstance(billing, GkeShape) and billing.cluster_created:
+    if isinstance(billing, GkeBilling) and billing.cluster_created:
         # The advisor's cluster is the one `advise --write` deploys: one zone, so one system node.
         one_zone = billing.model_copy(update={"system_nodes": 1}).fixed_price()
         fixed = offer.fixed_price()
