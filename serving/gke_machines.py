@@ -9,9 +9,7 @@ are GKE's rules, the same for every machine type, so they are functions of the r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from serving.shapes import Accelerator, ResolvedShape, Shape, machine_family, resolved, shapes
+from serving.shapes import ResolvedShape
 
 # The node label and pod resource GKE uses per accelerator family.
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -57,44 +55,3 @@ def allocatable_vcpu(shape: ResolvedShape) -> float:
         cores -= step
     reserved += max(cores, 0) * 0.0025
     return shape.host_vcpu - reserved
-
-
-# The typed view kept while its last readers (stacks/fit.py, preview/notes.py) move to the resolved shape.
-@dataclass(frozen=True)
-class NodeShape:
-    """One machine type: its accelerators and its host (read `resolved(machine_type)` instead)."""
-
-    machine_type: str
-    accelerator: Accelerator
-    accelerators: int
-    vcpu: int
-    memory_gib: float
-    gke_accelerator: str
-    tpu_topology: str | None = None
-    confirmed: bool = True
-
-    @property
-    def allocatable_memory_gib(self) -> float:
-        return allocatable_memory_gib(resolved(self.machine_type))
-
-
-def _node_shape(entry: Shape) -> NodeShape:
-    family = machine_family(entry)
-    assert entry.host_vcpu is not None  # GKE rows state their host
-    assert entry.host_memory_gib is not None
-    return NodeShape(
-        machine_type=entry.name,
-        accelerator=Accelerator(entry.accelerator),
-        accelerators=entry.accelerators,
-        vcpu=entry.host_vcpu,
-        memory_gib=entry.host_memory_gib,
-        gke_accelerator=family.gke_accelerator,
-        tpu_topology=entry.topology,
-        confirmed=family.host_source.confirmed,
-    )
-
-
-# Every GKE machine type of the shapes table whose accelerator a stack can name.
-NODE_SHAPES: dict[str, NodeShape] = {
-    entry.name: _node_shape(entry) for entry in shapes(platform="gke") if entry.accelerator in set(Accelerator.every())
-}

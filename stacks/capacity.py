@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 from pydantic import Field, model_validator
 
-from serving.accelerators import GPU_CHIPS, GpuChip
 from serving.input_files import inside
 from serving.lora import lora_buffer_bytes
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
@@ -231,18 +230,18 @@ class PlatformCapacity:
     assumptions: tuple[str, ...]
 
 
-def cloud_run_capacity(gpu: GpuChip, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
-    """CUDA GPUs: vLLM's hybrid KV layout, blocks of 16, async scheduling's two batches in flight, overhead per
-    GPU of the tensor-parallel group (one on Cloud Run)."""
+def cloud_run_capacity(shape: ResolvedShape, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """CUDA GPUs (a Cloud Run instance's, a GKE machine type's): vLLM's hybrid KV layout, blocks of 16, async
+    scheduling's two batches in flight, overhead per GPU of the tensor-parallel group (one on Cloud Run)."""
     override = capacity.runtime_overhead_gib
     per_gpu = GPU_RUNTIME_OVERHEAD_GIB_PER_GPU if override is None else override
     batched = vllm.batched_tokens
     if batched is None:
-        batched = LARGE_GPU_BATCHED_TOKENS if gpu.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
+        batched = LARGE_GPU_BATCHED_TOKENS if shape.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
     in_flight = batched * ASYNC_CONCURRENT_BATCHES
     return PlatformCapacity(
-        memory_gib=gpu.memory_gib,
-        accelerator_label=gpu.display_name,
+        memory_gib=shape.memory_gib,
+        accelerator_label=shape.display_name,
         layout=KvLayout.VLLM_HYBRID,
         block_size=GPU_BLOCK_SIZE,
         overhead_gib=per_gpu * vllm.tensor_parallel_size,
@@ -277,7 +276,7 @@ def gke_capacity(shape: ResolvedShape, vllm: VllmSettings, capacity: CapacitySet
     elsewhere."""
     if shape.is_tpu:
         return tpu_capacity(shape, vllm, capacity)
-    return cloud_run_capacity(GPU_CHIPS[shape.accelerator], vllm, capacity)
+    return cloud_run_capacity(shape, vllm, capacity)
 
 
 TEXT_ONLY_FLAG = "--language-model-only"

@@ -301,8 +301,8 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
             run = settings.cloud_run
             return CloudRunOpsStack(
                 **shared,
-                gpu=settings.gpu.node_selector,
-                gpu_display_name=settings.gpu.display_name,
+                gpu=settings.shape.cloud_run_selector,
+                gpu_display_name=settings.shape.display_name,
                 cpu=run.cpu,
                 memory_gib=run.memory_gib,
                 min_instances=run.min_instances,

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from serving.accelerators import CLOUD_RUN_GPUS
 from serving.pricing import deployed_cloud_run_shape, hourly_price, minimum_shape
 from serving.shapes import resolved_shapes
 from verify.bench.judgement import (
@@ -91,7 +90,7 @@ def test_accelerator_facts_come_from_the_stacks_table() -> None:
     """Guards against FLOP/s copied into verify and drifting from the stacks' table; without a stack the
     price is the accelerator as the shipped stacks deploy it (one price per shape: the L4 run was priced at the
     4-CPU minimum, $1.05/h, while the l4 stack bills $1.42/h), and the basis says so."""
-    l4 = CLOUD_RUN_GPUS[next(iter(CLOUD_RUN_GPUS))]
+    l4 = resolved_shapes(platform="cloud-run")[0]
     facts = accelerator_facts(l4.accelerator)
     assert facts.peak_flops == l4.peak_dense_bf16_flops
     deployed = hourly_price(deployed_cloud_run_shape(l4.accelerator, None)).usd_per_hour
