@@ -50,7 +50,7 @@ _REGISTRARS: dict[str, tuple[str, str]] = {
     "alerts": ("verify.alerts.cli", "register"),
     "adapters": ("verify.adapters.cli", "register"),
     "advise": ("verify.advise.cli", "register"),
-    "calibrate": ("verify.advise.calibrate", "register"),
+    "calibrate": ("verify.advise.cli", "register_calibrate"),
 }
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import pulumi
 
 from components.wire import container, gcp
-from serving.gke_machines import NodeShape
 from serving.naming import TypeToken
+from serving.shapes import ResolvedShape
 
 if TYPE_CHECKING:
     from pulumi_gcp.container._inputs import NodePoolNodeConfigShieldedInstanceConfigArgsDict
@@ -49,7 +49,7 @@ class AcceleratorNodePoolArgs:
     cluster: pulumi.Input[str]
     location: str
     pool_name: str
-    shape: NodeShape
+    shape: ResolvedShape
     zones: Sequence[str]
     tier: Tier
     min_nodes: int
@@ -81,7 +81,7 @@ class AcceleratorNodePool(pulumi.ComponentResource):
             accelerators = [
                 container.guest_accelerator(
                     type=shape.gke_accelerator,
-                    count=shape.accelerators,
+                    count=shape.chips,
                     gpu_driver_installation_config=container.gpu_driver_installation_config(
                         gpu_driver_version="LATEST"
                     ),
@@ -104,7 +104,7 @@ class AcceleratorNodePool(pulumi.ComponentResource):
             ),
             management=container.management(auto_repair=True, auto_upgrade=True),
             node_config=container.node_config(
-                machine_type=shape.machine_type,
+                machine_type=shape.name,
                 disk_size_gb=args.disk_size_gb,
                 guest_accelerators=accelerators,
                 spot=args.tier is Tier.SPOT,

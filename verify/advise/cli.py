@@ -1,4 +1,5 @@
-"""`gemma-verify advise`: flags to ``AdviseOptions``, the ranked table or JSON, ``--write NAME``, the exit code.
+"""`gemma-verify advise`: flags to ``AdviseOptions``, the ranked table or JSON, ``--write NAME``, the exit code;
+and `gemma-verify calibrate`: its flags to `calibrate`'s and `run_refit`'s plain arguments.
 
 Exit codes: 0 at least one deployment meets the SLO (and ``--write`` wrote it); 1 none does; 2 usage errors.
 """
@@ -16,6 +17,7 @@ from preview.stack_file import project_root
 from serving.workload_choices import KV_CACHE_DTYPES
 from verify import UsageError
 from verify.advise.adapter_fit import DEFAULT_RANK, adapter_workload
+from verify.advise.calibrate import calibrate
 from verify.advise.capacity import load_capacity, with_capacity
 from verify.advise.options import (
     HOURS_PER_MONTH,
@@ -28,6 +30,8 @@ from verify.advise.options import (
     parse_min_scores,
     parse_slo,
 )
+from verify.advise.refit import render as render_refit
+from verify.advise.refit import run_refit
 from verify.advise.report import AdviseReport, render
 from verify.advise.run import run_advise
 from verify.advise.workload import load_workload, workload_options
@@ -328,3 +332,51 @@ def _write(args: argparse.Namespace, report: AdviseReport) -> None:
         command=command_line(args),
     )
     print(written_message(path, name), file=sys.stderr)
+
+
+def register_calibrate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "calibrate",
+        help="turn a bench results file's trusted cells into speed records advise prefers over its estimates, or "
+        "refit the latency model's factors to them (--refit)",
+        description="Write each trusted, physically possible cell of a `gemma-verify bench` results file as a speed "
+        "record (calibration/speed/), keyed by the stack's model, variant, shape, vLLM version and speed-relevant "
+        "serving arguments, with the file's SHA-256. Cells that are untrusted or over their physical ceiling are "
+        "refused, with the reason. With --refit (no results file): fit the latency model's factors to the write-up "
+        "figures (priors) and every speed record of the project, and write them with their provenance to "
+        "serving/data/latency-efficiency.json, which every estimate reads. Exit codes: 0 written, 1 every measured "
+        "cell refused, 2 usage errors.",
+    )
+    parser.add_argument("results", type=Path, nargs="?", help="a results file (JSON lines) from gemma-verify bench")
+    parser.add_argument("--stack", metavar="NAME", help="the stack that served it (Pulumi.<NAME>.yaml)")
+    parser.add_argument(
+        "--refit",
+        action="store_true",
+        help="refit the latency model's factors to the write-up figures and the project's speed records",
+    )
+    parser.add_argument(
+        "--no-leave-one-out",
+        action="store_true",
+        help="with --refit: skip the leave-one-write-up-out check (minutes) and keep its stored errors",
+    )
+    parser.set_defaults(handler=_calibrate)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    if args.refit:
+        if args.results is not None or args.stack is not None:
+            raise UsageError("--refit reads the project's speed records: give no results file or --stack")
+        refit = run_refit(with_leave_one_out=not args.no_leave_one_out)
+        print(render_refit(refit), end="")
+        return 0
+    if args.results is None or args.stack is None:
+        raise UsageError("calibrate needs a results file and --stack NAME (or --refit)")
+    if not Path(args.results).is_file():
+        raise UsageError(f"{args.results}: no such results file")
+    answer = calibrate(Path(args.results), str(args.stack))
+    for line in answer.refused:
+        print(f"refused {line}", file=sys.stderr)
+    for path in answer.written:
+        print(f"wrote {path}")
+    print(f"{len(answer.records)} record(s), {len(answer.refused)} cell(s) refused")
+    return 1 if answer.refused and not answer.records else 0

@@ -40,7 +40,7 @@ class Project:
     def install(self, fake: FakeGoogle) -> None:
         fake.route("GET", rf"/serviceusage/v1/projects/{PROJECT}/services:batchGet", self._batch_get)
         fake.route("POST", rf"/cloudresourcemanager/v3/projects/{PROJECT}:testIamPermissions", self._test_iam)
-        for service in ("run", "tpu"):
+        for service in ("run", "tpu", "compute"):
             fake.route(
                 "GET",
                 rf"/cloudquotas/v1/projects/{PROJECT}/locations/global/services/{service}\.googleapis\.com/quotaInfos",
