@@ -34,12 +34,12 @@ from components.weight_access import (
     vpc_access,
 )
 from components.wire import cloud_run, gcp, wire
-from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.compile_cache import GPU_CACHE_ENV
 from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.naming import CANDIDATE_TAG, GPU_SERVING_CONTAINER, TypeToken
+from serving.shapes import ResolvedShape, resolved_shapes
 from serving.vllm_args import check_serve_args
 
 _INGRESS = {
@@ -135,7 +135,9 @@ class VllmGpuServiceArgs:
     """Everything the service needs; plain values are validated here, Outputs are wired as given."""
 
     region: str
-    gpu: CloudRunGpu
+    # The GPU each instance attaches, as its Cloud Run shape (serving.shapes.the_cloud_run_shape): its minimum,
+    # maximum, regions and node selector are what the checks below and the template read.
+    gpu: ResolvedShape
     # A pinned reference (a Docker Hub tag through the stack's mirror, or a derived image's digest).
     image: pulumi.Input[str]
     # The full `vllm serve` argument list, model path first.
@@ -188,6 +190,11 @@ class VllmGpuServiceArgs:
     metrics_sidecar: MetricsSidecar | None = None
 
     def __post_init__(self) -> None:
+        if self.gpu.platform != "cloud-run":  # every check below reads the Cloud Run facts of the shape
+            offered = ", ".join(shape.name for shape in resolved_shapes(platform="cloud-run"))
+            raise ValueError(
+                f"{_ARGS}.gpu: {self.gpu.name!r} is a {self.gpu.platform} shape; allowed: a Cloud Run shape ({offered})"
+            )
         problems = [
             region_problem(self.gpu, self.region, key=f"{_ARGS}.region"),
             concurrency_problem(
@@ -397,7 +404,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
             min_instance_count=args.min_instances,
             max_instance_count=args.max_instances,
         ),
-        node_selector=wire(accelerator=args.gpu.node_selector),
+        node_selector=wire(accelerator=args.gpu.cloud_run_selector),
         gpu_zonal_redundancy_disabled=args.gpu_zonal_redundancy_disabled,
         labels=dict(args.labels),
         volumes=[

@@ -45,7 +45,7 @@ def deploy_cloud_run(settings: CloudRunStack, context: StackContext) -> Exported
         names.serving,
         VllmGpuServiceArgs(
             region=settings.region,
-            gpu=settings.gpu,
+            gpu=settings.shape,
             image=images.serving,
             serve_args=settings.serve_args(),
             max_num_seqs=settings.vllm.max_num_seqs,

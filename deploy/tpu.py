@@ -56,7 +56,7 @@ def deploy_tpu(settings: TpuStack, context: StackContext) -> ExportedOutputs:
             project=context.project,
             zone=tpu.zone,
             accelerator_type=tpu.accelerator_type,
-            runtime_version=settings.chip.tpu_vm_runtime,
+            runtime_version=settings.shape.tpu_vm_runtime,
             queue=QueueTerms(
                 provisioning=_provisioning(tpu.provisioning),
                 valid_until_seconds=tpu.valid_until_duration,

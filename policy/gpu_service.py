@@ -23,7 +23,7 @@ CLOUD_RUN_SERVICE = "gcp:cloudrunv2/service:Service"
 GPU_RESOURCE = "nvidia.com/gpu"
 # Cloud Run's `template.node_selector.accelerator` values for GPUs it offers (source:
 # https://cloud.google.com/run/docs/configuring/services/gpu, checked 2026-11; the same values as
-# serving/accelerators.py, which a test keeps in step).
+# serving/data/shapes.json, which a test keeps in step).
 CLOUD_RUN_GPU_ACCELERATORS = frozenset({"nvidia-l4", "nvidia-rtx-pro-6000"})
 # Cloud Run attaches exactly one GPU to an instance (same source).
 GPUS_PER_INSTANCE = 1

@@ -16,11 +16,9 @@ from preview.render import clean
 from preview.supply_plan import API, JOB, SERVICE
 from preview.supply_plan import RUN as RUN_ON_UP
 from preview.tpu_plan import QUEUED_RESOURCE
-from serving.accelerators import CLOUD_RUN_GPUS, CloudRunGpu
 from serving.cloud_run_containers import SOURCES as SIZING_SOURCES
-from serving.gke_machines import NODE_SHAPES
 from serving.naming import TypeToken
-from serving.shapes import shapes
+from serving.shapes import Platform, ResolvedShape, resolved_shapes
 
 INVOKER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -35,12 +33,17 @@ def _inputs(resource: CapturedResource) -> dict[str, Any]:
     return dict(clean(resource.inputs))
 
 
+def _shape_named(platform: Platform, name: object) -> ResolvedShape | None:
+    """The shape a captured resource names (a GKE machine type, a TPU slice), None for one the table lacks."""
+    return next((shape for shape in resolved_shapes(platform=platform) if shape.name == name), None)
+
+
 def _gpu_notes(service: CapturedResource, capture: Capture) -> list[str]:
     inputs = _inputs(service)
     template = inputs.get("template") or {}
     region = inputs.get("location")
     selector = (template.get("nodeSelector") or {}).get("accelerator")
-    gpu = next((g for g in CLOUD_RUN_GPUS.values() if g.node_selector == selector), None)
+    gpu = next((shape for shape in resolved_shapes(platform="cloud-run") if shape.cloud_run_selector == selector), None)
     name = gpu.display_name if gpu else selector
     zonal = "without" if template.get("gpuZonalRedundancyDisabled") else "with"
     instances = (template.get("scaling") or {}).get("maxInstanceCount", 1)
@@ -89,14 +92,14 @@ def _instance_size(containers: list[dict[str, Any]]) -> tuple[str, str]:
     return f"{cpu:g}", memory_text
 
 
-def _sizing_note(containers: list[dict[str, Any]], name: object, gpu: CloudRunGpu | None) -> str:
+def _sizing_note(containers: list[dict[str, Any]], name: object, gpu: ResolvedShape | None) -> str:
     """How the instance is shared between its containers, and the Google sources that decided it."""
     parts = []
     for container in containers:
         limits = (container.get("resources") or {}).get("limits") or {}
         holds = " (holds the GPU)" if "nvidia.com/gpu" in limits else ""
         parts.append(f"{container.get('name')}{holds} {limits.get('cpu')} CPU / {limits.get('memory')}")
-    minimum = f"{gpu.min_cpu} CPU / {gpu.min_memory_gib} GiB" if gpu else "the GPU's minimum"
+    minimum = f"{gpu.host_vcpu} CPU / {gpu.host_memory_gib:g} GiB" if gpu else "the GPU's minimum"
     return (
         f"sizing: {'; '.join(parts)}. The container holding the {name} has the GPU's whole minimum ({minimum}) by "
         "itself, and each container a CPU value Cloud Run allows with the memory that value allows, so the "
@@ -144,8 +147,8 @@ def _tpu_notes(resource: CapturedResource) -> list[str]:
 
 def _generation(slice_name: object) -> str:
     """`v6e-1` -> `TPU v6e`: the generation whose quota a slice draws on, from the shapes table."""
-    names = {entry.name: entry.accelerator for entry in shapes(platform="tpu-vm")}
-    accelerator = names.get(str(slice_name), "tpu-")
+    found = _shape_named("tpu-vm", str(slice_name))
+    accelerator = found.accelerator if found else "tpu-"
     return f"TPU {accelerator.removeprefix('tpu-')}".rstrip()
 
 
@@ -172,8 +175,8 @@ def _gke_notes(pool: CapturedResource, capture: Capture) -> list[str]:
     nodes = (inputs.get("autoscaling") or {}).get("totalMaxNodeCount")
     zones = ", ".join(inputs.get("nodeLocations") or [])
     tier = "flex-start" if config.get("flexStart") else "spot" if config.get("spot") else "on-demand"
-    shape = NODE_SHAPES.get(str(machine))
-    what = f"{shape.accelerators} x {shape.accelerator}" if shape else "its accelerators"
+    shape = _shape_named("gke", str(machine))
+    what = f"{shape.chips} x {shape.accelerator}" if shape else "its accelerators"
     kind = "preemptible" if tier != "on-demand" else "on-demand"
     quota = (
         f"quota: up to {nodes} {machine} node(s) ({what} each) in {zones}: the project needs {kind} quota for "

@@ -25,9 +25,10 @@ container gets what, and a size no split can satisfy is refused with the key and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from serving.accelerators import CloudRunGpu
+from serving.shapes import ResolvedShape
 
 # Rule 1: pulumi_gcp's ServiceTemplateContainerResourcesArgs.limits docstring (tests/provider_rules reads it
 # from the installed package and fails if these drift apart).
@@ -63,22 +64,22 @@ class InstanceSplit:
     sidecar: ContainerSize | None
 
 
-def gpu_container_cpu_allowed(gpu: CloudRunGpu, cpu: int) -> bool:
+def gpu_container_cpu_allowed(shape: ResolvedShape, cpu: int) -> bool:
     """A CPU value the GPU's container may take: the general list, or at least the GPU's minimum where that
     minimum is itself beyond the list (RTX PRO 6000: 20, the GPU page's stated exception)."""
-    if gpu.min_cpu > max(CONTAINER_CPU_VALUES):
-        return cpu >= gpu.min_cpu
-    return cpu in CONTAINER_CPU_VALUES and cpu >= gpu.min_cpu
+    if shape.host_vcpu > max(CONTAINER_CPU_VALUES):
+        return cpu >= shape.host_vcpu
+    return cpu in CONTAINER_CPU_VALUES and cpu >= shape.host_vcpu
 
 
-def _gpu_container_max_memory_mib(gpu: CloudRunGpu, cpu: int, instance_mib: int) -> int:
+def _gpu_container_max_memory_mib(cpu: int, instance_mib: int) -> int:
     if cpu in MAX_MEMORY_MIB_PER_CPU:
         return MAX_MEMORY_MIB_PER_CPU[cpu]
     # The exception (rule 1) states only a minimum; the instance itself is the bound.
     return instance_mib
 
 
-def split_instance(gpu: CloudRunGpu, *, cpu: int, memory_gib: int, with_sidecar: bool) -> InstanceSplit | None:
+def split_instance(shape: ResolvedShape, *, cpu: int, memory_gib: int, with_sidecar: bool) -> InstanceSplit | None:
     """The split of a `cpu` x `memory_gib` instance that obeys rules 1-3, or None when none does.
 
     vLLM gets the most it can: the sidecar takes the smallest allowed CPU value that leaves vLLM an allowed
@@ -87,25 +88,25 @@ def split_instance(gpu: CloudRunGpu, *, cpu: int, memory_gib: int, with_sidecar:
     instance_mib = memory_gib * 1024
     if not with_sidecar:
         vllm = ContainerSize(cpu, instance_mib)
-        return InstanceSplit(vllm, None) if _gpu_container_fits(gpu, vllm, instance_mib) else None
+        return InstanceSplit(vllm, None) if _gpu_container_fits(shape, vllm, instance_mib) else None
     for sidecar_cpu in CONTAINER_CPU_VALUES:
         vllm_cpu = cpu - sidecar_cpu
-        if not gpu_container_cpu_allowed(gpu, vllm_cpu):
+        if not gpu_container_cpu_allowed(shape, vllm_cpu):
             continue
-        ceiling = _gpu_container_max_memory_mib(gpu, vllm_cpu, instance_mib)
+        ceiling = _gpu_container_max_memory_mib(vllm_cpu, instance_mib)
         # Whole GiB for vLLM (the sidecar gets the rest, at least its floor): limits that read plainly.
         vllm = ContainerSize(vllm_cpu, min((instance_mib - SIDECAR_MIN_MEMORY_MIB) // 1024 * 1024, ceiling))
         sidecar = ContainerSize(sidecar_cpu, instance_mib - vllm.memory_mib)
-        if _gpu_container_fits(gpu, vllm, instance_mib) and _sidecar_fits(sidecar):
+        if _gpu_container_fits(shape, vllm, instance_mib) and _sidecar_fits(sidecar):
             return InstanceSplit(vllm, sidecar)
     return None
 
 
-def _gpu_container_fits(gpu: CloudRunGpu, size: ContainerSize, instance_mib: int) -> bool:
-    if not gpu_container_cpu_allowed(gpu, size.cpu) or size.memory_mib < gpu.min_memory_gib * 1024:
+def _gpu_container_fits(shape: ResolvedShape, size: ContainerSize, instance_mib: int) -> bool:
+    if not gpu_container_cpu_allowed(shape, size.cpu) or size.memory_mib < shape.host_memory_gib * 1024:
         return False
     floor = MIN_MEMORY_MIB_PER_CPU.get(size.cpu, 0)
-    return floor <= size.memory_mib <= _gpu_container_max_memory_mib(gpu, size.cpu, instance_mib)
+    return floor <= size.memory_mib <= _gpu_container_max_memory_mib(size.cpu, instance_mib)
 
 
 def _sidecar_fits(size: ContainerSize) -> bool:
@@ -118,35 +119,38 @@ def _sidecar_fits(size: ContainerSize) -> bool:
 
 
 def split_problem(
-    gpu: CloudRunGpu, *, cpu: int, memory_gib: int, with_sidecar: bool, cpu_key: str, memory_key: str
+    shape: ResolvedShape, *, cpu: int, memory_gib: int, with_sidecar: bool, cpu_key: str, memory_key: str
 ) -> str | None:
     """Why no split of this instance obeys Google's rules, naming the keys and a size that works."""
-    if split_instance(gpu, cpu=cpu, memory_gib=memory_gib, with_sidecar=with_sidecar) is not None:
+    if split_instance(shape, cpu=cpu, memory_gib=memory_gib, with_sidecar=with_sidecar) is not None:
         return None
     if with_sidecar:
         what = (
-            f"vLLM's container (it holds the {gpu.display_name}) and the metrics sidecar each need an allowed "
-            f"CPU value (1, 2, 4, 6 or 8{_exception(gpu)}) and the memory that value allows, and vLLM's alone "
-            f"must have the GPU's minimum of {gpu.min_cpu} CPU / {gpu.min_memory_gib} GiB"
+            f"vLLM's container (it holds the {shape.display_name}) and the metrics sidecar each need an allowed "
+            f"CPU value (1, 2, 4, 6 or 8{_exception(shape)}) and the memory that value allows, and vLLM's alone "
+            f"must have the GPU's minimum of {shape.host_vcpu} CPU / {shape.host_memory_gib:g} GiB"
         )
     else:
         what = (
             f"vLLM's container takes the whole instance and needs an allowed CPU value (1, 2, 4, 6 or 8"
-            f"{_exception(gpu)}) with the memory that value allows"
+            f"{_exception(shape)}) with the memory that value allows"
         )
     return (
         f"{cpu_key}/{memory_key}: {cpu} CPU / {memory_gib} GiB cannot be shared the way Cloud Run allows: {what}; "
-        f"allowed e.g. {_smallest_working(gpu, with_sidecar)} (sources: {'; '.join(SOURCES)})"
+        f"allowed e.g. {_smallest_working(shape, with_sidecar)} (sources: {'; '.join(SOURCES)})"
     )
 
 
-def _exception(gpu: CloudRunGpu) -> str:
-    return f", or {gpu.min_cpu} and more for the {gpu.display_name}" if gpu.min_cpu > max(CONTAINER_CPU_VALUES) else ""
+def _exception(shape: ResolvedShape) -> str:
+    if shape.host_vcpu > max(CONTAINER_CPU_VALUES):
+        return f", or {shape.host_vcpu} and more for the {shape.display_name}"
+    return ""
 
 
-def _smallest_working(gpu: CloudRunGpu, with_sidecar: bool) -> str:
-    for cpu in range(gpu.min_cpu, gpu.min_cpu + 9):
-        for memory_gib in range(gpu.min_memory_gib, gpu.min_memory_gib + 33):
-            if split_instance(gpu, cpu=cpu, memory_gib=memory_gib, with_sidecar=with_sidecar) is not None:
+def _smallest_working(shape: ResolvedShape, with_sidecar: bool) -> str:
+    least_memory = math.ceil(shape.host_memory_gib)
+    for cpu in range(shape.host_vcpu, shape.host_vcpu + 9):
+        for memory_gib in range(least_memory, least_memory + 33):
+            if split_instance(shape, cpu=cpu, memory_gib=memory_gib, with_sidecar=with_sidecar) is not None:
                 return f"cpu {cpu}, memoryGib {memory_gib}"
     return "a larger instance"  # pragma: no cover - every shipped GPU has a working size

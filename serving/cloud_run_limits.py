@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from serving.accelerators import CloudRunGpu
-from serving.shapes import instance_maximum
+from serving.shapes import ResolvedShape
 
 # Source: https://cloud.google.com/run/docs/about-concurrency (maximum concurrency per instance 1000).
 MAX_CONCURRENCY = 1000
@@ -44,18 +43,18 @@ FAR_BEYOND_NEW_QUOTA = 10
 GPU_STARTUP_PROBE_MAX_SECONDS = 1800
 
 
-def _size_problems(gpu: CloudRunGpu, *, cpu: int, memory_gib: int, cpu_key: str, memory_key: str) -> list[str]:
-    ceiling = instance_maximum(gpu.accelerator)  # the shapes table's instanceMaximum, with its source
+def _size_problems(shape: ResolvedShape, *, cpu: int, memory_gib: int, cpu_key: str, memory_key: str) -> list[str]:
+    ceiling = shape.instance_maximum  # the shapes table's instanceMaximum, with its source
     problems = []
     if cpu > ceiling.vcpu:
         problems.append(
-            f"{cpu_key}: {cpu} is above what a Cloud Run instance with an {gpu.display_name} may have; "
-            f"allowed: {gpu.min_cpu}-{ceiling.vcpu} ({ceiling.basis})"
+            f"{cpu_key}: {cpu} is above what a Cloud Run instance with an {shape.display_name} may have; "
+            f"allowed: {shape.host_vcpu}-{ceiling.vcpu} ({ceiling.basis})"
         )
     if memory_gib > ceiling.memory_gib:
         problems.append(
-            f"{memory_key}: {memory_gib} is above what a Cloud Run instance with an {gpu.display_name} "
-            f"may have; allowed: {gpu.min_memory_gib}-{ceiling.memory_gib} ({ceiling.basis})"
+            f"{memory_key}: {memory_gib} is above what a Cloud Run instance with an {shape.display_name} "
+            f"may have; allowed: {shape.host_memory_gib:g}-{ceiling.memory_gib} ({ceiling.basis})"
         )
     return problems
 
@@ -98,7 +97,7 @@ def startup_window_problem(*, failure_threshold: int, period_seconds: int, key: 
 
 
 def instance_limit_problems(
-    gpu: CloudRunGpu,
+    shape: ResolvedShape,
     *,
     cpu: int,
     memory_gib: int,
@@ -109,7 +108,7 @@ def instance_limit_problems(
 ) -> list[str]:
     """Every Cloud Run upper limit on size, scale and environment these values break, under the caller's keys."""
     return [
-        *_size_problems(gpu, cpu=cpu, memory_gib=memory_gib, cpu_key=keys.cpu, memory_key=keys.memory_gib),
+        *_size_problems(shape, cpu=cpu, memory_gib=memory_gib, cpu_key=keys.cpu, memory_key=keys.memory_gib),
         *_scale_problems(
             max_instances=max_instances, instances_key=keys.max_instances, max_num_seqs=max_num_seqs, seqs_key=keys.seqs
         ),

@@ -6,17 +6,19 @@ a stack file); both must enforce the same limits with the same wording.
 
 from __future__ import annotations
 
-from serving.accelerators import CloudRunGpu
+from serving.shapes import ResolvedShape
 
 
-def gpu_sizing_problems(gpu: CloudRunGpu, *, cpu: int, memory_gib: int, cpu_key: str, memory_key: str) -> list[str]:
-    """CPU and memory below the GPU's per-instance minimum."""
+def gpu_sizing_problems(shape: ResolvedShape, *, cpu: int, memory_gib: int, cpu_key: str, memory_key: str) -> list[str]:
+    """CPU and memory below the GPU's per-instance minimum (the Cloud Run shape's host figures)."""
     problems = []
-    if cpu < gpu.min_cpu:
-        problems.append(f"{cpu_key}: {cpu} is below the {gpu.display_name} minimum of {gpu.min_cpu} CPU per instance")
-    if memory_gib < gpu.min_memory_gib:
+    if cpu < shape.host_vcpu:
         problems.append(
-            f"{memory_key}: {memory_gib} is below the {gpu.display_name} minimum of {gpu.min_memory_gib} GiB "
+            f"{cpu_key}: {cpu} is below the {shape.display_name} minimum of {shape.host_vcpu} CPU per instance"
+        )
+    if memory_gib < shape.host_memory_gib:
+        problems.append(
+            f"{memory_key}: {memory_gib} is below the {shape.display_name} minimum of {shape.host_memory_gib:g} GiB "
             "per instance"
         )
     return problems
@@ -41,7 +43,7 @@ def concurrency_problem(*, concurrency: int, max_num_seqs: int, key: str) -> str
     )
 
 
-def region_problem(gpu: CloudRunGpu, region: str, *, key: str) -> str | None:
-    if region in gpu.regions:
+def region_problem(shape: ResolvedShape, region: str, *, key: str) -> str | None:
+    if region in shape.zones:  # a Cloud Run shape's places are regions
         return None
-    return f"{key}: {region!r} has no Cloud Run {gpu.display_name}; allowed: {', '.join(gpu.regions)}"
+    return f"{key}: {region!r} has no Cloud Run {shape.display_name}; allowed: {', '.join(shape.zones)}"

@@ -6,15 +6,15 @@ policy/image_pins.py, which the settings and components import so that the two g
 
 from __future__ import annotations
 
-from serving.accelerators import TPU_CHIPS
-from serving.shapes import Accelerator
+from serving.shapes import Accelerator, accelerator_facts
 
 # The vLLM images the stacks pull unless they name another pinned one: vLLM publishes one CUDA image for
 # every NVIDIA GPU and one TPU image, so the image follows the accelerator's family, not its name.
 CUDA_IMAGE = "vllm/vllm-openai:v0.32.0"
 TPU_IMAGE = "vllm/vllm-tpu:v0.32.0"
 DEFAULT_IMAGES: dict[Accelerator, str] = {
-    accelerator: TPU_IMAGE if accelerator in TPU_CHIPS else CUDA_IMAGE for accelerator in Accelerator.every()
+    accelerator: TPU_IMAGE if accelerator_facts(accelerator).family == "tpu" else CUDA_IMAGE
+    for accelerator in Accelerator.every()
 }
 # The GKE fleet's other images, by release tag (serving/data/image-digests.json says which digest each is
 # pulled by): the inference gateway's endpoint picker (llm-d-router v0.10.0), and the Custom Metrics Stackdriver

@@ -19,7 +19,6 @@ from typing import Annotated, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from serving.accelerators import CLOUD_RUN_GPUS
 from serving.shapes import Accelerator, Platform, ResolvedShape, resolved, resolved_shapes, the_cloud_run_shape
 
 PRICE_BOOK = Path(__file__).resolve().parent / "data" / "pricing.json"
@@ -343,13 +342,14 @@ def _smallest_shape(accelerator: Accelerator) -> Billing:
     """The smallest way to rent one accelerator, from the shapes table: a Cloud Run instance, else the
     smallest TPU slice (on-demand), else the smallest GKE machine type carrying it (on-demand where its
     series offers it, else the first provisioning model it does)."""
-    gpu = CLOUD_RUN_GPUS.get(accelerator)
-    if gpu is not None:
+    cloud_run = resolved_shapes(platform="cloud-run", accelerator=accelerator)
+    if cloud_run:  # Cloud Run attaches one GPU of a kind: one shape at most
+        gpu = cloud_run[0]
         return CloudRunBilling(
             accelerator=accelerator,
             region=None,
-            cpu=gpu.min_cpu,
-            memory_gib=gpu.min_memory_gib,
+            cpu=gpu.host_vcpu,
+            memory_gib=int(gpu.host_memory_gib),
             gpu_zonal_redundancy=False,
         )
     for platform in ("tpu-vm", "gke"):
@@ -497,8 +497,8 @@ def _cloud_run_instance(shape: CloudRunBilling) -> HourlyPrice:
     # The price book has both (tests/serving/test_pricing.py checks it).
     assert cpu.usd is not None
     assert memory.usd is not None
-    gpu = CLOUD_RUN_GPUS.get(shape.accelerator)
-    display = gpu.display_name if gpu is not None else "GPU"
+    gpus = resolved_shapes(platform="cloud-run", accelerator=shape.accelerator)
+    display = gpus[0].display_name if gpus else "GPU"
     parts = (
         PricePart(display, gpu_rate.usd * SECONDS_PER_HOUR),
         PricePart(f"{shape.cpu:g} vCPU", cpu.usd * shape.cpu * SECONDS_PER_HOUR),

@@ -619,6 +619,13 @@ class ResolvedShape:
         hold dicts and cannot be hashed field by field."""
         return hash(self.name)
 
+    # tpugke lane
+    @property
+    def flex_start_zones(self) -> tuple[str, ...]:
+        """Zones where Google publishes flex-start for a TPU VM slice; empty where it publishes none (a GPU, a
+        GKE machine type: its series' provisioning says whether flex-start is sold)."""
+        return () if self.entry.flex_start_zones is None else self.entry.flex_start_zones.value
+
 
 @cache
 def resolved(name: str) -> ResolvedShape:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 from pydantic import Field, model_validator
 
-from serving.accelerators import GpuChip, TpuChip, facts_of
 from serving.input_files import inside
 from serving.lora import lora_buffer_bytes
 from serving.model_profiles import ConfigError, builtin_profile, builtin_profile_names, find_builtin_profile
@@ -32,7 +31,7 @@ from serving.planner import (
     plan_capacity,
     render_table,
 )
-from serving.shapes import Accelerator
+from serving.shapes import Accelerator, ResolvedShape
 from serving.units import GB, GIB
 from stacks.base import SettingsModel
 from stacks.bounds import MAX_CONTEXT_TOKENS, MAX_PARAMETERS, MAX_RUNTIME_OVERHEAD_GIB, MAX_WEIGHT_BYTES
@@ -231,18 +230,18 @@ class PlatformCapacity:
     assumptions: tuple[str, ...]
 
 
-def cloud_run_capacity(gpu: GpuChip, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
-    """CUDA GPUs: vLLM's hybrid KV layout, blocks of 16, async scheduling's two batches in flight, overhead per
-    GPU of the tensor-parallel group (one on Cloud Run)."""
+def cloud_run_capacity(shape: ResolvedShape, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """CUDA GPUs (a Cloud Run instance's, a GKE machine type's): vLLM's hybrid KV layout, blocks of 16, async
+    scheduling's two batches in flight, overhead per GPU of the tensor-parallel group (one on Cloud Run)."""
     override = capacity.runtime_overhead_gib
     per_gpu = GPU_RUNTIME_OVERHEAD_GIB_PER_GPU if override is None else override
     batched = vllm.batched_tokens
     if batched is None:
-        batched = LARGE_GPU_BATCHED_TOKENS if gpu.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
+        batched = LARGE_GPU_BATCHED_TOKENS if shape.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
     in_flight = batched * ASYNC_CONCURRENT_BATCHES
     return PlatformCapacity(
-        memory_gib=gpu.memory_gib,
-        accelerator_label=gpu.display_name,
+        memory_gib=shape.memory_gib,
+        accelerator_label=shape.display_name,
         layout=KvLayout.VLLM_HYBRID,
         block_size=GPU_BLOCK_SIZE,
         overhead_gib=per_gpu * vllm.tensor_parallel_size,
@@ -256,13 +255,14 @@ def cloud_run_capacity(gpu: GpuChip, vllm: VllmSettings, capacity: CapacitySetti
     )
 
 
-def tpu_capacity(chip: TpuChip, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
-    """TPU chips: every layer keeps every token, blocks of 256, overhead per chip of the slice."""
+def tpu_capacity(shape: ResolvedShape, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """TPU chips (a TPU VM slice or a GKE TPU machine type): every layer keeps every token, blocks of 256,
+    overhead per chip of the slice."""
     override = capacity.runtime_overhead_gib
     per_chip = TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP if override is None else override
     return PlatformCapacity(
-        memory_gib=chip.hbm_gib_per_chip,
-        accelerator_label=chip.display_name,
+        memory_gib=shape.memory_gib,
+        accelerator_label=shape.display_name,
         layout=KvLayout.TPU,
         block_size=TPU_BLOCK_SIZE,
         overhead_gib=per_chip * vllm.tensor_parallel_size,
@@ -271,12 +271,12 @@ def tpu_capacity(chip: TpuChip, vllm: VllmSettings, capacity: CapacitySettings) 
     )
 
 
-def gke_capacity(accelerator: Accelerator, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
-    """A GKE node's accelerators: vLLM there does what it does on the same chip elsewhere."""
-    facts = facts_of(accelerator)
-    if isinstance(facts, TpuChip):
-        return tpu_capacity(facts, vllm, capacity)
-    return cloud_run_capacity(facts, vllm, capacity)
+def gke_capacity(shape: ResolvedShape, vllm: VllmSettings, capacity: CapacitySettings) -> PlatformCapacity:
+    """A GKE node's accelerators (its machine type, resolved): vLLM there does what it does on the same chip
+    elsewhere."""
+    if shape.is_tpu:
+        return tpu_capacity(shape, vllm, capacity)
+    return cloud_run_capacity(shape, vllm, capacity)
 
 
 TEXT_ONLY_FLAG = "--language-model-only"

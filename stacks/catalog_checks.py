@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from serving.accelerators import facts_of
 from serving.catalog import CatalogModel, Drafter, SupportStatus, Variant, catalog_model, find_checkpoint
 from serving.shapes import Accelerator, accelerator_facts, tpu_slices
 
@@ -81,7 +80,7 @@ def catalog_problems(model: ModelSettings, vllm: VllmSettings, *, accelerator: A
         return problems
     variant, name = served.variant, f"{served.model.id} {served.variant_name}"
     support = variant.support(accelerator)
-    label = facts_of(accelerator).display_name
+    label = accelerator_facts(accelerator).display_name
     if support.status is SupportStatus.NO:
         can = [
             v for v, entry in served.model.variants.items() if entry.support(accelerator).status is SupportStatus.YES
@@ -143,7 +142,7 @@ def catalog_warnings(model: ModelSettings, *, accelerator: Accelerator) -> list[
     served = served_checkpoint(model)
     if not isinstance(served, Served):
         return []
-    label = facts_of(accelerator).display_name
+    label = accelerator_facts(accelerator).display_name
     name = f"{served.model.id} {served.variant_name}"
     notices = []
     support = served.variant.support(accelerator)

@@ -6,7 +6,6 @@ its message names that key; the component gets a resolved threshold and checks o
 
 from __future__ import annotations
 
-from serving.accelerators import CloudRunGpu
 from serving.cloud_run_limits import (
     FAR_BEYOND_NEW_QUOTA,
     GPU_STARTUP_PROBE_MAX_SECONDS,
@@ -15,6 +14,7 @@ from serving.cloud_run_limits import (
     instance_limit_problems,
     startup_window_problem,
 )
+from serving.shapes import ResolvedShape
 from stacks.cloud_run import CloudRunSettings
 
 
@@ -39,7 +39,7 @@ def startup_probe_problem(run: CloudRunSettings, prefix: str) -> str | None:
 
 
 def gpu_service_problems(
-    gpu: CloudRunGpu, run: CloudRunSettings, *, max_num_seqs: int, prefix: str, seqs_key: str
+    shape: ResolvedShape, run: CloudRunSettings, *, max_num_seqs: int, prefix: str, seqs_key: str
 ) -> list[str]:
     """Every Cloud Run upper limit these settings break, each naming its key and what is allowed."""
     keys = LimitKeys(
@@ -52,7 +52,7 @@ def gpu_service_problems(
     probe = startup_probe_problem(run, prefix)
     return [
         *instance_limit_problems(
-            gpu,
+            shape,
             cpu=run.cpu,
             memory_gib=run.memory_gib,
             max_instances=run.max_instances,
@@ -64,15 +64,15 @@ def gpu_service_problems(
     ]
 
 
-def quota_warning(gpu: CloudRunGpu, run: CloudRunSettings) -> str | None:
+def quota_warning(shape: ResolvedShape, run: CloudRunSettings) -> str | None:
     """A plan warning when maxInstances is far beyond a new project's GPU quota (allowed, but it will stall)."""
     if run.max_instances <= FAR_BEYOND_NEW_QUOTA:
         return None
     redundancy = "without" if run.gpu_zonal_redundancy_disabled else "with"
     return (
-        f"cloudRun.maxInstances {run.max_instances} needs {run.max_instances} {gpu.display_name} GPUs of quota "
+        f"cloudRun.maxInstances {run.max_instances} needs {run.max_instances} {shape.display_name} GPUs of quota "
         f"{redundancy} zonal redundancy in this region, and a new project has {NEW_PROJECT_GPU_QUOTA}: instances "
         "past the granted quota never start, so under load requests queue and fail with 429 instead of scaling "
-        f"out. Request 'Total {gpu.display_name} GPU allocation {redundancy} zonal redundancy, per project per "
+        f"out. Request 'Total {shape.display_name} GPU allocation {redundancy} zonal redundancy, per project per "
         "region' (IAM & Admin > Quotas) for the number you mean to reach, or lower maxInstances to it"
     )

@@ -10,13 +10,12 @@ from typing import Any, ClassVar, Self
 
 from pydantic import field_validator, model_validator
 
-from serving.accelerators import CLOUD_RUN_GPUS, CloudRunGpu
 from serving.cloud_run_containers import split_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.cold_start import ColdStartEstimate, StreamerSizing
 from serving.pricing import CloudRunBilling
 from serving.route_guard import GuardConfig
-from serving.shapes import Accelerator
+from serving.shapes import Accelerator, ResolvedShape, resolved_shapes, the_cloud_run_shape
 from stacks.apis import BASE_APIS
 from stacks.bench import BenchSettings
 from stacks.capacity import PlatformCapacity, cloud_run_capacity
@@ -58,17 +57,18 @@ class CloudRunStack(StackBase):
     def _cloud_run_blocks(cls, data: Any) -> Any:  # noqa: ANN401 - raw stack data
         refuse_foreign_block(data, "tpu", f"tpu: only a {TPU_STACK} stack takes a tpu block; remove it")
         accelerator = data.get("accelerator") if isinstance(data, dict) else None
-        name = CLOUD_RUN_GPUS[accelerator].display_name if accelerator in CLOUD_RUN_GPUS else "Cloud Run GPU"
+        found = resolved_shapes(platform="cloud-run", accelerator=accelerator) if isinstance(accelerator, str) else []
+        name = found[0].display_name if found else "Cloud Run GPU"
         require_block(data, "cloudRun", f"cloudRun: a {name} stack needs a cloudRun block (cpu, memoryGib, ...)")
         return data
 
     @model_validator(mode="after")
     def _fits_cloud_run(self) -> Self:
-        gpu, run = self.gpu, self.cloud_run
+        shape, run = self.shape, self.cloud_run
         problems = [
-            region_problem(gpu, self.region, key="region"),
+            region_problem(shape, self.region, key="region"),
             *gpu_sizing_problems(
-                gpu, cpu=run.cpu, memory_gib=run.memory_gib, cpu_key="cloudRun.cpu", memory_key="cloudRun.memoryGib"
+                shape, cpu=run.cpu, memory_gib=run.memory_gib, cpu_key="cloudRun.cpu", memory_key="cloudRun.memoryGib"
             ),
         ]
         if run.concurrency is not None:
@@ -78,13 +78,13 @@ class CloudRunStack(StackBase):
                 )
             )
         problems += gpu_service_problems(
-            gpu, run, max_num_seqs=self.vllm.max_num_seqs, prefix="cloudRun.", seqs_key="vllm.maxNumSeqs"
+            shape, run, max_num_seqs=self.vllm.max_num_seqs, prefix="cloudRun.", seqs_key="vllm.maxNumSeqs"
         )
         if not any(p and p.startswith(("cloudRun.cpu", "cloudRun.memoryGib")) for p in problems):
             # Only a size inside Cloud Run's bounds is worth splitting between the containers.
             problems.append(
                 split_problem(
-                    gpu,
+                    shape,
                     cpu=run.cpu,
                     memory_gib=run.memory_gib,
                     with_sidecar=self.monitoring.enabled,
@@ -107,8 +107,9 @@ class CloudRunStack(StackBase):
         return self
 
     @property
-    def gpu(self) -> CloudRunGpu:
-        return CLOUD_RUN_GPUS[self.accelerator]
+    def shape(self) -> ResolvedShape:
+        """The Cloud Run shape the accelerator names (one per GPU): its minimum, maximum, regions and selector."""
+        return the_cloud_run_shape(self.accelerator)
 
     def _adapter_platform_problem(self) -> str | None:
         if isinstance(self.model.load, StreamLoad):
@@ -184,11 +185,11 @@ class CloudRunStack(StackBase):
         return args + loader_args(self.model.load, self.cloud_run)
 
     def capacity_platform(self) -> PlatformCapacity:
-        return cloud_run_capacity(self.gpu, self.vllm, self.capacity)
+        return cloud_run_capacity(self.shape, self.vllm, self.capacity)
 
     def quota_warnings(self) -> list[str]:
         """Quota a new project lacks for this stack (a Cloud Run GPU quota beyond a first request)."""
-        warning = quota_warning(self.gpu, self.cloud_run)
+        warning = quota_warning(self.shape, self.cloud_run)
         return [warning] if warning else []
 
     def billing_shape(self) -> CloudRunBilling:

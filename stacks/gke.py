@@ -4,8 +4,8 @@ Why a model of its own: a fleet outgrows one node by adding nodes of one shape, 
 the hand-made deployments learnt one failed rollout at a time (a G2 machine has a fixed number of GPUs, a
 replica that does not use all of them wastes the node, a zone without the accelerator never schedules,
 an HPA allowed more replicas than the pool has nodes leaves pods pending forever). The block is checked
-here against the machine table (serving/gke_machines.py), and against the rest of the stack (vLLM's
-tensor parallel, the model's weights, the region) by `GkeStack` in stacks/gke_stack.py.
+here against its machine type as the shapes table resolves it (serving/shapes.py), and against the rest of
+the stack (vLLM's tensor parallel, the model's weights, the region) by `GkeStack` in stacks/gke_stack.py.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pydantic.alias_generators import to_camel
 from policy.source_ranges import allowed_text, checked_cidr, describe, too_wide
 from serving.container import VLLM_PORT
 from serving.gcp_names import VPC_NAME, is_system_namespace, region_of
-from serving.gke_machines import NODE_SHAPES, SUPPORTED_KUBERNETES_VERSIONS, NodeShape
+from serving.gke_machines import SUPPORTED_KUBERNETES_VERSIONS, allocatable_memory_gib, allocatable_vcpu
+from serving.shapes import ResolvedShape, resolved, resolved_shapes
 from stacks.base import SettingsModel
 from stacks.bounds import (
     MAX_ACCELERATORS_PER_NODE,
@@ -246,20 +247,21 @@ class NodePoolSettings(SettingsModel):
     @field_validator("machine_type")
     @classmethod
     def _known(cls, value: str) -> str:
-        if value not in NODE_SHAPES:
+        allowed = [machine.name for machine in resolved_shapes(platform="gke")]
+        if value not in allowed:
             raise ValueError(
                 f"gke.nodePool.machineType {value!r} is not an accelerator machine type this project knows; "
-                f"allowed: {', '.join(NODE_SHAPES)} (serving/gke_machines.py)"
+                f"allowed: {', '.join(allowed)} (serving/data/shapes.json)"
             )
         return value
 
     @model_validator(mode="after")
     def _coherent(self) -> Self:
         shape = self.shape
-        if self.accelerator_count is not None and self.accelerator_count != shape.accelerators:
+        if self.accelerator_count is not None and self.accelerator_count != shape.chips:
             raise ValueError(
                 f"gke.nodePool.acceleratorCount {self.accelerator_count}: {self.machine_type} comes with exactly "
-                f"{shape.accelerators} accelerator(s); allowed: {shape.accelerators} (or leave it unset)"
+                f"{shape.chips} accelerator(s); allowed: {shape.chips} (or leave it unset)"
             )
         if self.min_nodes > self.max_nodes:
             raise ValueError(f"gke.nodePool.minNodes {self.min_nodes} exceeds gke.nodePool.maxNodes {self.max_nodes}")
@@ -279,8 +281,9 @@ class NodePoolSettings(SettingsModel):
         return self
 
     @property
-    def shape(self) -> NodeShape:
-        return NODE_SHAPES[self.machine_type]
+    def shape(self) -> ResolvedShape:
+        """The machine type resolved once (serving/shapes.py): what the rules, the node pool and the pods read."""
+        return resolved(self.machine_type)
 
     @property
     def region(self) -> str:
@@ -464,14 +467,14 @@ class GkeSettings(SettingsModel):
                 "weights; allowed: a uid >= 1 (default 1001)"
             )
         # replicas.max against the nodes: stacks/gke_rules.py, which knows how many replicas share a node.
-        if self.cpu is not None and self.cpu > shape.allocatable_vcpu:
+        if self.cpu is not None and self.cpu > allocatable_vcpu(shape):
             raise ValueError(
-                f"gke.cpu {self.cpu:g}: a {shape.machine_type} node can allocate {shape.allocatable_vcpu:.2f} vCPU"
+                f"gke.cpu {self.cpu:g}: a {shape.name} node can allocate {allocatable_vcpu(shape):.2f} vCPU"
             )
-        if self.memory_gib is not None and self.memory_gib > shape.allocatable_memory_gib:
+        if self.memory_gib is not None and self.memory_gib > allocatable_memory_gib(shape):
             raise ValueError(
-                f"gke.memoryGib {self.memory_gib:g}: a {shape.machine_type} node can allocate "
-                f"{shape.allocatable_memory_gib:.1f} GiB"
+                f"gke.memoryGib {self.memory_gib:g}: a {shape.name} node can allocate "
+                f"{allocatable_memory_gib(shape):.1f} GiB"
             )
         return self
 
@@ -536,12 +539,12 @@ class GkeSettings(SettingsModel):
         the replicas on the node."""
         if self.cpu is not None:
             return self.cpu
-        return round(self.node_pool.shape.allocatable_vcpu * 0.8 / replicas_per_node, 1)
+        return round(allocatable_vcpu(self.node_pool.shape) * 0.8 / replicas_per_node, 1)
 
     def pod_memory_gib(self, replicas_per_node: int = 1) -> float:
         if self.memory_gib is not None:
             return self.memory_gib
-        return float(int(self.node_pool.shape.allocatable_memory_gib * 0.8 / replicas_per_node))
+        return float(int(allocatable_memory_gib(self.node_pool.shape) * 0.8 / replicas_per_node))
 
     @property
     def cluster_location(self) -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from serving.gke_machines import ACCELERATOR_ZONES, NODE_SHAPES, shapes_for
+from serving.gke_machines import allocatable_memory_gib, allocatable_vcpu
 from serving.model_profiles import builtin_profile, builtin_profile_names, find_builtin_profile
+from serving.shapes import ResolvedShape, resolved_shapes
 from serving.units import GIB
 
 if TYPE_CHECKING:
@@ -48,34 +49,34 @@ class GkeStack(Protocol):
 HOST_COPIES_WHILE_LOADING = 1
 
 
-def gke_stack_problems(stack: GkeStack) -> list[str]:
-    """Every way the stack's fleet cannot work as written, each naming its key."""
+def gke_stack_problems(stack: GkeStack, shape: ResolvedShape) -> list[str]:
+    """Every way the stack's fleet cannot work as written, each naming its key. ``shape`` is the node pool's
+    machine type, resolved once by the settings (gke.nodePool.shape)."""
     pool = stack.gke.node_pool
-    shape = pool.shape
     problems: list[str] = []
     if shape.accelerator is not stack.accelerator:
         problems.append(
-            f"gke.nodePool.machineType {shape.machine_type} carries {shape.accelerator}, but accelerator is "
-            f"{stack.accelerator}; allowed: {', '.join(shapes_for(stack.accelerator))}"
+            f"gke.nodePool.machineType {shape.name} carries {shape.accelerator}, but accelerator is "
+            f"{stack.accelerator}; allowed: {', '.join(_machine_types(stack.accelerator))}"
         )
         return problems
     tensor_parallel = stack.vllm.tensor_parallel_size
-    divides = shape.accelerators % tensor_parallel == 0 and not (shape.is_tpu and tensor_parallel != shape.accelerators)
+    divides = shape.chips % tensor_parallel == 0 and not (shape.is_tpu and tensor_parallel != shape.chips)
     if not divides:
-        matching = shapes_for(stack.accelerator, accelerators=tensor_parallel)
+        matching = _machine_types(shape.accelerator, chips=tensor_parallel)
         allowed = (
-            f"set it to {shape.accelerators}"
+            f"set it to {shape.chips}"
             if shape.is_tpu
-            else f"set it to {shape.accelerators} or a divisor of it (each replica then takes that many GPUs and "
-            f"{shape.machine_type} holds several: {', '.join(str(d) for d in _divisors(shape.accelerators))})"
+            else f"set it to {shape.chips} or a divisor of it (each replica then takes that many GPUs and "
+            f"{shape.name} holds several: {', '.join(str(d) for d in _divisors(shape.chips))})"
         )
         problems.append(
             f"vllm.tensorParallelSize {tensor_parallel}: one replica per node serves over all "
-            f"{shape.accelerators} accelerator(s) of {shape.machine_type}; {allowed}, or pick a "
+            f"{shape.chips} accelerator(s) of {shape.name}; {allowed}, or pick a "
             + (
                 f"machine type with {tensor_parallel} ({', '.join(matching)})"
                 if matching
-                else f"tensor parallel size a machine type has ({_counts(stack)})"
+                else f"tensor parallel size a machine type has ({_counts(shape)})"
             )
         )
         return problems
@@ -83,10 +84,9 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
     pool_max = stack.gke.node_pool.max_nodes
     if stack.gke.replicas.max > pool_max * per_node:
         takes = (
-            f"each replica takes a whole {shape.machine_type} node (tensor parallel over its {shape.accelerators} "
-            "accelerator(s))"
+            f"each replica takes a whole {shape.name} node (tensor parallel over its {shape.chips} accelerator(s))"
             if per_node == 1
-            else f"a {shape.machine_type} node holds {per_node} replicas of {tensor_parallel} GPU(s)"
+            else f"a {shape.name} node holds {per_node} replicas of {tensor_parallel} GPU(s)"
         )
         problems.append(
             f"gke.replicas.max {stack.gke.replicas.max} exceeds "
@@ -98,21 +98,21 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
             + f": {takes}, so the extra replicas would stay Pending"
         )
     cpu = stack.gke.cpu
-    if cpu is not None and per_node > 1 and cpu * per_node > shape.allocatable_vcpu:
+    if cpu is not None and per_node > 1 and cpu * per_node > allocatable_vcpu(shape):
         problems.append(
-            f"gke.cpu {cpu:g}: {per_node} replicas share a {shape.machine_type} node, which can allocate "
-            f"{shape.allocatable_vcpu:.2f} vCPU in all"
+            f"gke.cpu {cpu:g}: {per_node} replicas share a {shape.name} node, which can allocate "
+            f"{allocatable_vcpu(shape):.2f} vCPU in all"
         )
     memory = stack.gke.memory_gib
-    if memory is not None and per_node > 1 and memory * per_node > shape.allocatable_memory_gib:
+    if memory is not None and per_node > 1 and memory * per_node > allocatable_memory_gib(shape):
         problems.append(
-            f"gke.memoryGib {memory:g}: {per_node} replicas share a {shape.machine_type} node, which can allocate "
-            f"{shape.allocatable_memory_gib:.1f} GiB in all"
+            f"gke.memoryGib {memory:g}: {per_node} replicas share a {shape.name} node, which can allocate "
+            f"{allocatable_memory_gib(shape):.1f} GiB in all"
         )
-    offered = ACCELERATOR_ZONES[stack.accelerator]
+    offered = shape.zones
     problems += [
         f"gke.nodePool.zones: {zone} does not offer {stack.accelerator}; allowed: {', '.join(offered)} "
-        "(serving/gke_machines.py)"
+        "(serving/data/shapes.json)"
         for zone in pool.zones
         if zone not in offered
     ]
@@ -125,8 +125,8 @@ def gke_stack_problems(stack: GkeStack) -> list[str]:
     if weights is not None and weights * HOST_COPIES_WHILE_LOADING > stack.pod_memory_gib * GIB:
         problems.append(
             f"gke.memoryGib: the checkpoint's {weights / GIB:.1f} GiB of weights pass through host memory while "
-            f"loading, more than the pod's {stack.pod_memory_gib:g} GiB (a {shape.machine_type} node can "
-            f"allocate {shape.allocatable_memory_gib:.1f} GiB); raise gke.memoryGib or pick a larger machine type"
+            f"loading, more than the pod's {stack.pod_memory_gib:g} GiB (a {shape.name} node can "
+            f"allocate {allocatable_memory_gib(shape):.1f} GiB); raise gke.memoryGib or pick a larger machine type"
         )
     return problems
 
@@ -135,9 +135,19 @@ def _divisors(count: int) -> list[int]:
     return [size for size in range(1, count + 1) if count % size == 0]
 
 
-def _counts(stack: GkeStack) -> str:
-    """Accelerators per node of the machine types that carry the stack's accelerator, e.g. `1, 2, 4, 8`."""
-    counts = sorted({NODE_SHAPES[name].accelerators for name in shapes_for(stack.accelerator)})
+def _machine_types(accelerator: Accelerator, *, chips: int | None = None) -> list[str]:
+    """The machine types that carry an accelerator (with exactly ``chips`` of it, when given), for hints: a
+    hint names only machine types that would satisfy it."""
+    return [
+        machine.name
+        for machine in resolved_shapes(platform="gke", accelerator=accelerator)
+        if chips is None or machine.chips == chips
+    ]
+
+
+def _counts(shape: ResolvedShape) -> str:
+    """Accelerators per node of the machine types that carry the shape's accelerator, e.g. `1, 2, 4, 8`."""
+    counts = sorted({machine.chips for machine in resolved_shapes(platform="gke", accelerator=shape.accelerator)})
     return ", ".join(str(count) for count in counts)
 
 

@@ -11,12 +11,11 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from serving.accelerators import TPU_CHIPS
 from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE
 from serving.pricing import GkeShape
 from serving.route_guard import GuardConfig
-from serving.shapes import Accelerator
+from serving.shapes import Accelerator, accelerator_facts
 from serving.vllm_args import with_tensor_parallel
 from stacks.apis import BASE_APIS, GKE_APIS, GKE_GATEWAY_APIS
 from stacks.capacity import PlatformCapacity, gke_capacity
@@ -65,17 +64,19 @@ class GkeStack(StackBase):
 
     @model_validator(mode="after")
     def _fits_the_fleet(self) -> Self:
-        problems = gke_stack_problems(self)
+        problems = gke_stack_problems(self, self.gke.node_pool.shape)
         if problems:
             raise ValueError("; ".join(problems))
         return self
 
     @property
     def image_build(self) -> ImageBuild:
-        return TPU_BUILD if self.accelerator in TPU_CHIPS else CUDA_BUILD
+        """The image family of the stack's accelerator's family (the machine type's accelerator is checked
+        against it by gke_stack_problems, which runs after the image check)."""
+        return TPU_BUILD if accelerator_facts(self.accelerator).family == "tpu" else CUDA_BUILD
 
     def _adapter_platform_problem(self) -> str | None:
-        if self.accelerator in TPU_CHIPS:
+        if accelerator_facts(self.accelerator).family == "tpu":
             return (
                 "adapters: LoRA on vllm-tpu is not confirmed for Gemma 4, so a GKE TPU fleet serves none; serve "
                 "adapters on a GKE GPU fleet or a Cloud Run GPU stack (docs/adapters.md)"
@@ -97,14 +98,14 @@ class GkeStack(StackBase):
         divides them (two TP-2 replicas on a 4-GPU node), else 1. TPU slices keep one replica per node."""
         shape = self.gke.node_pool.shape
         tensor_parallel = self.vllm.tensor_parallel_size
-        if shape.is_tpu or shape.accelerators % tensor_parallel:
+        if shape.is_tpu or shape.chips % tensor_parallel:
             return 1
-        return shape.accelerators // tensor_parallel
+        return shape.chips // tensor_parallel
 
     @property
     def accelerator_chips(self) -> int:
         """Accelerators one replica serves over."""
-        return self.gke.node_pool.shape.accelerators // self.replicas_per_node
+        return self.gke.node_pool.shape.chips // self.replicas_per_node
 
     @property
     def pod_cpu(self) -> float:
@@ -155,7 +156,7 @@ class GkeStack(StackBase):
         return with_tensor_parallel(args, self.vllm.tensor_parallel_size)
 
     def capacity_platform(self) -> PlatformCapacity:
-        return gke_capacity(self.accelerator, self.vllm, self.capacity)
+        return gke_capacity(self.gke.node_pool.shape, self.vllm, self.capacity)
 
     def quota_warnings(self) -> list[str]:
         """Accelerator quota shows in the plan's notes (per node pool) and in `verify preflight`."""
@@ -171,7 +172,7 @@ class GkeStack(StackBase):
         return GkeShape(
             machine_type=pool.machine_type,
             accelerator=self.accelerator,
-            accelerators_per_node=pool.shape.accelerators,
+            accelerators_per_node=pool.shape.chips,
             provisioning_model=pool.provisioning.value,
             region=self.region,
             min_nodes=0 if self.gke.replicas.parked else max(pool.min_nodes, self._nodes_for(self.gke.replicas.min)),

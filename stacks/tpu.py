@@ -18,7 +18,7 @@ from policy.source_ranges import allowed_text, checked_cidr, describe, too_wide
 from serving.container import VLLM_PORT
 from serving.durations import duration_seconds
 from serving.gcp_names import SECRET_ID, VPC_NAME, region_of
-from serving.shapes import flex_start_zones, shape, short_name, tpu_slices, tpu_zones
+from serving.shapes import ResolvedShape, resolved, resolved_shapes, tpu_slices, tpu_zones
 from serving.tpu_offers import FLEX_START_MAX_RUN_SECONDS, FLEX_START_MIN_RUN_SECONDS
 from stacks.base import SettingsModel
 from stacks.bounds import MAX_DURATION_SECONDS
@@ -115,21 +115,20 @@ class TpuProvisioning(SettingsModel):
         return self.max_run_duration if self.max_run_duration is not None else DEFAULT_FLEX_START_RUN_SECONDS
 
 
-def _generations(accelerator: str | None) -> str:
-    """How a message names the TPU generation(s) a zone or slice is checked against."""
-    if accelerator is not None:
-        return short_name(accelerator)
-    generations = dict.fromkeys(shape(name).accelerator for name in tpu_slices())
-    return " or ".join(short_name(generation) for generation in generations)
+def _generations() -> str:
+    """How a message names every TPU generation a TPU VM rents (a zone checked before the stack's is known)."""
+    generations = {slice_shape.short_name: None for slice_shape in resolved_shapes(platform="tpu-vm")}
+    return " or ".join(generations)
 
 
-def tpu_zone(key: str, zone: str, accelerator: str | None = None) -> str:
-    """The zone, refused when no TPU VM of the generation (None: of any generation the table rents) is there.
+def tpu_zone(key: str, zone: str, slice_shape: ResolvedShape | None = None) -> str:
+    """The zone, refused when the slice (None: a TPU VM of any generation the table rents) is not offered there.
     A block is checked before it knows the stack's generation; the stack checks the pair (stacks/tpu_stack.py)."""
-    allowed = tpu_zones(accelerator)
+    allowed = tpu_zones() if slice_shape is None else slice_shape.zones
     if zone not in allowed:
+        named = _generations() if slice_shape is None else slice_shape.short_name
         raise ValueError(
-            f"{key} {zone!r} has no {_generations(accelerator)}; allowed: {', '.join(allowed)} "
+            f"{key} {zone!r} has no {named}; allowed: {', '.join(allowed)} "
             "(source: https://cloud.google.com/tpu/docs/regions-zones)"
         )
     return zone
@@ -317,10 +316,10 @@ class TpuSettings(SettingsModel):
         return self.placements or (TpuPlacement(zone=self.zone, provisioning=self.provisioning),)
 
     def placement_warnings(self) -> list[str]:
-        """Flex-start outside Google's published zones for the slice's generation: tried (preflight checks it
+        """Flex-start outside Google's published zones for the slice: tried (preflight checks it
         live), never refused."""
-        accelerator = shape(self.accelerator_type).accelerator
-        published = flex_start_zones(accelerator)
+        slice_shape = self.shape
+        published = slice_shape.flex_start_zones
         warnings = []
         for index, placement in enumerate(self.placement_list):
             flex_start = placement.provisioning.model is ProvisioningModel.FLEX_START
@@ -328,15 +327,20 @@ class TpuSettings(SettingsModel):
                 where = f"tpu.placements[{index}]" if self.placements else "tpu.zone"
                 warnings.append(
                     f"{where}: flex-start in {placement.zone} is not in Google's published flex-start zones for "
-                    f"{short_name(accelerator)} ({', '.join(published)}, serving/data/shapes.json); it is tried "
+                    f"{slice_shape.short_name} ({', '.join(published)}, serving/data/shapes.json); it is tried "
                     "anyway: run `gemma-verify preflight` to check its quota live, and if Google refuses it "
                     "`pulumi up` moves to the next placement (or fails with Google's reason when there is none)"
                 )
         return warnings
 
     @property
+    def shape(self) -> ResolvedShape:
+        """The slice (tpu.acceleratorType), resolved once by serving/shapes.py."""
+        return resolved(self.accelerator_type)
+
+    @property
     def chips(self) -> int:
-        return shape(self.accelerator_type).accelerators
+        return self.shape.chips
 
     @property
     def region(self) -> str:

@@ -11,14 +11,13 @@ from typing import Any, ClassVar, Self
 
 from pydantic import field_validator, model_validator
 
-from serving.accelerators import TPU_CHIPS, TpuChip
 from serving.cold_start import tpu_stream_problem
 from serving.container import MODEL_ROOT
 from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE
 from serving.pricing import TpuShape, idle_chips_problem
 from serving.route_guard import GuardConfig
-from serving.shapes import Accelerator, tpu_slices
+from serving.shapes import Accelerator, ResolvedShape, tpu_slices
 from serving.vllm_args import with_tensor_parallel
 from stacks.apis import BASE_APIS, TPU_APIS
 from stacks.capacity import PlatformCapacity, tpu_capacity
@@ -69,8 +68,9 @@ class TpuStack(StackBase):
                 f"tpu.acceleratorType {self.tpu.accelerator_type!r} is not a slice of {generation}; allowed: "
                 f"{', '.join(slices)} (name the slice: the default is the smallest of the table's first TPU generation)"
             )
+        shape = self.shape
         for index, placement in enumerate(self.tpu.placement_list):
-            tpu_zone(f"tpu.placements[{index}].zone" if self.tpu.placements else "tpu.zone", placement.zone, generation)
+            tpu_zone(f"tpu.placements[{index}].zone" if self.tpu.placements else "tpu.zone", placement.zone, shape)
         if self.region != self.tpu.region:
             raise ValueError(
                 f"region: {self.region!r} must be the region of tpu.zone {self.tpu.zone!r} ({self.tpu.region}), "
@@ -108,8 +108,10 @@ class TpuStack(StackBase):
         )
 
     @property
-    def chip(self) -> TpuChip:
-        return TPU_CHIPS[self.accelerator]
+    def shape(self) -> ResolvedShape:
+        """The slice resolved once (tpu.acceleratorType): its chip, zones and runtime, for the rules, the node
+        and the planner."""
+        return self.tpu.shape
 
     @property
     def import_image(self) -> str:
@@ -144,7 +146,7 @@ class TpuStack(StackBase):
         return with_tensor_parallel(args, self.vllm.tensor_parallel_size)
 
     def capacity_platform(self) -> PlatformCapacity:
-        return tpu_capacity(self.chip, self.vllm, self.capacity)
+        return tpu_capacity(self.shape, self.vllm, self.capacity)
 
     def quota_warnings(self) -> list[str]:
         """TPU quota shows as the queued request's state (WAITING_FOR_RESOURCES); only a flex-start zone

@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.gke.node_pool import CLOUD_PLATFORM_SCOPE, SHIELDED
-from components.wire import compute, gcp, wire
+from components.wire import compute, container, gcp
 from policy.source_ranges import describe, too_wide
 from serving.naming import TypeToken
 
@@ -171,46 +171,46 @@ class GkeCluster(pulumi.ComponentResource):
             remove_default_node_pool=True,
             initial_node_count=1,
             min_master_version=spec.kubernetes_version,
-            release_channel=wire(channel=spec.release_channel),
+            release_channel=container.release_channel(channel=spec.release_channel),
             network=spec.network,
             subnetwork=spec.subnetwork,
-            ip_allocation_policy=wire(),
+            ip_allocation_policy=container.ip_allocation_policy(),
             # No external IP on any node; the public IP endpoint only for named networks.
-            private_cluster_config=wire(
+            private_cluster_config=container.private_cluster_config(
                 enable_private_nodes=True, enable_private_endpoint=not spec.authorized_networks
             ),
-            master_authorized_networks_config=wire(
+            master_authorized_networks_config=container.master_authorized_networks_config(
                 cidr_blocks=[
-                    wire(cidr_block=block, display_name=f"authorized-{index}")
+                    container.cidr_block(cidr_block=block, display_name=f"authorized-{index}")
                     for index, block in enumerate(spec.authorized_networks)
                 ],
                 # Not "any Google Cloud address": that is anyone with a VM.
                 gcp_public_cidrs_access_enabled=False,
             ),
-            control_plane_endpoints_config=wire(
-                dns_endpoint_config=wire(allow_external_traffic=True),
+            control_plane_endpoints_config=container.control_plane_endpoints_config(
+                dns_endpoint_config=container.dns_endpoint_config(allow_external_traffic=True),
             ),
             enable_shielded_nodes=True,
             # Dataplane V2 enforces the fleet's NetworkPolicy (without an enforcer it is a no-op).
             datapath_provider="ADVANCED_DATAPATH",
             # The default pool GKE makes at creation (then removes) runs as the node account too.
-            node_config=wire(
+            node_config=container.cluster_node_config(
                 service_account=spec.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                shielded_instance_config=wire(**SHIELDED),
+                shielded_instance_config=container.cluster_shielded_instance_config(**SHIELDED),
             ),
-            workload_identity_config=wire(workload_pool=f"{project}.svc.id.goog"),
-            addons_config=wire(
-                gcs_fuse_csi_driver_config=wire(enabled=True),
-                horizontal_pod_autoscaling=wire(disabled=False),
-                http_load_balancing=wire(disabled=False),
+            workload_identity_config=container.workload_identity_config(workload_pool=f"{project}.svc.id.goog"),
+            addons_config=container.addons_config(
+                gcs_fuse_csi_driver_config=container.gcs_fuse_csi_driver_config(enabled=True),
+                horizontal_pod_autoscaling=container.horizontal_pod_autoscaling(disabled=False),
+                http_load_balancing=container.http_load_balancing(disabled=False),
             ),
-            secret_manager_config=wire(enabled=True),
-            monitoring_config=wire(
+            secret_manager_config=container.secret_manager_config(enabled=True),
+            monitoring_config=container.monitoring_config(
                 enable_components=["SYSTEM_COMPONENTS"],
-                managed_prometheus=wire(enabled=True),
+                managed_prometheus=container.managed_prometheus(enabled=True),
             ),
-            gateway_api_config=(wire(channel="CHANNEL_STANDARD") if spec.gateway_api else None),
+            gateway_api_config=(container.gateway_api_config(channel="CHANNEL_STANDARD") if spec.gateway_api else None),
             resource_labels=dict(labels),
             deletion_protection=spec.deletion_protection,
             opts=child,
@@ -222,12 +222,12 @@ class GkeCluster(pulumi.ComponentResource):
             cluster=cluster.name,
             location=spec.location,
             node_count=1,
-            node_config=wire(
+            node_config=container.node_config(
                 machine_type=spec.system_machine_type,
-                workload_metadata_config=wire(mode="GKE_METADATA"),
+                workload_metadata_config=container.workload_metadata_config(mode="GKE_METADATA"),
                 service_account=spec.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                shielded_instance_config=wire(**SHIELDED),
+                shielded_instance_config=container.shielded_instance_config(**SHIELDED),
                 resource_labels=dict(labels),
             ),
             opts=child,

@@ -16,8 +16,9 @@ from typing import Any
 
 import pulumi
 
-from serving.gke_machines import NodeShape
+from serving.gke_machines import node_labels, pod_resource
 from serving.naming import GKE_APP_LABEL, GKE_SERVING_CONTAINER
+from serving.shapes import ResolvedShape
 
 # Where the API key file lands in the container. vLLM reads VLLM_API_KEY exactly like --api-key
 # (vllm/entrypoints/serve/middleware/register.py), without a command line that `ps` shows.
@@ -85,7 +86,7 @@ class FleetSpec:
     image: pulumi.Input[str]
     serve_args: Sequence[str]
     port: int
-    shape: NodeShape
+    shape: ResolvedShape
     cpu: float
     memory_gib: float
     bucket: pulumi.Input[str]
@@ -139,16 +140,16 @@ class FleetSpec:
         if self.run_as_user < 1:
             raise ValueError(f"FleetSpec.run_as_user {self.run_as_user}: the pods run as a non-root user (uid >= 1)")
         per_pod = self.pod_accelerators
-        if per_pod < 1 or self.shape.accelerators % per_pod:
+        if per_pod < 1 or self.shape.chips % per_pod:
             raise ValueError(
-                f"FleetSpec.accelerators_per_pod {per_pod}: must divide the {self.shape.accelerators} accelerator(s) "
-                f"of {self.shape.machine_type}"
+                f"FleetSpec.accelerators_per_pod {per_pod}: must divide the {self.shape.chips} accelerator(s) "
+                f"of {self.shape.name}"
             )
 
     @property
     def pod_accelerators(self) -> int:
         """What each pod requests of the node's accelerators."""
-        return self.accelerators_per_pod or self.shape.accelerators
+        return self.accelerators_per_pod or self.shape.chips
 
     @property
     def selector(self) -> dict[str, str]:
@@ -242,8 +243,8 @@ def _command(spec: FleetSpec) -> list[str]:
 def deployment(spec: FleetSpec) -> dict[str, Any]:
     """vLLM pods, each tensor parallel over the accelerators it requests (a node's all, or a divisor of them so
     that several pods share a node); the HPA owns the replica count."""
-    shape = spec.shape
-    resources = {"cpu": f"{spec.cpu:g}", "memory": f"{spec.memory_gib:g}Gi", shape.resource: str(spec.pod_accelerators)}
+    resource = pod_resource(spec.shape)
+    resources = {"cpu": f"{spec.cpu:g}", "memory": f"{spec.memory_gib:g}Gi", resource: str(spec.pod_accelerators)}
     container = {
         "name": GKE_SERVING_CONTAINER,
         "image": spec.image,
@@ -273,8 +274,8 @@ def deployment(spec: FleetSpec) -> dict[str, Any]:
     }
     pod_spec = {
         "serviceAccountName": spec.name,
-        "nodeSelector": shape.node_selector(),
-        "tolerations": [{"key": shape.resource, "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": node_labels(spec.shape),
+        "tolerations": [{"key": resource, "operator": "Exists", "effect": "NoSchedule"}],
         "terminationGracePeriodSeconds": 60,
         "securityContext": pod_security(spec),
         # The pods call no Kubernetes API: no token mounted for whoever gets a shell in one.

@@ -10,12 +10,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pulumi
 
-from components.wire import gcp, wire
-from serving.gke_machines import NodeShape
+from components.wire import container, gcp
 from serving.naming import TypeToken
+from serving.shapes import ResolvedShape
+
+if TYPE_CHECKING:
+    from pulumi_gcp.container._inputs import NodePoolNodeConfigShieldedInstanceConfigArgsDict
 
 # What GKE nodes need, and no more: "Kubernetes Engine Default Node Service Account", the role GKE's
 # "Configure GKE node service accounts" page names as the minimum for a custom node account (logs,
@@ -27,7 +31,10 @@ NODE_ROLES = ("roles/container.defaultNodeServiceAccount",)
 # (IAM decides) rather than narrower scopes that break node components.
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 # Shielded VMs for every node: secure boot (only signed boot components) and integrity monitoring.
-SHIELDED: dict[str, bool] = {"enable_secure_boot": True, "enable_integrity_monitoring": True}
+SHIELDED: NodePoolNodeConfigShieldedInstanceConfigArgsDict = {
+    "enable_secure_boot": True,
+    "enable_integrity_monitoring": True,
+}
 
 
 class Tier(enum.StrEnum):
@@ -42,7 +49,7 @@ class AcceleratorNodePoolArgs:
     cluster: pulumi.Input[str]
     location: str
     pool_name: str
-    shape: NodeShape
+    shape: ResolvedShape
     zones: Sequence[str]
     tier: Tier
     min_nodes: int
@@ -72,10 +79,12 @@ class AcceleratorNodePool(pulumi.ComponentResource):
         accelerators = None
         if not shape.is_tpu:
             accelerators = [
-                wire(
+                container.guest_accelerator(
                     type=shape.gke_accelerator,
-                    count=shape.accelerators,
-                    gpu_driver_installation_config=wire(gpu_driver_version="LATEST"),
+                    count=shape.chips,
+                    gpu_driver_installation_config=container.gpu_driver_installation_config(
+                        gpu_driver_version="LATEST"
+                    ),
                 )
             ]
         flex = args.tier is Tier.FLEX_START
@@ -87,25 +96,27 @@ class AcceleratorNodePool(pulumi.ComponentResource):
             location=args.location,
             node_locations=list(args.zones),
             initial_node_count=args.min_nodes,
-            autoscaling=wire(
+            autoscaling=container.autoscaling(
                 total_min_node_count=args.min_nodes,
                 total_max_node_count=args.max_nodes,
                 # Any zone with capacity: what spot and flex-start nodes need to be found at all.
                 location_policy="ANY",
             ),
-            management=wire(auto_repair=True, auto_upgrade=True),
-            node_config=wire(
-                machine_type=shape.machine_type,
+            management=container.management(auto_repair=True, auto_upgrade=True),
+            node_config=container.node_config(
+                machine_type=shape.name,
                 disk_size_gb=args.disk_size_gb,
                 guest_accelerators=accelerators,
                 spot=args.tier is Tier.SPOT,
                 flex_start=flex or None,
                 max_run_duration=f"{args.max_run_seconds}s" if args.max_run_seconds is not None else None,
-                reservation_affinity=(wire(consume_reservation_type="NO_RESERVATION") if flex else None),
+                reservation_affinity=(
+                    container.reservation_affinity(consume_reservation_type="NO_RESERVATION") if flex else None
+                ),
                 service_account=args.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                shielded_instance_config=wire(**SHIELDED),
-                workload_metadata_config=wire(mode="GKE_METADATA"),
+                shielded_instance_config=container.shielded_instance_config(**SHIELDED),
+                workload_metadata_config=container.workload_metadata_config(mode="GKE_METADATA"),
                 resource_labels=dict(args.labels),
             ),
             opts=pulumi.ResourceOptions(parent=self),

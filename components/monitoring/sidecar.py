@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.wire import wire
-from serving.accelerators import CloudRunGpu
 from serving.cloud_run_containers import ContainerSize, split_instance, split_problem
 from serving.collectors import (
     RUN_GMP_CONFIG_DIR,
@@ -26,6 +25,7 @@ from serving.collectors import (
     RUN_GMP_SIDECAR_IMAGE,
 )
 from serving.naming import CLOUD_RUN_COLLECTOR_CONTAINER
+from serving.shapes import ResolvedShape
 
 CONFIG_VOLUME = "rungmp-config"
 
@@ -38,19 +38,19 @@ class MetricsSidecar:
     image: str = RUN_GMP_SIDECAR_IMAGE
 
 
-def vllm_limits(gpu: CloudRunGpu, cpu: int, memory_gib: int, sidecar: MetricsSidecar | None) -> dict[str, str]:
+def vllm_limits(gpu: ResolvedShape, cpu: int, memory_gib: int, sidecar: MetricsSidecar | None) -> dict[str, str]:
     """vLLM's container limits: its share of the instance (serving/cloud_run_containers.py), and the GPU."""
     return {**_vllm_size(gpu, cpu, memory_gib, sidecar).limits(), "nvidia.com/gpu": "1"}
 
 
-def sidecar_size(gpu: CloudRunGpu, cpu: int, memory_gib: int) -> ContainerSize:
+def sidecar_size(gpu: ResolvedShape, cpu: int, memory_gib: int) -> ContainerSize:
     split = split_instance(gpu, cpu=cpu, memory_gib=memory_gib, with_sidecar=True)
     if split is None or split.sidecar is None:  # pragma: no cover - the Args refuse such a size first
         raise ValueError(f"no allowed split of {cpu} CPU / {memory_gib} GiB with a sidecar")
     return split.sidecar
 
 
-def _vllm_size(gpu: CloudRunGpu, cpu: int, memory_gib: int, sidecar: MetricsSidecar | None) -> ContainerSize:
+def _vllm_size(gpu: ResolvedShape, cpu: int, memory_gib: int, sidecar: MetricsSidecar | None) -> ContainerSize:
     split = split_instance(gpu, cpu=cpu, memory_gib=memory_gib, with_sidecar=sidecar is not None)
     if split is None:  # pragma: no cover - the Args refuse such a size first
         raise ValueError(f"no allowed split of {cpu} CPU / {memory_gib} GiB")
@@ -58,7 +58,7 @@ def _vllm_size(gpu: CloudRunGpu, cpu: int, memory_gib: int, sidecar: MetricsSide
 
 
 def sizing_problem(
-    gpu: CloudRunGpu, cpu: int, memory_gib: int, sidecar: MetricsSidecar | None, *, cpu_key: str, memory_key: str
+    gpu: ResolvedShape, cpu: int, memory_gib: int, sidecar: MetricsSidecar | None, *, cpu_key: str, memory_key: str
 ) -> str | None:
     return split_problem(
         gpu, cpu=cpu, memory_gib=memory_gib, with_sidecar=sidecar is not None, cpu_key=cpu_key, memory_key=memory_key
@@ -66,7 +66,7 @@ def sizing_problem(
 
 
 def sidecar_containers(
-    sidecar: MetricsSidecar | None, *, serving_container: str, gpu: CloudRunGpu, cpu: int, memory_gib: int
+    sidecar: MetricsSidecar | None, *, serving_container: str, gpu: ResolvedShape, cpu: int, memory_gib: int
 ) -> list[dict[str, Any]]:
     if sidecar is None:
         return []

@@ -30,12 +30,11 @@ from components.tpu.startup_script import BUCKET_METADATA_KEY, NodeCollector, St
 from components.wire import compute, gcp
 from policy.credentials import credential_kind
 from policy.source_ranges import allowed_text, describe, too_wide
-from serving.accelerators import TPU_CHIPS
 from serving.collectors import METRIC_WRITER_ROLE
 from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.gcp_names import region_of
 from serving.naming import TypeToken
-from serving.shapes import Accelerator, shape, shapes
+from serving.shapes import resolved, shapes
 from serving.vllm_args import with_tensor_parallel
 
 # Stands in for an image reference that is still a Pulumi output while the script's other values are
@@ -108,8 +107,8 @@ class TpuVllmNodeArgs:
     # it read access first (the node's image reference comes from that mirror).
     identity: ServingIdentity
     accelerator_type: str = _SMALLEST
-    # The TPU VM image: the default slice's chip's own (serving.accelerators); the settings pass the stack's.
-    runtime_version: str = TPU_CHIPS[Accelerator(shape(_SMALLEST).accelerator)].tpu_vm_runtime
+    # The TPU VM image: the default slice's own (serving/shapes.py); the settings pass the stack's slice's.
+    runtime_version: str = resolved(_SMALLEST).tpu_vm_runtime
     tensor_parallel_size: int = 1
     port: int = VLLM_PORT
     edge: NetworkEdge = NetworkEdge()

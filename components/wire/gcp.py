@@ -531,6 +531,15 @@ class Cluster(GcpResource):
     SECRET_OUTPUTS = _LABELS
     COMPUTED = ("name", "endpoint", "controlPlaneEndpointsConfig")
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.ClusterInputs],
+        ) -> None: ...
+
     @property
     def name(self) -> pulumi.Output[str]:
         return self.text("name")
@@ -550,6 +559,15 @@ class NodePool(GcpResource):
 
     TYPE = "gcp:container/nodePool:NodePool"
     COMPUTED = ("name",)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.NodePoolInputs],
+        ) -> None: ...
 
     @property
     def name(self) -> pulumi.Output[str]:

@@ -8,10 +8,9 @@ import pytest
 
 from components.vllm_gpu_service import HttpProbe, ModelMount, VllmGpuService, VllmGpuServiceArgs
 from preview.capture import Capture
-from serving.accelerators import CLOUD_RUN_GPUS
-from serving.shapes import Accelerator
+from serving.shapes import resolved_shapes, the_cloud_run_shape
 
-L4 = CLOUD_RUN_GPUS[Accelerator("nvidia-l4")]
+L4 = the_cloud_run_shape("nvidia-l4")
 
 
 def args(**changes: object) -> VllmGpuServiceArgs:
@@ -64,6 +63,14 @@ def test_args_refuse_model_outside_the_mount() -> None:
     """Serve arguments without a model path under the mount would start vLLM without the bucket's weights."""
     with pytest.raises(ValueError, match="the model path must come first"):
         args(serve_args=["--served-model-name", "m"])
+
+
+def test_args_refuse_a_shape_cloud_run_does_not_rent() -> None:
+    """A TPU slice or GKE machine type handed to the Cloud Run component is refused by name at construction,
+    not failed later as a missing node selector."""
+    other = next(shape for shape in resolved_shapes() if shape.platform != "cloud-run")
+    with pytest.raises(ValueError, match=rf"VllmGpuServiceArgs\.gpu: '{other.name}' is a {other.platform} shape"):
+        args(gpu=other)
 
 
 def test_args_refuse_region_without_gpu() -> None:

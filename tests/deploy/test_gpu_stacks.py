@@ -11,8 +11,7 @@ import pytest
 from policy.image_pins import image_pin_problem
 from preview.capture import Capture, CapturedResource
 from preview.render import clean
-from serving.accelerators import CLOUD_RUN_GPUS
-from serving.shapes import Accelerator
+from serving.shapes import Accelerator, the_cloud_run_shape
 from serving.vllm_args import check_serve_args
 from stacks.loading import settings_from_config
 from stacks.settings import CloudRunStack
@@ -42,9 +41,9 @@ def test_gpu_limit_and_node_selector(rendered: tuple[str, Capture]) -> None:
     """One GPU per instance, and the node selector that makes Cloud Run attach the right one."""
     stack, capture = rendered
     template = service_inputs(capture)["template"]
-    gpu = CLOUD_RUN_GPUS[GPU_STACKS[stack]]
+    gpu = the_cloud_run_shape(GPU_STACKS[stack])
     assert container(capture)["resources"]["limits"]["nvidia.com/gpu"] == "1"
-    assert template["nodeSelector"] == {"accelerator": gpu.node_selector}
+    assert template["nodeSelector"] == {"accelerator": gpu.cloud_run_selector}
     assert template["gpuZonalRedundancyDisabled"] is True
 
 
@@ -60,15 +59,15 @@ def test_cpu_and_memory_meet_gpu_minimum(rendered: tuple[str, Capture]) -> None:
     """Each shipped GPU stack's instance (its containers together) and vLLM's container alone have at least the
     GPU's minimum CPU and memory (Cloud Run rejects less; its GPU page does not say which of the two it counts)."""
     stack, capture = rendered
-    gpu = CLOUD_RUN_GPUS[GPU_STACKS[stack]]
+    gpu = the_cloud_run_shape(GPU_STACKS[stack])
     cpu, memory_gib = instance_size(service_inputs(capture)["template"])
-    assert cpu >= gpu.min_cpu
-    assert memory_gib >= gpu.min_memory_gib
+    assert cpu >= gpu.host_vcpu
+    assert memory_gib >= gpu.host_memory_gib
     # And vLLM's container alone (it holds the GPU), in case Google counts the minimum per GPU container.
     limits = container(capture)["resources"]["limits"]
-    assert float(limits["cpu"]) >= gpu.min_cpu
+    assert float(limits["cpu"]) >= gpu.host_vcpu
     assert limits["memory"].endswith("Gi")
-    assert int(limits["memory"][:-2]) >= gpu.min_memory_gib
+    assert int(limits["memory"][:-2]) >= gpu.host_memory_gib
 
 
 def test_gcs_mount_with_uid_gid_read_only_gen2(rendered: tuple[str, Capture]) -> None:

@@ -15,9 +15,8 @@ import pytest
 
 from preview.render import plan_document
 from preview.stack_file import available_stacks
-from serving.accelerators import CLOUD_RUN_GPUS
 from serving.cloud_run_containers import CONTAINER_CPU_VALUES, ContainerSize, split_instance, split_problem
-from serving.shapes import Accelerator
+from serving.shapes import the_cloud_run_shape
 from stacks.loading import settings_from_config
 from tests.conftest import ROOT, render_stack
 from tests.provider_rules import args_class_by_name, class_rules, docstring_cpu_values, plan_findings
@@ -29,8 +28,8 @@ from tests.stacks.test_settings import config_with, problems_of
 pytestmark = pytest.mark.xdist_group("pulumi-gcp-args-classes")
 STACKS = available_stacks(ROOT)
 SERVICE = "gcp:cloudrunv2/service:Service"
-L4 = CLOUD_RUN_GPUS[Accelerator("nvidia-l4")]
-RTX = CLOUD_RUN_GPUS[Accelerator("nvidia-rtx-pro-6000")]
+L4 = the_cloud_run_shape("nvidia-l4")
+RTX = the_cloud_run_shape("nvidia-rtx-pro-6000")
 
 
 def json_plan(stack: str) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from policy.kubernetes import (
     K8S_SECRET,
     K8S_SERVICE,
 )
-from serving.gke_machines import NODE_SHAPES
 from serving.route_guard import GuardConfig, guard_args, launcher_command
+from serving.shapes import resolved
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 # (id, guardrail, resource type, build, expected phrase for a bad case)
@@ -40,7 +40,7 @@ def fleet(**changes: Any) -> FleetSpec:
         "serving_command": launcher_command(GuardConfig(names=("m",), key="required", scrapers="network")),
         "client_ranges": ["192.168.254.0/23"],
         "port": 8000,
-        "shape": NODE_SHAPES["ct6e-standard-1t"],
+        "shape": resolved("ct6e-standard-1t"),
         "cpu": 8.0,
         "memory_gib": 64.0,
         "bucket": "gemma-x-models",
@@ -181,7 +181,7 @@ K8S_GOOD: list[K8sCase] = [
         "gpu-pod-hardened",
         GKE_POD_HARDENED,
         DEPLOYMENT,
-        lambda: manifests.deployment(fleet(shape=NODE_SHAPES["g2-standard-48"])),
+        lambda: manifests.deployment(fleet(shape=resolved("g2-standard-48"))),
         None,
     ),
     ("fleet-network-policy", GKE_NETWORK_POLICY_NARROW, K8S_NETWORK_POLICY, _network_policy(), None),

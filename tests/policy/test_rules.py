@@ -36,9 +36,9 @@ from policy.rules import GUARDRAILS, policies
 from policy.storage_writes import CACHE_FOLDER as POLICY_CACHE_FOLDER
 from policy.storage_writes import SERVING_MEMBER, SERVING_WRITES_ONLY_THE_CACHE
 from policy.tpu import TPU_QUEUED_RESOURCE_BOUNDED
-from serving.accelerators import CLOUD_RUN_GPUS
 from serving.compile_cache import CACHE_FOLDER
 from serving.naming import StackNames
+from serving.shapes import resolved_shapes
 from stacks.images import PinnedImage
 from tests.policy.gateway_cases import GATEWAY_BAD, GATEWAY_GOOD
 from tests.policy.gke_cluster_cases import GKE_CLUSTER_BAD, GKE_CLUSTER_GOOD
@@ -878,7 +878,7 @@ def test_pack_policies_wrap_the_same_guardrails() -> None:
 
 def test_gpu_accelerators_match_the_stack_table() -> None:
     """The pack runs without the project's code, so it keeps its own list; it must not drift from stacks/."""
-    assert {gpu.node_selector for gpu in CLOUD_RUN_GPUS.values()} == CLOUD_RUN_GPU_ACCELERATORS
+    assert {shape.cloud_run_selector for shape in resolved_shapes(platform="cloud-run")} == CLOUD_RUN_GPU_ACCELERATORS
 
 
 @pytest.mark.parametrize(

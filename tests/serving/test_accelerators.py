@@ -2,30 +2,38 @@
 
 from __future__ import annotations
 
-from serving.accelerators import CLOUD_RUN_GPUS, GPU_CHIPS, TPU_CHIPS, facts_of
-from serving.shapes import Accelerator, accelerator_facts, shapes_table
+from serving.shapes import Accelerator, accelerator_facts, resolved_shapes, shapes_table
 
 
 def test_every_accelerator_has_one_table_entry() -> None:
-    """An accelerator in both tables (or neither) would give verify bench and the planner two answers."""
-    assert set(GPU_CHIPS).isdisjoint(TPU_CHIPS)
-    assert set(GPU_CHIPS) | set(TPU_CHIPS) == set(Accelerator.every())
-    assert set(CLOUD_RUN_GPUS) <= set(GPU_CHIPS)
+    """An accelerator in both families (or neither) would give verify bench and the planner two answers, and a
+    Cloud Run shape renting a TPU would be deployed as a GPU service."""
+    gpus = {a for a in Accelerator.every() if accelerator_facts(a).family == "gpu"}
+    tpus = {a for a in Accelerator.every() if accelerator_facts(a).family == "tpu"}
+    assert gpus.isdisjoint(tpus)
+    assert gpus | tpus == set(Accelerator.every())
+    assert {shape.accelerator for shape in resolved_shapes(platform="cloud-run")} <= gpus
     for accelerator in Accelerator.every():
-        assert facts_of(accelerator).accelerator is accelerator
+        found = resolved_shapes(accelerator=accelerator)
+        assert found
+        assert all(shape.accelerator is accelerator for shape in found)
 
 
 def test_typed_views_carry_the_tables_figures() -> None:
     """A figure corrected in serving/data/shapes.json must reach the planner and the bench unchanged."""
-    for accelerator, gpu in GPU_CHIPS.items():
-        facts = accelerator_facts(accelerator)
+    gpu_shapes = [shape for shape in resolved_shapes() if shape.family == "gpu"]
+    assert gpu_shapes
+    for gpu in gpu_shapes:
+        facts = accelerator_facts(gpu.accelerator)
         assert gpu.memory_gib == facts.memory_gb.value * 10**9 / 2**30
         assert gpu.memory_bandwidth == facts.bandwidth_gb_per_s.value * 1e9
         assert gpu.peak_dense_bf16_flops == facts.peak_dense_tflops.value["bf16"] * 1e12
-    for accelerator, chip in TPU_CHIPS.items():
-        facts = accelerator_facts(accelerator)
-        assert chip.hbm_gib_per_chip == facts.memory_gib
-        assert chip.runtime_version == (None if facts.runtime_version is None else facts.runtime_version.value)
+    for shape in resolved_shapes():
+        if not shape.is_tpu:
+            continue
+        facts = accelerator_facts(shape.accelerator)
+        assert shape.memory_gib == facts.memory_gib
+        assert shape.runtime_version == (None if facts.runtime_version is None else facts.runtime_version.value)
 
 
 def test_the_accelerators_are_the_tables() -> None:

@@ -158,19 +158,19 @@ def test_find_checkpoint_by_repo_or_bucket_path() -> None:
 def test_v6e4_from_first_principles_is_within_five_percent_of_the_log() -> None:
     """Calibration 3 without the log's KV budget: the planner used to say 221,265 tokens (9 % low) because it
     took the datasheet's 32 GB per chip; with the 124.98 GiB the log reports for 4 chips it is within 5 %."""
-    from serving.accelerators import TPU_CHIPS
     from serving.planner import KvLayout, PlanInputs, plan_capacity
+    from serving.shapes import resolved
     from serving.units import GIB
 
-    chip = TPU_CHIPS[Accelerator("tpu-v6e")]
-    assert chip.hbm_gib_per_chip * 4 == pytest.approx(124.98)
+    chip = resolved("v6e-4")
+    assert chip.memory_gib * chip.chips == pytest.approx(124.98)
     plan = plan_capacity(
         PlanInputs(
             model=builtin_profile("gemma-4-12B-it"),
             max_model_len=65_536,
             max_num_seqs=64,
             kv_cache_dtype="fp8",
-            device_memory_bytes=round(chip.hbm_gib_per_chip * GIB),
+            device_memory_bytes=round(chip.memory_gib * GIB),
             gpu_memory_utilization=0.9,
             tensor_parallel_size=4,
             runtime_overhead_bytes=4 * GIB,

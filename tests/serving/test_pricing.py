@@ -11,7 +11,6 @@ import pytest
 from preview.capture import Capture
 from preview.costs import capture_cost
 from preview.render import clean
-from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
 from serving.pricing import (
     CloudRunBilling,
     GkeBilling,
@@ -22,7 +21,7 @@ from serving.pricing import (
     price_book,
     stack_cost,
 )
-from serving.shapes import Accelerator, shapes
+from serving.shapes import Accelerator, accelerator_facts, resolved_shapes, shapes
 from tests.cloud_run_instance import instance_size
 from tests.conftest import render_stack
 from tests.preview_cli import SHARES_SHIPPED_PLANS, shipped_plan
@@ -193,11 +192,11 @@ def test_every_accelerator_has_its_own_minimum_shape() -> None:
             assert price.missing is not None
         else:
             assert price.usd_per_hour is not None
-        if accelerator in CLOUD_RUN_GPUS:
+        if resolved_shapes(platform="cloud-run", accelerator=accelerator):
             assert isinstance(shape, CloudRunBilling)
             assert shape.accelerator == accelerator
             assert shape.chips_per_unit == 1
-        elif accelerator in TPU_CHIPS and shapes(platform="tpu-vm", accelerator=accelerator):
+        elif accelerator_facts(accelerator).family == "tpu" and shapes(platform="tpu-vm", accelerator=accelerator):
             assert isinstance(shape, TpuBilling)
             assert shape.chips_per_unit == shape.chips
         else:  # a GPU, or a TPU sold through GKE only: a GKE node

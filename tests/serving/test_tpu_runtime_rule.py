@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 import pytest
 
-from serving.accelerators import TpuChip
-from serving.shapes import Accelerator, ShapesTable
+from serving.shapes import ResolvedShape, ShapesTable
 from tests.serving.planted_shapes import PLANTED_GKE_TYPE, PLANTED_TPU, gke_only_tpu_table
 
 
@@ -38,12 +35,12 @@ def test_a_tpu_vm_shape_without_a_runtime_is_refused() -> None:
 
 def test_a_tpu_vm_stack_cannot_read_a_missing_runtime() -> None:
     """A TPU VM stack asking a GKE-only chip for its runtime gets an error naming the chip, not None."""
-    facts = gke_only_tpu_table().accelerators[PLANTED_TPU]
-    chip = TpuChip(
-        accelerator=cast("Accelerator", PLANTED_TPU),  # planted: no member of today's enum names it
-        display_name=facts.display_name,
-        hbm_gib_per_chip=facts.memory_gib,
-        runtime_version=None,
+    table = gke_only_tpu_table()
+    entry = table.shapes[PLANTED_GKE_TYPE]
+    assert entry.family is not None
+    # Resolved by hand: the planted table is not serving/data/shapes.json, which resolved() reads.
+    planted = ResolvedShape(
+        entry=entry, chip=table.accelerators[PLANTED_TPU], series=table.machine_families[entry.family]
     )
     with pytest.raises(ValueError, match="TPU v99 has no TPU VM runtime: it is served on GKE only"):
-        _ = chip.tpu_vm_runtime
+        _ = planted.tpu_vm_runtime

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from preview.notes import manual_steps
+from serving.gke_machines import allocatable_memory_gib, allocatable_vcpu
 from stacks.loading import StackConfigError, settings_from_config
 from stacks.settings import GkeStack
 from tests.conftest import render_stack, stack_config
@@ -46,8 +47,8 @@ def _problems(stack: str, overrides: dict[str, str] | None = None, **gke_changes
 def test_both_shipped_gke_stacks_load_as_fleets() -> None:
     """The examples must load as the GKE variant, TP equal to accelerators per node."""
     tpu, gpu = _load(TPU), _load(GPU)
-    assert (tpu.gke.node_pool.shape.accelerators, tpu.vllm.tensor_parallel_size) == (1, 1)
-    assert (gpu.gke.node_pool.shape.accelerators, gpu.vllm.tensor_parallel_size) == (4, 4)
+    assert (tpu.gke.node_pool.shape.chips, tpu.vllm.tensor_parallel_size) == (1, 1)
+    assert (gpu.gke.node_pool.shape.chips, gpu.vllm.tensor_parallel_size) == (4, 4)
     assert "--tensor-parallel-size" in gpu.serve_args()
 
 
@@ -99,8 +100,8 @@ def test_two_tensor_parallel_2_replicas_share_a_four_gpu_node() -> None:
     billed = settings.billing_shape()
     assert (billed.min_nodes, billed.max_nodes) == (1, 2)
     shape = settings.gke.node_pool.shape
-    assert settings.pod_memory_gib == float(int(shape.allocatable_memory_gib * 0.8 / 2))
-    assert settings.pod_cpu == round(shape.allocatable_vcpu * 0.8 / 2, 1)
+    assert settings.pod_memory_gib == float(int(allocatable_memory_gib(shape) * 0.8 / 2))
+    assert settings.pod_cpu == round(allocatable_vcpu(shape) * 0.8 / 2, 1)
 
 
 def test_packed_replicas_past_the_nodes_are_refused() -> None:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from serving.accelerators import CLOUD_RUN_GPUS
 from serving.gcp_names import region_of
 from serving.pricing import Billing, GkeBilling, HourlyPrice, TpuBilling, deployed_cloud_run_shape
-from serving.shapes import Accelerator, ResolvedShape, resolved_shapes, tier_zones
+from serving.shapes import Accelerator, ResolvedShape, resolved_shapes, the_cloud_run_shape, tier_zones
 from stacks.fit import SHAPES
 from stacks.gke import ClusterSettings
 
@@ -109,10 +108,10 @@ def offers(
 
 
 def _cloud_run(shape: ResolvedShape, region: str | None) -> Offer | str:
-    gpu = CLOUD_RUN_GPUS[shape.accelerator]
+    gpu = the_cloud_run_shape(shape.accelerator)
     where = region or DEFAULT_CLOUD_RUN_REGION
-    if where not in gpu.regions:
-        return f"Cloud Run offers no {gpu.display_name} in {where} (offered in {', '.join(gpu.regions)})"
+    if where not in gpu.zones:
+        return f"Cloud Run offers no {gpu.display_name} in {where} (offered in {', '.join(gpu.zones)})"
     # The instance a stack deploys with the GPU (the shapes table's deployedSize): what the matrix prices too.
     billing = deployed_cloud_run_shape(shape.accelerator, where)
     return Offer(shape, "cloud-run", where, "on-demand", billing, scales_to_zero=True, max_replicas=1000)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from serving.accelerators import CLOUD_RUN_GPUS, facts_of
 from serving.pricing import deployed_cloud_run_shape, hourly_price, minimum_shape, parse_billing
-from serving.shapes import Accelerator
+from serving.shapes import Accelerator, resolved_shapes
 from verify.streaming import FailureKind
 
 SECONDS_PER_HOUR = 3600.0
@@ -69,14 +68,16 @@ def accelerator_facts(
     elif kind is not None:
         # As a stack deploys it (one price per shape: the plan's, `make matrix`'s and advise's), not the
         # platform's minimum: an L4 instance below the shipped size costs less than any stack runs it at.
-        shape = deployed_cloud_run_shape(kind, None) if kind in CLOUD_RUN_GPUS else minimum_shape(kind)
+        rents = resolved_shapes(platform="cloud-run", accelerator=kind)
+        shape = deployed_cloud_run_shape(kind, None) if rents else minimum_shape(kind)
     peak: float | None = None
     chips: int | None = None
     if kind is not None:
-        facts = facts_of(kind)
+        # Every shape of an accelerator carries the same chip: its peak is the chip's, per chip.
+        chip_peak = resolved_shapes(accelerator=kind)[0].peak_dense_bf16_flops
         chips = shape.chips_per_unit if shape is not None else 1
-        if facts.peak_dense_bf16_flops is not None:
-            peak = facts.peak_dense_bf16_flops * chips * count
+        if chip_peak is not None:
+            peak = chip_peak * chips * count
     if price_override is not None:
         return AcceleratorFacts(accelerator, peak, price_override, "--price-per-hour", chips)
     if shape is None:

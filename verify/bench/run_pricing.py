@@ -19,9 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from serving.accelerators import CLOUD_RUN_GPUS
 from serving.pricing import TpuBilling, hourly_price, minimum_shape, usd
-from serving.shapes import Accelerator
+from serving.shapes import Accelerator, resolved_shapes
 from verify import UsageError
 from verify.bench.judgement import cost
 from verify.bench.results import CellRecord
@@ -57,7 +56,7 @@ def scales_to_zero(accelerator: str | None, platform: str | None) -> bool:
         kind = Accelerator(accelerator or "")
     except ValueError:
         return False
-    return platform == "cloud-run" and kind in CLOUD_RUN_GPUS
+    return platform == "cloud-run" and bool(resolved_shapes(platform="cloud-run", accelerator=kind))
 
 
 def one_value(path: Path, records: Sequence[CellRecord], field: str) -> str | None:

@@ -21,6 +21,7 @@ from typing import Literal, assert_never
 import pydantic
 
 from preview.stack_file import PLACEHOLDER_PROJECT, StackFileError, project_root, read_stack_config
+from serving.gke_machines import pod_resource
 from serving.naming import TPU_SERVING_CONTAINER, TPU_STARTUP_LOG_PREFIX, StackNames, stack_labels
 from serving.shapes import tier_zones
 from stacks.gke import GkeSettings
@@ -300,8 +301,8 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
             run = settings.cloud_run
             return CloudRunOpsStack(
                 **shared,
-                gpu=settings.gpu.node_selector,
-                gpu_display_name=settings.gpu.display_name,
+                gpu=settings.shape.cloud_run_selector,
+                gpu_display_name=settings.shape.display_name,
                 cpu=run.cpu,
                 memory_gib=run.memory_gib,
                 min_instances=run.min_instances,
@@ -321,7 +322,7 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 chips=tpu.chips,
                 provisioning=model.value,
                 reservation=tpu.provisioning.reservation,
-                runtime_version=settings.chip.tpu_vm_runtime,
+                runtime_version=settings.shape.tpu_vm_runtime,
                 port=tpu.port,
                 public_endpoint=tpu.public_endpoint,
                 active_deadline_seconds=tpu.active_deadline,
@@ -347,9 +348,9 @@ def load_ops_stack(stack: str, *, root: Path | None = None, project: str | None 
                 cluster_location=gke.cluster_location,
                 namespace=gke.namespace,
                 zones=gke.node_pool.zones,
-                machine_type=shape.machine_type,
-                accelerators_per_node=shape.accelerators,
-                accelerator_resource=shape.resource,
+                machine_type=shape.name,
+                accelerators_per_node=shape.chips,
+                accelerator_resource=pod_resource(shape),
                 provisioning=gke.node_pool.provisioning.value,
                 max_nodes=gke.node_pool.max_nodes,
                 port=gke.port,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from serving.accelerators import CLOUD_RUN_GPUS, TPU_CHIPS
 from serving.pricing import deployed_cloud_run_shape, hourly_price, minimum_shape
+from serving.shapes import resolved_shapes
 from verify.bench.judgement import (
     accelerator_facts,
     ceiling_request_throughput,
@@ -90,7 +90,7 @@ def test_accelerator_facts_come_from_the_stacks_table() -> None:
     """Guards against FLOP/s copied into verify and drifting from the stacks' table; without a stack the
     price is the accelerator as the shipped stacks deploy it (one price per shape: the L4 run was priced at the
     4-CPU minimum, $1.05/h, while the l4 stack bills $1.42/h), and the basis says so."""
-    l4 = CLOUD_RUN_GPUS[next(iter(CLOUD_RUN_GPUS))]
+    l4 = resolved_shapes(platform="cloud-run")[0]
     facts = accelerator_facts(l4.accelerator)
     assert facts.peak_flops == l4.peak_dense_bf16_flops
     deployed = hourly_price(deployed_cloud_run_shape(l4.accelerator, None)).usd_per_hour
@@ -101,7 +101,7 @@ def test_accelerator_facts_come_from_the_stacks_table() -> None:
     assert deployed > minimum
     assert facts.price_basis is not None
     assert "no stack: as the shipped stacks deploy it" in facts.price_basis
-    tpu = next(iter(TPU_CHIPS.values()))
+    tpu = next(shape for shape in resolved_shapes() if shape.is_tpu)
     four_nodes = accelerator_facts(tpu.accelerator, count=4)
     assert tpu.peak_dense_bf16_flops is not None
     assert four_nodes.peak_flops == pytest.approx(4 * tpu.peak_dense_bf16_flops)
