@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from serving.gcp_names import region_of
-from serving.pricing import Billing, GkeBilling, HourlyPrice, TpuBilling, deployed_cloud_run_shape
+from serving.pricing import Billing, GkeBilling, HourlyPrice, TpuBilling, deployed_cloud_run_billing
 from serving.shapes import Accelerator, ResolvedShape, resolved_shapes, the_cloud_run_shape, tier_zones
 from stacks.fit import SHAPES
 from stacks.gke import ClusterSettings
@@ -113,7 +113,7 @@ def _cloud_run(shape: ResolvedShape, region: str | None) -> Offer | str:
     if where not in gpu.zones:
         return f"Cloud Run offers no {gpu.display_name} in {where} (offered in {', '.join(gpu.zones)})"
     # The instance a stack deploys with the GPU (the shapes table's deployedSize): what the matrix prices too.
-    billing = deployed_cloud_run_shape(shape.accelerator, where)
+    billing = deployed_cloud_run_billing(shape.accelerator, where)
     return Offer(shape, "cloud-run", where, "on-demand", billing, scales_to_zero=True, max_replicas=1000)
 
 
