@@ -505,7 +505,7 @@ def _cloud_run_instance(billing: CloudRunBilling) -> HourlyPrice:
 
 def _tpu_node(bill: TpuBilling) -> HourlyPrice:
     generation = bill.shape.accelerator  # the slice names its TPU generation in the shapes table
-    label = generation.removeprefix("tpu-")  # the generation as Google's quota and SKU names write it
+    label = bill.shape.short_name  # `TPU v6e`, as messages name the generation
     rates = price_book().tpu_per_chip_hour.get(generation)
     if rates is None:
         return HourlyPrice(

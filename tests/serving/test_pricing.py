@@ -105,7 +105,7 @@ def test_a_rate_that_is_not_in_the_book_is_reported_missing_not_guessed() -> Non
     price = hourly_price(bill)
     assert price.usd_per_hour is None
     assert price.missing is not None
-    assert "no spot v6e rate recorded for asia-northeast1" in price.missing
+    assert "no spot TPU v6e rate recorded for asia-northeast1" in price.missing
     tier2 = CloudRunBilling(
         accelerator=Accelerator("nvidia-l4"), region="asia-southeast1", cpu=8, memory_gib=32, gpu_zonal_redundancy=False
     )

@@ -142,8 +142,7 @@ def _tpu(shape: ResolvedShape, region: str | None, provisioning: str) -> Offer |
     where = region or default_region(zones, DEFAULT_TPU_REGION)
     zone = next((z for z in zones if region_of(z) == where), None)
     if zone is None:
-        generation = shape.accelerator.removeprefix("tpu-")  # the shapes table's key names the generation
-        return f"no {provisioning} TPU {generation} zone in {where} (zones: {', '.join(zones)})"
+        return f"no {provisioning} {shape.short_name} zone in {where} (zones: {', '.join(zones)})"
     tier = TPU_TIERS[provisioning]
     billing = TpuBilling(
         accelerator_type=shape.name,
