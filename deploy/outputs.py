@@ -45,5 +45,5 @@ def settings_outputs(settings: StackSettings) -> dict[str, Any]:
         "max_num_seqs": settings.vllm.max_num_seqs,
         "vllm_args": settings.serve_args(),
         # What is billed (GPU, CPU, memory, zonal redundancy / chips, tier): the plan and verify bench price it.
-        "billing": settings.billing_shape().model_dump(by_alias=True, mode="json"),
+        "billing": settings.billing().model_dump(by_alias=True, mode="json"),
     }

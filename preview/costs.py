@@ -27,21 +27,21 @@ def capture_cost(capture: Capture) -> StackCost | None:
 
 def placement_costs(capture: Capture, cost: StackCost) -> list[tuple[str, StackCost]]:
     """Each placement of a TPU request and what the node bills there (empty without tpu.placements)."""
-    if not isinstance(cost.shape, TpuBilling):
+    if not isinstance(cost.billing, TpuBilling):
         return []
     priced: list[tuple[str, StackCost]] = []
     for resource in capture.of_type(QUEUED_RESOURCE):
         for placement in clean(resource.inputs).get("placements") or []:
             zone, model = str(placement.get("zone")), placement.get("provisioningModel")
             run = ((placement.get("tier") or {}).get("runDuration") or {}).get("maxRunDuration")
-            shape = cost.shape.model_copy(
+            billing = cost.billing.model_copy(
                 update={
                     "provisioning_model": model,
                     "region": region_of(zone),
                     "max_run_seconds": int(str(run).removesuffix("s")) if run else None,
                 }
             )
-            priced.append((f"{zone} {model}", stack_cost(shape)))
+            priced.append((f"{zone} {model}", stack_cost(billing)))
     return priced
 
 

@@ -148,8 +148,7 @@ def _tpu_notes(resource: CapturedResource) -> list[str]:
 def _generation(slice_name: object) -> str:
     """`v6e-1` -> `TPU v6e`: the generation whose quota a slice draws on, from the shapes table."""
     found = _shape_named("tpu-vm", str(slice_name))
-    accelerator = found.accelerator if found else "tpu-"
-    return f"TPU {accelerator.removeprefix('tpu-')}".rstrip()
+    return found.short_name if found else "TPU"
 
 
 def _placement_quota_note(accelerator: str, placements: list[dict[str, Any]]) -> str:

@@ -303,11 +303,6 @@ class GkeBilling(_Model):
 # A stack's bill, whichever its platform (`kind` says which, in the `billing` output).
 Billing = Annotated[CloudRunBilling | TpuBilling | GkeBilling, Field(discriminator="kind")]
 
-# The bills' former names, for stacks/tpu_stack.py and stacks/gke_stack.py only, which another change has open:
-# removed once they read the new names (nothing else may use these).
-TpuShape = TpuBilling
-GkeShape = GkeBilling
-
 
 class _Parsed(BaseModel):
     bill: Billing
@@ -319,13 +314,13 @@ def parse_billing(value: object) -> Billing:
     return _Parsed.model_validate({"bill": value}).bill
 
 
-def minimum_shape(accelerator: Accelerator) -> Billing:
+def minimum_billing(accelerator: Accelerator) -> Billing:
     """What `verify bench --url ... --accelerator X` prices without a stack: the smallest instance
-    Cloud Run allows with that GPU (no zonal redundancy), or one on-demand v6e chip."""
-    return _MINIMUM_SHAPES[accelerator]
+    Cloud Run allows with that GPU (no zonal redundancy), else the smallest TPU slice or GKE machine carrying it."""
+    return _MINIMUM_BILLS[accelerator]
 
 
-def deployed_cloud_run_shape(accelerator: Accelerator, region: str | None) -> CloudRunBilling:
+def deployed_cloud_run_billing(accelerator: Accelerator, region: str | None) -> CloudRunBilling:
     """A Cloud Run instance with ``accelerator`` at the size a stack deploys it (the shapes table's deployedSize,
     no zonal redundancy): the one price `make matrix`, `gemma-verify advise` and the shipped stacks' plans share."""
     size = the_cloud_run_shape(accelerator).deployed_size
@@ -338,7 +333,7 @@ def deployed_cloud_run_shape(accelerator: Accelerator, region: str | None) -> Cl
     )
 
 
-def _smallest_shape(accelerator: Accelerator) -> Billing:
+def _smallest_billing(accelerator: Accelerator) -> Billing:
     """The smallest way to rent one accelerator, from the shapes table: a Cloud Run instance, else the
     smallest TPU slice (on-demand), else the smallest GKE machine type carrying it (on-demand where its
     series offers it, else the first provisioning model it does)."""
@@ -378,20 +373,20 @@ def _smallest_shape(accelerator: Accelerator) -> Billing:
 
 # One entry per accelerator (a test checks every Accelerator has one), so a new one cannot fall into
 # another platform's shape.
-_MINIMUM_SHAPES: dict[Accelerator, Billing] = {
-    accelerator: _smallest_shape(accelerator) for accelerator in Accelerator.every()
+_MINIMUM_BILLS: dict[Accelerator, Billing] = {
+    accelerator: _smallest_billing(accelerator) for accelerator in Accelerator.every()
 }
 
 
-def idle_chips_problem(shape: TpuBilling, used: int) -> str:
+def idle_chips_problem(billing: TpuBilling, used: int) -> str:
     """Why a TPU node whose vLLM uses `used` of its chips is refused: one vLLM server shards over
     --tensor-parallel-size chips and leaves the others idle, billed all the same (priced here)."""
-    idle = shape.chips - used
-    price = shape.hourly_price().usd_per_hour
-    billed = f" billing {usd(price * idle / shape.chips)}/h for nothing" if price is not None else ""
+    idle = billing.chips - used
+    price = billing.hourly_price().usd_per_hour
+    billed = f" billing {usd(price * idle / billing.chips)}/h for nothing" if price is not None else ""
     return (
-        f"vllm.tensorParallelSize {used} uses {used} of the {shape.chips} chips of tpu.acceleratorType "
-        f"{shape.accelerator_type}: the other {idle} sit idle{billed}; set it to {shape.chips} (the default) or "
+        f"vllm.tensorParallelSize {used} uses {used} of the {billing.chips} chips of tpu.acceleratorType "
+        f"{billing.accelerator_type}: the other {idle} sit idle{billed}; set it to {billing.chips} (the default) or "
         f"use a slice of {used} chip(s)"
     )
 
@@ -459,50 +454,50 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def hourly_price(shape: Billing) -> HourlyPrice:
-    """One instance or node of ``shape`` for one hour, at list price."""
-    return shape.hourly_price()
+def hourly_price(billing: Billing) -> HourlyPrice:
+    """One instance or node of ``billing`` for one hour, at list price."""
+    return billing.hourly_price()
 
 
-def _cloud_run_instance(shape: CloudRunBilling) -> HourlyPrice:
+def _cloud_run_instance(billing: CloudRunBilling) -> HourlyPrice:
     rates = price_book().cloud_run
-    redundancy = "with" if shape.gpu_zonal_redundancy else "without"
-    where = shape.region or "a Tier 1 region (no region given)"
+    redundancy = "with" if billing.gpu_zonal_redundancy else "without"
+    where = billing.region or "a Tier 1 region (no region given)"
     basis = (
         f"Cloud Run instance-based billing in {where}: 1 GPU ({redundancy} zonal redundancy), "
-        f"{shape.cpu:g} vCPU, {shape.memory_gib:g} GiB"
+        f"{billing.cpu:g} vCPU, {billing.memory_gib:g} GiB"
     )
-    if shape.region is not None and shape.region not in rates.tier1_regions.regions:
+    if billing.region is not None and billing.region not in rates.tier1_regions.regions:
         return HourlyPrice(
             None,
             (),
             (rates.tier1_regions.source,),
             basis,
-            missing=f"no Cloud Run rates recorded for {shape.region} (only Tier 1 GPU regions: "
+            missing=f"no Cloud Run rates recorded for {billing.region} (only Tier 1 GPU regions: "
             f"{', '.join(rates.tier1_regions.regions)}); see serving/data/pricing.json",
         )
-    gpu_rates = rates.gpu_per_second.get(shape.accelerator)
+    gpu_rates = rates.gpu_per_second.get(billing.accelerator)
     gpu_rate = None
     if gpu_rates is not None:
-        gpu_rate = gpu_rates.zonal_redundancy if shape.gpu_zonal_redundancy else gpu_rates.no_zonal_redundancy
+        gpu_rate = gpu_rates.zonal_redundancy if billing.gpu_zonal_redundancy else gpu_rates.no_zonal_redundancy
     if gpu_rate is None or gpu_rate.usd is None:
         return HourlyPrice(
             None,
             (),
             (),
             basis,
-            missing=f"no Cloud Run GPU rate recorded for {shape.accelerator} {redundancy} zonal redundancy",
+            missing=f"no Cloud Run GPU rate recorded for {billing.accelerator} {redundancy} zonal redundancy",
         )
     cpu, memory = rates.cpu_per_vcpu_second, rates.memory_per_gib_second
     # The price book has both (tests/serving/test_pricing.py checks it).
     assert cpu.usd is not None
     assert memory.usd is not None
-    gpus = resolved_shapes(platform="cloud-run", accelerator=shape.accelerator)
+    gpus = resolved_shapes(platform="cloud-run", accelerator=billing.accelerator)
     display = gpus[0].display_name if gpus else "GPU"
     parts = (
         PricePart(display, gpu_rate.usd * SECONDS_PER_HOUR),
-        PricePart(f"{shape.cpu:g} vCPU", cpu.usd * shape.cpu * SECONDS_PER_HOUR),
-        PricePart(f"{shape.memory_gib:g} GiB", memory.usd * shape.memory_gib * SECONDS_PER_HOUR),
+        PricePart(f"{billing.cpu:g} vCPU", cpu.usd * billing.cpu * SECONDS_PER_HOUR),
+        PricePart(f"{billing.memory_gib:g} GiB", memory.usd * billing.memory_gib * SECONDS_PER_HOUR),
     )
     sources = tuple(dict.fromkeys(rate.cite() for rate in (gpu_rate, cpu, memory)))
     return HourlyPrice(sum(part.usd_per_hour for part in parts), parts, sources, basis)
@@ -510,7 +505,7 @@ def _cloud_run_instance(shape: CloudRunBilling) -> HourlyPrice:
 
 def _tpu_node(bill: TpuBilling) -> HourlyPrice:
     generation = bill.shape.accelerator  # the slice names its TPU generation in the shapes table
-    label = generation.removeprefix("tpu-")  # the generation as Google's quota and SKU names write it
+    label = bill.shape.short_name  # `TPU v6e`, as messages name the generation
     rates = price_book().tpu_per_chip_hour.get(generation)
     if rates is None:
         return HourlyPrice(
@@ -546,13 +541,13 @@ def _tpu_node(bill: TpuBilling) -> HourlyPrice:
 class StackCost:
     """What a stack costs per hour: what it keeps running, one instance, and everything at full scale."""
 
-    shape: Billing
+    billing: Billing
     unit: HourlyPrice
 
     def _times(self, instances: int) -> float | None:
         """``instances`` billed units (Cloud Run instances, the one TPU node, a fleet's nodes), plus what the
-        shape bills whatever it runs (a GKE cluster's fee and system node)."""
-        fixed = self.shape.fixed_price()
+        bill charges whatever it runs (a GKE cluster's fee and system node)."""
+        fixed = self.billing.fixed_price()
         if self.unit.usd_per_hour is None or (fixed is not None and fixed.usd_per_hour is None):
             return None
         extra = fixed.usd_per_hour if fixed is not None and fixed.usd_per_hour is not None else 0.0
@@ -561,16 +556,16 @@ class StackCost:
     @property
     def kept_running_usd_per_hour(self) -> float | None:
         """Billed with no traffic at all: the minimum instances, or the TPU node while it exists."""
-        return self._times(self.shape.kept_running_units)
+        return self._times(self.billing.kept_running_units)
 
     @property
     def full_scale_usd_per_hour(self) -> float | None:
-        return self._times(self.shape.full_scale_units)
+        return self._times(self.billing.full_scale_units)
 
     @property
     def per_run_usd(self) -> float | None:
         """A flex-start node's most expensive run: it is deleted after maxRunDuration."""
-        longest = self.shape.longest_run_seconds
+        longest = self.billing.longest_run_seconds
         if longest is None or self.unit.usd_per_hour is None:
             return None
         return self.unit.usd_per_hour * longest / SECONDS_PER_HOUR
@@ -579,7 +574,7 @@ class StackCost:
         """The text plan's section."""
         lines = ["Cost (list prices in USD; taxes, discounts, storage, network and logging not included):"]
         unit = self.unit
-        lines += self.shape.cost_lines(self)
+        lines += self.billing.cost_lines(self)
         lines.append(f"  basis:         {unit.basis}")
         if unit.sources:
             lines.append(
@@ -598,46 +593,46 @@ class StackCost:
         """The `cost` key of the JSON plan."""
         return {
             "currency": "USD",
-            "shape": self.shape.model_dump(by_alias=True, mode="json"),
+            "shape": self.billing.model_dump(by_alias=True, mode="json"),
             "perUnit": self.unit.as_dict(),
             "keptRunningUsdPerHour": _rounded(self.kept_running_usd_per_hour),
             "fullScaleUsdPerHour": _rounded(self.full_scale_usd_per_hour),
             "perRunUsd": _rounded(self.per_run_usd),
-            **({"fixed": fixed.as_dict()} if (fixed := self.shape.fixed_price()) is not None else {}),
+            **({"fixed": fixed.as_dict()} if (fixed := self.billing.fixed_price()) is not None else {}),
         }
 
 
-def stack_cost(shape: Billing) -> StackCost:
-    return StackCost(shape=shape, unit=hourly_price(shape))
+def stack_cost(billing: Billing) -> StackCost:
+    return StackCost(billing=billing, unit=hourly_price(billing))
 
 
-def _cloud_run_cost_lines(shape: CloudRunBilling, cost: StackCost) -> list[str]:
+def _cloud_run_cost_lines(billing: CloudRunBilling, cost: StackCost) -> list[str]:
     unit, kept, full = cost.unit, cost.kept_running_usd_per_hour, cost.full_scale_usd_per_hour
     lines = [f"  per instance:  {unit.describe()}"]
     if kept is not None and full is not None:
         idle = (
             "scales to zero, nothing bills without traffic; an instance bills from start to stop, "
             "idle time before scale-down included"
-            if shape.min_instances == 0
-            else f"{shape.min_instances} instance(s) billed around the clock, traffic or not"
+            if billing.min_instances == 0
+            else f"{billing.min_instances} instance(s) billed around the clock, traffic or not"
         )
-        lines.append(f"  kept running:  {usd(kept)}/h (minInstances {shape.min_instances}: {idle})")
+        lines.append(f"  kept running:  {usd(kept)}/h (minInstances {billing.min_instances}: {idle})")
         each = usd(unit.usd_per_hour or 0)
-        lines.append(f"  at full scale: {usd(full)}/h (maxInstances {shape.max_instances} x {each}/h)")
+        lines.append(f"  at full scale: {usd(full)}/h (maxInstances {billing.max_instances} x {each}/h)")
     return lines
 
 
-def _tpu_cost_lines(shape: TpuBilling, cost: StackCost) -> list[str]:
+def _tpu_cost_lines(billing: TpuBilling, cost: StackCost) -> list[str]:
     kept = cost.kept_running_usd_per_hour
     lines = [f"  per node:      {cost.unit.describe()}"]
     if kept is not None:
         lines.append(
-            f"  kept running:  {usd(kept)}/h while the node exists ({shape.provisioning_model}; "
+            f"  kept running:  {usd(kept)}/h while the node exists ({billing.provisioning_model}; "
             "it bills from ACTIVE until it is deleted)"
         )
     per_run = cost.per_run_usd
-    if per_run is not None and shape.max_run_seconds is not None:
-        hours = shape.max_run_seconds / SECONDS_PER_HOUR
+    if per_run is not None and billing.max_run_seconds is not None:
+        hours = billing.max_run_seconds / SECONDS_PER_HOUR
         lines.append(f"  per run:       at most {usd(per_run)} (Google deletes the node after {hours:g} h)")
     return lines
 
@@ -687,30 +682,30 @@ def _machine(machine_type: str, provisioning_model: str, region: str) -> HourlyP
     return HourlyPrice(rate.usd, (PricePart(label, rate.usd),), (rate.cite(),), basis)
 
 
-def gke_fixed_price(shape: GkeBilling) -> HourlyPrice | None:
+def gke_fixed_price(billing: GkeBilling) -> HourlyPrice | None:
     """What a created cluster costs whatever the fleet does: its management fee and its system nodes."""
-    if not shape.cluster_created:
+    if not billing.cluster_created:
         return None
     fee = price_book().gke.cluster_fee_per_hour
     assert fee.usd is not None  # the price book has it (tests/serving/test_gke_price_book.py)
     parts = [PricePart("cluster management fee", fee.usd)]
     sources = [fee.cite()]
     missing = None
-    if shape.system_machine_type is not None:
-        system = _machine(shape.system_machine_type, "on-demand", shape.region or "us-central1")
+    if billing.system_machine_type is not None:
+        system = _machine(billing.system_machine_type, "on-demand", billing.region or "us-central1")
         if system.usd_per_hour is None:
             missing = system.missing
         else:
-            count = shape.system_nodes
+            count = billing.system_nodes
             parts.append(PricePart(f"{count} system node(s) {system.parts[0].label}", system.usd_per_hour * count))
             sources += system.sources
     total = None if missing else sum(part.usd_per_hour for part in parts)
     return HourlyPrice(total, tuple(parts), tuple(dict.fromkeys(sources)), "the cluster itself", missing)
 
 
-def _gke_cost_lines(shape: GkeBilling, cost: StackCost) -> list[str]:
+def _gke_cost_lines(billing: GkeBilling, cost: StackCost) -> list[str]:
     lines = [f"  per node:      {cost.unit.describe()}"]
-    fixed = gke_fixed_price(shape)
+    fixed = gke_fixed_price(billing)
     if fixed is not None:
         lines.append(f"  cluster:       {fixed.describe()}")
     kept, full = cost.kept_running_usd_per_hour, cost.full_scale_usd_per_hour
@@ -718,10 +713,10 @@ def _gke_cost_lines(shape: GkeBilling, cost: StackCost) -> list[str]:
         plus = " + the cluster" if fixed is not None else ""
         floor = (
             "no accelerator node without traffic (the fleet is parked or scales to 0)"
-            if shape.min_nodes == 0
-            else f"{shape.min_nodes} node(s) around the clock"
+            if billing.min_nodes == 0
+            else f"{billing.min_nodes} node(s) around the clock"
         )
         lines.append(f"  at min:        {usd(kept)}/h ({floor}{plus})")
         each = usd(cost.unit.usd_per_hour or 0)
-        lines.append(f"  at max:        {usd(full)}/h ({shape.max_nodes} node(s) x {each}/h{plus})")
+        lines.append(f"  at max:        {usd(full)}/h ({billing.max_nodes} node(s) x {each}/h{plus})")
     return lines

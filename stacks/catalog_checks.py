@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from serving.catalog import CatalogModel, Drafter, SupportStatus, Variant, catalog_model, find_checkpoint
-from serving.shapes import Accelerator, accelerator_facts, tpu_slices
+from serving.shapes import Accelerator, accelerator_facts, short_name, tpu_slices
 
 if TYPE_CHECKING:
     from stacks.model_settings import ModelSettings
@@ -92,10 +92,10 @@ def catalog_problems(model: ModelSettings, vllm: VllmSettings, *, accelerator: A
     slices = tpu_slices(accelerator)  # empty unless the accelerator is a TPU generation
     if slices and chips < served.model.tpu.min_chips:
         enough = [name for name, count in slices.items() if count >= served.model.tpu.min_chips]
-        generation = accelerator.removeprefix("tpu-")
+        needs = f"{served.model.tpu.min_chips} {short_name(accelerator)} chips ({served.model.tpu.source})"
         problems.append(
-            f"tpu.acceleratorType: {served.model.id} needs at least {served.model.tpu.min_chips} {generation} chips "
-            f"({served.model.tpu.source}); this slice has {chips}: use {' or '.join(enough)}"
+            f"tpu.acceleratorType: {served.model.id} needs at least {needs}; this slice has {chips}: "
+            f"use {' or '.join(enough)}"
         )
     upcasts = _UPCASTS.get(variant.dtype, ()) if variant.quant_method is None else ()
     allowed = ("auto", variant.dtype, *upcasts)

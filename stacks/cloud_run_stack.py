@@ -192,7 +192,7 @@ class CloudRunStack(StackBase):
         warning = quota_warning(self.shape, self.cloud_run)
         return [warning] if warning else []
 
-    def billing_shape(self) -> CloudRunBilling:
+    def billing(self) -> CloudRunBilling:
         """What one instance bills (GPU, CPU, memory, zonal redundancy) and how many run: the `billing` output."""
         run = self.cloud_run
         return CloudRunBilling(

@@ -23,7 +23,7 @@ from serving.catalog import CatalogModel, catalog
 from serving.gcp_names import region_of
 from serving.latency import decode_ceiling_tokens_per_s, model_cost, prefill_ceiling_tokens_per_s
 from serving.planner import KvLayout
-from serving.pricing import Billing, GkeBilling, TpuBilling, deployed_cloud_run_shape
+from serving.pricing import Billing, GkeBilling, TpuBilling, deployed_cloud_run_billing
 from serving.shapes import ResolvedShape, resolved_shapes
 from serving.speed_facts import MissingPeakError, hardware_for
 from serving.units import GIB
@@ -267,7 +267,7 @@ def _fitted(  # noqa: PLR0917 - the combination, its workload and the loaded sta
 ) -> Fit:
     plan = capacity.plan
     assert plan is not None  # a catalog checkpoint always has a profile
-    price = settings.billing_shape().hourly_price()
+    price = settings.billing().hourly_price()
     usd_per_hour = price.usd_per_hour
     sequences = math.floor(plan.max_concurrency)
     tensor_parallel = settings.vllm.tensor_parallel_size if shape.platform == "gke" else shape.chips
@@ -355,7 +355,7 @@ def _billing(shape: ResolvedShape) -> Billing:
             max_nodes=1,
             cluster_created=False,
         )
-    return deployed_cloud_run_shape(shape.accelerator, _GPU_REGION)
+    return deployed_cloud_run_billing(shape.accelerator, _GPU_REGION)
 
 
 def _price(shape: ResolvedShape) -> float | None:

@@ -13,7 +13,7 @@ from pydantic import model_validator
 
 from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE
-from serving.pricing import GkeShape
+from serving.pricing import GkeBilling
 from serving.route_guard import GuardConfig
 from serving.shapes import Accelerator, accelerator_facts
 from serving.vllm_args import with_tensor_parallel
@@ -166,10 +166,10 @@ class GkeStack(StackBase):
         """Nodes that `replicas` vLLM replicas fill, packed replicas_per_node to a node."""
         return -(-replicas // self.replicas_per_node)
 
-    def billing_shape(self) -> GkeShape:
+    def billing(self) -> GkeBilling:
         """What each node bills and how many run (min, max), plus the cluster fee: the `billing` output."""
         pool = self.gke.node_pool
-        return GkeShape(
+        return GkeBilling(
             machine_type=pool.machine_type,
             accelerator=self.accelerator,
             accelerators_per_node=pool.shape.chips,

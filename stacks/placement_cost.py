@@ -13,7 +13,7 @@ from serving.pricing import TpuBilling, hourly_price
 from stacks.tpu import TpuPlacement, TpuSettings
 
 
-def placement_shape(tpu: TpuSettings, placement: TpuPlacement) -> TpuBilling:
+def placement_billing(tpu: TpuSettings, placement: TpuPlacement) -> TpuBilling:
     """What the node bills in one placement: its slice at that tier's rate in that zone's region."""
     return TpuBilling(
         accelerator_type=tpu.accelerator_type,
@@ -24,16 +24,16 @@ def placement_shape(tpu: TpuSettings, placement: TpuPlacement) -> TpuBilling:
     )
 
 
-def worst_case_shape(tpu: TpuSettings) -> TpuBilling:
-    """The dearest placement's shape (an unpriced one first; the first listed among equals)."""
-    shapes = [placement_shape(tpu, placement) for placement in tpu.placement_list]
+def worst_case_billing(tpu: TpuSettings) -> TpuBilling:
+    """The dearest placement's bill (an unpriced one first; the first listed among equals)."""
+    bills = [placement_billing(tpu, placement) for placement in tpu.placement_list]
 
-    def cost(shape: TpuBilling) -> tuple[bool, float, int]:
-        usd = hourly_price(shape).usd_per_hour
-        return (usd is None, usd or 0.0, shape.max_run_seconds or 0)
+    def cost(bill: TpuBilling) -> tuple[bool, float, int]:
+        usd = hourly_price(bill).usd_per_hour
+        return (usd is None, usd or 0.0, bill.max_run_seconds or 0)
 
-    worst = shapes[0]
-    for shape in shapes[1:]:
-        if cost(shape) > cost(worst):
-            worst = shape
+    worst = bills[0]
+    for bill in bills[1:]:
+        if cost(bill) > cost(worst):
+            worst = bill
     return worst

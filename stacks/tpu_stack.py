@@ -15,7 +15,7 @@ from serving.cold_start import tpu_stream_problem
 from serving.container import MODEL_ROOT
 from serving.image_digests import pinned_reference
 from serving.images import CUDA_IMAGE
-from serving.pricing import TpuShape, idle_chips_problem
+from serving.pricing import TpuBilling, idle_chips_problem
 from serving.route_guard import GuardConfig
 from serving.shapes import Accelerator, ResolvedShape, tpu_slices
 from serving.vllm_args import with_tensor_parallel
@@ -23,7 +23,7 @@ from stacks.apis import BASE_APIS, TPU_APIS
 from stacks.capacity import PlatformCapacity, tpu_capacity
 from stacks.image_family import TPU_BUILD, ImageBuild
 from stacks.model_load import FuseLoad
-from stacks.placement_cost import worst_case_shape
+from stacks.placement_cost import worst_case_billing
 from stacks.stack_base import TPU_STACK, StackBase, offered_on, refuse_foreign_block, require_block
 from stacks.tpu import TpuSettings, tpu_zone
 
@@ -82,7 +82,7 @@ class TpuStack(StackBase):
                 f"tpu.acceleratorType {self.tpu.accelerator_type}"
             )
         if self.vllm.tensor_parallel_size < self.tpu.chips:
-            raise ValueError(idle_chips_problem(self.billing_shape(), self.vllm.tensor_parallel_size))
+            raise ValueError(idle_chips_problem(self.billing(), self.vllm.tensor_parallel_size))
         if not isinstance(self.model.load, FuseLoad):
             raise ValueError(tpu_stream_problem(self.model.path))
         if self.model.load.parallel_downloads:
@@ -153,7 +153,7 @@ class TpuStack(StackBase):
         outside Google's published list is worth a warning before `pulumi up` (stacks/tpu.py)."""
         return self.tpu.placement_warnings()
 
-    def billing_shape(self) -> TpuShape:
+    def billing(self) -> TpuBilling:
         """What the node bills (chips of its slice at its provisioning model's rate): the `billing` output.
         With tpu.placements, the worst case over the list (stacks/placement_cost.py)."""
-        return worst_case_shape(self.tpu)
+        return worst_case_billing(self.tpu)

@@ -16,7 +16,7 @@ from serving.pricing import (
     GkeBilling,
     TpuBilling,
     hourly_price,
-    minimum_shape,
+    minimum_billing,
     parse_billing,
     price_book,
     stack_cost,
@@ -50,12 +50,12 @@ def test_every_rate_names_its_source_and_the_day_it_was_read() -> None:
 
 def test_l4_is_priced_at_the_8_cpu_32_gib_the_stack_runs_not_the_minimum() -> None:
     """The old price took the L4's minimum 4 CPU / 16 GiB while the stack runs 8 / 32: about 26% too cheap."""
-    shape = load("l4").billing_shape()
-    assert isinstance(shape, CloudRunBilling)
-    assert (shape.cpu, shape.memory_gib, shape.gpu_zonal_redundancy) == (8, 32, False)
-    price = hourly_price(shape).usd_per_hour
+    bill = load("l4").billing()
+    assert isinstance(bill, CloudRunBilling)
+    assert (bill.cpu, bill.memory_gib, bill.gpu_zonal_redundancy) == (8, 32, False)
+    price = hourly_price(bill).usd_per_hour
     assert price == pytest.approx((L4_GPU + 8 * VCPU + 32 * GIB) * HOUR)  # $1.42
-    minimum = hourly_price(minimum_shape(Accelerator("nvidia-l4"))).usd_per_hour
+    minimum = hourly_price(minimum_billing(Accelerator("nvidia-l4"))).usd_per_hour
     assert minimum == pytest.approx((L4_GPU + 4 * VCPU + 16 * GIB) * HOUR)  # $1.05
     assert price is not None
     assert minimum is not None
@@ -64,17 +64,17 @@ def test_l4_is_priced_at_the_8_cpu_32_gib_the_stack_runs_not_the_minimum() -> No
 
 def test_rtx_pro_6000_has_a_price() -> None:
     """The RTX PRO 6000 stack had no price at all, so bench printed no cost for it."""
-    price = hourly_price(load("rtx6000").billing_shape()).usd_per_hour
+    price = hourly_price(load("rtx6000").billing()).usd_per_hour
     # 21 vCPU / 81 GiB: the GPU's 20 / 80 for vLLM's container and 1 / 1 for the metrics sidecar.
     assert price == pytest.approx((RTX_GPU + 21 * VCPU + 81 * GIB) * HOUR)  # $3.26
 
 
 def test_zonal_redundancy_is_priced_differently() -> None:
     """Turning GPU zonal redundancy on costs more per GPU-second; the plan must show that, not the cheap rate."""
-    shape = load("l4", cloudRun={"gpuZonalRedundancyDisabled": False}).billing_shape()
-    assert isinstance(shape, CloudRunBilling)
-    assert shape.gpu_zonal_redundancy
-    assert hourly_price(shape).usd_per_hour == pytest.approx((0.0002909 + 8 * VCPU + 32 * GIB) * HOUR)
+    bill = load("l4", cloudRun={"gpuZonalRedundancyDisabled": False}).billing()
+    assert isinstance(bill, CloudRunBilling)
+    assert bill.gpu_zonal_redundancy
+    assert hourly_price(bill).usd_per_hour == pytest.approx((0.0002909 + 8 * VCPU + 32 * GIB) * HOUR)
 
 
 @pytest.mark.parametrize(
@@ -87,25 +87,25 @@ def test_zonal_redundancy_is_priced_differently() -> None:
 )
 def test_tpu_is_priced_by_its_provisioning_model(provisioning: dict[str, str], per_chip_hour: float) -> None:
     """A flex-start node was priced at the on-demand rate (twice its real price)."""
-    shape = load("tpu-v6e", tpu={"provisioning": provisioning}).billing_shape()
-    assert isinstance(shape, TpuBilling)
-    assert hourly_price(shape).usd_per_hour == pytest.approx(per_chip_hour)
+    bill = load("tpu-v6e", tpu={"provisioning": provisioning}).billing()
+    assert isinstance(bill, TpuBilling)
+    assert hourly_price(bill).usd_per_hour == pytest.approx(per_chip_hour)
 
 
 def test_a_flex_start_run_costs_at_most_its_run_limit() -> None:
     """The TPU stack's worst case is bounded: Google deletes the node after maxRunDuration."""
-    cost = stack_cost(load("tpu-v6e").billing_shape())
+    cost = stack_cost(load("tpu-v6e").billing())
     assert cost.kept_running_usd_per_hour == pytest.approx(1.35)
     assert cost.per_run_usd == pytest.approx(1.35 * 4)
 
 
 def test_a_rate_that_is_not_in_the_book_is_reported_missing_not_guessed() -> None:
     """No spot rate was found for asia-northeast1: the plan says so instead of inventing one."""
-    shape = TpuBilling(accelerator_type="v6e-1", chips=1, provisioning_model="spot", region="asia-northeast1")
-    price = hourly_price(shape)
+    bill = TpuBilling(accelerator_type="v6e-1", chips=1, provisioning_model="spot", region="asia-northeast1")
+    price = hourly_price(bill)
     assert price.usd_per_hour is None
     assert price.missing is not None
-    assert "no spot v6e rate recorded for asia-northeast1" in price.missing
+    assert "no spot TPU v6e rate recorded for asia-northeast1" in price.missing
     tier2 = CloudRunBilling(
         accelerator=Accelerator("nvidia-l4"), region="asia-southeast1", cpu=8, memory_gib=32, gpu_zonal_redundancy=False
     )
@@ -114,7 +114,7 @@ def test_a_rate_that_is_not_in_the_book_is_reported_missing_not_guessed() -> Non
 
 def test_kept_running_and_full_scale_follow_min_and_max_instances() -> None:
     """Min instances bill around the clock; the plan shows that figure apart from the full-scale one."""
-    cost = stack_cost(load("l4", cloudRun={"minInstances": 1, "maxInstances": 3}).billing_shape())
+    cost = stack_cost(load("l4", cloudRun={"minInstances": 1, "maxInstances": 3}).billing())
     unit = cost.unit.usd_per_hour
     assert unit is not None
     assert cost.kept_running_usd_per_hour == pytest.approx(unit)
@@ -129,14 +129,14 @@ def _service(capture: Capture) -> dict[str, Any]:
 def test_the_billing_output_is_the_shape_the_service_registers(stack: str) -> None:
     """The plan and verify price the `billing` output: it must match the deployed service exactly."""
     capture = render_stack(stack)
-    shape = parse_billing(clean(capture.outputs)["billing"])
-    assert isinstance(shape, CloudRunBilling)
+    bill = parse_billing(clean(capture.outputs)["billing"])
+    assert isinstance(bill, CloudRunBilling)
     template = _service(capture)["template"]
     # The instance Cloud Run bills is its containers together (vLLM's and the metrics sidecar's).
-    assert (shape.cpu, shape.memory_gib) == instance_size(template)
-    assert shape.accelerator == template["nodeSelector"]["accelerator"]
-    assert shape.gpu_zonal_redundancy is not template["gpuZonalRedundancyDisabled"]
-    assert (shape.min_instances, shape.max_instances) == (
+    assert (bill.cpu, bill.memory_gib) == instance_size(template)
+    assert bill.accelerator == template["nodeSelector"]["accelerator"]
+    assert bill.gpu_zonal_redundancy is not template["gpuZonalRedundancyDisabled"]
+    assert (bill.min_instances, bill.max_instances) == (
         template["scaling"]["minInstanceCount"],
         template["scaling"]["maxInstanceCount"],
     )
@@ -148,12 +148,12 @@ def test_the_billing_output_is_the_shape_the_service_registers(stack: str) -> No
 def test_the_tpu_billing_output_is_the_node_the_request_asks_for() -> None:
     """The TPU price follows the queued resource's accelerator type and tier, not a default."""
     capture = render_stack("tpu-v6e")
-    shape = parse_billing(clean(capture.outputs)["billing"])
-    assert isinstance(shape, TpuBilling)
+    bill = parse_billing(clean(capture.outputs)["billing"])
+    assert isinstance(bill, TpuBilling)
     body = clean(capture.one("pulumi-python:dynamic/tpu:QueuedResource").inputs)["requestBody"]
-    assert body["tpu"]["nodeSpec"][0]["node"]["acceleratorType"] == shape.accelerator_type
+    assert body["tpu"]["nodeSpec"][0]["node"]["acceleratorType"] == bill.accelerator_type
     assert body["provisioningModel"] == "FLEX_START"
-    assert shape.provisioning_model == "flex-start"
+    assert bill.provisioning_model == "flex-start"
 
 
 @SHARES_SHIPPED_PLANS
@@ -180,25 +180,25 @@ def test_text_and_json_plans_show_the_cost() -> None:
 UNPRICED = {"nvidia-h200-141gb", "nvidia-b200", "tpu-v7"}
 
 
-def test_every_accelerator_has_its_own_minimum_shape() -> None:
-    """A new accelerator must not be priced as another platform's shape (a GPU as a TPU node, or the reverse),
+def test_every_accelerator_has_its_own_minimum_billing() -> None:
+    """A new accelerator must not be priced as another platform's bill (a GPU as a TPU node, or the reverse),
     and only the listed ones may lack a price (the plan would show a stack's cost as unknown)."""
     assert set(Accelerator.every()) >= UNPRICED
     for accelerator in Accelerator.every():
-        shape = minimum_shape(accelerator)
-        price = hourly_price(shape)
+        bill = minimum_billing(accelerator)
+        price = hourly_price(bill)
         if accelerator in UNPRICED:
             assert price.usd_per_hour is None
             assert price.missing is not None
         else:
             assert price.usd_per_hour is not None
         if resolved_shapes(platform="cloud-run", accelerator=accelerator):
-            assert isinstance(shape, CloudRunBilling)
-            assert shape.accelerator == accelerator
-            assert shape.chips_per_unit == 1
+            assert isinstance(bill, CloudRunBilling)
+            assert bill.accelerator == accelerator
+            assert bill.chips_per_unit == 1
         elif accelerator_facts(accelerator).family == "tpu" and shapes(platform="tpu-vm", accelerator=accelerator):
-            assert isinstance(shape, TpuBilling)
-            assert shape.chips_per_unit == shape.chips
+            assert isinstance(bill, TpuBilling)
+            assert bill.chips_per_unit == bill.chips
         else:  # a GPU, or a TPU sold through GKE only: a GKE node
-            assert isinstance(shape, GkeBilling)
-            assert shape.accelerator == accelerator
+            assert isinstance(bill, GkeBilling)
+            assert bill.accelerator == accelerator

@@ -307,4 +307,4 @@ def test_the_31b_nvfp4_on_two_l4s_plans_with_a_price_and_an_unconfirmed_speed() 
     assert (stack.vllm.tensor_parallel_size, stack.vllm.max_model_len) == (2, 4096)
     assert capacity.plan.capacity_tokens >= 4096
     assert any("speed unconfirmed" in warning for warning in capacity.warnings)
-    assert stack.billing_shape().hourly_price().usd_per_hour is not None
+    assert stack.billing().hourly_price().usd_per_hour is not None

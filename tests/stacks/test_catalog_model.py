@@ -100,7 +100,7 @@ def test_tpu_tensor_parallel_follows_the_slice() -> None:
         pytest.param(
             "tpu-v6e",
             {"model": short("gemma-4-31b-it", "bf16")},
-            "tpu.acceleratorType: gemma-4-31b-it needs at least 4 v6e chips",
+            "tpu.acceleratorType: gemma-4-31b-it needs at least 4 TPU v6e chips",
             id="31b-on-one-chip",
         ),
         pytest.param(

@@ -97,7 +97,7 @@ def test_two_tensor_parallel_2_replicas_share_a_four_gpu_node() -> None:
     settings = settings_from_config(_packed(replicas={"min": 2, "max": 4}))
     assert isinstance(settings, GkeStack)
     assert (settings.replicas_per_node, settings.accelerator_chips) == (2, 2)
-    billed = settings.billing_shape()
+    billed = settings.billing()
     assert (billed.min_nodes, billed.max_nodes) == (1, 2)
     shape = settings.gke.node_pool.shape
     assert settings.pod_memory_gib == float(int(allocatable_memory_gib(shape) * 0.8 / 2))
@@ -188,7 +188,7 @@ def test_an_existing_cluster_needs_its_location() -> None:
     assert "gke.cluster.location" in _problems(TPU, cluster__existing="serving")
     settings = _load(TPU, cluster__existing="projects/p/locations/us-east5/clusters/serving")
     assert (settings.gke.cluster.existing_name, settings.gke.cluster_location) == ("serving", "us-east5")
-    assert settings.billing_shape().cluster_created is False
+    assert settings.billing().cluster_created is False
 
 
 def test_an_existing_cluster_renders_without_creating_one() -> None:
@@ -222,8 +222,8 @@ def test_a_typo_in_the_gke_block_names_the_key() -> None:
 
 def test_a_parked_fleet_costs_no_accelerator_node() -> None:
     """Parking sets the Deployment to 0 replicas; the plan prices 0 nodes at min and max."""
-    shape = _load(TPU, replicas__parked=True).billing_shape()
-    assert (shape.min_nodes, shape.max_nodes) == (0, 0)
+    bill = _load(TPU, replicas__parked=True).billing()
+    assert (bill.min_nodes, bill.max_nodes) == (0, 0)
 
 
 def test_the_31b_needs_all_four_gpus_of_the_node() -> None:

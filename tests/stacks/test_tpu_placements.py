@@ -39,8 +39,8 @@ def test_placements_set_the_zone_and_tier_from_the_first() -> None:
 
 def test_billing_is_the_dearest_placement() -> None:
     """The plan prices the worst case: spot in europe-west4 ($1.78/chip-h) over flex-start in us-east5 ($1.35)."""
-    shape = tpu_stack(tpu__placements=[FLEX, SPOT_EU]).billing_shape()
-    assert (shape.provisioning_model, shape.region, shape.max_run_seconds) == ("spot", "europe-west4", None)
+    bill = tpu_stack(tpu__placements=[FLEX, SPOT_EU]).billing()
+    assert (bill.provisioning_model, bill.region, bill.max_run_seconds) == ("spot", "europe-west4", None)
 
 
 def test_flex_start_outside_the_table_is_a_warning_not_a_refusal() -> None:

@@ -39,7 +39,7 @@ def calibrate(results: Path, stack: str, *, root: Path | None = None) -> Calibra
     served = served_checkpoint(settings.model)
     if not isinstance(served, Served):
         raise UsageError(f"stack {stack!r} does not serve a catalog checkpoint: no speed record can name its model")
-    billing = settings.billing_shape()
+    billing = settings.billing()
     args = speed_args(settings.serve_args())
     digest = hashlib.sha256(results.read_bytes()).hexdigest()
     shown = str(results.resolve().relative_to(project)) if results.resolve().is_relative_to(project) else str(results)

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from serving.gcp_names import region_of
-from serving.pricing import Billing, GkeBilling, HourlyPrice, TpuBilling, deployed_cloud_run_shape
+from serving.pricing import Billing, GkeBilling, HourlyPrice, TpuBilling, deployed_cloud_run_billing
 from serving.shapes import Accelerator, ResolvedShape, resolved_shapes, the_cloud_run_shape, tier_zones
 from stacks.fit import SHAPES
 from stacks.gke import ClusterSettings
@@ -113,7 +113,7 @@ def _cloud_run(shape: ResolvedShape, region: str | None) -> Offer | str:
     if where not in gpu.zones:
         return f"Cloud Run offers no {gpu.display_name} in {where} (offered in {', '.join(gpu.zones)})"
     # The instance a stack deploys with the GPU (the shapes table's deployedSize): what the matrix prices too.
-    billing = deployed_cloud_run_shape(shape.accelerator, where)
+    billing = deployed_cloud_run_billing(shape.accelerator, where)
     return Offer(shape, "cloud-run", where, "on-demand", billing, scales_to_zero=True, max_replicas=1000)
 
 
@@ -142,8 +142,7 @@ def _tpu(shape: ResolvedShape, region: str | None, provisioning: str) -> Offer |
     where = region or default_region(zones, DEFAULT_TPU_REGION)
     zone = next((z for z in zones if region_of(z) == where), None)
     if zone is None:
-        generation = shape.accelerator.removeprefix("tpu-")  # the shapes table's key names the generation
-        return f"no {provisioning} TPU {generation} zone in {where} (zones: {', '.join(zones)})"
+        return f"no {provisioning} {shape.short_name} zone in {where} (zones: {', '.join(zones)})"
     tier = TPU_TIERS[provisioning]
     billing = TpuBilling(
         accelerator_type=shape.name,

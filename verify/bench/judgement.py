@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from serving.pricing import deployed_cloud_run_shape, hourly_price, minimum_shape, parse_billing
+from serving.pricing import deployed_cloud_run_billing, hourly_price, minimum_billing, parse_billing
 from serving.shapes import Accelerator, resolved_shapes
 from verify.streaming import FailureKind
 
@@ -59,30 +59,30 @@ def accelerator_facts(
         except ValueError:
             allowed = ", ".join(a for a in Accelerator.every())
             raise ValueError(f"--accelerator {accelerator!r} is not one of: {allowed}") from None
-    shape = None
+    bill = None
     if billing is not None:
         try:
-            shape = parse_billing(billing)
+            bill = parse_billing(billing)
         except ValueError as exc:
             raise ValueError(f"the stack's billing output is not a billed shape: {exc}") from None
     elif kind is not None:
         # As a stack deploys it (one price per shape: the plan's, `make matrix`'s and advise's), not the
         # platform's minimum: an L4 instance below the shipped size costs less than any stack runs it at.
         rents = resolved_shapes(platform="cloud-run", accelerator=kind)
-        shape = deployed_cloud_run_shape(kind, None) if rents else minimum_shape(kind)
+        bill = deployed_cloud_run_billing(kind, None) if rents else minimum_billing(kind)
     peak: float | None = None
     chips: int | None = None
     if kind is not None:
         # Every shape of an accelerator carries the same chip: its peak is the chip's, per chip.
         chip_peak = resolved_shapes(accelerator=kind)[0].peak_dense_bf16_flops
-        chips = shape.chips_per_unit if shape is not None else 1
+        chips = bill.chips_per_unit if bill is not None else 1
         if chip_peak is not None:
             peak = chip_peak * chips * count
     if price_override is not None:
         return AcceleratorFacts(accelerator, peak, price_override, "--price-per-hour", chips)
-    if shape is None:
+    if bill is None:
         return AcceleratorFacts(accelerator, peak, None, None, chips)
-    price = hourly_price(shape)
+    price = hourly_price(bill)
     copies = f"{count} x " if count > 1 else ""
     where = (
         ""

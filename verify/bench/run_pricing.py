@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from serving.pricing import TpuBilling, hourly_price, minimum_shape, usd
+from serving.pricing import TpuBilling, hourly_price, minimum_billing, usd
 from serving.shapes import Accelerator, resolved_shapes
 from verify import UsageError
 from verify.bench.judgement import cost
@@ -37,7 +37,7 @@ def table_floor(accelerator: str | None, platform: str | None) -> float | None:
         kind = Accelerator(accelerator or "")
     except ValueError:
         return None
-    smallest = minimum_shape(kind)
+    smallest = minimum_billing(kind)
     if isinstance(smallest, TpuBilling):  # its smallest slice, at each tier (the table's, not a spelled name)
         prices = [
             hourly_price(smallest.model_copy(update={"provisioning_model": tier, "region": None})).usd_per_hour
@@ -47,7 +47,7 @@ def table_floor(accelerator: str | None, platform: str | None) -> float | None:
         return min(known) if known else None
     if platform == "gke":
         return None
-    return hourly_price(minimum_shape(kind)).usd_per_hour
+    return hourly_price(minimum_billing(kind)).usd_per_hour
 
 
 def scales_to_zero(accelerator: str | None, platform: str | None) -> bool:

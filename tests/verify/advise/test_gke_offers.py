@@ -115,7 +115,7 @@ def test_write_a_gke_row_produces_a_fleet_stack_that_previews_at_the_rows_price(
     assert config["gemma-serving:vllm"]["tensorParallelSize"] == row.tensor_parallel
     ensure_event_loop()
     assert preview_main(["--stack", name, "--root", str(project), "--format", "json"]) == 0
-    billing = load_stack(read_stack_config(project, name).values, root=project).settings.billing_shape()
+    billing = load_stack(read_stack_config(project, name).values, root=project).settings.billing()
     unit, fixed = billing.hourly_price().usd_per_hour, billing.fixed_price()
     assert unit is not None
     assert fixed is not None

@@ -39,7 +39,7 @@ def test_the_advisors_hourly_price_is_the_shipped_stacks(stack: str) -> None:
     """The matrix once said $1.05/h for an L4 while the shipped stack cost $1.42/h: a user comparing `advise` with
     `make preview` could not tell which to believe. For every shipped stack, the advisor prices its shape (instance
     size, TPU tier, GKE machine type and provisioning model, region) at exactly what the plan bills a unit."""
-    billing = load_stack(read_stack_config(ROOT, stack).values, root=ROOT).settings.billing_shape()
+    billing = load_stack(read_stack_config(ROOT, stack).values, root=ROOT).settings.billing()
     offer = _advised(billing)
     planned = billing.hourly_price()
     if billing.shape.accelerator in UNPRICED:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.pricing import deployed_cloud_run_shape, hourly_price, minimum_shape
+from serving.pricing import deployed_cloud_run_billing, hourly_price, minimum_billing
 from serving.shapes import resolved_shapes
 from verify.bench.judgement import (
     accelerator_facts,
@@ -93,10 +93,10 @@ def test_accelerator_facts_come_from_the_stacks_table() -> None:
     l4 = resolved_shapes(platform="cloud-run")[0]
     facts = accelerator_facts(l4.accelerator)
     assert facts.peak_flops == l4.peak_dense_bf16_flops
-    deployed = hourly_price(deployed_cloud_run_shape(l4.accelerator, None)).usd_per_hour
+    deployed = hourly_price(deployed_cloud_run_billing(l4.accelerator, None)).usd_per_hour
     assert deployed is not None
     assert facts.price_per_hour_usd == pytest.approx(deployed)
-    minimum = hourly_price(minimum_shape(l4.accelerator)).usd_per_hour
+    minimum = hourly_price(minimum_billing(l4.accelerator)).usd_per_hour
     assert minimum is not None
     assert deployed > minimum
     assert facts.price_basis is not None
