@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
-from components.wire import gcp, storage, wire
+from components.wire import cloud_run_job, gcp, storage
 from policy.image_pins import image_pin_problem
 from serving.cloud_run_jobs import JobKeys, job_problems
 from serving.gcp_names import RFC1035_ID, SERVICE_ACCOUNT_ID, bucket_path_problem
@@ -164,8 +164,8 @@ class BenchJob(pulumi.ComponentResource):
             opts=child,
         )
         writer = gcp.BucketIamMember(f"{name}-writer", bucket=bucket.name, role=RESULTS_ROLE, member=member, opts=child)
-        envs = [wire(name=k, value=v) for k, v in args.job_env().items()]
-        envs.append(wire(name="BENCH_URL", value=args.service_url))
+        envs = [cloud_run_job.env(name=k, value=v) for k, v in args.job_env().items()]
+        envs.append(cloud_run_job.env(name="BENCH_URL", value=args.service_url))
         job = gcp.CloudRunJob(
             f"{name}-job",
             name=name,
@@ -173,29 +173,31 @@ class BenchJob(pulumi.ComponentResource):
             project=args.project,
             deletion_protection=False,
             labels=dict(args.labels),
-            template=wire(
+            template=cloud_run_job.template(
                 # Every task at once: the load of a cell is the sum of the tasks' shares.
                 task_count=args.tasks,
                 parallelism=args.tasks,
                 labels=dict(args.labels),
-                template=wire(
+                template=cloud_run_job.task_template(
                     service_account=identity.email,
                     timeout=f"{args.task_timeout_seconds}s",
                     max_retries=0,
                     containers=[
-                        wire(
+                        cloud_run_job.container(
                             name=BENCH_JOB_CONTAINER,
                             image=args.image,
                             commands=["python", "-m", "verify", "bench", "task"],
                             envs=envs,
-                            resources=wire(limits={"cpu": str(args.cpu_per_task), "memory": f"{args.memory_gib}Gi"}),
-                            volume_mounts=[wire(name="results", mount_path=RESULTS_MOUNT)],
+                            resources=cloud_run_job.resources(
+                                limits={"cpu": str(args.cpu_per_task), "memory": f"{args.memory_gib}Gi"}
+                            ),
+                            volume_mounts=[cloud_run_job.volume_mount(name="results", mount_path=RESULTS_MOUNT)],
                         )
                     ],
                     volumes=[
-                        wire(
+                        cloud_run_job.volume(
                             name="results",
-                            gcs=wire(
+                            gcs=cloud_run_job.volume_gcs(
                                 bucket=bucket.name,
                                 read_only=False,
                                 mount_options=list(RESULTS_MOUNT_OPTIONS),

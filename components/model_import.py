@@ -35,7 +35,7 @@ import pulumi
 
 from components.managed_secret import ACCESSOR_ROLE, ManagedSecret
 from components.serving_identity import ServingIdentity, ServingIdentityArgs
-from components.wire import gcp, wire
+from components.wire import cloud_run_job, gcp
 from components.wire.command import LocalCommand
 from job_scripts import script_source
 from serving.adapter_versions import version_folder_problem
@@ -232,8 +232,8 @@ class ModelImport(pulumi.ComponentResource):
             raise ValueError(f"ModelImport name {name!r} is the job's name: lowercase letters, digits, '-' (<= 63)")
         super().__init__(TypeToken.MODEL_IMPORT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        envs = [wire(name=k, value=v) for k, v in args.job_env().items()]
-        envs.append(wire(name="IMPORT_BUCKET", value=args.bucket_name))
+        envs = [cloud_run_job.env(name=k, value=v) for k, v in args.job_env().items()]
+        envs.append(cloud_run_job.env(name="IMPORT_BUCKET", value=args.bucket_name))
         if args.writer is not None:
             email, grants = args.writer.email, list(args.writer.grants)
             reads_token = args.writer.reads_token
@@ -242,10 +242,12 @@ class ModelImport(pulumi.ComponentResource):
             reads_token = args.from_hub and args.hf_token is not None
         if args.from_hub and args.hf_token is not None and reads_token:
             envs.append(
-                wire(
+                cloud_run_job.env(
                     name="HF_TOKEN",
-                    value_source=wire(
-                        secret_key_ref=wire(secret=args.hf_token.secret_id, version=args.hf_token.version)
+                    value_source=cloud_run_job.env_value_source(
+                        secret_key_ref=cloud_run_job.secret_key_ref(
+                            secret=args.hf_token.secret_id, version=args.hf_token.version
+                        )
                     ),
                 )
             )
@@ -258,24 +260,26 @@ class ModelImport(pulumi.ComponentResource):
             project=args.project,
             deletion_protection=False,
             labels=dict(args.labels),
-            template=wire(
+            template=cloud_run_job.template(
                 task_count=1,
                 parallelism=1,
                 labels=dict(args.labels),
-                template=wire(
+                template=cloud_run_job.task_template(
                     service_account=email,
                     timeout=f"{job_spec.timeout_minutes * 60}s",
                     # A retried task resumes where the failed one stopped (the job is idempotent).
                     max_retries=job_spec.max_retries,
                     containers=[
-                        wire(
+                        cloud_run_job.container(
                             name=IMPORT_JOB_CONTAINER,
                             image=args.image,
                             # The script travels in the job spec: no image build, no install at start.
                             commands=["python3"],
                             args=["-c", script_source()],
                             envs=envs,
-                            resources=wire(limits={"cpu": str(job_spec.cpu), "memory": f"{job_spec.memory_gib}Gi"}),
+                            resources=cloud_run_job.resources(
+                                limits={"cpu": str(job_spec.cpu), "memory": f"{job_spec.memory_gib}Gi"}
+                            ),
                         )
                     ],
                 ),

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pulumi
 
@@ -33,7 +33,7 @@ from components.weight_access import (
     model_volumes,
     vpc_access,
 )
-from components.wire import cloud_run, gcp, wire
+from components.wire import cloud_run, gcp
 from serving.cloud_run_limits import LimitKeys, instance_limit_problems, startup_window_problem
 from serving.cloud_run_rules import concurrency_problem, gpu_sizing_problems, region_problem, request_concurrency
 from serving.compile_cache import GPU_CACHE_ENV
@@ -41,6 +41,9 @@ from serving.container import MODEL_ROOT, VLLM_PORT
 from serving.naming import CANDIDATE_TAG, GPU_SERVING_CONTAINER, TypeToken
 from serving.shapes import ResolvedShape, resolved_shapes
 from serving.vllm_args import check_serve_args
+
+if TYPE_CHECKING:
+    from pulumi_gcp.cloudrunv2._inputs import ServiceTemplateArgsDict, ServiceTrafficArgsDict
 
 _INGRESS = {
     "all": "INGRESS_TRAFFIC_ALL",
@@ -310,14 +313,14 @@ class VllmGpuService(pulumi.ComponentResource):
         template_inputs = _template_inputs(args)
         # The revision name is the service's name plus a hash of everything the revision is made of, so the
         # same template always names the same revision and traffic can name it before it exists.
-        revision = pulumi.Output.from_input(wire(**template_inputs)).apply(
+        revision = pulumi.Output.from_input(cloud_run.template(**template_inputs)).apply(
             lambda template: f"{service_name}-{_template_hash(template)}"
         )
         rollout = args.rollout
         if isinstance(rollout, GatedRollout):
             state_serving: pulumi.Output[str | None] = pulumi.Output.from_input(rollout.serving_revision)
             percent = rollout.candidate_percent
-            traffics: pulumi.Input[Sequence[pulumi.Input[dict[str, Any]]]] = state_serving.apply(
+            traffics: pulumi.Input[Sequence[pulumi.Input[ServiceTrafficArgsDict]]] = state_serving.apply(
                 lambda serving_revision: gated_traffic(revision, serving_revision, percent)
             )
             # Known as soon as the state (or promotion) names it, even while the candidate's name is computed.
@@ -327,8 +330,9 @@ class VllmGpuService(pulumi.ComponentResource):
             previous: pulumi.Output[str | None] = pulumi.Output.from_input(rollout.previous_revision)
         else:
             serving = revision
-            traffics = [wire(type=_LATEST, percent=100)]
+            traffics = [cloud_run.traffic(type=_LATEST, percent=100)]
             previous = pulumi.Output.from_input(None)
+        named_template: ServiceTemplateArgsDict = {**template_inputs, "revision": revision}
         service = gcp.CloudRunService(
             f"{name}-service",
             name=service_name,
@@ -337,7 +341,7 @@ class VllmGpuService(pulumi.ComponentResource):
             deletion_protection=args.deletion_protection,
             invoker_iam_disabled=False,
             labels=dict(args.labels),
-            template=wire(**template_inputs, revision=revision),
+            template=cloud_run.template(**named_template),
             traffics=traffics,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for)),
         )
@@ -374,7 +378,9 @@ class VllmGpuService(pulumi.ComponentResource):
         )
 
 
-def gated_traffic(candidate: pulumi.Input[str], serving: str | None, candidate_percent: int) -> list[dict[str, Any]]:
+def gated_traffic(
+    candidate: pulumi.Input[str], serving: str | None, candidate_percent: int
+) -> list[ServiceTrafficArgsDict]:
     """The serving revision with its share and the candidate under its tag with the rest, both by name.
 
     With no serving revision yet (the stack's first rollout) the candidate takes 100%: otherwise the
@@ -383,38 +389,38 @@ def gated_traffic(candidate: pulumi.Input[str], serving: str | None, candidate_p
     traffic block) allows, as `kn service update --tag-revision` writes for a revision that already has a
     share: the tag keeps its URL, and the split never depends on a name only known once the template resolves.
     """
-    candidate_entry = wire(
+    candidate_entry = cloud_run.traffic(
         type=_BY_REVISION, revision=candidate, percent=100 if serving is None else candidate_percent, tag=CANDIDATE_TAG
     )
     if serving is None:
         return [candidate_entry]
-    serving_entry = wire(type=_BY_REVISION, revision=serving, percent=100 - candidate_percent)
+    serving_entry = cloud_run.traffic(type=_BY_REVISION, revision=serving, percent=100 - candidate_percent)
     return [serving_entry, candidate_entry]
 
 
-def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
+def _template_inputs(args: VllmGpuServiceArgs) -> ServiceTemplateArgsDict:
     """The revision template's fields (everything but its name), built once for the service and its hash."""
     port = args.port
-    return dict(  # noqa: C408 - the keywords are ServiceTemplateArgs' own; a typo fails its constructor
-        service_account=args.service_account_email,
-        execution_environment="EXECUTION_ENVIRONMENT_GEN2",
-        timeout=f"{args.request_timeout_seconds}s",
-        max_instance_request_concurrency=args.request_concurrency,
-        scaling=wire(
+    return {
+        "service_account": args.service_account_email,
+        "execution_environment": "EXECUTION_ENVIRONMENT_GEN2",
+        "timeout": f"{args.request_timeout_seconds}s",
+        "max_instance_request_concurrency": args.request_concurrency,
+        "scaling": cloud_run.scaling(
             min_instance_count=args.min_instances,
             max_instance_count=args.max_instances,
         ),
-        node_selector=wire(accelerator=args.gpu.cloud_run_selector),
-        gpu_zonal_redundancy_disabled=args.gpu_zonal_redundancy_disabled,
-        labels=dict(args.labels),
-        volumes=[
+        "node_selector": cloud_run.node_selector(accelerator=args.gpu.cloud_run_selector),
+        "gpu_zonal_redundancy_disabled": args.gpu_zonal_redundancy_disabled,
+        "labels": dict(args.labels),
+        "volumes": [
             *(model_volumes(args.bucket_name, list(args.mount.options), args.streamed) or []),
             *cache_volumes(args.bucket_name, args.compile_cache),
             *sidecar_volumes(args.metrics_sidecar),
         ]
         or None,
-        vpc_access=vpc_access(args.streamed),
-        containers=[
+        "vpc_access": vpc_access(args.streamed),
+        "containers": [
             cloud_run.container(
                 name=GPU_SERVING_CONTAINER,
                 image=args.image,
@@ -450,13 +456,11 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                     timeout_seconds=args.liveness_probe.timeout_seconds,
                     failure_threshold=args.liveness_probe.failure_threshold,
                 ),
-                volume_mounts=cloud_run.volume_mounts(
-                    [
-                        *(model_volume_mounts(args.mount.mount_path, args.streamed) or []),
-                        *cache_volume_mounts(args.compile_cache),
-                    ]
-                    or None
-                ),
+                volume_mounts=[
+                    *(model_volume_mounts(args.mount.mount_path, args.streamed) or []),
+                    *cache_volume_mounts(args.compile_cache),
+                ]
+                or None,
             ),
             *sidecar_containers(
                 args.metrics_sidecar,
@@ -466,7 +470,7 @@ def _template_inputs(args: VllmGpuServiceArgs) -> dict[str, Any]:
                 memory_gib=args.memory_gib,
             ),
         ],
-    )
+    }
 
 
 def _cache_env(cache: CacheMount | None) -> dict[str, str]:
@@ -474,7 +478,7 @@ def _cache_env(cache: CacheMount | None) -> dict[str, str]:
     return {GPU_CACHE_ENV: cache.mount_path} if cache is not None else {}
 
 
-def _template_hash(template: dict[str, Any]) -> str:
+def _template_hash(template: Mapping[str, object]) -> str:
     """A short, stable hash of a resolved template (fields by their Python names, keys sorted).
 
     The hash names the revision, so it must not change when the code building the template does: it is

@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pulumi
 
-from components.wire import wire
+from components.wire import cloud_run
+
+if TYPE_CHECKING:
+    from pulumi_gcp.cloudrunv2._inputs import (
+        ServiceTemplateContainerVolumeMountArgsDict,
+        ServiceTemplateVolumeArgsDict,
+        ServiceTemplateVpcAccessArgsDict,
+    )
 
 MODEL_VOLUME = "models"
 # The read-write volume of the compile cache (compileCache.keep): the bucket again, narrowed to the cache's
@@ -45,31 +52,33 @@ class StreamedWeights:
 
 def model_volumes(
     bucket_name: pulumi.Input[str], options: list[str], streamed: StreamedWeights | None
-) -> list[dict[str, Any]] | None:
+) -> list[ServiceTemplateVolumeArgsDict] | None:
     """The bucket as a read-only gcsfuse volume, or none when vLLM streams from gs://."""
     if streamed is not None:
         return None
     return [
-        wire(
+        cloud_run.volume(
             name=MODEL_VOLUME,
-            gcs=wire(bucket=bucket_name, read_only=True, mount_options=options),
+            gcs=cloud_run.volume_gcs(bucket=bucket_name, read_only=True, mount_options=options),
         )
     ]
 
 
-def model_volume_mounts(mount_path: str, streamed: StreamedWeights | None) -> list[dict[str, Any]] | None:
+def model_volume_mounts(
+    mount_path: str, streamed: StreamedWeights | None
+) -> list[ServiceTemplateContainerVolumeMountArgsDict] | None:
     if streamed is not None:
         return None
-    return [wire(name=MODEL_VOLUME, mount_path=mount_path)]
+    return [cloud_run.volume_mount(name=MODEL_VOLUME, mount_path=mount_path)]
 
 
-def vpc_access(streamed: StreamedWeights | None) -> dict[str, Any] | None:
+def vpc_access(streamed: StreamedWeights | None) -> ServiceTemplateVpcAccessArgsDict | None:
     """Direct VPC egress (a network interface on the subnet, all traffic) when vLLM streams; else none."""
     if streamed is None:
         return None
-    return wire(
+    return cloud_run.vpc_access(
         egress=ALL_TRAFFIC,
-        network_interfaces=[wire(network=streamed.network, subnetwork=streamed.subnet)],
+        network_interfaces=[cloud_run.network_interface(network=streamed.network, subnetwork=streamed.subnet)],
     )
 
 
@@ -87,19 +96,19 @@ class CacheMount:
         return [*self.owner_options, f"only-dir={self.prefix.rstrip('/')}", "implicit-dirs"]
 
 
-def cache_volumes(bucket_name: pulumi.Input[str], cache: CacheMount | None) -> list[dict[str, Any]]:
+def cache_volumes(bucket_name: pulumi.Input[str], cache: CacheMount | None) -> list[ServiceTemplateVolumeArgsDict]:
     """The cache folder as a read-write gcsfuse volume; none when the cache is not kept."""
     if cache is None:
         return []
     return [
-        wire(
+        cloud_run.volume(
             name=CACHE_VOLUME,
-            gcs=wire(bucket=bucket_name, read_only=False, mount_options=cache.options()),
+            gcs=cloud_run.volume_gcs(bucket=bucket_name, read_only=False, mount_options=cache.options()),
         )
     ]
 
 
-def cache_volume_mounts(cache: CacheMount | None) -> list[dict[str, Any]]:
+def cache_volume_mounts(cache: CacheMount | None) -> list[ServiceTemplateContainerVolumeMountArgsDict]:
     if cache is None:
         return []
-    return [wire(name=CACHE_VOLUME, mount_path=cache.mount_path)]
+    return [cloud_run.volume_mount(name=CACHE_VOLUME, mount_path=cache.mount_path)]

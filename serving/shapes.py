@@ -179,6 +179,31 @@ class InstanceMaximum(_Cited):
     basis: str
 
 
+class QuotaSelector(_Data):
+    """Which Compute Engine quota a GKE node pool draws on, by the one name a source gives for it: its metric, its
+    quota ID, or (where a page names no ID) the start of its display name; `dimensions` pins the custom dimension
+    Google keys a shared quota by (`tpu_family` of `TPUS-PER-TPU-FAMILY`)."""
+
+    metric: str | None = None
+    quota_id: str | None = None
+    display_name: str | None = None
+    dimensions: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_name(self) -> Self:
+        named = [name for name in (self.metric, self.quota_id, self.display_name) if name is not None]
+        if len(named) != 1:
+            raise ValueError("a quota selector names exactly one of metric, quotaId or displayName")
+        return self
+
+    @property
+    def described(self) -> str:
+        """How messages name the quota: its name and the dimension it is keyed by."""
+        name = self.metric or self.quota_id or f"{self.display_name!r}"
+        pinned = ", ".join(f"{key} {value}" for key, value in self.dimensions.items())
+        return f"{name} ({pinned})" if pinned else name
+
+
 class MachineFamily(_Data):
     """A GKE machine series (G2, G4, A3 High, ct6e): what its machine types share."""
 
@@ -189,10 +214,9 @@ class MachineFamily(_Data):
     # Provisioning models GKE node pools of this series can use (on-demand, spot, flex-start).
     provisioning: tuple[str, ...]
     provisioning_note: Text | None = None
-    # Quota metric per provisioning model.
-    quota: dict[str, str]
-    # Words a quota's ID or metric contains when Google names quotas per generation rather than per metric.
-    quota_match: tuple[str, ...] = ()
+    # The Compute Engine quotas a node pool draws on, per provisioning model: the first, then its fallbacks (a
+    # flex-start node falls back to the on-demand quota where the preemptible one has no room).
+    quota: dict[str, tuple[QuotaSelector, ...]]
     quota_source: Text
     price_key: str
 
@@ -368,12 +392,10 @@ def short_name(accelerator: str) -> str:
 
 
 def quota_words(accelerator: str) -> tuple[str, ...]:
-    """Words that name an accelerator's quotas where Google names them per generation (TPU)."""
+    """Words that name a TPU VM slice's Cloud TPU API quotas, which Google names per generation."""
     words: dict[str, None] = {}
     for entry in shapes(accelerator=accelerator):
         words.update(dict.fromkeys(entry.quota_match))
-        if entry.platform == "gke":
-            words.update(dict.fromkeys(machine_family(entry).quota_match))
     return tuple(words)
 
 

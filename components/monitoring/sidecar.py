@@ -11,9 +11,9 @@ takes no GPU (Cloud Run attaches the one GPU to one container: vLLM's).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from components.wire import wire
+from components.wire import cloud_run
 from serving.cloud_run_containers import ContainerSize, split_instance, split_problem
 from serving.collectors import (
     RUN_GMP_CONFIG_DIR,
@@ -26,6 +26,9 @@ from serving.collectors import (
 )
 from serving.naming import CLOUD_RUN_COLLECTOR_CONTAINER
 from serving.shapes import ResolvedShape
+
+if TYPE_CHECKING:
+    from pulumi_gcp.cloudrunv2._inputs import ServiceTemplateContainerArgsDict, ServiceTemplateVolumeArgsDict
 
 CONFIG_VOLUME = "rungmp-config"
 
@@ -67,34 +70,34 @@ def sizing_problem(
 
 def sidecar_containers(
     sidecar: MetricsSidecar | None, *, serving_container: str, gpu: ResolvedShape, cpu: int, memory_gib: int
-) -> list[dict[str, Any]]:
+) -> list[ServiceTemplateContainerArgsDict]:
     if sidecar is None:
         return []
     return [
-        wire(
+        cloud_run.container(
             name=CLOUD_RUN_COLLECTOR_CONTAINER,
             image=sidecar.image,
             depends_ons=[serving_container],
-            resources=wire(limits=sidecar_size(gpu, cpu, memory_gib).limits(), cpu_idle=False),
-            liveness_probe=wire(
-                http_get=wire(path=RUN_GMP_LIVENESS_PATH, port=RUN_GMP_LIVENESS_PORT),
+            resources=cloud_run.resources(limits=sidecar_size(gpu, cpu, memory_gib).limits(), cpu_idle=False),
+            liveness_probe=cloud_run.liveness_probe(
+                http_get=cloud_run.liveness_http_get(path=RUN_GMP_LIVENESS_PATH, port=RUN_GMP_LIVENESS_PORT),
                 period_seconds=RUN_GMP_LIVENESS_PERIOD_SECONDS,
                 timeout_seconds=RUN_GMP_LIVENESS_TIMEOUT_SECONDS,
             ),
-            volume_mounts=[wire(name=CONFIG_VOLUME, mount_path=RUN_GMP_CONFIG_DIR)],
+            volume_mounts=[cloud_run.volume_mount(name=CONFIG_VOLUME, mount_path=RUN_GMP_CONFIG_DIR)],
         )
     ]
 
 
-def sidecar_volumes(sidecar: MetricsSidecar | None) -> list[dict[str, Any]]:
+def sidecar_volumes(sidecar: MetricsSidecar | None) -> list[ServiceTemplateVolumeArgsDict]:
     if sidecar is None:
         return []
     return [
-        wire(
+        cloud_run.volume(
             name=CONFIG_VOLUME,
-            secret=wire(
+            secret=cloud_run.volume_secret(
                 secret=sidecar.config_secret,
-                items=[wire(path=RUN_GMP_CONFIG_FILE, version="latest")],
+                items=[cloud_run.volume_secret_item(path=RUN_GMP_CONFIG_FILE, version="latest")],
             ),
         )
     ]

@@ -64,6 +64,15 @@ class CloudRunService(GcpResource):
     SECRET_OUTPUTS = _LABELS
     COMPUTED = ("name", "uri", "trafficStatuses")
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.CloudRunServiceInputs],
+        ) -> None: ...
+
     @property
     def name(self) -> pulumi.Output[str]:
         return self.text("name")
@@ -99,6 +108,15 @@ class CloudRunJob(GcpResource):
     TYPE = "gcp:cloudrunv2/job:Job"
     SECRET_OUTPUTS = _LABELS
     COMPUTED = ("name",)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            resource_name: str,
+            opts: pulumi.ResourceOptions | None = None,
+            **inputs: Unpack[gcp_inputs.CloudRunJobInputs],
+        ) -> None: ...
 
     @property
     def name(self) -> pulumi.Output[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.wire import billing, compute, gcp, secretmanager, storage, wire
+from components.wire import billing, cloud_run, cloud_run_job, compute, gcp, secretmanager, storage, wire
 
 if TYPE_CHECKING:
 
@@ -25,6 +25,17 @@ if TYPE_CHECKING:
         gcp.Secret("token", replication=wire(auto=wire()))  # type: ignore[arg-type]
         storage.lifecycle_condition(age="30")  # type: ignore[arg-type]
         billing.threshold_rule(threshold_percent="0.5")  # type: ignore[arg-type]
+        # A Cloud Run service's blocks: a misspelt key, a count as text, a volume without its bucket.
+        cloud_run.traffic(type="TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST", percnt=100)  # type: ignore[call-arg]
+        cloud_run.scaling(min_instance_count="1")  # type: ignore[arg-type]
+        cloud_run.volume(name="models", gcs=cloud_run.volume_gcs(read_only=True))  # type: ignore[call-arg]
+        cloud_run.template(containers=[cloud_run.container(image="vllm")], timeout=600)  # type: ignore[arg-type]
+        gcp.CloudRunService("service", location="europe-west4", template=wire(containers=[]))  # type: ignore[arg-type]
+        # A Cloud Run job's: a service's template given to a job, a secret reference one level too high.
+        gcp.CloudRunJob("job", location="europe-west4", template=cloud_run.template())  # type: ignore[arg-type]
+        cloud_run_job.env(name="HF_TOKEN", value_source=cloud_run_job.secret_key_ref(secret="t", version="1"))  # type: ignore[arg-type]
+        cloud_run_job.task_template(max_retries="0")  # type: ignore[arg-type]
+        cloud_run_job.volume_mount(name="results", mount_pth="/results")  # type: ignore[call-arg]
 
 
 def test_a_typed_builder_returns_what_wire_returned() -> None:

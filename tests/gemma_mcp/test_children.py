@@ -154,21 +154,30 @@ async def test_a_client_that_cancels_a_bench_call_stops_the_load(tmp_path: Path)
     assert not runner_module.live_groups()
 
 
-class SlowRunner:
+class HeldRunner:
+    """A bench that runs until the test lets it finish: the second call is made while the first is surely running
+    (a fixed sleep raced a loaded machine, where the first could end before the second arrived)."""
+
+    def __init__(self) -> None:
+        self.running = asyncio.Event()
+        self.release = asyncio.Event()
+
     async def __call__(self, module: str, args: Sequence[str], *, timeout_s: float) -> Completed:
-        await asyncio.sleep(0.5)
+        self.running.set()
+        await asyncio.wait_for(self.release.wait(), timeout=30)
         return Completed(1, "[]", "")
 
 
 async def test_a_second_bench_while_one_runs_is_refused() -> None:
     """Three parallel calls put 384 requests in flight against the 128-user cap; a second is refused now."""
-    ctx = dataclasses.replace(make_context(), run_module=SlowRunner())
+    runner = HeldRunner()
+    ctx = dataclasses.replace(make_context(), run_module=runner)
     async with connect(ctx) as client:
-        first, second = await asyncio.gather(
-            client.call_tool("bench", {"url": "http://127.0.0.1:9", "concurrency": [128]}),
-            client.call_tool("bench", {"url": "http://127.0.0.1:9", "concurrency": [128]}),
-        )
-    results = sorted([first, second], key=lambda result: bool(result.is_error))
-    assert not results[0].is_error
-    assert results[1].is_error
-    assert "only one run that loads an endpoint" in text_of(results[1])
+        first = asyncio.create_task(client.call_tool("bench", {"url": "http://127.0.0.1:9", "concurrency": [128]}))
+        await asyncio.wait_for(runner.running.wait(), timeout=30)
+        second = await client.call_tool("bench", {"url": "http://127.0.0.1:9", "concurrency": [128]})
+        runner.release.set()
+        done = await first
+    assert not done.is_error
+    assert second.is_error
+    assert "only one run that loads an endpoint" in text_of(second)

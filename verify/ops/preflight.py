@@ -17,11 +17,20 @@ import pydantic
 
 from remote.google_client import GoogleApis
 from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
-from serving.shapes import machine_family, quota_words, shape
+from serving.shapes import QuotaSelector, machine_family, shape
 from verify.ops import deploy_requirements, tpu_availability
 from verify.ops.answers import Permissions, ServicesBatch
 from verify.ops.findings import Finding, Verdict, exit_code
-from verify.ops.quotas import Now, QuotaInfo, allocation_usage, compare, find_by_id, find_by_metric, quota_infos
+from verify.ops.quotas import (
+    Now,
+    QuotaInfo,
+    allocation_usage,
+    compare,
+    find_by_id,
+    find_by_metric,
+    find_selected,
+    quota_infos,
+)
 from verify.ops.stack import CloudRunOpsStack, GkeOpsStack, OpsStack, TpuOpsStack
 from verify.ops.status import find_service
 from verify.ops.tpu_availability import TpuAvailability
@@ -328,70 +337,60 @@ def _gib(value: str) -> float:
 # --- GKE -------------------------------------------------------------------------------------------------
 
 
-def gke_quota_metric(machine_type: str, provisioning: str) -> str:
-    """The Compute Engine quota metric a GKE GPU node pool draws on: its machine series' metric for the
-    provisioning model, from the shapes table (each series names its GPU's on-demand and preemptible metrics).
-    Spot and flex-start draw on the preemptible quota."""
+def gke_quotas(machine_type: str, provisioning: str) -> tuple[QuotaSelector, ...]:
+    """The Compute Engine quotas a GKE node pool draws on, GPU or TPU alike: its machine series' quotas for the
+    provisioning model, from the shapes table, the first before its fallbacks. A TPU slice node pool draws on
+    Compute Engine's regional TPU quotas, not the Cloud TPU API's (which a TPU VM stack reads per zone)."""
     family = machine_family(shape(machine_type))
     return family.quota.get(provisioning) or family.quota["spot"]
 
 
-def _gke_quota_words(machine_type: str) -> tuple[str, ...]:
-    """Words a TPU node pool's quota IDs contain (Google names TPU quotas per generation): from the table."""
-    return quota_words(shape(machine_type).accelerator)
-
-
 def _gke_quota(stack: GkeOpsStack, apis: GoogleApis, now: Now) -> list[Finding]:
-    """Quota for the node pool's accelerators at full scale: maxNodes x accelerators per node."""
+    """Quota for the node pool's accelerators at full scale: maxNodes x accelerators per node. Where the first
+    quota has no room, a fallback the provisioning model may draw on (flex-start: the on-demand quota) passes."""
     kind = "preemptible" if stack.preemptible else "on-demand"
     needed = float(stack.max_nodes * stack.accelerators_per_node)
-    tpu = stack.accelerator_resource == "google.com/tpu"
     item = f"{stack.machine_type} accelerators ({kind}, {stack.max_nodes} node(s))"
     request_url = deploy_requirements.QUOTAS_CONSOLE_URL.format(project=stack.project)
+    selectors = gke_quotas(stack.machine_type, stack.provisioning)
 
     def check() -> list[Finding]:
-        if tpu:
-            infos = [
-                info
-                for info in quota_infos(apis, stack.project, "tpu.googleapis.com")
-                if all(
-                    word in f"{info.quota_id} {info.metric}".lower() for word in _gke_quota_words(stack.machine_type)
-                )
-                and ("preemptible" in f"{info.quota_id} {info.metric}".lower()) == stack.preemptible
-            ]
-        else:
-            found = find_by_metric(
-                quota_infos(apis, stack.project, "compute.googleapis.com"),
-                gke_quota_metric(stack.machine_type, stack.provisioning),
-            )
-            infos = [found] if found is not None else []
-        if not infos:
-            return [
-                Finding(
-                    area="quota",
-                    item=item,
-                    verdict=Verdict.BLOCKER,
-                    detail=f"no {kind} quota found for {stack.accelerator} in this project",
-                    fix=f"request {kind} {stack.accelerator} quota in {stack.region}: {request_url}",
-                    needed=needed,
-                    unit="accelerators",
-                )
-            ]
+        infos = quota_infos(apis, stack.project, "compute.googleapis.com")
         findings = []
-        for info in infos:
+        for selector in selectors:
+            info = find_selected(infos, selector)
+            if info is None:
+                continue
+            # A quota keyed by a custom dimension (TPUS-PER-TPU-FAMILY) reports usage across every value of it:
+            # what Monitoring labels a family's own usage with is unconfirmed, so this may overstate what is in use.
             usage = allocation_usage(apis, stack.project, info.metric, stack.region, now)
-            findings.append(
-                compare(
-                    info,
-                    area="quota",
-                    item=item,
-                    location=stack.region,
-                    needed=needed,
-                    usage=usage,
-                    unit="accelerators",
-                    request_url=request_url,
-                )
+            finding = compare(
+                info,
+                area="quota",
+                item=item,
+                location=stack.region,
+                needed=needed,
+                usage=usage,
+                unit="accelerators",
+                request_url=request_url,
+                dimensions=selector.dimensions,
             )
-        return findings
+            if finding.verdict is Verdict.PASS:
+                return [finding]
+            findings.append(finding)
+        if findings:
+            return findings[:1]  # the quota the pool draws on first: where to ask
+        wanted = " or ".join(selector.described for selector in selectors)
+        return [
+            Finding(
+                area="quota",
+                item=item,
+                verdict=Verdict.BLOCKER,
+                detail=f"no {kind} quota found for {stack.accelerator} in this project (looked for {wanted})",
+                fix=f"request {kind} {stack.accelerator} quota in {stack.region}: {request_url}",
+                needed=needed,
+                unit="accelerators",
+            )
+        ]
 
-    return _guarded("quota", "compute.googleapis.com" if not tpu else "tpu.googleapis.com", stack.project, check)
+    return _guarded("quota", "compute.googleapis.com", stack.project, check)

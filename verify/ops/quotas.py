@@ -6,13 +6,14 @@ arrive as JSON strings); `TimeSeries` from monitoring.v3's discovery document.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
 import pydantic
 
 from remote.google_client import GoogleApis
 from remote.google_errors import GoogleText, parse_answer
+from serving.shapes import QuotaSelector
 from verify.ops.answers import TimeSeries
 from verify.ops.deploy_requirements import QUOTA_USAGE_METRIC
 from verify.ops.findings import Finding, Verdict
@@ -50,9 +51,16 @@ class QuotaInfo(_Api):
     def label(self) -> str:
         return self.quota_display_name or self.quota_id
 
-    def limit_at(self, location: str) -> int | None:
-        """The value in effect at a region or zone: the most specific dimensions info that applies."""
+    def limit_at(self, location: str, dimensions: Mapping[str, str] | None = None) -> int | None:
+        """The value in effect at a region or zone (and, for a quota Google keys by a custom dimension such as
+        `tpu_family`, for that dimension's value): the most specific dimensions info that applies. Dimension values
+        compare without case, as sources spell them both ways (`CT6E`, `tpu7x`)."""
         for info in self.dimensions_infos:  # ordered from more to less specific (resources.proto)
+            if any(
+                info.dimensions.get(key, value).casefold() != value.casefold()
+                for key, value in (dimensions or {}).items()
+            ):
+                continue
             pinned = info.dimensions.get("region") or info.dimensions.get("zone")
             if pinned is not None:
                 if pinned == location:
@@ -99,16 +107,18 @@ def compare(
     unit: str,
     scale: float = 1.0,
     request_url: str,
+    dimensions: Mapping[str, str] | None = None,
 ) -> Finding:
     """Pass when limit - usage covers what the stack needs; otherwise a blocker naming where to ask."""
-    raw = info.limit_at(location)
+    raw = info.limit_at(location, dimensions)
+    asked = info.quota_id + "".join(f" ({key} {value})" for key, value in (dimensions or {}).items())
     if raw is None:
         return Finding(
             area=area,
             item=item,
             verdict=Verdict.BLOCKER,
             detail=f"{info.label}: no value applies in {location}",
-            fix=f"request {info.quota_id} in {location}: {request_url}",
+            fix=f"request {asked} in {location}: {request_url}",
             needed=needed,
             unit=unit,
         )
@@ -136,7 +146,7 @@ def compare(
         item=item,
         verdict=Verdict.BLOCKER,
         detail=f"{info.label}: {numbers}",
-        fix=f"request at least {_num(needed + used)} {unit} for {info.quota_id} in {location}: {request_url}",
+        fix=f"request at least {_num(needed + used)} {unit} for {asked} in {location}: {request_url}",
         limit=limit,
         usage=used,
         needed=needed,
@@ -150,6 +160,17 @@ def find_by_metric(infos: Iterable[QuotaInfo], metric: str) -> QuotaInfo | None:
 
 def find_by_id(infos: Iterable[QuotaInfo], quota_id: str) -> QuotaInfo | None:
     return next((info for info in infos if info.quota_id == quota_id), None)
+
+
+def find_selected(infos: Iterable[QuotaInfo], selector: QuotaSelector) -> QuotaInfo | None:
+    """The quota the shapes table names: by metric, by quota ID, or by the start of its display name (a page that
+    names no ID), without case for the last."""
+    if selector.metric is not None:
+        return find_by_metric(infos, selector.metric)
+    if selector.quota_id is not None:
+        return find_by_id(infos, selector.quota_id)
+    wanted = (selector.display_name or "").casefold()
+    return next((info for info in infos if info.quota_display_name.casefold().startswith(wanted)), None)
 
 
 def _num(value: float) -> str:
