@@ -41,7 +41,6 @@ __all__ = [
     "WeightFormat",
     "accelerator_facts",
     "deployed_size",
-    "instance_maximum",
     "resolved",
     "resolved_shapes",
     "shape",
@@ -349,14 +348,6 @@ def deployed_size(accelerator: str) -> DeployedSize:
     for entry in shapes(platform="cloud-run", accelerator=accelerator):
         assert entry.deployed_size is not None  # the table's validator requires it
         return entry.deployed_size
-    raise KeyError(f"{accelerator!r}: no Cloud Run shape in serving/data/shapes.json offers it")
-
-
-def instance_maximum(accelerator: str) -> InstanceMaximum:
-    """The largest Cloud Run instance with ``accelerator``; KeyError when Cloud Run does not offer it."""
-    for entry in shapes(platform="cloud-run", accelerator=accelerator):
-        assert entry.instance_maximum is not None  # the table's validator requires it
-        return entry.instance_maximum
     raise KeyError(f"{accelerator!r}: no Cloud Run shape in serving/data/shapes.json offers it")
 
 
