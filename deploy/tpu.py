@@ -1,4 +1,4 @@
-"""A TPU stack: the identity, the model bucket, the image mirror, the weights and one TPU v6e node."""
+"""A TPU stack: the identity, the model bucket, the image mirror, the weights and one TPU node."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """TPU queued resources must end by themselves: a max run duration (flex-start) or spot capacity.
 
-Why: a guaranteed (on-demand) v6e request that nobody deletes bills by the hour forever, and the
+Why: a guaranteed (on-demand) TPU request that nobody deletes bills by the hour forever, and the
 hand-made deployment forgot one. Flex-start (Dynamic Workload Scheduler) stops after its
 `runDuration.maxRunDuration`; spot capacity can be reclaimed at any time and costs far less. Anything
 else needs a deliberate policy exception, not a quiet merge.

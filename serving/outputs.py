@@ -158,7 +158,7 @@ class CloudRunOutputs(CloudRunRolloutOutputs, _CloudRunServiceOutputs):
 
 
 class TpuOutputs(_SharedOutputs):
-    """A TPU stack (tpu-v6e)."""
+    """A TPU VM stack: one node of a TPU slice, from a queued resource."""
 
     LABEL: ClassVar[str] = "TPU"
 

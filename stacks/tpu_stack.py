@@ -29,7 +29,7 @@ from stacks.tpu import TpuSettings, tpu_zone
 
 
 class TpuStack(StackBase):
-    """A stack served by vLLM on one TPU node from a queued resource (accelerator tpu-v6e)."""
+    """A stack served by vLLM on one TPU node from a queued resource (a TPU slice of the shapes table)."""
 
     PLATFORM: ClassVar[str] = "tpu"
     IMAGE_BUILD: ClassVar[ImageBuild] = TPU_BUILD

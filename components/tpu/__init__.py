@@ -1,3 +1,3 @@
-"""vLLM on a TPU v6e node: the component (node.py), its queued resource, provider, REST client and startup script."""
+"""vLLM on a TPU node: the component (node.py), its queued resource, provider, REST client and startup script."""
 
 from __future__ import annotations

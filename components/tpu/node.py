@@ -1,4 +1,4 @@
-"""`TpuVllmNode`: vLLM on one TPU v6e node, with its secrets and network edge.
+"""`TpuVllmNode`: vLLM on one TPU node (any slice the shapes table lists), with its secrets and network edge.
 
 Owns: the vLLM API key (a random value in a `ManagedSecret`, replicated in the node's region only and
 readable only by the node's account); the account's grants on that key, on the Hugging Face token (when
@@ -166,7 +166,7 @@ def _range_problems(cidr: str) -> list[str]:
 
 
 class TpuVllmNode(pulumi.ComponentResource):
-    """vLLM on a TPU v6e node obtained through a queued resource; reachable only where allowed."""
+    """vLLM on a TPU node obtained through a queued resource; reachable only where allowed."""
 
     endpoint: pulumi.Output[str]
     queued_resource_name: pulumi.Output[str]

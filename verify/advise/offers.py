@@ -74,9 +74,9 @@ def _platform(shape: ResolvedShape) -> str:
 
 
 def advised_shapes() -> tuple[ResolvedShape, ...]:
-    """The matrix's shapes, and GKE's TPU node pools (ct6e-standard-*), which the matrix leaves out as the TPU
-    slices over again but which deploy differently: a fleet of nodes with replicas, not one VM (a pool the
-    matrix already ranks, having no slice, is not offered twice)."""
+    """The matrix's shapes, and GKE's TPU node pools (its machine types with a TPU), which the matrix leaves
+    out as the TPU slices over again but which deploy differently: a fleet of nodes with replicas, not one VM
+    (a pool the matrix already ranks, having no slice, is not offered twice)."""
     tpu_pools = tuple(shape for shape in resolved_shapes(platform="gke") if shape.is_tpu and shape not in SHAPES)
     return (*SHAPES, *tpu_pools)
 
@@ -119,10 +119,10 @@ def _cloud_run(shape: ResolvedShape, region: str | None) -> Offer | str:
 
 # Why a TPU VM is not offered on demand: the policy pack's mandatory `tpu-queued-resource-bounded` refuses a queued
 # resource that is neither spot nor flex-start with a maxRunDuration (policy/tpu.py), so a written stack would not
-# pass `make preview`. GKE's ct6e node pools are offered on demand instead.
+# pass `make preview`. GKE's TPU node pools are offered on demand instead.
 TPU_VM_ON_DEMAND = (
     "a TPU VM stack must be spot or flex-start with a maxRunDuration (the policy pack's tpu-queued-resource-bounded "
-    "refuses an unbounded on-demand node); allow --provisioning spot or flex-start, or see GKE's ct6e node pools"
+    "refuses an unbounded on-demand node); allow --provisioning spot or flex-start, or see GKE's TPU node pools"
 )
 
 

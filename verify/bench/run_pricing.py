@@ -3,8 +3,8 @@
 Why not the recorded price alone: a results file is data anyone can write, and a run whose recorded price
 was $0.01/h was crowned the cheapest stack. The recorded price is now checked against the price table
 (serving/pricing.py, serving/data/pricing.json): the table gives the least the run's accelerator can cost
-an hour on its platform (Cloud Run's smallest instance with that GPU; one v6e chip at the cheapest tier and
-region). A recorded price at or above that floor is consistent (a larger shape, more instances, another
+an hour on its platform (Cloud Run's smallest instance with that GPU; a TPU's smallest slice at the cheapest
+tier and region). A recorded price at or above that floor is consistent (a larger shape, more instances, another
 region) and is used; one below it contradicts the table: the run is priced at the table's floor, the
 recorded figure is shown beside it, and the run is never crowned. A GPU run on GKE has no floor in the table
 (machine types and tiers vary), so its recorded price is used and said to be unchecked.

@@ -11,8 +11,8 @@ Sources:
   (https://cloud.google.com/run/docs/configuring/services/gpu#request-quota) and the Cloud Quotas
   console, as they appear in deployments' quota listings (read 2026-11).
 - TPU quota: per TPU version, on-demand and preemptible kinds, per zone
-  (https://cloud.google.com/tpu/docs/quota); matched by name (`v6e`, `preemptible`) because Google
-  has renamed these quota IDs before.
+  (https://cloud.google.com/tpu/docs/quota); matched by name (the shapes table's quotaMatch words, such as
+  `v6e`, and `preemptible`) because Google has renamed these quota IDs before.
 - Usage: Cloud Quotas reports limits only; usage is Cloud Monitoring's
   `serviceruntime.googleapis.com/quota/allocation/usage` on the `consumer_quota` resource
   (https://cloud.google.com/docs/quotas/implement-common-use-cases).

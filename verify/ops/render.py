@@ -81,7 +81,7 @@ def print_preflight(report: PreflightReport, console: Console | None = None) -> 
 
 
 def print_tpu_availability(capacity: TpuAvailability, out: Console) -> None:
-    """Every v6e zone and tier for the stack's slice, best first; `#` is the stack's own placement number."""
+    """Every zone and tier for the stack's slice, best first; `#` is the stack's own placement number."""
     title = f"TPU {capacity.accelerator_type} ({capacity.chips} chip(s)) by zone and tier, ranked ({capacity.source})"
     table = Table(show_header=True, header_style="bold", title=title)
     for column in ("rank", "zone", "tier", "quota", "limit", "in use", "free", "offered", "#", "answer"):

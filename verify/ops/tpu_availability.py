@@ -1,16 +1,16 @@
-"""`verify preflight` for a TPU stack: where v6e can be had now, zone by zone and tier by tier, ranked.
+"""`verify preflight` for a TPU stack: where its slice can be had now, zone by zone and tier by tier, ranked.
 
 Why every zone and not the stack's own: the hunt this replaces went zone by zone by hand ("finally a zone
-with availability and quota was found"). One run reads, for the stack's slice, the v6e quota limit
+with availability and quota was found"). One run reads, for the stack's slice, its generation's quota limit
 (Cloud Quotas quotaInfos.list) and its usage (Monitoring's quota allocation series) in every zone that
-offers v6e, whether the zone lists the slice and the runtime version (TPU acceleratorTypes.list,
+offers the generation, whether the zone lists the slice and the runtime version (TPU acceleratorTypes.list,
 runtimeVersions.list), and ranks every (zone, tier): grantable first, the stack's own placements first
 among those, then the most free chips. Flex-start and spot draw on the preemptible quota (one pool per
 zone, shared by both), guaranteed on the on-demand one.
 
 The zones asked are the stack's placements, the zones `serving/tpu_offers.py` lists, and any zone the
-project's v6e quota names in a region that list or the placements name, at most MAX_ZONES in all; at
-most MAX_QUOTA_INFOS v6e quotas of each kind are read, and list reads stop at OFFER_PAGES pages. Why
+project's quota for the generation names in a region that list or the placements name, at most MAX_ZONES in
+all; at most MAX_QUOTA_INFOS quotas of each kind are read, and list reads stop at OFFER_PAGES pages. Why
 bounded: the quota answer is Google's text, and a hostile one naming 400 zones made preflight issue
 1,218 calls; zones left out are named in the availability's note. When Cloud Quotas or the TPU API cannot
 be read, the rows fall back to that static table, and the availability says so (`source: static`) instead
@@ -43,9 +43,9 @@ QuotaKind = Literal["preemptible", "on-demand"]
 # The stack file's tiers (stacks/tpu.py ProvisioningModel), cheapest list price first.
 TIERS: tuple[str, ...] = ("flex-start", "spot", "guaranteed")
 _ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
-# The most zones one preflight asks about (the table lists 6 v6e zones; a placement list adds a few).
+# The most zones one preflight asks about (the table lists 6 zones for v6e; a placement list adds a few).
 MAX_ZONES = 16
-# The most v6e quotas of each kind read (Google has one per kind and tier family; a few spare for renames).
+# The most quotas of each kind read (Google has one per kind and tier family; a few spare for renames).
 MAX_QUOTA_INFOS = 4
 # Pages of acceleratorTypes / runtimeVersions read per zone (each fits one page today).
 OFFER_PAGES = 5
@@ -162,7 +162,7 @@ def _generation_infos(infos: list[QuotaInfo], generation: tuple[str, ...]) -> di
 
 
 def _zones(stack: TpuOpsStack, facts: _Facts) -> list[str]:
-    """The stack's placements, the table's v6e zones, then any zone the project's v6e quota names in a known
+    """The stack's placements, the table's zones for the generation, then any zone its quota names in a known
     region, at most MAX_ZONES (the rest are recorded in ``facts.zones_left_out``)."""
     zones = list(dict.fromkeys(placement.zone for placement in stack.placement_list))
     listed = tpu_zones(_accelerator(stack))
