@@ -11,7 +11,11 @@ plan's full registration requests were compared before and after (docs/architect
 tests/provider_rules.py still checks every input against pulumi_gcp's own generated input types.
 
 Inputs are given in Python's snake_case, as to the generated classes, and sent camelCase (`wire`), the
-rule the generated SDKs' own names follow; nested values are plain mappings built with `wire` too.
+rule the generated SDKs' own names follow; nested values are plain mappings in that wire form too. What a
+Google resource takes is typed for mypy as its generated class types it (gcp_inputs.py), and each nested
+block is built by a typed builder of its service's module (cloud_run.py, cloud_run_job.py, container.py,
+storage.py...), which checks the block's keys and values against pulumi-gcp's own `*ArgsDict` for it (a
+type-only import) and returns exactly what `wire` returns.
 """
 
 from __future__ import annotations
