@@ -60,6 +60,13 @@ Family = Literal["gpu", "tpu"]
 HowServed = Literal["native", "weight-only", "unsupported", "unconfirmed"]
 
 
+# vLLM 0.32's device default --max-num-batched-tokens for the OpenAI server (vllm/engine/arg_utils.py): 8192 on a
+# device with 70 GiB or more, 2048 below; a chip vLLM lists by name (its TPU table) states its own in the table.
+VLLM_BATCHED_TOKENS = 2048
+VLLM_LARGE_DEVICE_BATCHED_TOKENS = 8192
+VLLM_LARGE_DEVICE_GIB = 70
+
+
 class _Data(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
@@ -136,6 +143,8 @@ class AcceleratorFacts(_Data):
     compute_capability: Text | None = None
     driver: Text | None = None
     runtime_version: Text | None = None
+    # vLLM's own default --max-num-batched-tokens for this chip, where vLLM lists one (its TPU table).
+    vllm_batched_tokens: Number | None = None
     weight_formats: dict[str, WeightFormat]
     interconnect: InterconnectFact | None = None
     # Why an entry is here without a shape (room for the next chip: its facts first, its shapes later).
@@ -166,6 +175,15 @@ class AcceleratorFacts(_Data):
 
     def weight_format(self, precision: str) -> WeightFormat | None:
         return self.weight_formats.get(precision)
+
+    @property
+    def default_batched_tokens(self) -> int:
+        """vLLM 0.32's --max-num-batched-tokens for the OpenAI server when a stack leaves it unset: the chip's
+        own value where vLLM lists one (TPU v6e), else the device default by memory (vllm/engine/arg_utils.py),
+        which a TPU generation vLLM does not list (TPU7x) takes too."""
+        if self.vllm_batched_tokens is not None:
+            return int(self.vllm_batched_tokens.value)
+        return VLLM_LARGE_DEVICE_BATCHED_TOKENS if self.memory_gib >= VLLM_LARGE_DEVICE_GIB else VLLM_BATCHED_TOKENS
 
 
 class DeployedSize(_Cited):

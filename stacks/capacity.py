@@ -57,13 +57,6 @@ TPU_RUNTIME_OVERHEAD_GIB_PER_CHIP = 1.0
 GPU_BLOCK_SIZE = 16
 TPU_BLOCK_SIZE = 256
 
-# vLLM 0.32's default --max-num-batched-tokens for the OpenAI server when a stack leaves it unset
-# (vllm/engine/arg_utils.py): GPUs under 70 GiB 2048, larger ones 8192; a TPU 1024 (read for the v6e; the
-# planner applies it to every TPU generation until the table states one's own).
-SMALL_GPU_BATCHED_TOKENS = 2048
-LARGE_GPU_BATCHED_TOKENS = 8192
-LARGE_GPU_MIN_GIB = 70
-TPU_BATCHED_TOKENS = 1024
 # Async scheduling is on by default on CUDA in vLLM 0.32 and keeps two batches in flight.
 ASYNC_CONCURRENT_BATCHES = 2
 
@@ -237,7 +230,7 @@ def cloud_run_capacity(shape: ResolvedShape, vllm: VllmSettings, capacity: Capac
     per_gpu = GPU_RUNTIME_OVERHEAD_GIB_PER_GPU if override is None else override
     batched = vllm.batched_tokens
     if batched is None:
-        batched = LARGE_GPU_BATCHED_TOKENS if shape.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
+        batched = shape.chip.default_batched_tokens
     in_flight = batched * ASYNC_CONCURRENT_BATCHES
     return PlatformCapacity(
         memory_gib=shape.memory_gib,

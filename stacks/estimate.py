@@ -19,12 +19,6 @@ from serving.shapes import accelerator_facts
 from serving.shapes import shape as table_shape
 from serving.speculation import Counters, speculation_for
 from serving.speed_facts import fitted_efficiency, hardware_for
-from stacks.capacity import (
-    LARGE_GPU_BATCHED_TOKENS,
-    LARGE_GPU_MIN_GIB,
-    SMALL_GPU_BATCHED_TOKENS,
-    TPU_BATCHED_TOKENS,
-)
 
 # vLLM 0.32's --max-num-seqs default: the batch cap when the KV cache holds more.
 DEFAULT_MAX_NUM_SEQS = 256
@@ -42,11 +36,8 @@ def host_vcpus_of(shape_name: str) -> int | None:
 
 
 def batched_tokens(accelerator: str) -> int:
-    """vLLM 0.32's default --max-num-batched-tokens for the accelerator (stacks/capacity.py)."""
-    facts = accelerator_facts(accelerator)
-    if facts.family == "tpu":
-        return TPU_BATCHED_TOKENS
-    return LARGE_GPU_BATCHED_TOKENS if facts.memory_gib >= LARGE_GPU_MIN_GIB else SMALL_GPU_BATCHED_TOKENS
+    """vLLM 0.32's default --max-num-batched-tokens for the accelerator (serving/shapes.py)."""
+    return accelerator_facts(accelerator).default_batched_tokens
 
 
 def replica_of(

@@ -39,13 +39,18 @@ PROVIDER_ENV_FALLBACKS = {
 
 
 class GcpProvider(pulumi.ProviderResource):
-    """`gcp.Provider` with the inputs the project sets (`project`, `impersonate_service_account`, `region`,
-    `zone`): the generated class's environment fallbacks for project, region and zone, its secret output
-    and the SDK's provider version, as that class registers them."""
+    """`gcp.Provider` with the inputs the project sets (`gcp_inputs.GcpProviderInputs`: `project`,
+    `impersonate_service_account`, `region`, `zone`): the generated class's environment fallbacks for project,
+    region and zone, its secret output and the SDK's provider version, as that class registers them."""
 
     SECRET_OUTPUTS = ("accessToken",)
 
-    def __init__(self, resource_name: str, opts: pulumi.ResourceOptions | None = None, **inputs: Any) -> None:  # noqa: ANN401 - any input
+    def __init__(
+        self,
+        resource_name: str,
+        opts: pulumi.ResourceOptions | None = None,
+        **inputs: Unpack[gcp_inputs.GcpProviderInputs],
+    ) -> None:
         given = {name: value for name, value in inputs.items() if value is not None}
         for name, variables in PROVIDER_ENV_FALLBACKS.items():
             if name not in given:

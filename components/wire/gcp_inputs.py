@@ -7,9 +7,11 @@ about a second) and its top-level `*Args` are classes, not TypedDicts. So each T
 the generated class's own `__init__` keyword arguments, one for one: the same names and value types, nested
 blocks as pulumi-gcp's own `*ArgsDict` (only: a block is built in wire form by a typed builder, never as an
 `*Args` object), and the properties the generated class refuses to go without (`Missing required property`)
-`Required` and not None. gcp.py imports this module for the type checker only, so no plan loads it, nor
-pulumi-gcp's `_inputs` modules. tests/components/test_wire_gcp_inputs.py derives every class again from the
-installed pulumi-gcp and fails on any difference, so a provider upgrade cannot leave a type behind.
+`Required` and not None. The Google provider's (`GcpProviderInputs`) is the one exception: of its some 400
+arguments it names the few the project sets, each typed as the generated class types it. gcp.py imports this
+module for the type checker only, so no plan loads it, nor pulumi-gcp's `_inputs` modules.
+tests/components/test_wire_gcp_inputs.py derives every class again from the installed pulumi-gcp and fails on
+any difference, so a provider upgrade cannot leave a type behind.
 """
 
 from __future__ import annotations
@@ -30,6 +32,16 @@ if TYPE_CHECKING:
     from pulumi_gcp.secretmanager import _inputs as secretmanager
     from pulumi_gcp.serviceaccount import _inputs as serviceaccount
     from pulumi_gcp.storage import _inputs as storage
+
+
+class GcpProviderInputs(TypedDict, total=False):
+    """The keyword arguments of `gcp.Provider` the project sets, as the generated class types them (it takes
+    some 400; one the project does not set is refused until it is added here, from that class)."""
+
+    impersonate_service_account: pulumi.Input[str | None]
+    project: pulumi.Input[str | None]
+    region: pulumi.Input[str | None]
+    zone: pulumi.Input[str | None]
 
 
 class CloudRunServiceInputs(TypedDict, total=False):

@@ -4,7 +4,8 @@ Why: components/wire/gcp_inputs.py is what mypy checks every `gcp.Bucket(...)`, 
 against. Written or left by hand, it would drift from the installed pulumi-gcp: a renamed or retyped argument
 would pass lint and fail at `pulumi up`, and an argument missing from it would be refused by mypy although
 the provider takes it. This test derives each TypedDict again from the generated class's source (parsed,
-not imported: importing `pulumi_gcp.compute` alone takes a second) and compares. On a difference its message
+not imported: importing `pulumi_gcp.compute` alone takes a second) and compares (the provider's, a subset
+of `gcp.Provider`'s arguments, field by field). On a difference its message
 is the class as it should read; `python -m tests.components.test_wire_gcp_inputs` prints the whole module
 body to paste after a pulumi-gcp upgrade.
 """
@@ -75,7 +76,12 @@ def _required(annotation: ast.AST) -> ast.AST:
 def derived_fields(token: str) -> dict[str, str]:
     """Each keyword argument of the generated class registered as `token`, and its annotation as derived."""
     module, resource = token.split(":")[1].split("/")
-    tree = ast.parse((_PACKAGE / module / f"{_file_name(resource)}.py").read_text())
+    return _class_fields(_PACKAGE / module / f"{_file_name(resource)}.py", module, token)
+
+
+def _class_fields(source: Path, module: str, token: str) -> dict[str, str]:
+    """The keyword arguments of the class in `source` decorated with `token`, `module`'s blocks by that name."""
+    tree = ast.parse(source.read_text())
     resource_class = next(
         node
         for node in tree.body
@@ -130,6 +136,17 @@ def test_each_typed_dict_matches_the_generated_class() -> None:
         }
         assert written == derived_fields(resource.TYPE), expected_source(resource)
         assert typed.__total__ is False, resource.__name__
+
+
+def test_the_provider_inputs_match_the_generated_provider() -> None:
+    """`gcp.Provider` takes some 400 arguments; the TypedDict names the few the project sets, and each of those
+    must read as the generated class's own, or a retyped `impersonate_service_account` would pass lint."""
+    typed = gcp_inputs.GcpProviderInputs
+    written = {name: ast.unparse(ast.parse(value.__forward_arg__)) for name, value in typed.__annotations__.items()}
+    generated = _class_fields(_PACKAGE / "provider.py", "provider", "pulumi:providers:gcp")
+    assert written, "no provider input is typed"
+    assert written == {name: generated.get(name) for name in written}, {name: generated.get(name) for name in written}
+    assert typed.__total__ is False
 
 
 if __name__ == "__main__":

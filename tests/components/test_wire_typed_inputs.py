@@ -36,6 +36,9 @@ if TYPE_CHECKING:
         cloud_run_job.env(name="HF_TOKEN", value_source=cloud_run_job.secret_key_ref(secret="t", version="1"))  # type: ignore[arg-type]
         cloud_run_job.task_template(max_retries="0")  # type: ignore[arg-type]
         cloud_run_job.volume_mount(name="results", mount_pth="/results")  # type: ignore[call-arg]
+        # The Google provider: an input the project does not set (until typed from gcp.Provider), a project as a list.
+        gcp.GcpProvider("google", project="p", user_project_override=True)  # type: ignore[call-arg]
+        gcp.GcpProvider("google", project=["p"])  # type: ignore[arg-type]
 
 
 def test_a_typed_builder_returns_what_wire_returned() -> None:

@@ -113,3 +113,24 @@ def test_the_how_to_add_note_names_every_field_the_table_requires() -> None:
         *("machineFamilies", "runtimeVersion", "pricing.json", "examples/Pulumi."),
     )
     assert [field for field in required if field not in about] == []
+
+
+def test_vllms_batched_token_default_follows_the_chip_not_the_tpu_family() -> None:
+    """The planner gave every TPU generation v6e's 1024 batched tokens, so a TPU7x estimate assumed a prefill chunk
+    vLLM does not use there: vLLM lists v6e by name and gives any chip it does not list the device default by
+    memory (192 GiB: 8192), as it does an L4 (2048) or an H100 (8192)."""
+    assert accelerator_facts("tpu-v6e").default_batched_tokens == 1024
+    assert accelerator_facts("tpu-v7").default_batched_tokens == 8192
+    assert accelerator_facts("nvidia-l4").default_batched_tokens == 2048
+    assert accelerator_facts("nvidia-h100-80gb").default_batched_tokens == 8192
+
+
+def test_a_quota_selector_names_exactly_one_quota() -> None:
+    """A GKE machine series' quota entry naming both a metric and a quota ID (or neither) would make preflight
+    guess which one a node pool draws on: the table refuses it, naming the fields allowed."""
+    raw = _raw()
+    families = raw["machineFamilies"]
+    assert isinstance(families, dict)
+    families["ct6e"]["quota"]["spot"] = [{"metric": "compute.googleapis.com/x", "quotaId": "X-per-project-region"}]
+    with pytest.raises(ValidationError, match="exactly one of metric, quotaId or displayName"):
+        ShapesTable.model_validate(raw)
