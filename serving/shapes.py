@@ -151,6 +151,12 @@ class AcceleratorFacts(_Data):
     note: str = ""
 
     @property
+    def short_name(self) -> str:
+        """How messages name the chip: its display name without the marketing name (`TPU v6e (Trillium)` ->
+        `TPU v6e`)."""
+        return self.display_name.split(" (", 1)[0]
+
+    @property
     def memory_gib(self) -> float:
         """Memory per chip the planner counts, GiB."""
         if self.usable_memory_gib is not None:
@@ -404,9 +410,8 @@ def tier_zones(accelerator: str, tier: str) -> tuple[str, ...]:
 
 
 def short_name(accelerator: str) -> str:
-    """How messages name an accelerator: its display name without the marketing name (`TPU v6e (Trillium)` ->
-    `TPU v6e`)."""
-    return accelerator_facts(accelerator).display_name.split(" (", 1)[0]
+    """How messages name an accelerator (`TPU v6e`; see AcceleratorFacts.short_name)."""
+    return accelerator_facts(accelerator).short_name
 
 
 def quota_words(accelerator: str) -> tuple[str, ...]:
@@ -511,8 +516,8 @@ class ResolvedShape:
 
     @property
     def short_name(self) -> str:
-        """The chip's display name without its marketing name (`TPU v6e (Trillium)` -> `TPU v6e`)."""
-        return self.chip.display_name.split(" (", 1)[0]
+        """How messages name the shape's chip (`TPU v6e`)."""
+        return self.chip.short_name
 
     # The chips.
     @property
@@ -621,7 +626,7 @@ class ResolvedShape:
             raise KeyError(f"{self.name} is not a Cloud Run GPU")
         return self.entry.instance_maximum
 
-    # fitbill lane
+    # GKE: what a pod may ask of a node, and the terms its series is rented on.
     @property
     def allocatable_memory_gib(self) -> float:
         """GKE: the memory of one node a pod can request. GKE keeps a share for the kubelet and system daemons

@@ -11,11 +11,16 @@ plan's full registration requests were compared before and after (docs/architect
 tests/provider_rules.py still checks every input against pulumi_gcp's own generated input types.
 
 Inputs are given in Python's snake_case, as to the generated classes, and sent camelCase (`wire`), the
-rule the generated SDKs' own names follow; nested values are plain mappings in that wire form too. What a
-Google resource takes is typed for mypy as its generated class types it (gcp_inputs.py), and each nested
-block is built by a typed builder of its service's module (cloud_run.py, cloud_run_job.py, container.py,
-storage.py...), which checks the block's keys and values against pulumi-gcp's own `*ArgsDict` for it (a
-type-only import) and returns exactly what `wire` returns.
+rule the generated SDKs' own names follow; nested values are plain mappings in the same wire form.
+
+Typed blocks: a wired resource's top-level inputs are typed (components/wire/gcp_inputs.py), and each nested
+block is typed as pulumi-gcp's `*ArgsDict` for it, which a block built with the untyped `wire` (a
+`dict[str, Any]`) does not satisfy. So each service has a module of typed builders here (`cloud_run`,
+`cloud_run_job`, `artifactregistry`, `billing`, `compute`, `container`, `monitoring`, `secretmanager`,
+`storage`): a builder takes the keyword arguments of its `*ArgsDict` (imported for the type checker only, so no
+plan loads that pulumi-gcp subpackage) and returns the block exactly as `wire` does (camelCase, None fields left
+out), typed as the `*ArgsDict` its fields were checked against: in wire form, to be read by the provider, not by
+code.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Typed wire builders for Secret Manager blocks: pulumi-gcp's own input types, at no import cost.
+"""Typed wire builders for Secret Manager blocks: pulumi-gcp's `secretmanager` `*ArgsDict`s, at no import cost.
 
-Why: a wired resource's top-level inputs are typed (components/wire/gcp_inputs.py), and each nested block is
-typed as pulumi-gcp's `*ArgsDict` for it; a block built with the untyped `wire` is a `dict[str, Any]` that mypy
-refuses there. Each builder here takes the keyword arguments of that `*ArgsDict` (imported for the type checker
-only, so no plan loads `pulumi_gcp.secretmanager`) and returns the block in wire form
-exactly as `wire` does (camelCase, None fields left out), typed as the `*ArgsDict` its fields were checked
-against: in wire form, to be read by the provider, not by code (see components/wire/cloud_run.py).
+Why a builder per block, and what it returns: `components.wire`.
 """
 
 from __future__ import annotations

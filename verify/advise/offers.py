@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from serving.gcp_names import region_of
 from serving.pricing import Billing, GkeBilling, HourlyPrice, TpuBilling, deployed_cloud_run_billing
-from serving.shapes import Accelerator, ResolvedShape, resolved_shapes, the_cloud_run_shape, tier_zones
+from serving.shapes import ResolvedShape, resolved_shapes, the_cloud_run_shape, tier_zones
 from stacks.fit import SHAPES
 from stacks.gke import ClusterSettings
 
@@ -43,18 +43,6 @@ class Offer:
     scales_to_zero: bool
     max_replicas: int
     zone: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.shape.name
-
-    @property
-    def chips(self) -> int:
-        return self.shape.chips
-
-    @property
-    def accelerator(self) -> Accelerator:
-        return self.shape.accelerator
 
     def price(self) -> HourlyPrice:
         """One billed unit for an hour (an instance, a TPU node, a GKE node)."""

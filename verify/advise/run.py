@@ -21,7 +21,7 @@ from preview.stack_file import project_root
 from serving.catalog import CatalogModel, SupportStatus, catalog, catalog_model
 from serving.latency import AtLoad, Replica, Requests, at_rate, decode_step, prefill_seconds, with_users
 from serving.pricing import HourlyPrice
-from serving.shapes import ResolvedShape, accelerator_facts
+from serving.shapes import ResolvedShape
 from serving.speculation import Counters
 from serving.speed_records import SpeedRecord
 from stacks.estimate import basis_of, host_vcpus_of, replica_of, stated_error
@@ -69,7 +69,7 @@ class Candidate:
     @property
     def label(self) -> str:
         mtp = f" +MTP-{self.speculative_tokens}" if self.speculative_tokens else ""
-        return f"{self.model.id} {self.variant}{mtp} on {self.offer.name}"
+        return f"{self.model.id} {self.variant}{mtp} on {self.offer.shape.name}"
 
 
 def _refusal_kind(message: str) -> str:
@@ -143,28 +143,28 @@ def candidates(
             for offer in found_offers:
                 answer = _catalog_fit(model.id, variant, offer.shape, workload)
                 if not answer.fits or not answer.sequences:
-                    excluded.add(_refusal_kind(answer.why_not or ""), f"{model.id} {variant} on {offer.name}")
+                    excluded.add(_refusal_kind(answer.why_not or ""), f"{model.id} {variant} on {offer.shape.name}")
                     continue
                 # A GKE node runs node GPUs / TP replicas side by side (the matrix's choice: the smallest TP that
                 # fits); elsewhere one replica takes the whole shape.
-                tensor_parallel = answer.tensor_parallel if offer.platform == "gke" else offer.chips
-                support = model.variant(variant).support(offer.accelerator)
+                tensor_parallel = answer.tensor_parallel if offer.platform == "gke" else offer.shape.chips
+                support = model.variant(variant).support(offer.shape.accelerator)
                 caveats = tuple(answer.warnings)
                 if support.status is SupportStatus.UNCONFIRMED and not any("unconfirmed" in w for w in caveats):
-                    caveats = (f"support on {offer.accelerator} unconfirmed: {support.why}", *caveats)
+                    caveats = (f"support on {offer.shape.accelerator} unconfirmed: {support.why}", *caveats)
                 if options.adapters is not None:
                     caveats = (*caveats, adapter_fit.caveat(options.adapters, model))
                 for draft in _draft_lengths(model, variant, offer, options):
                     replica = replica_of(
                         model,
                         variant,
-                        offer.accelerator,
+                        offer.shape.accelerator,
                         tensor_parallel,
                         batch_cap=answer.sequences,
                         kv_cache_dtype=options.kv_cache_dtype,
                         speculative_tokens=draft,
                         counters=measured_counters(records or [], model.id, variant) if draft else None,
-                        host_vcpus=host_vcpus_of(offer.name),
+                        host_vcpus=host_vcpus_of(offer.shape.name),
                         kv_sequences=float(answer.sequences),
                     )
                     if draft and not _drafts_pay(replica, options):
@@ -179,7 +179,7 @@ def candidates(
                             workload.sequence_tokens,
                             caveats + (_mtp_caveat(replica) if draft else ()),
                             tensor_parallel=tensor_parallel,
-                            replicas_per_unit=offer.chips // tensor_parallel,
+                            replicas_per_unit=offer.shape.chips // tensor_parallel,
                             support_confirmed=support.status is not SupportStatus.UNCONFIRMED,
                             speculative_tokens=draft,
                         )
@@ -191,7 +191,7 @@ def _draft_lengths(model: CatalogModel, variant: str, offer: Offer, options: Adv
     """The MTP draft lengths to weigh: the options' where the catalog pairs the variant with a drafter, else off.
     TPUs have no MTP path in the project's vllm-tpu (vllm-project/tpu-inference ships no Gemma 4 drafter)."""
     drafter = model.drafters.get(model.variant(variant).drafter)
-    if drafter is None or accelerator_facts(offer.accelerator).family == "tpu":
+    if drafter is None or offer.shape.is_tpu:
         return (0,)
     return options.draft_tokens
 
@@ -295,7 +295,7 @@ def _state_key(candidate: Candidate, replicas: int) -> _StateKey:
     return (
         candidate.model.id,
         candidate.variant,
-        candidate.offer.accelerator,
+        candidate.offer.shape.accelerator,
         candidate.tensor_parallel,
         replica.batch_cap,
         replica.batched_tokens,
@@ -365,8 +365,8 @@ def _row(
         rank=0,
         model=candidate.model.id,
         variant=candidate.variant,
-        shape=offer.name,
-        accelerator=offer.accelerator,
+        shape=offer.shape.name,
+        accelerator=offer.shape.accelerator,
         platform=offer.platform,
         region=offer.region,
         provisioning=offer.provisioning,
@@ -431,7 +431,7 @@ def _kept_running(candidate: Candidate, row: Row, options: AdviseOptions) -> Row
     ]
     update: dict[str, object] = {}
     if offer.scales_to_zero:
-        cold_s = start_seconds(candidate.model, candidate.variant, offer.accelerator)
+        cold_s = start_seconds(candidate.model, candidate.variant, offer.shape.accelerator)
         effect = cold_starts(row.requests_per_s, options.active_hours_per_month, cold_s)
         caveats.append(effect.describe())
         if effect.in_p95:
@@ -453,7 +453,7 @@ def _batch_run(candidate: Candidate, options: AdviseOptions, at_least: int) -> B
         _requests(options),
         batch=options.batch_requests,
         within_hours=options.within_hours,
-        start_s=start_seconds(candidate.model, candidate.variant, offer.accelerator),
+        start_s=start_seconds(candidate.model, candidate.variant, offer.shape.accelerator),
         at_least=at_least,
         limit=min(offer.max_replicas * candidate.replicas_per_unit, options.max_replicas),
         flex_start_tpu=offer.provisioning == "flex-start" and offer.platform == "tpu",
@@ -465,7 +465,7 @@ def _cell(candidate: Candidate, options: AdviseOptions) -> Cell:
     return Cell(
         model=candidate.model.id,
         variant=candidate.variant,
-        shape=candidate.offer.name,
+        shape=candidate.offer.shape.name,
         tensor_parallel=candidate.tensor_parallel,
         max_num_seqs=replica.batch_cap,
         batched_tokens=replica.batched_tokens,

@@ -32,7 +32,7 @@ import pydantic
 from remote.google_client import GoogleApis
 from remote.google_errors import CannotCheckError, GoogleApiError, parse_answer
 from serving.gcp_names import region_of
-from serving.shapes import flex_start_zones, quota_words, shape, tier_zones, tpu_zones
+from serving.shapes import flex_start_zones, quota_words, shape, short_name, tier_zones, tpu_zones
 from verify.ops import deploy_requirements
 from verify.ops.answers import AcceleratorType, RuntimeVersion
 from verify.ops.findings import Finding, Verdict
@@ -422,8 +422,8 @@ def _findings_of(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement, sev
 
 
 def _generation(stack: TpuOpsStack) -> str:
-    """The slice's TPU generation as Google writes it in an accelerator type (`<generation>-<chips>`)."""
-    return stack.accelerator_type.rsplit("-", 1)[0]
+    """How findings name the slice's TPU generation (`TPU v6e`): the shapes table's, not a parsed slice name."""
+    return short_name(_accelerator(stack))
 
 
 def _unchecked(area: str, item: str, error: ReadError, project: str) -> Finding:
@@ -434,7 +434,7 @@ def _unchecked(area: str, item: str, error: ReadError, project: str) -> Finding:
 def _quota_findings(stack: TpuOpsStack, facts: _Facts, placement: OpsPlacement, several: bool) -> list[Finding]:
     kind = "preemptible" if placement.preemptible else "on-demand"
     where = f", {placement.zone}" if several else ""
-    tpu = f"TPU {_generation(stack)}"
+    tpu = _generation(stack)
     if placement.reservation is not None:
         return [
             Finding(

@@ -18,7 +18,7 @@ def test_a_shape_offered_only_outside_the_default_region_is_still_offered() -> N
         if entry.platform != "gke":
             continue
         zones = machine_family(shape(entry.name)).where.value
-        mine = [offer for offer in found if offer.name == entry.name]
+        mine = [offer for offer in found if offer.shape.name == entry.name]
         assert {offer.provisioning for offer in mine} == set(machine_family(shape(entry.name)).provisioning)
         assert all(offer.zone in zones and offer.region == region_of(offer.zone) for offer in mine)
 
@@ -27,7 +27,7 @@ def test_a_shape_offered_in_the_old_default_region_keeps_it() -> None:
     """Answers advise gave before must not move: a shape offered in the old default region is still offered there
     (v6e slices and ct6e pools in us-east5, G2, G4, A3 High and A4 in us-central1)."""
     found, _ = offers(platforms=(), region=None, provisioning=("spot", "flex-start"))
-    regions = {offer.name: offer.region for offer in found if offer.platform in {"tpu", "gke"}}
+    regions = {offer.shape.name: offer.region for offer in found if offer.platform in {"tpu", "gke"}}
     assert regions["v6e-1"] == regions["ct6e-standard-1t"] == DEFAULT_TPU_REGION
     assert regions["g2-standard-12"] == regions["a3-highgpu-1g"] == regions["a4-highgpu-8g"] == DEFAULT_GKE_GPU_REGION
 

@@ -52,7 +52,7 @@ def test_a_provisioning_model_the_machine_series_lacks_is_ruled_out_with_the_rea
     """A3 High 1-4 GPU machines come only as Spot or flex-start: asked for on-demand, advise says so instead of
     pricing a node Google would not rent."""
     found, ruled_out = offers(platforms=("gke",), region=None, provisioning=("on-demand",))
-    assert "a3-highgpu-1g" not in {offer.name for offer in found}
+    assert "a3-highgpu-1g" not in {offer.shape.name for offer in found}
     reasons = dict(ruled_out)
     assert "spot or flex-start only" in reasons["a3-highgpu-1g on-demand"]
 
