@@ -1,12 +1,7 @@
-"""Typed wire builders for a Cloud Run job's blocks: pulumi-gcp's own input types, at no import cost.
+"""Typed wire builders for Cloud Run job blocks: pulumi-gcp's `cloudrunv2` `JobTemplate*ArgsDict`s, at no import cost.
 
-Why: a job's template (`gcp.cloudrunv2.Job`: the execution, its task template, containers and volumes) is
-typed by pulumi-gcp with `JobTemplate*ArgsDict`s of its own, not the service's (a task has `max_retries`, a
-revision `scaling`), so these builders are the service's (components/wire/cloud_run.py) for the job's
-types: each takes the keyword arguments of the generated `*ArgsDict` (imported for the type checker only, so
-no plan loads `pulumi_gcp.cloudrunv2`) and returns the block in wire form exactly as `wire` does (camelCase,
-None fields left out), typed as the `*ArgsDict` its fields were checked against: in wire form, to be read
-by the provider, not by code.
+Why a builder per block, and what it returns: `components.wire`. A job's template (the execution, its task
+template, containers and volumes) has types of its own, not the service's (components/wire/cloud_run.py).
 """
 
 from __future__ import annotations
