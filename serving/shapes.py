@@ -655,7 +655,7 @@ class ResolvedShape:
         hold dicts and cannot be hashed field by field."""
         return hash(self.name)
 
-    # tpugke lane
+    # TPU VM: where flex-start is published.
     @property
     def flex_start_zones(self) -> tuple[str, ...]:
         """Zones where Google publishes flex-start for a TPU VM slice; empty where it publishes none (a GPU, a
